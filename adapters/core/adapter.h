@@ -1,0 +1,59 @@
+#pragma once
+// LockAdapter: what a backend must do for Locker and Lock (the seed library's ILockAdapter).
+//
+// An adapter makes exactly one attempt per call; retrying is the Locker's job. Expected failures
+// come back as values (AdapterStatus), never as exceptions: contention on create, a lock that is
+// gone or owned by someone else on release and extend, a backend that failed. Every operation is
+// owner-checked: release and extend act only when the stored value equals spec.value, and extend
+// never re-creates a lock that is gone.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace lockstep {
+
+// Whether the backend can issue fencing tokens that strictly increase per key in grant order.
+enum class FencingSupport { monotonic, none };
+std::string_view to_string(FencingSupport support);
+
+enum class AdapterStatus {
+  ok,             // done
+  contended,      // create: the key is held by another owner
+  not_owner,      // release/extend/is_valid: the lock is gone or belongs to another owner
+  backend_error,  // the backend failed or answered something unexpected; message says what
+};
+std::string_view to_string(AdapterStatus status);
+
+struct AdapterResult {
+  AdapterStatus status = AdapterStatus::ok;
+  uint64_t fencing_token = 0;  // create: the grant's token when fencing is monotonic, else 0
+  std::string message;         // backend_error: what went wrong
+
+  bool ok() const { return status == AdapterStatus::ok; }
+};
+
+// One lock as the adapter sees it: the resource key, this owner's unique value, the TTL.
+struct LockSpec {
+  std::string key;
+  std::string value;
+  int64_t ttl_ms = 0;
+};
+
+class LockAdapter {
+ public:
+  virtual ~LockAdapter() = default;
+
+  virtual std::string_view name() const = 0;
+  virtual FencingSupport fencing() const = 0;
+
+  // Creates the lock if the key is free (or its previous lock expired). ok carries the token.
+  virtual AdapterResult create_lock(const LockSpec& spec) = 0;
+  // Removes the lock if spec.value still owns it.
+  virtual AdapterResult release_lock(const LockSpec& spec) = 0;
+  // Sets the lock to expire ttl_ms from now if spec.value still owns it.
+  virtual AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) = 0;
+  // ok when spec.value owns an unexpired lock on spec.key, not_owner otherwise.
+  virtual AdapterResult is_valid_lock(const LockSpec& spec) = 0;
+};
+
+}  // namespace lockstep

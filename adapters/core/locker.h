@@ -1,0 +1,125 @@
+#pragma once
+// Locker and Lock: the lock API (after the seed library locco), over any LockAdapter.
+//
+//   Locker locker({.adapter = adapter, .clock = clock, .random = random,
+//                  .retry = {.retry_delay_ms = 200, .retry_times = 10}});
+//   Lock lock = locker.lock("user:123", 3000);
+//   lock.acquire();                    // throws RetryError when it gives up
+//   lock.extend(2000);                 // from now; throws LockExtendError when no longer ours
+//   lock.release();                    // silent if already gone; {.throw_on_fail = true} reports it
+//   int r = locker.lock("k", 3000).acquire([](Lock& held) { return 42; });  // released after
+//
+// Invariants: a Lock has one unique value for its whole life (drawn from the Random seam at
+// creation); acquire() reports success only when the adapter confirmed the grant; only contention
+// is retried; the key, TTL and retry settings are validated when the Lock is made, so a bad
+// argument fails before anything is sent. A Lock is used by one thread at a time.
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "adapters/core/adapter.h"
+#include "adapters/core/clock.h"
+#include "adapters/core/random.h"
+#include "adapters/core/retry.h"
+
+namespace lockstep {
+
+// Keys longer than this, and TTLs longer than this, are rejected by validation.
+inline constexpr size_t kMaxKeyBytes = 1024;
+inline constexpr int64_t kMaxTtlMs = 86'400'000;  // 24 hours: a longer lease is a design error
+
+struct ReleaseOptions {
+  bool throw_on_fail = false;
+};
+
+struct LockerOptions {
+  LockAdapter* adapter = nullptr;
+  Clock* clock = nullptr;
+  Random* random = nullptr;
+  RetrySettings retry = RetrySettings::none();
+};
+
+class Lock {
+ public:
+  Lock(LockerOptions options, std::string key, int64_t ttl_ms);
+
+  // Acquires, retrying contention per the retry settings. Returns *this for chaining.
+  Lock& acquire();
+
+  // Acquires, calls fn(*this), and releases when fn returns or throws; returns fn's result.
+  template <class Fn>
+  auto acquire(Fn&& fn) -> std::invoke_result_t<Fn, Lock&> {
+    acquire();
+    using Result = std::invoke_result_t<Fn, Lock&>;
+    try {
+      if constexpr (std::is_void_v<Result>) {
+        std::forward<Fn>(fn)(*this);
+        release();
+      } else {
+        Result result = std::forward<Fn>(fn)(*this);
+        release();
+        return result;
+      }
+    } catch (...) {
+      release_after_failure();
+      throw;
+    }
+  }
+
+  // Releases the lock. Returns whether this call removed it. Already gone (expired or taken by
+  // another owner) is silent unless options.throw_on_fail, which throws LockReleaseError.
+  // A backend failure throws BackendError either way.
+  bool release(ReleaseOptions options = {});
+
+  // Makes the lock expire ttl_ms from now. Throws LockExtendError if it is no longer ours.
+  void extend(int64_t ttl_ms);
+
+  // Whether this lock (this unique value) still holds the key in the backend.
+  bool is_locked();
+
+  // A copy of this (not yet acquired) lock with other retry settings. Validates them.
+  Lock with_retry(RetrySettings settings) const;
+
+  const std::string& key() const { return spec_.key; }
+  int64_t ttl_ms() const { return spec_.ttl_ms; }
+  const std::string& unique_value() const { return spec_.value; }
+  const RetrySettings& retry_settings() const { return options_.retry; }
+  // The fencing token of the last successful acquire; empty before it, and always empty when the
+  // adapter cannot issue monotonic tokens.
+  std::optional<uint64_t> fencing_token() const { return fencing_token_; }
+  FencingSupport fencing() const { return options_.adapter->fencing(); }
+  // Number of create attempts the last acquire() made.
+  int attempts() const { return attempts_; }
+
+ private:
+  void release_after_failure() noexcept;
+
+  LockerOptions options_;
+  LockSpec spec_;
+  std::optional<uint64_t> fencing_token_;
+  int attempts_ = 0;
+};
+
+class Locker {
+ public:
+  // Validates the options (adapter, clock, random present; retry settings coherent).
+  explicit Locker(LockerOptions options);
+
+  // A Lock on key for ttl_ms, not yet acquired. Throws ValidationError for an empty or too long
+  // key, or a TTL outside (0, kMaxTtlMs].
+  Lock lock(std::string key, int64_t ttl_ms) const;
+
+  const LockerOptions& options() const { return options_; }
+
+ private:
+  LockerOptions options_;
+};
+
+// Validation helpers, shared with adapters that take keys and TTLs of their own.
+void validate_key(const std::string& key);
+void validate_ttl_ms(int64_t ttl_ms, const char* parameter = "ttl_ms");
+
+}  // namespace lockstep

@@ -1,0 +1,72 @@
+#pragma once
+// The simulated network between nodes.
+//
+// A message is a callback run on the destination node when it arrives. Latency is drawn from the
+// run's PRNG between latency_us_min and latency_us_max; loss and duplication are integer ratios.
+// With fifo_links (the default, as TCP), messages on one directed link arrive in the order sent.
+// Partitions are directed: partition(a, b) drops what a sends to b; partition_both cuts both ways.
+// A message is dropped if its link is cut when it is sent or when it would arrive, or if the
+// destination crashed (or restarted: a new incarnation) meanwhile. Every send, delivery and drop is
+// one trace line.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "sim/time.h"
+
+namespace lockstep::sim {
+
+class World;
+using NodeId = int;
+
+struct Ratio {
+  uint64_t numerator = 0;
+  uint64_t denominator = 1;
+};
+
+struct NetworkOptions {
+  TimeUs latency_us_min = 200;
+  TimeUs latency_us_max = 1'000;
+  Ratio loss{0, 1};
+  Ratio duplicate{0, 1};
+  bool fifo_links = true;
+};
+
+struct NetworkStats {
+  uint64_t sent = 0;
+  uint64_t delivered = 0;
+  uint64_t dropped = 0;
+  uint64_t duplicated = 0;
+};
+
+class Network {
+ public:
+  explicit Network(World& world, NetworkOptions options = {});
+
+  void set_options(NetworkOptions options) { options_ = options; }
+  const NetworkOptions& options() const { return options_; }
+
+  // Sends a message from `from` to `to`; on_deliver runs on `to` when (if) it arrives.
+  void send(NodeId from, NodeId to, std::string_view label, std::function<void()> on_deliver);
+
+  void partition(NodeId from, NodeId to);
+  void partition_both(NodeId a, NodeId b);
+  void heal(NodeId from, NodeId to);
+  void heal_all();
+  bool link_up(NodeId from, NodeId to) const;
+
+  const NetworkStats& stats() const { return stats_; }
+
+ private:
+  World& world_;
+  NetworkOptions options_;
+  NetworkStats stats_;
+  std::set<std::pair<NodeId, NodeId>> cut_;
+  std::map<std::pair<NodeId, NodeId>, TimeUs> last_arrival_us_;
+};
+
+}  // namespace lockstep::sim

@@ -1,0 +1,148 @@
+#pragma once
+// The simulated world: nodes with their own clocks, client code on fibers, a network, faults, and
+// the trace, all driven by one scheduler and one seeded PRNG. A run is a pure function of the
+// seed and of what the caller schedules.
+//
+// Nodes are clients or servers. Client code runs on fibers (spawn) and blocks only through the
+// world: sleep_for_us(), or park() until someone calls wake() (a reply arrived) or a deadline
+// passes. Server code runs in callbacks delivered to its node (deliver_at, or Network messages).
+//
+// Faults, and what they guarantee:
+// - pause(node, d): stop-the-world for d of true time from now. Nothing of the node runs during
+//   the pause (fiber resumptions and deliveries are deferred to its end, in their original order);
+//   its clock keeps going; it resumes exactly where it stopped.
+// - crash(node): the node dies at once. Its fibers never run again normally: a parked fiber is
+//   unwound with ProcessKilled; deliveries to it are dropped; on_crash hooks run (servers drop
+//   volatile state). restart(node) starts a new incarnation and runs on_restart hooks.
+// - Clocks: jump_clock and set_drift act from now on (schedule them with scheduler().at).
+// Every fault is one trace line.
+//
+// Invariants: one fiber runs at a time; park/sleep are only called from a fiber; a fiber of a
+// crashed node never returns from park/sleep normally; nothing here reads the wall clock or
+// iterates an unordered container.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "adapters/core/clock.h"
+#include "adapters/core/random.h"
+#include "sim/network.h"
+#include "sim/node_clock.h"
+#include "sim/scheduler.h"
+#include "sim/time.h"
+#include "sim/trace.h"
+
+namespace lockstep::sim {
+
+class Fiber;
+
+// Thrown from park()/sleep_for_us() in a fiber whose node crashed or whose run is being torn down.
+// Deliberately not a std::exception: code that catches std::exception lets it pass; code that
+// catches (...) must rethrow.
+struct ProcessKilled {};
+
+struct WorldOptions {
+  uint64_t seed = 1;
+  SchedulerOptions scheduler;
+  NetworkOptions network;
+  size_t fiber_stack_bytes = 256 * 1024;
+  size_t trace_keep_lines_max = 2'000'000;
+};
+
+using FiberId = int;
+
+// Identifies one park of one fiber; a wake for an older park is ignored.
+struct Waiter {
+  FiberId fiber = -1;
+  uint64_t generation = 0;
+};
+
+enum class ParkResult { woken, deadline };
+
+class World {
+ public:
+  explicit World(WorldOptions options);
+  ~World();  // unwinds fibers that have not finished (ProcessKilled), then frees them
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  Scheduler& scheduler() { return scheduler_; }
+  Trace& trace() { return trace_; }
+  Prng& prng() { return prng_; }
+  Network& network() { return *network_; }
+  TimeUs now_us() const { return scheduler_.now_us(); }
+  uint64_t seed() const { return options_.seed; }
+
+  // Appends a trace line at the current true time.
+  size_t trace_line(std::string_view text) { return trace_.add(now_us(), text); }
+
+  // --- nodes and clocks ---
+  NodeId add_node(std::string name, ClockSpec clock = {});
+  size_t node_count() const { return nodes_.size(); }
+  const std::string& node_name(NodeId node) const;
+  NodeClock& node_clock(NodeId node);
+  int64_t local_us(NodeId node) const;  // the node's wall reading now
+  // The Clock seam for code on this node (owned by the world, valid for its lifetime).
+  Clock& clock(NodeId node);
+  bool alive(NodeId node) const;
+  uint64_t incarnation(NodeId node) const;
+  bool paused(NodeId node) const;
+
+  // --- fibers ---
+  // Runs body on a new fiber of node from true time start_us (>= now). ProcessKilled ends it
+  // quietly; any other escaping exception ends the run with an error (run() rethrows it).
+  FiberId spawn(NodeId node, std::string name, std::function<void()> body, TimeUs start_us = -1);
+  bool in_fiber() const { return current_fiber_ >= 0; }
+  FiberId current_fiber() const { return current_fiber_; }
+  NodeId current_node() const;  // the running fiber's node; must be in a fiber
+  size_t unfinished_fibers() const;
+
+  // In a fiber: sleep for a local duration (drift applies, jumps do not).
+  void sleep_for_us(int64_t local_duration_us);
+  // In a fiber: a Waiter for the park that follows; hand it to whoever will wake us.
+  Waiter prepare_park();
+  // In a fiber: suspend until wake(waiter) or the true-time deadline. Throws ProcessKilled.
+  ParkResult park(Waiter waiter, TimeUs deadline_us = kTimeNever);
+  // From anywhere: resume the parked fiber (deferred while its node is paused). Stale waiters
+  // (already woken, timed out, or of a finished fiber) are ignored.
+  void wake(Waiter waiter);
+
+  // --- delivery to a node (servers' message handling) ---
+  // Runs fn on node at true time t_us: deferred while the node is paused, dropped if the node is
+  // crashed or restarted since `incarnation` (pass incarnation(node) at send time).
+  void deliver_at(NodeId node, uint64_t incarnation, TimeUs t_us, std::function<void()> fn);
+
+  // --- faults (from now) ---
+  void pause(NodeId node, TimeUs duration_us, std::string_view why = "");
+  void crash(NodeId node);
+  void restart(NodeId node);
+  void on_crash(NodeId node, std::function<void()> hook);
+  void on_restart(NodeId node, std::function<void()> hook);
+  void jump_clock(NodeId node, int64_t delta_us);
+  void set_drift(NodeId node, int64_t drift_ppm);
+
+  // Runs until no fiber is left and the queue is empty, or a bound is hit. Rethrows an exception
+  // that escaped a fiber body.
+  RunResult run();
+
+ private:
+  struct Node;
+  struct FiberSlot;
+  void resume_fiber(FiberId id, uint64_t generation);
+  void schedule_resume(FiberId id, uint64_t generation, TimeUs t_us);
+
+  WorldOptions options_;
+  Scheduler scheduler_;
+  Trace trace_;
+  Prng prng_;
+  std::unique_ptr<Network> network_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<std::unique_ptr<FiberSlot>> fibers_;
+  FiberId current_fiber_ = -1;
+  std::exception_ptr fiber_failure_;
+};
+
+}  // namespace lockstep::sim
