@@ -1,0 +1,521 @@
+// Locker and Lock: the API contracts, over the memory adapter and scripted fakes, on a manual
+// clock that advances only when someone sleeps on it (no real sleeps here).
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "adapters/core/errors.h"
+#include "adapters/core/locker.h"
+#include "adapters/memory/memory_adapter.h"
+
+namespace lockstep {
+namespace {
+
+constexpr int64_t kStartUs = 1'700'000'000'000'000;  // any fixed epoch time
+
+// A clock that moves only when told to or when slept on, and records every sleep.
+class FakeClock final : public Clock {
+ public:
+  int64_t now_us() override { return now_us_; }
+  void sleep_for_us(int64_t duration_us) override {
+    sleeps_us.push_back(duration_us);
+    if (duration_us > 0) now_us_ += duration_us;
+  }
+  void advance_ms(int64_t ms) { now_us_ += ms * 1000; }
+
+  std::vector<int64_t> sleeps_us;
+
+ private:
+  int64_t now_us_ = kStartUs;
+};
+
+// An adapter that answers what the test scripts, counts calls, and records when creates start.
+class ScriptedAdapter final : public LockAdapter {
+ public:
+  explicit ScriptedAdapter(Clock& clock) : clock_(clock) {}
+  std::string_view name() const override { return "scripted"; }
+  FencingSupport fencing() const override { return fencing_support; }
+  AdapterResult create_lock(const LockSpec&) override {
+    create_starts_us.push_back(clock_.now_us());
+    if (create_duration_us > 0) clock_.sleep_for_us(create_duration_us);
+    return create_result;
+  }
+  AdapterResult release_lock(const LockSpec&) override {
+    ++release_calls;
+    if (release_throws) release_throws();
+    return release_result;
+  }
+  AdapterResult extend_lock(const LockSpec&, int64_t) override { return extend_result; }
+  AdapterResult is_valid_lock(const LockSpec&) override { return valid_result; }
+
+  FencingSupport fencing_support = FencingSupport::monotonic;
+  AdapterResult create_result{.status = AdapterStatus::contended};
+  AdapterResult release_result{.status = AdapterStatus::ok};
+  AdapterResult extend_result{.status = AdapterStatus::ok};
+  AdapterResult valid_result{.status = AdapterStatus::ok};
+  std::function<void()> release_throws;
+  int64_t create_duration_us = 0;
+  std::vector<int64_t> create_starts_us;
+  int release_calls = 0;
+
+ private:
+  Clock& clock_;
+};
+
+AdapterResult failure(std::string message) {
+  return AdapterResult{.status = AdapterStatus::backend_error, .message = std::move(message)};
+}
+
+// Not a std::exception, like the simulator's ProcessKilled.
+struct Killed {};
+
+struct Fixture {
+  FakeClock clock;
+  SeededRandom random{7};
+  MemoryAdapter memory{{.clock = &clock}};
+  ScriptedAdapter scripted{clock};
+
+  Locker locker(RetrySettings retry = RetrySettings::none()) {
+    return Locker({.adapter = &memory, .clock = &clock, .random = &random, .retry = retry});
+  }
+  Locker scripted_locker(RetrySettings retry = RetrySettings::none()) {
+    return Locker({.adapter = &scripted, .clock = &clock, .random = &random, .retry = retry});
+  }
+  // Another owner holds key for ttl_ms.
+  Lock hold(const std::string& key, int64_t ttl_ms) {
+    Lock holder = locker().lock(key, ttl_ms);
+    holder.acquire();
+    return holder;
+  }
+};
+
+template <class Fn>
+ValidationError validation_error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const ValidationError& error) {
+    return error;
+  }
+  FAIL("expected a ValidationError");
+  return ValidationError("none", "unreachable");
+}
+
+RetryError retry_error_of(Lock& lock) {
+  try {
+    lock.acquire();
+  } catch (const RetryError& error) {
+    return error;
+  }
+  FAIL("expected a RetryError");
+  return RetryError("unreachable", 0, nullptr);
+}
+
+TEST_CASE("Locker requires an adapter, a clock and a random source", "[locker]") {
+  Fixture f;
+  CHECK(validation_error_of([&] { Locker({.clock = &f.clock, .random = &f.random}); })
+            .parameter() == "adapter");
+  CHECK(validation_error_of([&] { Locker({.adapter = &f.memory, .random = &f.random}); })
+            .parameter() == "clock");
+  CHECK(validation_error_of([&] { Locker({.adapter = &f.memory, .clock = &f.clock}); })
+            .parameter() == "random");
+  const auto bad_retry = [&] {
+    Locker({.adapter = &f.memory, .clock = &f.clock, .random = &f.random,
+            .retry = {.retry_times = 2}});
+  };
+  CHECK(validation_error_of(bad_retry).parameter() == "retry_delay_ms");
+}
+
+TEST_CASE("lock() validates the key and the TTL before anything is sent", "[locker]") {
+  Fixture f;
+  Locker locker = f.locker();
+  const auto empty_key = validation_error_of([&] { locker.lock("", 1000); });
+  CHECK(empty_key.parameter() == "key");
+  CHECK_THAT(empty_key.what(), Catch::Contains("empty"));
+  const auto long_key = validation_error_of([&] { locker.lock(std::string(kMaxKeyBytes + 1, 'k'), 1000); });
+  CHECK(long_key.parameter() == "key");
+  CHECK_THAT(long_key.what(), Catch::Contains("1025 bytes") && Catch::Contains("1024"));
+  CHECK_NOTHROW(locker.lock(std::string(kMaxKeyBytes, 'k'), 1000));
+
+  for (int64_t ttl : {int64_t{0}, int64_t{-1}, kMaxTtlMs + 1}) {
+    const auto error = validation_error_of([&] { locker.lock("k", ttl); });
+    CHECK(error.parameter() == "ttl_ms");
+    CHECK_THAT(error.what(), Catch::Contains(std::to_string(ttl)));
+  }
+  CHECK_NOTHROW(locker.lock("k", kMaxTtlMs));
+  CHECK(f.memory.size() == 0);
+}
+
+TEST_CASE("each Lock has its own 32-hex-digit unique value", "[locker]") {
+  Fixture f;
+  const Lock a = f.locker().lock("k", 1000);
+  const Lock b = f.locker().lock("k", 1000);
+  CHECK(a.unique_value().size() == 32);
+  CHECK(a.unique_value() != b.unique_value());
+  CHECK(a.key() == "k");
+  CHECK(a.ttl_ms() == 1000);
+}
+
+TEST_CASE("a contended acquire without retries fails after one attempt", "[locker]") {
+  Fixture f;
+  Lock holder = f.hold("k", 1000);
+  Lock contender = f.locker().lock("k", 1000);
+  const RetryError error = retry_error_of(contender);
+  CHECK(error.attempts() == 1);
+  CHECK(contender.attempts() == 1);
+  CHECK_THAT(error.what(), Catch::Contains("no retries") &&
+                               Catch::Contains("lock \"k\" is held by another owner"));
+  CHECK(f.clock.sleeps_us.empty());
+  CHECK(holder.is_locked());
+  CHECK_FALSE(contender.fencing_token());
+}
+
+TEST_CASE("RetryError keeps the last cause as a LockCreateError", "[locker]") {
+  Fixture f;
+  Lock holder = f.hold("orders:1", 1000);
+  Lock contender = f.locker({.retry_delay_ms = 10, .retry_times = 2}).lock("orders:1", 1000);
+  const RetryError error = retry_error_of(contender);
+  REQUIRE(error.last_cause());
+  try {
+    std::rethrow_exception(error.last_cause());
+  } catch (const LockCreateError& cause) {
+    CHECK(cause.key() == "orders:1");
+    CHECK(std::string(cause.what()) == "lock \"orders:1\" is held by another owner");
+  }
+}
+
+TEST_CASE("release is idempotent and silent unless asked to report", "[locker]") {
+  Fixture f;
+  Lock lock = f.locker().lock("k", 1000);
+  lock.acquire();
+  CHECK(lock.release());
+  CHECK_FALSE(lock.release());
+  CHECK_FALSE(lock.is_locked());
+  CHECK_THROWS_MATCHES(lock.release({.throw_on_fail = true}), LockReleaseError,
+                       Catch::Message("lock \"k\" was not released: it expired or is held by "
+                                      "another owner"));
+}
+
+TEST_CASE("release never removes another owner's lock", "[locker]") {
+  Fixture f;
+  Lock first = f.locker().lock("k", 100);
+  first.acquire();
+  f.clock.advance_ms(100);  // first's lease ends
+  Lock second = f.hold("k", 1000);
+  CHECK_FALSE(first.release());
+  CHECK_THROWS_AS(first.release({.throw_on_fail = true}), LockReleaseError);
+  CHECK(second.is_locked());
+}
+
+TEST_CASE("extend lengthens a held lock from now", "[locker]") {
+  Fixture f;
+  Lock lock = f.locker().lock("k", 100);
+  lock.acquire();
+  f.clock.advance_ms(90);
+  lock.extend(100);
+  f.clock.advance_ms(90);  // 180 ms after acquire: past the first TTL, within the extension
+  CHECK(lock.is_locked());
+  f.clock.advance_ms(10);
+  CHECK_FALSE(lock.is_locked());
+  CHECK(validation_error_of([&] { lock.extend(0); }).parameter() == "ttl_ms");
+}
+
+TEST_CASE("extend after expiry fails and does not bring the lock back", "[locker]") {
+  Fixture f;
+  Lock lock = f.locker().lock("k", 100);
+  lock.acquire();
+  f.clock.advance_ms(150);
+  CHECK_THROWS_MATCHES(lock.extend(1000), LockExtendError,
+                       Catch::Message("lock \"k\" is no longer held by this owner (it expired or "
+                                      "another owner took it); extend does not re-create it"));
+  CHECK_FALSE(lock.is_locked());
+  CHECK(f.memory.size() == 0);
+  Lock other = f.locker().lock("k", 100);
+  CHECK_NOTHROW(other.acquire());
+}
+
+TEST_CASE("is_locked reflects this owner only", "[locker]") {
+  Fixture f;
+  Lock lock = f.locker().lock("k", 100);
+  CHECK_FALSE(lock.is_locked());
+  lock.acquire();
+  CHECK(lock.is_locked());
+  f.clock.advance_ms(100);
+  CHECK_FALSE(lock.is_locked());
+  Lock other = f.hold("k", 100);
+  CHECK_FALSE(lock.is_locked());
+  CHECK(other.is_locked());
+}
+
+TEST_CASE("the callback form returns the callback's value and releases", "[locker]") {
+  Fixture f;
+  std::optional<uint64_t> token_inside;
+  const int result = f.locker().lock("k", 1000).acquire([&](Lock& held) {
+    token_inside = held.fencing_token();
+    CHECK(held.is_locked());
+    return 42;
+  });
+  CHECK(result == 42);
+  CHECK(token_inside == 1u);
+  CHECK(f.memory.size() == 0);
+
+  bool ran = false;
+  f.locker().lock("k", 1000).acquire([&](Lock&) { ran = true; });
+  CHECK(ran);
+  CHECK(f.memory.size() == 0);
+}
+
+TEST_CASE("the callback form releases on throw and rethrows the same exception", "[locker]") {
+  Fixture f;
+  struct Failure : std::runtime_error {
+    int id;
+    explicit Failure(int i) : std::runtime_error("failure"), id(i) {}
+  };
+  try {
+    f.locker().lock("k", 1000).acquire([](Lock&) -> int { throw Failure(7); });
+    FAIL("the callback's exception was lost");
+  } catch (const Failure& failure) {
+    CHECK(failure.id == 7);
+  }
+  CHECK(f.memory.size() == 0);
+
+  // An exception outside std::exception (the simulator kills fibers this way) passes unchanged.
+  CHECK_THROWS_AS(f.locker().lock("k", 1000).acquire([](Lock&) { throw Killed{}; }), Killed);
+  CHECK(f.memory.size() == 0);
+}
+
+TEST_CASE("a failing release after a throw keeps the callback's exception", "[locker]") {
+  Fixture f;
+  f.scripted.create_result = {.status = AdapterStatus::ok, .fencing_token = 5};
+  f.scripted.release_result = failure("connection reset");
+  Lock lock = f.scripted_locker().lock("k", 1000);
+  CHECK_THROWS_MATCHES(lock.acquire([](Lock&) { throw std::logic_error("callback"); }),
+                       std::logic_error, Catch::Message("callback"));
+  CHECK(f.scripted.release_calls == 1);
+}
+
+TEST_CASE("a kill during the release after a throw is not swallowed", "[locker]") {
+  Fixture f;
+  f.scripted.create_result = {.status = AdapterStatus::ok, .fencing_token = 5};
+  f.scripted.release_throws = [] { throw Killed{}; };
+  Lock lock = f.scripted_locker().lock("k", 1000);
+  CHECK_THROWS_AS(lock.acquire([](Lock&) { throw std::logic_error("callback"); }), Killed);
+}
+
+TEST_CASE("a failing release after a normal return is reported once", "[locker]") {
+  Fixture f;
+  f.scripted.create_result = {.status = AdapterStatus::ok, .fencing_token = 5};
+  f.scripted.release_result = failure("connection reset");
+  Lock lock = f.scripted_locker().lock("k", 1000);
+  CHECK_THROWS_AS(lock.acquire([](Lock&) { return 1; }), BackendError);
+  CHECK(f.scripted.release_calls == 1);
+}
+
+TEST_CASE("fixed delay: 1 + retry_times attempts with the expected sleeps", "[locker][retry]") {
+  Fixture f;
+  Lock holder = f.hold("k", 60'000);
+  Lock contender = f.locker({.retry_delay_ms = 100, .retry_times = 3}).lock("k", 1000);
+  const RetryError error = retry_error_of(contender);
+  CHECK(error.attempts() == 4);
+  CHECK(contender.attempts() == 4);
+  CHECK(f.clock.sleeps_us == std::vector<int64_t>{100'000, 100'000, 100'000});
+  CHECK_THAT(error.what(), Catch::Contains("after 4 attempt(s)") &&
+                               Catch::Contains("retries exhausted (retry_times = 3)"));
+}
+
+TEST_CASE("fixed delay: a retry succeeds once the holder's lease ends", "[locker][retry]") {
+  Fixture f;
+  Lock holder = f.hold("k", 250);
+  Lock contender = f.locker({.retry_delay_ms = 100, .retry_times = 5}).lock("k", 1000);
+  contender.acquire();
+  CHECK(contender.attempts() == 4);  // at 0, 100, 200 the key is held; at 300 it is free
+  CHECK(contender.is_locked());
+  CHECK(contender.fencing_token() == 2u);
+}
+
+TEST_CASE("total_time_ms is a hard cap: sleeps end at it and nothing starts after it",
+          "[locker][retry]") {
+  Fixture f;
+  f.scripted.create_duration_us = 30'000;  // each attempt takes 30 ms
+  Lock lock =
+      f.scripted_locker({.retry_delay_ms = 100, .retry_times = 100, .total_time_ms = 250})
+          .lock("k", 1000);
+  const RetryError error = retry_error_of(lock);
+  const int64_t cap_us = kStartUs + 250'000;
+  // Attempts at 0, 130 (30 + 100), and 250: the second sleep was cut from 100 to 90 ms.
+  CHECK(f.scripted.create_starts_us ==
+        std::vector<int64_t>{kStartUs, kStartUs + 130'000, kStartUs + 250'000});
+  for (int64_t start_us : f.scripted.create_starts_us) CHECK(start_us <= cap_us);
+  CHECK(f.clock.sleeps_us == std::vector<int64_t>{30'000, 100'000, 30'000, 90'000, 30'000});
+  CHECK(error.attempts() == 3);
+  CHECK_THAT(error.what(), Catch::Contains("total_time_ms = 250"));
+}
+
+TEST_CASE("total_time_ms: the clock never passes the cap while waiting", "[locker][retry]") {
+  Fixture f;
+  Lock holder = f.hold("k", 60'000);
+  Lock lock = f.locker({.retry_delay_ms = 70, .retry_times = 1000, .total_time_ms = 200})
+                  .lock("k", 1000);
+  retry_error_of(lock);
+  CHECK(f.clock.now_us() == kStartUs + 200'000);
+  CHECK(f.clock.sleeps_us == std::vector<int64_t>{70'000, 70'000, 60'000});
+  CHECK(lock.attempts() == 4);  // 0, 70, 140, 200
+}
+
+TEST_CASE("retry_delay_fn sees each attempt and can stop", "[locker][retry]") {
+  Fixture f;
+  Lock holder = f.hold("k", 60'000);
+  std::vector<RetryAttempt> seen;
+  const auto backoff = [&seen](const RetryAttempt& attempt) -> int64_t {
+    seen.push_back({.attempt_number = attempt.attempt_number,
+                    .started_at_ms = attempt.started_at_ms,
+                    .previous_delay_ms = attempt.previous_delay_ms,
+                    .settings = attempt.settings});
+    if (attempt.attempt_number == 2) attempt.stop();
+    return 10 * (attempt.attempt_number + 1);
+  };
+  Lock lock = f.locker({.retry_delay_fn = backoff}).lock("k", 1000);
+  const RetryError error = retry_error_of(lock);
+  REQUIRE(seen.size() == 3);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(seen[static_cast<size_t>(i)].attempt_number == i);
+    CHECK(seen[static_cast<size_t>(i)].started_at_ms == kStartUs / 1000);
+    CHECK(seen[static_cast<size_t>(i)].settings == &lock.retry_settings());
+  }
+  CHECK(seen[0].previous_delay_ms == 0);
+  CHECK(seen[1].previous_delay_ms == 10);
+  CHECK(seen[2].previous_delay_ms == 20);
+  CHECK(f.clock.sleeps_us == std::vector<int64_t>{10'000, 20'000});  // the stopped delay unused
+  CHECK(error.attempts() == 3);
+  CHECK_THAT(error.what(), Catch::Contains("stopped by retry_delay_fn"));
+}
+
+TEST_CASE("retry_delay_fn is bounded by retry_times", "[locker][retry]") {
+  Fixture f;
+  Lock lock = f.scripted_locker({.retry_times = 2, .retry_delay_fn = [](const RetryAttempt&) {
+                                   return int64_t{5};
+                                 }})
+                  .lock("k", 1000);
+  CHECK(retry_error_of(lock).attempts() == 3);
+}
+
+TEST_CASE("retry_delay_fn that never stops is bounded by kMaxRetryTimes", "[locker][retry]") {
+  Fixture f;
+  Lock lock =
+      f.scripted_locker({.retry_delay_fn = [](const RetryAttempt&) { return int64_t{0}; }})
+          .lock("k", 1000);
+  const RetryError error = retry_error_of(lock);
+  CHECK(error.attempts() == kMaxRetryTimes + 1);
+  CHECK_THAT(error.what(), Catch::Contains("kMaxRetryTimes"));
+}
+
+TEST_CASE("a delay out of range from retry_delay_fn is a ValidationError", "[locker][retry]") {
+  Fixture f;
+  Lock lock = f.scripted_locker({.retry_delay_fn = [](const RetryAttempt&) { return int64_t{-1}; }})
+                  .lock("k", 1000);
+  const auto error = validation_error_of([&] { lock.acquire(); });
+  CHECK(error.parameter() == "retry_delay_fn");
+  CHECK_THAT(error.what(), Catch::Contains("returned -1 ms"));
+}
+
+TEST_CASE("jitter stays within [delay, delay + jitter] and varies", "[locker][retry]") {
+  Fixture f;
+  Lock holder = f.hold("k", 3'600'000);
+  Lock lock = f.locker({.retry_delay_ms = 100, .retry_times = 200, .retry_jitter_ms = 20})
+                  .lock("k", 1000);
+  retry_error_of(lock);
+  REQUIRE(f.clock.sleeps_us.size() == 200);
+  const auto [low, high] = std::minmax_element(f.clock.sleeps_us.begin(), f.clock.sleeps_us.end());
+  CHECK(*low >= 100'000);
+  CHECK(*high <= 120'000);
+  CHECK(*low < *high);
+  CHECK(std::count(f.clock.sleeps_us.begin(), f.clock.sleeps_us.end(), 120'000) > 0);
+}
+
+TEST_CASE("only contention is retried: a backend error surfaces after one attempt",
+          "[locker][retry]") {
+  Fixture f;
+  f.scripted.create_result = failure("connection refused");
+  Lock lock = f.scripted_locker({.retry_delay_ms = 10, .retry_times = 5}).lock("k", 1000);
+  CHECK_THROWS_MATCHES(lock.acquire(), BackendError,
+                       Catch::Message("scripted create of lock \"k\" failed: connection refused"));
+  CHECK(f.scripted.create_starts_us.size() == 1);
+  CHECK(f.clock.sleeps_us.empty());
+  CHECK_FALSE(lock.fencing_token());
+}
+
+TEST_CASE("a status create cannot return is a BackendError, not a grant", "[locker]") {
+  Fixture f;
+  f.scripted.create_result = {.status = AdapterStatus::not_owner};
+  Lock lock = f.scripted_locker().lock("k", 1000);
+  CHECK_THROWS_WITH(lock.acquire(), Catch::Contains("unexpected status not_owner"));
+}
+
+TEST_CASE("backend errors on release, extend and is_locked throw BackendError", "[locker]") {
+  Fixture f;
+  f.scripted.release_result = failure("timeout");
+  f.scripted.extend_result = failure("timeout");
+  f.scripted.valid_result = failure("timeout");
+  Lock lock = f.scripted_locker().lock("k", 1000);
+  CHECK_THROWS_AS(lock.release(), BackendError);
+  CHECK_THROWS_AS(lock.extend(1000), BackendError);
+  CHECK_THROWS_AS(lock.is_locked(), BackendError);
+
+  f.scripted.extend_result = {.status = AdapterStatus::not_owner};
+  f.scripted.valid_result = {.status = AdapterStatus::not_owner};
+  CHECK_THROWS_AS(lock.extend(1000), LockExtendError);
+  CHECK_FALSE(lock.is_locked());
+}
+
+TEST_CASE("fencing tokens: increasing with memory, absent without monotonic support",
+          "[locker]") {
+  Fixture f;
+  std::vector<uint64_t> tokens;
+  for (int i = 0; i < 3; ++i) {
+    Lock lock = f.locker().lock("k", 1000);
+    CHECK_FALSE(lock.fencing_token());
+    lock.acquire();
+    REQUIRE(lock.fencing_token());
+    tokens.push_back(*lock.fencing_token());
+    lock.release();
+  }
+  CHECK(tokens == std::vector<uint64_t>{1, 2, 3});
+  CHECK(f.locker().lock("k", 1).fencing() == FencingSupport::monotonic);
+
+  f.scripted.fencing_support = FencingSupport::none;
+  f.scripted.create_result = {.status = AdapterStatus::ok, .fencing_token = 99};
+  Lock lock = f.scripted_locker().lock("k", 1000);
+  lock.acquire();
+  CHECK_FALSE(lock.fencing_token());
+}
+
+TEST_CASE("with_retry copies the lock with new settings, before acquire only", "[locker]") {
+  Fixture f;
+  const Lock original = f.locker().lock("k", 1000);
+  const Lock copy = original.with_retry({.retry_delay_ms = 10, .retry_times = 3});
+  CHECK(copy.key() == "k");
+  CHECK(copy.ttl_ms() == 1000);
+  CHECK(copy.unique_value() == original.unique_value());
+  CHECK(copy.retry_settings().retry_times == 3);
+  CHECK_FALSE(original.retry_settings().retry_delay_ms);
+  CHECK(validation_error_of([&] { original.with_retry({.retry_times = 3}); }).parameter() ==
+        "retry_delay_ms");
+
+  Lock acquired = f.locker().lock("other", 1000);
+  acquired.acquire();
+  const auto late = validation_error_of([&] { acquired.with_retry({}); });
+  CHECK(late.parameter() == "retry");
+  CHECK_THAT(late.what(), Catch::Contains("before acquire()"));
+}
+
+TEST_CASE("default-constructed retry settings mean one attempt", "[locker][retry]") {
+  Fixture f;
+  Lock lock = f.scripted_locker(RetrySettings{}).lock("k", 1000);
+  CHECK(retry_error_of(lock).attempts() == 1);
+  CHECK(f.scripted.create_starts_us.size() == 1);
+}
+
+}  // namespace
+}  // namespace lockstep

@@ -27,15 +27,15 @@ std::string_view to_string(AdapterStatus status);
 struct AdapterResult {
   AdapterStatus status = AdapterStatus::ok;
   uint64_t fencing_token = 0;  // create: the grant's token when fencing is monotonic, else 0
-  std::string message;         // backend_error: what went wrong
+  std::string message{};       // backend_error: what went wrong
 
   bool ok() const { return status == AdapterStatus::ok; }
 };
 
 // One lock as the adapter sees it: the resource key, this owner's unique value, the TTL.
 struct LockSpec {
-  std::string key;
-  std::string value;
+  std::string key{};
+  std::string value{};
   int64_t ttl_ms = 0;
 };
 

@@ -50,22 +50,19 @@ class Lock {
   Lock& acquire();
 
   // Acquires, calls fn(*this), and releases when fn returns or throws; returns fn's result.
+  // A throw from fn is rethrown after a best-effort release. The release after a normal return
+  // is outside the try, so a failing release is reported once and not retried by the handler.
   template <class Fn>
   auto acquire(Fn&& fn) -> std::invoke_result_t<Fn, Lock&> {
     acquire();
     using Result = std::invoke_result_t<Fn, Lock&>;
-    try {
-      if constexpr (std::is_void_v<Result>) {
-        std::forward<Fn>(fn)(*this);
-        release();
-      } else {
-        Result result = std::forward<Fn>(fn)(*this);
-        release();
-        return result;
-      }
-    } catch (...) {
-      release_after_failure();
-      throw;
+    if constexpr (std::is_void_v<Result>) {
+      call_releasing_on_throw(std::forward<Fn>(fn));
+      release();
+    } else {
+      Result result = call_releasing_on_throw(std::forward<Fn>(fn));
+      release();
+      return result;
     }
   }
 
@@ -80,7 +77,8 @@ class Lock {
   // Whether this lock (this unique value) still holds the key in the backend.
   bool is_locked();
 
-  // A copy of this (not yet acquired) lock with other retry settings. Validates them.
+  // A copy of this (not yet acquired) lock with other retry settings: same key, TTL and unique
+  // value. Validates them; throws ValidationError (parameter "retry") once acquired.
   Lock with_retry(RetrySettings settings) const;
 
   const std::string& key() const { return spec_.key; }
@@ -95,12 +93,27 @@ class Lock {
   int attempts() const { return attempts_; }
 
  private:
-  void release_after_failure() noexcept;
+  template <class Fn>
+  decltype(auto) call_releasing_on_throw(Fn&& fn) {
+    try {
+      return std::forward<Fn>(fn)(*this);
+    } catch (...) {
+      release_after_failure();
+      throw;
+    }
+  }
+
+  // Releases while fn's exception propagates, swallowing std::exception (fn's exception is the
+  // one worth reporting, and the TTL frees the lock anyway). Deliberately not noexcept: an
+  // exception outside std::exception (the simulator's ProcessKilled, thrown when this process
+  // dies mid-release) must keep unwinding, not terminate the program or be swallowed.
+  void release_after_failure();
 
   LockerOptions options_;
   LockSpec spec_;
   std::optional<uint64_t> fencing_token_;
   int attempts_ = 0;
+  bool acquired_ = false;  // an acquire() has succeeded: with_retry() is too late
 };
 
 class Locker {

@@ -23,15 +23,15 @@ struct RetryAttempt {
   int64_t started_at_ms = 0;      // local time when acquire began
   int64_t previous_delay_ms = 0;  // the delay returned for the previous attempt (0 at first)
   const RetrySettings* settings = nullptr;
-  std::function<void()> stop;     // call to stop retrying; the returned delay is then ignored
+  std::function<void()> stop{};   // call to stop retrying; the returned delay is then ignored
 };
 
 struct RetrySettings {
-  std::optional<int64_t> retry_delay_ms;
-  std::optional<int> retry_times;
-  std::optional<int64_t> total_time_ms;
+  std::optional<int64_t> retry_delay_ms{};
+  std::optional<int> retry_times{};
+  std::optional<int64_t> total_time_ms{};
   int64_t retry_jitter_ms = 0;
-  std::function<int64_t(const RetryAttempt&)> retry_delay_fn;
+  std::function<int64_t(const RetryAttempt&)> retry_delay_fn{};
 
   static RetrySettings none() { return RetrySettings{.retry_times = 0}; }
 };
@@ -39,6 +39,8 @@ struct RetrySettings {
 // Limits, documented so users know where validation draws the line.
 inline constexpr int kMaxRetryTimes = 1'000'000;
 inline constexpr int64_t kMaxRetryDelayMs = 3'600'000;  // one hour
+// The longest a fixed schedule can take; also keeps start + total_time_ms far from overflow.
+inline constexpr int64_t kMaxTotalTimeMs = kMaxRetryDelayMs * kMaxRetryTimes;
 
 // Throws ValidationError when settings are contradictory or out of range.
 void validate(const RetrySettings& settings);

@@ -5,7 +5,11 @@
 // is gone, whether or not anything swept it. Release and extend are owner-checked. Each key has a
 // fencing counter that strictly increases with every grant and is kept after the lock is released
 // or expires (a few bytes per key ever locked; purge_expired() frees expired locks, not counters).
-// Thread-safe: one mutex guards the table; no call blocks while holding it.
+// Thread-safe: one mutex guards the table; nothing blocks while holding it except the observer,
+// which is called under the mutex (so it sees events in the order they took effect) and therefore
+// must not block or call back into the adapter.
+// A lease covers [grant, grant + ttl): at exactly its expiry time by the clock it is gone.
+// Locks are not reentrant: a create by the owner already holding the key is contention.
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -43,7 +47,7 @@ class MemoryAdapter final : public LockAdapter {
 
  private:
   struct Entry {
-    std::string value;
+    std::string value{};
     int64_t expires_at_us = 0;
   };
   // Must hold mutex_. The live entry for key, or nullptr (dropping an expired one).
