@@ -1,0 +1,751 @@
+// The invariant checkers, on small histories built by hand: each clean history passes, and each
+// minimal bad one is reported with the right invariant, time, clients, key and events.
+#include <catch2/catch.hpp>
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "scenarios/checkers.h"
+#include "scenarios/history.h"
+
+namespace lockstep {
+namespace {
+
+using Events = std::vector<size_t>;
+using Clients = std::vector<int>;
+
+// Appends events with only the fields each kind uses. Times must not go backwards.
+struct Builder {
+  History history;
+
+  size_t invoke(TimeUs t_us, int client, const std::string& key, Op op = Op::acquire) {
+    HistoryEvent e = base(EventKind::invoke, t_us, client, key);
+    e.op = op;
+    return history.add(e);
+  }
+  size_t complete(TimeUs t_us, int client, const std::string& key, Outcome outcome,
+                  std::optional<uint64_t> token = std::nullopt, Op op = Op::acquire) {
+    HistoryEvent e = base(EventKind::complete, t_us, client, key);
+    e.op = op;
+    e.outcome = outcome;
+    set_token(e, token);
+    return history.add(e);
+  }
+  size_t enter(TimeUs t_us, int client, const std::string& key, bool shared = false) {
+    HistoryEvent e = base(EventKind::cs_enter, t_us, client, key);
+    e.shared = shared;
+    return history.add(e);
+  }
+  size_t exit(TimeUs t_us, int client, const std::string& key, bool shared = false) {
+    HistoryEvent e = base(EventKind::cs_exit, t_us, client, key);
+    e.shared = shared;
+    return history.add(e);
+  }
+  size_t access(TimeUs t_us, int client, const std::string& key, Op op, Outcome outcome,
+                uint64_t token, int64_t counter) {
+    HistoryEvent e = base(EventKind::access, t_us, client, key);
+    e.op = op;
+    e.outcome = outcome;
+    set_token(e, token);
+    e.counter = counter;
+    return history.add(e);
+  }
+  size_t grant(TimeUs t_us, const std::string& server, const std::string& key,
+               const std::string& value, int client, int64_t ttl_us,
+               std::optional<uint64_t> token = std::nullopt) {
+    HistoryEvent e = lease(EventKind::grant, t_us, server, key, value, client);
+    e.ttl_us = ttl_us;
+    set_token(e, token);
+    return history.add(e);
+  }
+  size_t extend(TimeUs t_us, const std::string& server, const std::string& key,
+                const std::string& value, int client, int64_t ttl_us) {
+    HistoryEvent e = lease(EventKind::extend, t_us, server, key, value, client);
+    e.ttl_us = ttl_us;
+    return history.add(e);
+  }
+  size_t revoke(TimeUs t_us, const std::string& server, const std::string& key,
+                const std::string& value, int client) {
+    return history.add(lease(EventKind::revoke, t_us, server, key, value, client));
+  }
+  size_t final_value(TimeUs t_us, int64_t counter, const std::string& key = "") {
+    HistoryEvent e = base(EventKind::final_value, t_us, -1, key);
+    e.counter = counter;
+    return history.add(e);
+  }
+
+ private:
+  static HistoryEvent base(EventKind kind, TimeUs t_us, int client, const std::string& key) {
+    HistoryEvent e;
+    e.kind = kind;
+    e.time_us = t_us;
+    e.client = client;
+    e.key = key;
+    return e;
+  }
+  static HistoryEvent lease(EventKind kind, TimeUs t_us, const std::string& server,
+                            const std::string& key, const std::string& value, int client) {
+    HistoryEvent e = base(kind, t_us, client, key);
+    e.server = server;
+    e.value = value;
+    return e;
+  }
+  static void set_token(HistoryEvent& e, std::optional<uint64_t> token) {
+    e.has_token = token.has_value();
+    e.token = token.value_or(0);
+  }
+};
+
+void require_violation(const Violation& v, Invariant invariant, TimeUs time_us,
+                       const Clients& clients, const std::string& key, const Events& events) {
+  CHECK(v.invariant == invariant);
+  CHECK(v.time_us == time_us);
+  CHECK(v.clients == clients);
+  CHECK(v.key == key);
+  CHECK(v.events == events);
+  CHECK_FALSE(v.detail.empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("History::add numbers events in order", "[history]") {
+  Builder b;
+  CHECK(b.enter(0, 0, "k") == 0);
+  CHECK(b.exit(5, 0, "k") == 1);
+  REQUIRE(b.history.size() == 2);
+  CHECK(b.history[1].index == 1);
+  CHECK(b.history.events()[0].kind == EventKind::cs_enter);
+  HistoryEvent earlier;
+  earlier.time_us = 4;
+  CHECK_THROWS_AS(b.history.add(earlier), std::logic_error);
+  CHECK(b.history.size() == 2);
+}
+
+TEST_CASE("describe prints one compact line per event", "[history]") {
+  Builder b;
+  b.invoke(0, 1, "k");
+  b.complete(1, 1, "k", Outcome::ok, 3);
+  b.enter(2, 0, "k");
+  b.grant(3, "memory", "k", "ab12cd34ef56", 0, 10'000'000, 3);
+  b.access(4, 1, "k", Op::write, Outcome::ok, 4, 2);
+  b.exit(5, 0, "k", true);
+  b.revoke(6, "memory", "k", "ab12", 1);
+  b.final_value(7, 5);
+  HistoryEvent fault;
+  fault.kind = EventKind::fault;
+  fault.time_us = 8;
+  fault.end_us = 100;
+  fault.detail = "crash node=c0";
+  b.history.add(fault);
+  const History& h = b.history;
+  CHECK(describe(h[0]) == "c1 invoke acquire key=k");
+  CHECK(describe(h[1]) == "c1 complete acquire ok key=k token=3");
+  CHECK(describe(h[2]) == "c0 cs_enter key=k");
+  CHECK(describe(h[3]) ==
+        "server=memory grant key=k owner=c0 value=ab12cd34.. ttl=10000000us token=3");
+  CHECK(describe(h[4]) == "access write ok c1 key=k token=4 counter=2");
+  CHECK(describe(h[5]) == "c0 cs_exit key=k shared");
+  CHECK(describe(h[6]) == "server=memory revoke key=k value=ab12 by=c1");
+  CHECK(describe(h[7]) == "final_value counter=5");
+  CHECK(describe(h[8]) == "fault crash node=c0 until=100us");
+}
+
+TEST_CASE("names of enums and invariants", "[history][checkers]") {
+  CHECK(to_string(EventKind::final_value) == "final_value");
+  CHECK(to_string(Op::is_locked) == "is_locked");
+  CHECK(to_string(Outcome::refused) == "refused");
+  REQUIRE(all_invariants().size() == 6);
+  for (Invariant invariant : all_invariants()) {
+    CHECK(invariant_from_string(to_string(invariant)) == invariant);
+  }
+  CHECK(to_string(Invariant::no_lost_update) == "no_lost_update");
+  CHECK_FALSE(invariant_from_string("fifo").has_value());
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("mutual_exclusion", "[checkers]") {
+  Builder b;
+  b.history.meta.end_us = 100'000;
+
+  SECTION("sequential holds pass") {
+    b.enter(0, 0, "k");
+    b.exit(100, 0, "k");
+    b.enter(200, 1, "k");
+    b.exit(300, 1, "k");
+    CHECK(check_mutual_exclusion(b.history).empty());
+  }
+  SECTION("an exit and an enter at the same time, exit first, touch without overlap") {
+    b.enter(0, 0, "k");
+    b.exit(100, 0, "k");
+    b.enter(100, 1, "k");
+    CHECK(check_mutual_exclusion(b.history).empty());
+  }
+  SECTION("an enter before an exit at the same time overlaps") {
+    b.enter(0, 0, "k");
+    b.enter(100, 1, "k");
+    b.exit(100, 0, "k");
+    auto found = check_mutual_exclusion(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::mutual_exclusion, 100, {0, 1}, "k", {0, 1, 2});
+  }
+  SECTION("an overlap is reported at the later entry with both enters and the exit") {
+    b.enter(0, 0, "k");
+    b.enter(10'100, 1, "k");
+    b.exit(15'000, 0, "k");
+    b.exit(16'000, 1, "k");
+    auto found = check_mutual_exclusion(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::mutual_exclusion, 10'100, {0, 1}, "k", {0, 1, 2});
+    CHECK(found[0].detail ==
+          "c0 and c1 were both inside the critical section for key k from 10100us (c0 entered "
+          "at 0us and left at 15000us)");
+  }
+  SECTION("a holder that never exits is inside until the end") {
+    b.grant(0, "memory", "k", "v0", 0, 1000);  // unrelated events are skipped
+    b.enter(0, 0, "k");
+    b.enter(50'000, 1, "k");
+    auto found = check_mutual_exclusion(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::mutual_exclusion, 50'000, {0, 1}, "k", {1, 2});
+    CHECK_THAT(found[0].detail, Catch::Contains("still inside at the end, 100000us"));
+  }
+  SECTION("shared readers overlap legally") {
+    b.enter(0, 0, "k", true);
+    b.enter(10, 1, "k", true);
+    b.exit(20, 0, "k", true);
+    b.exit(30, 1, "k", true);
+    CHECK(check_mutual_exclusion(b.history).empty());
+  }
+  SECTION("a writer entering while a reader is inside is flagged") {
+    b.enter(0, 0, "k", true);
+    b.enter(10, 1, "k", true);
+    b.enter(20, 2, "k");
+    auto found = check_mutual_exclusion(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::mutual_exclusion, 20, {0, 2}, "k", {0, 2});
+    CHECK_THAT(found[0].detail, Catch::Contains("c0 (shared) and c2"));
+  }
+  SECTION("a reader entering while a writer is inside is flagged against the writer") {
+    b.enter(0, 1, "k", true);
+    b.enter(5, 0, "k");   // flagged: c1 reads
+    b.exit(6, 1, "k", true);
+    b.enter(10, 2, "k", true);  // flagged: c0 writes
+    auto found = check_mutual_exclusion(b.history);
+    REQUIRE(found.size() == 2);
+    require_violation(found[1], Invariant::mutual_exclusion, 10, {0, 2}, "k", {1, 3});
+  }
+  SECTION("different keys do not conflict") {
+    b.enter(0, 0, "a");
+    b.enter(10, 1, "b");
+    CHECK(check_mutual_exclusion(b.history).empty());
+  }
+  SECTION("a second enter without exit continues the hold") {
+    b.enter(0, 0, "k");
+    b.enter(10, 0, "k");
+    b.exit(20, 0, "k");
+    b.enter(30, 1, "k");
+    CHECK(check_mutual_exclusion(b.history).empty());
+  }
+  SECTION("each entry is reported once, against the earliest holder") {
+    b.enter(0, 0, "k");
+    b.enter(10, 1, "k");
+    b.enter(20, 2, "k");
+    b.exit(30, 0, "k");
+    auto found = check_mutual_exclusion(b.history);
+    REQUIRE(found.size() == 2);
+    require_violation(found[0], Invariant::mutual_exclusion, 10, {0, 1}, "k", {0, 1, 3});
+    require_violation(found[1], Invariant::mutual_exclusion, 20, {0, 2}, "k", {0, 2, 3});
+  }
+  SECTION("at most max_per_invariant, the earliest") {
+    b.enter(0, 0, "k");
+    for (int i = 1; i <= 15; ++i) {
+      b.enter(i * 10, i, "k");
+      b.exit(i * 10 + 5, i, "k");
+    }
+    auto found = check_mutual_exclusion(b.history);
+    REQUIRE(found.size() == 10);
+    CHECK(found.front().time_us == 10);
+    CHECK(found.back().time_us == 100);
+    auto three = check_mutual_exclusion(b.history, CheckOptions{3});
+    REQUIRE(three.size() == 3);
+    CHECK(three[2].time_us == 30);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("lease_exclusion", "[checkers]") {
+  Builder b;
+  b.history.meta.quorum = 1;
+
+  SECTION("a lease revoked before the next grant passes") {
+    b.grant(0, "memory", "k", "A", 0, 1000);
+    b.revoke(500, "memory", "k", "A", 0);
+    b.grant(600, "memory", "k", "B", 1, 1000);
+    CHECK(check_lease_exclusion(b.history).empty());
+  }
+  SECTION("a grant at the instant the previous lease expires passes") {
+    b.grant(0, "memory", "k", "A", 0, 1000);
+    b.grant(1000, "memory", "k", "B", 1, 1000);
+    CHECK(check_lease_exclusion(b.history).empty());
+  }
+  SECTION("a grant one microsecond early is flagged") {
+    b.grant(0, "memory", "k", "A", 0, 1000);
+    b.grant(999, "memory", "k", "B", 1, 1000);
+    auto found = check_lease_exclusion(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::lease_exclusion, 999, {0, 1}, "k", {0, 1});
+  }
+  SECTION("a fast-clock server granting inside a promised lease still owes the promise") {
+    b.grant(0, "memory", "k", "A", 0, 10'000);
+    b.grant(5000, "memory", "k", "B", 1, 10'000);  // the server thought A had expired
+    auto found = check_lease_exclusion(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::lease_exclusion, 5000, {0, 1}, "k", {0, 1});
+    CHECK_THAT(found[0].detail, Catch::Contains("c0 (value A) and c1 (value B)"));
+  }
+  SECTION("a lease whose owner is unknown names only the known client") {
+    b.extend(0, "memory", "k", "A", -1, 1000);  // no grant seen for A
+    b.grant(10, "memory", "k", "B", 1, 1000);
+    auto found = check_lease_exclusion(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::lease_exclusion, 10, {1}, "k", {0, 1});
+    CHECK_THAT(found[0].detail, Catch::StartsWith("value A and c1 (value B)"));
+  }
+  SECTION("the owner is the client of the latest grant of that value") {
+    b.grant(0, "memory", "k", "A", 0, 100);
+    b.grant(200, "memory", "k", "A", 2, 1000);
+    b.grant(300, "memory", "k", "B", 1, 1000);
+    auto found = check_lease_exclusion(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::lease_exclusion, 300, {1, 2}, "k", {1, 2});
+  }
+  SECTION("different keys do not conflict") {
+    b.grant(0, "memory", "a", "A", 0, 1000);
+    b.grant(10, "memory", "b", "B", 1, 1000);
+    CHECK(check_lease_exclusion(b.history).empty());
+  }
+  SECTION("an extend moves the end; its event proves the lease live") {
+    b.grant(0, "memory", "k", "A", 0, 1000);
+    b.extend(800, "memory", "k", "A", 0, 1000);
+    SECTION("a grant after the extended end passes") {
+      b.grant(1800, "memory", "k", "B", 1, 1000);
+      CHECK(check_lease_exclusion(b.history).empty());
+    }
+    SECTION("a grant before it is flagged") {
+      b.grant(1500, "memory", "k", "B", 1, 1000);
+      auto found = check_lease_exclusion(b.history);
+      REQUIRE(found.size() == 1);
+      require_violation(found[0], Invariant::lease_exclusion, 1500, {0, 1}, "k", {1, 2});
+    }
+  }
+  SECTION("an extend after expiry revives the lease from the extend") {
+    b.grant(0, "memory", "k", "A", 0, 100);
+    b.grant(200, "memory", "k", "B", 1, 1000);
+    b.extend(300, "memory", "k", "A", 0, 1000);
+    auto found = check_lease_exclusion(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::lease_exclusion, 300, {0, 1}, "k", {1, 2});
+  }
+  SECTION("extending a clashing lease does not report the clash again") {
+    b.grant(0, "memory", "k", "A", 0, 1000);
+    b.grant(100, "memory", "k", "B", 1, 1000);
+    b.extend(200, "memory", "k", "A", 0, 1000);
+    b.extend(300, "memory", "k", "B", 1, 1000);
+    auto found = check_lease_exclusion(b.history);
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].time_us == 100);
+  }
+  SECTION("quorum 3 of 5") {
+    b.history.meta.servers = 5;
+    b.history.meta.quorum = 3;
+    b.grant(0, "s1", "k", "A", 0, 10'000);
+    b.grant(1, "s2", "k", "A", 0, 10'000);
+    b.grant(2, "s3", "k", "A", 0, 10'000);
+    SECTION("two majorities at once are flagged when the second completes") {
+      b.grant(2000, "s3", "k", "B", 1, 10'000);  // s3's clock jumped past A's ttl
+      b.grant(2001, "s4", "k", "B", 1, 10'000);
+      b.grant(2002, "s5", "k", "B", 1, 10'000);
+      auto found = check_lease_exclusion(b.history);
+      REQUIRE(found.size() == 1);
+      require_violation(found[0], Invariant::lease_exclusion, 2002, {0, 1}, "k",
+                        {0, 1, 2, 3, 4, 5});
+    }
+    SECTION("a minority beside a majority passes") {
+      b.grant(2001, "s4", "k", "B", 1, 10'000);
+      b.grant(2002, "s5", "k", "B", 1, 10'000);
+      CHECK(check_lease_exclusion(b.history).empty());
+    }
+    SECTION("sequential majorities pass") {
+      b.grant(10'000, "s3", "k", "B", 1, 10'000);
+      b.grant(10'001, "s4", "k", "B", 1, 10'000);
+      b.grant(10'002, "s5", "k", "B", 1, 10'000);
+      CHECK(check_lease_exclusion(b.history).empty());
+    }
+    SECTION("a server granting the same value twice counts once") {
+      b.grant(10, "s4", "k", "B", 1, 10'000);
+      b.grant(11, "s4", "k", "B", 1, 10'000);
+      b.grant(12, "s5", "k", "B", 1, 10'000);
+      CHECK(check_lease_exclusion(b.history).empty());
+    }
+  }
+  SECTION("at most max_per_invariant over keys, the earliest") {
+    b.grant(0, "memory", "b", "A", 0, 1000);
+    b.grant(0, "memory", "a", "C", 2, 1000);
+    b.grant(5, "memory", "b", "B", 1, 1000);
+    b.grant(9, "memory", "a", "D", 3, 1000);
+    auto found = check_lease_exclusion(b.history, CheckOptions{1});
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::lease_exclusion, 5, {0, 1}, "b", {0, 2});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("ownership", "[checkers]") {
+  Builder b;
+  b.grant(0, "memory", "k", "A", 0, 1000);
+
+  SECTION("the owner's revoke and extend pass") {
+    b.extend(100, "memory", "k", "A", 0, 1000);
+    b.revoke(200, "memory", "k", "A", 0);
+    CHECK(check_ownership(b.history).empty());
+  }
+  SECTION("a revoke by another client is flagged") {
+    b.revoke(900, "memory", "k", "A", 1);
+    auto found = check_ownership(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::ownership, 900, {0, 1}, "k", {0, 1});
+    CHECK(found[0].detail == "c1 removed the lease of c0 (value A) on key k at server memory at 900us");
+  }
+  SECTION("an extend by another client is flagged") {
+    b.grant(2000, "memory", "k", "B", 1, 1000);
+    b.extend(2100, "memory", "k", "B", 0, 1000);
+    auto found = check_ownership(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::ownership, 2100, {0, 1}, "k", {1, 2});
+  }
+  SECTION("the owner is the latest grant of that value on that server") {
+    b.grant(2000, "memory", "k", "A", 1, 1000);  // the same value, granted again, to c1
+    b.revoke(2100, "memory", "k", "A", 1);
+    CHECK(check_ownership(b.history).empty());
+  }
+  SECTION("unknown owners and server-side revokes are not judged") {
+    b.revoke(100, "memory", "k", "never-granted", 1);
+    b.revoke(200, "other", "k", "A", 1);
+    b.revoke(300, "memory", "k", "A", -1);
+    CHECK(check_ownership(b.history).empty());
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("fencing: issued tokens", "[checkers]") {
+  Builder b;
+  b.history.meta.monotonic_tokens = true;
+
+  SECTION("strictly increasing grants pass") {
+    b.grant(0, "memory", "k", "A", 0, 100, 1);
+    b.grant(200, "memory", "k", "B", 1, 100, 2);
+    b.grant(300, "memory", "j", "C", 1, 100, 1);  // tokens are per key
+    CHECK(check_fencing(b.history).empty());
+  }
+  SECTION("an equal token is flagged") {
+    b.grant(0, "memory", "k", "A", 0, 100, 3);
+    b.grant(200, "memory", "k", "B", 1, 100, 3);
+    auto found = check_fencing(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::fencing, 200, {0, 1}, "k", {0, 1});
+  }
+  SECTION("a token below the highest so far is flagged against the highest") {
+    b.grant(0, "memory", "k", "A", 0, 100, 5);
+    b.grant(200, "memory", "k", "B", 1, 100, 3);
+    b.grant(400, "memory", "k", "C", 2, 100, 4);
+    auto found = check_fencing(b.history);
+    REQUIRE(found.size() == 2);
+    require_violation(found[0], Invariant::fencing, 200, {0, 1}, "k", {0, 1});
+    require_violation(found[1], Invariant::fencing, 400, {0, 2}, "k", {0, 2});
+  }
+  SECTION("without the monotonic claim nothing is judged") {
+    b.history.meta.monotonic_tokens = false;
+    b.grant(0, "memory", "k", "A", 0, 100, 5);
+    b.grant(200, "memory", "k", "B", 1, 100, 3);
+    CHECK(check_fencing(b.history).empty());
+  }
+  SECTION("successful acquires stand in when servers record no tokens") {
+    b.grant(0, "memory", "k", "A", 0, 100);  // no token
+    b.complete(10, 0, "k", Outcome::ok, 7);
+    b.complete(200, 1, "k", Outcome::contended, 1);  // only successes count
+    b.complete(300, 1, "k", Outcome::ok, 6);
+    auto found = check_fencing(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::fencing, 300, {0, 1}, "k", {1, 3});
+  }
+  SECTION("acquires are ignored when the servers record tokens") {
+    b.grant(0, "memory", "k", "A", 0, 100, 1);
+    b.complete(10, 0, "k", Outcome::ok, 7);
+    b.complete(300, 1, "k", Outcome::ok, 6);
+    CHECK(check_fencing(b.history).empty());
+  }
+}
+
+TEST_CASE("fencing: guarded accesses", "[checkers]") {
+  Builder b;
+  b.history.meta.fencing_on = true;
+  b.access(0, 1, "k", Op::read, Outcome::ok, 34, 0);
+  b.access(10, 1, "k", Op::write, Outcome::ok, 34, 1);  // the same token again is fine
+
+  SECTION("a refused stale access passes") {
+    b.access(20, 0, "k", Op::write, Outcome::refused, 33, 1);
+    CHECK(check_fencing(b.history).empty());
+  }
+  SECTION("a served stale access is flagged") {
+    b.access(20, 0, "k", Op::write, Outcome::ok, 33, 1);
+    auto found = check_fencing(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::fencing, 20, {0, 1}, "k", {0, 2});
+    CHECK(found[0].detail ==
+          "the resource served c0's write on key k with token 33 at 20us after it had seen token "
+          "34 (c1's read at 0us)");
+  }
+  SECTION("a served stale access passes when fencing is off") {
+    b.history.meta.fencing_on = false;
+    b.access(20, 0, "k", Op::write, Outcome::ok, 33, 1);
+    CHECK(check_fencing(b.history).empty());
+  }
+  SECTION("the highest token seen includes refused accesses") {
+    b.access(20, 2, "k", Op::write, Outcome::refused, 50, 1);
+    b.access(30, 1, "k", Op::write, Outcome::ok, 40, 2);
+    auto found = check_fencing(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::fencing, 30, {1, 2}, "k", {2, 3});
+  }
+  SECTION("accesses on another key do not raise this key's highest token") {
+    b.access(20, 0, "j", Op::write, Outcome::ok, 1, 1);
+    CHECK(check_fencing(b.history).empty());
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("no_lost_update", "[checkers]") {
+  Builder b;
+
+  SECTION("every accepted write counted passes") {
+    b.access(0, 0, "k", Op::write, Outcome::ok, 1, 1);
+    b.access(10, 1, "k", Op::write, Outcome::ok, 2, 2);
+    b.access(20, 0, "k", Op::write, Outcome::refused, 1, 2);  // refused: not counted
+    b.final_value(30, 2);
+    CHECK(check_no_lost_update(b.history).empty());
+  }
+  SECTION("without a final value nothing is judged") {
+    b.access(0, 0, "k", Op::write, Outcome::ok, 1, 1);
+    b.access(10, 1, "k", Op::write, Outcome::ok, 2, 1);
+    CHECK(check_no_lost_update(b.history).empty());
+  }
+  SECTION("the report points at the first write that did not raise the counter") {
+    b.access(0, 1, "k", Op::write, Outcome::ok, 34, 1);
+    b.access(10, 0, "k", Op::read, Outcome::ok, 33, 1);  // reads are not writes
+    b.access(20, 0, "k", Op::write, Outcome::ok, 33, 1);
+    b.access(30, 1, "k", Op::write, Outcome::ok, 34, 1);
+    b.final_value(40, 1);
+    auto found = check_no_lost_update(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::no_lost_update, 20, {0, 1}, "k", {0, 2, 4});
+    CHECK(found[0].detail ==
+          "c0's write of 1 on key k at 20us did not raise the counter (c1 had written 1 at 0us); "
+          "the final counter is 1 but the resource accepted 3 write(s)");
+  }
+  SECTION("a mismatch without a flat write points at the final value") {
+    b.access(0, 0, "k", Op::write, Outcome::ok, 1, 1);
+    b.access(10, 1, "k", Op::write, Outcome::ok, 2, 2);
+    b.final_value(20, 5);
+    auto found = check_no_lost_update(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::no_lost_update, 20, {}, "", {2});
+  }
+  SECTION("a final value with a key judges that key's counter only") {
+    b.access(0, 0, "a", Op::write, Outcome::ok, 1, 1);
+    b.access(10, 1, "b", Op::write, Outcome::ok, 1, 1);
+    b.access(20, 0, "b", Op::write, Outcome::ok, 1, 1);
+    b.final_value(30, 1, "a");
+    b.final_value(30, 1, "b");
+    auto found = check_no_lost_update(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::no_lost_update, 20, {0, 1}, "b", {1, 2, 4});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("liveness", "[checkers]") {
+  Builder b;
+  b.history.meta.end_us = 100'000;
+  b.history.meta.liveness_bound_us = 20'000;
+
+  SECTION("an acquire that succeeds within the bound passes, also exactly at it") {
+    b.invoke(0, 0, "k");
+    b.complete(20'000, 0, "k", Outcome::ok, 1);
+    b.invoke(30'000, 1, "k");
+    b.complete(31'000, 1, "k", Outcome::ok, 2);
+    CHECK(check_liveness(b.history).empty());
+  }
+  SECTION("an acquire that succeeds late is flagged at its completion") {
+    b.invoke(1000, 1, "k");
+    b.complete(21'001, 1, "k", Outcome::ok, 1);
+    auto found = check_liveness(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::liveness, 21'001, {1}, "k", {0, 1});
+    CHECK(found[0].detail == "c1's acquire of key k succeeded only at 21001us, 20001us after its "
+                             "wait began at 1000us (bound 20000us)");
+  }
+  SECTION("a quick failure passes; a failure after the bound is flagged") {
+    b.invoke(0, 0, "k");
+    b.complete(10, 0, "k", Outcome::contended);
+    b.invoke(100, 0, "k");
+    b.complete(20'100, 0, "k", Outcome::fail);
+    auto found = check_liveness(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::liveness, 20'100, {0}, "k", {2, 3});
+  }
+  SECTION("an acquire still pending at the end is flagged when the bound ran out") {
+    b.invoke(50'000, 2, "k");
+    b.invoke(80'000, 4, "j");  // pending for exactly the bound
+    b.invoke(90'000, 3, "k");  // pending too, but not for the bound
+    auto found = check_liveness(b.history);
+    REQUIRE(found.size() == 2);
+    require_violation(found[0], Invariant::liveness, 70'000, {2}, "k", {0});
+    CHECK_THAT(found[0].detail, Catch::Contains("still pending at the end of the run"));
+    require_violation(found[1], Invariant::liveness, 100'000, {4}, "j", {1});
+  }
+  SECTION("the wait starts when the faults heal") {
+    b.history.meta.heal_us = 40'000;
+    b.invoke(0, 0, "k");
+    b.complete(55'000, 0, "k", Outcome::ok, 1);
+    CHECK(check_liveness(b.history).empty());
+    b.invoke(56'000, 1, "k");
+    b.complete(80'000, 1, "k", Outcome::ok, 2);
+    REQUIRE(check_liveness(b.history).size() == 1);
+  }
+  SECTION("completions match the same client's invocation on the same key") {
+    b.invoke(0, 0, "a");
+    b.invoke(0, 1, "b");
+    b.complete(30'000, 1, "a", Outcome::ok, 1);  // c1 never invoked on a
+    b.complete(30'000, 0, "b", Outcome::ok, 1);
+    b.complete(30'001, 1, "b", Outcome::ok, 1, Op::release);  // not an acquire
+    auto found = check_liveness(b.history);
+    REQUIRE(found.size() == 2);
+    require_violation(found[0], Invariant::liveness, 20'000, {0}, "a", {0});
+    require_violation(found[1], Invariant::liveness, 20'000, {1}, "b", {1});
+  }
+  SECTION("no bound, no judgement") {
+    b.history.meta.liveness_bound_us = 0;
+    b.invoke(0, 0, "k");
+    CHECK(check_liveness(b.history).empty());
+  }
+  SECTION("at most max_per_invariant, the earliest") {
+    for (int c = 0; c < 5; ++c) b.invoke(c * 10, c, "k");
+    auto found = check_liveness(b.history, CheckOptions{2});
+    REQUIRE(found.size() == 2);
+    CHECK(found[0].clients == Clients{0});
+    CHECK(found[1].clients == Clients{1});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+// A holder pauses past its lease (gc-pause): its lease and hold overlap the next holder's, and
+// with fencing off its stale write is accepted and lost.
+History gc_pause_history() {
+  Builder b;
+  HistoryMeta& meta = b.history.meta;
+  meta.clients = 2;
+  meta.monotonic_tokens = true;
+  meta.end_us = 100'000;
+  meta.liveness_bound_us = 30'000;
+  b.invoke(0, 0, "k");
+  b.grant(100, "memory", "k", "A", 0, 10'000, 33);
+  b.complete(200, 0, "k", Outcome::ok, 33);
+  b.enter(200, 0, "k");
+  b.access(300, 0, "k", Op::read, Outcome::ok, 33, 0);
+  b.invoke(5000, 1, "k");
+  b.grant(9000, "memory", "k", "B", 1, 10'000, 33);  // a reused token
+  b.complete(9100, 1, "k", Outcome::ok, 33);
+  b.enter(9100, 1, "k");
+  b.access(9200, 1, "k", Op::read, Outcome::ok, 33, 0);
+  b.access(9300, 1, "k", Op::write, Outcome::ok, 33, 1);
+  b.access(15'300, 0, "k", Op::write, Outcome::ok, 33, 1);
+  b.revoke(16'000, "memory", "k", "B", 0);  // A's release removes B's lease
+  b.exit(16'000, 0, "k");
+  b.invoke(17'000, 0, "k");
+  b.final_value(99'000, 1);
+  return b.history;
+}
+
+TEST_CASE("check_all reports by invariant, each by time", "[checkers]") {
+  const History history = gc_pause_history();
+  auto found = check_all(history);
+  std::vector<Invariant> order;
+  for (const Violation& v : found) order.push_back(v.invariant);
+  CHECK(order == std::vector<Invariant>{Invariant::mutual_exclusion, Invariant::lease_exclusion,
+                                        Invariant::ownership, Invariant::fencing,
+                                        Invariant::no_lost_update, Invariant::liveness});
+  for (size_t i = 1; i < found.size(); ++i) {
+    if (found[i].invariant == found[i - 1].invariant) {
+      CHECK(found[i - 1].time_us <= found[i].time_us);
+    }
+  }
+  REQUIRE(found.size() == 6);
+  CHECK(found[0].time_us == 9100);
+  CHECK(found[1].time_us == 9000);
+  CHECK(found[2].time_us == 16'000);
+  CHECK(found[3].time_us == 9000);
+  CHECK(found[4].time_us == 15'300);
+  CHECK(found[5].time_us == 47'000);
+}
+
+TEST_CASE("check_all caps each invariant separately", "[checkers]") {
+  Builder b;
+  b.history.meta.end_us = 1000;
+  b.history.meta.liveness_bound_us = 10;
+  b.enter(0, 0, "k");
+  for (int c = 1; c <= 4; ++c) b.enter(c, c, "k");
+  for (int c = 0; c <= 4; ++c) b.invoke(10 + c, c, "j");
+  auto found = check_all(b.history, CheckOptions{3});
+  REQUIRE(found.size() == 6);
+  for (size_t i = 0; i < 3; ++i) CHECK(found[i].invariant == Invariant::mutual_exclusion);
+  for (size_t i = 3; i < 6; ++i) CHECK(found[i].invariant == Invariant::liveness);
+  CHECK(found[0].time_us == 1);
+  CHECK(found[5].time_us == 22);
+  CHECK(check_all(b.history, CheckOptions{0}).empty());
+}
+
+TEST_CASE("a clean history passes every checker", "[checkers]") {
+  Builder b;
+  HistoryMeta& meta = b.history.meta;
+  meta.fencing_on = true;
+  meta.monotonic_tokens = true;
+  meta.end_us = 10'000;
+  meta.liveness_bound_us = 5000;
+  for (int c = 0; c < 3; ++c) {
+    const TimeUs t0 = c * 1000;
+    const uint64_t token = static_cast<uint64_t>(c + 1);
+    const std::string value = "v" + std::to_string(c);
+    b.invoke(t0, c, "k");
+    b.grant(t0 + 10, "memory", "k", value, c, 5000, token);
+    b.complete(t0 + 20, c, "k", Outcome::ok, token);
+    b.enter(t0 + 20, c, "k");
+    b.access(t0 + 30, c, "k", Op::read, Outcome::ok, token, c);
+    b.access(t0 + 40, c, "k", Op::write, Outcome::ok, token, c + 1);
+    b.exit(t0 + 50, c, "k");
+    b.revoke(t0 + 60, "memory", "k", value, c);
+  }
+  b.final_value(9000, 3);
+  CHECK(check_all(b.history).empty());
+}
+
+}  // namespace
+}  // namespace lockstep
