@@ -2,7 +2,9 @@
 // A fiber: a body of blocking code with its own stack, resumed by the scheduler and suspending
 // itself back to it. One fiber runs at a time; switches happen only at resume()/suspend().
 // Boost.Context's fiber (fcontext) by default; its ucontext backend in sanitizer builds so that
-// AddressSanitizer sees the stack switches.
+// AddressSanitizer sees the stack switches. Each fiber has its own C++ exception-handling state
+// (what `throw;` and std::uncaught_exceptions() see), so a fiber may suspend inside a catch block.
+// Destroying an unfinished fiber unwinds its stack; one that never ran never runs its body.
 #include <cstddef>
 #include <functional>
 #include <memory>

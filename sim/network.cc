@@ -1,0 +1,112 @@
+#include "sim/network.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "sim/assert.h"
+#include "sim/world.h"
+
+namespace lockstep::sim {
+
+Network::Network(World& world, NetworkOptions options) : world_(world), options_(options) {
+  validate(options_);
+}
+
+void Network::validate(const NetworkOptions& options) {
+  LOCKSTEP_SIM_CHECK(options.latency_us_min >= 0 && options.latency_us_min <= options.latency_us_max,
+                     "latency needs 0 <= latency_us_min <= latency_us_max");
+  for (const Ratio& r : {options.loss, options.duplicate}) {
+    LOCKSTEP_SIM_CHECK(r.denominator > 0 && r.numerator <= r.denominator,
+                       "a ratio needs 0 <= numerator <= denominator, denominator > 0");
+  }
+}
+
+// A zero ratio takes no draw, so turning a fault off leaves the rest of the run's draws alone.
+bool Network::draw(Ratio ratio) {
+  return ratio.numerator > 0 && world_.prng().chance(ratio.numerator, ratio.denominator);
+}
+
+void Network::send(NodeId from, NodeId to, std::string_view label,
+                   std::function<void()> on_deliver) {
+  LOCKSTEP_SIM_CHECK(from >= 0 && static_cast<size_t>(from) < world_.node_count(), "send from no node");
+  LOCKSTEP_SIM_CHECK(to >= 0 && static_cast<size_t>(to) < world_.node_count(), "send to no node");
+  LOCKSTEP_SIM_CHECK(on_deliver != nullptr, "a message needs a delivery callback");
+  ++stats_.sent;
+  const std::string text(label);
+  if (!world_.alive(from)) return trace_drop(from, to, text, "sender down");
+  if (!link_up(from, to)) return trace_drop(from, to, text, "cut");
+  if (draw(options_.loss)) return trace_drop(from, to, text, "lost");
+  if (draw(options_.duplicate)) {
+    ++stats_.duplicated;
+    send_copy(from, to, text, "send", on_deliver);
+    send_copy(from, to, text, "dup", std::move(on_deliver));
+    return;
+  }
+  send_copy(from, to, text, "send", std::move(on_deliver));
+}
+
+void Network::send_copy(NodeId from, NodeId to, const std::string& label, std::string_view kind,
+                        std::function<void()> on_deliver) {
+  const TimeUs now_us = world_.now_us();
+  const TimeUs latency_us = world_.prng().between(options_.latency_us_min, options_.latency_us_max);
+  TimeUs arrival_us = now_us + latency_us;
+  if (options_.fifo_links) {
+    // Same-time arrivals keep send order: the scheduler breaks ties by sequence.
+    TimeUs& last_us = last_arrival_us_[{from, to}];
+    arrival_us = std::max(arrival_us, last_us);
+    last_us = arrival_us;
+  }
+  world_.trace_line(fmt::format("msg {}->{} {} {} +{}us", from, to, kind, label, arrival_us - now_us));
+  world_.scheduler().at(arrival_us, [this, from, to, inc = world_.incarnation(to), label,
+                                     fn = std::move(on_deliver)]() mutable {
+    arrive(from, to, inc, label, std::move(fn));
+  });
+}
+
+// At the destination's door: the link is checked now; the node's state (crashed, restarted,
+// paused) is World::deliver_at's business.
+void Network::arrive(NodeId from, NodeId to, uint64_t incarnation, const std::string& label,
+                     std::function<void()> on_deliver) {
+  if (!link_up(from, to)) return trace_drop(from, to, label, "cut");
+  world_.deliver_at(
+      to, incarnation, world_.now_us(),
+      [this, from, to, label, fn = std::move(on_deliver)] {
+        ++stats_.delivered;
+        world_.trace_line(fmt::format("msg {}->{} recv {}", from, to, label));
+        fn();
+      },
+      [this, from, to, label] {
+        trace_drop(from, to, label, world_.alive(to) ? "restarted" : "down");
+      });
+}
+
+void Network::trace_drop(NodeId from, NodeId to, std::string_view label, std::string_view why) {
+  ++stats_.dropped;
+  world_.trace_line(fmt::format("msg {}->{} drop {} ({})", from, to, label, why));
+}
+
+void Network::partition(NodeId from, NodeId to) {
+  cut_.insert({from, to});
+  world_.trace_line(fmt::format("net cut {}->{}", from, to));
+}
+
+void Network::partition_both(NodeId a, NodeId b) {
+  cut_.insert({a, b});
+  cut_.insert({b, a});
+  world_.trace_line(fmt::format("net cut {}<->{}", a, b));
+}
+
+void Network::heal(NodeId from, NodeId to) {
+  cut_.erase({from, to});
+  world_.trace_line(fmt::format("net heal {}->{}", from, to));
+}
+
+void Network::heal_all() {
+  cut_.clear();
+  world_.trace_line("net heal all");
+}
+
+bool Network::link_up(NodeId from, NodeId to) const { return !cut_.contains({from, to}); }
+
+}  // namespace lockstep::sim

@@ -47,7 +47,10 @@ class Network {
  public:
   explicit Network(World& world, NetworkOptions options = {});
 
-  void set_options(NetworkOptions options) { options_ = options; }
+  void set_options(NetworkOptions options) {
+    validate(options);
+    options_ = options;
+  }
   const NetworkOptions& options() const { return options_; }
 
   // Sends a message from `from` to `to`; on_deliver runs on `to` when (if) it arrives.
@@ -62,6 +65,14 @@ class Network {
   const NetworkStats& stats() const { return stats_; }
 
  private:
+  static void validate(const NetworkOptions& options);
+  bool draw(Ratio ratio);
+  void send_copy(NodeId from, NodeId to, const std::string& label, std::string_view kind,
+                 std::function<void()> on_deliver);
+  void arrive(NodeId from, NodeId to, uint64_t incarnation, const std::string& label,
+              std::function<void()> on_deliver);
+  void trace_drop(NodeId from, NodeId to, std::string_view label, std::string_view why);
+
   World& world_;
   NetworkOptions options_;
   NetworkStats stats_;

@@ -10,17 +10,23 @@
 // Faults, and what they guarantee:
 // - pause(node, d): stop-the-world for d of true time from now. Nothing of the node runs during
 //   the pause (fiber resumptions and deliveries are deferred to its end, in their original order);
-//   its clock keeps going; it resumes exactly where it stopped.
+//   its clock keeps going; it resumes exactly where it stopped. Called from a fiber of that
+//   node, pause() itself is where the fiber stops: it returns at the pause's end.
 // - crash(node): the node dies at once. Its fibers never run again normally: a parked fiber is
-//   unwound with ProcessKilled; deliveries to it are dropped; on_crash hooks run (servers drop
-//   volatile state). restart(node) starts a new incarnation and runs on_restart hooks.
-// - Clocks: jump_clock and set_drift act from now on (schedule them with scheduler().at).
+//   unwound with ProcessKilled (at once, or at the current time when crash() is called from a
+//   fiber, since fibers do not resume each other); deliveries to it are dropped; on_crash hooks
+//   run (servers drop volatile state). Called from a fiber of that node, crash() throws
+//   ProcessKilled itself. restart(node) starts a new incarnation and runs on_restart hooks.
+//   Crashing a crashed node, or pausing one, is a traced no-op (random fault schedules do that).
+// - Clocks: jump_clock and set_drift act from now on (schedule them with scheduler().at). A sleep
+//   that spans a drift change measures its remaining local time at the new rate.
 // Every fault is one trace line.
 //
 // Invariants: one fiber runs at a time; park/sleep are only called from a fiber; a fiber of a
 // crashed node never returns from park/sleep normally; nothing here reads the wall clock or
 // iterates an unordered container.
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <string>
@@ -114,6 +120,10 @@ class World {
   // Runs fn on node at true time t_us: deferred while the node is paused, dropped if the node is
   // crashed or restarted since `incarnation` (pass incarnation(node) at send time).
   void deliver_at(NodeId node, uint64_t incarnation, TimeUs t_us, std::function<void()> fn);
+  // The same, but a drop runs on_drop (the caller traces it its own way) instead of tracing
+  // "node N drop delivery".
+  void deliver_at(NodeId node, uint64_t incarnation, TimeUs t_us, std::function<void()> fn,
+                  std::function<void()> on_drop);
 
   // --- faults (from now) ---
   void pause(NodeId node, TimeUs duration_us, std::string_view why = "");
@@ -131,8 +141,31 @@ class World {
  private:
   struct Node;
   struct FiberSlot;
-  void resume_fiber(FiberId id, uint64_t generation);
-  void schedule_resume(FiberId id, uint64_t generation, TimeUs t_us);
+  using Action = std::function<void()>;
+
+  // Events aimed at a fiber capture (slot, generation) only: 16 bytes fit std::function's
+  // inline buffer, so the hot path (sleep, park, wake) allocates nothing.
+  static Action resume_event(FiberSlot* slot, uint64_t generation);
+  static Action deadline_event(FiberSlot* slot, uint64_t generation);
+  void resume_fiber(FiberSlot& slot, uint64_t generation);
+  void schedule_resume(FiberSlot& slot, uint64_t generation, TimeUs t_us);
+  Node& node_ref(NodeId node);
+  const Node& node_ref(NodeId node) const;
+  FiberSlot& current_slot();
+  std::string fiber_label(const FiberSlot& slot) const;
+  bool fiber_dead(const FiberSlot& slot) const;
+  void throw_if_killed(FiberSlot& slot);
+  void suspend(FiberSlot& slot);
+  void switch_to(FiberSlot& slot);
+  void finish(FiberSlot& slot);
+  void record_failure(FiberSlot& slot, std::exception_ptr failure);
+  void kill(FiberSlot& slot);
+  void unwind(FiberSlot& slot);
+  void on_deadline(FiberSlot& slot, uint64_t generation);
+  void deliver_now(NodeId node, uint64_t incarnation, Action fn, Action on_drop);
+  void defer(Node& node, Action action);
+  void end_pause(NodeId node, uint64_t incarnation);
+  void retime_sleepers(NodeId node, int64_t drift_ppm);
 
   WorldOptions options_;
   Scheduler scheduler_;
@@ -141,6 +174,7 @@ class World {
   std::unique_ptr<Network> network_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<FiberSlot>> fibers_;
+  size_t unfinished_fibers_ = 0;
   FiberId current_fiber_ = -1;
   std::exception_ptr fiber_failure_;
 };

@@ -1,0 +1,243 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sim/world.h"
+
+using namespace lockstep::sim;
+
+namespace {
+
+struct Arrival {
+  int index;
+  TimeUs sent_us;
+  TimeUs arrived_us;
+};
+
+// Sends `count` messages 0->1, one every `gap_us`, recording each arrival.
+std::vector<Arrival> send_many(World& w, int count, TimeUs gap_us) {
+  auto arrivals = std::make_shared<std::vector<Arrival>>();
+  for (int i = 0; i < count; ++i) {
+    w.scheduler().at(i * gap_us, [&w, arrivals, i] {
+      const TimeUs sent = w.now_us();
+      w.network().send(0, 1, "m#" + std::to_string(i),
+                       [&w, arrivals, i, sent] { arrivals->push_back({i, sent, w.now_us()}); });
+    });
+  }
+  w.run();
+  return *arrivals;
+}
+
+bool trace_has(World& w, const std::string& needle) {
+  for (const std::string& line : w.trace().lines()) {
+    if (line.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("network: latency stays within its bounds and varies", "[sim][network]") {
+  World w({.seed = 7, .network = {.latency_us_min = 200, .latency_us_max = 1'000, .fifo_links = false}});
+  w.add_node("a");
+  w.add_node("b");
+  const std::vector<Arrival> arrivals = send_many(w, 1'000, 10);
+  REQUIRE(arrivals.size() == 1'000);
+  TimeUs lowest = kTimeNever, highest = 0;
+  for (const Arrival& a : arrivals) {
+    lowest = std::min(lowest, a.arrived_us - a.sent_us);
+    highest = std::max(highest, a.arrived_us - a.sent_us);
+  }
+  CHECK(lowest >= 200);
+  CHECK(highest <= 1'000);
+  CHECK(lowest < 250);    // 1000 uniform draws reach near both ends
+  CHECK(highest > 950);
+  CHECK(w.network().stats().sent == 1'000);
+  CHECK(w.network().stats().delivered == 1'000);
+  CHECK(w.network().stats().dropped == 0);
+}
+
+TEST_CASE("network: FIFO links deliver in send order and non-FIFO links may reorder",
+          "[sim][network]") {
+  SECTION("fifo") {
+    World w({.network = {.latency_us_min = 0, .latency_us_max = 1'000, .fifo_links = true}});
+    w.add_node("a");
+    w.add_node("b");
+    const std::vector<Arrival> arrivals = send_many(w, 500, 10);
+    REQUIRE(arrivals.size() == 500);
+    for (size_t i = 0; i < arrivals.size(); ++i) CHECK(arrivals[i].index == static_cast<int>(i));
+    for (const Arrival& a : arrivals) CHECK(a.arrived_us - a.sent_us >= 0);
+  }
+  SECTION("not fifo") {
+    World w({.network = {.latency_us_min = 0, .latency_us_max = 1'000, .fifo_links = false}});
+    w.add_node("a");
+    w.add_node("b");
+    const std::vector<Arrival> arrivals = send_many(w, 500, 10);
+    REQUIRE(arrivals.size() == 500);
+    const bool reordered = !std::is_sorted(arrivals.begin(), arrivals.end(),
+                                           [](const Arrival& x, const Arrival& y) { return x.index < y.index; });
+    CHECK(reordered);
+  }
+}
+
+TEST_CASE("network: loss 1/1 drops everything, 0/1 nothing, 1/2 about half", "[sim][network]") {
+  SECTION("all") {
+    World w({.network = {.loss = {1, 1}}});
+    w.add_node("a");
+    w.add_node("b");
+    CHECK(send_many(w, 100, 10).empty());
+    CHECK(w.network().stats().sent == 100);
+    CHECK(w.network().stats().dropped == 100);
+    CHECK(w.network().stats().delivered == 0);
+    CHECK(trace_has(w, "msg 0->1 drop m#0 (lost)"));
+  }
+  SECTION("half") {
+    World w({.network = {.loss = {1, 2}}});
+    w.add_node("a");
+    w.add_node("b");
+    const size_t delivered = send_many(w, 1'000, 10).size();
+    CHECK(delivered > 400);
+    CHECK(delivered < 600);
+    CHECK(w.network().stats().dropped + delivered == 1'000);
+  }
+}
+
+TEST_CASE("network: duplication delivers a message twice", "[sim][network]") {
+  World w({.network = {.duplicate = {1, 1}}});
+  w.add_node("a");
+  w.add_node("b");
+  const std::vector<Arrival> arrivals = send_many(w, 50, 10);
+  CHECK(arrivals.size() == 100);
+  for (int i = 0; i < 50; ++i) {
+    CHECK(std::count_if(arrivals.begin(), arrivals.end(),
+                        [i](const Arrival& a) { return a.index == i; }) == 2);
+  }
+  CHECK(w.network().stats().duplicated == 50);
+  CHECK(w.network().stats().delivered == 100);
+  CHECK(trace_has(w, "msg 0->1 dup m#0"));
+}
+
+TEST_CASE("network: one-way and two-way partitions, and heal", "[sim][network]") {
+  World w({.network = {.latency_us_min = 10, .latency_us_max = 10}});
+  const NodeId a = w.add_node("a");
+  const NodeId b = w.add_node("b");
+  std::vector<std::string> got;
+  auto ping = [&](NodeId from, NodeId to, const std::string& what) {
+    w.network().send(from, to, what, [&got, what] { got.push_back(what); });
+  };
+  w.network().partition(a, b);
+  CHECK_FALSE(w.network().link_up(a, b));
+  CHECK(w.network().link_up(b, a));
+  ping(a, b, "a->b one-way");
+  ping(b, a, "b->a one-way");
+  w.run();
+  CHECK(got == std::vector<std::string>{"b->a one-way"});
+
+  got.clear();
+  w.network().partition_both(a, b);
+  ping(a, b, "a->b both");
+  ping(b, a, "b->a both");
+  w.run();
+  CHECK(got.empty());
+
+  w.network().heal(b, a);
+  ping(a, b, "a->b half-healed");
+  ping(b, a, "b->a half-healed");
+  w.run();
+  CHECK(got == std::vector<std::string>{"b->a half-healed"});
+
+  got.clear();
+  w.network().heal_all();
+  ping(a, b, "a->b healed");
+  ping(b, a, "b->a healed");
+  w.run();
+  CHECK(got == std::vector<std::string>{"a->b healed", "b->a healed"});
+  CHECK(trace_has(w, "net cut 0->1"));
+  CHECK(trace_has(w, "net cut 0<->1"));
+  CHECK(trace_has(w, "msg 0->1 drop a->b one-way (cut)"));
+}
+
+TEST_CASE("network: a link cut while a message is in flight drops it", "[sim][network]") {
+  World w({.network = {.latency_us_min = 500, .latency_us_max = 500}});
+  const NodeId a = w.add_node("a");
+  const NodeId b = w.add_node("b");
+  std::vector<std::string> got;
+  w.network().send(a, b, "cut-in-flight", [&] { got.push_back("cut-in-flight"); });
+  w.scheduler().at(100, [&] {
+    w.network().partition(a, b);
+    w.network().send(b, a, "reverse", [&] { got.push_back("reverse"); });
+  });
+  w.scheduler().at(200, [&] {
+    // Cut and healed again before arrival: delivered.
+    w.network().send(b, a, "flap", [&] { got.push_back("flap"); });
+    w.network().partition(b, a);
+  });
+  w.scheduler().at(300, [&] { w.network().heal(b, a); });
+  w.run();
+  CHECK(got == std::vector<std::string>{"reverse", "flap"});
+  CHECK(trace_has(w, "500 msg 0->1 drop cut-in-flight (cut)"));
+}
+
+TEST_CASE("network: messages to a crashed, restarted or paused node", "[sim][network]") {
+  World w({.network = {.latency_us_min = 100, .latency_us_max = 100}});
+  const NodeId client = w.add_node("client");
+  const NodeId server = w.add_node("server");
+  std::vector<std::string> got;
+  auto send_at = [&](TimeUs t, const std::string& what) {
+    w.scheduler().at(t, [&, what] {
+      w.network().send(client, server, what, [&, what] { got.push_back(what + "@" + std::to_string(w.now_us())); });
+    });
+  };
+  send_at(0, "before-crash");       // arrives at 100
+  send_at(150, "to-crashed");       // crash at 200, arrives at 250
+  send_at(280, "across-restart");   // restart at 300, arrives at 380: the old incarnation's
+  send_at(310, "to-new");           // arrives at 410
+  send_at(500, "paused-1");         // pause 550..1550; arrive at 600 and 610
+  send_at(510, "paused-2");
+  w.scheduler().at(200, [&] { w.crash(server); });
+  w.scheduler().at(300, [&] { w.restart(server); });
+  w.scheduler().at(550, [&] { w.pause(server, 1'000); });
+  w.run();
+  CHECK(got == std::vector<std::string>{"before-crash@100", "to-new@410", "paused-1@1550",
+                                        "paused-2@1550"});
+  CHECK(trace_has(w, "250 msg 0->1 drop to-crashed (down)"));
+  CHECK(trace_has(w, "380 msg 0->1 drop across-restart (restarted)"));
+  CHECK(w.network().stats().dropped == 2);
+}
+
+TEST_CASE("network: trace lines for send and receive", "[sim][network]") {
+  World w({.network = {.latency_us_min = 250, .latency_us_max = 250}});
+  w.add_node("a");
+  w.add_node("b");
+  w.network().send(1, 0, "set#12", [] {});
+  w.run();
+  CHECK(trace_has(w, "0 msg 1->0 send set#12 +250us"));
+  CHECK(trace_has(w, "250 msg 1->0 recv set#12"));
+}
+
+TEST_CASE("network: options are validated", "[sim][network]") {
+  World w({});
+  w.add_node("a");
+  CHECK_THROWS_AS(w.network().set_options({.latency_us_min = 10, .latency_us_max = 5}), std::logic_error);
+  CHECK_THROWS_AS(w.network().set_options({.loss = {2, 1}}), std::logic_error);
+  CHECK_THROWS_AS(w.network().set_options({.duplicate = {0, 0}}), std::logic_error);
+  CHECK_THROWS_AS(w.network().send(0, 3, "nowhere", [] {}), std::logic_error);
+  CHECK(w.network().options().latency_us_min == NetworkOptions{}.latency_us_min);
+}
+
+TEST_CASE("network: random latency follows the seed", "[sim][network]") {
+  auto arrivals_for = [](uint64_t seed) {
+    World w({.seed = seed, .network = {.latency_us_min = 0, .latency_us_max = 100'000}});
+    w.add_node("a");
+    w.add_node("b");
+    std::vector<TimeUs> times;
+    for (const Arrival& a : send_many(w, 20, 1)) times.push_back(a.arrived_us);
+    return times;
+  };
+  CHECK(arrivals_for(1) == arrivals_for(1));
+  CHECK(arrivals_for(1) != arrivals_for(2));
+}
