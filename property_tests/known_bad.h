@@ -1,0 +1,10 @@
+#pragma once
+// The known-bad adapters: deliberately broken locks that the suite must catch (calibration).
+// They live with the tests, not with the production adapters; the `lockstep` command registers
+// them so they are selectable by name like any other adapter.
+namespace lockstep {
+
+// Registers every known-bad adapter this build has. Idempotent.
+void register_known_bad_adapters();
+
+}  // namespace lockstep

@@ -1,0 +1,47 @@
+#pragma once
+// The safety matrix: every adapter against every scenario that applies to it, with fencing off and
+// on, over a range of seeds. A cell matches when every seed violated exactly the invariants the
+// scenario expects of that adapter (none: safe).
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "scenarios/runner.h"
+
+namespace lockstep {
+
+struct MatrixConfig {
+  std::string world = "sim";
+  int seeds = 1;
+  uint64_t first_seed = 1;
+  std::vector<std::string> adapters;  // empty: every adapter that runs in `world`
+};
+
+struct MatrixCell {
+  std::string scenario;
+  std::string adapter;
+  bool fencing_on = false;
+  Expectation expected;
+  Expectation observed;         // union over seeds
+  bool matches = true;          // every seed matched
+  int seeds_run = 0;
+  std::string first_mismatch;   // replay command of the first seed that differed
+};
+
+struct MatrixResult {
+  std::vector<MatrixCell> cells;
+  bool all_match() const;
+};
+
+// progress(done, total) is called after each cell.
+MatrixResult run_matrix(const MatrixConfig& config, const std::function<void(size_t, size_t)>& progress = {});
+
+nlohmann::json to_json(const MatrixResult& result);
+std::string to_text(const MatrixResult& result);
+std::string to_markdown(const MatrixResult& result);
+std::string describe(const Expectation& e);  // "safe" or "violation: a, b"
+
+}  // namespace lockstep

@@ -1,0 +1,58 @@
+#pragma once
+// Scenario and adapter options: named values with defaults, overridden by `--set KEY=VALUE`.
+//
+// Each option is declared once with its default and a one-line help; its kind (integer or one
+// of a fixed set of words) follows from the declaration. Overrides are checked when applied: an
+// unknown key or a malformed value is an OptionError whose message names the key and lists the
+// valid choices, so the CLI can exit 2 with it. Iteration is in name order (std::map).
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace lockstep {
+
+class OptionError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+struct OptionSpec {
+  std::string name;
+  std::string default_value;
+  std::string help;
+  std::vector<std::string> choices;  // empty: an integer in [min, max]
+  int64_t min = 0;
+  int64_t max = INT64_MAX;
+};
+
+class Options {
+ public:
+  Options() = default;
+  explicit Options(std::vector<OptionSpec> specs);
+
+  // Adds more declarations (an adapter's to a scenario's). A name declared twice must agree.
+  void declare(const OptionSpec& spec);
+  // Applies "KEY=VALUE". Throws OptionError for an unknown key or a bad value.
+  void set(const std::string& assignment);
+  void set(const std::string& name, const std::string& value);
+
+  bool has(const std::string& name) const { return specs_.count(name) != 0; }
+  int64_t get_int(const std::string& name) const;
+  const std::string& get(const std::string& name) const;
+  // Every option and its current value, in name order.
+  const std::map<std::string, std::string>& values() const { return values_; }
+  const std::map<std::string, OptionSpec>& specs() const { return specs_; }
+  // Options whose value differs from the default, as KEY=VALUE, in name order.
+  std::vector<std::string> overrides() const;
+
+ private:
+  void check_value(const OptionSpec& spec, const std::string& value) const;
+  std::string known_names() const;
+
+  std::map<std::string, OptionSpec> specs_;
+  std::map<std::string, std::string> values_;
+};
+
+}  // namespace lockstep

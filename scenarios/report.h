@@ -1,0 +1,36 @@
+#pragma once
+// Reports of runs: the JSON object of DESIGN.md's contract, a text summary for people, files in a
+// report directory, and reading a report back to replay it.
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "scenarios/runner.h"
+
+namespace lockstep {
+
+// "ok", "violation", or "error" (the run hit a bound before it completed).
+std::string verdict(const RunReport& report);
+
+// verdict, seed, trace_hash, violations (invariant, time_us, clients, key, detail, excerpt),
+// stats (events, ops, acquisitions, sim_time_us, wall_time_us), and what reproduces the run.
+nlohmann::json to_json(const RunReport& report);
+
+// A few lines: the verdict, each violation with its excerpt, the expectation, the stats, and the
+// replay command when something was violated.
+std::string to_text(const RunReport& report);
+
+// Writes DIR/NAME.json and DIR/NAME.trace (NAME from scenario, adapter, seed, fencing); returns
+// the JSON path. Creates DIR. Throws std::runtime_error when it cannot write.
+std::filesystem::path write_report(const RunReport& report, const std::filesystem::path& dir);
+
+// The config that reproduces a report's run, and the trace hash it had. Throws UsageError when the
+// file cannot be read or lacks a field.
+struct ReplaySpec {
+  RunConfig config;
+  std::string trace_hash;
+};
+ReplaySpec read_replay_spec(const std::filesystem::path& report_json);
+
+}  // namespace lockstep

@@ -1,0 +1,75 @@
+#pragma once
+// Runs one scenario with one adapter and one seed, and judges it.
+//
+// A simulated run is a pure function of (scenario, adapter, options, seed, fencing, build): the
+// report's trace_hash is the same on every run and machine. Bad input (unknown scenario, adapter,
+// option, or a world the adapter does not support) throws UsageError before anything runs.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "scenarios/checkers.h"
+#include "scenarios/history.h"
+#include "scenarios/options.h"
+#include "scenarios/scenario.h"
+
+namespace lockstep {
+
+class UsageError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+struct RunConfig {
+  std::string scenario;
+  std::string adapter;
+  std::string world = "sim";
+  uint64_t seed = 1;
+  bool fencing_on = false;
+  std::vector<std::string> sets;  // KEY=VALUE overrides
+  uint64_t max_events = 20'000'000;
+  bool keep_trace = true;         // keep trace lines for excerpts and the report
+};
+
+struct RunStats {
+  uint64_t events = 0;
+  uint64_t ops = 0;
+  uint64_t acquisitions = 0;
+  int64_t sim_time_us = 0;
+  int64_t wall_time_us = 0;
+};
+
+struct ReportedViolation {
+  Violation violation;
+  std::vector<std::string> excerpt;  // the trace lines of the events that show it
+};
+
+struct RunReport {
+  RunConfig config;
+  Options options;                   // resolved: defaults plus overrides
+  std::string trace_hash;
+  std::vector<ReportedViolation> violations;
+  RunStats stats;
+  std::string end;                   // how the run ended: "complete", or which bound it hit
+  std::string end_message;
+  Expectation expected;
+  std::vector<std::string> trace;    // every trace line (when kept)
+  History history;
+
+  bool ok() const { return violations.empty() && end == "complete"; }
+  // The invariants violated, deduplicated.
+  Expectation violated() const;
+  bool matches_expectation() const { return end == "complete" && violated() == expected; }
+  // The one command line that reproduces this run.
+  std::string replay_command() const;
+};
+
+// Resolves and validates a config: the scenario's and adapter's options with the overrides.
+Options resolve_options(const RunConfig& config);
+Options resolve_options(const Scenario& scenario, const RunConfig& config);
+RunReport run_scenario(const RunConfig& config);
+// Runs a scenario that is not in the catalogue (a generated workload); config.scenario is ignored.
+RunReport run_scenario(const Scenario& scenario, const RunConfig& config);
+
+}  // namespace lockstep

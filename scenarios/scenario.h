@@ -1,0 +1,74 @@
+#pragma once
+// A scenario: a workload plus a fault schedule plus what is expected of each adapter.
+//
+// build() runs before the world starts: it adds clients, gives each a program and a start time,
+// and schedules faults. Numbers come from the scenario's options (so `--set` can change them);
+// small start jitters are drawn from the run's seed and printed in the trace header, so a seed
+// matters even for a scripted timeline. expected() says which invariants the scenario is meant to
+// break for an adapter (empty: safe), so `matrix` can judge every cell.
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "scenarios/backend.h"
+#include "scenarios/checkers.h"
+#include "scenarios/client.h"
+#include "scenarios/options.h"
+#include "scenarios/resource.h"
+
+namespace lockstep {
+
+using Expectation = std::set<Invariant>;
+
+// What build() works with.
+class ScenarioEnv {
+ public:
+  ScenarioEnv(sim::World& world, Recorder& recorder, GuardedResource& resource, SimBackend& backend,
+              const Options& options);
+
+  sim::World& world() { return world_; }
+  SimBackend& backend() { return backend_; }
+  const Options& options() const { return options_; }
+  int64_t option(const std::string& name) const { return options_.get_int(name); }
+  HistoryMeta& meta() { return recorder_.history().meta; }
+
+  // A new client process on a node of its own.
+  Client& add_client(const std::string& name, sim::ClockSpec clock = {});
+  // Runs program on the client's fiber from true time start_ms (plus a seeded jitter of at most
+  // jitter_us, printed in the trace).
+  void start(Client& client, int64_t start_ms, std::function<void(Client&)> program, int64_t jitter_us = 0);
+  // A fault at true time at_ms, recorded in the history and the trace.
+  void schedule_fault(int64_t at_ms, std::string what, std::function<void()> action, int64_t duration_ms = 0);
+
+  std::vector<std::unique_ptr<Client>>& clients() { return clients_; }
+  // The client running on node, or -1 for a node that is not a client (a server).
+  int client_for_node(sim::NodeId node) const;
+
+ private:
+  sim::World& world_;
+  Recorder& recorder_;
+  GuardedResource& resource_;
+  SimBackend& backend_;
+  const Options& options_;
+  std::vector<std::unique_ptr<Client>> clients_;
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::vector<OptionSpec> options;
+  // The adapters it is meant for (empty: every adapter).
+  std::vector<std::string> adapters;
+  std::function<Expectation(const std::string& adapter, const Options& options, bool fencing_on)> expected;
+  std::function<void(ScenarioEnv& env)> build;
+
+  bool applies_to(const std::string& adapter) const;
+};
+
+const std::vector<Scenario>& scenarios();
+const Scenario* find_scenario(const std::string& name);
+std::string scenario_names();
+
+}  // namespace lockstep

@@ -1,0 +1,149 @@
+// The runner end to end in the simulator: every catalogue scenario against the in-memory adapter,
+// determinism of trace hashes, the DESIGN.md "done when" of gc-pause, reports and option errors.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "property_tests/known_bad.h"
+#include "scenarios/report.h"
+#include "scenarios/runner.h"
+
+namespace lockstep {
+namespace {
+
+RunReport run(const std::string& scenario, const std::string& adapter, uint64_t seed = 1, bool fencing_on = false,
+              std::vector<std::string> sets = {}) {
+  return run_scenario(
+      {.scenario = scenario, .adapter = adapter, .seed = seed, .fencing_on = fencing_on, .sets = std::move(sets)});
+}
+
+bool violates(const RunReport& r, Invariant invariant) { return r.violated().count(invariant) != 0; }
+
+}  // namespace
+
+TEST_CASE("every catalogue scenario matches its expectation for memory, fencing off and on", "[runner]") {
+  for (const Scenario& scenario : scenarios()) {
+    if (!scenario.applies_to("memory")) continue;
+    for (bool fencing_on : {false, true}) {
+      for (uint64_t seed : {1, 2, 3}) {
+        RunReport r = run(scenario.name, "memory", seed, fencing_on);
+        INFO(to_text(r));
+        CHECK(r.end == "complete");
+        CHECK(r.matches_expectation());
+        CHECK(r.stats.ops > 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("the same seed gives the same trace hash, different seeds give different hashes", "[runner][determinism]") {
+  for (const Scenario& scenario : scenarios()) {
+    if (!scenario.applies_to("memory")) continue;
+    INFO(scenario.name);
+    const RunReport first = run(scenario.name, "memory", 7);
+    const RunReport second = run(scenario.name, "memory", 7);
+    CHECK(first.trace_hash == second.trace_hash);
+    CHECK(first.trace == second.trace);
+    CHECK(first.trace_hash.size() == 16);
+    CHECK(run(scenario.name, "memory", 8).trace_hash != first.trace_hash);
+  }
+}
+
+TEST_CASE("gc-pause: mutual exclusion is lost, fencing keeps the update", "[runner]") {
+  const RunReport off = run("gc-pause", "memory");
+  CHECK(verdict(off) == "violation");
+  CHECK(violates(off, Invariant::mutual_exclusion));
+  CHECK(violates(off, Invariant::no_lost_update));
+  CHECK_FALSE(violates(off, Invariant::ownership));
+  CHECK_FALSE(violates(off, Invariant::lease_exclusion));
+
+  const RunReport on = run("gc-pause", "memory", 1, true);
+  CHECK(violates(on, Invariant::mutual_exclusion));
+  CHECK_FALSE(violates(on, Invariant::no_lost_update));
+  CHECK_FALSE(violates(on, Invariant::fencing));
+
+  // The mutual exclusion violation names both clients, the key, a time inside A's pause, and an excerpt.
+  const auto& v = off.violations.front();
+  CHECK(v.violation.invariant == Invariant::mutual_exclusion);
+  CHECK(v.violation.clients == std::vector<int>{0, 1});
+  CHECK(v.violation.key == "resource");
+  CHECK(v.violation.time_us > 10'000'000);
+  CHECK(v.violation.time_us < 15'000'000);
+  CHECK_FALSE(v.excerpt.empty());
+}
+
+TEST_CASE("a pause shorter than the TTL keeps gc-pause safe", "[runner]") {
+  const RunReport r = run("gc-pause", "memory", 1, false, {"pause_ms=5000"});
+  INFO(to_text(r));
+  CHECK(r.ok());
+  CHECK(r.matches_expectation());
+}
+
+TEST_CASE("crash-holder: another client acquires after the TTL (liveness)", "[runner]") {
+  const RunReport r = run("crash-holder", "memory");
+  INFO(to_text(r));
+  CHECK(r.ok());
+  CHECK(r.stats.acquisitions == 2);
+  // A client that gives up before the TTL runs out gets contention, not an error; giving up early
+  // is its own choice, not a liveness failure of the lock (it waited less than the bound).
+  const RunReport impatient = run("crash-holder", "memory", 1, false, {"retry_times=2"});
+  CHECK(impatient.stats.acquisitions == 1);
+  CHECK_FALSE(violates(impatient, Invariant::liveness));
+  bool contended = false;
+  for (const HistoryEvent& e : impatient.history.events()) {
+    if (e.kind == EventKind::complete && e.op == Op::acquire && e.client == 1) contended = e.outcome == Outcome::contended;
+  }
+  CHECK(contended);
+}
+
+TEST_CASE("the known-bad release without owner check is caught by stolen-lock", "[runner][known-bad]") {
+  register_known_bad_adapters();
+  const RunReport good = run("stolen-lock", "memory");
+  CHECK_FALSE(violates(good, Invariant::ownership));
+  const RunReport bad = run("stolen-lock", "bad-memory-no-owner-check");
+  CHECK(violates(bad, Invariant::ownership));
+  CHECK(bad.matches_expectation());
+}
+
+TEST_CASE("bad input is a UsageError naming the valid choices", "[runner][usage]") {
+  CHECK_THROWS_WITH(run("no-such-scenario", "memory"), Catch::Contains("valid scenarios") && Catch::Contains("gc-pause"));
+  CHECK_THROWS_WITH(run("gc-pause", "no-such-adapter"), Catch::Contains("valid adapters") && Catch::Contains("memory"));
+  CHECK_THROWS_WITH(run("gc-pause", "memory", 1, false, {"bogus=1"}),
+                    Catch::Contains("unknown option") && Catch::Contains("ttl_ms"));
+  CHECK_THROWS_WITH(run("gc-pause", "memory", 1, false, {"ttl_ms=soon"}), Catch::Contains("not an integer"));
+  CHECK_THROWS_WITH(run("gc-pause", "memory", 1, false, {"ttl_ms"}), Catch::Contains("KEY=VALUE"));
+  CHECK_THROWS_WITH(run_scenario({.scenario = "gc-pause", .adapter = "memory", .world = "real"}),
+                    Catch::Contains("does not run in world"));
+}
+
+TEST_CASE("a run that hits the event bound ends with an error, not a verdict of safety", "[runner]") {
+  RunReport r = run_scenario({.scenario = "gc-pause", .adapter = "memory", .max_events = 2});
+  CHECK(r.end == "event_bound");
+  CHECK(verdict(r) == "error");
+  CHECK_FALSE(r.ok());
+  CHECK_FALSE(r.end_message.empty());
+}
+
+TEST_CASE("a report written to disk replays to the same trace hash", "[runner][report]") {
+  const RunReport r = run("gc-pause", "memory", 42, true, {"pause_ms=12000"});
+  const auto dir = std::filesystem::temp_directory_path() / "lockstep-runner-test";
+  std::filesystem::remove_all(dir);
+  const auto path = write_report(r, dir);
+  const ReplaySpec spec = read_replay_spec(path);
+  CHECK(spec.trace_hash == r.trace_hash);
+  CHECK(spec.config.seed == 42);
+  CHECK(spec.config.fencing_on);
+  CHECK(spec.config.sets == std::vector<std::string>{"pause_ms=12000"});
+  CHECK(run_scenario(spec.config).trace_hash == r.trace_hash);
+
+  const nlohmann::json j = to_json(r);
+  for (const char* field : {"verdict", "seed", "trace_hash", "violations", "stats", "replay"}) CHECK(j.contains(field));
+  for (const char* field : {"events", "ops", "acquisitions", "sim_time_us", "wall_time_us"}) {
+    CHECK(j["stats"].contains(field));
+  }
+  CHECK(j["replay"].get<std::string>().find("--seed 42") != std::string::npos);
+  CHECK(j["replay"].get<std::string>().find("--set pause_ms=12000") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace lockstep
