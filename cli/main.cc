@@ -19,6 +19,7 @@
 #include "property_tests/known_bad.h"
 #include "scenarios/backend.h"
 #include "scenarios/matrix.h"
+#include "scenarios/real/server_errors.h"
 #include "scenarios/report.h"
 #include "scenarios/runner.h"
 
@@ -28,12 +29,6 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitViolation = 1;
 constexpr int kExitUsage = 2;
-
-// Where the environment lacks something (a server binary): exit 3.
-class EnvironmentError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct RunFlags {
   std::string scenario;
@@ -211,8 +206,11 @@ int main(int argc, char** argv) {
   } catch (const lockstep::UsageError& e) {
     fmt::print(stderr, "lockstep: {}\n", e.what());
     return lockstep::kExitUsage;
-  } catch (const lockstep::EnvironmentError& e) {
-    fmt::print(stderr, "lockstep: {}\n", e.what());
+  } catch (const lockstep::real::ServerUnavailable& e) {
+    fmt::print(stderr, "lockstep: {}\n", e.what());  // names what is missing and how to get it
+    return 3;
+  } catch (const lockstep::real::ServerStartError& e) {
+    fmt::print(stderr, "lockstep: a server would not start: {}\n", e.what());
     return 3;
   } catch (const std::exception& e) {
     fmt::print(stderr, "lockstep: internal error: {}\n", e.what());

@@ -1,18 +1,69 @@
 #include "property_tests/known_bad.h"
 
+#include "property_tests/bad_rw_reader_preference.h"
+#include "property_tests/known_bad_redis.h"
 #include "scenarios/backend.h"
+#include "scenarios/keyed_backend.h"
+#include "scenarios/redis_backend.h"
 
 namespace lockstep {
 
+namespace {
+
+struct KnownBadRedis {
+  const char* name;
+  const char* breaks;
+  const char* description;
+};
+
+constexpr KnownBadRedis kKnownBadRedis[] = {
+    {"bad-del-release", "ownership", "known-bad: release by plain DEL"},
+    {"bad-get-del-release", "ownership", "known-bad: release by GET, then DEL in a second call"},
+    {"bad-pexpire-extend", "ownership", "known-bad: extend by plain PEXPIRE"},
+    {"bad-setnx-expire", "liveness", "known-bad: SETNX, then PEXPIRE in a second call (a crash between leaks)"},
+    {"bad-random-token", "fencing", "known-bad: random instead of monotonic fencing tokens"},
+};
+
+void register_known_bad_redis() {
+  for (const KnownBadRedis& bad : kKnownBadRedis) {
+    const std::string name = bad.name;
+    register_adapter({
+        .name = name,
+        .description = bad.description,
+        .worlds = {"sim"},
+        .known_bad = true,
+        .breaks = bad.breaks,
+        .options = redis_backend_options(),
+        .make_sim =
+            [name](BackendEnv& env) {
+              return make_redis_sim_backend(env, [name](RedisConnection& connection) {
+                return make_known_bad_redis_adapter(name, connection);
+              });
+            },
+    });
+  }
+}
+
+}  // namespace
+
 void register_known_bad_adapters() {
   if (find_adapter("bad-memory-no-owner-check") != nullptr) return;
+  register_known_bad_redis();
   register_adapter({
       .name = "bad-memory-no-owner-check",
       .description = "known-bad: the in-memory lock whose release deletes whatever lock holds the key",
       .worlds = {"sim"},
       .known_bad = true,
       .breaks = "ownership",
-      .make_sim = [](BackendEnv& env) { return make_memory_sim_backend(env, /*bad_release_without_owner_check=*/true); },
+      .make_sim = [](BackendEnv& env) { return make_memory_backend(env, /*bad_release_without_owner_check=*/true); },
+  });
+  register_adapter({
+      .name = "bad-rw-reader-preference",
+      .description = "known-bad: keyed-rw whose readers pass a queued writer (reader preference starves writers)",
+      .worlds = {"sim"},
+      .known_bad = true,
+      .breaks = "writer_preference",
+      .make_sim = [](BackendEnv& env) { return make_keyed_rw_sim_backend(env, std::make_unique<ReaderPreferenceRwCore>()); },
   });
 }
 

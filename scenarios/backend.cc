@@ -6,46 +6,84 @@
 #include <fmt/ranges.h>
 
 #include "adapters/memory/memory_adapter.h"
+#include "scenarios/keyed_backend.h"
+#include "scenarios/redis_backend.h"
+#include "sim/world.h"
 
 namespace lockstep {
 
+void Backend::failover() { throw WorldUnsupported("this adapter has no replica to fail over to"); }
+void Backend::set_server_drift(int64_t) { throw WorldUnsupported("this adapter's server clock cannot drift here"); }
+void Backend::partition(int, bool) { throw WorldUnsupported("this adapter has no network to partition"); }
+void Backend::heal() { throw WorldUnsupported("this adapter has no network to heal"); }
+void Backend::set_fixed_latency(int64_t) { throw WorldUnsupported("this world's latency cannot be fixed"); }
+
 namespace {
 
-// The in-memory lock: one store shared by every client, on a server node of its own so that
-// clock faults can be aimed at "the server". Calls reach it without network latency.
-class MemorySimBackend final : public SimBackend {
+class MemoryBackend final : public Backend {
  public:
-  MemorySimBackend(BackendEnv& env, bool bad_release)
-      : server_(env.world.add_node("memory")),
-        servers_{server_},
-        adapter_({.clock = &env.world.clock(server_),
-                  .observer = &env.recorder,
-                  .server_name = "memory",
-                  .bad_release_without_owner_check = bad_release}) {}
+  MemoryBackend(BackendEnv& env, bool bad_release) : sim_(env.sim) {
+    Clock* clock = &system_clock_;
+    if (sim_ != nullptr) {
+      server_ = sim_->add_node("memory");
+      clock = &sim_->clock(server_);
+    }
+    adapter_ = std::make_unique<MemoryAdapter>(MemoryAdapterOptions{.clock = clock,
+                                                                   .observer = &env.recorder,
+                                                                   .server_name = "memory",
+                                                                   .bad_release_without_owner_check = bad_release});
+  }
 
-  LockAdapter& adapter_for(int, sim::NodeId) override { return adapter_; }
-  const std::vector<sim::NodeId>& server_nodes() const override { return servers_; }
+  LockAdapter& adapter_for(int, int) override { return *adapter_; }
+  int server_count() const override { return 1; }
+  bool records_leases() const override { return true; }
+  void set_server_drift(int64_t drift_ppm) override {
+    if (sim_ == nullptr) Backend::set_server_drift(drift_ppm);
+    sim_->set_drift(server_, drift_ppm);
+  }
+  // No network between the clients and the store: nothing is ever on the wire.
+  void set_fixed_latency(int64_t) override {}
 
  private:
-  sim::NodeId server_;
-  std::vector<sim::NodeId> servers_;
-  MemoryAdapter adapter_;
+  sim::World* sim_;
+  sim::NodeId server_ = -1;
+  SystemClock system_clock_;
+  std::unique_ptr<MemoryAdapter> adapter_;
 };
 
 std::vector<AdapterEntry>& registry() {
   static std::vector<AdapterEntry> entries = {
       {.name = "memory",
        .description = "in-process TTL lease table with owner-checked release/extend and monotonic fencing tokens",
+       .worlds = {"sim", "real"},
+       .make_sim = [](BackendEnv& env) { return make_memory_backend(env); },
+       .make_real = [](BackendEnv& env) { return make_memory_backend(env); }},
+      {.name = "redis",
+       .description = "single Redis: SET NX PX with a fencing token in the same script, Lua compare-and-delete "
+                      "release and compare-and-pexpire extend",
+       .worlds = {"sim", "real"},
+       .options = redis_backend_options(),
+       .make_sim = [](BackendEnv& env) { return make_redis_sim_backend(env, production_redis_adapter()); },
+       .make_real = [](BackendEnv& env) { return make_redis_real_backend(env, production_redis_adapter()); }},
+      {.name = "keyed-rw",
+       .description = "in-process keyed shared/exclusive mutex: writer preference, exclusives in request order, "
+                      "per-key state freed when idle",
        .worlds = {"sim"},
-       .make_sim = [](BackendEnv& env) { return make_memory_sim_backend(env); }},
+       .make_sim = [](BackendEnv& env) { return make_keyed_rw_sim_backend(env); }},
+      {.name = "fifo",
+       .description = "in-process FIFO keyed lock: one caller per key in arrival order, max wait, bounded queues, "
+                      "clear() that keeps exclusion",
+       .worlds = {"sim"},
+       .options = fifo_backend_options(),
+       .make_sim = [](BackendEnv& env) { return make_fifo_sim_backend(env); }},
   };
   return entries;
 }
 
 }  // namespace
 
-std::unique_ptr<SimBackend> make_memory_sim_backend(BackendEnv& env, bool bad_release_without_owner_check) {
-  return std::make_unique<MemorySimBackend>(env, bad_release_without_owner_check);
+std::unique_ptr<Backend> make_memory_backend(BackendEnv& env, bool bad_release_without_owner_check) {
+  return std::make_unique<MemoryBackend>(env, bad_release_without_owner_check);
 }
 
 const std::vector<AdapterEntry>& adapters() { return registry(); }

@@ -1,10 +1,12 @@
 #pragma once
-// How an adapter is set up in a simulated world, and the registry of adapters by name.
+// How an adapter is set up in a world, and the registry of adapters by name.
 //
-// A SimBackend owns the simulated servers an adapter talks to (nodes, stores) and hands each
-// client its adapter instance. The registry maps the names of DESIGN.md (memory, redis, ...,
-// and the known-bad ones, which register themselves from outside the production code) to how to
-// build them. Registry order is registration order, so listings are stable.
+// A Backend owns the servers an adapter talks to (simulated nodes, or real processes it starts and
+// stops), hands each client its adapter instance, and carries the faults aimed at the servers or
+// at the path to them. A fault this backend cannot produce in its world throws WorldUnsupported.
+// The registry maps the names of DESIGN.md (memory, redis, ..., and the known-bad ones, which
+// register themselves from outside the production code) to how to build them in each world.
+// Registry order is registration order, so listings are stable.
 #include <functional>
 #include <memory>
 #include <string>
@@ -13,26 +15,42 @@
 #include "adapters/core/adapter.h"
 #include "scenarios/options.h"
 #include "scenarios/recorder.h"
-#include "sim/world.h"
+#include "scenarios/scenario_world.h"
+
+namespace lockstep::sim {
+class World;
+}
 
 namespace lockstep {
 
-class SimBackend {
+class Backend {
  public:
-  virtual ~SimBackend() = default;
+  virtual ~Backend() = default;
   // The adapter client `client` (running on `node`) uses. Owned by the backend.
-  virtual LockAdapter& adapter_for(int client, sim::NodeId node) = 0;
-  // The server nodes, for faults aimed at servers (clock, crash).
-  virtual const std::vector<sim::NodeId>& server_nodes() const = 0;
+  virtual LockAdapter& adapter_for(int client, int node) = 0;
+  virtual int server_count() const = 0;
   // How many servers' leases make a grant.
   virtual int quorum() const { return 1; }
+  // Whether servers report their grants, extends and revokes to the recorder. When they do not
+  // (a real server), the runner derives them conservatively from the clients' operations.
+  virtual bool records_leases() const = 0;
+
+  // Faults. Each throws WorldUnsupported unless this backend can produce it in its world.
+  virtual void failover();                              // primary dies, its replica takes over
+  virtual void set_server_drift(int64_t drift_ppm);     // every server's clock, from now on
+  virtual void partition(int client_node, bool two_way);  // one-way: replies to the client lost
+  virtual void heal();                                  // every partition
+  virtual void set_fixed_latency(int64_t latency_us);   // makes "on the wire" a known instant
 };
 
 struct BackendEnv {
-  sim::World& world;
+  ScenarioWorld& world;
   Recorder& recorder;
   const Options& options;
+  sim::World* sim = nullptr;  // the simulator, in the sim world
 };
+
+using BackendFactory = std::function<std::unique_ptr<Backend>(BackendEnv&)>;
 
 struct AdapterEntry {
   std::string name;
@@ -41,12 +59,15 @@ struct AdapterEntry {
   bool known_bad = false;
   std::string breaks;                // known-bad: the invariant it is expected to break
   std::vector<OptionSpec> options;   // adapter options, settable with --set
-  std::function<std::unique_ptr<SimBackend>(BackendEnv&)> make_sim;
+  BackendFactory make_sim;
+  BackendFactory make_real;          // empty when the adapter has no real world
 };
 
-// The in-memory store as a simulated backend (one store on a server node of its own, reached
-// without latency). bad_release_without_owner_check builds the known-bad calibration variant.
-std::unique_ptr<SimBackend> make_memory_sim_backend(BackendEnv& env, bool bad_release_without_owner_check = false);
+// The in-memory store (one store shared by every client). In the sim world it sits on a server
+// node of its own, reached without latency, so its clock can drift; in the real world it is a
+// thread-safe store on the machine's clock. bad_release_without_owner_check builds the known-bad
+// calibration variant.
+std::unique_ptr<Backend> make_memory_backend(BackendEnv& env, bool bad_release_without_owner_check = false);
 
 // The adapters known to this binary: the production ones, then whatever was registered.
 const std::vector<AdapterEntry>& adapters();

@@ -2,6 +2,8 @@
 // from options so `--set` can move them, and the expectation per adapter that `matrix` judges.
 #include <fmt/format.h>
 
+#include "scenarios/catalogue.h"
+#include "scenarios/keyed_scenarios.h"
 #include "scenarios/scenario.h"
 
 namespace lockstep {
@@ -22,7 +24,8 @@ RetrySettings retry_from(const ScenarioEnv& env) {
 
 // Known-bad adapters whose release deletes whatever lock is there.
 bool releases_without_owner_check(const std::string& adapter) {
-  return adapter == "bad-memory-no-owner-check" || adapter == "bad-del-release" || adapter == "bad-get-del-release";
+  // bad-get-del-release compares before it deletes: only a pause between its two calls exposes it.
+  return adapter == "bad-memory-no-owner-check" || adapter == "bad-del-release";
 }
 
 Scenario sequential() {
@@ -32,6 +35,7 @@ Scenario sequential() {
       .options = {int_option("ttl_ms", 1000, "lock TTL", 1), int_option("hold_ms", 100, "work inside the lock"),
                   int_option("retry_delay_ms", 50, "delay between attempts", 1),
                   int_option("retry_times", 20, "retries after the first attempt")},
+      .adapters = lease_family(),
       .expected = [](const std::string&, const Options&, bool) { return Expectation{}; },
       .build =
           [](ScenarioEnv& env) {
@@ -45,7 +49,7 @@ Scenario sequential() {
             };
             env.start(env.add_client("a"), 0, program, kStartJitterUs);
             env.start(env.add_client("b"), 2 * hold_ms + 10, program, kStartJitterUs);
-            env.meta().liveness_bound_us = (hold_ms + 2 * env.option("retry_delay_ms")) * sim::kUsPerMs;
+            env.meta().liveness_bound_us = (hold_ms + 2 * env.option("retry_delay_ms")) * 1000;
           },
   };
 }
@@ -56,6 +60,7 @@ Scenario concurrent_race() {
       .description = "two clients ask for the same free key in the same instant: exactly one wins, the other "
                      "gets contention, not an error",
       .options = {int_option("ttl_ms", 1000, "lock TTL", 1), int_option("hold_ms", 100, "work inside the lock")},
+      .adapters = lease_family(),
       .expected = [](const std::string&, const Options&, bool) { return Expectation{}; },
       .build =
           [](ScenarioEnv& env) {
@@ -77,28 +82,54 @@ Scenario crash_holder() {
   return {
       .name = "crash-holder",
       .description = "the holder dies without releasing: the TTL is the safety net, another client acquires "
-                     "after expiry (liveness)",
+                     "after expiry (liveness); crash_at=in-acquire kills it while its acquire is on the wire",
       .options = {int_option("ttl_ms", 1500, "lock TTL", 1), int_option("hold_ms", 100, "work before the crash"),
                   int_option("retry_delay_ms", 200, "delay between attempts", 1),
-                  int_option("retry_times", 20, "retries after the first attempt")},
-      .expected = [](const std::string&, const Options&, bool) { return Expectation{}; },
+                  int_option("retry_times", 20, "retries after the first attempt"),
+                  {.name = "crash_at", .default_value = "after-work", .help = "when the holder dies",
+                   .choices = {"after-work", "in-acquire"}}},
+      .adapters = lease_family(),
+      .expected =
+          [](const std::string& adapter, const Options& options, bool) {
+            // A lock set without expiry (SETNX, then PEXPIRE in a second call) outlives its dead owner.
+            if (adapter == "bad-setnx-expire" && options.get("crash_at") == "in-acquire") {
+              return Expectation{Invariant::liveness};
+            }
+            return Expectation{};
+          },
       .build =
           [](ScenarioEnv& env) {
             const int64_t ttl_ms = env.option("ttl_ms");
             const int64_t hold_ms = env.option("hold_ms");
-            env.start(env.add_client("a"), 0, [ttl_ms, hold_ms](Client& c) {
-              std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-              if (!lock) return;
-              c.increment(*lock, hold_ms);
-              c.crash();
-            }, kStartJitterUs);
+            Client& a = env.add_client("a");
+            if (env.options().get("crash_at") == "in-acquire") {
+              // Fixed latency makes "on the wire" a known instant: the request lands at 0.5 ms, its
+              // reply would be back at 1 ms; A dies in between.
+              constexpr int64_t kLatency_us = 500;
+              env.require_sim("killing a client while its request is on the wire");
+              env.backend().set_fixed_latency(kLatency_us);
+              env.start(a, 0, [ttl_ms, hold_ms](Client& c) {
+                std::optional<Lock> lock = c.acquire("resource", ttl_ms);
+                if (lock) c.increment(*lock, hold_ms);
+              });
+              env.schedule_fault_us(3 * kLatency_us / 2, "crash a during its acquire", [&env, &a] {
+                env.world().crash(a.node());
+              });
+            } else {
+              env.start(a, 0, [ttl_ms, hold_ms](Client& c) {
+                std::optional<Lock> lock = c.acquire("resource", ttl_ms);
+                if (!lock) return;
+                c.increment(*lock, hold_ms);
+                c.crash();
+              }, kStartJitterUs);
+            }
             env.start(env.add_client("b"), 2 * hold_ms, [&env, ttl_ms, hold_ms](Client& c) {
               std::optional<Lock> lock = c.acquire("resource", ttl_ms, retry_from(env));
               if (!lock) return;
               c.increment(*lock, hold_ms);
               c.release(*lock);
             }, kStartJitterUs);
-            env.meta().liveness_bound_us = (ttl_ms + 2 * env.option("retry_delay_ms")) * sim::kUsPerMs;
+            env.meta().liveness_bound_us = (ttl_ms + 2 * env.option("retry_delay_ms")) * 1000;
           },
   };
 }
@@ -112,11 +143,13 @@ Scenario stolen_lock() {
                   int_option("hold_ms", 1000, "B's work inside the lock"),
                   int_option("retry_delay_ms", 50, "delay between attempts", 1),
                   int_option("retry_times", 20, "retries after the first attempt")},
+      .adapters = lease_family(),
       .expected =
           [](const std::string& adapter, const Options& options, bool fencing_on) {
             Expectation e;
             // A's pause outlasts its lease while A still believes it holds: exclusion is lost.
             if (options.get_int("pause_ms") > options.get_int("ttl_ms")) e.insert(Invariant::mutual_exclusion);
+            if (adapter == "bad-pexpire-extend") e.insert(Invariant::ownership);  // A's extend lengthens B's lock
             if (releases_without_owner_check(adapter)) {
               // A's release deletes B's lock, so C gets in while B works: C's write is then
               // overwritten by B's, unless fencing refuses B's stale write.
@@ -162,6 +195,7 @@ Scenario extend_after_expiry() {
       .options = {int_option("ttl_ms", 500, "lock TTL", 1), int_option("hold_ms", 50, "B's work inside the lock"),
                   int_option("retry_delay_ms", 20, "delay between attempts", 1),
                   int_option("retry_times", 50, "retries after the first attempt")},
+      .adapters = lease_family(),
       .expected = [](const std::string&, const Options&, bool) { return Expectation{}; },
       .build =
           [](ScenarioEnv& env) {
@@ -170,7 +204,8 @@ Scenario extend_after_expiry() {
             env.start(env.add_client("a"), 0, [ttl_ms, hold_ms](Client& c) {
               std::optional<Lock> lock = c.acquire("resource", ttl_ms);
               if (!lock) return;
-              c.sleep_ms(ttl_ms);  // works until its validity ends, and knows it
+              // Works until its validity ends by its own clock, and knows it.
+              c.clock().sleep_for_us(lock->acquired_at_us() + ttl_ms * 1000 - c.clock().now_us());
               c.leave(*lock);
               c.sleep_ms(2 * hold_ms + 100);
               c.extend(*lock, ttl_ms);
@@ -188,7 +223,7 @@ Scenario extend_after_expiry() {
               c.release(*again);
             }, kStartJitterUs);
             // B's second acquire must not wait: a resurrected lock would make it wait out a TTL.
-            env.meta().liveness_bound_us = (ttl_ms / 2) * sim::kUsPerMs;
+            env.meta().liveness_bound_us = (ttl_ms / 2) * 1000;
           },
   };
 }
@@ -203,6 +238,7 @@ Scenario gc_pause() {
                   int_option("hold_ms", 100, "B's work inside the lock"),
                   int_option("retry_delay_ms", 100, "delay between attempts", 1),
                   int_option("retry_times", 100, "retries after the first attempt")},
+      .adapters = lease_family(),
       .expected =
           [](const std::string& adapter, const Options& options, bool fencing_on) {
             Expectation e;
@@ -236,10 +272,29 @@ Scenario gc_pause() {
 }
 
 std::vector<Scenario> build_catalogue() {
-  return {sequential(), concurrent_race(), crash_holder(), stolen_lock(), extend_after_expiry(), gc_pause()};
+  return {sequential(),          concurrent_race(),         crash_holder(),       stolen_lock(),
+          extend_after_expiry(), gc_pause(),                slow_acquire_scenario(), clock_drift_scenario(),
+          failover_scenario(),   partition_scenario(),      pause_in_release_scenario(), retry_storm_scenario(),
+          writer_starvation_scenario(), fifo_queue_scenario()};
 }
 
 }  // namespace
+
+std::vector<std::string> redis_family() {
+  return {"redis", "bad-del-release", "bad-get-del-release", "bad-pexpire-extend", "bad-setnx-expire"};
+}
+
+std::vector<std::string> storm_family() {
+  std::vector<std::string> family = lease_family();
+  family.push_back("bad-random-token");
+  return family;
+}
+
+std::vector<std::string> lease_family() {
+  std::vector<std::string> family = {"memory", "bad-memory-no-owner-check"};
+  for (std::string& name : redis_family()) family.push_back(std::move(name));
+  return family;
+}
 
 const std::vector<Scenario>& scenarios() {
   static const std::vector<Scenario> catalogue = build_catalogue();

@@ -607,6 +607,9 @@ std::string_view to_string(Invariant invariant) {
     case Invariant::fencing: return "fencing";
     case Invariant::no_lost_update: return "no_lost_update";
     case Invariant::liveness: return "liveness";
+    case Invariant::fifo: return "fifo";
+    case Invariant::writer_preference: return "writer_preference";
+    case Invariant::no_leak: return "no_leak";
   }
   return "?";
 }
@@ -622,6 +625,7 @@ const std::vector<Invariant>& all_invariants() {
   static const std::vector<Invariant> kAll = {
       Invariant::mutual_exclusion, Invariant::lease_exclusion, Invariant::ownership,
       Invariant::fencing,          Invariant::no_lost_update,  Invariant::liveness,
+      Invariant::fifo,             Invariant::writer_preference, Invariant::no_leak,
   };
   return kAll;
 }
@@ -759,8 +763,9 @@ std::vector<Violation> check_all(const History& history, const CheckOptions& opt
   static constexpr Checker kCheckers[] = {
       check_mutual_exclusion, check_lease_exclusion, check_ownership,
       check_fencing,          check_no_lost_update,  check_liveness,
+      check_fifo,             check_writer_preference, check_no_leak,
   };
-  static_assert(std::size(kCheckers) == 6, "one checker per Invariant, in all_invariants() order");
+  static_assert(std::size(kCheckers) == 9, "one checker per Invariant, in all_invariants() order");
   std::vector<Violation> all;
   for (Checker checker : kCheckers) {
     std::vector<Violation> found = checker(history, options);

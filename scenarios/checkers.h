@@ -21,6 +21,15 @@
 // liveness          If meta.liveness_bound_us > 0: every acquire waits at most the bound after
 //                   max(invocation, meta.heal_us): one that fails, or is still pending at the end,
 //                   or succeeds later than that, is a violation.
+// fifo              If meta.keyed: no exclusive acquire on a key succeeds while an acquire (of any
+//                   mode) invoked earlier on that key is still pending: writers never pass anyone,
+//                   so exclusives (and FIFO-lock callers) are served in request order.
+// writer_preference If meta.keyed: no shared acquire on a key succeeds while an exclusive acquire
+//                   invoked earlier on that key is still pending: readers never pass a queued writer.
+// no_leak           If meta.keyed: whenever a key has no client waiting for it or holding it (an
+//                   acquire pending, or one that succeeded and whose release has not completed), the
+//                   lock's latest key_state for it says 0 entries; judged when the last one leaves
+//                   and at the end of the run. (These three are in keyed_checkers.cc.)
 //
 // Every checker is O(n log n) in the history length and reports at most max_per_invariant
 // violations (the earliest ones).
@@ -40,6 +49,9 @@ enum class Invariant {
   fencing,
   no_lost_update,
   liveness,
+  fifo,
+  writer_preference,
+  no_leak,
 };
 std::string_view to_string(Invariant invariant);
 std::optional<Invariant> invariant_from_string(std::string_view name);
@@ -64,6 +76,9 @@ std::vector<Violation> check_ownership(const History& history, const CheckOption
 std::vector<Violation> check_fencing(const History& history, const CheckOptions& options = {});
 std::vector<Violation> check_no_lost_update(const History& history, const CheckOptions& options = {});
 std::vector<Violation> check_liveness(const History& history, const CheckOptions& options = {});
+std::vector<Violation> check_fifo(const History& history, const CheckOptions& options = {});
+std::vector<Violation> check_writer_preference(const History& history, const CheckOptions& options = {});
+std::vector<Violation> check_no_leak(const History& history, const CheckOptions& options = {});
 
 // All of the above, in the order of all_invariants(), violations of each sorted by time.
 std::vector<Violation> check_all(const History& history, const CheckOptions& options = {});

@@ -29,6 +29,7 @@ void Client::record_complete(Op op, const std::string& key, Outcome outcome, std
 
 std::optional<Lock> Client::acquire(const std::string& key, int64_t ttl_ms, RetrySettings retry) {
   record_invoke(Op::acquire, key);
+  const TimeUs invoked_us = setup_.world->now_us();
   Lock lock = locker_.lock(key, ttl_ms).with_retry(std::move(retry));
   try {
     lock.acquire();
@@ -40,6 +41,7 @@ std::optional<Lock> Client::acquire(const std::string& key, int64_t ttl_ms, Retr
     return std::nullopt;
   }
   record_complete(Op::acquire, key, Outcome::ok, lock.fencing_token(), fmt::format("attempts={}", lock.attempts()));
+  if (setup_.leases != nullptr) setup_.leases->acquired(setup_.id, lock, invoked_us);
   enter(lock);
   return lock;
 }
@@ -58,9 +60,12 @@ void Client::exit_critical_section(const std::string& key) {
 bool Client::release(Lock& lock) {
   exit_critical_section(lock.key());
   record_invoke(Op::release, lock.key());
+  const TimeUs invoked_us = setup_.world->now_us();
+  if (setup_.leases != nullptr) setup_.leases->release_sent(setup_.id, lock);
   try {
     const bool released = lock.release();
     record_complete(Op::release, lock.key(), released ? Outcome::ok : Outcome::fail);
+    if (released && setup_.leases != nullptr) setup_.leases->released(setup_.id, lock, invoked_us);
     return released;
   } catch (const LockError& e) {
     record_complete(Op::release, lock.key(), Outcome::error, {}, e.what());
@@ -70,6 +75,7 @@ bool Client::release(Lock& lock) {
 
 bool Client::extend(Lock& lock, int64_t ttl_ms) {
   record_invoke(Op::extend, lock.key());
+  const TimeUs invoked_us = setup_.world->now_us();
   try {
     lock.extend(ttl_ms);
   } catch (const LockExtendError& e) {
@@ -80,6 +86,7 @@ bool Client::extend(Lock& lock, int64_t ttl_ms) {
     return false;
   }
   record_complete(Op::extend, lock.key(), Outcome::ok);
+  if (setup_.leases != nullptr) setup_.leases->extended(setup_.id, lock, ttl_ms, invoked_us);
   return true;
 }
 
@@ -115,25 +122,25 @@ bool Client::increment(const Lock& lock, int64_t work_ms) {
 void Client::sleep_ms(int64_t duration_ms) { clock().sleep_for_ms(duration_ms); }
 
 void Client::pause(int64_t duration_ms) {
-  const sim::TimeUs duration_us = duration_ms * sim::kUsPerMs;
-  sim::World& world = *setup_.world;
+  const TimeUs duration_us = duration_ms * 1000;
+  ScenarioWorld& world = *setup_.world;
   setup_.recorder->record({.kind = EventKind::fault,
                            .client = setup_.id,
                            .end_us = world.now_us() + duration_us,
                            .detail = fmt::format("pause {} for {}ms", setup_.name, duration_ms)});
-  // Called from our own fiber, the pause suspends us here until it ends.
-  world.pause(setup_.node, duration_us, "stop-the-world");
+  // Called from our own code, the pause stops us here until it ends.
+  world.pause(setup_.node, duration_us);
 }
 
 void Client::crash() {
-  sim::World& world = *setup_.world;
+  ScenarioWorld& world = *setup_.world;
   setup_.recorder->record({.kind = EventKind::fault,
                            .client = setup_.id,
                            .end_us = world.now_us(),
                            .detail = fmt::format("crash {}", setup_.name)});
   if (inside_key_) exit_critical_section(*inside_key_);
-  world.crash(setup_.node);  // from our own fiber: unwinds us with ProcessKilled
-  throw sim::ProcessKilled{};  // not reached; keeps [[noreturn]] true whatever crash() does
+  world.crash(setup_.node);  // from our own code: unwinds us (ProcessKilled in sim, ClientKilled in real)
+  throw ClientKilled{};      // not reached; keeps [[noreturn]] true whatever crash() does
 }
 
 }  // namespace lockstep

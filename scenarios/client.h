@@ -12,21 +12,23 @@
 #include <string>
 
 #include "adapters/core/locker.h"
+#include "scenarios/client_side_leases.h"
 #include "scenarios/recorder.h"
 #include "scenarios/resource.h"
-#include "sim/world.h"
+#include "scenarios/scenario_world.h"
 
 namespace lockstep {
 
 struct ClientSetup {
   int id = 0;
   std::string name;
-  sim::NodeId node = 0;
-  sim::World* world = nullptr;
+  int node = 0;
+  ScenarioWorld* world = nullptr;
   Recorder* recorder = nullptr;
   GuardedResource* resource = nullptr;
   LockAdapter* adapter = nullptr;
   uint64_t random_seed = 0;
+  ClientSideLeases* leases = nullptr;  // only where servers do not report their leases
 };
 
 class Client {
@@ -35,7 +37,7 @@ class Client {
 
   int id() const { return setup_.id; }
   const std::string& name() const { return setup_.name; }
-  sim::NodeId node() const { return setup_.node; }
+  int node() const { return setup_.node; }
   Clock& clock() { return setup_.world->clock(setup_.node); }
   FencingSupport fencing() const { return setup_.adapter->fencing(); }
 

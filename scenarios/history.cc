@@ -30,6 +30,7 @@ std::string_view to_string(EventKind kind) {
     case EventKind::fault: return "fault";
     case EventKind::heal: return "heal";
     case EventKind::final_value: return "final_value";
+    case EventKind::key_state: return "key_state";
   }
   return "?";
 }
@@ -130,6 +131,7 @@ std::string describe_body(const HistoryEvent& e) {
     case EventKind::fault: return describe_fault(e);
     case EventKind::heal: return "heal";
     case EventKind::final_value: return describe_final(e);
+    case EventKind::key_state: return fmt::format("key_state key={} entries={}", e.key, e.counter);
   }
   return "?";
 }

@@ -27,6 +27,7 @@ enum class EventKind {
   fault,        // a fault happened (detail says what); ends at end_us if it has a duration
   heal,         // every fault has healed: the liveness clock starts
   final_value,  // the guarded resource's counter at the end (counter)
+  key_state,    // an in-process keyed lock now keeps `counter` entries (holders + waiters) for key; 0: freed
 };
 std::string_view to_string(EventKind kind);
 
@@ -66,6 +67,7 @@ struct HistoryMeta {
   TimeUs end_us = 0;               // when the run ended
   TimeUs heal_us = 0;              // faults healed by then (0: none)
   TimeUs liveness_bound_us = 0;    // 0: liveness not judged
+  bool keyed = false;              // an in-process keyed lock: fifo, writer_preference, no_leak judged
 };
 
 class History {

@@ -60,7 +60,7 @@ MatrixResult run_matrix(const MatrixConfig& config, const std::function<void(siz
   std::vector<std::pair<const Scenario*, const AdapterEntry*>> plan;
   for (const Scenario& scenario : scenarios()) {
     for (const AdapterEntry* adapter : selected_adapters(config)) {
-      if (scenario.applies_to(adapter->name)) plan.emplace_back(&scenario, adapter);
+      if (scenario.applies_to(adapter->name) && scenario.runs_in(config.world)) plan.emplace_back(&scenario, adapter);
     }
   }
   MatrixResult result;

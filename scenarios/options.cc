@@ -24,8 +24,8 @@ Options::Options(std::vector<OptionSpec> specs) {
 void Options::declare(const OptionSpec& spec) {
   auto it = specs_.find(spec.name);
   if (it != specs_.end()) {
-    if (it->second.default_value != spec.default_value || it->second.choices != spec.choices) {
-      throw std::logic_error(fmt::format("option {} declared twice with different defaults", spec.name));
+    if (it->second.choices != spec.choices) {
+      throw std::logic_error(fmt::format("option {} declared twice with different kinds", spec.name));
     }
     return;
   }

@@ -32,7 +32,9 @@ class Options {
   Options() = default;
   explicit Options(std::vector<OptionSpec> specs);
 
-  // Adds more declarations (an adapter's to a scenario's). A name declared twice must agree.
+  // Adds more declarations (an adapter's after a scenario's). The first declaration of a name
+  // wins, so a scenario can give an adapter option the default its story needs (failover: one
+  // replica); both must agree on the option's kind.
   void declare(const OptionSpec& spec);
   // Applies "KEY=VALUE". Throws OptionError for an unknown key or a bad value.
   void set(const std::string& assignment);

@@ -5,6 +5,7 @@
 namespace lockstep {
 
 size_t Recorder::record(HistoryEvent e) {
+  std::lock_guard<std::mutex> guard(mutex_);
   if (closed_) return static_cast<size_t>(-1);
   e.time_us = hooks_.now_us();
   e.trace_line = hooks_.trace_line(describe(e));

@@ -4,8 +4,11 @@
 // grant, extend and revoke to the client whose code made the call.
 //
 // After close() (the run has ended and the world is being torn down) events are ignored, so code
-// unwinding a killed client cannot add to a finished history.
+// unwinding a killed client cannot add to a finished history. record() is thread-safe (the real
+// world's clients are threads); the stamp and the append happen under one lock, so the history
+// stays in time order.
 #include <functional>
+#include <mutex>
 #include <string_view>
 
 #include "adapters/core/lease_observer.h"
@@ -39,6 +42,7 @@ class Recorder final : public LeaseObserver {
 
  private:
   RecorderHooks hooks_;
+  std::mutex mutex_;
   History history_;
   bool closed_ = false;
 };

@@ -12,6 +12,7 @@ bool GuardedResource::admit(Cell& cell, std::optional<uint64_t> token) const {
 }
 
 std::optional<int64_t> GuardedResource::read(int client, const std::string& key, std::optional<uint64_t> token) {
+  std::lock_guard<std::mutex> guard(mutex_);
   Cell& cell = cells_[key];
   const bool served = admit(cell, token);
   record_access(client, key, Op::read, served, token, served ? cell.counter : 0);
@@ -20,6 +21,7 @@ std::optional<int64_t> GuardedResource::read(int client, const std::string& key,
 }
 
 bool GuardedResource::write(int client, const std::string& key, std::optional<uint64_t> token, int64_t value) {
+  std::lock_guard<std::mutex> guard(mutex_);
   Cell& cell = cells_[key];
   const bool served = admit(cell, token);
   if (served) cell.counter = value;
@@ -28,6 +30,7 @@ bool GuardedResource::write(int client, const std::string& key, std::optional<ui
 }
 
 void GuardedResource::record_final_values() {
+  std::lock_guard<std::mutex> guard(mutex_);
   for (const auto& [key, cell] : cells_) {
     recorder_.record({.kind = EventKind::final_value, .key = key, .counter = cell.counter});
   }

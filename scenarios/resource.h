@@ -6,9 +6,11 @@
 // refuses any token lower than the highest it has seen for that key (checking reads too: otherwise
 // an old holder could write between a new holder's read and write). An access without a token
 // (an adapter that cannot issue them) is served: the resource cannot tell, which is what fencing
-// off costs. Every access is recorded in the history, served or refused.
+// off costs. Every access is recorded in the history, served or refused. Thread-safe: each access
+// is atomic, as a real resource's would be.
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -44,6 +46,7 @@ class GuardedResource {
 
   Recorder& recorder_;
   ResourceOptions options_;
+  std::mutex mutex_;
   std::map<std::string, Cell> cells_;
 };
 

@@ -7,8 +7,11 @@
 #include <fmt/ranges.h>
 
 #include "scenarios/backend.h"
+#include "scenarios/client_side_leases.h"
+#include "scenarios/real_scenario_world.h"
 #include "scenarios/recorder.h"
 #include "scenarios/resource.h"
+#include "scenarios/sim_scenario_world.h"
 #include "sim/world.h"
 
 namespace lockstep {
@@ -51,19 +54,19 @@ std::string run_end_name(sim::RunEnd end) {
   return "unknown";
 }
 
-void write_trace_header(sim::World& world, const RunConfig& config, const Options& options) {
+void write_trace_header(ScenarioWorld& world, const RunConfig& config, const Options& options) {
   world.trace_line(fmt::format("run scenario={} adapter={} world={} seed={} fencing={}", config.scenario,
                                config.adapter, config.world, config.seed, config.fencing_on ? "on" : "off"));
   for (const auto& [name, value] : options.values()) world.trace_line(fmt::format("param {}={}", name, value));
 }
 
-RunStats collect_stats(const History& history, const sim::World& world) {
+RunStats collect_stats(const History& history, TimeUs end_us) {
   RunStats stats;
   for (const HistoryEvent& e : history.events()) {
     if (e.kind == EventKind::invoke) ++stats.ops;
     if (e.kind == EventKind::complete && e.op == Op::acquire && e.outcome == Outcome::ok) ++stats.acquisitions;
   }
-  stats.sim_time_us = world.now_us();
+  stats.sim_time_us = end_us;
   return stats;
 }
 
@@ -110,6 +113,10 @@ Options resolve_options(const Scenario& scenario, const RunConfig& config) {
     throw UsageError(fmt::format("scenario \"{}\" does not apply to adapter \"{}\"; it applies to: {}",
                                  scenario.name, adapter.name, fmt::join(scenario.adapters, ", ")));
   }
+  if (!scenario.runs_in(config.world)) {
+    throw UsageError(fmt::format("scenario \"{}\" needs faults that only exist in: {}", scenario.name,
+                                 fmt::join(scenario.worlds, ", ")));
+  }
   if (std::find(adapter.worlds.begin(), adapter.worlds.end(), config.world) == adapter.worlds.end()) {
     throw UsageError(fmt::format("adapter \"{}\" does not run in world \"{}\"; its worlds: {}", adapter.name,
                                  config.world, fmt::join(adapter.worlds, ", ")));
@@ -126,54 +133,105 @@ Options resolve_options(const Scenario& scenario, const RunConfig& config) {
 
 RunReport run_scenario(const RunConfig& config) { return run_scenario(scenario_or_throw(config.scenario), config); }
 
+namespace {
+
+// What both worlds share once the world exists: the recorder, the resource, the backend, the
+// scenario's clients and faults. run() is called in between build and judge.
+class RunAssembly {
+ public:
+  RunAssembly(ScenarioWorld& world, const Scenario& scenario, const AdapterEntry& adapter, RunReport& report,
+              sim::World* sim)
+      : world_(world),
+        recorder_({.now_us = [&world] { return world.now_us(); },
+                   .trace_line = [&world](std::string_view text) { return world.trace_line(text); },
+                   .current_client = [this]() -> int {
+                     const int node = world_.current_node();
+                     return node < 0 || env_ == nullptr ? -1 : env_->client_for_node(node);
+                   }}),
+        resource_(recorder_, {.fencing_on = report.config.fencing_on}),
+        backend_env_{.world = world, .recorder = recorder_, .options = report.options, .sim = sim} {
+    write_trace_header(world, report.config, report.options);
+    const BackendFactory& make = sim != nullptr ? adapter.make_sim : adapter.make_real;
+    backend_ = make(backend_env_);
+    if (!backend_->records_leases()) leases_ = std::make_unique<ClientSideLeases>(recorder_);
+    env_ = std::make_unique<ScenarioEnv>(world, recorder_, resource_, *backend_, report.options, leases_.get());
+    HistoryMeta& meta = recorder_.history().meta;
+    meta.servers = backend_->server_count();
+    meta.quorum = backend_->quorum();
+    meta.fencing_on = report.config.fencing_on;
+    try {
+      scenario.build(*env_);
+    } catch (const WorldUnsupported& e) {
+      throw UsageError(fmt::format("scenario \"{}\" cannot run in world \"{}\": {}", scenario.name, world.kind(),
+                                   e.what()));
+    }
+    meta.monotonic_tokens =
+        !env_->clients().empty() && env_->clients().front()->fencing() == FencingSupport::monotonic;
+  }
+
+  // After the run: the final counters, the heal time, and the verdict.
+  void judge(RunReport& report, const sim::Trace& trace) {
+    resource_.record_final_values();
+    HistoryMeta& meta = recorder_.history().meta;
+    meta.end_us = world_.now_us();
+    meta.heal_us = heal_time(recorder_.history());
+    recorder_.close();
+    for (Violation& v : check_all(recorder_.history())) {
+      std::vector<std::string> excerpt = excerpt_for(v, recorder_.history(), trace);
+      report.violations.push_back({.violation = std::move(v), .excerpt = std::move(excerpt)});
+    }
+    report.trace_hash = trace.hash_hex();
+    report.stats = collect_stats(recorder_.history(), world_.now_us());
+    if (report.config.keep_trace) report.trace = trace.lines();
+    report.history = recorder_.history();
+  }
+
+ private:
+  ScenarioWorld& world_;
+  Recorder recorder_;
+  GuardedResource resource_;
+  BackendEnv backend_env_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<ClientSideLeases> leases_;
+  std::unique_ptr<ScenarioEnv> env_;
+};
+
+void run_in_sim(const Scenario& scenario, const AdapterEntry& adapter, RunReport& report) {
+  sim::World world({.seed = report.config.seed,
+                    .scheduler = {.max_events = report.config.max_events},
+                    .trace_keep_lines_max = report.config.keep_trace ? size_t{2'000'000} : size_t{0}});
+  SimScenarioWorld scenario_world(world);
+  RunAssembly run(scenario_world, scenario, adapter, report, &world);
+  const sim::RunResult result = world.run();
+  report.end = run_end_name(result.end);
+  report.end_message = result.message;
+  run.judge(report, world.trace());
+  report.stats.events = result.events;
+}
+
+void run_in_real(const Scenario& scenario, const AdapterEntry& adapter, RunReport& report) {
+  RealScenarioWorld world({.seed = report.config.seed});
+  RunAssembly run(world, scenario, adapter, report, nullptr);
+  const RealRunResult result = world.run();
+  report.end = result.complete ? "complete" : "error";
+  report.end_message = result.message;
+  run.judge(report, world.trace());
+  report.stats.events = world.trace().size();
+}
+
+}  // namespace
+
 RunReport run_scenario(const Scenario& scenario, const RunConfig& config) {
   const auto wall_start = std::chrono::steady_clock::now();
   RunReport report{.config = config, .options = resolve_options(scenario, config)};
   report.config.scenario = scenario.name;
   const AdapterEntry& adapter = *find_adapter(config.adapter);
   report.expected = scenario.expected(adapter.name, report.options, config.fencing_on);
-
-  sim::World world({.seed = config.seed,
-                    .scheduler = {.max_events = config.max_events},
-                    .trace_keep_lines_max = config.keep_trace ? size_t{2'000'000} : size_t{0}});
-  const ScenarioEnv* env_ptr = nullptr;  // set once the clients' environment exists
-  Recorder recorder({.now_us = [&world] { return world.now_us(); },
-                     .trace_line = [&world](std::string_view text) { return world.trace_line(text); },
-                     .current_client = [&world, &env_ptr]() -> int {
-                       if (!world.in_fiber() || env_ptr == nullptr) return -1;
-                       return env_ptr->client_for_node(world.current_node());
-                     }});
-  write_trace_header(world, config, report.options);
-  GuardedResource resource(recorder, {.fencing_on = config.fencing_on});
-  BackendEnv backend_env{.world = world, .recorder = recorder, .options = report.options};
-  std::unique_ptr<SimBackend> backend = adapter.make_sim(backend_env);
-  ScenarioEnv env(world, recorder, resource, *backend, report.options);
-  env_ptr = &env;
-
-  HistoryMeta& meta = recorder.history().meta;
-  meta.servers = static_cast<int>(backend->server_nodes().size());
-  meta.quorum = backend->quorum();
-  meta.fencing_on = config.fencing_on;
-  scenario.build(env);
-  meta.monotonic_tokens = !env.clients().empty() && env.clients().front()->fencing() == FencingSupport::monotonic;
-
-  sim::RunResult result = world.run();
-  resource.record_final_values();
-  meta.end_us = world.now_us();
-  meta.heal_us = heal_time(recorder.history());
-  recorder.close();
-
-  report.end = run_end_name(result.end);
-  report.end_message = result.message;
-  for (Violation& v : check_all(recorder.history())) {
-    std::vector<std::string> excerpt = excerpt_for(v, recorder.history(), world.trace());
-    report.violations.push_back({.violation = std::move(v), .excerpt = std::move(excerpt)});
+  if (config.world == "sim") {
+    run_in_sim(scenario, adapter, report);
+  } else {
+    run_in_real(scenario, adapter, report);
   }
-  report.trace_hash = world.trace().hash_hex();
-  report.stats = collect_stats(recorder.history(), world);
-  report.stats.events = result.events;
-  if (config.keep_trace) report.trace = world.trace().lines();
-  report.history = recorder.history();
   report.stats.wall_time_us = std::chrono::duration_cast<std::chrono::microseconds>(
                                   std::chrono::steady_clock::now() - wall_start)
                                   .count();

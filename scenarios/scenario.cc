@@ -4,13 +4,13 @@
 
 namespace lockstep {
 
-ScenarioEnv::ScenarioEnv(sim::World& world, Recorder& recorder, GuardedResource& resource, SimBackend& backend,
-                         const Options& options)
-    : world_(world), recorder_(recorder), resource_(resource), backend_(backend), options_(options) {}
+ScenarioEnv::ScenarioEnv(ScenarioWorld& world, Recorder& recorder, GuardedResource& resource, Backend& backend,
+                         const Options& options, ClientSideLeases* leases)
+    : world_(world), recorder_(recorder), resource_(resource), backend_(backend), options_(options), leases_(leases) {}
 
-Client& ScenarioEnv::add_client(const std::string& name, sim::ClockSpec clock) {
+Client& ScenarioEnv::add_client(const std::string& name, int64_t clock_offset_us, int64_t drift_ppm) {
   const int id = static_cast<int>(clients_.size());
-  const sim::NodeId node = world_.add_node(name, clock);
+  const int node = world_.add_client_node(name, clock_offset_us, drift_ppm);
   clients_.push_back(std::make_unique<Client>(ClientSetup{.id = id,
                                                           .name = name,
                                                           .node = node,
@@ -18,34 +18,46 @@ Client& ScenarioEnv::add_client(const std::string& name, sim::ClockSpec clock) {
                                                           .recorder = &recorder_,
                                                           .resource = &resource_,
                                                           .adapter = &backend_.adapter_for(id, node),
-                                                          .random_seed = world_.prng().next_u64()}));
+                                                          .random_seed = world_.draw_u64(),
+                                                          .leases = leases_}));
   recorder_.history().meta.clients = static_cast<int>(clients_.size());
   world_.trace_line(fmt::format("client c{} is {} on node {}", id, name, node));
   return *clients_.back();
 }
 
-void ScenarioEnv::start(Client& client, int64_t start_ms, std::function<void(Client&)> program, int64_t jitter_us) {
-  const int64_t drawn_us = jitter_us > 0 ? world_.prng().between(0, jitter_us) : 0;
-  const sim::TimeUs start_us = start_ms * sim::kUsPerMs + drawn_us;
+int64_t ScenarioEnv::start(Client& client, int64_t start_ms, std::function<void(Client&)> program, int64_t jitter_us) {
+  const int64_t drawn_us = jitter_us > 0 ? world_.draw_between(0, jitter_us) : 0;
+  const TimeUs start_us = start_ms * 1000 + drawn_us;
   world_.trace_line(fmt::format("param {}.start_us={} (jitter {}us of at most {}us)", client.name(), start_us,
                                 drawn_us, jitter_us));
   Client* target = &client;
   world_.spawn(client.node(), client.name(), [target, body = std::move(program)] { body(*target); }, start_us);
+  return start_us;
 }
 
-void ScenarioEnv::schedule_fault(int64_t at_ms, std::string what, std::function<void()> action, int64_t duration_ms) {
-  const sim::TimeUs at_us = at_ms * sim::kUsPerMs;
-  world_.scheduler().at(at_us, [this, at_us, duration_ms, what = std::move(what), act = std::move(action)] {
-    recorder_.record({.kind = EventKind::fault, .end_us = at_us + duration_ms * sim::kUsPerMs, .detail = what});
+void ScenarioEnv::schedule_fault_us(int64_t at_us, std::string what, std::function<void()> action, int64_t duration_us) {
+  world_.at(at_us, [this, at_us, duration_us, what = std::move(what), act = std::move(action)] {
+    recorder_.record({.kind = EventKind::fault, .end_us = at_us + duration_us, .detail = what});
     act();
   });
 }
 
-int ScenarioEnv::client_for_node(sim::NodeId node) const {
+void ScenarioEnv::require_sim(const std::string& why) const {
+  if (world_.kind() != "sim") throw WorldUnsupported(fmt::format("needs the simulator: {}", why));
+}
+
+int ScenarioEnv::client_for_node(int node) const {
   for (const auto& client : clients_) {
     if (client->node() == node) return client->id();
   }
   return -1;
+}
+
+bool Scenario::runs_in(const std::string& world) const {
+  for (const std::string& candidate : worlds) {
+    if (candidate == world) return true;
+  }
+  return false;
 }
 
 bool Scenario::applies_to(const std::string& adapter) const {

@@ -25,33 +25,39 @@ using Expectation = std::set<Invariant>;
 // What build() works with.
 class ScenarioEnv {
  public:
-  ScenarioEnv(sim::World& world, Recorder& recorder, GuardedResource& resource, SimBackend& backend,
-              const Options& options);
+  ScenarioEnv(ScenarioWorld& world, Recorder& recorder, GuardedResource& resource, Backend& backend,
+              const Options& options, ClientSideLeases* leases);
 
-  sim::World& world() { return world_; }
-  SimBackend& backend() { return backend_; }
+  ScenarioWorld& world() { return world_; }
+  Backend& backend() { return backend_; }
   const Options& options() const { return options_; }
   int64_t option(const std::string& name) const { return options_.get_int(name); }
   HistoryMeta& meta() { return recorder_.history().meta; }
 
   // A new client process on a node of its own.
-  Client& add_client(const std::string& name, sim::ClockSpec clock = {});
-  // Runs program on the client's fiber from true time start_ms (plus a seeded jitter of at most
-  // jitter_us, printed in the trace).
-  void start(Client& client, int64_t start_ms, std::function<void(Client&)> program, int64_t jitter_us = 0);
-  // A fault at true time at_ms, recorded in the history and the trace.
-  void schedule_fault(int64_t at_ms, std::string what, std::function<void()> action, int64_t duration_ms = 0);
+  Client& add_client(const std::string& name, int64_t clock_offset_us = 0, int64_t drift_ppm = 0);
+  // Runs program as the client's process from true time start_ms (plus a seeded jitter of at most
+  // jitter_us, printed in the trace). Returns the start time in true microseconds.
+  int64_t start(Client& client, int64_t start_ms, std::function<void(Client&)> program, int64_t jitter_us = 0);
+  // A fault at true time at_us, recorded in the history (lasting duration_us) and the trace.
+  void schedule_fault_us(int64_t at_us, std::string what, std::function<void()> action, int64_t duration_us = 0);
+  void schedule_fault(int64_t at_ms, std::string what, std::function<void()> action, int64_t duration_ms = 0) {
+    schedule_fault_us(at_ms * 1000, std::move(what), std::move(action), duration_ms * 1000);
+  }
 
   std::vector<std::unique_ptr<Client>>& clients() { return clients_; }
+  // Refuses to build in a world other than the simulator, saying why (WorldUnsupported).
+  void require_sim(const std::string& why) const;
   // The client running on node, or -1 for a node that is not a client (a server).
-  int client_for_node(sim::NodeId node) const;
+  int client_for_node(int node) const;
 
  private:
-  sim::World& world_;
+  ScenarioWorld& world_;
   Recorder& recorder_;
   GuardedResource& resource_;
-  SimBackend& backend_;
+  Backend& backend_;
   const Options& options_;
+  ClientSideLeases* leases_;
   std::vector<std::unique_ptr<Client>> clients_;
 };
 
@@ -61,10 +67,13 @@ struct Scenario {
   std::vector<OptionSpec> options;
   // The adapters it is meant for (empty: every adapter).
   std::vector<std::string> adapters;
+  // The worlds whose faults it needs (a client paused from outside exists only in the simulator).
+  std::vector<std::string> worlds = {"sim", "real"};
   std::function<Expectation(const std::string& adapter, const Options& options, bool fencing_on)> expected;
   std::function<void(ScenarioEnv& env)> build;
 
   bool applies_to(const std::string& adapter) const;
+  bool runs_in(const std::string& world) const;
 };
 
 const std::vector<Scenario>& scenarios();

@@ -1,29 +1,7 @@
 #pragma once
-// LOCKSTEP_SIM_CHECK: a precondition or invariant that holds in every build type. A failure throws
-// std::logic_error naming the condition, the message and the place, so a broken invariant ends a
-// run loudly instead of going on with a corrupted simulation (plain assert vanishes under NDEBUG).
-#include <stdexcept>
-#include <string>
-#include <string_view>
+// LOCKSTEP_SIM_CHECK: the simulator's name for LOCKSTEP_CHECK (adapters/core/check.h): a
+// precondition or invariant that holds in every build type and throws std::logic_error naming the
+// condition, the reason and the place, so a broken invariant ends a run loudly.
+#include "adapters/core/check.h"
 
-namespace lockstep::sim {
-
-[[noreturn]] inline void check_failed(const char* condition, std::string_view message,
-                                      const char* file, int line) {
-  std::string text = "check failed: ";
-  text += condition;
-  text += " (";
-  text += message;
-  text += ") at ";
-  text += file;
-  text += ':';
-  text += std::to_string(line);
-  throw std::logic_error(text);
-}
-
-}  // namespace lockstep::sim
-
-#define LOCKSTEP_SIM_CHECK(cond, msg)                                                  \
-  do {                                                                             \
-    if (!(cond)) ::lockstep::sim::check_failed(#cond, (msg), __FILE__, __LINE__); \
-  } while (false)
+#define LOCKSTEP_SIM_CHECK(cond, msg) LOCKSTEP_CHECK(cond, msg)

@@ -28,7 +28,7 @@ bool Network::draw(Ratio ratio) {
 }
 
 void Network::send(NodeId from, NodeId to, std::string_view label,
-                   std::function<void()> on_deliver) {
+                   std::function<void()> on_deliver, Delivery delivery) {
   LOCKSTEP_SIM_CHECK(from >= 0 && static_cast<size_t>(from) < world_.node_count(), "send from no node");
   LOCKSTEP_SIM_CHECK(to >= 0 && static_cast<size_t>(to) < world_.node_count(), "send to no node");
   LOCKSTEP_SIM_CHECK(on_deliver != nullptr, "a message needs a delivery callback");
@@ -39,15 +39,15 @@ void Network::send(NodeId from, NodeId to, std::string_view label,
   if (draw(options_.loss)) return trace_drop(from, to, text, "lost");
   if (draw(options_.duplicate)) {
     ++stats_.duplicated;
-    send_copy(from, to, text, "send", on_deliver);
-    send_copy(from, to, text, "dup", std::move(on_deliver));
+    send_copy(from, to, text, "send", on_deliver, delivery);
+    send_copy(from, to, text, "dup", std::move(on_deliver), delivery);
     return;
   }
-  send_copy(from, to, text, "send", std::move(on_deliver));
+  send_copy(from, to, text, "send", std::move(on_deliver), delivery);
 }
 
 void Network::send_copy(NodeId from, NodeId to, const std::string& label, std::string_view kind,
-                        std::function<void()> on_deliver) {
+                        std::function<void()> on_deliver, Delivery delivery) {
   const TimeUs now_us = world_.now_us();
   const TimeUs latency_us = world_.prng().between(options_.latency_us_min, options_.latency_us_max);
   TimeUs arrival_us = now_us + latency_us;
@@ -58,16 +58,16 @@ void Network::send_copy(NodeId from, NodeId to, const std::string& label, std::s
     last_us = arrival_us;
   }
   world_.trace_line(fmt::format("msg {}->{} {} {} +{}us", from, to, kind, label, arrival_us - now_us));
-  world_.scheduler().at(arrival_us, [this, from, to, inc = world_.incarnation(to), label,
+  world_.scheduler().at(arrival_us, [this, from, to, inc = world_.incarnation(to), label, delivery,
                                      fn = std::move(on_deliver)]() mutable {
-    arrive(from, to, inc, label, std::move(fn));
+    arrive(from, to, inc, label, std::move(fn), delivery);
   });
 }
 
 // At the destination's door: the link is checked now; the node's state (crashed, restarted,
 // paused) is World::deliver_at's business.
 void Network::arrive(NodeId from, NodeId to, uint64_t incarnation, const std::string& label,
-                     std::function<void()> on_deliver) {
+                     std::function<void()> on_deliver, Delivery delivery) {
   if (!link_up(from, to)) return trace_drop(from, to, label, "cut");
   world_.deliver_at(
       to, incarnation, world_.now_us(),
@@ -78,7 +78,8 @@ void Network::arrive(NodeId from, NodeId to, uint64_t incarnation, const std::st
       },
       [this, from, to, label] {
         trace_drop(from, to, label, world_.alive(to) ? "restarted" : "down");
-      });
+      },
+      /*defer_while_paused=*/delivery == Delivery::process);
 }
 
 void Network::trace_drop(NodeId from, NodeId to, std::string_view label, std::string_view why) {

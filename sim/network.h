@@ -36,6 +36,14 @@ struct NetworkOptions {
   bool fifo_links = true;
 };
 
+// What happens to a message that reaches a paused node.
+// - process: the destination's code handles it, so it waits for the pause to end (a stopped
+//   server processes nothing).
+// - buffer: the destination's kernel takes it on arrival and the callback only stores it and
+//   wakes a parked fiber (whose resumption the pause still defers): a reply that arrived before
+//   a client's timeout is there when the client resumes, as recv() would return it.
+enum class Delivery { process, buffer };
+
 struct NetworkStats {
   uint64_t sent = 0;
   uint64_t delivered = 0;
@@ -54,7 +62,8 @@ class Network {
   const NetworkOptions& options() const { return options_; }
 
   // Sends a message from `from` to `to`; on_deliver runs on `to` when (if) it arrives.
-  void send(NodeId from, NodeId to, std::string_view label, std::function<void()> on_deliver);
+  void send(NodeId from, NodeId to, std::string_view label, std::function<void()> on_deliver,
+            Delivery delivery = Delivery::process);
 
   void partition(NodeId from, NodeId to);
   void partition_both(NodeId a, NodeId b);
@@ -68,9 +77,9 @@ class Network {
   static void validate(const NetworkOptions& options);
   bool draw(Ratio ratio);
   void send_copy(NodeId from, NodeId to, const std::string& label, std::string_view kind,
-                 std::function<void()> on_deliver);
+                 std::function<void()> on_deliver, Delivery delivery);
   void arrive(NodeId from, NodeId to, uint64_t incarnation, const std::string& label,
-              std::function<void()> on_deliver);
+              std::function<void()> on_deliver, Delivery delivery);
   void trace_drop(NodeId from, NodeId to, std::string_view label, std::string_view why);
 
   World& world_;

@@ -355,25 +355,25 @@ void World::deliver_at(NodeId node, uint64_t incarnation, TimeUs t_us, std::func
 }
 
 void World::deliver_at(NodeId node, uint64_t incarnation, TimeUs t_us, std::function<void()> fn,
-                       std::function<void()> on_drop) {
+                       std::function<void()> on_drop, bool defer_while_paused) {
   node_ref(node);  // checks the id now, not when the event runs
-  scheduler_.at(t_us, [this, node, incarnation, fn = std::move(fn),
+  scheduler_.at(t_us, [this, node, incarnation, defer_while_paused, fn = std::move(fn),
                        on_drop = std::move(on_drop)]() mutable {
-    deliver_now(node, incarnation, std::move(fn), std::move(on_drop));
+    deliver_now(node, incarnation, std::move(fn), std::move(on_drop), defer_while_paused);
   });
 }
 
-void World::deliver_now(NodeId node, uint64_t incarnation, Action fn, Action on_drop) {
+void World::deliver_now(NodeId node, uint64_t incarnation, Action fn, Action on_drop, bool defer_while_paused) {
   Node& n = node_ref(node);
   if (!n.alive || n.incarnation != incarnation) {
     if (on_drop) return on_drop();
     trace_line(fmt::format("node {} drop delivery ({})", node, n.alive ? "restarted" : "down"));
     return;
   }
-  if (n.paused) {
+  if (n.paused && defer_while_paused) {
     return defer(n, [this, node, incarnation, fn = std::move(fn),
                      on_drop = std::move(on_drop)]() mutable {
-      deliver_now(node, incarnation, std::move(fn), std::move(on_drop));
+      deliver_now(node, incarnation, std::move(fn), std::move(on_drop), true);
     });
   }
   fn();

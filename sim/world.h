@@ -121,9 +121,10 @@ class World {
   // crashed or restarted since `incarnation` (pass incarnation(node) at send time).
   void deliver_at(NodeId node, uint64_t incarnation, TimeUs t_us, std::function<void()> fn);
   // The same, but a drop runs on_drop (the caller traces it its own way) instead of tracing
-  // "node N drop delivery".
+  // "node N drop delivery". defer_while_paused = false runs fn even on a paused node: for
+  // callbacks that only buffer data and wake a fiber (network Delivery::buffer).
   void deliver_at(NodeId node, uint64_t incarnation, TimeUs t_us, std::function<void()> fn,
-                  std::function<void()> on_drop);
+                  std::function<void()> on_drop, bool defer_while_paused = true);
 
   // --- faults (from now) ---
   void pause(NodeId node, TimeUs duration_us, std::string_view why = "");
@@ -162,7 +163,7 @@ class World {
   void kill(FiberSlot& slot);
   void unwind(FiberSlot& slot);
   void on_deadline(FiberSlot& slot, uint64_t generation);
-  void deliver_now(NodeId node, uint64_t incarnation, Action fn, Action on_drop);
+  void deliver_now(NodeId node, uint64_t incarnation, Action fn, Action on_drop, bool defer_while_paused);
   void defer(Node& node, Action action);
   void end_pause(NodeId node, uint64_t incarnation);
   void retime_sleepers(NodeId node, int64_t drift_ppm);

@@ -1,0 +1,177 @@
+// The Redis adapter against a real redis-server that the test starts on loopback (and stops):
+// every operation and its error paths, through the public Lock API.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+
+#include "adapters/core/errors.h"
+#include "adapters/core/locker.h"
+#include "adapters/redis/hiredis_connection.h"
+#include "adapters/redis/redis_adapter.h"
+#include "scenarios/real/redis_server.h"
+#include "scenarios/real/server_errors.h"
+#include "tests/real_support.h"
+
+namespace lockstep {
+namespace {
+
+// One client: a connection, the adapter over it, and a Locker with the real clock.
+struct RedisClient {
+  explicit RedisClient(const real::RedisServerProcess& server, RedisAdapterOptions options = {})
+      : connection({.port = server.port(), .command_timeout_ms = 300}),
+        adapter([&] {
+          options.connection = &connection;
+          return options;
+        }()),
+        locker({.adapter = &adapter, .clock = &clock, .random = &random}) {}
+
+  HiredisConnection connection;
+  RedisAdapter adapter;
+  SystemClock clock;
+  SystemRandom random;
+  Locker locker;
+};
+
+RedisReply raw(const real::RedisServerProcess& server, std::vector<std::string> argv) {
+  HiredisConnection connection({.port = server.port()});
+  RedisResult result = connection.command(argv);
+  REQUIRE(result.ok());
+  return result.reply;
+}
+
+// Polls until the key is gone (expired), within a bound: no sleep stands in for the expiry.
+void wait_until_gone(const real::RedisServerProcess& server, const std::string& key) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (raw(server, {"EXISTS", key}).integer == 1) {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("redis: acquire, contend, release, and release again", "[redis][real]") {
+  testing::require_redis_server();
+  real::RedisServerProcess server;
+  RedisClient a(server), b(server);
+
+  Lock lock = a.locker.lock("orders", 5000);
+  lock.acquire();
+  CHECK(lock.fencing_token() == 1);
+  CHECK(raw(server, {"GET", "lock:orders"}).str == lock.unique_value());
+  const int64_t pttl_ms = raw(server, {"PTTL", "lock:orders"}).integer;
+  CHECK(pttl_ms > 4000);
+  CHECK(pttl_ms <= 5000);
+  CHECK(lock.is_locked());
+
+  Lock other = b.locker.lock("orders", 5000);
+  CHECK_THROWS_AS(other.acquire(), RetryError);  // contention, not an error
+  CHECK_FALSE(other.is_locked());
+
+  CHECK(lock.release());
+  CHECK(raw(server, {"EXISTS", "lock:orders"}).integer == 0);
+  CHECK_FALSE(lock.release());  // already gone: silent
+  CHECK_THROWS_AS(lock.release({.throw_on_fail = true}), LockReleaseError);
+  CHECK_FALSE(lock.is_locked());
+}
+
+TEST_CASE("redis: fencing tokens strictly increase across releases and expiries", "[redis][real]") {
+  testing::require_redis_server();
+  real::RedisServerProcess server;
+  RedisClient a(server);
+  uint64_t previous = 0;
+  for (int i = 0; i < 5; ++i) {
+    Lock lock = a.locker.lock("k", i % 2 == 0 ? 5000 : 50);
+    lock.acquire();
+    REQUIRE(lock.fencing_token());
+    CHECK(*lock.fencing_token() > previous);
+    previous = *lock.fencing_token();
+    if (i % 2 == 0) {
+      lock.release();
+    } else {
+      wait_until_gone(server, "lock:k");
+    }
+  }
+  CHECK(raw(server, {"GET", "lock-fencing:k"}).str == "5");
+}
+
+TEST_CASE("redis: extend lengthens our lock and never brings back an expired one", "[redis][real]") {
+  testing::require_redis_server();
+  real::RedisServerProcess server;
+  RedisClient a(server), b(server);
+
+  Lock lock = a.locker.lock("k", 1000);
+  lock.acquire();
+  lock.extend(60'000);
+  CHECK(raw(server, {"PTTL", "lock:k"}).integer > 50'000);
+
+  Lock short_lived = a.locker.lock("short", 50);
+  short_lived.acquire();
+  wait_until_gone(server, "lock:short");
+  CHECK_THROWS_AS(short_lived.extend(5000), LockExtendError);
+  CHECK(raw(server, {"EXISTS", "lock:short"}).integer == 0);  // not re-created
+
+  // Stolen: B holds the key after A's expired; A's release and extend leave B's lock intact.
+  Lock mine = a.locker.lock("stolen", 50);
+  mine.acquire();
+  wait_until_gone(server, "lock:stolen");
+  Lock theirs = b.locker.lock("stolen", 10'000);
+  theirs.acquire();
+  CHECK_FALSE(mine.release());
+  CHECK_THROWS_AS(mine.extend(60'000), LockExtendError);
+  CHECK(raw(server, {"GET", "lock:stolen"}).str == theirs.unique_value());
+  CHECK(raw(server, {"PTTL", "lock:stolen"}).integer <= 10'000);
+  CHECK(theirs.release());
+}
+
+TEST_CASE("redis: scripts go by SHA and fall back to EVAL after SCRIPT FLUSH", "[redis][real]") {
+  testing::require_redis_server();
+  real::RedisServerProcess server;
+  RedisClient a(server);
+  Lock lock = a.locker.lock("k", 5000);
+  lock.acquire();
+  raw(server, {"SCRIPT", "FLUSH"});
+  CHECK(lock.release());  // EVALSHA -> NOSCRIPT -> EVAL
+  lock.acquire();
+  CHECK(lock.release());
+}
+
+TEST_CASE("redis: key prefixes are honoured", "[redis][real]") {
+  testing::require_redis_server();
+  real::RedisServerProcess server;
+  RedisClient a(server, {.key_prefix = "app:locks:", .fencing_prefix = "app:tokens:"});
+  Lock lock = a.locker.lock("k", 5000);
+  lock.acquire();
+  CHECK(raw(server, {"GET", "app:locks:k"}).str == lock.unique_value());
+  CHECK(raw(server, {"GET", "app:tokens:k"}).str == "1");
+  CHECK(raw(server, {"EXISTS", "lock:k"}).integer == 0);
+}
+
+TEST_CASE("redis: a paused, crashed or confused server is a BackendError, never a held lock", "[redis][real]") {
+  testing::require_redis_server();
+  real::RedisServerProcess server;
+  RedisClient a(server);
+
+  server.pause();
+  Lock during_pause = a.locker.lock("k", 5000);
+  CHECK_THROWS_AS(during_pause.acquire(), BackendError);
+  CHECK_FALSE(during_pause.fencing_token());
+  server.resume();
+
+  server.crash();
+  Lock during_crash = a.locker.lock("k2", 5000);
+  CHECK_THROWS_AS(during_crash.acquire(), BackendError);
+  server.restart();
+  Lock after_restart = a.locker.lock("k3", 5000);
+  after_restart.acquire();  // the connection reconnects
+  CHECK(after_restart.release());
+
+  // A lock key holding another type: the scripts' GET fails with WRONGTYPE.
+  raw(server, {"RPUSH", "lock:listy", "x"});
+  Lock confused = a.locker.lock("listy", 5000);
+  CHECK_THROWS_AS(confused.release(), BackendError);
+  CHECK_THROWS_WITH(confused.is_locked(), Catch::Contains("is_locked") && Catch::Contains("WRONGTYPE"));
+}
+
+}  // namespace lockstep

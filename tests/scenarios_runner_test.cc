@@ -112,8 +112,11 @@ TEST_CASE("bad input is a UsageError naming the valid choices", "[runner][usage]
                     Catch::Contains("unknown option") && Catch::Contains("ttl_ms"));
   CHECK_THROWS_WITH(run("gc-pause", "memory", 1, false, {"ttl_ms=soon"}), Catch::Contains("not an integer"));
   CHECK_THROWS_WITH(run("gc-pause", "memory", 1, false, {"ttl_ms"}), Catch::Contains("KEY=VALUE"));
-  CHECK_THROWS_WITH(run_scenario({.scenario = "gc-pause", .adapter = "memory", .world = "real"}),
+  register_known_bad_adapters();
+  CHECK_THROWS_WITH(run_scenario({.scenario = "gc-pause", .adapter = "bad-memory-no-owner-check", .world = "real"}),
                     Catch::Contains("does not run in world"));
+  CHECK_THROWS_WITH(run_scenario({.scenario = "slow-acquire", .adapter = "redis", .world = "real"}),
+                    Catch::Contains("only exist in: sim"));
 }
 
 TEST_CASE("a run that hits the event bound ends with an error, not a verdict of safety", "[runner]") {

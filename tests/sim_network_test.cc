@@ -241,3 +241,28 @@ TEST_CASE("network: random latency follows the seed", "[sim][network]") {
   CHECK(arrivals_for(1) == arrivals_for(1));
   CHECK(arrivals_for(1) != arrivals_for(2));
 }
+
+TEST_CASE("network: a reply buffered during a client's pause wakes it, a processed one waits", "[sim][network]") {
+  // The client parks with a deadline at 500us; its reply arrives at 200us while it is paused
+  // (100us..700us). Buffered delivery: the kernel has the reply before the deadline, so the client
+  // resumes at the pause's end with it. Processed delivery: nothing reaches the client before the
+  // pause ends, so the deadline wins.
+  for (Delivery delivery : {Delivery::buffer, Delivery::process}) {
+    World w({.seed = 1, .network = {.latency_us_min = 200, .latency_us_max = 200}});
+    const NodeId client = w.add_node("client");
+    const NodeId server = w.add_node("server");
+    ParkResult result = ParkResult::deadline;
+    TimeUs resumed_us = -1;
+    w.spawn(client, "c", [&] {
+      const Waiter waiter = w.prepare_park();
+      w.network().send(server, client, "reply", [&w, waiter] { w.wake(waiter); }, delivery);
+      result = w.park(waiter, 500);
+      resumed_us = w.now_us();
+    }, 0);
+    w.scheduler().at(100, [&] { w.pause(client, 600); });
+    w.run();
+    INFO((delivery == Delivery::buffer ? "buffer" : "process"));
+    CHECK(resumed_us == 700);
+    CHECK(result == (delivery == Delivery::buffer ? ParkResult::woken : ParkResult::deadline));
+  }
+}

@@ -1,0 +1,149 @@
+// TcpProxy between a hiredis connection and a real redis-server: it passes traffic through
+// unchanged, and its faults (delay, one-way and two-way drop, reset) have the effect a client sees
+// on a real network, until heal() restores normal service.
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "adapters/redis/hiredis_connection.h"
+#include "scenarios/real/redis_server.h"
+#include "scenarios/real/tcp_proxy.h"
+#include "tests/real_support.h"
+
+namespace lockstep {
+namespace {
+
+using real::Direction;
+using real::RedisServerProcess;
+using real::TcpProxy;
+using SteadyClock = std::chrono::steady_clock;
+
+RedisReply must(HiredisConnection& connection, const std::vector<std::string>& argv) {
+  RedisResult result = connection.command(argv);
+  INFO(argv.front() << ": " << to_string(result.status) << " " << result.message);
+  REQUIRE(result.ok());
+  return result.reply;
+}
+
+int64_t ping_ms(HiredisConnection& connection) {
+  const auto start = SteadyClock::now();
+  must(connection, {"PING"});
+  return std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - start).count();
+}
+
+struct ProxiedServer {
+  RedisServerProcess server;
+  TcpProxy proxy{{.upstream_port = server.port()}};
+  HiredisConnection direct{{.port = server.port()}};
+  HiredisConnection via_proxy{{.port = proxy.port(), .connect_timeout_ms = 300, .command_timeout_ms = 300}};
+};
+
+TEST_CASE("the proxy passes traffic through", "[real][proxy]") {
+  testing::require_redis_server();
+  ProxiedServer world;
+  CHECK(world.proxy.endpoint() == "127.0.0.1:" + std::to_string(world.proxy.port()));
+  CHECK(must(world.via_proxy, {"SET", "k", "v"}) == RedisReply::status_of("OK"));
+  CHECK(must(world.direct, {"GET", "k"}) == RedisReply::string_of("v"));
+  CHECK(world.proxy.connection_count() == 1);
+
+  SECTION("a value much larger than the proxy's buffers") {
+    RedisServerProcess server;
+    TcpProxy small_buffers({.upstream_port = server.port(), .buffer_bytes = 4096});
+    HiredisConnection connection({.port = small_buffers.port(), .command_timeout_ms = 5000});
+    const std::string big(4 << 20, 'x');
+    CHECK(must(connection, {"SET", "big", big}) == RedisReply::status_of("OK"));
+    CHECK(must(connection, {"GET", "big"}) == RedisReply::string_of(big));
+  }
+}
+
+TEST_CASE("delay adds latency per direction and heal removes it", "[real][proxy]") {
+  testing::require_redis_server();
+  ProxiedServer world;
+  CHECK(ping_ms(world.via_proxy) < 50);
+
+  HiredisConnection patient({.port = world.proxy.port(), .command_timeout_ms = 2000});
+  world.proxy.set_delay_ms(Direction::to_upstream, 100);
+  const int64_t one_way_ms = ping_ms(patient);
+  CHECK(one_way_ms >= 100);
+  CHECK(one_way_ms < 300);  // generous for a loaded machine; measured 100
+
+  world.proxy.set_delay_ms(Direction::to_client, 100);
+  const int64_t both_ways_ms = ping_ms(patient);
+  CHECK(both_ways_ms >= 200);
+  CHECK(both_ways_ms < 400);  // measured 200
+
+  world.proxy.heal();
+  CHECK(ping_ms(patient) < 50);
+}
+
+TEST_CASE("drop to the server: the command times out and never reaches the server", "[real][proxy]") {
+  testing::require_redis_server();
+  ProxiedServer world;
+  must(world.via_proxy, {"PING"});
+  world.proxy.set_drop(Direction::to_upstream, true);
+  CHECK(world.via_proxy.command({"SET", "k", "lost"}).status == IoStatus::timeout);
+  CHECK(must(world.direct, {"GET", "k"}) == RedisReply::nil());
+
+  world.proxy.heal();
+  CHECK(must(world.via_proxy, {"SET", "k", "after"}) == RedisReply::status_of("OK"));
+  CHECK(must(world.direct, {"GET", "k"}) == RedisReply::string_of("after"));
+}
+
+TEST_CASE("drop to the client: the command runs but its reply is lost", "[real][proxy]") {
+  testing::require_redis_server();
+  ProxiedServer world;
+  must(world.via_proxy, {"PING"});
+  world.proxy.set_drop(Direction::to_client, true);
+  CHECK(world.via_proxy.command({"SET", "k", "applied"}).status == IoStatus::timeout);
+  CHECK(must(world.direct, {"GET", "k"}) == RedisReply::string_of("applied"));  // the lock-client trap
+
+  world.proxy.heal();
+  CHECK(must(world.via_proxy, {"GET", "k"}) == RedisReply::string_of("applied"));
+}
+
+TEST_CASE("a two-way partition times out new and open connections until heal", "[real][proxy]") {
+  testing::require_redis_server();
+  ProxiedServer world;
+  must(world.via_proxy, {"PING"});
+  world.proxy.partition();
+  CHECK(world.via_proxy.command({"PING"}).status == IoStatus::timeout);
+  HiredisConnection fresh({.port = world.proxy.port(), .command_timeout_ms = 200});
+  CHECK(fresh.command({"PING"}).status == IoStatus::timeout);
+
+  world.proxy.heal();
+  CHECK(must(world.via_proxy, {"PING"}) == RedisReply::status_of("PONG"));
+  CHECK(must(fresh, {"PING"}) == RedisReply::status_of("PONG"));
+}
+
+TEST_CASE("reset_all drops every connection and clients reconnect", "[real][proxy]") {
+  testing::require_redis_server();
+  ProxiedServer world;
+  must(world.via_proxy, {"PING"});
+  REQUIRE(world.proxy.connection_count() == 1);
+  world.proxy.reset_all();
+  CHECK(world.proxy.connection_count() == 0);
+  CHECK(world.via_proxy.command({"PING"}).status == IoStatus::connection_error);
+  CHECK(must(world.via_proxy, {"PING"}) == RedisReply::status_of("PONG"));  // one reconnect
+}
+
+TEST_CASE("a dead upstream or a destroyed proxy is a connection_error", "[real][proxy]") {
+  testing::require_redis_server();
+  SECTION("upstream crashed") {
+    ProxiedServer world;
+    world.server.crash();
+    CHECK(world.via_proxy.command({"PING"}).status == IoStatus::connection_error);
+  }
+  SECTION("proxy destroyed with a connection open") {
+    RedisServerProcess server;
+    auto proxy = std::make_unique<TcpProxy>(real::TcpProxyOptions{.upstream_port = server.port()});
+    HiredisConnection connection({.port = proxy->port(), .command_timeout_ms = 300});
+    must(connection, {"PING"});
+    proxy.reset();
+    CHECK(connection.command({"PING"}).status == IoStatus::connection_error);
+  }
+}
+
+}  // namespace
+}  // namespace lockstep

@@ -140,10 +140,18 @@ Lock& Lock::acquire() {
   const int attempts_max = max_attempts(settings);
   for (int attempt = 0; attempt < attempts_max; ++attempt) {
     attempts_ = attempt + 1;
-    const AdapterResult result = options_.adapter->create_lock(spec_);
+    const int64_t attempt_started_us = clock.now_us();
+    AdapterResult result = options_.adapter->create_lock(spec_);
+    if (result.ok() && clock.now_us() - attempt_started_us >= spec_.ttl_ms * 1000) {
+      // The grant arrived after its whole TTL had passed (a slow reply, a pause): the lease may
+      // already belong to someone else. Never report it as held; clean up and count it as failed.
+      options_.adapter->release_lock(spec_);
+      result = {.status = AdapterStatus::contended};
+    }
     if (result.ok()) {
       if (fencing() == FencingSupport::monotonic) fencing_token_ = result.fencing_token;
       acquired_ = true;
+      acquired_at_us_ = attempt_started_us;
       return *this;
     }
     if (result.status != AdapterStatus::contended) {

@@ -89,6 +89,9 @@ class Lock {
   // adapter cannot issue monotonic tokens.
   std::optional<uint64_t> fencing_token() const { return fencing_token_; }
   FencingSupport fencing() const { return options_.adapter->fencing(); }
+  // Local time at which the successful attempt was sent: the lease is valid until at most this
+  // plus the TTL on the holder's clock (a lower bound on when the server may expire it).
+  int64_t acquired_at_us() const { return acquired_at_us_; }
   // Number of create attempts the last acquire() made.
   int attempts() const { return attempts_; }
 
@@ -113,6 +116,7 @@ class Lock {
   LockSpec spec_;
   std::optional<uint64_t> fencing_token_;
   int attempts_ = 0;
+  int64_t acquired_at_us_ = 0;
   bool acquired_ = false;  // an acquire() has succeeded: with_retry() is too late
 };
 

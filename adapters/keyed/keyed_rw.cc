@@ -1,0 +1,87 @@
+#include "adapters/keyed/keyed_rw.h"
+
+#include "adapters/core/check.h"
+
+namespace lockstep::keyed {
+
+RwHandle& RwHandle::operator=(RwHandle&& other) noexcept {
+  if (this != &other) {
+    unlock();
+    owner_ = std::exchange(other.owner_, nullptr);
+    key_ = std::move(other.key_);
+    id_ = other.id_;
+    mode_ = other.mode_;
+  }
+  return *this;
+}
+
+void RwHandle::unlock() noexcept {
+  if (owner_ == nullptr) return;
+  KeyedRwLock* owner = std::exchange(owner_, nullptr);
+  owner->release(key_, id_, mode_);
+}
+
+KeyedRwMutex::Shard& KeyedRwMutex::shard_for(std::string_view key) {
+  // The table hashes the key again with the same function; the shard takes the high bits so the
+  // two uses do not pick the same buckets together.
+  return shards_[(KeyHash{}(key) >> 28) % kShards];
+}
+
+void KeyedRwMutex::wake_granted(Shard& shard) {
+  // Under the shard's mutex: a waiter's condition variable lives on its stack and is gone as soon
+  // as it sees `granted` and returns, so it must be notified before the mutex is let go.
+  for (RequestId id : shard.granted) {
+    auto it = shard.waiters.find(id);
+    LOCKSTEP_CHECK(it != shard.waiters.end(), "every queued request has a waiting thread");
+    it->second->granted = true;
+    it->second->cv.notify_one();
+    shard.waiters.erase(it);
+  }
+  shard.granted.clear();
+}
+
+RwHandle KeyedRwMutex::acquire(std::string_view key, RwMode mode) {
+  std::string owned_key(key);  // allocated before the grant: nothing can throw after it
+  Shard& shard = shard_for(key);
+  std::unique_lock lock(shard.mutex);
+  const RwAdmission admission = shard.core.request(key, mode);
+  if (!admission.granted) {
+    ThreadWaiter waiter;
+    try {
+      shard.waiters.emplace(admission.id, &waiter);
+    } catch (...) {  // out of memory: withdraw, so the queue never waits on a thread that left
+      shard.core.cancel(key, admission.id, shard.granted);
+      wake_granted(shard);
+      throw;
+    }
+    waiter.cv.wait(lock, [&waiter] { return waiter.granted; });
+  }
+  return RwHandle(this, std::move(owned_key), admission.id, mode);
+}
+
+std::optional<RwHandle> KeyedRwMutex::try_acquire(std::string_view key, RwMode mode) {
+  std::string owned_key(key);
+  Shard& shard = shard_for(key);
+  std::lock_guard lock(shard.mutex);
+  const std::optional<RequestId> id = shard.core.try_acquire(key, mode);
+  if (!id) return std::nullopt;
+  return RwHandle(this, std::move(owned_key), *id, mode);
+}
+
+void KeyedRwMutex::release(const std::string& key, RequestId id, RwMode mode) noexcept {
+  Shard& shard = shard_for(key);
+  std::lock_guard lock(shard.mutex);
+  shard.core.release(key, id, mode, shard.granted);
+  wake_granted(shard);
+}
+
+size_t KeyedRwMutex::key_count() const {
+  size_t total = 0;
+  for (const Shard& shard : shards_) {
+    std::lock_guard lock(shard.mutex);
+    total += shard.core.key_count();
+  }
+  return total;
+}
+
+}  // namespace lockstep::keyed

@@ -1,0 +1,134 @@
+#include "adapters/redis/hiredis_connection.h"
+
+#include <hiredis/hiredis.h>
+#include <sys/time.h>
+
+#include <cerrno>
+#include <csignal>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "adapters/core/check.h"
+
+namespace lockstep {
+namespace {
+
+void ignore_sigpipe_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction current {};
+    if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+      std::signal(SIGPIPE, SIG_IGN);
+    }
+  });
+}
+
+timeval to_timeval(int64_t duration_ms) {
+  return {.tv_sec = static_cast<time_t>(duration_ms / 1000),
+          .tv_usec = static_cast<suseconds_t>((duration_ms % 1000) * 1000)};
+}
+
+RedisReply convert(const redisReply& reply) {
+  switch (reply.type) {
+    case REDIS_REPLY_STATUS: return RedisReply::status_of(std::string(reply.str, reply.len));
+    case REDIS_REPLY_ERROR: return RedisReply::error_of(std::string(reply.str, reply.len));
+    case REDIS_REPLY_INTEGER: return RedisReply::integer_of(static_cast<int64_t>(reply.integer));
+    case REDIS_REPLY_NIL: return RedisReply::nil();
+    case REDIS_REPLY_STRING: return RedisReply::string_of(std::string(reply.str, reply.len));
+    case REDIS_REPLY_ARRAY: {
+      std::vector<RedisReply> items;
+      items.reserve(reply.elements);
+      for (size_t i = 0; i < reply.elements; ++i) items.push_back(convert(*reply.element[i]));
+      return RedisReply::array_of(std::move(items));
+    }
+    default: LOCKSTEP_CHECK(false, "hiredis 0.14 returns only the six RESP2 reply types");
+  }
+}
+
+// hiredis reports a socket timeout as an I/O error with errno EAGAIN (SO_RCVTIMEO/SO_SNDTIMEO)
+// or ETIMEDOUT (connect); its message alone does not say so reliably.
+IoStatus classify(const redisContext& context, int saved_errno) {
+  const bool timed_out = context.err == REDIS_ERR_IO &&
+                         (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK ||
+                          saved_errno == ETIMEDOUT || saved_errno == EINPROGRESS);
+  return timed_out ? IoStatus::timeout : IoStatus::connection_error;
+}
+
+std::string describe_failure(IoStatus status, const redisContext& context, int64_t timeout_ms) {
+  if (status == IoStatus::timeout) {
+    return "timed out after " + std::to_string(timeout_ms) + " ms (" + context.errstr + ")";
+  }
+  return context.errstr;
+}
+
+}  // namespace
+
+HiredisConnection::HiredisConnection(HiredisOptions options) : options_(std::move(options)) {
+  LOCKSTEP_CHECK(!options_.host.empty(), "a host to connect to");
+  LOCKSTEP_CHECK(options_.port > 0 && options_.port < 65536, "a TCP port");
+  LOCKSTEP_CHECK(options_.connect_timeout_ms > 0, "a bounded connect");
+  LOCKSTEP_CHECK(options_.command_timeout_ms > 0, "a bounded command");
+  ignore_sigpipe_once();
+}
+
+HiredisConnection::~HiredisConnection() { disconnect(); }
+
+std::string HiredisConnection::endpoint() const {
+  return options_.host + ":" + std::to_string(options_.port);
+}
+
+void HiredisConnection::disconnect() {
+  if (context_ != nullptr) redisFree(context_);
+  context_ = nullptr;
+}
+
+RedisResult HiredisConnection::connect() {
+  errno = 0;
+  context_ = redisConnectWithTimeout(options_.host.c_str(), options_.port,
+                                     to_timeval(options_.connect_timeout_ms));
+  const int saved_errno = errno;
+  if (context_ == nullptr) {
+    return {.status = IoStatus::connection_error, .message = "hiredis could not allocate a context"};
+  }
+  // redisSetTimeout sets SO_RCVTIMEO/SO_SNDTIMEO; on failure it records the error in the context.
+  if (context_->err == 0 && redisSetTimeout(context_, to_timeval(options_.command_timeout_ms)) == REDIS_OK) {
+    return {};
+  }
+  const IoStatus status = classify(*context_, saved_errno);
+  RedisResult failed{.status = status, .message = "connect to " + endpoint() + ": " +
+                                                  describe_failure(status, *context_, options_.connect_timeout_ms)};
+  disconnect();
+  return failed;
+}
+
+RedisResult HiredisConnection::command(const std::vector<std::string>& argv) {
+  LOCKSTEP_CHECK(!argv.empty(), "a command has a name");
+  if (context_ == nullptr) {
+    RedisResult connected_result = connect();
+    if (!connected_result.ok()) return connected_result;
+  }
+  std::vector<const char*> args;
+  std::vector<size_t> lengths;
+  args.reserve(argv.size());
+  lengths.reserve(argv.size());
+  for (const auto& arg : argv) {
+    args.push_back(arg.data());
+    lengths.push_back(arg.size());
+  }
+  errno = 0;
+  void* raw = redisCommandArgv(context_, static_cast<int>(argv.size()), args.data(), lengths.data());
+  const int saved_errno = errno;
+  if (raw == nullptr) {
+    const IoStatus status = classify(*context_, saved_errno);
+    RedisResult failed{.status = status, .message = argv.front() + " on " + endpoint() + ": " +
+                                                    describe_failure(status, *context_, options_.command_timeout_ms)};
+    disconnect();
+    return failed;
+  }
+  const std::unique_ptr<redisReply, void (*)(void*)> reply(static_cast<redisReply*>(raw),
+                                                          freeReplyObject);
+  return {.reply = convert(*reply)};
+}
+
+}  // namespace lockstep

@@ -1,0 +1,64 @@
+#include "adapters/redis/redis_adapter.h"
+
+#include <fmt/format.h>
+
+#include "adapters/core/check.h"
+#include "adapters/redis/scripts.h"
+
+namespace lockstep {
+
+RedisAdapter::RedisAdapter(RedisAdapterOptions options) : options_(std::move(options)) {
+  LOCKSTEP_CHECK(options_.connection != nullptr, "RedisAdapter needs a connection");
+  LOCKSTEP_CHECK(options_.key_prefix != options_.fencing_prefix, "lock and fencing keys must not collide");
+}
+
+AdapterResult RedisAdapter::failure(const RedisResult& result, const char* op) const {
+  if (!result.ok()) {
+    return {.status = AdapterStatus::backend_error,
+            .message = fmt::format("{} on {}: {} ({})", op, options_.connection->endpoint(), to_string(result.status),
+                                   result.message)};
+  }
+  return {.status = AdapterStatus::backend_error,
+          .message = fmt::format("{} on {}: unexpected reply {}", op, options_.connection->endpoint(),
+                                 describe(result.reply))};
+}
+
+AdapterResult RedisAdapter::owner_checked(const RedisResult& result, const char* op) const {
+  if (result.ok() && result.reply.type == RedisReply::Type::integer) {
+    if (result.reply.integer == 1) return {};
+    if (result.reply.integer == 0) return {.status = AdapterStatus::not_owner};
+  }
+  return failure(result, op);
+}
+
+AdapterResult RedisAdapter::create_lock(const LockSpec& spec) {
+  const RedisResult result = run_script(*options_.connection, grant_script(), {lock_key(spec.key), fencing_key(spec.key)},
+                                        {spec.value, std::to_string(spec.ttl_ms)});
+  if (result.ok() && result.reply.is_nil()) return {.status = AdapterStatus::contended};
+  if (result.ok() && result.reply.type == RedisReply::Type::integer && result.reply.integer > 0) {
+    return {.fencing_token = static_cast<uint64_t>(result.reply.integer)};
+  }
+  return failure(result, "acquire");
+}
+
+AdapterResult RedisAdapter::release_lock(const LockSpec& spec) {
+  return owner_checked(run_script(*options_.connection, release_script(), {lock_key(spec.key)}, {spec.value}),
+                       "release");
+}
+
+AdapterResult RedisAdapter::extend_lock(const LockSpec& spec, int64_t ttl_ms) {
+  return owner_checked(run_script(*options_.connection, extend_script(), {lock_key(spec.key)},
+                                  {spec.value, std::to_string(ttl_ms)}),
+                       "extend");
+}
+
+AdapterResult RedisAdapter::is_valid_lock(const LockSpec& spec) {
+  const RedisResult result = options_.connection->command({"GET", lock_key(spec.key)});
+  if (!result.ok() || (result.reply.type != RedisReply::Type::string && !result.reply.is_nil())) {
+    return failure(result, "is_locked");
+  }
+  if (result.reply.type == RedisReply::Type::string && result.reply.str == spec.value) return {};
+  return {.status = AdapterStatus::not_owner};
+}
+
+}  // namespace lockstep

@@ -1,0 +1,114 @@
+#include "sim/redis/sim_redis_connection.h"
+
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "sim/assert.h"
+
+namespace lockstep::sim {
+namespace {
+
+constexpr size_t kTraceArgsMax = 6;
+constexpr size_t kTraceArgBytesMax = 24;
+
+std::string upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+  return s;
+}
+
+std::string shorten(const std::string& s) {
+  std::string out = s.size() <= kTraceArgBytesMax ? s : s.substr(0, kTraceArgBytesMax) + "..";
+  for (char& c : out) c = c == '\n' || c == '\r' ? ' ' : c;
+  return out;
+}
+
+// The network label: the command and, when there is one, its key ("SET lock:a", "EVALSHA lock:a").
+std::string label_of(const std::vector<std::string>& argv) {
+  if (argv.empty()) return "(empty)";
+  std::string name = upper(argv[0]);
+  const bool script = name == "EVAL" || name == "EVALSHA";
+  const size_t key_at = script ? 3 : 1;
+  const bool has_key = script ? argv.size() > 3 && argv[2] != "0" : argv.size() > 1;
+  return has_key ? name + " " + shorten(argv[key_at]) : name;
+}
+
+// One request's fate, shared by the parked fiber and the messages.
+struct Request {
+  uint64_t id = 0;
+  bool executed = false;  // the server ran it (a duplicate delivery is ignored)
+  bool answered = false;  // a reply arrived in time
+  bool abandoned = false; // the client stopped waiting
+  RedisReply reply;
+};
+
+}  // namespace
+
+std::string summarize_command(const std::vector<std::string>& argv) {
+  std::string out;
+  for (size_t i = 0; i < argv.size() && i < kTraceArgsMax; ++i) {
+    out += (i ? " " : "") + (i == 0 ? upper(argv[i]) : shorten(argv[i]));
+  }
+  if (argv.size() > kTraceArgsMax) out += fmt::format(" (+{} args)", argv.size() - kTraceArgsMax);
+  return out;
+}
+
+SimRedisConnection::SimRedisConnection(World& world, NodeId client_node, RedisNode& target,
+                                       int client, SimRedisConnectionOptions options)
+    : world_(world), client_node_(client_node), target_(&target), client_(client), options_(options) {
+  LOCKSTEP_SIM_CHECK(options_.command_timeout_us > 0, "command_timeout_us must be positive");
+  world_.node_name(client_node_);  // checks the id
+}
+
+std::string SimRedisConnection::endpoint() const { return "sim:" + target_->name(); }
+
+RedisResult SimRedisConnection::command(const std::vector<std::string>& argv) {
+  LOCKSTEP_SIM_CHECK(world_.in_fiber() && world_.current_node() == client_node_,
+                     "command() runs on a fiber of the client's node");
+  auto request = std::make_shared<Request>();
+  request->id = ++next_request_;
+  RedisNode* server = target_;
+  const std::string label = label_of(argv);
+  world_.trace_line(fmt::format("redis c{} #{} -> {}: {}", client_, request->id, server->name(),
+                                summarize_command(argv)));
+  const Waiter waiter = world_.prepare_park();
+  World& world = world_;
+  const NodeId client_node = client_node_;
+  const int client = client_;
+  world_.network().send(client_node, server->node(), label, [&world, server, client_node, client, label,
+                                                             argv, request, waiter] {
+    if (std::exchange(request->executed, true)) return;  // a duplicate: TCP delivers once
+    RedisReply reply = server->execute(argv, client);
+    world.network().send(server->node(), client_node, "reply " + label,
+                         [&world, client, request, waiter, reply = std::move(reply)] {
+                           if (request->answered || request->abandoned) {
+                             world.trace_line(fmt::format("redis c{} #{} {} reply discarded: {}", client,
+                                                          request->id, request->answered ? "duplicate" : "late",
+                                                          describe(reply)));
+                             return;
+                           }
+                           request->answered = true;
+                           request->reply = reply;
+                           world.wake(waiter);
+                         },
+                         Delivery::buffer);  // the client's kernel takes it even while the client is paused
+  });
+  const TimeUs timeout_us = world_.node_clock(client_node_).true_duration_for(options_.command_timeout_us);
+  const TimeUs deadline_us = timeout_us >= kTimeNever - world_.now_us() ? kTimeNever : world_.now_us() + timeout_us;
+  const ParkResult woke = world_.park(waiter, deadline_us);
+  if (woke == ParkResult::woken && request->answered) {
+    world_.trace_line(fmt::format("redis c{} #{} <- {}", client_, request->id, describe(request->reply)));
+    return RedisResult{.status = IoStatus::ok, .reply = std::move(request->reply)};
+  }
+  request->abandoned = true;
+  // A reply can have been buffered while this fiber's resumption waited out a pause of its node:
+  // if it came after the deadline, it is still a timeout.
+  world_.trace_line(fmt::format("redis c{} #{} timeout after {}us{}", client_, request->id,
+                                options_.command_timeout_us,
+                                request->answered ? " (reply came after the deadline: discarded)" : ""));
+  return RedisResult{.status = IoStatus::timeout,
+                     .message = fmt::format("no reply from {} within {}us", endpoint(),
+                                            options_.command_timeout_us)};
+}
+
+}  // namespace lockstep::sim

@@ -1,0 +1,85 @@
+#pragma once
+// FifoCore: the FIFO keyed lock (`fifo`, after the svelte-adapter-uws lock seed) as a
+// deterministic state machine: requests in, grants and rejections out. No threads, clocks or
+// blocking: a driver (FifoLock for threads, SimFifoLock for simulator fibers) serialises calls and
+// blocks each caller until the core grants, the caller's wait runs out (the driver cancels), or
+// clear() rejects it.
+//
+// Rules, per key:
+// - A request for an idle key is granted at once; otherwise it waits in the key's queue. Releasing
+//   hands the key straight to the head of the queue (no barging: a newcomer never passes a waiter).
+//   So callers of one key hold it one at a time, in arrival order; keys are independent.
+// - A key longer than limits.max_key_length bytes is refused (invalid_key) and takes no id; a
+//   request that would wait while limits.max_waiters_per_key already wait is refused
+//   (queue_full). Refusals change nothing: holders and waiters are unaffected.
+// - cancel withdraws one waiter (its max wait ran out). The holder and the other waiters are
+//   untouched: their order and the key's holder stay as they were.
+// - clear() rejects every waiter of every key (returned in request order) and keeps the holders:
+//   a holder keeps the key until it releases, and whoever asks after clear() queues behind it, so
+//   clear() never lets two callers of one key run at once.
+// - A key has state only while it has a holder or a waiter (no_leak); size() counts those keys,
+//   which are exactly the held keys, since a key with waiters always has a holder.
+// - Ids are 1, 2, 3, ... for requests that are granted or queued, in request order.
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "adapters/keyed/key_table.h"
+
+namespace lockstep::keyed {
+
+struct FifoLimits {
+  size_t max_key_length = 256;  // bytes; std::numeric_limits<size_t>::max() disables the check
+  size_t max_waiters_per_key = 1000;
+};
+
+enum class FifoAdmit { granted, queued, invalid_key, queue_full };
+
+struct FifoAdmission {
+  FifoAdmit admit = FifoAdmit::granted;
+  RequestId id = kNoRequest;  // granted or queued
+};
+
+struct FifoRejection {
+  std::string key;
+  RequestId id = kNoRequest;
+  bool operator==(const FifoRejection&) const = default;
+};
+
+class FifoCore {
+ public:
+  explicit FifoCore(FifoLimits limits = {}) : limits_(limits) {}
+
+  FifoAdmission request(std::string_view key);
+  // Granted only if the key is idle; never queues (no barging either way).
+  std::optional<RequestId> try_acquire(std::string_view key);
+  // Ends the hold of `holder`; returns the waiter that now holds, or kNoRequest.
+  RequestId release(std::string_view key, RequestId holder);
+  // Withdraws waiter id; false if it is not waiting (already granted, or rejected by clear()).
+  bool cancel(std::string_view key, RequestId id);
+  // Rejects every waiter (in request order); holders keep their keys.
+  std::vector<FifoRejection> clear();
+
+  bool held(std::string_view key) const { return holder(key) != kNoRequest; }
+  RequestId holder(std::string_view key) const;
+  size_t waiting(std::string_view key) const;
+  std::vector<RequestId> queue(std::string_view key) const;
+  size_t size() const { return keys_.size(); }
+  const FifoLimits& limits() const { return limits_; }
+
+ private:
+  struct KeyState {
+    RequestId holder = kNoRequest;
+    WaitQueue<RequestId> queue;
+  };
+
+  FifoLimits limits_;
+  KeyTable<KeyState> keys_;
+  RequestId next_id_ = 1;
+};
+
+}  // namespace lockstep::keyed

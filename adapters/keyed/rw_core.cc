@@ -1,0 +1,119 @@
+#include "adapters/keyed/rw_core.h"
+
+#include <string>
+
+#include "adapters/core/check.h"
+
+namespace lockstep::keyed {
+
+std::string_view to_string(RwMode mode) { return mode == RwMode::shared ? "shared" : "exclusive"; }
+
+RwCore::KeyView RwCore::view(const KeyState& state) {
+  return {.shared_holders = state.shared_holders,
+          .exclusive_held = state.exclusive_holder != kNoRequest,
+          .waiting = state.queue.size()};
+}
+
+bool RwCore::admits_shared_now(const KeyView& key) const { return !key.exclusive_held && key.waiting == 0; }
+
+bool RwCore::grantable_now(const KeyState& state, RwMode mode) const {
+  if (mode == RwMode::shared) return admits_shared_now(view(state));
+  return state.exclusive_holder == kNoRequest && state.shared_holders == 0 && state.queue.empty();
+}
+
+void RwCore::grant(KeyState& state, RequestId id, RwMode mode) {
+  if (mode == RwMode::shared) {
+    LOCKSTEP_CHECK(state.exclusive_holder == kNoRequest, "a shared grant never overlaps an exclusive");
+    ++state.shared_holders;
+  } else {
+    LOCKSTEP_CHECK(state.exclusive_holder == kNoRequest && state.shared_holders == 0,
+                   "an exclusive grant happens only when no one holds");
+    state.exclusive_holder = id;
+  }
+}
+
+void RwCore::serve_queue(KeyState& state, std::vector<RequestId>& granted) {
+  while (!state.queue.empty() && state.exclusive_holder == kNoRequest) {
+    const Waiter head = state.queue.front();
+    if (head.mode == RwMode::exclusive && state.shared_holders > 0) return;
+    state.queue.pop_front();
+    grant(state, head.id, head.mode);
+    granted.push_back(head.id);
+  }
+}
+
+void RwCore::free_if_idle(KeyTable<KeyState>::iterator it) {
+  const KeyState& state = it->second;
+  if (state.shared_holders == 0 && state.exclusive_holder == kNoRequest && state.queue.empty()) keys_.erase(it);
+}
+
+KeyTable<RwCore::KeyState>::iterator RwCore::find_or_throw(std::string_view key) {
+  auto it = keys_.find(key);
+  LOCKSTEP_CHECK(it != keys_.end(), "the key has a holder or a waiter, so it has state");
+  return it;
+}
+
+RwAdmission RwCore::request(std::string_view key, RwMode mode) {
+  auto it = keys_.find(key);
+  if (it == keys_.end()) it = keys_.emplace(std::string(key), KeyState{}).first;
+  KeyState& state = it->second;
+  const RequestId id = next_id_++;
+  if (grantable_now(state, mode)) {
+    grant(state, id, mode);
+    return {.id = id, .granted = true};
+  }
+  state.queue.push_back({.id = id, .mode = mode});
+  return {.id = id, .granted = false};
+}
+
+std::optional<RequestId> RwCore::try_acquire(std::string_view key, RwMode mode) {
+  auto it = keys_.find(key);
+  if (it != keys_.end() && !grantable_now(it->second, mode)) return std::nullopt;
+  if (it == keys_.end()) it = keys_.emplace(std::string(key), KeyState{}).first;
+  const RequestId id = next_id_++;
+  grant(it->second, id, mode);
+  return id;
+}
+
+void RwCore::release(std::string_view key, RequestId id, RwMode mode, std::vector<RequestId>& granted) {
+  auto it = find_or_throw(key);
+  KeyState& state = it->second;
+  if (mode == RwMode::shared) {
+    LOCKSTEP_CHECK(state.shared_holders > 0, "a shared release needs a shared holder");
+    --state.shared_holders;
+  } else {
+    LOCKSTEP_CHECK(state.exclusive_holder == id, "only the exclusive holder releases it");
+    state.exclusive_holder = kNoRequest;
+  }
+  serve_queue(state, granted);
+  free_if_idle(it);
+}
+
+bool RwCore::cancel(std::string_view key, RequestId id, std::vector<RequestId>& granted) {
+  auto it = keys_.find(key);
+  if (it == keys_.end()) return false;
+  KeyState& state = it->second;
+  if (!state.queue.erase_first([id](const Waiter& w) { return w.id == id; })) return false;
+  serve_queue(state, granted);
+  free_if_idle(it);
+  return true;
+}
+
+size_t RwCore::entries(std::string_view key) const {
+  auto it = keys_.find(key);
+  if (it == keys_.end()) return 0;
+  const KeyState& state = it->second;
+  return state.shared_holders + (state.exclusive_holder != kNoRequest ? 1 : 0) + state.queue.size();
+}
+
+RwKeySnapshot RwCore::snapshot(std::string_view key) const {
+  RwKeySnapshot out;
+  auto it = keys_.find(key);
+  if (it == keys_.end()) return out;
+  out.shared_holders = it->second.shared_holders;
+  out.exclusive_holder = it->second.exclusive_holder;
+  for (const Waiter& w : it->second.queue) out.waiting.emplace_back(w.id, w.mode);
+  return out;
+}
+
+}  // namespace lockstep::keyed

@@ -1,0 +1,53 @@
+#pragma once
+// HiredisConnection: the real RedisConnection, one blocking hiredis (0.14) context over TCP.
+//
+// Invariants:
+// - command() never throws for I/O: a reply, or IoStatus::timeout (connect or command timeout
+//   passed), or IoStatus::connection_error (refused, reset, EOF, protocol error) with hiredis's
+//   message. Server errors (-ERR, -NOSCRIPT) are replies of type error.
+// - After any I/O failure the hiredis context is unusable (and after a timeout a late reply may
+//   still be in flight), so it is freed. The next command connects afresh: at most one connect
+//   attempt per command, so a command takes at most connect_timeout_ms + command_timeout_ms.
+// - Arguments are sent with their lengths: binary safe (NUL bytes, any bytes).
+// - Thread-compatible, not thread-safe: one connection per thread.
+// - Constructing one ignores SIGPIPE process-wide if it was at its default (hiredis 0.14 writes
+//   with write(2), and a write to a reset socket would otherwise kill the process).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "adapters/core/redis_connection.h"
+
+struct redisContext;
+
+namespace lockstep {
+
+struct HiredisOptions {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+  int64_t connect_timeout_ms = 1000;
+  int64_t command_timeout_ms = 1000;
+};
+
+class HiredisConnection final : public RedisConnection {
+ public:
+  explicit HiredisConnection(HiredisOptions options);
+  ~HiredisConnection() override;
+  HiredisConnection(const HiredisConnection&) = delete;
+  HiredisConnection& operator=(const HiredisConnection&) = delete;
+
+  RedisResult command(const std::vector<std::string>& argv) override;
+  std::string endpoint() const override;
+
+  // True while a context is open (it was connected and no I/O failure has happened since).
+  bool connected() const { return context_ != nullptr; }
+
+ private:
+  RedisResult connect();
+  void disconnect();
+
+  HiredisOptions options_;
+  redisContext* context_ = nullptr;
+};
+
+}  // namespace lockstep

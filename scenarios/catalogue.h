@@ -1,0 +1,28 @@
+#pragma once
+// Pieces of the scenario catalogue kept in their own files (one family of faults each), and the
+// adapter families they apply to. scenarios() in catalogue.cc lists them all.
+#include <string>
+#include <vector>
+
+#include "scenarios/scenario.h"
+
+namespace lockstep {
+
+// Adapters that talk to one Redis server: the production one and the known-bad variants whose
+// outcome in a scripted timeline does not depend on the seed.
+std::vector<std::string> redis_family();
+// Every TTL-lease adapter (memory and the Redis family).
+std::vector<std::string> lease_family();
+// The lease family plus bad-random-token, which needs many grants to show (retry-storm).
+std::vector<std::string> storm_family();
+
+// Server faults: scenarios/server_fault_scenarios.cc.
+Scenario slow_acquire_scenario();
+Scenario clock_drift_scenario();
+Scenario failover_scenario();
+Scenario partition_scenario();
+// Client faults and contention: their own files.
+Scenario pause_in_release_scenario();
+Scenario retry_storm_scenario();
+
+}  // namespace lockstep

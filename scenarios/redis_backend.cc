@@ -1,0 +1,139 @@
+#include "scenarios/redis_backend.h"
+
+#include <fmt/format.h>
+
+#include "adapters/core/check.h"
+#include "adapters/redis/redis_adapter.h"
+#include "sim/world.h"
+#include "sim/redis/redis_node.h"
+#include "sim/redis/sim_redis_connection.h"
+
+namespace lockstep {
+
+namespace {
+
+constexpr const char* kLockPrefix = "lock:";         // RedisAdapterOptions' default key_prefix
+constexpr int64_t kLeaseForever_us = INT64_MAX / 4;  // a lock key written without PX
+
+sim::Persistence persistence_from(const std::string& name) {
+  if (name == "always") return sim::Persistence::always;
+  if (name == "everysec") return sim::Persistence::everysec;
+  return sim::Persistence::none;
+}
+
+class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
+ public:
+  RedisSimBackend(BackendEnv& env, RedisAdapterFactory make_adapter)
+      : world_(*env.sim), recorder_(env.recorder), make_adapter_(std::move(make_adapter)) {
+    const Options& options = env.options;
+    LOCKSTEP_CHECK(env.sim != nullptr, "the simulated Redis needs the sim world");
+    command_timeout_us_ = options.get_int("command_timeout_ms") * sim::kUsPerMs;
+    primary_ = std::make_unique<sim::RedisNode>(
+        world_, sim::RedisNodeOptions{.name = "redis-0",
+                                      .persistence = persistence_from(options.get("persistence")),
+                                      .observer = this});
+    servers_.push_back(primary_->node());
+    current_ = primary_.get();
+    if (options.get_int("replicas") > 0) {
+      replica_ = std::make_unique<sim::RedisNode>(world_, sim::RedisNodeOptions{.name = "redis-1", .observer = this});
+      primary_->add_replica(*replica_, {.replication_delay_ms = options.get_int("replication_delay_ms")});
+      servers_.push_back(replica_->node());
+    }
+  }
+
+  LockAdapter& adapter_for(int client, int node) override {
+    connections_.push_back(std::make_unique<sim::SimRedisConnection>(
+        world_, node, *primary_, client, sim::SimRedisConnectionOptions{.command_timeout_us = command_timeout_us_}));
+    adapters_.push_back(make_adapter_(*connections_.back()));
+    return *adapters_.back();
+  }
+
+  int server_count() const override { return static_cast<int>(servers_.size()); }
+  bool records_leases() const override { return true; }
+
+  void failover() override {
+    if (!replica_) throw WorldUnsupported("failover needs a replica: --set replicas=1");
+    world_.crash(primary_->node());
+    replica_->promote();
+    current_ = replica_.get();
+    for (auto& connection : connections_) connection->set_target(*replica_);
+  }
+
+  void set_server_drift(int64_t drift_ppm) override {
+    for (sim::NodeId server : servers_) world_.set_drift(server, drift_ppm);
+  }
+
+  void partition(int client_node, bool two_way) override {
+    world_.network().partition(current_->node(), client_node);
+    if (two_way) world_.network().partition(client_node, current_->node());
+  }
+
+  void heal() override { world_.network().heal_all(); }
+
+  void set_fixed_latency(int64_t latency_us) override {
+    sim::NetworkOptions options = world_.network().options();
+    options.latency_us_min = latency_us;
+    options.latency_us_max = latency_us;
+    world_.network().set_options(options);
+  }
+
+  void on_keyspace_event(std::string_view node_name, const sim::KeyspaceEvent& e) override {
+    if (e.key.rfind(kLockPrefix, 0) != 0) return;  // fencing counters and other keys
+    HistoryEvent event{.client = e.client, .key = e.key.substr(std::string_view(kLockPrefix).size()),
+                       .server = std::string(node_name), .value = e.value};
+    switch (e.kind) {
+      case sim::KeyspaceEvent::Kind::set:
+        event.kind = EventKind::grant;
+        event.ttl_us = e.ttl_ms >= 0 ? e.ttl_ms * sim::kUsPerMs : kLeaseForever_us;
+        break;
+      case sim::KeyspaceEvent::Kind::pexpire:
+        event.kind = EventKind::extend;
+        event.ttl_us = e.ttl_ms * sim::kUsPerMs;
+        break;
+      case sim::KeyspaceEvent::Kind::del:
+        event.kind = EventKind::revoke;
+        event.detail = "del";
+        break;
+      case sim::KeyspaceEvent::Kind::expired:
+        return;  // the lease ran out by the server's clock: nothing was revoked
+    }
+    recorder_.record(std::move(event));
+  }
+
+ private:
+  sim::World& world_;
+  Recorder& recorder_;
+  RedisAdapterFactory make_adapter_;
+  int64_t command_timeout_us_ = 0;
+  std::unique_ptr<sim::RedisNode> primary_;
+  std::unique_ptr<sim::RedisNode> replica_;
+  sim::RedisNode* current_ = nullptr;  // the primary clients talk to
+  std::vector<sim::NodeId> servers_;
+  std::vector<std::unique_ptr<sim::SimRedisConnection>> connections_;
+  std::vector<std::unique_ptr<LockAdapter>> adapters_;
+};
+
+}  // namespace
+
+std::vector<OptionSpec> redis_backend_options() {
+  return {
+      {.name = "command_timeout_ms", .default_value = "100", .help = "client command timeout", .min = 1,
+       .max = 60'000},
+      {.name = "persistence", .default_value = "none", .help = "server persistence across a crash",
+       .choices = {"none", "everysec", "always"}},
+      {.name = "replicas", .default_value = "0", .help = "asynchronous replicas (failover)", .min = 0, .max = 1},
+      {.name = "replication_delay_ms", .default_value = "1000", .help = "replica lag", .min = 0, .max = 600'000},
+  };
+}
+
+RedisAdapterFactory production_redis_adapter() {
+  return [](RedisConnection& connection) -> std::unique_ptr<LockAdapter> {
+    return std::make_unique<RedisAdapter>(RedisAdapterOptions{.connection = &connection});
+  };
+}
+
+std::unique_ptr<Backend> make_redis_sim_backend(BackendEnv& env, RedisAdapterFactory make_adapter) {
+  return std::make_unique<RedisSimBackend>(env, std::move(make_adapter));
+}
+
+}  // namespace lockstep

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds lockstep_bench in Release (build-bench/) and runs it: a console summary on stdout, the full
+# results as JSON in reports/bench/bench.json. Not part of the test suite.
+#
+# Extra arguments go to the benchmark, e.g.
+#   scripts/bench.sh --benchmark_filter='Redis|redis' --benchmark_min_time=2
+# LOCKSTEP_BENCH_CPUS pins the run (and the redis-server it starts, a child) with taskset, e.g.
+# LOCKSTEP_BENCH_CPUS=0 puts client and server on one core: Redis figures differ by regime
+# (see ENVIRONMENT.md), so compare ratios from one run, not rows across runs.
+# No -Werror here: GCC 12 at -O3 reports false positives that RelWithDebInfo (build.sh) does not.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=build-bench
+out_dir=reports/bench
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build_dir" --target lockstep_bench -j"$(nproc)"
+mkdir -p "$out_dir"
+pin=()
+if [[ -n "${LOCKSTEP_BENCH_CPUS:-}" ]]; then pin=(taskset -c "$LOCKSTEP_BENCH_CPUS"); fi
+"${pin[@]}" "$build_dir/bench/lockstep_bench" --benchmark_format=console \
+  --benchmark_out="$out_dir/bench.json" --benchmark_out_format=json "$@"
+echo "results: $out_dir/bench.json"

@@ -1,0 +1,55 @@
+#pragma once
+// The RedisConnection seam in the simulator: a client fiber's connection to a simulated Redis node
+// over the World's network.
+//
+// command() sends argv to the target node (one network message, labelled e.g. "SET resource");
+// the node executes it when the message is delivered (later while the node is paused; never if it
+// crashed) and sends the reply back the same way; the reply is buffered on arrival even while the
+// client is paused (Delivery::buffer, as a kernel would). The calling fiber parks until it arrives
+// or until command_timeout_us of the client's own clock (drift applies, as to a socket timeout)
+// has passed: then IoStatus::timeout, and a reply that comes later is discarded (traced). A
+// server that is down, paused, partitioned away or losing messages therefore shows up as a
+// timeout, as with TCP to a dead host; there is no connection_error in the simulator.
+// A duplicated request (Network duplicate faults) is executed once, as TCP would deliver it once.
+//
+// One trace line per command, per reply and per timeout. Invariants: command() is called only
+// from a fiber of client_node, one command at a time; a reply is returned to the command that
+// sent it and to no other.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "adapters/core/redis_connection.h"
+#include "sim/redis/redis_node.h"
+#include "sim/world.h"
+
+namespace lockstep::sim {
+
+struct SimRedisConnectionOptions {
+  int64_t command_timeout_us = 1'000'000;  // on the client's clock
+};
+
+class SimRedisConnection final : public RedisConnection {
+ public:
+  SimRedisConnection(World& world, NodeId client_node, RedisNode& target, int client,
+                     SimRedisConnectionOptions options = {});
+
+  RedisResult command(const std::vector<std::string>& argv) override;
+  std::string endpoint() const override;  // "sim:<node name>"
+  // Later commands go to `target` (clients reconnect after a failover); one in flight is unaffected.
+  void set_target(RedisNode& target) { target_ = &target; }
+  RedisNode& target() const { return *target_; }
+
+ private:
+  World& world_;
+  NodeId client_node_;
+  RedisNode* target_;
+  int client_;
+  SimRedisConnectionOptions options_;
+  uint64_t next_request_ = 0;
+};
+
+// A compact, bounded rendering of argv for traces: "EVALSHA 1a2b3c4d.. 1 lock:a tok".
+std::string summarize_command(const std::vector<std::string>& argv);
+
+}  // namespace lockstep::sim
