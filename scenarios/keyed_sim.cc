@@ -67,9 +67,9 @@ std::optional<keyed::RwHandle> SimKeyedRw::try_acquire(std::string_view key, RwM
   return keyed::RwHandle(this, std::string(key), *id, mode);
 }
 
-void SimKeyedRw::release(const std::string& key, RequestId id, RwMode mode) noexcept {
+void SimKeyedRw::release(const keyed::KeyRef& key, RequestId id, RwMode mode) noexcept {
   core_->release(key, id, mode, granted_);
-  note(key);
+  note(key.key);
   wake_granted();
 }
 

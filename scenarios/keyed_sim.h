@@ -37,7 +37,7 @@ class SimKeyedRw final : public keyed::KeyedRwLock {
   const keyed::RwCore& core() const { return *core_; }
 
  protected:
-  void release(const std::string& key, keyed::RequestId id, keyed::RwMode mode) noexcept override;
+  void release(const keyed::KeyRef& key, keyed::RequestId id, keyed::RwMode mode) noexcept override;
 
  private:
   struct Parked {

@@ -6,12 +6,12 @@
 
 namespace lockstep::keyed {
 
-FifoAdmission FifoCore::request(std::string_view key) {
-  if (key.size() > limits_.max_key_length) return {.admit = FifoAdmit::invalid_key};
+FifoAdmission FifoCore::request(const KeyRef& key) {
+  if (key.key.size() > limits_.max_key_length) return {.admit = FifoAdmit::invalid_key};
   auto it = keys_.find(key);
   if (it == keys_.end()) {
     const RequestId id = next_id_++;
-    keys_.emplace(std::string(key), KeyState{.holder = id});
+    pool_.insert(keys_, key)->second.holder = id;
     return {.admit = FifoAdmit::granted, .id = id};
   }
   KeyState& state = it->second;
@@ -22,19 +22,19 @@ FifoAdmission FifoCore::request(std::string_view key) {
   return {.admit = FifoAdmit::queued, .id = id};
 }
 
-std::optional<RequestId> FifoCore::try_acquire(std::string_view key) {
-  if (key.size() > limits_.max_key_length || keys_.find(key) != keys_.end()) return std::nullopt;
+std::optional<RequestId> FifoCore::try_acquire(const KeyRef& key) {
+  if (key.key.size() > limits_.max_key_length || keys_.find(key) != keys_.end()) return std::nullopt;
   const RequestId id = next_id_++;
-  keys_.emplace(std::string(key), KeyState{.holder = id});
+  pool_.insert(keys_, key)->second.holder = id;
   return id;
 }
 
-RequestId FifoCore::release(std::string_view key, RequestId holder) {
+RequestId FifoCore::release(const KeyRef& key, RequestId holder) {
   auto it = keys_.find(key);
   LOCKSTEP_CHECK(it != keys_.end() && it->second.holder == holder, "only the holder releases a key");
   KeyState& state = it->second;
   if (state.queue.empty()) {
-    keys_.erase(it);
+    pool_.free(keys_, it);
     return kNoRequest;
   }
   state.holder = state.queue.front();
@@ -42,7 +42,7 @@ RequestId FifoCore::release(std::string_view key, RequestId holder) {
   return state.holder;
 }
 
-bool FifoCore::cancel(std::string_view key, RequestId id) {
+bool FifoCore::cancel(const KeyRef& key, RequestId id) {
   auto it = keys_.find(key);
   if (it == keys_.end()) return false;
   return it->second.queue.erase_first([id](RequestId w) { return w == id; });

@@ -54,13 +54,13 @@ class FifoCore {
  public:
   explicit FifoCore(FifoLimits limits = {}) : limits_(limits) {}
 
-  FifoAdmission request(std::string_view key);
+  FifoAdmission request(const KeyRef& key);
   // Granted only if the key is idle; never queues (no barging either way).
-  std::optional<RequestId> try_acquire(std::string_view key);
+  std::optional<RequestId> try_acquire(const KeyRef& key);
   // Ends the hold of `holder`; returns the waiter that now holds, or kNoRequest.
-  RequestId release(std::string_view key, RequestId holder);
+  RequestId release(const KeyRef& key, RequestId holder);
   // Withdraws waiter id; false if it is not waiting (already granted, or rejected by clear()).
-  bool cancel(std::string_view key, RequestId id);
+  bool cancel(const KeyRef& key, RequestId id);
   // Rejects every waiter (in request order); holders keep their keys.
   std::vector<FifoRejection> clear();
 
@@ -79,6 +79,7 @@ class FifoCore {
 
   FifoLimits limits_;
   KeyTable<KeyState> keys_;
+  NodePool<KeyState> pool_;
   RequestId next_id_ = 1;
 };
 

@@ -9,6 +9,7 @@ RwHandle& RwHandle::operator=(RwHandle&& other) noexcept {
     unlock();
     owner_ = std::exchange(other.owner_, nullptr);
     key_ = std::move(other.key_);
+    key_hash_ = other.key_hash_;
     id_ = other.id_;
     mode_ = other.mode_;
   }
@@ -18,13 +19,13 @@ RwHandle& RwHandle::operator=(RwHandle&& other) noexcept {
 void RwHandle::unlock() noexcept {
   if (owner_ == nullptr) return;
   KeyedRwLock* owner = std::exchange(owner_, nullptr);
-  owner->release(key_, id_, mode_);
+  owner->release(KeyRef(key_, key_hash_), id_, mode_);
 }
 
-KeyedRwMutex::Shard& KeyedRwMutex::shard_for(std::string_view key) {
-  // The table hashes the key again with the same function; the shard takes the high bits so the
-  // two uses do not pick the same buckets together.
-  return shards_[(KeyHash{}(key) >> 28) % kShards];
+KeyedRwMutex::Shard& KeyedRwMutex::shard_for(const KeyRef& key) {
+  // The table uses the same hash; the shard takes high bits so the two uses do not pick the same
+  // buckets together.
+  return shards_[(key.hash >> 28) % kShards];
 }
 
 void KeyedRwMutex::wake_granted(Shard& shard) {
@@ -40,8 +41,9 @@ void KeyedRwMutex::wake_granted(Shard& shard) {
   shard.granted.clear();
 }
 
-RwHandle KeyedRwMutex::acquire(std::string_view key, RwMode mode) {
-  std::string owned_key(key);  // allocated before the grant: nothing can throw after it
+RwHandle KeyedRwMutex::acquire(std::string_view key_text, RwMode mode) {
+  std::string owned_key(key_text);  // allocated before the grant: nothing can throw after it
+  const KeyRef key(key_text);
   Shard& shard = shard_for(key);
   std::unique_lock lock(shard.mutex);
   const RwAdmission admission = shard.core.request(key, mode);
@@ -59,8 +61,9 @@ RwHandle KeyedRwMutex::acquire(std::string_view key, RwMode mode) {
   return RwHandle(this, std::move(owned_key), admission.id, mode);
 }
 
-std::optional<RwHandle> KeyedRwMutex::try_acquire(std::string_view key, RwMode mode) {
-  std::string owned_key(key);
+std::optional<RwHandle> KeyedRwMutex::try_acquire(std::string_view key_text, RwMode mode) {
+  std::string owned_key(key_text);
+  const KeyRef key(key_text);
   Shard& shard = shard_for(key);
   std::lock_guard lock(shard.mutex);
   const std::optional<RequestId> id = shard.core.try_acquire(key, mode);
@@ -68,7 +71,7 @@ std::optional<RwHandle> KeyedRwMutex::try_acquire(std::string_view key, RwMode m
   return RwHandle(this, std::move(owned_key), *id, mode);
 }
 
-void KeyedRwMutex::release(const std::string& key, RequestId id, RwMode mode) noexcept {
+void KeyedRwMutex::release(const KeyRef& key, RequestId id, RwMode mode) noexcept {
   Shard& shard = shard_for(key);
   std::lock_guard lock(shard.mutex);
   shard.core.release(key, id, mode, shard.granted);

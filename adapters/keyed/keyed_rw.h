@@ -38,9 +38,13 @@ class RwHandle {
  public:
   RwHandle() = default;
   RwHandle(KeyedRwLock* owner, std::string key, RequestId id, RwMode mode)
-      : owner_(owner), key_(std::move(key)), id_(id), mode_(mode) {}
+      : owner_(owner), key_(std::move(key)), key_hash_(KeyRef(key_).hash), id_(id), mode_(mode) {}
   RwHandle(RwHandle&& other) noexcept
-      : owner_(std::exchange(other.owner_, nullptr)), key_(std::move(other.key_)), id_(other.id_), mode_(other.mode_) {}
+      : owner_(std::exchange(other.owner_, nullptr)),
+        key_(std::move(other.key_)),
+        key_hash_(other.key_hash_),
+        id_(other.id_),
+        mode_(other.mode_) {}
   RwHandle& operator=(RwHandle&& other) noexcept;
   RwHandle(const RwHandle&) = delete;
   RwHandle& operator=(const RwHandle&) = delete;
@@ -56,6 +60,7 @@ class RwHandle {
  private:
   KeyedRwLock* owner_ = nullptr;
   std::string key_;
+  size_t key_hash_ = 0;  // KeyRef(key_).hash, so unlocking does not hash the key again
   RequestId id_ = kNoRequest;
   RwMode mode_ = RwMode::shared;
 };
@@ -92,7 +97,7 @@ class KeyedRwLock {
  protected:
   friend class RwHandle;
   // Ends the hold of request id (called once per grant, by its handle).
-  virtual void release(const std::string& key, RequestId id, RwMode mode) noexcept = 0;
+  virtual void release(const KeyRef& key, RequestId id, RwMode mode) noexcept = 0;
 };
 
 // The thread driver: the key space is split over kShards shards by key hash, each a core under
@@ -112,7 +117,7 @@ class KeyedRwMutex final : public KeyedRwLock {
   size_t key_count() const override;
 
  protected:
-  void release(const std::string& key, RequestId id, RwMode mode) noexcept override;
+  void release(const KeyRef& key, RequestId id, RwMode mode) noexcept override;
 
  private:
   struct ThreadWaiter {
@@ -125,7 +130,7 @@ class KeyedRwMutex final : public KeyedRwLock {
     std::unordered_map<RequestId, ThreadWaiter*> waiters;  // looked up only, never walked
     std::vector<RequestId> granted;                        // scratch, reused
   };
-  Shard& shard_for(std::string_view key);
+  Shard& shard_for(const KeyRef& key);
   static void wake_granted(Shard& shard);
 
   std::array<Shard, kShards> shards_;

@@ -44,18 +44,18 @@ void RwCore::serve_queue(KeyState& state, std::vector<RequestId>& granted) {
 
 void RwCore::free_if_idle(KeyTable<KeyState>::iterator it) {
   const KeyState& state = it->second;
-  if (state.shared_holders == 0 && state.exclusive_holder == kNoRequest && state.queue.empty()) keys_.erase(it);
+  if (state.shared_holders == 0 && state.exclusive_holder == kNoRequest && state.queue.empty()) pool_.free(keys_, it);
 }
 
-KeyTable<RwCore::KeyState>::iterator RwCore::find_or_throw(std::string_view key) {
+KeyTable<RwCore::KeyState>::iterator RwCore::find_or_throw(const KeyRef& key) {
   auto it = keys_.find(key);
   LOCKSTEP_CHECK(it != keys_.end(), "the key has a holder or a waiter, so it has state");
   return it;
 }
 
-RwAdmission RwCore::request(std::string_view key, RwMode mode) {
+RwAdmission RwCore::request(const KeyRef& key, RwMode mode) {
   auto it = keys_.find(key);
-  if (it == keys_.end()) it = keys_.emplace(std::string(key), KeyState{}).first;
+  if (it == keys_.end()) it = pool_.insert(keys_, key);
   KeyState& state = it->second;
   const RequestId id = next_id_++;
   if (grantable_now(state, mode)) {
@@ -66,16 +66,16 @@ RwAdmission RwCore::request(std::string_view key, RwMode mode) {
   return {.id = id, .granted = false};
 }
 
-std::optional<RequestId> RwCore::try_acquire(std::string_view key, RwMode mode) {
+std::optional<RequestId> RwCore::try_acquire(const KeyRef& key, RwMode mode) {
   auto it = keys_.find(key);
   if (it != keys_.end() && !grantable_now(it->second, mode)) return std::nullopt;
-  if (it == keys_.end()) it = keys_.emplace(std::string(key), KeyState{}).first;
+  if (it == keys_.end()) it = pool_.insert(keys_, key);
   const RequestId id = next_id_++;
   grant(it->second, id, mode);
   return id;
 }
 
-void RwCore::release(std::string_view key, RequestId id, RwMode mode, std::vector<RequestId>& granted) {
+void RwCore::release(const KeyRef& key, RequestId id, RwMode mode, std::vector<RequestId>& granted) {
   auto it = find_or_throw(key);
   KeyState& state = it->second;
   if (mode == RwMode::shared) {
@@ -89,7 +89,7 @@ void RwCore::release(std::string_view key, RequestId id, RwMode mode, std::vecto
   free_if_idle(it);
 }
 
-bool RwCore::cancel(std::string_view key, RequestId id, std::vector<RequestId>& granted) {
+bool RwCore::cancel(const KeyRef& key, RequestId id, std::vector<RequestId>& granted) {
   auto it = keys_.find(key);
   if (it == keys_.end()) return false;
   KeyState& state = it->second;

@@ -55,13 +55,13 @@ class RwCore {
   RwCore(const RwCore&) = delete;
   RwCore& operator=(const RwCore&) = delete;
 
-  RwAdmission request(std::string_view key, RwMode mode);
-  std::optional<RequestId> try_acquire(std::string_view key, RwMode mode);
+  RwAdmission request(const KeyRef& key, RwMode mode);
+  std::optional<RequestId> try_acquire(const KeyRef& key, RwMode mode);
   // Ends the hold of request id; appends to `granted` the waiters that now hold, in grant order.
-  void release(std::string_view key, RequestId id, RwMode mode, std::vector<RequestId>& granted);
+  void release(const KeyRef& key, RequestId id, RwMode mode, std::vector<RequestId>& granted);
   // Withdraws waiting request id, appending new grants. False if id is not waiting on key (it was
   // granted already: the caller holds and must release instead).
-  bool cancel(std::string_view key, RequestId id, std::vector<RequestId>& granted);
+  bool cancel(const KeyRef& key, RequestId id, std::vector<RequestId>& granted);
 
   // Keys with any holder or waiter (the per-key state that exists).
   size_t key_count() const { return keys_.size(); }
@@ -96,9 +96,10 @@ class RwCore {
   static void grant(KeyState& state, RequestId id, RwMode mode);
   static void serve_queue(KeyState& state, std::vector<RequestId>& granted);
   void free_if_idle(KeyTable<KeyState>::iterator it);
-  KeyTable<KeyState>::iterator find_or_throw(std::string_view key);
+  KeyTable<KeyState>::iterator find_or_throw(const KeyRef& key);
 
   KeyTable<KeyState> keys_;
+  NodePool<KeyState> pool_;
   RequestId next_id_ = 1;
 };
 
