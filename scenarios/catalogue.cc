@@ -12,16 +12,6 @@ namespace {
 
 constexpr int64_t kStartJitterUs = 200;  // seeded start jitter: keeps scripted timelines, varies traces
 
-OptionSpec int_option(std::string name, int64_t default_value, std::string help, int64_t min = 0,
-                      int64_t max = 86'400'000) {
-  return {.name = std::move(name), .default_value = std::to_string(default_value), .help = std::move(help),
-          .min = min, .max = max};
-}
-
-RetrySettings retry_from(const ScenarioEnv& env) {
-  return {.retry_delay_ms = env.option("retry_delay_ms"), .retry_times = static_cast<int>(env.option("retry_times"))};
-}
-
 // Known-bad adapters whose release deletes whatever lock is there.
 bool releases_without_owner_check(const std::string& adapter) {
   // bad-get-del-release compares before it deletes: only a pause between its two calls exposes it.
@@ -41,12 +31,7 @@ Scenario sequential() {
           [](ScenarioEnv& env) {
             const int64_t ttl_ms = env.option("ttl_ms");
             const int64_t hold_ms = env.option("hold_ms");
-            auto program = [&env, ttl_ms, hold_ms](Client& c) {
-              std::optional<Lock> lock = c.acquire("resource", ttl_ms, retry_from(env));
-              if (!lock) return;
-              c.increment(*lock, hold_ms);
-              c.release(*lock);
-            };
+            auto program = [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); };
             env.start(env.add_client("a"), 0, program, kStartJitterUs);
             env.start(env.add_client("b"), 2 * hold_ms + 10, program, kStartJitterUs);
             env.meta().liveness_bound_us = (hold_ms + 2 * env.option("retry_delay_ms")) * 1000;
@@ -123,12 +108,9 @@ Scenario crash_holder() {
                 c.crash();
               }, kStartJitterUs);
             }
-            env.start(env.add_client("b"), 2 * hold_ms, [&env, ttl_ms, hold_ms](Client& c) {
-              std::optional<Lock> lock = c.acquire("resource", ttl_ms, retry_from(env));
-              if (!lock) return;
-              c.increment(*lock, hold_ms);
-              c.release(*lock);
-            }, kStartJitterUs);
+            env.start(env.add_client("b"), 2 * hold_ms,
+                      [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
+                      kStartJitterUs);
             env.meta().liveness_bound_us = (ttl_ms + 2 * env.option("retry_delay_ms")) * 1000;
           },
   };
@@ -261,12 +243,9 @@ Scenario gc_pause() {
               if (value) c.write(*lock, *value + 1);
               c.release(*lock);
             }, kStartJitterUs);
-            env.start(env.add_client("b"), ttl_ms + 500, [&env, ttl_ms, hold_ms](Client& c) {
-              std::optional<Lock> lock = c.acquire("resource", ttl_ms, retry_from(env));
-              if (!lock) return;
-              c.increment(*lock, hold_ms);
-              c.release(*lock);
-            }, kStartJitterUs);
+            env.start(env.add_client("b"), ttl_ms + 500,
+                      [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
+                      kStartJitterUs);
           },
   };
 }
@@ -279,6 +258,22 @@ std::vector<Scenario> build_catalogue() {
 }
 
 }  // namespace
+
+OptionSpec int_option(std::string name, int64_t default_value, std::string help, int64_t min, int64_t max) {
+  return {.name = std::move(name), .default_value = std::to_string(default_value), .help = std::move(help),
+          .min = min, .max = max};
+}
+
+RetrySettings retry_from(const ScenarioEnv& env) {
+  return {.retry_delay_ms = env.option("retry_delay_ms"), .retry_times = static_cast<int>(env.option("retry_times"))};
+}
+
+void take_work_release(Client& c, const ScenarioEnv& env, int64_t ttl_ms, int64_t hold_ms) {
+  std::optional<Lock> lock = c.acquire("resource", ttl_ms, retry_from(env));
+  if (!lock) return;
+  c.increment(*lock, hold_ms);
+  c.release(*lock);
+}
 
 std::vector<std::string> redis_family() {
   return {"redis", "bad-del-release", "bad-get-del-release", "bad-pexpire-extend", "bad-setnx-expire"};

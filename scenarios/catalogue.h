@@ -8,6 +8,15 @@
 
 namespace lockstep {
 
+// An integer option in [min, max] with its default and a one-line help.
+OptionSpec int_option(std::string name, int64_t default_value, std::string help, int64_t min = 0,
+                      int64_t max = 86'400'000);
+// The retry settings of the scenario's retry_delay_ms and retry_times options.
+RetrySettings retry_from(const ScenarioEnv& env);
+// The plain client step: acquire "resource" (retrying as the options say), increment the guarded
+// counter over hold_ms of work, release.
+void take_work_release(Client& c, const ScenarioEnv& env, int64_t ttl_ms, int64_t hold_ms);
+
 // Adapters that talk to one Redis server: the production one and the known-bad variants whose
 // outcome in a scripted timeline does not depend on the seed.
 std::vector<std::string> redis_family();

@@ -6,28 +6,6 @@
 
 namespace lockstep {
 
-namespace {
-
-OptionSpec int_option(std::string name, int64_t default_value, std::string help, int64_t min = 0,
-                      int64_t max = 86'400'000) {
-  return {.name = std::move(name), .default_value = std::to_string(default_value), .help = std::move(help),
-          .min = min, .max = max};
-}
-
-RetrySettings retry_from(const ScenarioEnv& env) {
-  return {.retry_delay_ms = env.option("retry_delay_ms"), .retry_times = static_cast<int>(env.option("retry_times"))};
-}
-
-// Takes the lock, works hold_ms on the guarded counter, releases.
-void take_work_release(Client& c, const ScenarioEnv& env, int64_t ttl_ms, int64_t hold_ms) {
-  std::optional<Lock> lock = c.acquire("resource", ttl_ms, retry_from(env));
-  if (!lock) return;
-  c.increment(*lock, hold_ms);
-  c.release(*lock);
-}
-
-}  // namespace
-
 Scenario slow_acquire_scenario() {
   return {
       .name = "slow-acquire",
