@@ -68,7 +68,11 @@ nlohmann::json list_json() {
   for (const Scenario& s : scenarios()) {
     nlohmann::json options = nlohmann::json::object();
     for (const OptionSpec& spec : s.options) options[spec.name] = spec.default_value;
-    out["scenarios"].push_back({{"name", s.name}, {"description", s.description}, {"options", options}});
+    out["scenarios"].push_back({{"name", s.name},
+                                {"description", s.description},
+                                {"options", options},
+                                {"worlds", s.worlds},
+                                {"adapters", s.adapters}});
   }
   return out;
 }
@@ -81,10 +85,14 @@ int cmd_list(bool json) {
   fmt::print("adapters:\n");
   for (const AdapterEntry& a : adapters()) {
     fmt::print("  {:<28} [{}] {}\n", a.name, fmt::join(a.worlds, ","), a.description);
+    if (a.known_bad) continue;  // its options are its production sibling's
+    for (const OptionSpec& spec : a.options) {
+      fmt::print("  {:<28}   --set {}={}  ({})\n", "", spec.name, spec.default_value, spec.help);
+    }
   }
   fmt::print("scenarios:\n");
   for (const Scenario& s : scenarios()) {
-    fmt::print("  {:<22} {}\n", s.name, s.description);
+    fmt::print("  {:<22} [{}] {}\n", s.name, fmt::join(s.worlds, ","), s.description);
     for (const OptionSpec& spec : s.options) {
       fmt::print("  {:<22}   --set {}={}  ({})\n", "", spec.name, spec.default_value, spec.help);
     }
