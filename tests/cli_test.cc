@@ -21,11 +21,13 @@ struct CommandResult {
   std::string err;
 };
 
-CommandResult lockstep(const std::string& args) {
+// Runs the binary with args (and optional environment assignments before it, e.g. "PATH=/x").
+CommandResult lockstep(const std::string& args, const std::string& environment = "") {
   static int counter = 0;
   const auto err_path = std::filesystem::temp_directory_path() /
                         ("lockstep-cli-test-" + std::to_string(::getpid()) + "-" + std::to_string(++counter));
-  const std::string command = std::string(LOCKSTEP_BINARY) + " " + args + " 2>" + err_path.string();
+  const std::string command =
+      (environment.empty() ? "" : "env " + environment + " ") + LOCKSTEP_BINARY + " " + args + " 2>" + err_path.string();
   CommandResult result;
   FILE* pipe = ::popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
@@ -152,4 +154,11 @@ TEST_CASE("matrix --json exits 0 when every cell matches", "[cli][matrix]") {
   CHECK(j.at("verdict") == "ok");
   CHECK(j.at("cells").size() >= 12);
   for (const auto& cell : j.at("cells")) CHECK(cell.at("matches") == true);
+}
+
+TEST_CASE("a missing server binary exits 3 and says how to get it", "[cli]") {
+  const CommandResult r = lockstep("run sequential --adapter redis --world real", "PATH=/nonexistent");
+  CHECK(r.exit_code == 3);
+  CHECK(count_lines(r.err) == 1);
+  CHECK(r.err.find("apt-get install redis-server") != std::string::npos);
 }
