@@ -2,9 +2,11 @@
 
 #include "property_tests/bad_rw_reader_preference.h"
 #include "property_tests/known_bad_redis.h"
+#include "property_tests/known_bad_redlock.h"
 #include "scenarios/backend.h"
 #include "scenarios/keyed_backend.h"
 #include "scenarios/redis_backend.h"
+#include "scenarios/redlock_backend.h"
 
 namespace lockstep {
 
@@ -44,11 +46,38 @@ void register_known_bad_redis() {
   }
 }
 
+constexpr KnownBadRedis kKnownBadRedlock[] = {
+    {"bad-redlock-half-quorum", "mutual_exclusion", "known-bad: Redlock that counts N/2 grants as a majority"},
+    {"bad-redlock-no-elapsed", "mutual_exclusion", "known-bad: Redlock whose validity ignores the time spent acquiring"},
+    {"bad-redlock-no-cleanup", "liveness", "known-bad: Redlock that leaves partial locks after a failed attempt"},
+};
+
+void register_known_bad_redlock() {
+  for (const KnownBadRedis& bad : kKnownBadRedlock) {
+    const std::string name = bad.name;
+    register_adapter({
+        .name = name,
+        .description = bad.description,
+        .worlds = {"sim"},
+        .known_bad = true,
+        .breaks = bad.breaks,
+        .options = redlock_backend_options(),
+        .make_sim =
+            [name](BackendEnv& env) {
+              return make_redlock_sim_backend(env, [name](RedlockAdapterParts& parts) {
+                return make_known_bad_redlock_adapter(name, parts);
+              });
+            },
+    });
+  }
+}
+
 }  // namespace
 
 void register_known_bad_adapters() {
   if (find_adapter("bad-memory-no-owner-check") != nullptr) return;
   register_known_bad_redis();
+  register_known_bad_redlock();
   register_adapter({
       .name = "bad-memory-no-owner-check",
       .description = "known-bad: the in-memory lock whose release deletes whatever lock holds the key",

@@ -8,6 +8,7 @@
 #include "adapters/memory/memory_adapter.h"
 #include "scenarios/keyed_backend.h"
 #include "scenarios/redis_backend.h"
+#include "scenarios/redlock_backend.h"
 #include "sim/world.h"
 
 namespace lockstep {
@@ -17,6 +18,13 @@ void Backend::set_server_drift(int64_t) { throw WorldUnsupported("this adapter's
 void Backend::partition(int, bool) { throw WorldUnsupported("this adapter has no network to partition"); }
 void Backend::heal() { throw WorldUnsupported("this adapter has no network to heal"); }
 void Backend::set_fixed_latency(int64_t) { throw WorldUnsupported("this world's latency cannot be fixed"); }
+void Backend::crash_server(int) { throw WorldUnsupported("this adapter's servers cannot be crashed one by one here"); }
+void Backend::restart_server(int) { throw WorldUnsupported("this adapter's servers cannot be restarted one by one here"); }
+void Backend::pause_server(int, int64_t) { throw WorldUnsupported("this adapter's servers cannot be paused here"); }
+void Backend::jump_server_clock(int, int64_t) { throw WorldUnsupported("this adapter's server clocks cannot jump here"); }
+void Backend::partition_server(int, int, bool) {
+  throw WorldUnsupported("this adapter has no per-server network to partition");
+}
 
 namespace {
 
@@ -65,6 +73,14 @@ std::vector<AdapterEntry>& registry() {
        .options = redis_backend_options(),
        .make_sim = [](BackendEnv& env) { return make_redis_sim_backend(env, production_redis_adapter()); },
        .make_real = [](BackendEnv& env) { return make_redis_real_backend(env, production_redis_adapter()); }},
+      {.name = "redlock",
+       .description = "Redlock over N independent Redis nodes (nodes: 3, 5, 7): SET NX PX on all in parallel, a "
+                      "majority and positive validity after elapsed time and drift, release everywhere on failure; "
+                      "no fencing token",
+       .worlds = {"sim", "real"},
+       .options = redlock_backend_options(),
+       .make_sim = [](BackendEnv& env) { return make_redlock_sim_backend(env, production_redlock_adapter()); },
+       .make_real = [](BackendEnv& env) { return make_redlock_real_backend(env, production_redlock_adapter()); }},
       {.name = "keyed-rw",
        .description = "in-process keyed shared/exclusive mutex: writer preference, exclusives in request order, "
                       "per-key state freed when idle",

@@ -41,6 +41,14 @@ class Backend {
   virtual void partition(int client_node, bool two_way);  // one-way: replies to the client lost
   virtual void heal();                                  // every partition
   virtual void set_fixed_latency(int64_t latency_us);   // makes "on the wire" a known instant
+
+  // Faults aimed at one server, by index in [0, server_count()) (Redlock's nodes; a single Redis
+  // is server 0). Same rule: WorldUnsupported where this backend cannot produce them.
+  virtual void crash_server(int server);                           // dies at once (persistence applies)
+  virtual void restart_server(int server);                         // back on its own, empty or not
+  virtual void pause_server(int server, int64_t duration_us);      // stop-the-world of the server
+  virtual void jump_server_clock(int server, int64_t delta_us);    // its wall clock jumps, from now
+  virtual void partition_server(int client_node, int server, bool two_way);  // one client from one server
 };
 
 struct BackendEnv {

@@ -254,7 +254,8 @@ std::vector<Scenario> build_catalogue() {
   return {sequential(),          concurrent_race(),         crash_holder(),       stolen_lock(),
           extend_after_expiry(), gc_pause(),                slow_acquire_scenario(), clock_drift_scenario(),
           failover_scenario(),   partition_scenario(),      pause_in_release_scenario(), retry_storm_scenario(),
-          writer_starvation_scenario(), fifo_queue_scenario()};
+          writer_starvation_scenario(), fifo_queue_scenario(), clock_jump_scenario(), crash_restart_scenario(),
+          split_vote_scenario()};
 }
 
 }  // namespace
@@ -279,6 +280,10 @@ std::vector<std::string> redis_family() {
   return {"redis", "bad-del-release", "bad-get-del-release", "bad-pexpire-extend", "bad-setnx-expire"};
 }
 
+std::vector<std::string> redlock_family() {
+  return {"redlock", "bad-redlock-half-quorum", "bad-redlock-no-elapsed", "bad-redlock-no-cleanup"};
+}
+
 std::vector<std::string> storm_family() {
   std::vector<std::string> family = lease_family();
   family.push_back("bad-random-token");
@@ -288,6 +293,7 @@ std::vector<std::string> storm_family() {
 std::vector<std::string> lease_family() {
   std::vector<std::string> family = {"memory", "bad-memory-no-owner-check"};
   for (std::string& name : redis_family()) family.push_back(std::move(name));
+  family.push_back("redlock");
   return family;
 }
 

@@ -22,6 +22,8 @@ void take_work_release(Client& c, const ScenarioEnv& env, int64_t ttl_ms, int64_
 std::vector<std::string> redis_family();
 // Every TTL-lease adapter (memory and the Redis family).
 std::vector<std::string> lease_family();
+// Redlock and its known-bad variants (their scenarios need N nodes).
+std::vector<std::string> redlock_family();
 // The lease family plus bad-random-token, which needs many grants to show (retry-storm).
 std::vector<std::string> storm_family();
 
@@ -30,6 +32,10 @@ Scenario slow_acquire_scenario();
 Scenario clock_drift_scenario();
 Scenario failover_scenario();
 Scenario partition_scenario();
+// Redlock's node faults: scenarios/redlock_scenarios.cc.
+Scenario clock_jump_scenario();
+Scenario crash_restart_scenario();
+Scenario split_vote_scenario();
 // Client faults and contention: their own files.
 Scenario pause_in_release_scenario();
 Scenario retry_storm_scenario();

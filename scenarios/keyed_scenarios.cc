@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "scenarios/catalogue.h"
 #include "scenarios/keyed_backend.h"
 
 namespace lockstep {
@@ -9,12 +10,6 @@ namespace lockstep {
 namespace {
 
 constexpr int64_t kStartJitterUs = 200;  // seeded start jitter, far below every gap of the timelines
-
-OptionSpec int_option(std::string name, int64_t default_value, std::string help, int64_t min = 0,
-                      int64_t max = 86'400'000) {
-  return {.name = std::move(name), .default_value = std::to_string(default_value), .help = std::move(help),
-          .min = min, .max = max};
-}
 
 bool prefers_readers(const std::string& adapter) { return adapter == "bad-rw-reader-preference"; }
 

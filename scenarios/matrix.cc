@@ -34,6 +34,7 @@ MatrixCell run_cell(const MatrixConfig& config, const Scenario& scenario, const 
     const Expectation observed = report.violated();
     cell.observed.insert(observed.begin(), observed.end());
     ++cell.seeds_run;
+    cell.wall_time_us += report.stats.wall_time_us;
     if (!report.matches_expectation() && cell.matches) {
       cell.matches = false;
       cell.first_mismatch = report.replay_command();

@@ -29,6 +29,7 @@ struct MatrixCell {
   bool matches = true;          // every seed matched
   int seeds_run = 0;
   std::string first_mismatch;   // replay command of the first seed that differed
+  int64_t wall_time_us = 0;     // summed over seeds (for JUnit; never part of a verdict)
 };
 
 struct MatrixResult {

@@ -4,6 +4,7 @@
 
 #include "adapters/core/check.h"
 #include "adapters/redis/redis_adapter.h"
+#include "scenarios/lease_events.h"
 #include "sim/world.h"
 #include "sim/redis/redis_node.h"
 #include "sim/redis/sim_redis_connection.h"
@@ -13,7 +14,6 @@ namespace lockstep {
 namespace {
 
 constexpr const char* kLockPrefix = "lock:";         // RedisAdapterOptions' default key_prefix
-constexpr int64_t kLeaseForever_us = INT64_MAX / 4;  // a lock key written without PX
 
 sim::Persistence persistence_from(const std::string& name) {
   if (name == "always") return sim::Persistence::always;
@@ -78,26 +78,9 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
   }
 
   void on_keyspace_event(std::string_view node_name, const sim::KeyspaceEvent& e) override {
-    if (e.key.rfind(kLockPrefix, 0) != 0) return;  // fencing counters and other keys
-    HistoryEvent event{.client = e.client, .key = e.key.substr(std::string_view(kLockPrefix).size()),
-                       .server = std::string(node_name), .value = e.value};
-    switch (e.kind) {
-      case sim::KeyspaceEvent::Kind::set:
-        event.kind = EventKind::grant;
-        event.ttl_us = e.ttl_ms >= 0 ? e.ttl_ms * sim::kUsPerMs : kLeaseForever_us;
-        break;
-      case sim::KeyspaceEvent::Kind::pexpire:
-        event.kind = EventKind::extend;
-        event.ttl_us = e.ttl_ms * sim::kUsPerMs;
-        break;
-      case sim::KeyspaceEvent::Kind::del:
-        event.kind = EventKind::revoke;
-        event.detail = "del";
-        break;
-      case sim::KeyspaceEvent::Kind::expired:
-        return;  // the lease ran out by the server's clock: nothing was revoked
+    if (std::optional<HistoryEvent> event = lease_event_from(node_name, e, kLockPrefix)) {
+      recorder_.record(std::move(*event));
     }
-    recorder_.record(std::move(event));
   }
 
  private:

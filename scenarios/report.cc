@@ -5,6 +5,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "scenarios/swarm.h"
+
+#include "scenarios/report_html.h"
+
 namespace lockstep {
 
 namespace {
@@ -80,21 +84,39 @@ std::string to_text(const RunReport& r) {
   out += fmt::format("  trace_hash {}; {} events, {} ops, {} acquisitions; {} simulated in {} wall\n", r.trace_hash,
                      r.stats.events, r.stats.ops, r.stats.acquisitions, ms(r.stats.sim_time_us),
                      ms(r.stats.wall_time_us));
-  if (!r.violations.empty()) out += fmt::format("  replay: {}\n", r.replay_command());
+  if (!r.violations.empty() && r.config.scenario == kSwarmScenarioName) {
+    out += "  replay: lockstep replay REPORT.json (a generated workload: its report carries the spec)\n";
+  } else if (!r.violations.empty()) {
+    out += fmt::format("  replay: {}\n", r.replay_command());
+  }
   return out;
 }
 
 std::filesystem::path write_report(const RunReport& report, const std::filesystem::path& dir) {
+  return write_report(report, dir, nullptr);
+}
+
+std::filesystem::path write_report(const RunReport& report, const std::filesystem::path& dir,
+                                   const nlohmann::json& workload) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error(fmt::format("cannot create report dir {}: {}", dir.string(), ec.message()));
   const std::filesystem::path json_path = dir / (file_stem(report) + ".json");
   const std::filesystem::path trace_path = dir / (file_stem(report) + ".trace");
+  nlohmann::json j = to_json(report);
+  if (!workload.is_null()) {
+    j["workload"] = workload;
+    j["replay"] = "lockstep replay " + json_path.string();
+  }
   std::ofstream json_out(json_path);
-  json_out << to_json(report).dump(2) << "\n";
+  json_out << j.dump(2) << "\n";
   std::ofstream trace_out(trace_path);
   for (const std::string& line : report.trace) trace_out << line << "\n";
-  if (!json_out || !trace_out) throw std::runtime_error(fmt::format("cannot write report files in {}", dir.string()));
+  std::ofstream html_out(timeline_path_for(json_path));
+  html_out << timeline_html(report);
+  if (!json_out || !trace_out || !html_out) {
+    throw std::runtime_error(fmt::format("cannot write report files in {}", dir.string()));
+  }
   return json_path;
 }
 
@@ -112,9 +134,20 @@ ReplaySpec read_replay_spec(const std::filesystem::path& report_json) {
     spec.config.fencing_on = j.at("fencing").get<std::string>() == "on";
     for (const auto& assignment : j.at("overrides")) spec.config.sets.push_back(assignment.get<std::string>());
     spec.trace_hash = j.at("trace_hash").get<std::string>();
+    if (j.contains("workload")) spec.workload = j.at("workload");
     return spec;
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("{} is not a lockstep report: {}", report_json.string(), e.what()));
+  }
+}
+
+RunReport replay_run(const ReplaySpec& spec) {
+  if (spec.workload.is_null()) return run_scenario(spec.config);
+  try {
+    return run_scenario(make_swarm_scenario(swarm_spec_from_json(spec.workload)), spec.config);
+  } catch (const std::invalid_argument& e) {
+    if (dynamic_cast<const UsageError*>(&e) != nullptr) throw;
+    throw UsageError(fmt::format("the report's workload cannot be replayed: {}", e.what()));
   }
 }
 

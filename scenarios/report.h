@@ -21,16 +21,24 @@ nlohmann::json to_json(const RunReport& report);
 // replay command when something was violated.
 std::string to_text(const RunReport& report);
 
-// Writes DIR/NAME.json and DIR/NAME.trace (NAME from scenario, adapter, seed, fencing); returns
-// the JSON path. Creates DIR. Throws std::runtime_error when it cannot write.
+// Writes DIR/NAME.json, DIR/NAME.trace and DIR/NAME.html (the timeline, report_html.h; NAME from
+// scenario, adapter, seed, fencing); returns the JSON path. Creates DIR. Throws std::runtime_error
+// when it cannot write.
 std::filesystem::path write_report(const RunReport& report, const std::filesystem::path& dir);
+// The same for a run of a generated workload: the JSON also carries `workload` (the spec, e.g. a
+// swarm spec from scenarios/swarm.h) and its `replay` is `lockstep replay PATH`.
+std::filesystem::path write_report(const RunReport& report, const std::filesystem::path& dir,
+                                   const nlohmann::json& workload);
 
 // The config that reproduces a report's run, and the trace hash it had. Throws UsageError when the
 // file cannot be read or lacks a field.
 struct ReplaySpec {
   RunConfig config;
   std::string trace_hash;
+  nlohmann::json workload;  // a generated workload's spec; null for a catalogue scenario
 };
 ReplaySpec read_replay_spec(const std::filesystem::path& report_json);
+// Reruns what a ReplaySpec describes: the catalogue scenario, or the generated workload.
+RunReport replay_run(const ReplaySpec& spec);
 
 }  // namespace lockstep

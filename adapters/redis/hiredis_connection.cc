@@ -29,23 +29,6 @@ timeval to_timeval(int64_t duration_ms) {
           .tv_usec = static_cast<suseconds_t>((duration_ms % 1000) * 1000)};
 }
 
-RedisReply convert(const redisReply& reply) {
-  switch (reply.type) {
-    case REDIS_REPLY_STATUS: return RedisReply::status_of(std::string(reply.str, reply.len));
-    case REDIS_REPLY_ERROR: return RedisReply::error_of(std::string(reply.str, reply.len));
-    case REDIS_REPLY_INTEGER: return RedisReply::integer_of(static_cast<int64_t>(reply.integer));
-    case REDIS_REPLY_NIL: return RedisReply::nil();
-    case REDIS_REPLY_STRING: return RedisReply::string_of(std::string(reply.str, reply.len));
-    case REDIS_REPLY_ARRAY: {
-      std::vector<RedisReply> items;
-      items.reserve(reply.elements);
-      for (size_t i = 0; i < reply.elements; ++i) items.push_back(convert(*reply.element[i]));
-      return RedisReply::array_of(std::move(items));
-    }
-    default: LOCKSTEP_CHECK(false, "hiredis 0.14 returns only the six RESP2 reply types");
-  }
-}
-
 // hiredis reports a socket timeout as an I/O error with errno EAGAIN (SO_RCVTIMEO/SO_SNDTIMEO)
 // or ETIMEDOUT (connect); its message alone does not say so reliably.
 IoStatus classify(const redisContext& context, int saved_errno) {
@@ -63,6 +46,23 @@ std::string describe_failure(IoStatus status, const redisContext& context, int64
 }
 
 }  // namespace
+
+RedisReply convert_hiredis_reply(const redisReply& reply) {
+  switch (reply.type) {
+    case REDIS_REPLY_STATUS: return RedisReply::status_of(std::string(reply.str, reply.len));
+    case REDIS_REPLY_ERROR: return RedisReply::error_of(std::string(reply.str, reply.len));
+    case REDIS_REPLY_INTEGER: return RedisReply::integer_of(static_cast<int64_t>(reply.integer));
+    case REDIS_REPLY_NIL: return RedisReply::nil();
+    case REDIS_REPLY_STRING: return RedisReply::string_of(std::string(reply.str, reply.len));
+    case REDIS_REPLY_ARRAY: {
+      std::vector<RedisReply> items;
+      items.reserve(reply.elements);
+      for (size_t i = 0; i < reply.elements; ++i) items.push_back(convert_hiredis_reply(*reply.element[i]));
+      return RedisReply::array_of(std::move(items));
+    }
+    default: LOCKSTEP_CHECK(false, "hiredis 0.14 returns only the six RESP2 reply types");
+  }
+}
 
 HiredisConnection::HiredisConnection(HiredisOptions options) : options_(std::move(options)) {
   LOCKSTEP_CHECK(!options_.host.empty(), "a host to connect to");
@@ -128,7 +128,7 @@ RedisResult HiredisConnection::command(const std::vector<std::string>& argv) {
   }
   const std::unique_ptr<redisReply, void (*)(void*)> reply(static_cast<redisReply*>(raw),
                                                           freeReplyObject);
-  return {.reply = convert(*reply)};
+  return {.reply = convert_hiredis_reply(*reply)};
 }
 
 }  // namespace lockstep

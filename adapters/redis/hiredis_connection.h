@@ -19,6 +19,7 @@
 #include "adapters/core/redis_connection.h"
 
 struct redisContext;
+struct redisReply;
 
 namespace lockstep {
 
@@ -28,6 +29,9 @@ struct HiredisOptions {
   int64_t connect_timeout_ms = 1000;
   int64_t command_timeout_ms = 1000;
 };
+
+// hiredis's reply as the seam's (shared with the Redlock fan-out, which parses with hiredis too).
+RedisReply convert_hiredis_reply(const redisReply& reply);
 
 class HiredisConnection final : public RedisConnection {
  public:

@@ -33,15 +33,6 @@ std::string label_of(const std::vector<std::string>& argv) {
   return has_key ? name + " " + shorten(argv[key_at]) : name;
 }
 
-// One request's fate, shared by the parked fiber and the messages.
-struct Request {
-  uint64_t id = 0;
-  bool executed = false;  // the server ran it (a duplicate delivery is ignored)
-  bool answered = false;  // a reply arrived in time
-  bool abandoned = false; // the client stopped waiting
-  RedisReply reply;
-};
-
 }  // namespace
 
 std::string summarize_command(const std::vector<std::string>& argv) {
@@ -62,25 +53,26 @@ SimRedisConnection::SimRedisConnection(World& world, NodeId client_node, RedisNo
 
 std::string SimRedisConnection::endpoint() const { return "sim:" + target_->name(); }
 
-RedisResult SimRedisConnection::command(const std::vector<std::string>& argv) {
+std::shared_ptr<SimRedisRequest> SimRedisConnection::send(const std::vector<std::string>& argv,
+                                                          std::function<void()> on_reply) {
   LOCKSTEP_SIM_CHECK(world_.in_fiber() && world_.current_node() == client_node_,
-                     "command() runs on a fiber of the client's node");
-  auto request = std::make_shared<Request>();
+                     "send() runs on a fiber of the client's node");
+  auto request = std::make_shared<SimRedisRequest>();
   request->id = ++next_request_;
+  request->on_reply = std::move(on_reply);
   RedisNode* server = target_;
   const std::string label = label_of(argv);
   world_.trace_line(fmt::format("redis c{} #{} -> {}: {}", client_, request->id, server->name(),
                                 summarize_command(argv)));
-  const Waiter waiter = world_.prepare_park();
   World& world = world_;
   const NodeId client_node = client_node_;
   const int client = client_;
   world_.network().send(client_node, server->node(), label, [&world, server, client_node, client, label,
-                                                             argv, request, waiter] {
+                                                             argv, request] {
     if (std::exchange(request->executed, true)) return;  // a duplicate: TCP delivers once
     RedisReply reply = server->execute(argv, client);
     world.network().send(server->node(), client_node, "reply " + label,
-                         [&world, client, request, waiter, reply = std::move(reply)] {
+                         [&world, client, request, reply = std::move(reply)] {
                            if (request->answered || request->abandoned) {
                              world.trace_line(fmt::format("redis c{} #{} {} reply discarded: {}", client,
                                                           request->id, request->answered ? "duplicate" : "late",
@@ -89,20 +81,35 @@ RedisResult SimRedisConnection::command(const std::vector<std::string>& argv) {
                            }
                            request->answered = true;
                            request->reply = reply;
-                           world.wake(waiter);
+                           if (request->on_reply) request->on_reply();
                          },
                          Delivery::buffer);  // the client's kernel takes it even while the client is paused
   });
+  return request;
+}
+
+RedisResult SimRedisConnection::finish(SimRedisRequest& request, int64_t waited_us) {
+  if (request.answered) {
+    world_.trace_line(fmt::format("redis c{} #{} <- {}", client_, request.id, describe(request.reply)));
+    return RedisResult{.status = IoStatus::ok, .reply = std::move(request.reply)};
+  }
+  request.abandoned = true;
+  world_.trace_line(fmt::format("redis c{} #{} timeout after {}us", client_, request.id, waited_us));
+  return RedisResult{.status = IoStatus::timeout,
+                     .message = fmt::format("no reply from {} within {}us", endpoint(), waited_us)};
+}
+
+RedisResult SimRedisConnection::command(const std::vector<std::string>& argv) {
+  const Waiter waiter = world_.prepare_park();
+  World& world = world_;
+  std::shared_ptr<SimRedisRequest> request = send(argv, [&world, waiter] { world.wake(waiter); });
   const TimeUs timeout_us = world_.node_clock(client_node_).true_duration_for(options_.command_timeout_us);
   const TimeUs deadline_us = timeout_us >= kTimeNever - world_.now_us() ? kTimeNever : world_.now_us() + timeout_us;
   const ParkResult woke = world_.park(waiter, deadline_us);
-  if (woke == ParkResult::woken && request->answered) {
-    world_.trace_line(fmt::format("redis c{} #{} <- {}", client_, request->id, describe(request->reply)));
-    return RedisResult{.status = IoStatus::ok, .reply = std::move(request->reply)};
-  }
-  request->abandoned = true;
+  if (woke == ParkResult::woken && request->answered) return finish(*request, options_.command_timeout_us);
   // A reply can have been buffered while this fiber's resumption waited out a pause of its node:
   // if it came after the deadline, it is still a timeout.
+  request->abandoned = true;
   world_.trace_line(fmt::format("redis c{} #{} timeout after {}us{}", client_, request->id,
                                 options_.command_timeout_us,
                                 request->answered ? " (reply came after the deadline: discarded)" : ""));

@@ -16,6 +16,8 @@
 // from a fiber of client_node, one command at a time; a reply is returned to the command that
 // sent it and to no other.
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,16 @@
 #include "sim/world.h"
 
 namespace lockstep::sim {
+
+// One command in flight, shared by the waiting fiber and the network messages.
+struct SimRedisRequest {
+  uint64_t id = 0;
+  bool executed = false;   // the server ran it (a duplicate delivery is ignored)
+  bool answered = false;   // a reply arrived while it was still wanted
+  bool abandoned = false;  // the client stopped waiting
+  RedisReply reply;
+  std::function<void()> on_reply;  // runs once, when the reply is stored
+};
 
 struct SimRedisConnectionOptions {
   int64_t command_timeout_us = 1'000'000;  // on the client's clock
@@ -35,6 +47,14 @@ class SimRedisConnection final : public RedisConnection {
                      SimRedisConnectionOptions options = {});
 
   RedisResult command(const std::vector<std::string>& argv) override;
+  // The two halves of command(), for a fan-out that waits on several connections at once.
+  // send(): traces and sends argv now; when the reply arrives before finish(), it is stored in the
+  // request and on_reply runs (buffered like a kernel would, even while the client is paused).
+  std::shared_ptr<SimRedisRequest> send(const std::vector<std::string>& argv, std::function<void()> on_reply);
+  // The caller stops waiting: the reply if it came, else a timeout after waited_us (traced).
+  RedisResult finish(SimRedisRequest& request, int64_t waited_us);
+  int64_t command_timeout_us() const { return options_.command_timeout_us; }
+  NodeId client_node() const { return client_node_; }
   std::string endpoint() const override;  // "sim:<node name>"
   // Later commands go to `target` (clients reconnect after a failover); one in flight is unaffected.
   void set_target(RedisNode& target) { target_ = &target; }

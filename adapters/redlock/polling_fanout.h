@@ -1,0 +1,53 @@
+#pragma once
+// PollingFanout: the real RedisFanout. One non-blocking TCP connection per Redis node, all driven
+// by the calling thread with poll(2): every request is written at once, replies are parsed with
+// hiredis's reader as they arrive. No thread is created or handed work per call, so a round costs
+// about one round trip to the slowest node.
+//
+// Invariants:
+// - A connection is opened lazily (blocking connect bounded by connect_timeout_ms; hiredis sets
+//   TCP_NODELAY) and closed after any failure or timeout, so a late reply is never read by a later
+//   call; the next call reconnects. A round therefore takes at most timeout_us plus one connect
+//   per node that needs one.
+// - Loopback only is the caller's business (hosts come from the options).
+// - Writes use MSG_NOSIGNAL: a reset peer is a connection_error, never SIGPIPE.
+// - Thread-compatible, not thread-safe: one fan-out per thread.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "adapters/core/redis_fanout.h"
+
+namespace lockstep {
+
+struct FanoutEndpoint {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+};
+
+struct PollingFanoutOptions {
+  std::vector<FanoutEndpoint> endpoints;
+  int64_t connect_timeout_ms = 200;
+};
+
+class PollingFanout final : public RedisFanout {
+ public:
+  explicit PollingFanout(PollingFanoutOptions options);
+  ~PollingFanout() override;
+  PollingFanout(const PollingFanout&) = delete;
+  PollingFanout& operator=(const PollingFanout&) = delete;
+
+  size_t size() const override { return links_.size(); }
+  std::string endpoint(size_t index) const override;
+  std::vector<RedisResult> command_all(const std::vector<std::vector<std::string>>& argvs,
+                                       int64_t timeout_us) override;
+
+  struct Link;  // one node's socket and request state (defined in the .cc)
+
+ private:
+  std::vector<std::unique_ptr<Link>> links_;
+  int64_t connect_timeout_ms_;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,66 @@
+#include "adapters/redlock/redlock_adapter.h"
+
+#include <algorithm>
+
+namespace lockstep {
+
+RedlockAdapter::RedlockAdapter(RedlockAdapterOptions options)
+    : manager_({.fanout = options.fanout,
+                .clock = options.clock,
+                .random = options.random,
+                .settings = options.settings,
+                .key_prefix = std::move(options.key_prefix)}) {}
+
+RedlockSettings RedlockAdapter::settings_for(int64_t ttl_ms) const {
+  RedlockSettings s = manager_.defaults();
+  s.duration_ms = ttl_ms;
+  // A round of requests must stay small against a short lease.
+  s.request_timeout_ms = std::clamp<int64_t>(std::min(s.request_timeout_ms, ttl_ms / 2), 1, ttl_ms);
+  s.max_hold_time_ms = std::max(s.max_hold_time_ms, ttl_ms);
+  return s;
+}
+
+AdapterResult RedlockAdapter::create_lock(const LockSpec& spec) {
+  if (held_.size() >= kMaxHeldLocks) {
+    return {.status = AdapterStatus::backend_error, .message = "this client holds too many Redlock locks"};
+  }
+  RedlockAttempt attempt = manager_.try_acquire(spec.key, spec.value, settings_for(spec.ttl_ms));
+  if (attempt.lock) {
+    held_.insert_or_assign(spec.value, std::move(*attempt.lock));
+    return {};
+  }
+  return {.status = AdapterStatus::contended, .message = attempt.message};
+}
+
+AdapterResult RedlockAdapter::release_lock(const LockSpec& spec) {
+  held_.erase(spec.value);
+  const NodeVotes votes = manager_.release_value(spec.key, spec.value, settings_for(spec.ttl_ms).request_timeout_ms);
+  if (votes.yes >= manager_.quorum()) return {};
+  if (votes.answered() >= manager_.quorum()) return {.status = AdapterStatus::not_owner};
+  return {.status = AdapterStatus::backend_error,
+          .message = std::string(to_string(RedlockErrorCause::release_failure)) + ": " + votes.failures};
+}
+
+AdapterResult RedlockAdapter::extend_lock(const LockSpec& spec, int64_t ttl_ms) {
+  auto it = held_.find(spec.value);
+  if (it == held_.end()) return {.status = AdapterStatus::not_owner, .message = "no lock held with this value"};
+  try {
+    it->second.extend({.duration_ms = ttl_ms, .request_timeout_ms = settings_for(ttl_ms).request_timeout_ms});
+    return {};
+  } catch (const RedlockError& e) {
+    held_.erase(it);
+    return {.status = AdapterStatus::not_owner, .message = e.what()};
+  }
+}
+
+AdapterResult RedlockAdapter::is_valid_lock(const LockSpec& spec) {
+  auto it = held_.find(spec.value);
+  if (it == held_.end() || it->second.remaining_ms() <= 0) return {.status = AdapterStatus::not_owner};
+  const int64_t timeout_ms = settings_for(spec.ttl_ms).request_timeout_ms;
+  const NodeVotes votes = check_all(manager_.fanout(), manager_.lock_key(spec.key), spec.value, timeout_ms * 1000);
+  if (votes.yes >= manager_.quorum()) return {};
+  if (votes.answered() >= manager_.quorum()) return {.status = AdapterStatus::not_owner};
+  return {.status = AdapterStatus::backend_error, .message = votes.failures};
+}
+
+}  // namespace lockstep

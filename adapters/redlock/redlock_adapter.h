@@ -1,0 +1,58 @@
+#pragma once
+// RedlockAdapter: Redlock behind the generic LockAdapter interface, so Locker, Lock and the
+// harness drive it like any other lock. One create_lock is one Redlock attempt (Locker retries
+// contention); the Redlock settings other than the duration (the Lock's TTL) are the adapter's.
+//
+// Mapping: a lock granted by a majority with positive validity -> ok (token 0: FencingSupport::none,
+// Redlock cannot order grants); anything else -> contended, after releasing on every node: no
+// majority, no validity left, and also too few nodes answering (Redlock expects a minority of
+// nodes to fail, and Redis-DLM retries every failed attempt; the message says which). release:
+// ok when a majority deleted our value (deleting it from a minority removes no lock: we held
+// none by then), not_owner when a majority answered otherwise, backend_error when fewer answered;
+// our value is deleted wherever it still is, either way. extend: ok only with a majority and validity left (and within the max
+// hold time of the lock's first grant), else not_owner. is_valid: our validity has not ended by
+// our clock and a majority holds our value.
+//
+// Invariants: the adapter tracks the locks it granted (value -> validity) until released or
+// failed, at most kMaxHeldLocks at once (more is a backend_error, never unbounded growth).
+#include <map>
+#include <memory>
+#include <string>
+
+#include "adapters/core/adapter.h"
+#include "adapters/redlock/redlock_manager.h"
+
+namespace lockstep {
+
+inline constexpr size_t kMaxHeldLocks = 1024;
+
+struct RedlockAdapterOptions {
+  RedisFanout* fanout = nullptr;
+  Clock* clock = nullptr;
+  Random* random = nullptr;  // the manager's (adapter values come from the Lock)
+  RedlockSettings settings{};
+  std::string key_prefix = "lock:";
+};
+
+class RedlockAdapter final : public LockAdapter {
+ public:
+  explicit RedlockAdapter(RedlockAdapterOptions options);
+
+  std::string_view name() const override { return "redlock"; }
+  FencingSupport fencing() const override { return FencingSupport::none; }
+  AdapterResult create_lock(const LockSpec& spec) override;
+  AdapterResult release_lock(const LockSpec& spec) override;
+  AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override;
+  AdapterResult is_valid_lock(const LockSpec& spec) override;
+
+  RedlockManager& manager() { return manager_; }
+  size_t held_locks() const { return held_.size(); }
+
+ private:
+  RedlockSettings settings_for(int64_t ttl_ms) const;
+
+  RedlockManager manager_;
+  std::map<std::string, RedlockLock> held_;  // by value
+};
+
+}  // namespace lockstep

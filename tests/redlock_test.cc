@@ -1,0 +1,314 @@
+// Redlock: the algorithm in the simulator (quorum, validity with drift, cleanup, extend, max hold,
+// retry jitter, error causes), against 5 real redis-servers, and its scenarios and known-bad catches.
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "adapters/redlock/polling_fanout.h"
+#include "adapters/redlock/redlock_adapter.h"
+#include "adapters/redlock/redlock_manager.h"
+#include "property_tests/known_bad.h"
+#include "scenarios/report.h"
+#include "scenarios/runner.h"
+#include "sim/redis/redis_node.h"
+#include "sim/redis/sim_redis_fanout.h"
+#include "sim/world.h"
+#include "tests/real_support.h"
+
+namespace lockstep {
+namespace {
+
+// N simulated nodes and one client whose code runs on a fiber.
+struct SimRig {
+  explicit SimRig(int nodes = 5, sim::NetworkOptions network = {})
+      : world({.seed = 7, .network = network}), client(world.add_node("client")) {
+    std::vector<sim::SimRedisConnection*> raw;
+    for (int i = 0; i < nodes; ++i) {
+      servers.push_back(std::make_unique<sim::RedisNode>(world, sim::RedisNodeOptions{.name = "redis-" + std::to_string(i)}));
+      connections.push_back(std::make_unique<sim::SimRedisConnection>(world, client, *servers.back(), 0));
+      raw.push_back(connections.back().get());
+    }
+    fanout = std::make_unique<sim::SimRedisFanout>(world, raw);
+  }
+  RedlockManager manager(RedlockSettings settings = {}) {
+    return RedlockManager({.fanout = fanout.get(), .clock = &world.clock(client), .random = &random, .settings = settings});
+  }
+  void run(std::function<void()> body) {
+    world.spawn(client, "test", std::move(body));
+    world.run();
+  }
+  // Holds key on the first `count` nodes for another owner.
+  void occupy(const std::string& key, int count) {
+    for (int i = 0; i < count; ++i) servers[static_cast<size_t>(i)]->execute({"SET", key, "other", "PX", "60000"}, 9);
+  }
+  int holders(const std::string& key, const std::string& value) const {
+    int n = 0;
+    for (const auto& s : servers) {
+      const sim::Entry* entry = s->keyspace().peek(key);
+      n += entry != nullptr && entry->value == value ? 1 : 0;
+    }
+    return n;
+  }
+
+  sim::World world;
+  sim::NodeId client;
+  SeededRandom random{3};
+  std::vector<std::unique_ptr<sim::RedisNode>> servers;
+  std::vector<std::unique_ptr<sim::SimRedisConnection>> connections;
+  std::unique_ptr<sim::SimRedisFanout> fanout;
+};
+
+RedlockErrorCause cause_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const RedlockError& e) {
+    return e.cause();
+  }
+  FAIL("no RedlockError");
+  return RedlockErrorCause::no_consensus;
+}
+
+}  // namespace
+
+TEST_CASE("redlock: a majority acquires, a minority does not, and the lock reports itself", "[redlock]") {
+  SimRig rig;
+  rig.run([&] {
+    RedlockManager manager = rig.manager({.duration_ms = 10'000, .max_hold_time_ms = 30'000});
+    CHECK(manager.quorum() == 3);
+    RedlockLock lock = manager.acquire("k");
+    CHECK(lock.key() == "k");
+    CHECK(lock.value().size() == 32);
+    CHECK(lock.duration_ms() == 10'000);
+    CHECK(lock.max_hold_time_ms() == 30'000);
+    CHECK(rig.holders("lock:k", lock.value()) == 5);
+    // validity = duration - elapsed - (duration * 0.001 + 5): at most 10000 - 15 ms.
+    CHECK(lock.remaining_ms() <= 9'985);
+    CHECK(lock.remaining_ms() >= 9'980);
+    CHECK(lock.release());
+    CHECK(rig.holders("lock:k", lock.value()) == 0);
+  });
+}
+
+TEST_CASE("redlock: contention is no consensus, and partial grants are cleaned up", "[redlock]") {
+  SimRig rig;
+  rig.occupy("lock:k", 3);
+  rig.run([&] {
+    RedlockManager manager = rig.manager();
+    RedlockAttempt attempt = manager.try_acquire("k", "mine", manager.defaults());
+    CHECK_FALSE(attempt.lock);
+    CHECK(attempt.cause == RedlockErrorCause::no_consensus);
+    CHECK(rig.holders("lock:k", "mine") == 0);  // its 2 grants were released
+    CHECK(rig.holders("lock:k", "other") == 3);
+  });
+}
+
+TEST_CASE("redlock: two nodes down still make a majority, three do not", "[redlock]") {
+  SimRig rig;
+  rig.world.crash(rig.servers[0]->node());
+  rig.world.crash(rig.servers[1]->node());
+  rig.run([&] {
+    RedlockManager manager = rig.manager();
+    RedlockLock lock = manager.acquire("k");
+    CHECK(lock.remaining_ms() > 9'000);
+    lock.release();
+    rig.world.crash(rig.servers[2]->node());
+    CHECK(cause_of([&] { manager.acquire("k"); }) == RedlockErrorCause::not_enough_clients);
+  });
+}
+
+TEST_CASE("redlock: replies slower than the lease fail with took too long, and are released", "[redlock]") {
+  SimRig rig(5, {.latency_us_min = 200'000, .latency_us_max = 200'000});  // 400 ms round trips
+  rig.run([&] {
+    RedlockManager manager = rig.manager({.duration_ms = 404, .request_timeout_ms = 403});
+    RedlockAttempt attempt = manager.try_acquire("k", "v", manager.defaults());
+    CHECK(attempt.cause == RedlockErrorCause::took_too_long);  // 404 - 400 - (0.404 + 5) < 0
+    CHECK(rig.holders("lock:k", "v") == 0);
+    CHECK(cause_of([&] { manager.acquire("k"); }) == RedlockErrorCause::took_too_long);
+  });
+}
+
+TEST_CASE("redlock: extend needs a majority, recomputes validity, and stops at the max hold time", "[redlock]") {
+  SimRig rig;
+  rig.run([&] {
+    RedlockManager manager = rig.manager({.duration_ms = 1000, .max_hold_time_ms = 2500});
+    RedlockLock lock = manager.acquire("k");
+    rig.world.sleep_for_us(600'000);
+    CHECK(lock.remaining_ms() < 400);
+    lock.extend();
+    CHECK(lock.remaining_ms() > 980);  // from now, not from the first grant
+    rig.world.sleep_for_us(600'000);
+    lock.extend({.duration_ms = 1200});  // ends at 2400 <= 2500
+    rig.world.sleep_for_us(600'000);
+    CHECK(cause_of([&] { lock.extend(); }) == RedlockErrorCause::max_hold_exceeded);
+    for (int i = 0; i < 3; ++i) rig.world.crash(rig.servers[static_cast<size_t>(i)]->node());
+    CHECK(cause_of([&] { lock.extend({.duration_ms = 100}); }) == RedlockErrorCause::no_longer_valid);
+    CHECK(lock.remaining_ms() == 0);
+    CHECK(cause_of([&] { lock.release(); }) == RedlockErrorCause::release_failure);
+  });
+}
+
+TEST_CASE("redlock: retry delays are drawn in [0, retry_delay_ms]", "[redlock]") {
+  SimRig rig;
+  rig.occupy("lock:k", 5);
+  rig.run([&] {
+    RedlockManager manager = rig.manager({.retry_count = 20, .retry_delay_ms = 100});
+    const int64_t start_us = rig.world.now_us();
+    CHECK(cause_of([&] { manager.acquire("k"); }) == RedlockErrorCause::no_consensus);
+    const int64_t spent_us = rig.world.now_us() - start_us;
+    // 21 attempts of at most two rounds each (lock, release) plus 20 delays of at most 100 ms.
+    CHECK(spent_us <= 21 * 2 * 50'000 + 20 * 100'000);
+    CHECK(spent_us < 20 * 100'000);  // delays are random below the maximum, not all the maximum
+  });
+}
+
+TEST_CASE("redlock: errors name their cause, and settings are validated", "[redlock]") {
+  CHECK(to_string(RedlockErrorCause::not_enough_clients) == "not enough clients");
+  CHECK(to_string(RedlockErrorCause::took_too_long) == "took too long to acquire");
+  CHECK(std::string(RedlockError(RedlockErrorCause::max_hold_exceeded, "x").what()) == "max hold time exceeded: x");
+  CHECK_THROWS_AS(validate(RedlockSettings{.drift_factor = 1.5}), ValidationError);
+  CHECK_THROWS_AS(validate(RedlockSettings{.duration_ms = 100, .request_timeout_ms = 100}), ValidationError);
+  CHECK_THROWS_AS(validate(RedlockSettings{.max_hold_time_ms = 5}), ValidationError);
+  CHECK(drift_allowance_us(10'000, 0.001, 5) == 15'000);
+  CHECK(validity_us(10'000, 2'000, RedlockSettings{}) == 10'000'000 - 2'000 - 15'000);
+}
+
+TEST_CASE("redlock scenarios: clock-jump and crash-restart break lease exclusion, the remedies hold",
+          "[redlock][runner]") {
+  const RunReport jump = run_scenario({.scenario = "clock-jump", .adapter = "redlock"});
+  INFO(to_text(jump));
+  CHECK(jump.violated().count(Invariant::lease_exclusion) == 1);
+  CHECK(jump.matches_expectation());
+  for (const std::vector<std::string>& sets :
+       {std::vector<std::string>{}, std::vector<std::string>{"persistence=everysec"}}) {
+    const RunReport crash = run_scenario({.scenario = "crash-restart", .adapter = "redlock", .sets = sets});
+    CHECK(crash.violated().count(Invariant::lease_exclusion) == 1);
+    CHECK(crash.matches_expectation());
+  }
+  for (const std::vector<std::string>& sets :
+       {std::vector<std::string>{"restart_delay_ms=5000"}, std::vector<std::string>{"persistence=always"}}) {
+    const RunReport safe = run_scenario({.scenario = "crash-restart", .adapter = "redlock", .sets = sets});
+    INFO(to_text(safe));
+    CHECK(safe.ok());
+  }
+}
+
+TEST_CASE("each known-bad Redlock variant is caught in the simulator", "[redlock][runner][known-bad]") {
+  register_known_bad_adapters();
+  struct Detection {
+    const char* adapter;
+    const char* scenario;
+    std::vector<std::string> sets;
+    Invariant invariant;
+  };
+  for (const Detection& c :
+       {Detection{"bad-redlock-half-quorum", "split-vote", {}, Invariant::mutual_exclusion},
+        Detection{"bad-redlock-half-quorum", "clock-jump", {"jump_ms=0"}, Invariant::mutual_exclusion},
+        Detection{"bad-redlock-no-elapsed", "slow-acquire", {"pause_ms=497", "a_hold_ms=200"}, Invariant::mutual_exclusion},
+        Detection{"bad-redlock-no-cleanup", "split-vote", {}, Invariant::liveness}}) {
+    INFO(c.adapter << " in " << c.scenario);
+    for (uint64_t seed : {1, 2, 3}) {
+      const RunReport bad = run_scenario({.scenario = c.scenario, .adapter = c.adapter, .seed = seed, .sets = c.sets});
+      INFO(to_text(bad));
+      CHECK(bad.violated().count(c.invariant) == 1);
+      CHECK(bad.matches_expectation());
+      // The production Redlock holds on the very same timeline.
+      const RunReport good = run_scenario({.scenario = c.scenario, .adapter = "redlock", .seed = seed, .sets = c.sets});
+      INFO(to_text(good));
+      CHECK(good.ok());
+    }
+  }
+}
+
+TEST_CASE("redlock: every scenario that applies matches its expectation in the simulator", "[redlock][runner]") {
+  for (const Scenario& scenario : scenarios()) {
+    if (!scenario.applies_to("redlock") || !scenario.runs_in("sim")) continue;
+    for (bool fencing_on : {false, true}) {
+      const RunReport r = run_scenario({.scenario = scenario.name, .adapter = "redlock", .fencing_on = fencing_on});
+      INFO(to_text(r));
+      CHECK(r.matches_expectation());
+    }
+  }
+  // 3 and 7 nodes run too.
+  for (const char* nodes : {"nodes=3", "nodes=7"}) {
+    const RunReport r = run_scenario({.scenario = "partition", .adapter = "redlock", .sets = {nodes}});
+    INFO(to_text(r));
+    CHECK(r.ok());
+  }
+}
+
+// --- against 5 real redis-servers ---
+
+namespace {
+
+struct RealNodes {
+  RealNodes() {
+    for (int i = 0; i < 5; ++i) servers.push_back(std::make_unique<real::RedisServerProcess>());
+    PollingFanoutOptions options;
+    for (auto& s : servers) options.endpoints.push_back({.port = s->port()});
+    fanout = std::make_unique<PollingFanout>(std::move(options));
+  }
+  RedlockManager manager(RedlockSettings settings = {}) {
+    return RedlockManager({.fanout = fanout.get(), .clock = &clock, .random = &random, .settings = settings});
+  }
+  std::vector<std::unique_ptr<real::RedisServerProcess>> servers;
+  std::unique_ptr<PollingFanout> fanout;
+  SystemClock clock;
+  SystemRandom random;
+};
+
+}  // namespace
+
+TEST_CASE("real redlock: acquire, extend, release on 5 redis-servers", "[redlock][real]") {
+  testing::require_redis_server();
+  RealNodes nodes;
+  RedlockManager manager = nodes.manager({.duration_ms = 2000});
+  RedlockLock lock = manager.acquire("k");
+  CHECK(lock.remaining_ms() > 1900);
+  CHECK(cause_of([&] { manager.acquire("k"); }) == RedlockErrorCause::no_consensus);
+  lock.extend({.duration_ms = 3000});
+  CHECK(lock.remaining_ms() > 2900);
+  CHECK(lock.release());
+  RedlockLock again = manager.acquire("k");
+  CHECK(again.release());
+}
+
+TEST_CASE("real redlock: one node paused is still a majority, three nodes down are not enough", "[redlock][real]") {
+  testing::require_redis_server();
+  RealNodes nodes;
+  RedlockManager manager = nodes.manager({.duration_ms = 2000, .request_timeout_ms = 100});
+  nodes.servers[0]->pause();
+  RedlockLock lock = manager.acquire("k");
+  CHECK(lock.remaining_ms() > 1700);  // the paused node cost about one request timeout, once
+  CHECK(lock.release());
+  nodes.servers[0]->resume();
+  for (int i = 2; i < 5; ++i) nodes.servers[static_cast<size_t>(i)]->crash();
+  CHECK(cause_of([&] { manager.acquire("k"); }) == RedlockErrorCause::not_enough_clients);
+  nodes.servers[4]->restart();  // back empty: a majority again (node 0 still holds "k": its release timed out)
+  RedlockLock back = manager.acquire("k2");
+  back.release();
+}
+
+TEST_CASE("real redlock: scenarios against 5 redis-servers", "[redlock][real][runner]") {
+  testing::require_redis_server();
+  for (const char* scenario : {"crash-restart", "partition", "sequential", "stolen-lock"}) {
+    const RunReport r = run_scenario({.scenario = scenario, .adapter = "redlock", .world = "real"});
+    INFO(to_text(r));
+    CHECK(r.end == "complete");
+    CHECK(r.matches_expectation());
+  }
+  const RunReport remedy = run_scenario(
+      {.scenario = "crash-restart", .adapter = "redlock", .world = "real", .sets = {"restart_delay_ms=5000"}});
+  INFO(to_text(remedy));
+  CHECK(remedy.ok());
+}
+
+TEST_CASE("real redlock: a node's clock jump through libfaketime gives two majorities", "[redlock][real][runner]") {
+  testing::require_libfaketime();
+  const RunReport r = run_scenario({.scenario = "clock-jump", .adapter = "redlock", .world = "real"});
+  INFO(to_text(r));
+  CHECK(r.matches_expectation());
+}
+
+}  // namespace lockstep

@@ -1,0 +1,232 @@
+// Swarm sweeps: the generator's determinism, shrinking, replay of shrunk reports, shards and their
+// merge, --faults validation, the progress line, and the command's exit codes.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "property_tests/known_bad.h"
+#include "scenarios/calibrate.h"
+#include "scenarios/report.h"
+#include "scenarios/sweep.h"
+
+namespace lockstep {
+namespace {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs the binary with stdout on a pipe and stderr in a file: neither is a terminal.
+CommandResult lockstep_cli(const std::string& args) {
+  static int counter = 0;
+  const auto err_path = std::filesystem::temp_directory_path() /
+                        ("lockstep-sweep-test-" + std::to_string(::getpid()) + "-" + std::to_string(++counter));
+  const std::string command = std::string(LOCKSTEP_BINARY) + " " + args + " 2>" + err_path.string();
+  CommandResult result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buffer{};
+  size_t n = 0;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
+  const int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_path);
+  std::stringstream ss;
+  ss << err.rdbuf();
+  result.err = ss.str();
+  std::filesystem::remove(err_path);
+  return result;
+}
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("lockstep-sweep-" + std::to_string(::getpid()) + "-" + name);
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+// The first violating seed of a known-bad adapter in [1, 1000].
+SeedOutcome first_violation(const SweepConfig& config) {
+  const SwarmCapabilities caps = probe_capabilities(config.adapter);
+  for (uint64_t seed = 1; seed <= 1000; ++seed) {
+    SeedOutcome o = run_sweep_seed(config, caps, seed);
+    if (o.violates()) return o;
+  }
+  FAIL("no violation within 1000 seeds");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("the same seed draws the same spec and gives the same trace hash", "[sweep]") {
+  for (const char* adapter : {"memory", "redis"}) {
+    const SwarmCapabilities caps = probe_capabilities(adapter);
+    for (uint64_t seed : {1u, 7u, 42u}) {
+      const SwarmSpec a = draw_swarm_spec(caps, seed);
+      const SwarmSpec b = draw_swarm_spec(caps, seed);
+      CHECK(to_json(a) == to_json(b));
+      const SeedOutcome ra = run_swarm_spec(adapter, a, seed, true);
+      const SeedOutcome rb = run_swarm_spec(adapter, b, seed, true);
+      CHECK(ra.report.trace_hash == rb.report.trace_hash);
+      CHECK(swarm_spec_from_json(to_json(a)).step_count() == a.step_count());
+    }
+    CHECK(to_json(draw_swarm_spec(caps, 1)) != to_json(draw_swarm_spec(caps, 2)));
+  }
+}
+
+TEST_CASE("every drawn parameter is a param line at the start of the trace", "[sweep]") {
+  const SwarmCapabilities caps = probe_capabilities("redis");
+  const SwarmSpec spec = draw_swarm_spec(caps, 3);
+  const SeedOutcome o = run_swarm_spec("redis", spec, 3, true, /*keep_trace=*/true);
+  for (const std::string& line : describe_params(spec)) {
+    bool found = false;
+    for (const std::string& t : o.report.trace) found |= t.find("param " + line) != std::string::npos;
+    CHECK(found);
+  }
+}
+
+TEST_CASE("a fault list restricts the kinds a spec draws", "[sweep]") {
+  const SwarmCapabilities caps = probe_capabilities("redis");
+  for (uint64_t seed = 1; seed <= 50; ++seed) {
+    const SwarmSpec spec = draw_swarm_spec(caps, seed, {.faults = {FaultKind::partition}});
+    for (FaultKind k : all_fault_kinds()) {
+      if (k != FaultKind::partition) CHECK_FALSE(spec.has_fault(k));
+    }
+  }
+  CHECK(parse_fault_list("pause,crash") == std::vector<FaultKind>{FaultKind::pause, FaultKind::crash});
+  CHECK_THROWS_WITH(parse_fault_list("pause,meteor"), Catch::Contains("valid kinds: pause, crash"));
+}
+
+TEST_CASE("shrinking gives a smaller spec that still violates, and its replay file reproduces the hash",
+          "[sweep][shrink]") {
+  register_known_bad_adapters();
+  const auto dir = fresh_dir("shrink");
+  const SweepConfig config{.adapter = "bad-del-release", .report_dir = dir.string()};
+  const SeedOutcome original = first_violation(config);
+  const Counterexample cx = shrink_counterexample(config, original);
+  CHECK(cx.invariant == original.target());
+  CHECK(cx.shrunk_ops <= cx.ops);
+  CHECK(cx.shrunk.step_count() + cx.shrunk.faults.size() <= original.spec.step_count() + original.spec.faults.size());
+  CHECK(cx.shrunk_ops <= 20);
+  const SeedOutcome again = run_swarm_spec(config.adapter, cx.shrunk, cx.seed, true);
+  CHECK(again.violates());
+  CHECK(again.target() == cx.invariant);
+
+  REQUIRE_FALSE(cx.replay_file.empty());
+  const ReplaySpec replay = read_replay_spec(cx.replay_file);
+  REQUIRE_FALSE(replay.workload.is_null());
+  CHECK(replay_run(replay).trace_hash == replay.trace_hash);
+  CHECK(replay.trace_hash == cx.shrunk_trace_hash);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("shrink stops within its run budget and never grows a spec", "[shrink]") {
+  const SwarmSpec spec = draw_swarm_spec(probe_capabilities("memory"), 11);
+  int calls = 0;
+  const ShrinkResult r = shrink(spec, [&](const SwarmSpec&) { return ++calls % 2 == 0; }, {.max_runs = 30});
+  CHECK(r.runs <= 30);
+  CHECK(calls == r.runs);
+  CHECK(r.spec.clients.size() <= spec.clients.size());
+  for (const SwarmSpec& c : shrink_candidates(spec)) CHECK_NOTHROW(c.validate());
+}
+
+TEST_CASE("shards cover every seed exactly once and the merge adds them up", "[sweep][shard]") {
+  for (int count = 1; count <= 5; ++count) {
+    for (uint64_t seed = 10; seed < 60; ++seed) {
+      int owners = 0;
+      for (int i = 0; i < count; ++i) owners += seed_in_shard(seed, 10, i, count) ? 1 : 0;
+      CHECK(owners == 1);
+    }
+  }
+  SweepConfig config{.adapter = "memory", .first_seed = 5, .seeds = 30, .keep_going = true, .report_dir = ""};
+  const SweepResult whole = run_sweep(config);
+  std::vector<nlohmann::json> shards;
+  int seeds = 0;
+  for (int i = 0; i < 3; ++i) {
+    config.shard_index = i;
+    config.shard_count = 3;
+    const SweepResult part = run_sweep(config);
+    seeds += part.seeds_run;
+    shards.push_back(to_json(part));
+  }
+  CHECK(seeds == 30);
+  const nlohmann::json merged = merge_sweeps(shards);
+  CHECK(merged.at("seeds_run") == whole.seeds_run);
+  CHECK(merged.at("violating_seeds") == whole.violating_seeds);
+  CHECK(merged.at("stats").at("ops") == whole.ops);
+  CHECK(merged.at("tolerated") == to_json(whole).at("tolerated"));
+  CHECK_THROWS_WITH(merge_sweeps({shards[0], shards[2]}), Catch::Contains("missing shards: 1/3"));
+  CHECK_THROWS_WITH(merge_sweeps({shards[0], shards[0], shards[1], shards[2]}), Catch::Contains("given twice"));
+  CHECK(parse_shard("2/4") == std::pair<int, int>{2, 4});
+  CHECK_THROWS_AS(parse_shard("4/4"), UsageError);
+  CHECK_THROWS_AS(parse_shard("x"), UsageError);
+}
+
+TEST_CASE("median seeds and time to the first counterexample", "[calibrate]") {
+  // Caught at 1 and 3 (0-based) of 4: starts 0..3 need 2, 1, 2, 1 seeds and 30, 20, 70, 40 us.
+  const FirstCatch fc = median_first_catch({false, true, false, true}, {10, 20, 30, 40});
+  REQUIRE(fc.median_seeds);
+  CHECK(*fc.median_seeds == Approx(1.5));
+  REQUIRE(fc.median_time_us);
+  CHECK(*fc.median_time_us == Approx((30 + 40) / 2.0));
+  CHECK_FALSE(median_first_catch({false, false, false}, {1, 1, 1}).median_seeds);
+}
+
+TEST_CASE("sweep exit codes: 0 no violation, 1 violation with a replay line, 2 bad usage", "[sweep][cli]") {
+  const auto dir = fresh_dir("cli");
+  const CommandResult ok = lockstep_cli("sweep --adapter memory --seeds 20");
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.out.find("0 violating") != std::string::npos);
+
+  const CommandResult bad = lockstep_cli("sweep --adapter bad-memory-no-owner-check --seeds 1000 --report " + dir.string());
+  CHECK(bad.exit_code == 1);
+  const size_t at = bad.out.find("replay: lockstep replay ");
+  REQUIRE(at != std::string::npos);
+  const std::string file = bad.out.substr(at + 24, bad.out.find('\n', at) - at - 24);
+  const CommandResult replay = lockstep_cli("replay " + file);
+  CHECK(replay.err.find("reproduced") != std::string::npos);
+  CHECK(replay.err.find("NOT reproduced") == std::string::npos);
+
+  const CommandResult faults = lockstep_cli("sweep --adapter memory --faults pause,meteor");
+  CHECK(faults.exit_code == 2);
+  CHECK(faults.err.find("valid kinds: pause, crash") != std::string::npos);
+  CHECK(lockstep_cli("sweep --adapter nosuch").exit_code == 2);
+  CHECK(lockstep_cli("sweep --adapter memory --shard 3/3").exit_code == 2);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("no progress line when stderr is not a terminal", "[sweep][cli]") {
+  const CommandResult r = lockstep_cli("sweep --adapter memory --seeds 50");
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("seeds/s") == std::string::npos);
+  CHECK(r.err.find('\r') == std::string::npos);
+}
+
+TEST_CASE("sweep-merge of shard reports written by the command", "[sweep][cli]") {
+  const auto dir = fresh_dir("merge");
+  for (int i = 0; i < 2; ++i) {
+    const CommandResult r =
+        lockstep_cli("sweep --adapter memory --seeds 20 --shard " + std::to_string(i) + "/2 --report " + dir.string());
+    REQUIRE(r.exit_code == 0);
+  }
+  const CommandResult merged = lockstep_cli("sweep-merge " + dir.string() + " --json");
+  REQUIRE(merged.exit_code == 0);
+  CHECK(nlohmann::json::parse(merged.out).at("seeds_run") == 20);
+  std::filesystem::remove(dir / "sweep.memory.seeds1-20.shard1of2.json");
+  CHECK(lockstep_cli("sweep-merge " + dir.string()).exit_code == 2);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace lockstep
