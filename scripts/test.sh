@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what is missing, builds, and runs every test through ctest, then
+# The whole test suite: installs what is missing, builds, and runs every test through ctest; then
 # again under AddressSanitizer + UndefinedBehaviorSanitizer (fibers switch stacks: the sanitizers
-# are how we know that is done right).
+# are how we know that is done right); then the real-thread lock tests under ThreadSanitizer.
+# Tests that need redis-server or chromium start and stop their own (setup.sh installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -9,6 +10,11 @@ scripts/setup.sh
 echo "== build and test (RelWithDebInfo)"
 scripts/build.sh
 ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 600
+
+echo "== build and test the real-thread keyed locks (ThreadSanitizer)"
+LOCKSTEP_BUILD_DIR=build-tsan LOCKSTEP_BUILD_TARGETS=lockstep_keyed_tests \
+  scripts/build.sh -DLOCKSTEP_SANITIZE_THREAD=ON -DLOCKSTEP_BUILD_BENCH=OFF
+ctest --test-dir build-tsan --output-on-failure -j"$(nproc)" --timeout 600 -R "KeyedRwMutex|FifoLock|under real threads"
 
 echo "== build and test (ASan + UBSan)"
 LOCKSTEP_BUILD_DIR=build-asan scripts/build.sh -DLOCKSTEP_SANITIZE=ON -DLOCKSTEP_BUILD_BENCH=OFF
