@@ -85,6 +85,7 @@ class PerKey {
   size_t size() const { return states_.size(); }
   std::string_view key(size_t id) const { return keys_[id]; }
   const State& state(size_t id) const { return states_[id]; }
+  State& state(size_t id) { return states_[id]; }
 
  private:
   std::unordered_map<std::string_view, size_t> ids_;
@@ -459,9 +460,42 @@ struct KeyFencing {
   TokenSequence grants;
   TokenSequence acquires;
   TokenSequence accesses;
+  // The tokens clients received, matched to the servers' grants. A client's attempts are
+  // sequential and the successful one is its last, so a successful acquire belongs to the latest
+  // grant that client got before it (an earlier grant may have been given up: it arrived after
+  // its TTL). Judged in grant order, so a client that sees its reply late (a pause, a slow clock)
+  // is not mistaken for one that got an older token.
+  std::map<int, size_t> last_grant;                      // client -> its latest unmatched grant
+  std::vector<std::pair<size_t, size_t>> received;       // (grant index, acquire completion index)
 };
 
+void match_received_token(KeyFencing& key, const HistoryEvent& e) {
+  if (e.kind == EventKind::grant) {
+    key.last_grant[e.client] = e.index;
+    return;
+  }
+  if (e.kind != EventKind::complete || e.op != Op::acquire || e.outcome != Outcome::ok || !e.has_token) return;
+  auto it = key.last_grant.find(e.client);
+  if (it == key.last_grant.end()) return;
+  key.received.emplace_back(it->second, e.index);
+  key.last_grant.erase(it);
+}
+
+// The received tokens in grant order, as a sequence that must strictly increase. A token equal to
+// the one its grant carried is the grant sequence's to judge (one fact, one violation); only
+// tokens the server did not issue, or grants that carry none, are judged here.
+TokenSequence received_in_grant_order(const History& history, KeyFencing& key, size_t max) {
+  std::sort(key.received.begin(), key.received.end());
+  TokenSequence sequence;
+  for (const auto& [grant, completion] : key.received) {
+    const bool as_issued = history[grant].has_token && history[grant].token == history[completion].token;
+    sequence.see(history[completion], true, !as_issued, FencingKind::acquire_order, max);
+  }
+  return sequence;
+}
+
 void see_fencing_event(KeyFencing& key, const HistoryEvent& e, size_t max) {
+  match_received_token(key, e);
   if (!e.has_token) return;
   if (e.kind == EventKind::grant) {
     key.grants.see(e, true, true, FencingKind::grant_order, max);
@@ -685,11 +719,17 @@ std::vector<Violation> check_fencing(const History& history, const CheckOptions&
   }
   std::vector<FencingBreach> breaches;
   for (size_t k = 0; k < keys.size(); ++k) {
-    const KeyFencing& fencing = keys.state(k);
+    KeyFencing& fencing = keys.state(k);
     if (history.meta.monotonic_tokens) {
-      // Grants are the servers' own record; acquires stand in only when servers record none.
-      const TokenSequence& issued = fencing.grants.any ? fencing.grants : fencing.acquires;
-      breaches.insert(breaches.end(), issued.breaches.begin(), issued.breaches.end());
+      // Grants are the servers' own record; what clients received must follow their order too
+      // (a client handed another token than the server issued). Without grants, acquires alone.
+      if (fencing.grants.any) {
+        breaches.insert(breaches.end(), fencing.grants.breaches.begin(), fencing.grants.breaches.end());
+        const TokenSequence received = received_in_grant_order(history, fencing, max);
+        breaches.insert(breaches.end(), received.breaches.begin(), received.breaches.end());
+      } else {
+        breaches.insert(breaches.end(), fencing.acquires.breaches.begin(), fencing.acquires.breaches.end());
+      }
     }
     if (history.meta.fencing_on) {
       breaches.insert(breaches.end(), fencing.accesses.breaches.begin(),

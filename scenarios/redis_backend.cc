@@ -6,6 +6,7 @@
 #include "adapters/redis/redis_adapter.h"
 #include "scenarios/lease_events.h"
 #include "sim/world.h"
+#include "sim/redis/commands.h"
 #include "sim/redis/redis_node.h"
 #include "sim/redis/sim_redis_connection.h"
 
@@ -13,7 +14,9 @@ namespace lockstep {
 
 namespace {
 
-constexpr const char* kLockPrefix = "lock:";         // RedisAdapterOptions' default key_prefix
+// The production adapter's key layout (the known-bad variants share it).
+const std::string kLockPrefix = RedisAdapterOptions{}.key_prefix;
+const std::string kFencingPrefix = RedisAdapterOptions{}.fencing_prefix;
 
 sim::Persistence persistence_from(const std::string& name) {
   if (name == "always") return sim::Persistence::always;
@@ -77,15 +80,41 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
     world_.network().set_options(options);
   }
 
+  // The grant script sets the lock and then INCRs its fencing counter in the same command: a
+  // grant is held back until that INCR (or the end of the instant) so it carries its token, and
+  // the fencing checker can order grants by what the server issued.
   void on_keyspace_event(std::string_view node_name, const sim::KeyspaceEvent& e) override {
-    if (std::optional<HistoryEvent> event = lease_event_from(node_name, e, kLockPrefix)) {
-      recorder_.record(std::move(*event));
+    if (pending_grant_ && e.kind == sim::KeyspaceEvent::Kind::set && e.client == pending_grant_->client &&
+        e.key == kFencingPrefix + pending_grant_->key) {
+      int64_t token = 0;
+      if (sim::parse_int64(e.value, token) && token > 0) {
+        pending_grant_->has_token = true;
+        pending_grant_->token = static_cast<uint64_t>(token);
+      }
+      flush_pending_grant();
+      return;
     }
+    flush_pending_grant();
+    std::optional<HistoryEvent> event = lease_event_from(node_name, e, kLockPrefix);
+    if (!event) return;
+    if (event->kind == EventKind::grant) {
+      pending_grant_ = std::move(event);
+      world_.scheduler().after(0, [this] { flush_pending_grant(); });
+      return;
+    }
+    recorder_.record(std::move(*event));
   }
 
  private:
+  void flush_pending_grant() {
+    if (!pending_grant_) return;
+    recorder_.record(std::move(*pending_grant_));
+    pending_grant_.reset();
+  }
+
   sim::World& world_;
   Recorder& recorder_;
+  std::optional<HistoryEvent> pending_grant_;
   RedisAdapterFactory make_adapter_;
   int64_t command_timeout_us_ = 0;
   std::unique_ptr<sim::RedisNode> primary_;

@@ -196,11 +196,6 @@ Expectation tolerated_violations(const SwarmSpec& spec) {
     e.insert(Invariant::mutual_exclusion);
   }
   if (failover || fast_server) e.insert(Invariant::lease_exclusion);
-  // A holder whose clock runs slow or jumps back can resume from a pause still trusting a lease
-  // that has expired, so its acquire completes after a later grant's: tokens stay ordered by
-  // grant, but the checker orders them by acquire completion when the servers record no tokens.
-  const bool client_clock = spec.has_fault(FaultKind::clock_drift) || spec.has_fault(FaultKind::clock_jump);
-  if (client_clock && spec.has_fault(FaultKind::pause)) e.insert(Invariant::fencing);
   if (failover) {
     // The promoted replica lacks the fencing counter's latest increments and reissues tokens.
     e.insert(Invariant::fencing);

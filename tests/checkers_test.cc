@@ -749,4 +749,41 @@ TEST_CASE("a clean history passes every checker", "[checkers]") {
 }
 
 }  // namespace
+TEST_CASE("fencing judges the tokens clients received in the servers' grant order", "[checkers]") {
+  Builder b;
+  b.history.meta.monotonic_tokens = true;
+  b.history.meta.end_us = 10'000;
+  SECTION("a reply seen late (completion order differs from grant order) is no violation") {
+    b.invoke(0, 0, "k");
+    b.grant(100, "redis-0", "k", "A", 0, 1'000, 1);
+    b.invoke(1200, 1, "k");
+    b.grant(1300, "redis-0", "k", "B", 1, 1'000, 2);
+    b.complete(1400, 1, "k", Outcome::ok, 2);
+    b.complete(2000, 0, "k", Outcome::ok, 1);  // A was paused with its reply in hand
+    CHECK(check_fencing(b.history).empty());
+  }
+  SECTION("a grant given up because it arrived after its TTL does not count as received") {
+    b.invoke(0, 0, "k");
+    b.grant(100, "redis-0", "k", "A", 0, 50, 2);      // A paused: this reply comes too late
+    b.invoke(200, 1, "k");
+    b.grant(300, "redis-0", "k", "B", 1, 1'000, 3);
+    b.complete(400, 1, "k", Outcome::ok, 3);
+    b.grant(2000, "redis-0", "k", "A", 0, 1'000, 4);  // A's retry
+    b.complete(2100, 0, "k", Outcome::ok, 4);
+    CHECK(check_fencing(b.history).empty());
+  }
+  SECTION("a client handed a token the server did not issue is caught") {
+    b.invoke(0, 0, "k");
+    b.grant(100, "redis-0", "k", "A", 0, 1'000, 1);
+    b.complete(200, 0, "k", Outcome::ok, 900);  // e.g. a random token
+    b.invoke(1200, 1, "k");
+    b.grant(1300, "redis-0", "k", "B", 1, 1'000, 2);
+    b.complete(1400, 1, "k", Outcome::ok, 17);
+    auto found = check_fencing(b.history);
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].clients == Clients{0, 1});
+    CHECK(found[0].time_us == 1400);
+  }
+}
+
 }  // namespace lockstep

@@ -238,6 +238,15 @@ TEST_CASE("redlock: every scenario that applies matches its expectation in the s
   }
 }
 
+TEST_CASE("redlock in the simulator: the same seed gives the same trace hash", "[redlock][determinism]") {
+  for (const char* scenario : {"clock-jump", "split-vote", "retry-storm"}) {
+    INFO(scenario);
+    const RunReport first = run_scenario({.scenario = scenario, .adapter = "redlock", .seed = 5});
+    CHECK(first.trace_hash == run_scenario({.scenario = scenario, .adapter = "redlock", .seed = 5}).trace_hash);
+    CHECK(first.trace_hash != run_scenario({.scenario = scenario, .adapter = "redlock", .seed = 6}).trace_hash);
+  }
+}
+
 // --- against 5 real redis-servers ---
 
 namespace {
