@@ -126,6 +126,20 @@ void BM_Redlock_NodePing(benchmark::State& state) {
 }
 BENCHMARK(BM_Redlock_NodePing)->ArgName("node")->DenseRange(0, kNodes - 1)->UseRealTime();
 
+// One PING to every node through the parallel fan-out: the physical cost of one Redlock round.
+void BM_Redlock_FanoutPing(benchmark::State& state) {
+  if (!nodes_or_skip(state)) return;
+  const std::unique_ptr<lockstep::RedisFanout> fanout = parallel_fanout();
+  const std::vector<std::vector<std::string>> argvs(kNodes, {"PING"});
+  for (auto _ : state) {
+    for (const lockstep::RedisResult& r : fanout->command_all(argvs, 1'000'000)) {
+      if (!r.ok()) return state.SkipWithError(r.message.c_str());
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_Redlock_FanoutPing)->UseRealTime();
+
 struct Shared {
   std::atomic<int64_t> pairs_left;
   std::atomic<int64_t> attempts{0};

@@ -115,7 +115,7 @@ void on_writable(PollingFanout::Link& link) {
 }
 
 void on_readable(PollingFanout::Link& link) {
-  std::array<char, 16 * 1024> buffer{};
+  std::array<char, 16 * 1024> buffer;  // not zeroed: recv fills what it reports
   const ssize_t n = ::recv(link.context->fd, buffer.data(), buffer.size(), 0);
   if (n == 0) return link.fail(IoStatus::connection_error, "connection to " + link.name() + " closed by the server");
   if (n < 0) {
@@ -142,7 +142,11 @@ std::vector<RedisResult> PollingFanout::command_all(const std::vector<std::vecto
   LOCKSTEP_CHECK(argvs.size() == links_.size(), "one argv per connection");
   LOCKSTEP_CHECK(timeout_us > 0, "the fan-out timeout must be positive");
   const auto deadline = SteadyClock::now() + std::chrono::microseconds(timeout_us);
-  for (size_t i = 0; i < links_.size(); ++i) start_request(*links_[i], argvs[i], connect_timeout_ms_);
+  for (size_t i = 0; i < links_.size(); ++i) {
+    start_request(*links_[i], argvs[i], connect_timeout_ms_);
+    // A fresh request fits the socket buffer: write it now rather than after a poll round.
+    if (links_[i]->phase == Phase::writing) on_writable(*links_[i]);
+  }
   std::vector<pollfd> fds;
   std::vector<Link*> polled;
   while (true) {
