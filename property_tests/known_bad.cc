@@ -12,13 +12,13 @@ namespace lockstep {
 
 namespace {
 
-struct KnownBadRedis {
+struct KnownBad {
   const char* name;
   const char* breaks;
   const char* description;
 };
 
-constexpr KnownBadRedis kKnownBadRedis[] = {
+constexpr KnownBad kKnownBadRedis[] = {
     {"bad-del-release", "ownership", "known-bad: release by plain DEL"},
     {"bad-get-del-release", "ownership", "known-bad: release by GET, then DEL in a second call"},
     {"bad-pexpire-extend", "ownership", "known-bad: extend by plain PEXPIRE"},
@@ -26,50 +26,43 @@ constexpr KnownBadRedis kKnownBadRedis[] = {
     {"bad-random-token", "fencing", "known-bad: random instead of monotonic fencing tokens"},
 };
 
-void register_known_bad_redis() {
-  for (const KnownBadRedis& bad : kKnownBadRedis) {
-    const std::string name = bad.name;
-    register_adapter({
-        .name = name,
-        .description = bad.description,
-        .worlds = {"sim"},
-        .known_bad = true,
-        .breaks = bad.breaks,
-        .options = redis_backend_options(),
-        .make_sim =
-            [name](BackendEnv& env) {
-              return make_redis_sim_backend(env, [name](RedisConnection& connection) {
-                return make_known_bad_redis_adapter(name, connection);
-              });
-            },
-    });
-  }
-}
-
-constexpr KnownBadRedis kKnownBadRedlock[] = {
+constexpr KnownBad kKnownBadRedlock[] = {
     {"bad-redlock-half-quorum", "mutual_exclusion", "known-bad: Redlock that counts N/2 grants as a majority"},
     {"bad-redlock-no-elapsed", "mutual_exclusion", "known-bad: Redlock whose validity ignores the time spent acquiring"},
     {"bad-redlock-no-cleanup", "liveness", "known-bad: Redlock that leaves partial locks after a failed attempt"},
 };
 
-void register_known_bad_redlock() {
-  for (const KnownBadRedis& bad : kKnownBadRedlock) {
-    const std::string name = bad.name;
-    register_adapter({
-        .name = name,
-        .description = bad.description,
-        .worlds = {"sim"},
-        .known_bad = true,
-        .breaks = bad.breaks,
-        .options = redlock_backend_options(),
-        .make_sim =
-            [name](BackendEnv& env) {
-              return make_redlock_sim_backend(env, [name](RedlockAdapterParts& parts) {
-                return make_known_bad_redlock_adapter(name, parts);
-              });
-            },
-    });
+// Registers a family of simulator-only known-bad adapters; make_sim(name) builds each backend.
+template <size_t N>
+void register_family(const KnownBad (&family)[N], const std::vector<OptionSpec>& options,
+                     const std::function<BackendFactory(const std::string& name)>& make_sim) {
+  for (const KnownBad& bad : family) {
+    register_adapter({.name = bad.name,
+                      .description = bad.description,
+                      .worlds = {"sim"},
+                      .known_bad = true,
+                      .breaks = bad.breaks,
+                      .options = options,
+                      .make_sim = make_sim(bad.name)});
   }
+}
+
+void register_known_bad_redis() {
+  register_family(kKnownBadRedis, redis_backend_options(), [](const std::string& name) -> BackendFactory {
+    return [name](BackendEnv& env) {
+      return make_redis_sim_backend(
+          env, [name](RedisConnection& connection) { return make_known_bad_redis_adapter(name, connection); });
+    };
+  });
+}
+
+void register_known_bad_redlock() {
+  register_family(kKnownBadRedlock, redlock_backend_options(), [](const std::string& name) -> BackendFactory {
+    return [name](BackendEnv& env) {
+      return make_redlock_sim_backend(
+          env, [name](RedlockAdapterParts& parts) { return make_known_bad_redlock_adapter(name, parts); });
+    };
+  });
 }
 
 }  // namespace

@@ -33,17 +33,20 @@ std::string verdict(const RunReport& report) {
   return report.violations.empty() ? "ok" : "violation";
 }
 
+nlohmann::json violation_json(const ReportedViolation& rv) {
+  const Violation& v = rv.violation;
+  return {{"invariant", to_string(v.invariant)},
+          {"time_us", v.time_us},
+          {"clients", v.clients},
+          {"key", v.key},
+          {"detail", v.detail},
+          {"events", v.events},
+          {"excerpt", rv.excerpt}};
+}
+
 nlohmann::json to_json(const RunReport& r) {
   nlohmann::json violations = nlohmann::json::array();
-  for (const ReportedViolation& rv : r.violations) {
-    const Violation& v = rv.violation;
-    violations.push_back({{"invariant", to_string(v.invariant)},
-                          {"time_us", v.time_us},
-                          {"clients", v.clients},
-                          {"key", v.key},
-                          {"detail", v.detail},
-                          {"excerpt", rv.excerpt}});
-  }
+  for (const ReportedViolation& rv : r.violations) violations.push_back(violation_json(rv));
   return {
       {"verdict", verdict(r)},
       {"scenario", r.config.scenario},

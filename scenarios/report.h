@@ -16,6 +16,8 @@ std::string verdict(const RunReport& report);
 // verdict, seed, trace_hash, violations (invariant, time_us, clients, key, detail, excerpt),
 // stats (events, ops, acquisitions, sim_time_us, wall_time_us), and what reproduces the run.
 nlohmann::json to_json(const RunReport& report);
+// One violation: invariant, time_us, clients, key, detail, the history events and trace excerpt.
+nlohmann::json violation_json(const ReportedViolation& violation);
 
 // A few lines: the verdict, each violation with its excerpt, the expectation, the stats, and the
 // replay command when something was violated.

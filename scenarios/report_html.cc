@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "scenarios/junit.h"
 #include "scenarios/report.h"
 
 namespace lockstep {
@@ -355,15 +356,7 @@ nlohmann::json timeline_data(const RunReport& report) {
   nlohmann::json events = nlohmann::json::array();
   for (const HistoryEvent& e : report.history.events()) events.push_back(event_json(e));
   nlohmann::json violations = nlohmann::json::array();
-  for (const ReportedViolation& rv : report.violations) {
-    const Violation& v = rv.violation;
-    violations.push_back({{"invariant", to_string(v.invariant)},
-                          {"time_us", v.time_us},
-                          {"clients", v.clients},
-                          {"key", v.key},
-                          {"detail", v.detail},
-                          {"events", v.events}});
-  }
+  for (const ReportedViolation& rv : report.violations) violations.push_back(violation_json(rv));
   const HistoryMeta& meta = report.history.meta;
   return {{"run", run},
           {"meta", {{"clients", meta.clients}, {"servers", meta.servers}, {"end_us", meta.end_us}}},
@@ -397,21 +390,7 @@ td.unsafe { color: #b71c1c; font-weight: 600; } td.safe { color: #1b5e20; }
 
 }  // namespace
 
-std::string html_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char ch : text) {
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += ch;
-    }
-  }
-  return out;
-}
+std::string html_escape(std::string_view text) { return xml_escape(text); }
 
 std::string script_safe_json(const nlohmann::json& value) {
   const std::string text = value.dump();

@@ -33,6 +33,7 @@ std::string matrix_html(const MatrixResult& result);
 std::filesystem::path timeline_path_for(const std::filesystem::path& report_json);
 
 // Text made safe for HTML element content and quoted attribute values.
+// The same escaping as XML (junit.h): valid HTML, one place to get it right.
 std::string html_escape(std::string_view text);
 
 // JSON text that is safe inside a <script> element: no '<' (so no "</script>" or "<!--"), and the

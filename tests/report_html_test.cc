@@ -199,7 +199,7 @@ TEST_CASE("the timeline is one self-contained file with the run embedded", "[rep
 }
 
 TEST_CASE("embedded text cannot break out of the page", "[report][html]") {
-  CHECK(lockstep::html_escape("<a href=\"x\">'&'</a>") == "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
+  CHECK(lockstep::html_escape("<a href=\"x\">'&'</a>") == "&lt;a href=&quot;x&quot;&gt;&apos;&amp;&apos;&lt;/a&gt;");
   const nlohmann::json nasty = {{"detail", "</script><script>alert(1)</script><!--"}};
   const std::string safe = lockstep::script_safe_json(nasty);
   CHECK(safe.find('<') == std::string::npos);
