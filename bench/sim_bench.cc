@@ -1,12 +1,14 @@
 // The simulator's own speed: the event queue alone, a park/wake round trip between two fibers,
 // and N client fibers sleeping in a loop (the shape of a real run). Each reports
 // items_per_second; SleepingClients also reports how much simulated time passes per wall second.
+// Scenario runs a catalogue scenario end to end through the runner (memory adapter, no trace).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <string>
 
+#include "scenarios/runner.h"
 #include "sim/scheduler.h"
 #include "sim/world.h"
 
@@ -95,5 +97,33 @@ void BM_Sim_SleepingClients(benchmark::State& state) {
                                                      benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Sim_SleepingClients)->Arg(10)->Arg(1'000)->Arg(10'000)->Unit(benchmark::kMillisecond);
+
+// One catalogue scenario per iteration, judged as in a real run. events_per_second and sim_to_wall
+// are over the runner's own wall clock (run_scenario's stats), so setup outside it is not counted.
+void BM_Sim_Scenario(benchmark::State& state, const char* scenario) {
+  uint64_t events = 0;
+  int64_t sim_us = 0;
+  int64_t wall_us = 0;
+  for (auto _ : state) {
+    const lockstep::RunReport report =
+        lockstep::run_scenario({.scenario = scenario, .adapter = "memory", .keep_trace = false});
+    if (report.end != "complete") return state.SkipWithError(report.end_message.c_str());
+    events += report.stats.events;
+    sim_us += report.stats.sim_time_us;
+    wall_us += report.stats.wall_time_us;
+  }
+  const double wall_s = static_cast<double>(std::max<int64_t>(wall_us, 1)) / 1e6;
+  state.SetItemsProcessed(static_cast<int64_t>(events));
+  state.counters["events_per_second"] = static_cast<double>(events) / wall_s;
+  state.counters["sim_to_wall"] = static_cast<double>(sim_us) / 1e6 / wall_s;
+}
+
+[[maybe_unused]] const bool registered_scenarios = [] {
+  for (const char* scenario : {"gc-pause", "retry-storm"}) {
+    benchmark::RegisterBenchmark((std::string("BM_Sim_Scenario/") + scenario).c_str(), BM_Sim_Scenario, scenario)
+        ->Unit(benchmark::kMillisecond);
+  }
+  return true;
+}();
 
 }  // namespace

@@ -42,6 +42,7 @@ std::optional<Lock> Client::acquire(const std::string& key, int64_t ttl_ms, Retr
   }
   record_complete(Op::acquire, key, Outcome::ok, lock.fencing_token(), fmt::format("attempts={}", lock.attempts()));
   if (setup_.leases != nullptr) setup_.leases->acquired(setup_.id, lock, invoked_us);
+  lease_starts_.insert_or_assign(lock.unique_value(), LeaseStart{lock.acquired_at_us(), ttl_ms});
   enter(lock);
   return lock;
 }
@@ -62,6 +63,7 @@ bool Client::release(Lock& lock) {
   record_invoke(Op::release, lock.key());
   const TimeUs invoked_us = setup_.world->now_us();
   if (setup_.leases != nullptr) setup_.leases->release_sent(setup_.id, lock);
+  lease_starts_.erase(lock.unique_value());
   try {
     const bool released = lock.release();
     record_complete(Op::release, lock.key(), released ? Outcome::ok : Outcome::fail);
@@ -76,6 +78,7 @@ bool Client::release(Lock& lock) {
 bool Client::extend(Lock& lock, int64_t ttl_ms) {
   record_invoke(Op::extend, lock.key());
   const TimeUs invoked_us = setup_.world->now_us();
+  const int64_t sent_at_us = clock().now_us();
   try {
     lock.extend(ttl_ms);
   } catch (const LockExtendError& e) {
@@ -86,6 +89,7 @@ bool Client::extend(Lock& lock, int64_t ttl_ms) {
     return false;
   }
   record_complete(Op::extend, lock.key(), Outcome::ok);
+  lease_starts_.insert_or_assign(lock.unique_value(), LeaseStart{sent_at_us, ttl_ms});
   if (setup_.leases != nullptr) setup_.leases->extended(setup_.id, lock, ttl_ms, invoked_us);
   return true;
 }
@@ -103,6 +107,13 @@ bool Client::is_locked(Lock& lock) {
 }
 
 void Client::leave(Lock& lock) { exit_critical_section(lock.key()); }
+
+int64_t Client::validity_end_us(const Lock& lock) const {
+  auto it = lease_starts_.find(lock.unique_value());
+  if (it == lease_starts_.end()) return 0;  // released (or never ours): not valid
+  const LockSpec spec{.key = lock.key(), .value = lock.unique_value(), .ttl_ms = lock.ttl_ms()};
+  return setup_.adapter->validity_end_us(spec, it->second.requested_at_us, it->second.ttl_ms);
+}
 
 std::optional<int64_t> Client::read(const Lock& lock) {
   return setup_.resource->read(setup_.id, lock.key(), lock.fencing_token());

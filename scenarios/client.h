@@ -7,6 +7,7 @@
 // faults it suffers as fault events. The steps never throw for expected lock outcomes (contention,
 // a lock that is gone): they return them, so a scenario reads like its description.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,6 +52,15 @@ class Client {
   // Leaves the critical section without releasing: the client saw its validity end.
   void leave(Lock& lock);
 
+  // For careful holders, which work only while their lock is valid: when the lock's current lease
+  // (its grant or latest successful extend) stops being valid, in microseconds on this client's
+  // clock, as the adapter reports it (LockAdapter::validity_end_us).
+  int64_t validity_end_us(const Lock& lock) const;
+  // Enters the critical section again: a careful holder leaves it while an extend is in flight
+  // (it cannot tell whether its validity survives the call) and comes back when the extend
+  // succeeded within the validity.
+  void reenter(const Lock& lock) { enter(lock); }
+
   // The guarded resource, with the lock's fencing token. nullopt / false when refused.
   std::optional<int64_t> read(const Lock& lock);
   bool write(const Lock& lock, int64_t value);
@@ -74,6 +84,11 @@ class Client {
   SeededRandom random_;
   Locker locker_;
   std::optional<std::string> inside_key_;  // the key whose critical section we are in
+  struct LeaseStart {
+    int64_t requested_at_us = 0;  // our clock, when the create or extend was sent
+    int64_t ttl_ms = 0;
+  };
+  std::map<std::string, LeaseStart> lease_starts_;  // by lock value, from acquire to release
 };
 
 }  // namespace lockstep

@@ -1,6 +1,7 @@
 #include "scenarios/swarm.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <stdexcept>
 
@@ -189,10 +190,12 @@ Expectation tolerated_violations(const SwarmSpec& spec) {
   const bool failover = spec.has_fault(FaultKind::failover);
   bool fast_server = false;
   for (const SwarmFault& f : spec.faults) fast_server |= f.kind == FaultKind::server_drift && f.amount > 0;
-  // A holder that stops, sees time wrongly, or hears late can outlive its lease.
+  // A holder that stops, sees time wrongly, or hears late can outlive its lease. A careful holder
+  // does not hear late: it stops at the validity its adapter reported, so only an adapter that
+  // overstates validity loses exclusion to latency alone.
+  const bool late = spec.has_fault(FaultKind::latency) && !spec.careful;
   if (failover || spec.has_fault(FaultKind::pause) || spec.has_fault(FaultKind::clock_drift) ||
-      spec.has_fault(FaultKind::clock_jump) || spec.has_fault(FaultKind::latency) ||
-      spec.has_fault(FaultKind::server_drift)) {
+      spec.has_fault(FaultKind::clock_jump) || late || spec.has_fault(FaultKind::server_drift)) {
     e.insert(Invariant::mutual_exclusion);
   }
   if (failover || fast_server) e.insert(Invariant::lease_exclusion);
@@ -361,6 +364,23 @@ SwarmSpec draw_swarm_spec(const SwarmCapabilities& caps, uint64_t seed, const Sw
   spec.safety_ms = std::min<int64_t>(planned + spec.ttl_ms, 60'000);
   draw_faults(rng, spec, caps, options);
   spec.heal_clients = spec.family == "lease" ? static_cast<int>(rng.between(1, 2)) : 0;
+  // Drawn last, so every other parameter of a seed is what it was before careful clients existed.
+  spec.careful = spec.family == "lease" && rng.chance(1, 2);
+  if (spec.careful) {
+    // Careful seeds judge whether an adapter's validity is honest. A stop-the-world or a client
+    // clock fault would excuse exactly that judgement (the holder cannot know), so they draw none.
+    for (SwarmClient& c : spec.clients) {
+      c.drift_ppm = 0;
+      for (SwarmStep& st : c.steps) {
+        st.pause_ms = 0;
+        st.release_pause_after_us = -1;
+        st.release_pause_ms = 0;
+      }
+    }
+    std::erase_if(spec.faults, [](const SwarmFault& f) {
+      return f.kind == FaultKind::pause || f.kind == FaultKind::clock_jump;
+    });
+  }
   spec.validate();
   return spec;
 }
@@ -412,6 +432,7 @@ std::vector<std::string> describe_params(const SwarmSpec& spec) {
       fmt::format("swarm.replication_delay_ms={}", spec.replication_delay_ms),
       fmt::format("swarm.safety_ms={}", spec.safety_ms),
       fmt::format("swarm.heal_clients={}", spec.heal_clients),
+      fmt::format("swarm.careful={}", spec.careful ? 1 : 0),
       fmt::format("swarm.liveness_bound_us={}", spec.family == "lease" ? spec.liveness_bound_us() : 0),
       fmt::format("swarm.clients={}", spec.clients.size()),
   };
@@ -464,6 +485,7 @@ nlohmann::json to_json(const SwarmSpec& spec) {
           {"replication_delay_ms", spec.replication_delay_ms},
           {"safety_ms", spec.safety_ms},
           {"heal_clients", spec.heal_clients},
+          {"careful", spec.careful},
           {"clients", clients},
           {"faults", faults}};
 }
@@ -482,6 +504,7 @@ SwarmSpec swarm_spec_from_json(const nlohmann::json& j) {
     spec.replication_delay_ms = j.at("replication_delay_ms").get<int64_t>();
     spec.safety_ms = j.at("safety_ms").get<int64_t>();
     spec.heal_clients = j.at("heal_clients").get<int>();
+    spec.careful = j.value("careful", false);  // absent in specs saved before careful clients
     for (const auto& jc : j.at("clients")) {
       SwarmClient c{.start_ms = jc.at("start_ms").get<int64_t>(), .drift_ppm = jc.at("drift_ppm").get<int64_t>()};
       for (const auto& js : jc.at("steps")) {
@@ -541,6 +564,45 @@ void aim_at_call(SwarmRun& run, int64_t after_us, std::string what, std::functio
   run.env->schedule_fault_us(run.env->world().now_us() + after_us, std::move(what), std::move(action), duration_us);
 }
 
+// A careful holder's work: sleeps duration_ms, but only until the lock's validity ends (by the
+// client's clock). False, and out of the critical section, when the validity ended first.
+bool careful_work(Client& c, Lock& lock, int64_t duration_ms) {
+  const int64_t left_us = c.validity_end_us(lock) - c.clock().now_us();
+  if (left_us <= duration_ms * 1000) {
+    // Validity covers [start, end): the holder is out in its last microsecond, before whoever
+    // the end lets in (events at one instant run in no promised order).
+    if (left_us > 1) c.clock().sleep_for_us(left_us - 1);
+    c.leave(lock);
+    return false;
+  }
+  c.sleep_ms(duration_ms);
+  return true;
+}
+
+// A careful holder's step: the same calls as lease_step's, each made only while the lock is valid,
+// then work until the validity ends. It leaves the critical section when the validity ends, and
+// while an extend is in flight (it cannot know whether the call outlives the validity),
+// re-entering when the extend succeeded in time. Then it releases (outside the critical section)
+// unless the step walks away.
+void careful_lease_step(Client& c, Lock& lock, const SwarmStep& step, int64_t ttl_ms) {
+  std::optional<int64_t> value;
+  bool valid = careful_work(c, lock, 0);
+  if (valid) value = c.read(lock);
+  if (valid && step.pause_ms > 0) c.pause(step.pause_ms);  // a stop-the-world cannot be careful
+  valid = valid && careful_work(c, lock, step.hold_ms);
+  if (valid && step.extend) {
+    c.leave(lock);
+    valid = c.extend(lock, ttl_ms) && c.clock().now_us() < c.validity_end_us(lock);
+    if (valid) c.reenter(lock);
+  }
+  valid = valid && careful_work(c, lock, 0);
+  if (valid && value) c.write(lock, *value + 1);
+  // A careful holder is a lease-bound worker: having done the step's work, it keeps working until
+  // its validity ends, so whatever validity the adapter overstates, it spends inside.
+  if (valid) careful_work(c, lock, std::numeric_limits<int64_t>::max() / 1000);
+  c.leave(lock);
+}
+
 void lease_step(SwarmRun& run, Client& c, const SwarmStep& step) {
   ScenarioWorld& world = run.env->world();
   const int node = c.node();
@@ -551,11 +613,15 @@ void lease_step(SwarmRun& run, Client& c, const SwarmStep& step) {
   std::optional<Lock> lock = c.acquire(key_name(step.key), run.spec.ttl_ms, run.retry());
   if (!lock) return;
   try {
-    std::optional<int64_t> value = c.read(*lock);
-    if (step.pause_ms > 0) c.pause(step.pause_ms);
-    c.sleep_ms(step.hold_ms);
-    if (step.extend) c.extend(*lock, run.spec.ttl_ms);
-    if (value) c.write(*lock, *value + 1);
+    if (run.spec.careful) {
+      careful_lease_step(c, *lock, step, run.spec.ttl_ms);
+    } else {
+      std::optional<int64_t> value = c.read(*lock);
+      if (step.pause_ms > 0) c.pause(step.pause_ms);
+      c.sleep_ms(step.hold_ms);
+      if (step.extend) c.extend(*lock, run.spec.ttl_ms);
+      if (value) c.write(*lock, *value + 1);
+    }
     if (!step.release) return c.leave(*lock);
     if (step.release_pause_after_us >= 0) {
       const int64_t pause_us = step.release_pause_ms * 1000;

@@ -93,6 +93,13 @@ struct SwarmSpec {
   int64_t replication_delay_ms = -1;  // >= 0: run with one asynchronous replica (failover)
   int64_t safety_ms = 1000;
   int heal_clients = 1;
+  // Every safety client is a careful holder: it works (reads, sleeps, extends, writes) only while
+  // its lock's validity, as the adapter reports it (LockAdapter::validity_end_us), lasts, keeps
+  // working until that validity ends, and then leaves the critical section. Such clients cannot
+  // overrun a lease by hearing late, so latency alone does not excuse mutual_exclusion
+  // (tolerated_violations), and an adapter that overstates validity is caught. Drawn careful
+  // seeds carry no pauses and no client clock faults, which would excuse that judgement.
+  bool careful = false;
   std::vector<SwarmClient> clients;
   std::vector<SwarmFault> faults;
 
@@ -117,8 +124,9 @@ struct SwarmDrawOptions {
 SwarmSpec draw_swarm_spec(const SwarmCapabilities& caps, uint64_t seed, const SwarmDrawOptions& options = {});
 
 // The invariants a spec's faults are allowed to break for a TTL lease (a pause or clock fault
-// loses exclusion; a fast server clock or a failover loses the lease; asynchronous failover also
-// reissues tokens). Everything else, in particular ownership and liveness, must hold.
+// loses exclusion, and so does latency unless the clients are careful; a fast server clock or a
+// failover loses the lease; asynchronous failover also reissues tokens). Everything else, in
+// particular ownership and liveness, must hold.
 Expectation tolerated_violations(const SwarmSpec& spec);
 
 // Every drawn parameter, one "NAME=VALUE" per line (printed as `param` lines in the trace).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds lockstep_bench in Release (build-bench/) and runs it: a console summary on stdout, the full
-# results as JSON in reports/bench/bench.json. Not part of the test suite.
+# results as JSON in reports/bench/bench.json, and the throughput plot, reports/bench/throughput.svg
+# (scripts/plot_bench.py). Not part of the test suite.
 #
 # Extra arguments go to the benchmark, e.g.
 #   scripts/bench.sh --benchmark_filter='Redis|redis' --benchmark_min_time=2
@@ -20,3 +21,4 @@ if [[ -n "${LOCKSTEP_BENCH_CPUS:-}" ]]; then pin=(taskset -c "$LOCKSTEP_BENCH_CP
 "${pin[@]}" "$build_dir/bench/lockstep_bench" --benchmark_format=console \
   --benchmark_out="$out_dir/bench.json" --benchmark_out_format=json "$@"
 echo "results: $out_dir/bench.json"
+python3 scripts/plot_bench.py "$out_dir/bench.json" --out "$out_dir/throughput.svg"

@@ -97,6 +97,55 @@ TEST_CASE("every drawn parameter is a param line at the start of the trace", "[s
   }
 }
 
+TEST_CASE("careful clients: latency alone no longer excuses mutual exclusion", "[sweep][careful]") {
+  SwarmSpec spec;
+  spec.clients = {SwarmClient{.steps = {SwarmStep{}}}};
+  spec.faults = {SwarmFault{.kind = FaultKind::latency, .duration_ms = 10, .amount = 50'000}};
+  CHECK(tolerated_violations(spec).count(Invariant::mutual_exclusion) == 1);
+  spec.careful = true;
+  CHECK(tolerated_violations(spec).count(Invariant::mutual_exclusion) == 0);
+  spec.faults.push_back(SwarmFault{.kind = FaultKind::pause, .duration_ms = 10});
+  CHECK(tolerated_violations(spec).count(Invariant::mutual_exclusion) == 1);  // a paused holder cannot know
+
+  // careful round-trips, and a spec saved before careful clients reads as not careful.
+  nlohmann::json j = to_json(spec);
+  CHECK(swarm_spec_from_json(j).careful);
+  j.erase("careful");
+  CHECK_FALSE(swarm_spec_from_json(j).careful);
+}
+
+TEST_CASE("careful seeds are drawn, without pauses or client clock faults", "[sweep][careful]") {
+  const SwarmCapabilities caps = probe_capabilities("redlock");
+  int careful = 0;
+  for (uint64_t seed = 1; seed <= 100; ++seed) {
+    const SwarmSpec spec = draw_swarm_spec(caps, seed);
+    if (!spec.careful) continue;
+    ++careful;
+    CHECK_FALSE(spec.has_fault(FaultKind::pause));
+    CHECK_FALSE(spec.has_fault(FaultKind::clock_drift));
+    CHECK_FALSE(spec.has_fault(FaultKind::clock_jump));
+  }
+  CHECK(careful > 20);
+  CHECK(careful < 80);
+}
+
+TEST_CASE("careful clients catch a Redlock that ignores the time spent acquiring", "[sweep][careful][shrink]") {
+  register_known_bad_adapters();
+  const auto dir = fresh_dir("no-elapsed");
+  const SweepConfig config{.adapter = "bad-redlock-no-elapsed", .report_dir = dir.string()};
+  const SeedOutcome original = first_violation(config);
+  CHECK(original.spec.careful);
+  CHECK(original.target() == "mutual_exclusion");
+  const Counterexample cx = shrink_counterexample(config, original);
+  CHECK(cx.shrunk_ops <= 20);
+  REQUIRE_FALSE(cx.replay_file.empty());
+  const ReplaySpec replay = read_replay_spec(cx.replay_file);
+  CHECK(replay_run(replay).trace_hash == replay.trace_hash);
+  // The production Redlock on the same spec keeps exclusion.
+  CHECK_FALSE(run_swarm_spec("redlock", original.spec, original.seed, true).violates());
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("a fault list restricts the kinds a spec draws", "[sweep]") {
   const SwarmCapabilities caps = probe_capabilities("redis");
   for (uint64_t seed = 1; seed <= 50; ++seed) {

@@ -54,6 +54,17 @@ class LockAdapter {
   virtual AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) = 0;
   // ok when spec.value owns an unexpired lock on spec.key, not_owner otherwise.
   virtual AdapterResult is_valid_lock(const LockSpec& spec) = 0;
+
+  // Optional: when spec.value's lock stops being valid, in microseconds on the caller's clock. A
+  // careful holder works only before then. requested_at_us is the caller's local time when it sent
+  // the create or extend that started the current lease of ttl_ms. The default is the lease as the
+  // TTL gives it: a server cannot start it before the request is sent, so this never overstates
+  // it (clock faults aside). Adapters that compute a validity of their own (Redlock: TTL minus the
+  // time spent acquiring and the clock drift) report that instead.
+  virtual int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us, int64_t ttl_ms) const {
+    (void)spec;
+    return requested_at_us + ttl_ms * 1000;
+  }
 };
 
 }  // namespace lockstep

@@ -63,4 +63,11 @@ AdapterResult RedlockAdapter::is_valid_lock(const LockSpec& spec) {
   return {.status = AdapterStatus::backend_error, .message = votes.failures};
 }
 
+int64_t RedlockAdapter::validity_end_us(const LockSpec& spec, int64_t requested_at_us, int64_t /*ttl_ms*/) const {
+  auto it = held_.find(spec.value);
+  // Released, or failed to extend (and was released everywhere): no validity left.
+  if (it == held_.end()) return requested_at_us;
+  return it->second.valid_until_us();
+}
+
 }  // namespace lockstep

@@ -44,6 +44,8 @@ class RedlockAdapter final : public LockAdapter {
   AdapterResult release_lock(const LockSpec& spec) override;
   AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override;
   AdapterResult is_valid_lock(const LockSpec& spec) override;
+  // The held lock's Redlock validity end (valid_until_us); requested_at_us once it is not held.
+  int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us, int64_t ttl_ms) const override;
 
   RedlockManager& manager() { return manager_; }
   size_t held_locks() const { return held_.size(); }
