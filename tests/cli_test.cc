@@ -1,47 +1,21 @@
 // The `lockstep` command's contract (DESIGN.md): subcommands, JSON fields, exit codes, and one-line
 // errors that name the valid choices. Runs the real binary.
-#include <sys/wait.h>
-
 #include <catch2/catch.hpp>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "tests/cli_support.h"
+
 namespace {
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using lockstep::testing::CommandResult;
 
-// Runs the binary with args (and optional environment assignments before it, e.g. "PATH=/x").
-CommandResult lockstep(const std::string& args, const std::string& environment = "") {
-  static int counter = 0;
-  const auto err_path = std::filesystem::temp_directory_path() /
-                        ("lockstep-cli-test-" + std::to_string(::getpid()) + "-" + std::to_string(++counter));
-  const std::string command =
-      (environment.empty() ? "" : "env " + environment + " ") + LOCKSTEP_BINARY + " " + args + " 2>" + err_path.string();
-  CommandResult result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_path);
-  std::stringstream ss;
-  ss << err.rdbuf();
-  result.err = ss.str();
-  std::filesystem::remove(err_path);
-  return result;
+// The `lockstep` binary with args.
+CommandResult cli(const std::string& args, const std::string& environment = "") {
+  return lockstep::testing::run_lockstep(args, environment);
 }
 
 int count_lines(const std::string& text) {
@@ -53,7 +27,7 @@ int count_lines(const std::string& text) {
 }  // namespace
 
 TEST_CASE("list --json has adapters and scenarios with their options", "[cli]") {
-  const CommandResult r = lockstep("list --json");
+  const CommandResult r = cli("list --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
   bool memory = false;
@@ -75,7 +49,7 @@ TEST_CASE("list --json has adapters and scenarios with their options", "[cli]") 
 }
 
 TEST_CASE("run gc-pause --json reports the violation, exit 1, with the replay line", "[cli]") {
-  const CommandResult r = lockstep("run gc-pause --adapter memory --json");
+  const CommandResult r = cli("run gc-pause --adapter memory --json");
   CHECK(r.exit_code == 1);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j.at("verdict") == "violation");
@@ -87,22 +61,22 @@ TEST_CASE("run gc-pause --json reports the violation, exit 1, with the replay li
   CHECK(j.at("stats").at("acquisitions") == 2);
   CHECK(j.at("replay").get<std::string>().find("lockstep run gc-pause --adapter memory") == 0);
 
-  const CommandResult fenced = lockstep("run gc-pause --adapter memory --fencing on --json");
+  const CommandResult fenced = cli("run gc-pause --adapter memory --fencing on --json");
   const auto jf = nlohmann::json::parse(fenced.out);
   for (const auto& v : jf.at("violations")) {
     CHECK(v.at("invariant") != "no_lost_update");
     CHECK(v.at("invariant") != "fencing");
   }
   // The same seed twice: the same trace hash.
-  CHECK(nlohmann::json::parse(lockstep("run gc-pause --adapter memory --json").out).at("trace_hash") ==
+  CHECK(nlohmann::json::parse(cli("run gc-pause --adapter memory --json").out).at("trace_hash") ==
         j.at("trace_hash"));
 }
 
 TEST_CASE("a safe run exits 0 and the text form shows the replay line only on violation", "[cli]") {
-  const CommandResult safe = lockstep("run sequential --adapter memory");
+  const CommandResult safe = cli("run sequential --adapter memory");
   CHECK(safe.exit_code == 0);
   CHECK(safe.out.find("replay:") == std::string::npos);
-  const CommandResult bad = lockstep("run gc-pause --adapter memory --seed 3");
+  const CommandResult bad = cli("run gc-pause --adapter memory --seed 3");
   CHECK(bad.exit_code == 1);
   CHECK(bad.out.find("replay: lockstep run gc-pause --adapter memory --world sim --seed 3") != std::string::npos);
 }
@@ -125,7 +99,7 @@ TEST_CASE("bad usage exits 2 with one line naming what was wrong and the choices
                         Case{"frobnicate", "subcommand"},
                         Case{"replay /nonexistent/report.json", "report"}}) {
     INFO(c.args);
-    const CommandResult r = lockstep(c.args);
+    const CommandResult r = cli(c.args);
     CHECK(r.exit_code == 2);
     CHECK(count_lines(r.err) == 1);
     CHECK(r.err.find(c.must_mention) != std::string::npos);
@@ -135,19 +109,19 @@ TEST_CASE("bad usage exits 2 with one line naming what was wrong and the choices
 TEST_CASE("replay of a report reproduces its trace hash", "[cli]") {
   const auto dir = std::filesystem::temp_directory_path() / ("lockstep-cli-replay-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
-  const CommandResult r = lockstep("run stolen-lock --adapter memory --seed 5 --set pause_ms=900 --report " + dir.string());
+  const CommandResult r = cli("run stolen-lock --adapter memory --seed 5 --set pause_ms=900 --report " + dir.string());
   CHECK(r.exit_code == 1);
   const auto report = dir / "stolen-lock.memory.seed5.fencing-off.json";
   REQUIRE(std::filesystem::exists(report));
   REQUIRE(std::filesystem::exists(dir / "stolen-lock.memory.seed5.fencing-off.trace"));
-  const CommandResult replay = lockstep("replay " + report.string());
+  const CommandResult replay = cli("replay " + report.string());
   CHECK(replay.exit_code == 1);  // the violation again
   CHECK(replay.err.find("reproduced: trace_hash") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("matrix --json exits 0 when every cell matches", "[cli][matrix]") {
-  const CommandResult r = lockstep("matrix --json");
+  const CommandResult r = cli("matrix --json");
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
@@ -157,7 +131,7 @@ TEST_CASE("matrix --json exits 0 when every cell matches", "[cli][matrix]") {
 }
 
 TEST_CASE("a missing server binary exits 3 and says how to get it", "[cli]") {
-  const CommandResult r = lockstep("run sequential --adapter redis --world real", "PATH=/nonexistent");
+  const CommandResult r = cli("run sequential --adapter redis --world real", "PATH=/nonexistent");
   CHECK(r.exit_code == 3);
   CHECK(count_lines(r.err) == 1);
   CHECK(r.err.find("apt-get install redis-server") != std::string::npos);

@@ -1,12 +1,9 @@
 // Swarm sweeps: the generator's determinism, shrinking, replay of shrunk reports, shards and their
 // merge, --faults validation, the progress line, and the command's exit codes.
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -19,37 +16,14 @@
 #include "scenarios/calibrate.h"
 #include "scenarios/report.h"
 #include "scenarios/sweep.h"
+#include "tests/cli_support.h"
 
 namespace lockstep {
 namespace {
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using lockstep::testing::CommandResult;
 
-// Runs the binary with stdout on a pipe and stderr in a file: neither is a terminal.
-CommandResult lockstep_cli(const std::string& args) {
-  static int counter = 0;
-  const auto err_path = std::filesystem::temp_directory_path() /
-                        ("lockstep-sweep-test-" + std::to_string(::getpid()) + "-" + std::to_string(++counter));
-  const std::string command = std::string(LOCKSTEP_BINARY) + " " + args + " 2>" + err_path.string();
-  CommandResult result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_path);
-  std::stringstream ss;
-  ss << err.rdbuf();
-  result.err = ss.str();
-  std::filesystem::remove(err_path);
-  return result;
-}
+CommandResult lockstep_cli(const std::string& args) { return lockstep::testing::run_lockstep(args); }
 
 std::filesystem::path fresh_dir(const std::string& name) {
   const auto dir = std::filesystem::temp_directory_path() / ("lockstep-sweep-" + std::to_string(::getpid()) + "-" + name);

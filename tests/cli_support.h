@@ -1,0 +1,47 @@
+#pragma once
+// Runs the real `lockstep` binary (LOCKSTEP_BINARY, set by CMake) for command-line tests: stdout
+// on a pipe and stderr in a file, so neither is a terminal (no progress lines).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+namespace lockstep::testing {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// environment: assignments placed before the command with env(1), e.g. "PATH=/nonexistent".
+inline CommandResult run_lockstep(const std::string& args, const std::string& environment = "") {
+  static int counter = 0;
+  const auto err_path = std::filesystem::temp_directory_path() /
+                        ("lockstep-cli-" + std::to_string(::getpid()) + "-" + std::to_string(++counter));
+  const std::string command = (environment.empty() ? "" : "env " + environment + " ") +
+                              std::string(LOCKSTEP_BINARY) + " " + args + " 2>" + err_path.string();
+  CommandResult result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buffer{};
+  size_t n = 0;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
+  const int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_path);
+  std::stringstream ss;
+  ss << err.rdbuf();
+  result.err = ss.str();
+  std::filesystem::remove(err_path);
+  return result;
+}
+
+}  // namespace lockstep::testing
