@@ -1,77 +1,59 @@
 // The keyed locks beside the standard mutexes, in one run (Google Benchmark).
 //
-//   BM_Lock_AcquireRelease/keyed-rw/contenders:N            N threads, lock+unlock one key
-//   BM_Lock_AcquireRelease/keyed-rw/many-keys/contenders:N  N threads, each on its own keys (of 1024)
-//   BM_Lock_AcquireRelease/fifo/contenders:N                with_lock on one key
-//   BM_Lock_AcquireRelease/fifo/many-keys/contenders:N
+//   BM_Lock_AcquireRelease/keyed-rw/contenders:N[/keys:many][/hold:1ms]   lock+unlock (exclusive)
+//   BM_Lock_AcquireRelease/fifo/contenders:N[/keys:many][/hold:1ms]       with_lock
+//       N contenders (contention.h) on one key, or each on its own keys (of 1024); /hold:1ms
+//       sleeps 1 ms inside the lock
 //   BM_Baseline_StdMutex/contenders:N, BM_Baseline_StdSharedMutex/contenders:N (exclusive lock)
 //   BM_Baseline_StdMutexPlusHashLookup/contenders:N   lock a mutex, find the key in a hash map
 //
 // items_per_second counts successful acquire+release pairs. The keyed cases report keys_after:
-// the per-key states left once everything is released (must be 0: idle keys cost no memory).
-// Google Benchmark appends /threads:N to each name; N=1 is the uncontended case, compared with
-// std::mutex plus a hash lookup (target: within 3x).
+// the per-key states left once everything is released (must be 0: idle keys cost no memory), and
+// contention.h's wait and fairness counters. The baselines run on Google Benchmark's Threads(N),
+// which appends /threads:N; contenders:1 is the uncontended case, compared with std::mutex plus a
+// hash lookup (target: within 3x).
 #include <benchmark/benchmark.h>
 
-#include <memory>
+#include <atomic>
+#include <chrono>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
-#include <vector>
 
 #include "adapters/keyed/fifo_lock.h"
 #include "adapters/keyed/keyed_rw.h"
+#include "contention.h"
 
 namespace {
 
-constexpr int kManyKeys = 1024;
-const int kContenders[] = {1, 2, 4};
+namespace bench = lockstep::bench;
 
-const std::vector<std::string>& keys() {
-  static const std::vector<std::string> all = [] {
-    std::vector<std::string> out;
-    for (int i = 0; i < kManyKeys; ++i) out.push_back("key:" + std::to_string(i));
-    return out;
-  }();
-  return all;
-}
-
-// The key a thread uses at iteration i: one shared key, or its own stripe of many keys.
-const std::string& key_for(const benchmark::State& state, bool many_keys, size_t i) {
-  if (!many_keys) return keys()[0];
-  const size_t stripe = kManyKeys / static_cast<size_t>(state.threads());
-  return keys()[static_cast<size_t>(state.thread_index()) * stripe + i % stripe];
-}
-
-// One lock per benchmark run, shared by its threads: thread 0 makes it before the timed loop,
-// whose start is a barrier for all threads (and whose end is one too, so keys_after is read when
-// every thread has released).
-void BM_KeyedRw(benchmark::State& state, bool many_keys) {
-  static std::unique_ptr<lockstep::keyed::KeyedRwMutex> mtx;
-  if (state.thread_index() == 0) mtx = std::make_unique<lockstep::keyed::KeyedRwMutex>();
-  size_t i = 0;
-  for (auto _ : state) {
-    lockstep::keyed::RwHandle h = mtx->lock(key_for(state, many_keys, i++));
+// One lock per benchmark run, shared by its contenders; keys_after is read once all have joined.
+void BM_KeyedRw(benchmark::State& state, int contenders, bool many_keys, std::chrono::microseconds hold) {
+  lockstep::keyed::KeyedRwMutex mtx;
+  const bool ran = bench::run_contention(state, contenders, "", [&](int c, int64_t sequence, bench::Acquisition& acquisition) {
+    lockstep::keyed::RwHandle h = mtx.lock(bench::contention_key(many_keys, c, contenders, sequence));
+    acquisition.granted();
     benchmark::DoNotOptimize(h);
-  }
-  state.SetItemsProcessed(state.iterations());
-  if (state.thread_index() == 0) {
-    state.counters["keys_after"] = static_cast<double>(mtx->key_count());
-  }
+    bench::hold(hold);
+    return int64_t{0};
+  });
+  if (ran) state.counters["keys_after"] = static_cast<double>(mtx.key_count());
 }
 
-void BM_Fifo(benchmark::State& state, bool many_keys) {
-  static std::unique_ptr<lockstep::keyed::FifoLock> lock;
-  if (state.thread_index() == 0) lock = std::make_unique<lockstep::keyed::FifoLock>();
-  size_t i = 0;
-  int sink = 0;
-  for (auto _ : state) {
-    lock->with_lock(key_for(state, many_keys, i++), [&sink] { ++sink; });
-  }
-  benchmark::DoNotOptimize(sink);
-  state.SetItemsProcessed(state.iterations());
-  if (state.thread_index() == 0) state.counters["keys_after"] = static_cast<double>(lock->size());
+void BM_Fifo(benchmark::State& state, int contenders, bool many_keys, std::chrono::microseconds hold) {
+  lockstep::keyed::FifoLock lock;
+  std::atomic<int64_t> sink{0};
+  const bool ran = bench::run_contention(state, contenders, "", [&](int c, int64_t sequence, bench::Acquisition& acquisition) {
+    lock.with_lock(bench::contention_key(many_keys, c, contenders, sequence), [&] {
+      acquisition.granted();
+      sink.fetch_add(1, std::memory_order_relaxed);
+      bench::hold(hold);
+    });
+    return int64_t{0};
+  });
+  if (ran) state.counters["keys_after"] = static_cast<double>(lock.size());
 }
 
 void BM_StdMutex(benchmark::State& state) {
@@ -96,33 +78,30 @@ void BM_StdMutexPlusHashLookup(benchmark::State& state) {
   static std::mutex mutex;
   static const std::unordered_map<std::string, int> table = [] {
     std::unordered_map<std::string, int> t;
-    for (int i = 0; i < kManyKeys; ++i) t.emplace(keys()[static_cast<size_t>(i)], i);
+    for (int i = 0; i < bench::kManyKeys; ++i) t.emplace(bench::bench_keys()[static_cast<size_t>(i)], i);
     return t;
   }();
-  size_t i = 0;
   for (auto _ : state) {
     std::lock_guard lock(mutex);
-    auto it = table.find(key_for(state, false, i++));
+    auto it = table.find(bench::bench_keys()[0]);
     benchmark::DoNotOptimize(it);
   }
   state.SetItemsProcessed(state.iterations());
 }
 
 template <class Fn>
-void register_case(const std::string& name, Fn fn) {
-  for (int n : kContenders) {
+void register_baseline(const std::string& name, Fn fn) {
+  for (int n : bench::kContenders) {
     benchmark::RegisterBenchmark((name + "/contenders:" + std::to_string(n)).c_str(), fn)->Threads(n)->UseRealTime();
   }
 }
 
 const bool registered = [] {
-  register_case("BM_Baseline_StdMutex", BM_StdMutex);
-  register_case("BM_Baseline_StdSharedMutex", BM_StdSharedMutex);
-  register_case("BM_Baseline_StdMutexPlusHashLookup", BM_StdMutexPlusHashLookup);
-  register_case("BM_Lock_AcquireRelease/keyed-rw", [](benchmark::State& s) { BM_KeyedRw(s, false); });
-  register_case("BM_Lock_AcquireRelease/keyed-rw/many-keys", [](benchmark::State& s) { BM_KeyedRw(s, true); });
-  register_case("BM_Lock_AcquireRelease/fifo", [](benchmark::State& s) { BM_Fifo(s, false); });
-  register_case("BM_Lock_AcquireRelease/fifo/many-keys", [](benchmark::State& s) { BM_Fifo(s, true); });
+  register_baseline("BM_Baseline_StdMutex", BM_StdMutex);
+  register_baseline("BM_Baseline_StdSharedMutex", BM_StdSharedMutex);
+  register_baseline("BM_Baseline_StdMutexPlusHashLookup", BM_StdMutexPlusHashLookup);
+  bench::register_contention("BM_Lock_AcquireRelease/keyed-rw", bench::kContenders, true, BM_KeyedRw);
+  bench::register_contention("BM_Lock_AcquireRelease/fifo", bench::kContenders, true, BM_Fifo);
   return true;
 }();
 

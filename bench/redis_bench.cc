@@ -1,5 +1,7 @@
 // Redis on loopback: the physical baseline (PING, and the lock's own scripts sent raw with hiredis)
-// beside the Locker over RedisAdapter, alone and with N contending clients.
+// beside the Locker over RedisAdapter, alone and with N contending clients
+// (BM_Lock_AcquireRelease/redis/contenders:N[/keys:many][/hold:1ms]; counters: contention.h's, and
+// calls_per_success, the server calls, failed creates included, per acquire+release).
 //
 // One redis-server serves the whole run (started on first use, stopped at exit). Without one,
 // every case here skips with the reason; none reports zeros. Rates are wall-clock (UseRealTime):
@@ -11,14 +13,11 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "adapters/core/clock.h"
@@ -27,6 +26,7 @@
 #include "adapters/redis/hiredis_connection.h"
 #include "adapters/redis/redis_adapter.h"
 #include "adapters/redis/scripts.h"
+#include "contention.h"
 #include "scenarios/real/redis_server.h"
 #include "scenarios/real/server_errors.h"
 
@@ -181,8 +181,15 @@ class LockClient {
   // One successful acquire+release; returns the server calls it took (create attempts + release).
   // Throws what acquire() throws, or std::runtime_error if the lock was gone before its release.
   int64_t pair(const std::string& key) {
+    lockstep::bench::Acquisition untimed;
+    return pair(key, untimed, std::chrono::microseconds{0});
+  }
+  // The same, calling acquisition.granted() once acquired and holding the lock for `hold`.
+  int64_t pair(const std::string& key, lockstep::bench::Acquisition& acquisition, std::chrono::microseconds hold) {
     lockstep::Lock lock = locker_.lock(key, kTtlMs);
     lock.acquire();
+    acquisition.granted();
+    lockstep::bench::hold(hold);
     if (!lock.release()) throw std::runtime_error("lock " + key + " was gone before its release");
     return lock.attempts() + 1;
   }
@@ -229,67 +236,33 @@ void BM_Baseline_RedisScriptPair(benchmark::State& state) {
 }
 BENCHMARK(BM_Baseline_RedisScriptPair)->UseRealTime();
 
-// What the contenders share: pairs still to do, server calls made, the first failure.
-struct Contention {
-  std::atomic<int64_t> pairs_left;
-  std::atomic<int64_t> calls{0};
-  std::mutex mutex;
-  std::string error;
-
-  void fail(const std::string& why) {
-    pairs_left.store(0);  // the others stop after their current pair
-    const std::lock_guard guard(mutex);
-    if (error.empty()) error = why;
-  }
-};
-
-void contend(LockClient& client, const std::string& key, Contention& shared) {
-  int64_t calls = 0;
-  try {
-    while (shared.pairs_left.fetch_sub(1, std::memory_order_relaxed) > 0) calls += client.pair(key);
-  } catch (const std::exception& e) {
-    shared.fail(e.what());
-  }
-  shared.calls.fetch_add(calls);
-}
-
-// N clients, each on a thread and a connection of its own, share state.iterations() successful
-// pairs on one key (or on a key each). Connections are made before the clock starts.
-void BM_Lock_AcquireRelease(benchmark::State& state, int contenders, bool many_keys) {
+// N clients, each on a thread (contention.h) and a connection of its own, share state.iterations()
+// successful pairs on one key (or on a key each). Connections are made before the clock starts.
+void BM_Lock_AcquireRelease(benchmark::State& state, int contenders, bool many_keys, std::chrono::microseconds hold) {
   const int port = port_or_skip(state);
   if (port == 0) return;
   std::vector<std::unique_ptr<LockClient>> clients;
+  std::vector<std::string> keys;
   try {
     for (int i = 0; i < contenders; ++i) {
       clients.push_back(std::make_unique<LockClient>(port, Retry::backoff));
       clients.back()->pair("bench:warm-up");  // connects (lazily) and loads the scripts, untimed
+      keys.push_back(many_keys ? "bench:key:" + std::to_string(i) : "bench:one");
     }
   } catch (const std::exception& e) {
     return state.SkipWithError(e.what());
   }
-  Contention shared{.pairs_left = state.max_iterations};
-  while (state.KeepRunningBatch(state.max_iterations)) {
-    std::vector<std::jthread> threads;
-    for (int i = 0; i < contenders; ++i) {
-      const std::string key = many_keys ? "bench:key:" + std::to_string(i) : "bench:one";
-      threads.emplace_back([&client = *clients[i], key, &shared] { contend(client, key, shared); });
-    }
-  }  // the jthreads join here, inside the timed batch
-  if (!shared.error.empty()) return state.SkipWithError(shared.error.c_str());
-  state.SetItemsProcessed(state.iterations());
-  state.counters["calls_per_success"] =
-      benchmark::Counter(static_cast<double>(shared.calls.load()), benchmark::Counter::kAvgIterations);
+  lockstep::bench::run_contention(state, contenders, "calls_per_success",
+                                  [&](int c, int64_t, lockstep::bench::Acquisition& acquisition) {
+                                    const auto i = static_cast<size_t>(c);
+                                    return clients[i]->pair(keys[i], acquisition, hold);
+                                  });
 }
 
-// The contract's names (DESIGN.md). keys:many for N > 1 only: with one client it is the same case.
+// The contract's names (DESIGN.md), with /keys:many and /hold:1ms as contention.h spells them.
 [[maybe_unused]] const bool registered_contenders = [] {
-  for (const int contenders : {1, 8, 32}) {
-    const std::string name = "BM_Lock_AcquireRelease/redis/contenders:" + std::to_string(contenders);
-    benchmark::RegisterBenchmark(name.c_str(), BM_Lock_AcquireRelease, contenders, false)->UseRealTime();
-    if (contenders == 1) continue;
-    benchmark::RegisterBenchmark((name + "/keys:many").c_str(), BM_Lock_AcquireRelease, contenders, true)
-        ->UseRealTime();
-  }
+  lockstep::bench::register_contention("BM_Lock_AcquireRelease/redis", lockstep::bench::kContenders, true,
+                                       BM_Lock_AcquireRelease);
   return true;
 }();
 

@@ -31,7 +31,8 @@ def parse_lock_name(name):
     if not match or not contenders:
         return None
     many = "/many-keys" in match["rest"] or "/keys:many" in match["rest"]
-    series = match["adapter"] + (MANY_KEYS if many else "")
+    hold = re.search(r"/hold:([^/]+)", match["rest"])  # held cases: a series of their own
+    series = match["adapter"] + (MANY_KEYS if many else "") + (f" (hold {hold[1]})" if hold else "")
     return series, int(contenders.group(1))
 
 
@@ -133,7 +134,7 @@ def render(series, baseline):
     for i, (name, points) in enumerate(sorted(series.items())):
         # One colour per adapter; its many-keys series dotted, with hollow markers.
         color = COLORS[adapters.index(name.removesuffix(MANY_KEYS)) % len(COLORS)]
-        many = name.endswith(MANY_KEYS)
+        many = MANY_KEYS in name
         dash, fill = ("2,3", "#fff") if many else ("", color)
         coords = " ".join(f"{axes.x(c):.1f},{axes.y(r):.1f}" for c, r in sorted(points.items()))
         out.append(f'<polyline class="series" data-series="{escape(name)}" points="{coords}" fill="none" '
