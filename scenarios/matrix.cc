@@ -29,7 +29,13 @@ MatrixCell run_cell(const MatrixConfig& config, const Scenario& scenario, const 
                   .seed = config.first_seed + static_cast<uint64_t>(i),
                   .fencing_on = fencing_on,
                   .keep_trace = false};
-    RunReport report = run_scenario(run);
+    RunReport report;
+    try {
+      report = run_scenario(run);
+    } catch (const WorldUnsupportedError& e) {
+      cell.not_applicable = e.what();
+      return cell;
+    }
     cell.expected = report.expected;
     const Expectation observed = report.violated();
     cell.observed.insert(observed.begin(), observed.end());
@@ -85,7 +91,8 @@ nlohmann::json to_json(const MatrixResult& result) {
                      {"observed", describe(c.observed)},
                      {"matches", c.matches},
                      {"seeds", c.seeds_run},
-                     {"first_mismatch", c.first_mismatch}});
+                     {"first_mismatch", c.first_mismatch},
+                     {"not_applicable", c.not_applicable}});
   }
   return {{"verdict", result.all_match() ? "ok" : "violation"}, {"cells", cells}};
 }
@@ -93,21 +100,31 @@ nlohmann::json to_json(const MatrixResult& result) {
 std::string to_text(const MatrixResult& result) {
   std::string out = fmt::format("{:<22} {:<28} {:<8} {:<44} {}\n", "scenario", "adapter", "fencing", "observed", "");
   for (const MatrixCell& c : result.cells) {
+    if (!c.not_applicable.empty()) {
+      out += fmt::format("{:<22} {:<28} {:<8} {:<44} {}\n", c.scenario, c.adapter, c.fencing_on ? "on" : "off",
+                         "n/a", "(this world lacks the fault)");
+      continue;
+    }
     out += fmt::format("{:<22} {:<28} {:<8} {:<44} {}\n", c.scenario, c.adapter, c.fencing_on ? "on" : "off",
                        describe(c.observed), c.matches ? "as expected" : "EXPECTED " + describe(c.expected));
     if (!c.matches) out += fmt::format("    replay: {}\n", c.first_mismatch);
   }
   const size_t matched = static_cast<size_t>(
       std::count_if(result.cells.begin(), result.cells.end(), [](const MatrixCell& c) { return c.matches; }));
-  out += fmt::format("{} of {} cells as expected\n", matched, result.cells.size());
+  const size_t not_applicable = static_cast<size_t>(std::count_if(
+      result.cells.begin(), result.cells.end(), [](const MatrixCell& c) { return !c.not_applicable.empty(); }));
+  out += fmt::format("{} of {} cells as expected", matched - not_applicable, result.cells.size() - not_applicable);
+  out += not_applicable > 0 ? fmt::format(" ({} not applicable in this world)\n", not_applicable) : "\n";
   return out;
 }
 
 std::string to_markdown(const MatrixResult& result) {
   std::string out = "| scenario | adapter | fencing | observed | expected | matches |\n|---|---|---|---|---|---|\n";
   for (const MatrixCell& c : result.cells) {
+    const bool applies = c.not_applicable.empty();
     out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", c.scenario, c.adapter, c.fencing_on ? "on" : "off",
-                       describe(c.observed), describe(c.expected), c.matches ? "yes" : "**no**");
+                       applies ? describe(c.observed) : "n/a", describe(c.expected),
+                       applies ? (c.matches ? "yes" : "**no**") : "n/a");
   }
   return out;
 }

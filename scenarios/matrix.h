@@ -26,10 +26,11 @@ struct MatrixCell {
   bool fencing_on = false;
   Expectation expected;
   Expectation observed;         // union over seeds
-  bool matches = true;          // every seed matched
+  bool matches = true;          // every seed matched (a cell that does not apply matches)
   int seeds_run = 0;
   std::string first_mismatch;   // replay command of the first seed that differed
   int64_t wall_time_us = 0;     // summed over seeds (for JUnit; never part of a verdict)
+  std::string not_applicable;   // why the world cannot produce this scenario's faults here ("" if run)
 };
 
 struct MatrixResult {

@@ -162,7 +162,7 @@ class RunAssembly {
     try {
       scenario.build(*env_);
     } catch (const WorldUnsupported& e) {
-      throw UsageError(fmt::format("scenario \"{}\" cannot run in world \"{}\": {}", scenario.name, world.kind(),
+      throw WorldUnsupportedError(fmt::format("scenario \"{}\" cannot run in world \"{}\": {}", scenario.name, world.kind(),
                                    e.what()));
     }
     meta.monotonic_tokens =

@@ -21,6 +21,13 @@ class UsageError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// A scenario whose faults this world (or this adapter's backend in it) cannot produce: bad usage
+// for `run`, a cell that does not apply for `matrix`.
+class WorldUnsupportedError : public UsageError {
+ public:
+  using UsageError::UsageError;
+};
+
 struct RunConfig {
   std::string scenario;
   std::string adapter;

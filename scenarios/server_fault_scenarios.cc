@@ -106,6 +106,9 @@ Scenario clock_drift_scenario() {
             const int64_t ttl_ms = env.option("ttl_ms");
             const int64_t hold_ms = env.option("hold_ms");
             const int64_t drift_ppm = env.option("drift_ppm");
+            // Set now, so a backend that cannot make its servers drift refuses before anything runs;
+            // the fault at 0 records it in the history (setting the same drift again is a no-op).
+            env.backend().set_server_drift(drift_ppm);
             env.schedule_fault(0, fmt::format("server clock drift {:+}ppm", drift_ppm),
                                [&env, drift_ppm] { env.backend().set_server_drift(drift_ppm); });
             env.start(env.add_client("a"), 1,
