@@ -5,49 +5,17 @@
 #include <string>
 #include <vector>
 
+#include "adapters/core/sha1.h"
 #include "sim/redis/commands.h"
 #include "sim/redis/keyspace.h"
 #include "sim/redis/lua_engine.h"
-#include "adapters/core/sha1.h"
+#include "tests/sim_redis_support.h"
 
 using namespace lockstep::sim;
 using lockstep::RedisReply;
 using lockstep::sha1_hex;
 
-namespace Catch {
-template <>
-struct StringMaker<lockstep::RedisReply> {
-  static std::string convert(const lockstep::RedisReply& r) { return lockstep::describe(r); }
-};
-}  // namespace Catch
-
-namespace {
-
-struct RecordingSink final : ChangeSink {
-  std::vector<KeyChange> changes;
-  void on_change(const KeyChange& c) override { changes.push_back(c); }
-};
-
-// A keyspace with a Lua engine, run at an explicit node-local time.
-struct Server {
-  Keyspace keyspace;
-  LuaEngine lua;
-  RecordingSink sink;
-  int64_t now_ms = 1'000'000;
-
-  RedisReply run(std::vector<std::string> argv) {
-    CommandContext ctx{.keyspace = keyspace, .now_ms = now_ms, .sink = sink, .lua = &lua};
-    return run_command(argv, ctx);
-  }
-};
-
-RedisReply ok() { return RedisReply::status_of("OK"); }
-RedisReply str(std::string s) { return RedisReply::string_of(std::move(s)); }
-RedisReply num(int64_t n) { return RedisReply::integer_of(n); }
-RedisReply nil() { return RedisReply::nil(); }
-RedisReply error(std::string s) { return RedisReply::error_of(std::move(s)); }
-
-}  // namespace
+using namespace lockstep::sim::testing;
 
 TEST_CASE("keyspace: SET, GET, DEL, EXISTS basics", "[sim][redis][keyspace]") {
   Server s;

@@ -5,56 +5,19 @@
 #include <string>
 #include <vector>
 
+#include "adapters/core/sha1.h"
 #include "sim/redis/commands.h"
 #include "sim/redis/keyspace.h"
 #include "sim/redis/lua_engine.h"
-#include "adapters/core/sha1.h"
+#include "tests/sim_redis_support.h"
 
 using namespace lockstep::sim;
 using lockstep::RedisReply;
 using lockstep::sha1_hex;
 
-namespace Catch {
-template <>
-struct StringMaker<lockstep::RedisReply> {
-  static std::string convert(const lockstep::RedisReply& r) { return lockstep::describe(r); }
-};
-}  // namespace Catch
+using namespace lockstep::sim::testing;
 
 namespace {
-
-struct RecordingSink final : ChangeSink {
-  std::vector<KeyChange> changes;
-  void on_change(const KeyChange& c) override { changes.push_back(c); }
-};
-
-struct Server {
-  Keyspace keyspace;
-  LuaEngine lua;
-  RecordingSink sink;
-  int64_t now_ms = 5'000'000;
-
-  explicit Server(LuaEngineOptions options = {}) : lua(options) {}
-
-  RedisReply run(std::vector<std::string> argv) {
-    CommandContext ctx{.keyspace = keyspace, .now_ms = now_ms, .sink = sink, .lua = &lua};
-    return run_command(argv, ctx);
-  }
-  RedisReply eval(const std::string& body, std::vector<std::string> keys = {},
-                  std::vector<std::string> args = {}) {
-    std::vector<std::string> argv{"EVAL", body, std::to_string(keys.size())};
-    argv.insert(argv.end(), keys.begin(), keys.end());
-    argv.insert(argv.end(), args.begin(), args.end());
-    return run(argv);
-  }
-};
-
-RedisReply ok() { return RedisReply::status_of("OK"); }
-RedisReply str(std::string s) { return RedisReply::string_of(std::move(s)); }
-RedisReply num(int64_t n) { return RedisReply::integer_of(n); }
-RedisReply nil() { return RedisReply::nil(); }
-RedisReply error(std::string s) { return RedisReply::error_of(std::move(s)); }
-RedisReply array(std::vector<RedisReply> items) { return RedisReply::array_of(std::move(items)); }
 
 // Redis 7.0's suffix for an error raised inside a script.
 RedisReply script_error(const std::string& body, const std::string& text, int line = 1) {

@@ -9,6 +9,7 @@
 #include "adapters/core/sha1.h"
 #include "sim/redis/sim_redis_connection.h"
 #include "sim/world.h"
+#include "tests/sim_redis_support.h"
 
 using namespace lockstep::sim;
 using lockstep::IoStatus;
@@ -17,19 +18,12 @@ using lockstep::sha1_hex;
 using lockstep::RedisResult;
 using Kind = KeyspaceEvent::Kind;
 
-namespace Catch {
-template <>
-struct StringMaker<lockstep::RedisReply> {
-  static std::string convert(const lockstep::RedisReply& r) { return lockstep::describe(r); }
-};
-}  // namespace Catch
+using lockstep::sim::testing::nil;
+using lockstep::sim::testing::num;
+using lockstep::sim::testing::ok;
+using lockstep::sim::testing::str;
 
 namespace {
-
-RedisReply ok() { return RedisReply::status_of("OK"); }
-RedisReply str(std::string s) { return RedisReply::string_of(std::move(s)); }
-RedisReply num(int64_t n) { return RedisReply::integer_of(n); }
-RedisReply nil() { return RedisReply::nil(); }
 
 struct Recorder final : KeyspaceObserver {
   struct Seen {
