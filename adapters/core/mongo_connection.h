@@ -1,0 +1,70 @@
+#pragma once
+// The MongoConnection seam: run one database command (a document) against a MongoDB deployment and
+// get its reply document.
+//
+// Real: libmongoc (adapters/mongo/mongoc_connection.h), which does server selection, sessions and
+// the wire protocol. Sim: a connection over the simulated network to a simulated replica set
+// (sim/mongo). The Mongo adapter builds every command itself (update, delete, find, findAndModify,
+// createIndexes), so it runs unchanged in both worlds and the contract tests see exactly what it
+// sends.
+//
+// Documents are nlohmann::ordered_json (a command's name must be its first key), with these
+// conventions for the BSON types lockstep uses:
+// - integers are BSON int32 when they fit, int64 otherwise; BSON int32/int64 come back as integers;
+//   BSON doubles come back as floating-point numbers ("ok": 1.0 compares equal to 1);
+// - a date is {"$date": <int64 milliseconds since the Unix epoch>}, both ways;
+// - an ObjectId is {"$oid": "<24 hex digits>"}, both ways;
+// - any other BSON type in a reply comes back as {"$unsupported": "<type name>"}.
+//
+// Invariants: run_command() blocks until the reply arrives or the timeouts pass. A transport or
+// server-selection failure (no reachable primary, timeout, reset) comes back as an IoStatus with a
+// message, never as an exception and never as a reply. A reply that arrived is returned as is,
+// whatever it says: a command error ({"ok": 0, "code": ..., "errmsg": ...}), write errors
+// ("writeErrors": [{"code": 11000, ...}]) and write-concern errors ("writeConcernError") are the
+// adapter's to interpret. After a timeout a late reply goes to nobody.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "adapters/core/redis_connection.h"  // IoStatus
+
+namespace lockstep {
+
+using MongoDocument = nlohmann::ordered_json;
+
+// {"$date": ms} and back.
+inline MongoDocument mongo_date(int64_t epoch_ms) { return MongoDocument{{"$date", epoch_ms}}; }
+bool is_mongo_date(const MongoDocument& value);
+int64_t mongo_date_ms(const MongoDocument& value);  // precondition: is_mongo_date(value)
+
+struct MongoResult {
+  IoStatus status = IoStatus::ok;
+  MongoDocument reply = MongoDocument::object();  // valid when status == ok
+  std::string message{};                          // what went wrong, when status != ok
+
+  bool ok() const { return status == IoStatus::ok; }
+};
+
+class MongoConnection {
+ public:
+  virtual ~MongoConnection() = default;
+  // Runs `command` on `database` (the driver adds $db, lsid and the like).
+  virtual MongoResult run_command(const std::string& database, const MongoDocument& command) = 0;
+  // "mongodb://127.0.0.1:27017", "sim:mongo-rs": for messages.
+  virtual std::string endpoint() const = 0;
+};
+
+// Well-known server error codes the adapter and the simulated mongod share.
+namespace mongo_error {
+inline constexpr int kDuplicateKey = 11000;
+inline constexpr int kWriteConcernFailed = 64;   // WriteConcernFailed (wtimeout)
+inline constexpr int kNotWritablePrimary = 10107;
+inline constexpr int kNotPrimaryOrSecondary = 13436;
+inline constexpr int kPrimarySteppedDown = 189;
+inline constexpr int kInterruptedDueToReplStateChange = 11602;
+inline constexpr int kCommandNotFound = 59;
+inline constexpr int kFailedToParse = 9;
+inline constexpr int kBadValue = 2;
+}  // namespace mongo_error
+
+}  // namespace lockstep
