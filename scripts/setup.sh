@@ -10,6 +10,7 @@ packages=(
   libboost-context-dev liblua5.1-0-dev
   libhiredis-dev libmongoc-dev libbson-dev
   redis-server redis-tools faketime libfaketime
+  python3-mockupdb
   chromium
 )
 

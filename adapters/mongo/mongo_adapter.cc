@@ -1,0 +1,161 @@
+#include "adapters/mongo/mongo_adapter.h"
+
+#include <fmt/format.h>
+
+#include "adapters/core/check.h"
+
+namespace lockstep {
+
+namespace cmd = mongo_commands;
+using Kind = MongoReplyOutcome::Kind;
+
+std::string_view to_string(MongoTimeSource source) {
+  switch (source) {
+    case MongoTimeSource::server: return "server";
+    case MongoTimeSource::client: return "client";
+  }
+  return "?";
+}
+
+std::string_view to_string(MongoWriteConcern concern) {
+  switch (concern) {
+    case MongoWriteConcern::majority: return "majority";
+    case MongoWriteConcern::one: return "1";
+  }
+  return "?";
+}
+
+MongoAdapter::MongoAdapter(MongoAdapterOptions options) : options_(std::move(options)) {
+  LOCKSTEP_CHECK(options_.connection != nullptr, "MongoAdapter needs a connection");
+  LOCKSTEP_CHECK(options_.time_source != MongoTimeSource::client || options_.clock != nullptr,
+                 "time_source client reads the client's clock");
+  LOCKSTEP_CHECK(!options_.database.empty() && !options_.collection.empty() && !options_.fencing_collection.empty(),
+                 "a database and two collections");
+  LOCKSTEP_CHECK(options_.collection != options_.fencing_collection, "lock documents and fencing counters apart");
+  LOCKSTEP_CHECK(options_.write_concern != MongoWriteConcern::majority || options_.write_concern_timeout_ms > 0,
+                 "w:majority needs a bounded wtimeout");
+}
+
+MongoNow MongoAdapter::now() {
+  if (options_.time_source == MongoTimeSource::server) return MongoNow::server();
+  return MongoNow::client(options_.clock->now_ms());
+}
+
+MongoDocument MongoAdapter::write_concern() const {
+  return options_.write_concern == MongoWriteConcern::majority
+             ? cmd::majority_write_concern(options_.write_concern_timeout_ms)
+             : cmd::w1_write_concern();
+}
+
+MongoAdapter::Sent MongoAdapter::send(const MongoDocument& command) {
+  Sent sent{.result = options_.connection->run_command(options_.database, command), .outcome = {}};
+  if (sent.result.ok()) sent.outcome = read_reply(sent.result.reply);
+  return sent;
+}
+
+AdapterResult MongoAdapter::failure(const char* op, const char* command, const Sent& sent) const {
+  const std::string where = fmt::format("{} on {}", op, options_.connection->endpoint());
+  if (!sent.result.ok()) {
+    return {.status = AdapterStatus::backend_error,
+            .message = fmt::format("{}: {} {} ({})", where, command, to_string(sent.result.status), sent.result.message)};
+  }
+  const char* what = "unexpected reply";
+  switch (sent.outcome.kind) {
+    case Kind::command_error: what = "command error"; break;
+    case Kind::write_error:
+    case Kind::duplicate_key: what = "write error"; break;
+    case Kind::write_concern_error: what = "write concern error"; break;
+    case Kind::malformed:
+    case Kind::ok: break;
+  }
+  const std::string detail = sent.outcome.message.empty() ? sent.result.reply.dump() : sent.outcome.message;
+  return {.status = AdapterStatus::backend_error, .message = fmt::format("{}: {} {}: {}", where, command, what, detail)};
+}
+
+std::optional<AdapterResult> MongoAdapter::ensure_indexes(const char* op) {
+  if (indexes_ready_) return std::nullopt;
+  const Sent sent = send(cmd::create_indexes(options_.collection, write_concern()));
+  if (sent.result.ok() && sent.outcome.kind == Kind::ok) {
+    indexes_ready_ = true;
+    return std::nullopt;
+  }
+  return failure(op, "createIndexes", sent);
+}
+
+std::string MongoAdapter::best_effort_release(const LockSpec& spec, const MongoNow& at) {
+  const Sent sent = send(cmd::release(options_.collection, spec.key, spec.value, at, cmd::w1_write_concern()));
+  if (!sent.result.ok()) return fmt::format("best-effort release failed: {}", to_string(sent.result.status));
+  if (sent.outcome.kind != Kind::ok) return "best-effort release failed: " + sent.outcome.message;
+  return sent.outcome.n == 1 ? "lock document deleted again" : "lock document already gone";
+}
+
+AdapterResult MongoAdapter::create_lock(const LockSpec& spec) {
+  LOCKSTEP_CHECK(spec.ttl_ms > 0, "a lock needs a positive TTL");
+  if (auto failed = ensure_indexes("acquire")) return *failed;
+  const MongoNow at = now();
+  auto not_held = [&](const char* command, const Sent& sent) {
+    AdapterResult result = failure("acquire", command, sent);
+    // Only when the server answered: after a transport failure the next command would most
+    // likely fail the same way, and the TTL frees the key anyway.
+    if (sent.result.ok()) result.message += "; not reported as held (" + best_effort_release(spec, at) + ")";
+    return result;
+  };
+
+  // 1. The lock document: an expired one is taken over, a live one makes the upsert collide.
+  const Sent upsert = send(cmd::acquire_upsert(options_.collection, spec.key, spec.value, spec.ttl_ms, at, write_concern()));
+  if (!upsert.result.ok()) return failure("acquire", "update", upsert);
+  if (upsert.outcome.kind == Kind::duplicate_key) return {.status = AdapterStatus::contended};
+  // Applied on the primary but not acknowledged as asked (e.g. no majority): not a grant.
+  if (upsert.outcome.kind == Kind::write_concern_error) return not_held("update", upsert);
+  if (upsert.outcome.kind != Kind::ok) return failure("acquire", "update", upsert);
+  if (upsert.outcome.n != 1) return not_held("update", upsert);
+
+  // 2. The next fencing token of the key.
+  const Sent counter = send(cmd::next_token(options_.fencing_collection, spec.key, write_concern()));
+  const std::optional<int64_t> token = counter.result.ok() ? token_of(counter.result.reply) : std::nullopt;
+  if (!counter.result.ok() || counter.outcome.kind != Kind::ok || !token) return not_held("findAndModify", counter);
+
+  // 3. Confirm: the token goes on the lock document only while the lease still lives.
+  const Sent confirm =
+      send(cmd::confirm_token(options_.collection, spec.key, spec.value, *token, at, write_concern()));
+  if (!confirm.result.ok() || confirm.outcome.kind != Kind::ok) return not_held("update", confirm);
+  if (confirm.outcome.n == 0) {
+    return {.status = AdapterStatus::contended,
+            .message = fmt::format("acquire on {}: the lease ended before token {} was confirmed",
+                                   options_.connection->endpoint(), *token)};
+  }
+  if (confirm.outcome.n != 1) return not_held("update", confirm);
+  return {.fencing_token = static_cast<uint64_t>(*token)};
+}
+
+AdapterResult MongoAdapter::owner_checked(const char* op, const char* command, const MongoDocument& sent_command) {
+  const Sent sent = send(sent_command);
+  if (sent.result.ok() && sent.outcome.kind == Kind::ok) {
+    if (sent.outcome.n == 1) return {};
+    if (sent.outcome.n == 0) return {.status = AdapterStatus::not_owner};
+  }
+  return failure(op, command, sent);
+}
+
+AdapterResult MongoAdapter::release_lock(const LockSpec& spec) {
+  if (auto failed = ensure_indexes("release")) return *failed;
+  return owner_checked("release", "delete", cmd::release(options_.collection, spec.key, spec.value, now(), write_concern()));
+}
+
+AdapterResult MongoAdapter::extend_lock(const LockSpec& spec, int64_t ttl_ms) {
+  LOCKSTEP_CHECK(ttl_ms > 0, "an extend needs a positive TTL");
+  if (auto failed = ensure_indexes("extend")) return *failed;
+  return owner_checked("extend", "update",
+                       cmd::extend(options_.collection, spec.key, spec.value, ttl_ms, now(), write_concern()));
+}
+
+AdapterResult MongoAdapter::is_valid_lock(const LockSpec& spec) {
+  if (auto failed = ensure_indexes("is_locked")) return *failed;
+  const Sent sent = send(cmd::find_owned(options_.collection, spec.key, spec.value, now(), options_.read_majority));
+  if (sent.result.ok() && sent.outcome.kind == Kind::ok) {
+    if (const auto found = first_batch_size(sent.result.reply)) return *found > 0 ? AdapterResult{} : AdapterResult{.status = AdapterStatus::not_owner};
+  }
+  return failure("is_locked", "find", sent);
+}
+
+}  // namespace lockstep
