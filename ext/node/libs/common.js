@@ -1,0 +1,47 @@
+// What the library modules share: ioredis clients that are connected before the driver says ready,
+// the handle table, and turning a thrown error into {name, message}.
+"use strict";
+
+const fs = require("node:fs");
+const path = require("node:path");
+const Redis = require("ioredis");
+
+const MAX_HANDLES = 100000;  // a bound on live acquisitions per driver
+
+function error_of(e) {
+  if (e instanceof Error) return { name: e.name || e.constructor.name, message: String(e.message) };
+  return { name: typeof e, message: String(e) };
+}
+
+// ioredis clients with their defaults, one per endpoint, each connected (bounded wait).
+async function connect(endpoints) {
+  if (endpoints.length === 0) throw new Error("this library needs --redis HOST:PORT");
+  const clients = endpoints.map(({ host, port }) => new Redis({ host, port }));
+  await Promise.all(clients.map((client) => new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`redis ${client.options.port}: not ready in 5 s`)), 5000);
+    client.once("ready", () => { clearTimeout(timer); resolve(); });
+  })));
+  // After the start, connection errors are the library's to see in its calls; do not crash on them.
+  for (const client of clients) client.on("error", () => {});
+  return clients;
+}
+
+class Handles {
+  constructor() { this.map = new Map(); }
+  add(handle, value) {
+    if (this.map.size >= MAX_HANDLES) throw new Error(`more than ${MAX_HANDLES} live handles`);
+    this.map.set(handle, value);
+  }
+  get(handle) { return this.map.get(handle); }
+  delete(handle) { this.map.delete(handle); }
+}
+
+const UNKNOWN_HANDLE = { status: "bad_request", err: { name: "BadRequest", message: "unknown handle" } };
+
+// "NAME VERSION" as installed (some packages do not export their package.json to require()).
+function version_of(pkg) {
+  const file = path.join(__dirname, "..", "node_modules", pkg, "package.json");
+  return `${pkg} ${JSON.parse(fs.readFileSync(file, "utf8")).version.replace(/^v/, "")}`;
+}
+
+module.exports = { connect, error_of, Handles, UNKNOWN_HANDLE, version_of };

@@ -1,0 +1,10 @@
+"use strict";
+const locco = require("@kontsedal/locco");
+const { connect } = require("./common.js");
+const { make } = require("./locco.js");
+
+async function create({ redis }) {
+  const [client] = await connect(redis.slice(0, 1));
+  return make("locco-redis", new locco.IoRedisAdapter({ client }), async () => { await client.quit(); });
+}
+module.exports = { create };
