@@ -9,6 +9,9 @@
 // real mongod is tests/mongo_real_test.cc's.
 #include <catch2/catch.hpp>
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +29,7 @@
 #include "adapters/mongo/mongo_adapter.h"
 #include "adapters/mongo/mongoc_connection.h"
 #include "scenarios/real/child_process.h"
+#include "scenarios/real/mongod_server.h"
 #include "tests/real_support.h"
 
 namespace lockstep {
@@ -496,6 +500,44 @@ TEST_CASE("contract: a replica-set primary peer works the same", "[mongo][contra
   Lock lock = locker.lock("orders", 3000);
   lock.acquire();
   CHECK(lock.fencing_token() == 5);
+}
+
+}  // namespace lockstep
+
+namespace lockstep {
+
+// MongodProcess's start protocol (hello polled, replSetInitiate sent once, wait for a writable
+// primary, stop by PID) against tests/contract/fake_mongod.py put on PATH as `mongod`: the part of
+// the real-mongod support that runs even where MongoDB is not installed.
+TEST_CASE("contract: MongodProcess initiates rs0 and waits for a primary (fake mongod on PATH)", "[mongo][contract]") {
+  { MongoPeer probe(script({})); }  // the fake is a mockupdb script too: skip (or fail in CI) without it
+  const std::string bin = (std::filesystem::temp_directory_path() / ("lockstep-fake-mongod-" + std::to_string(getpid()))).string();
+  std::filesystem::create_directories(bin);
+  std::filesystem::remove(bin + "/mongod");
+  std::filesystem::create_symlink(LOCKSTEP_FAKE_MONGOD, bin + "/mongod");
+  const std::string saved_path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  setenv("PATH", (bin + ":" + saved_path).c_str(), 1);
+  struct Restore {
+    std::string path, dir;
+    ~Restore() {
+      setenv("PATH", path.c_str(), 1);
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  } restore{saved_path, bin};
+
+  CHECK(real::MongodProcess::binary_path() == bin + "/mongod");
+  real::MongodProcess server({.start_timeout_ms = 10'000, .stop_timeout_ms = 2'000});
+  CHECK(server.running());
+  CHECK(server.uri() == "mongodb://127.0.0.1:" + std::to_string(server.port()));
+  const std::string log = server.log_tail();
+  CHECK_THAT(log, Catch::Contains("--bind_ip 127.0.0.1") && Catch::Contains("--replSet rs0") &&
+                      Catch::Contains("--dbpath " + server.dir() + "/db"));
+  CHECK_THAT(log, Catch::Contains("INITIATE") && Catch::Contains("127.0.0.1:" + std::to_string(server.port())));
+  const std::string dir = server.dir();
+  server.stop();
+  CHECK_FALSE(server.running());
+  CHECK_FALSE(std::filesystem::exists(dir));
 }
 
 }  // namespace lockstep

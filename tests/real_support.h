@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include "scenarios/real/faketime.h"
+#include "scenarios/real/mongod_server.h"
 #include "scenarios/real/server_errors.h"
 #include "scenarios/real/redis_server.h"
 
@@ -37,6 +38,20 @@ inline void require_redis_server() {
 inline void require_libfaketime() {
   require_redis_server();
   if (!real::find_libfaketime()) skip_or_fail("libfaketime not found (apt-get install faketime libfaketime)");
+}
+
+// MongoDB is not in Debian, so unlike Redis a missing mongod is a skip in CI too (exit 77 with
+// the reason), never a failure and never a silent pass. Returns when there is a deployment to
+// test: LOCKSTEP_MONGO_URI is set, or mongod is on PATH.
+inline void require_mongo() {
+  const char* uri = std::getenv("LOCKSTEP_MONGO_URI");
+  if (uri != nullptr && *uri != '\0') return;
+  try {
+    real::MongodProcess::binary_path();
+  } catch (const real::ServerUnavailable&) {
+    std::cout << "skipped: no mongod (put mongod on PATH or set LOCKSTEP_MONGO_URI)" << std::endl;
+    std::exit(kSkipExitCode);
+  }
 }
 
 }  // namespace lockstep::testing
