@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "adapters/memory/memory_adapter.h"
+#include "scenarios/ext_backend.h"
 #include "scenarios/keyed_backend.h"
 #include "scenarios/redis_backend.h"
 #include "scenarios/redlock_backend.h"
@@ -93,6 +94,12 @@ std::vector<AdapterEntry>& registry() {
        .options = fifo_backend_options(),
        .make_sim = [](BackendEnv& env) { return make_fifo_sim_backend(env); }},
   };
+  // Lock libraries in other languages, driven through the ext process protocol (ext_backend.h).
+  static const bool ext_added = [] {
+    for (AdapterEntry& entry : ext_adapter_entries()) entries.push_back(std::move(entry));
+    return true;
+  }();
+  (void)ext_added;
   return entries;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "scenarios/catalogue.h"
+#include "scenarios/ext_backend.h"
 #include "scenarios/keyed_scenarios.h"
 #include "scenarios/scenario.h"
 
@@ -25,7 +26,7 @@ Scenario sequential() {
       .options = {int_option("ttl_ms", 1000, "lock TTL", 1), int_option("hold_ms", 100, "work inside the lock"),
                   int_option("retry_delay_ms", 50, "delay between attempts", 1),
                   int_option("retry_times", 20, "retries after the first attempt")},
-      .adapters = lease_family(),
+      .adapters = lease_and_ext_family(),
       .expected = [](const std::string&, const Options&, bool) { return Expectation{}; },
       .build =
           [](ScenarioEnv& env) {
@@ -45,7 +46,7 @@ Scenario concurrent_race() {
       .description = "two clients ask for the same free key in the same instant: exactly one wins, the other "
                      "gets contention, not an error",
       .options = {int_option("ttl_ms", 1000, "lock TTL", 1), int_option("hold_ms", 100, "work inside the lock")},
-      .adapters = lease_family(),
+      .adapters = lease_and_ext_family(),
       .expected = [](const std::string&, const Options&, bool) { return Expectation{}; },
       .build =
           [](ScenarioEnv& env) {
@@ -73,7 +74,7 @@ Scenario crash_holder() {
                   int_option("retry_times", 20, "retries after the first attempt"),
                   {.name = "crash_at", .default_value = "after-work", .help = "when the holder dies",
                    .choices = {"after-work", "in-acquire"}}},
-      .adapters = lease_family(),
+      .adapters = lease_and_ext_family(),
       .expected =
           [](const std::string& adapter, const Options& options, bool) {
             // A lock set without expiry (SETNX, then PEXPIRE in a second call) outlives its dead owner.
@@ -125,7 +126,7 @@ Scenario stolen_lock() {
                   int_option("hold_ms", 1000, "B's work inside the lock"),
                   int_option("retry_delay_ms", 50, "delay between attempts", 1),
                   int_option("retry_times", 20, "retries after the first attempt")},
-      .adapters = lease_family(),
+      .adapters = lease_and_ext_family(),
       .expected =
           [](const std::string& adapter, const Options& options, bool fencing_on) {
             Expectation e;
@@ -177,7 +178,7 @@ Scenario extend_after_expiry() {
       .options = {int_option("ttl_ms", 500, "lock TTL", 1), int_option("hold_ms", 50, "B's work inside the lock"),
                   int_option("retry_delay_ms", 20, "delay between attempts", 1),
                   int_option("retry_times", 50, "retries after the first attempt")},
-      .adapters = lease_family(),
+      .adapters = lease_and_ext_family(),
       .expected = [](const std::string&, const Options&, bool) { return Expectation{}; },
       .build =
           [](ScenarioEnv& env) {
@@ -220,13 +221,13 @@ Scenario gc_pause() {
                   int_option("hold_ms", 100, "B's work inside the lock"),
                   int_option("retry_delay_ms", 100, "delay between attempts", 1),
                   int_option("retry_times", 100, "retries after the first attempt")},
-      .adapters = lease_family(),
+      .adapters = lease_and_ext_family(),
       .expected =
           [](const std::string& adapter, const Options& options, bool fencing_on) {
             Expectation e;
             if (options.get_int("pause_ms") <= options.get_int("ttl_ms")) return e;
             e.insert(Invariant::mutual_exclusion);
-            const bool monotonic = adapter != "redlock" && adapter != "bad-random-token";
+            const bool monotonic = adapter != "redlock" && adapter != "bad-random-token" && !is_ext_adapter(adapter);
             if (!fencing_on || !monotonic) e.insert(Invariant::no_lost_update);
             return e;
           },
@@ -255,7 +256,7 @@ std::vector<Scenario> build_catalogue() {
           extend_after_expiry(), gc_pause(),                slow_acquire_scenario(), clock_drift_scenario(),
           failover_scenario(),   partition_scenario(),      pause_in_release_scenario(), retry_storm_scenario(),
           writer_starvation_scenario(), fifo_queue_scenario(), clock_jump_scenario(), crash_restart_scenario(),
-          split_vote_scenario()};
+          split_vote_scenario(), node_pause_scenario()};
 }
 
 }  // namespace
@@ -287,6 +288,20 @@ std::vector<std::string> redlock_family() {
 std::vector<std::string> storm_family() {
   std::vector<std::string> family = lease_family();
   family.push_back("bad-random-token");
+  for (std::string& name : ext_family()) family.push_back(std::move(name));
+  return family;
+}
+
+// Lock libraries in other languages (ext_backend.h) run the lease scenarios too, in the real world.
+std::vector<std::string> lease_and_ext_family() {
+  std::vector<std::string> family = lease_family();
+  for (std::string& name : ext_family()) family.push_back(std::move(name));
+  return family;
+}
+
+std::vector<std::string> redlock_and_ext_family() {
+  std::vector<std::string> family = redlock_family();
+  for (std::string& name : ext_redlock_family()) family.push_back(std::move(name));
   return family;
 }
 

@@ -24,8 +24,13 @@ std::vector<std::string> redis_family();
 std::vector<std::string> lease_family();
 // Redlock and its known-bad variants (their scenarios need N nodes).
 std::vector<std::string> redlock_family();
-// The lease family plus bad-random-token, which needs many grants to show (retry-storm).
+// The lease family plus bad-random-token, which needs many grants to show (retry-storm), and the
+// ext adapters.
 std::vector<std::string> storm_family();
+// The lease family plus the lock libraries in other languages (ext_backend.h), and Redlock's family
+// plus the ext libraries that run Redlock over N nodes.
+std::vector<std::string> lease_and_ext_family();
+std::vector<std::string> redlock_and_ext_family();
 
 // Server faults: scenarios/server_fault_scenarios.cc.
 Scenario slow_acquire_scenario();
@@ -36,6 +41,7 @@ Scenario partition_scenario();
 Scenario clock_jump_scenario();
 Scenario crash_restart_scenario();
 Scenario split_vote_scenario();
+Scenario node_pause_scenario();  // scenarios/node_pause_scenario.cc
 // Client faults and contention: their own files.
 Scenario pause_in_release_scenario();
 Scenario retry_storm_scenario();

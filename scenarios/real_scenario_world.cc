@@ -57,13 +57,22 @@ void RealScenarioWorld::pause(int node, TimeUs duration_us) {
   if (current_node() != node) {
     throw WorldUnsupported("the real world cannot stop another client's thread from outside; use --world sim");
   }
+  auto [first, last] = client_processes_.equal_range(node);
+  for (auto it = first; it != last; ++it) it->second.stop();
   std::this_thread::sleep_for(std::chrono::microseconds(duration_us));  // this client stops; others run
+  for (auto it = first; it != last; ++it) it->second.resume();
+}
+
+void RealScenarioWorld::attach_client_process(int node, ClientProcessHooks hooks) {
+  client_processes_.emplace(node, std::move(hooks));
 }
 
 void RealScenarioWorld::crash(int node) {
   if (current_node() != node) {
     throw WorldUnsupported("the real world cannot kill another client's thread from outside; use --world sim");
   }
+  auto [first, last] = client_processes_.equal_range(node);
+  for (auto it = first; it != last; ++it) it->second.kill();
   throw ClientKilled{};
 }
 

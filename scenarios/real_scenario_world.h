@@ -47,6 +47,8 @@ class RealScenarioWorld final : public ScenarioWorld {
   void pause(int node, TimeUs duration_us) override;
   void crash(int node) override;
   int current_node() override;
+  // pause() of that node also stops its processes for the pause; crash() kills them first.
+  void attach_client_process(int node, ClientProcessHooks hooks) override;
 
   // Starts the clients and the fault thread and waits for all of them.
   RealRunResult run();
@@ -75,6 +77,7 @@ class RealScenarioWorld final : public ScenarioWorld {
   std::vector<Node> nodes_;
   std::vector<Process> processes_;
   std::multimap<TimeUs, std::function<void()>> faults_;
+  std::multimap<int, ClientProcessHooks> client_processes_;  // by node; written before run() only
   int64_t origin_ns_ = 0;  // steady clock at run() start; 0 before
   std::string failure_;
 };

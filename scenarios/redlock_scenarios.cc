@@ -87,7 +87,7 @@ Scenario crash_restart_scenario() {
                    .choices = {"none", "everysec", "always"}},
                   int_option("retry_delay_ms", 50, "delay between B's attempts", 1),
                   int_option("retry_times", 40, "B's retries after the first attempt")},
-      .adapters = redlock_family(),
+      .adapters = redlock_and_ext_family(),
       .expected =
           [](const std::string&, const Options& options, bool) {
             // everysec loses A's grant too: the crash comes well within the fsync period after it.

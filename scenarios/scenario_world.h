@@ -55,6 +55,20 @@ class ScenarioWorld {
   virtual void crash(int node) = 0;
   // The client node whose code is running now, or -1.
   virtual int current_node() = 0;
+
+  // A client's parts outside this process (an external lock library's driver, ext/PROTOCOL.md):
+  // what a pause or crash of the client must also do to them, so either stays a stop-the-world or
+  // a death of the whole client. Attach before the run starts. Only the real world has them.
+  struct ClientProcessHooks {
+    std::function<void()> stop;    // returns once the process is stopped
+    std::function<void()> resume;  // returns once it runs again
+    std::function<void()> kill;    // returns once it is dead
+  };
+  virtual void attach_client_process(int node, ClientProcessHooks hooks) {
+    (void)node;
+    (void)hooks;
+    throw WorldUnsupported("only the real world runs clients in processes of their own");
+  }
 };
 
 }  // namespace lockstep

@@ -1,0 +1,16 @@
+#pragma once
+// Where lockstep's Node drivers (ext/node) are, and whether this machine can run them.
+#include <string>
+#include <vector>
+
+namespace lockstep::ext {
+
+// $LOCKSTEP_EXT_NODE_DIR if set, else the source tree's ext/node (fixed at build time).
+std::string node_driver_dir();
+// The absolute path of node on PATH. Throws real::ServerUnavailable, saying how to get it, when
+// node is missing or older than 20, or ext/node/node_modules lacks a pinned package.
+std::string require_node_drivers();
+// argv[1..] for `node driver.js --lib LIB [--redis HOST:PORT,...]`.
+std::vector<std::string> node_driver_args(const std::string& lib, const std::vector<int>& redis_ports);
+
+}  // namespace lockstep::ext

@@ -1,0 +1,82 @@
+#pragma once
+// The ext process protocol, version 1 (ext/PROTOCOL.md): the lines a lock library's driver and the
+// harness exchange, and their codec. Pure functions: no processes, no I/O.
+//
+// Invariants: decode_line() never throws; anything that is not exactly one of the driver's three
+// line kinds (ready, response, event) with every required field of the right type comes back as a
+// DecodeError naming what is wrong. encode() always yields one line without its '\n'.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace lockstep::ext {
+
+inline constexpr int kProtocolVersion = 1;
+inline constexpr size_t kMaxLineBytes = 64 * 1024;
+
+enum class TokenKind { monotonic, random, none };
+std::string_view to_string(TokenKind kind);
+
+struct Capabilities {
+  bool extend = false;
+  bool is_locked = false;
+  TokenKind token = TokenKind::none;
+};
+
+struct Ready {
+  std::string name;
+  std::string version;
+  int protocol = 0;
+  Capabilities capabilities;
+  int64_t now_ns = 0;  // the driver's CLOCK_MONOTONIC when it wrote the line
+};
+
+enum class Status { ok, contended, not_owner, unknown, unsupported, error, bad_request };
+std::string_view to_string(Status status);
+
+struct LibraryError {
+  std::string name;
+  std::string message;
+};
+
+struct Response {
+  int64_t id = 0;
+  Status status = Status::error;
+  std::string token;                // acquire: the library's value for the lock
+  std::optional<LibraryError> err;  // what the library threw, if it did
+  int64_t t0_ns = 0;                // CLOCK_MONOTONIC around the library call
+  int64_t t1_ns = 0;
+};
+
+struct Event {
+  std::string event;  // "lock_lost"
+  std::string handle;
+  std::string key;
+  int64_t t_ns = 0;
+  std::optional<LibraryError> err;
+};
+
+struct DecodeError {
+  std::string message;
+};
+
+using Line = std::variant<Ready, Response, Event, DecodeError>;
+Line decode_line(std::string_view line);
+
+enum class Op { acquire, release, extend, is_locked, pause, shutdown };
+std::string_view to_string(Op op);
+
+struct Request {
+  int64_t id = 0;
+  Op op = Op::acquire;
+  int client = -1;  // shared drivers only; omitted when negative
+  std::string handle;
+  std::string key;
+  int64_t ttl_ms = 0;       // acquire, extend
+  int64_t duration_ms = 0;  // pause
+};
+std::string encode(const Request& request);
+
+}  // namespace lockstep::ext
