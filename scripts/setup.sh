@@ -14,6 +14,35 @@ packages=(
   chromium
 )
 
+# The Node drivers of the ext adapters (ext/node): their npm packages, pinned by the lockfile. Needs
+# Node 20 or newer (Debian 12's own nodejs is 18: NodeSource's nodejs 20 package, or any node 20 on
+# PATH); without one, the ext adapters report what is missing and their tests skip (fail in CI).
+# Idempotent: npm ci runs only when the lockfile differs from the one last installed.
+install_node_drivers() {
+  local dir
+  dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/ext/node"
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    echo "setup: node/npm not found: the ext adapters need Node 20 (e.g. NodeSource's nodejs package)" >&2
+    return 0
+  fi
+  local major
+  major="$(node -p 'process.versions.node.split(".")[0]')"
+  if [ "$major" -lt 20 ]; then
+    echo "setup: node $(node --version) is older than 20: the ext adapters need Node 20" >&2
+    return 0
+  fi
+  local stamp="$dir/node_modules/.lockstep-lock.sha256"
+  local want
+  want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    echo "setup: ext/node packages already installed"
+    return 0
+  fi
+  echo "setup: npm ci --prefix ext/node"
+  npm ci --prefix "$dir" --no-audit --no-fund
+  echo "$want" > "$stamp"
+}
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -23,6 +52,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages already installed"
+  install_node_drivers
   exit 0
 fi
 
@@ -42,4 +72,5 @@ $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 if command -v systemctl >/dev/null && systemctl is-active --quiet redis-server 2>/dev/null; then
   $sudo systemctl stop redis-server || true
 fi
+install_node_drivers
 echo "setup: done"
