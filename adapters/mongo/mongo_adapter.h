@@ -23,6 +23,15 @@
 //   the next operation, and the operation fails with backend_error meanwhile.
 // Transport failures, command errors and write-concern errors become backend_error with the
 // endpoint and the cause; an acquire that cannot be confirmed is never reported as held.
+// - A create whose document the server wrote but that cannot be reported held (a writeConcernError
+//   on any of its three writes, a failed or unusable findAndModify) deletes its document again,
+//   best effort: owner-checked and unexpired, with {"w": 1} so it does not wait out the wtimeout
+//   of the majority that just failed; the outcome is only noted in the message. Never after a
+//   transport failure (the next command would most likely fail the same way; the TTL frees the
+//   key). Deleting our own document can never harm another owner.
+// - A confirmation that matches nothing (the lease ended before its token was issued) is
+//   contended, with a message, like a Redlock attempt whose validity ran out.
+// The command documents are mongo_commands.h's; the reading of replies is read_reply()'s.
 #include <cstdint>
 #include <optional>
 #include <string>
