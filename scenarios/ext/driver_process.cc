@@ -114,7 +114,8 @@ DriverProcess::DriverProcess(DriverOptions options) : options_(std::move(options
       return have_ready_ || failure_ != DriverFailure::none;
     });
     if (failure_ != DriverFailure::none) {
-      problem = failure_message_;
+      problem = failure_message_.substr(failure_message_.find(": ") + 2);  // without the name, said below
+      problem = fmt::format("{} {}", to_string(failure_), problem);
     } else if (!came) {
       problem = fmt::format("no ready line within {} ms", options_.start_deadline_ms);
     } else if (ready_.protocol != kProtocolVersion) {

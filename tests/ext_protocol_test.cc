@@ -1,0 +1,239 @@
+// The ext process protocol (ext/PROTOCOL.md): the codec on its own, then DriverProcess against
+// small fake drivers (node -e) that die, hang, babble or lie about their clock. Each must come back
+// as exactly that failure, with the driver's stderr, and never as a lock result.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "scenarios/ext/driver_process.h"
+#include "scenarios/ext/node_drivers.h"
+#include "scenarios/real/server_errors.h"
+#include "tests/real_support.h"
+
+namespace lockstep::ext {
+namespace {
+
+template <class T>
+T as(const Line& line) {
+  if (const auto* error = std::get_if<DecodeError>(&line)) FAIL("decode error: " << error->message);
+  REQUIRE(std::holds_alternative<T>(line));
+  return std::get<T>(line);
+}
+
+std::string decode_error(std::string_view text) {
+  const Line line = decode_line(text);
+  REQUIRE(std::holds_alternative<DecodeError>(line));
+  return std::get<DecodeError>(line).message;
+}
+
+}  // namespace
+
+TEST_CASE("ext codec: the three kinds of driver line decode with every field", "[ext][protocol]") {
+  const Ready ready = as<Ready>(decode_line(
+      R"({"ready":true,"name":"locco-redis","version":"@kontsedal/locco 0.1.0","protocol":1,)"
+      R"("capabilities":{"extend":true,"is_locked":false,"token":"random"},"now_ns":"123"})"));
+  CHECK(ready.name == "locco-redis");
+  CHECK(ready.protocol == 1);
+  CHECK(ready.capabilities.extend);
+  CHECK_FALSE(ready.capabilities.is_locked);
+  CHECK(ready.capabilities.token == TokenKind::random);
+  CHECK(ready.now_ns == 123);
+
+  const Response r = as<Response>(decode_line(
+      R"({"id":7,"ok":false,"status":"contended","err":{"name":"RetryError","message":"no"},"t0_ns":"10","t1_ns":"25"})"));
+  CHECK(r.id == 7);
+  CHECK(r.status == Status::contended);
+  REQUIRE(r.err.has_value());
+  CHECK(r.err->name == "RetryError");
+  CHECK(r.t1_ns - r.t0_ns == 15);
+  CHECK(as<Response>(decode_line(R"({"id":1,"ok":true,"status":"ok","token":"abc","t0_ns":"1","t1_ns":"1"})")).token ==
+        "abc");
+
+  const Event e = as<Event>(decode_line(R"({"event":"lock_lost","handle":"h","key":"k","t_ns":"5"})"));
+  CHECK(e.key == "k");
+}
+
+TEST_CASE("ext codec: malformed lines are errors that say what is wrong", "[ext][protocol]") {
+  CHECK(decode_error("not json") == "not JSON");
+  CHECK(decode_error("[1,2]") == "not a JSON object");
+  CHECK(decode_error(R"({"hello":1})").find("neither") != std::string::npos);
+  CHECK(decode_error(R"({"id":1,"ok":true,"status":"ok","t0_ns":"1"})").find("t1_ns") != std::string::npos);
+  CHECK(decode_error(R"({"id":1,"ok":true,"status":"ok","t0_ns":1,"t1_ns":"2"})").find("not a string") !=
+        std::string::npos);
+  CHECK(decode_error(R"({"id":1,"ok":true,"status":"ok","t0_ns":"-4","t1_ns":"2"})").find("decimal") !=
+        std::string::npos);
+  CHECK(decode_error(R"({"id":1,"ok":true,"status":"maybe","t0_ns":"1","t1_ns":"2"})").find("unknown status") !=
+        std::string::npos);
+  CHECK(decode_error(R"({"id":1,"ok":true,"status":"contended","t0_ns":"1","t1_ns":"2"})").find("\"ok\"") !=
+        std::string::npos);
+  CHECK(decode_error(R"({"id":1,"ok":true,"status":"ok","t0_ns":"5","t1_ns":"2"})").find("before") !=
+        std::string::npos);
+  CHECK(decode_error(R"({"id":"1","ok":true,"status":"ok","t0_ns":"1","t1_ns":"2"})").find("integer") !=
+        std::string::npos);
+  CHECK(decode_error(R"({"id":1,"ok":false,"status":"error","err":"x","t0_ns":"1","t1_ns":"2"})").find("err") !=
+        std::string::npos);
+  CHECK(decode_error(R"({"ready":true,"name":"x","version":"1","protocol":1,"capabilities":{"extend":true,)"
+                     R"("is_locked":true,"token":"sometimes"},"now_ns":"1"})")
+            .find("sometimes") != std::string::npos);
+  CHECK(decode_error(R"({"event":"lock_found","t_ns":"1"})").find("unknown event") != std::string::npos);
+  CHECK(decode_error(std::string(kMaxLineBytes + 1, ' ')).find("bytes") != std::string::npos);
+}
+
+TEST_CASE("ext codec: requests carry exactly their op's fields", "[ext][protocol]") {
+  CHECK(encode({.id = 3, .op = Op::acquire, .handle = "h", .key = "k", .ttl_ms = 500}) ==
+        R"({"handle":"h","id":3,"key":"k","op":"acquire","ttl_ms":500})");
+  CHECK(encode({.id = 4, .op = Op::release, .client = 2, .handle = "h"}) ==
+        R"({"client":2,"handle":"h","id":4,"op":"release"})");
+  CHECK(encode({.id = 5, .op = Op::pause, .duration_ms = 50}) == R"({"duration_ms":50,"id":5,"op":"pause"})");
+  CHECK(encode({.id = 6, .op = Op::shutdown}) == R"({"id":6,"op":"shutdown"})");
+  CHECK(encode({.id = 7, .op = Op::acquire, .handle = "h", .key = "bad\xff", .ttl_ms = 1}).find('\n') ==
+        std::string::npos);
+}
+
+namespace {
+
+std::string node_or_skip() {
+  try {
+    return require_node_drivers();
+  } catch (const real::ServerUnavailable& e) {
+    testing::skip_or_fail(e.what());
+  }
+  return {};
+}
+
+// A fake driver: the common prelude, then `body` (JavaScript) handling each request line `req`.
+DriverOptions fake(const std::string& body, std::string ready_extra = "{}", int64_t deadline_ms = 2000) {
+  const std::string script =
+      "const now = () => process.hrtime.bigint().toString();\n"
+      "const out = (o) => process.stdout.write(JSON.stringify(o) + '\\n');\n"
+      "out(Object.assign({ready: true, name: 'fake', version: 'fake 1', protocol: 1,\n"
+      "  capabilities: {extend: true, is_locked: true, token: 'random'}, now_ns: now()}, " +
+      ready_extra +
+      "));\n"
+      "const ok = (req, extra) => out(Object.assign({id: req.id, ok: true, status: 'ok', t0_ns: now(), t1_ns: now()},"
+      " extra || {}));\n"
+      "require('readline').createInterface({input: process.stdin}).on('line', (line) => {\n"
+      "  const req = JSON.parse(line);\n"
+      "  if (req.op === 'shutdown') { ok(req); process.exit(0); }\n" +
+      body + "\n});\n";
+  return {.program = node_or_skip(), .args = {"-e", script}, .name = "fake", .start_deadline_ms = 5000,
+          .request_deadline_ms = deadline_ms};
+}
+
+}  // namespace
+
+TEST_CASE("ext driver: a well-behaved driver answers each request by id", "[ext][driver]") {
+  std::vector<Event> events;
+  DriverOptions options = fake(
+      "out({event: 'lock_lost', handle: req.handle, key: 'k', t_ns: now()}); ok(req, {token: 'tok-' + req.id});");
+  std::mutex events_mutex;
+  options.on_event = [&](const Event& e) {
+    std::lock_guard<std::mutex> lock(events_mutex);
+    events.push_back(e);
+  };
+  DriverProcess driver(options);
+  CHECK(driver.ready().name == "fake");
+  const CallResult first = driver.call({.op = Op::acquire, .handle = "h1", .key = "k", .ttl_ms = 100});
+  REQUIRE(first.ok());
+  CHECK(first.response.status == Status::ok);
+  CHECK(first.response.token == "tok-" + std::to_string(first.response.id));
+  CHECK(first.sent_ns <= first.response.t0_ns);  // the driver reads our clock
+  CHECK(first.response.t1_ns <= first.received_ns);
+  CHECK(driver.call({.op = Op::release, .handle = "h1"}).ok());
+  std::lock_guard<std::mutex> lock(events_mutex);
+  CHECK(events.size() == 2);
+}
+
+TEST_CASE("ext driver: one that dies is reported as died, with its stderr, for good", "[ext][driver]") {
+  DriverProcess driver(fake("process.stderr.write('boom: the library crashed\\n'); process.exit(3);"));
+  const CallResult r = driver.call({.op = Op::acquire, .handle = "h", .key = "k", .ttl_ms = 100});
+  CHECK(r.failure == DriverFailure::died);
+  CHECK_THAT(r.message, Catch::Contains("exited with code 3"));
+  CHECK_THAT(r.message, Catch::Contains("boom: the library crashed"));
+  CHECK(driver.call({.op = Op::release, .handle = "h"}).failure == DriverFailure::died);
+}
+
+TEST_CASE("ext driver: one that hangs past the deadline is reported as hung", "[ext][driver]") {
+  DriverProcess driver(fake("process.stderr.write('waiting forever\\n');", "{}", /*deadline_ms=*/300));
+  const auto start = std::chrono::steady_clock::now();
+  const CallResult r = driver.call({.op = Op::acquire, .handle = "h", .key = "k", .ttl_ms = 100});
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+  CHECK(r.failure == DriverFailure::hung);
+  CHECK_THAT(r.message, Catch::Contains("no answer to acquire within 300 ms"));
+  CHECK_THAT(r.message, Catch::Contains("waiting forever"));
+  CHECK(driver.call({.op = Op::release, .handle = "h"}).failure == DriverFailure::hung);
+}
+
+TEST_CASE("ext driver: malformed lines and answers to no request are reported as malformed", "[ext][driver]") {
+  SECTION("not JSON") {
+    DriverProcess driver(fake("process.stdout.write('acquired, trust me\\n');"));
+    const CallResult r = driver.call({.op = Op::acquire, .handle = "h", .key = "k", .ttl_ms = 100});
+    CHECK(r.failure == DriverFailure::malformed);
+    CHECK_THAT(r.message, Catch::Contains("not JSON"));
+  }
+  SECTION("a response to an id nobody sent") {
+    DriverProcess driver(fake("ok({id: req.id + 1000});"));
+    const CallResult r = driver.call({.op = Op::acquire, .handle = "h", .key = "k", .ttl_ms = 100});
+    CHECK(r.failure == DriverFailure::malformed);
+    CHECK_THAT(r.message, Catch::Contains("not waiting"));
+  }
+  SECTION("a second ready line") {
+    DriverProcess driver(fake("out({ready: true, name: 'x', version: 'x', protocol: 1, capabilities: {extend: "
+                              "true, is_locked: true, token: 'none'}, now_ns: now()});"));
+    CHECK(driver.call({.op = Op::acquire, .handle = "h", .key = "k", .ttl_ms = 100}).failure ==
+          DriverFailure::malformed);
+  }
+}
+
+TEST_CASE("ext driver: a driver that cannot start says why", "[ext][driver]") {
+  CHECK_THROWS_WITH(DriverProcess(fake("", "{protocol: 2}")), Catch::Contains("speaks protocol 2"));
+  CHECK_THROWS_WITH(DriverProcess(fake("", "{now_ns: '1'}")), Catch::Contains("CLOCK_MONOTONIC"));
+  DriverOptions silent = fake("");
+  silent.args = {"-e", "process.stderr.write('starting slowly\\n'); setTimeout(() => {}, 60000);"};
+  silent.start_deadline_ms = 300;
+  CHECK_THROWS_WITH(DriverProcess(silent), Catch::Contains("no ready line within 300 ms") &&
+                                               Catch::Contains("starting slowly"));
+  DriverOptions quitter = fake("");
+  quitter.args = {"-e", "console.error('missing module'); process.exit(2);"};
+  CHECK_THROWS_WITH(DriverProcess(quitter), Catch::Contains("exited with code 2") && Catch::Contains("missing module"));
+}
+
+TEST_CASE("ext driver: stop is a real stop-the-world, kill a real death", "[ext][driver]") {
+  DriverProcess driver(fake("ok(req);"));
+  driver.stop();
+  auto answered = std::async(std::launch::async, [&driver] {
+    return driver.call({.op = Op::is_locked, .handle = "h"});
+  });
+  CHECK(answered.wait_for(std::chrono::milliseconds(300)) == std::future_status::timeout);  // stopped: no answer
+  driver.resume();
+  const CallResult r = answered.get();
+  REQUIRE(r.ok());
+  CHECK(r.received_ns - r.sent_ns >= 300'000'000);
+  driver.kill();
+  CHECK(::kill(driver.pid(), 0) == -1);
+  CHECK(driver.call({.op = Op::is_locked, .handle = "h"}).failure == DriverFailure::died);
+}
+
+TEST_CASE("ext driver: the Node drivers start, read CLOCK_MONOTONIC and block on pause", "[ext][driver]") {
+  const std::string node = node_or_skip();
+  DriverProcess driver({.program = node, .args = node_driver_args("locco-memory", {}), .name = "locco-memory"});
+  CHECK(driver.ready().version == "@kontsedal/locco 0.1.0");
+  CHECK(driver.ready().capabilities.token == TokenKind::random);
+  const CallResult paused = driver.call({.op = Op::pause, .duration_ms = 100});
+  REQUIRE(paused.ok());
+  CHECK(paused.response.t1_ns - paused.response.t0_ns >= 100'000'000);
+  const CallResult a = driver.call({.op = Op::acquire, .client = 0, .handle = "a", .key = "k", .ttl_ms = 1000});
+  const CallResult b = driver.call({.op = Op::acquire, .client = 1, .handle = "b", .key = "k", .ttl_ms = 1000});
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a.response.status == Status::ok);
+  CHECK(b.response.status == Status::contended);
+  CHECK(driver.call({.op = Op::release, .client = 1, .handle = "a"}).response.status == Status::bad_request);
+  CHECK(driver.call({.op = Op::release, .client = 0, .handle = "a"}).response.status == Status::ok);
+}
+
+}  // namespace lockstep::ext

@@ -1,0 +1,106 @@
+// Lock libraries in other languages through the runner (ext_backend.h), in the real world: every
+// ext adapter on sequential and stolen-lock, a crash that must take the driver down with it, and
+// Redlock's stopped minority node. Skipped (exit 77) without redis-server, node 20 or
+// ext/node/node_modules outside CI; a failure in CI.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include "scenarios/ext/node_drivers.h"
+#include "scenarios/ext_backend.h"
+#include "scenarios/report.h"
+#include "scenarios/runner.h"
+#include "tests/real_support.h"
+
+namespace lockstep {
+namespace {
+
+void require_ext() {
+  testing::require_redis_server();
+  try {
+    ext::require_node_drivers();
+  } catch (const real::ServerUnavailable& e) {
+    testing::skip_or_fail(e.what());
+  }
+}
+
+RunReport run_ext(const std::string& scenario, const std::string& adapter, std::vector<std::string> sets = {}) {
+  return run_scenario({.scenario = scenario, .adapter = adapter, .world = "real", .sets = std::move(sets)});
+}
+
+bool violates(const RunReport& r, Invariant invariant) { return r.violated().count(invariant) != 0; }
+
+// Every driver the run started is gone once it is over (the trace names their pids).
+void check_drivers_gone(const RunReport& r) {
+  int drivers = 0;
+  for (const std::string& line : r.trace) {
+    const auto at = line.find(") pid ");
+    if (line.find(" driver ext:") == std::string::npos || at == std::string::npos) continue;
+    ++drivers;
+    CHECK(::kill(std::stoi(line.substr(at + 6)), 0) == -1);
+  }
+  CHECK(drivers > 0);
+}
+
+}  // namespace
+
+TEST_CASE("ext: every ext adapter runs sequential safely", "[ext][real][runner]") {
+  require_ext();
+  for (const std::string& adapter : ext_family()) {
+    INFO(adapter);
+    const RunReport r = run_ext("sequential", adapter);
+    INFO(to_text(r));
+    CHECK(r.end == "complete");
+    CHECK(r.violations.empty());
+    CHECK(r.stats.acquisitions == 2);
+    check_drivers_gone(r);
+  }
+}
+
+TEST_CASE("ext: stolen-lock judges ownership for every ext adapter", "[ext][real][runner]") {
+  require_ext();
+  for (const std::string& adapter : ext_family()) {
+    INFO(adapter);
+    const RunReport r = run_ext("stolen-lock", adapter);
+    INFO(to_text(r));
+    CHECK(r.end == "complete");
+    CHECK_FALSE(violates(r, Invariant::ownership));     // A's late release and extend leave B's lock alone
+    CHECK(violates(r, Invariant::mutual_exclusion));    // A's pause (SIGSTOP of its driver) outlived its lease
+    CHECK(r.matches_expectation());
+    CHECK(r.stats.acquisitions == 2);                   // C found B's lock still there
+  }
+}
+
+TEST_CASE("ext: a crashed client's driver dies with it, so its lock expires", "[ext][real][runner]") {
+  require_ext();
+  // redis-semaphore refreshes its lock from a timer while its process lives: a driver left running
+  // after its client crashed would hold the lock for ever, and B would never get in.
+  const RunReport r = run_ext("crash-holder", "ext:redis-semaphore");
+  INFO(to_text(r));
+  CHECK(r.end == "complete");
+  CHECK(r.violations.empty());
+  CHECK(r.stats.acquisitions == 2);
+}
+
+TEST_CASE("ext: a driver that fails ends the run as an error, never as a lock result", "[ext][real][runner]") {
+  require_ext();
+  // A deadline below a Redis round trip through Node: an acquire or release overruns it.
+  const RunReport r = run_ext("sequential", "ext:locco-redis", {"ext_deadline_ms=1"});
+  INFO(to_text(r));
+  CHECK(r.end == "error");
+  CHECK_THAT(r.end_message, Catch::Contains("hung") && Catch::Contains("within 1 ms"));
+}
+
+TEST_CASE("ext: the Redlock libraries on 5 real nodes, one of them stopped", "[ext][real][runner]") {
+  require_ext();
+  for (const std::string& adapter : ext_redlock_family()) {
+    INFO(adapter);
+    const RunReport r = run_ext("node-pause", adapter, {"pause_ms=1500"});
+    INFO(to_text(r));
+    CHECK(r.end == "complete");
+    CHECK_FALSE(violates(r, Invariant::mutual_exclusion));
+    CHECK_FALSE(violates(r, Invariant::ownership));
+  }
+}
+
+}  // namespace lockstep
