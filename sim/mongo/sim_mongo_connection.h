@@ -1,0 +1,75 @@
+#pragma once
+// The MongoConnection seam in the simulator: a client fiber's connection to a simulated replica
+// set (replica_set.h) over the World's network, with a driver's server selection.
+//
+// Server selection: commands go to the member the connection believes is primary. With none
+// selected, it asks the replica set which live members believe they are primary (what a driver's
+// monitoring would learn) and probes those with {"hello": 1} over the network, all at once; it
+// selects the one that answers isWritablePrimary with the highest term (electionId). If none
+// answers, it waits 500 ms of its clock (minHeartbeatFrequencyMS) and tries again, up to
+// server_selection_timeout_us of the client's clock from the start of run_command; then
+// IoStatus::timeout "no primary ...". A hello probe waits at most command_timeout_us.
+// A reply that says the member is not primary (10107 NotWritablePrimary, 13435, 13436, 189,
+// 11602, 91 at top level or in writeConcernError) or a timeout makes it forget the selection;
+// the failed command returns its reply or timeout as is (no retryable writes).
+//
+// Transport: exactly as SimRedisConnection. One network message per request and per reply; the
+// member executes the command when the message is delivered (later while it is paused; never if
+// it crashed); the reply is buffered on arrival even while the client is paused
+// (Delivery::buffer). The fiber parks until the reply arrives or command_timeout_us of the
+// client's own clock has passed (then IoStatus::timeout; a later reply is discarded and traced).
+// A duplicated request is executed once. One trace line per command, per reply and per timeout.
+//
+// Invariants: run_command() is called only from a fiber of client_node, one command at a time.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "adapters/core/mongo_connection.h"
+#include "sim/mongo/replica_set.h"
+#include "sim/world.h"
+
+namespace lockstep::sim {
+
+struct SimMongoConnectionOptions {
+  int64_t command_timeout_us = 1'000'000;             // on the client's clock
+  int64_t server_selection_timeout_us = 30'000'000;  // on the client's clock
+};
+
+class SimMongoConnection final : public MongoConnection {
+ public:
+  SimMongoConnection(World& world, NodeId client_node, MongoReplicaSet& replica_set, int client,
+                     SimMongoConnectionOptions options = {});
+
+  MongoResult run_command(const std::string& database, const MongoDocument& command) override;
+  std::string endpoint() const override;  // "sim:rs0"
+  int selected() const { return selected_; }  // the member believed primary, -1 if none
+
+ private:
+  struct Request {
+    uint64_t id = 0;
+    int member = -1;
+    bool executed = false;
+    bool answered = false;
+    bool abandoned = false;
+    MongoDocument reply;
+    std::function<void()> on_reply;
+  };
+
+  std::shared_ptr<Request> send(int member, const std::string& database, const MongoDocument& command,
+                                std::function<void()> on_reply);
+  // Selects a primary, or returns false once deadline_us (true time) has passed.
+  bool select(TimeUs deadline_us);
+  TimeUs deadline_after(int64_t local_us) const;
+
+  World& world_;
+  NodeId client_node_;
+  MongoReplicaSet& replica_set_;
+  int client_;
+  SimMongoConnectionOptions options_;
+  int selected_ = -1;
+  uint64_t next_request_ = 0;
+};
+
+}  // namespace lockstep::sim
