@@ -218,6 +218,7 @@ class ExtBackend final : public Backend {
         library_(library),
         node_(ext::require_node_drivers()),
         deadline_ms_(env.options.get_int("ext_deadline_ms")),
+        command_timeout_ms_(library.in_memory ? 0 : env.options.get_int("ext_command_timeout_ms")),
         use_proxies_(cuts_clients_off(env.options)) {
     if (!library.in_memory) {
       const int64_t nodes = library.over_nodes ? env.options.get_int("nodes") : 1;
@@ -307,7 +308,7 @@ class ExtBackend final : public Backend {
     try {
       auto driver = std::make_unique<ext::DriverProcess>(ext::DriverOptions{
           .program = node_,
-          .args = ext::node_driver_args(library_.lib, ports),
+          .args = ext::node_driver_args(library_.lib, ports, command_timeout_ms_),
           .name = name,
           .request_deadline_ms = deadline_ms_,
           .on_event = [this, name](const ext::Event& e) {
@@ -329,6 +330,7 @@ class ExtBackend final : public Backend {
   const ExtLibrary& library_;
   std::string node_;
   int64_t deadline_ms_;
+  int64_t command_timeout_ms_;
   bool use_proxies_;
   bool pooled_ = false;
   KeeperThread keeper_;  // before servers_: outlives the processes it restarted
@@ -347,6 +349,9 @@ std::vector<OptionSpec> ext_options(const ExtLibrary& library) {
   if (!library.in_memory) {
     options.push_back({.name = "persistence", .default_value = "none", .help = "server persistence across a crash",
                        .choices = {"none", "everysec", "always"}});
+    options.push_back({.name = "ext_command_timeout_ms", .default_value = "0",
+                       .help = "the driver's Redis command timeout (ioredis commandTimeout; 0: its default, none)",
+                       .min = 0, .max = 600'000});
   }
   if (library.over_nodes) {
     options.push_back(

@@ -2,11 +2,11 @@
 // lockstep's Node driver: one npm lock library behind the ext process protocol, version 1
 // (ext/PROTOCOL.md). JSON lines in on stdin, JSON lines out on stdout; logs go to stderr.
 //
-//   node driver.js --lib NAME --redis HOST:PORT[,HOST:PORT...] [--clients N]
+//   node driver.js --lib NAME --redis HOST:PORT[,HOST:PORT...] [--clients N] [--command-timeout-ms MS]
 //
 // Requests run concurrently (a shared driver serves several clients at once); each gets exactly one
 // response line. A library module (libs/NAME.js) exports
-//   create({redis: [{host, port}], emit}) -> Promise<{name, version, capabilities, acquire, release,
+//   create({redis: [{host, port}], emit, command_timeout_ms}) -> Promise<{name, version, capabilities, acquire, release,
 //                                                     extend, is_locked, close}>
 // whose operations resolve to {status, token?, err?} and never throw for lock outcomes.
 "use strict";
@@ -31,7 +31,7 @@ function error_of(e) {
 }
 
 function parse_args(argv) {
-  const args = { lib: "", redis: [], clients: 1 };
+  const args = { lib: "", redis: [], clients: 1, command_timeout_ms: 0 };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[i + 1];
@@ -43,6 +43,7 @@ function parse_args(argv) {
       });
       i++;
     } else if (flag === "--clients") { args.clients = Number(value); i++; }
+    else if (flag === "--command-timeout-ms") { args.command_timeout_ms = Number(value); i++; }
     else throw new Error(`unknown flag ${flag}`);
   }
   if (!LIBS.includes(args.lib)) throw new Error(`--lib must be one of ${LIBS.join(", ")}`);
@@ -58,7 +59,7 @@ function block_event_loop(duration_ms) {
 async function main() {
   const args = parse_args(process.argv.slice(2));
   const emit = (event) => write(Object.assign({ t_ns: now_ns() }, event));
-  const lib = await require(`./libs/${args.lib}.js`).create({ redis: args.redis, emit });
+  const lib = await require(`./libs/${args.lib}.js`).create({ redis: args.redis, emit, command_timeout_ms: args.command_timeout_ms });
   write({ ready: true, name: lib.name, version: lib.version, protocol: PROTOCOL,
           capabilities: lib.capabilities, now_ns: now_ns() });
 

@@ -62,13 +62,18 @@ std::string require_node_drivers() {
   return *node;
 }
 
-std::vector<std::string> node_driver_args(const std::string& lib, const std::vector<int>& redis_ports) {
+std::vector<std::string> node_driver_args(const std::string& lib, const std::vector<int>& redis_ports,
+                                          int64_t command_timeout_ms) {
   std::vector<std::string> args = {node_driver_dir() + "/driver.js", "--lib", lib};
   if (!redis_ports.empty()) {
     std::string endpoints;
     for (int port : redis_ports) endpoints += fmt::format("{}127.0.0.1:{}", endpoints.empty() ? "" : ",", port);
     args.push_back("--redis");
     args.push_back(endpoints);
+  }
+  if (command_timeout_ms > 0) {
+    args.push_back("--command-timeout-ms");
+    args.push_back(std::to_string(command_timeout_ms));
   }
   return args;
 }

@@ -1,5 +1,6 @@
 #pragma once
 // Where lockstep's Node drivers (ext/node) are, and whether this machine can run them.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -10,7 +11,9 @@ std::string node_driver_dir();
 // The absolute path of node on PATH. Throws real::ServerUnavailable, saying how to get it, when
 // node is missing or older than 20, or ext/node/node_modules lacks a pinned package.
 std::string require_node_drivers();
-// argv[1..] for `node driver.js --lib LIB [--redis HOST:PORT,...]`.
-std::vector<std::string> node_driver_args(const std::string& lib, const std::vector<int>& redis_ports);
+// argv[1..] for `node driver.js --lib LIB [--redis HOST:PORT,...] [--command-timeout-ms MS]`
+// (0: the Redis client's default, no command timeout).
+std::vector<std::string> node_driver_args(const std::string& lib, const std::vector<int>& redis_ports,
+                                          int64_t command_timeout_ms = 0);
 
 }  // namespace lockstep::ext

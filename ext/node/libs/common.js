@@ -13,10 +13,12 @@ function error_of(e) {
   return { name: typeof e, message: String(e) };
 }
 
-// ioredis clients with their defaults, one per endpoint, each connected (bounded wait).
-async function connect(endpoints) {
+// ioredis clients with their defaults (no command timeout unless command_timeout_ms > 0), one per
+// endpoint, each connected (bounded wait).
+async function connect(endpoints, command_timeout_ms = 0) {
   if (endpoints.length === 0) throw new Error("this library needs --redis HOST:PORT");
-  const clients = endpoints.map(({ host, port }) => new Redis({ host, port }));
+  const options = command_timeout_ms > 0 ? { commandTimeout: command_timeout_ms } : {};
+  const clients = endpoints.map(({ host, port }) => new Redis(Object.assign({ host, port }, options)));
   await Promise.all(clients.map((client) => new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`redis ${client.options.port}: not ready in 5 s`)), 5000);
     client.once("ready", () => { clearTimeout(timer); resolve(); });

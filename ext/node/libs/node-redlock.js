@@ -19,8 +19,8 @@ async function classify_failure(e) {
   return locked ? { status: "contended", err: error_of(e) } : { status: "error", err: error_of(e) };
 }
 
-async function create({ redis }) {
-  const clients = await connect(redis);
+async function create({ redis, command_timeout_ms }) {
+  const clients = await connect(redis, command_timeout_ms);
   // retryCount 0: one attempt per call (acquire, release, extend); the harness retries.
   const redlock = new Redlock(clients, { retryCount: 0 });
   const handles = new Handles();

@@ -41,14 +41,14 @@ function make(name, new_mutex, close, emit) {
   };
 }
 
-async function create_mutex({ redis, emit }) {
-  const [client] = await connect(redis.slice(0, 1));
+async function create_mutex({ redis, emit, command_timeout_ms }) {
+  const [client] = await connect(redis.slice(0, 1), command_timeout_ms);
   return make("redis-semaphore", (key, options) => new semaphore.Mutex(client, key, options),
               async () => { await client.quit(); }, emit);
 }
 
-async function create_redlock_mutex({ redis, emit }) {
-  const clients = await connect(redis);
+async function create_redlock_mutex({ redis, emit, command_timeout_ms }) {
+  const clients = await connect(redis, command_timeout_ms);
   return make("redis-semaphore-redlock", (key, options) => new semaphore.RedlockMutex(clients, key, options),
               async () => { await Promise.all(clients.map((c) => c.quit().catch(() => {}))); }, emit);
 }
