@@ -45,6 +45,12 @@ bool comparable(const Doc* value, const Doc& operand) {
 }
 
 bool compare_holds(std::string_view op, const Doc* value, const Doc& operand) {
+  if (operand.is_null()) {  // null stands for "null or missing"
+    const bool nullish = type_rank(value) <= TypeRank::null;
+    if (op == "$eq" || op == "$lte" || op == "$gte") return nullish;
+    if (op == "$ne") return !nullish;
+    return false;
+  }
   if (op == "$eq") return comparable(value, operand) && compare_values(value, &operand) == 0;
   if (op == "$ne") return !compare_holds("$eq", value, operand);
   if (!comparable(value, operand)) return false;

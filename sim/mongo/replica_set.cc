@@ -76,12 +76,14 @@ struct MongoReplicaSet::PendingWrite {
   mongo::WriteConcern concern;
   Doc reply;
   std::function<void(Doc)> respond;
+  EventId timeout_event = kNoEvent;  // wtimeout, cancelled when the write is answered otherwise
 };
 
 struct MongoReplicaSet::Member {
   struct Timer {
     uint64_t generation = 0;
     bool armed = false;
+    EventId event = kNoEvent;  // until the event runs
   };
 
   int id = 0;
@@ -218,24 +220,43 @@ TimeUs MongoReplicaSet::oscillator_us(const Member& m, int64_t ms) const {
 
 // --- timers and quiescence ---
 
+// A timer is a cancellable scheduler event that then delivers to the member's node (so a pause
+// defers it and a crash drops it). timers_pending_ counts armed timers until they fire, are
+// dropped or are cancelled, so settle() can tell whether anything but the set is scheduled.
 void MongoReplicaSet::arm(Member& m, TimerKind kind, TimeUs at_us) {
+  disarm(m, kind);
   Member::Timer& timer = m.timers[static_cast<size_t>(kind)];
-  ++timer.generation;
   timer.armed = true;
   ++timers_pending_;
   const uint64_t generation = timer.generation;
   const int id = m.id;
-  world_.deliver_at(
-      m.node, world_.incarnation(m.node), at_us,
-      [this, id, kind, generation] {
-        --timers_pending_;
-        fire(id, kind, generation);
-      },
-      [this, id, kind, generation] {
-        --timers_pending_;
-        Member::Timer& t = at(id).timers[static_cast<size_t>(kind)];
-        if (t.generation == generation) t.armed = false;
-      });
+  const uint64_t incarnation = world_.incarnation(m.node);
+  timer.event = world_.scheduler().at(at_us, [this, id, kind, generation, incarnation] {
+    Member& member = at(id);
+    member.timers[static_cast<size_t>(kind)].event = kNoEvent;
+    world_.deliver_at(
+        member.node, incarnation, world_.now_us(),
+        [this, id, kind, generation] {
+          --timers_pending_;
+          fire(id, kind, generation);
+        },
+        [this, id, kind, generation] {
+          --timers_pending_;
+          Member::Timer& t = at(id).timers[static_cast<size_t>(kind)];
+          if (t.generation == generation) t.armed = false;
+        });
+  });
+}
+
+void MongoReplicaSet::disarm(Member& m, TimerKind kind) {
+  Member::Timer& timer = m.timers[static_cast<size_t>(kind)];
+  if (timer.event != kNoEvent) {
+    world_.scheduler().cancel(timer.event);
+    timer.event = kNoEvent;
+    --timers_pending_;
+  }
+  ++timer.generation;  // one already delivering is now stale
+  timer.armed = false;
 }
 
 void MongoReplicaSet::fire(int member, TimerKind kind, uint64_t generation) {
@@ -301,6 +322,10 @@ bool MongoReplicaSet::settle() {
   const TimeUs settle_us = kSettleElectionTimeouts * options_.election_timeout_ms * kUsPerMs;
   if (!is_stable && now - idle_since_us_ < settle_us) return false;
   quiet_ = true;
+  for (auto& m : members_) {
+    disarm(*m, kHeartbeat);
+    disarm(*m, kElection);
+  }
   world_.trace_line(fmt::format("mongo {} goes quiet: nothing else is scheduled ({})", options_.name,
                                 is_stable ? "stable" : "not settled after 3 election timeouts"));
   return true;
@@ -353,7 +378,10 @@ void MongoReplicaSet::receive_status(Member& me, const Status& s) {
   }
   if (!s.primary || s.term != me.term) return;
   follow(me, s.from);
-  learn_commit(me, s.commit);
+  // The primary's commit point applies to our log only where it is a prefix of the primary's: an
+  // entry of its term came from it (log matching), and so did its last or released entry.
+  const OpTime mine = me.last();
+  if (mine.term == s.term || mine == s.released || mine == s.last) learn_commit(me, s.commit, mine.index);
   // Every push sent before this message came first (FIFO links): a difference means a lost push
   // or a divergent history.
   if (me.last() != s.released &&
@@ -391,6 +419,7 @@ void MongoReplicaSet::step_down(Member& me, std::string_view why) {
   trace(me, fmt::format("steps down from term {}: {} ({} writes waiting)", me.term, why, me.waiting.size()));
   std::vector<PendingWrite> waiting = std::exchange(me.waiting, {});
   for (PendingWrite& w : waiting) {
+    world_.scheduler().cancel(w.timeout_event);
     w.respond(with_field_before_ok(
         w.reply, "writeConcernError",
         Doc{{"code", mongo_error::kPrimarySteppedDown},
@@ -550,7 +579,7 @@ void MongoReplicaSet::receive_push(Member& s, int from, int64_t term, OpTime pre
     if (world_.now_us() - s.sync_requested_us >= oscillator_us(s, options_.heartbeat_interval_ms)) request_sync(s, from);
     return;
   }
-  learn_commit(s, commit);
+  learn_commit(s, commit, entry->index);
   ack(s, from);
 }
 
@@ -610,7 +639,7 @@ void MongoReplicaSet::receive_sync(Member& s, int from, int64_t term, const std:
     if (applied > 0) trace(s, fmt::format("synced {} entries from {} to {}", applied, at(from).name, optime_text(s.last())));
   }
   s.sync_requested_us = kNever;
-  learn_commit(s, commit);
+  learn_commit(s, commit, static_cast<int64_t>(theirs.size()));
   ack(s, from);
 }
 
@@ -629,8 +658,8 @@ void MongoReplicaSet::advance_commit(Member& p) {
   release_waiters(p);
 }
 
-void MongoReplicaSet::learn_commit(Member& s, int64_t commit) {
-  s.commit = std::max(s.commit, std::min(commit, s.last().index));
+void MongoReplicaSet::learn_commit(Member& s, int64_t commit, int64_t matching) {
+  s.commit = std::max(s.commit, std::min({commit, matching, s.last().index}));
 }
 
 // --- commands and write concern ---
@@ -645,8 +674,11 @@ void MongoReplicaSet::await_write_concern(Member& p, PendingWrite w) {
   if (concern_satisfied(p, w)) return w.respond(std::move(w.reply));
   w.id = ++next_write_id_;
   if (w.concern.wtimeout_ms > 0) {
-    world_.deliver_at(p.node, world_.incarnation(p.node), world_.now_us() + oscillator_us(p, w.concern.wtimeout_ms),
-                      [this, id = p.id, write = w.id] { write_timeout(id, write); });
+    const TimeUs due = world_.now_us() + oscillator_us(p, w.concern.wtimeout_ms);
+    w.timeout_event = world_.scheduler().at(due, [this, id = p.id, write = w.id, incarnation = world_.incarnation(p.node)] {
+      world_.deliver_at(at(id).node, incarnation, world_.now_us(), [this, id, write] { write_timeout(id, write); },
+                        [] {});
+    });
   }
   p.waiting.push_back(std::move(w));
 }
@@ -659,7 +691,10 @@ void MongoReplicaSet::release_waiters(Member& p) {
     done.push_back(std::move(w));
     return true;
   });
-  for (PendingWrite& w : done) w.respond(std::move(w.reply));
+  for (PendingWrite& w : done) {
+    world_.scheduler().cancel(w.timeout_event);
+    w.respond(std::move(w.reply));
+  }
 }
 
 void MongoReplicaSet::write_timeout(int member, uint64_t id) {
@@ -816,13 +851,11 @@ void MongoReplicaSet::ttl_pass(Member& m) {
 
 void MongoReplicaSet::on_crash(Member& m) {
   const size_t dropped = m.waiting.size();
+  for (const PendingWrite& w : m.waiting) world_.scheduler().cancel(w.timeout_event);
   m.waiting.clear();
   m.role = MongoRole::secondary;
   m.known_primary = -1;
-  for (Member::Timer& t : m.timers) {
-    ++t.generation;
-    t.armed = false;
-  }
+  for (const TimerKind kind : {kHeartbeat, kElection, kTtl}) disarm(m, kind);
   trace(m, fmt::format("crash: term {}, oplog {}, data kept (journaled); {} waiting writes get no reply", m.term,
                        optime_text(m.last()), dropped));
   wake_up();

@@ -163,6 +163,7 @@ class MongoReplicaSet {
 
   // timers
   void arm(Member& m, TimerKind kind, TimeUs at_us);
+  void disarm(Member& m, TimerKind kind);
   void fire(int member, TimerKind kind, uint64_t generation);
   void start_timers(Member& m, TimeUs first_heartbeat_us);
   void wake_up();
@@ -195,7 +196,8 @@ class MongoReplicaSet {
   void ack(Member& s, int primary);
   void note_applied(Member& p, int member, mongo::OpTime op);
   void advance_commit(Member& p);
-  void learn_commit(Member& s, int64_t commit);
+  // The primary's commit point, applied up to `matching`: the last index known to match its log.
+  void learn_commit(Member& s, int64_t commit, int64_t matching);
 
   // commands and write concern
   void commit_write(Member& p, std::vector<mongo::MongoOp> ops, const std::string& what, int client, int64_t now_ms,

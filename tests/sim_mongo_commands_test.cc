@@ -1,0 +1,265 @@
+// The simulated mongod's command layer on one member's data, without a World: unique and TTL
+// indexes, upserts, operator and pipeline updates with $$NOW, filters with BSON comparison rules,
+// findAndModify, delete, find, and mongod's errors for what it does not accept.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "sim/mongo/collection.h"
+#include "sim/mongo/commands.h"
+
+using lockstep::MongoDocument;
+using lockstep::mongo_date;
+using namespace lockstep::sim::mongo;
+
+namespace {
+
+constexpr int64_t kNowMs = 1'767'225'600'000;  // the simulator's local epoch
+
+// One mongod's data and the command runner, at an explicit $$NOW.
+struct Server {
+  Database db;
+  int64_t now_ms = kNowMs;
+  uint64_t ids = 0;
+  std::vector<MongoOp> ops;  // of the last command
+
+  Doc run(const Doc& command) {
+    CommandContext ctx{.db = db,
+                       .database = "lockstep",
+                       .now_ms = now_ms,
+                       .members = 3,
+                       .next_id = [this] {
+                         const std::string n = std::to_string(++ids);
+                         return Doc{{"$oid", std::string(24 - n.size(), '0') + n}};
+                       },
+                       .majority_view = [this](const std::string& ns) {
+                         const Collection* c = db.find(ns);
+                         return c ? *c : Collection();
+                       }};
+    CommandResult result = run_data_command(command, ctx);
+    ops = result.ops;
+    return result.reply;
+  }
+  std::vector<Doc> docs(const std::string& ns = "lockstep.locks") const {
+    std::vector<Doc> out;
+    if (const Collection* c = db.find(ns)) {
+      for (const auto& [rid, doc] : c->records()) out.push_back(doc);
+    }
+    return out;
+  }
+};
+
+Doc lock_indexes() {
+  return Doc{{"createIndexes", "locks"},
+             {"indexes", Doc::array({Doc{{"key", {{"key", 1}}}, {"name", "key_1"}, {"unique", true}},
+                                     Doc{{"key", {{"expire_at", 1}}}, {"name", "expire_at_1"}, {"expireAfterSeconds", 0}}})},
+             {"writeConcern", {{"w", "majority"}, {"wtimeout", 5000}}}};
+}
+
+Doc update(Doc q, Doc u, bool upsert, std::string coll = "locks") {
+  return Doc{{"update", coll},
+             {"updates", Doc::array({Doc{{"q", std::move(q)}, {"u", std::move(u)}, {"upsert", upsert}, {"multi", false}}})},
+             {"ordered", true},
+             {"writeConcern", {{"w", 1}}}};
+}
+
+// The adapter's acquire: upsert {key, expired by $$NOW} -> pipeline {value, expire_at: $$NOW + ttl}.
+Doc acquire(const std::string& key, const std::string& value, int64_t ttl_ms) {
+  return update(Doc{{"key", key}, {"$expr", {{"$lt", Doc::array({"$expire_at", "$$NOW"})}}}},
+                Doc::array({Doc{{"$set", {{"value", value}, {"expire_at", {{"$add", Doc::array({"$$NOW", ttl_ms})}}}}}}}),
+                true);
+}
+
+Doc find(Doc filter, std::string coll = "locks") {
+  return Doc{{"find", coll}, {"filter", std::move(filter)}, {"limit", 1}, {"singleBatch", true}};
+}
+
+Doc first_batch(const Doc& reply) { return reply["cursor"]["firstBatch"]; }
+
+}  // namespace
+
+TEST_CASE("commands: a unique index refuses a duplicate key with mongod's E11000 message", "[sim][mongo][commands]") {
+  Server s;
+  REQUIRE(s.run(lock_indexes())["ok"] == 1);
+  const Doc first = s.run(acquire("k", "owner-a", 10'000));
+  CHECK(first["n"] == 1);
+  CHECK(first["nModified"] == 0);
+  REQUIRE(first.contains("upserted"));
+  CHECK(first["upserted"][0]["index"] == 0);
+  CHECK(is_object_id(first["upserted"][0]["_id"]));
+
+  // Live lock: the expired filter matches nothing, so the upsert inserts a second "k".
+  const Doc second = s.run(acquire("k", "owner-b", 10'000));
+  CHECK(second["ok"] == 1);
+  CHECK(second["n"] == 0);
+  CHECK(second["nModified"] == 0);
+  REQUIRE(second.contains("writeErrors"));
+  const Doc& e = second["writeErrors"][0];
+  CHECK(e["index"] == 0);
+  CHECK(e["code"] == 11000);
+  CHECK(e["errmsg"] == "E11000 duplicate key error collection: lockstep.locks index: key_1 dup key: { key: \"k\" }");
+  CHECK(e["keyPattern"] == Doc{{"key", 1}});
+  CHECK(e["keyValue"] == Doc{{"key", "k"}});
+  CHECK(s.ops.empty());
+  REQUIRE(s.docs().size() == 1);
+  CHECK(s.docs()[0]["value"] == "owner-a");
+}
+
+TEST_CASE("commands: createIndexes is idempotent and an index build over duplicates fails", "[sim][mongo][commands]") {
+  Server s;
+  const Doc created = s.run(lock_indexes());
+  CHECK(created["numIndexesBefore"] == 1);
+  CHECK(created["numIndexesAfter"] == 3);
+  CHECK(created["createdCollectionAutomatically"] == true);
+  CHECK(s.ops.size() == 3);  // create collection + two indexes
+  const Doc again = s.run(lock_indexes());
+  CHECK(again["ok"] == 1);
+  CHECK(again["note"] == "all indexes already exist");
+  CHECK(again["numIndexesAfter"] == 3);
+  CHECK(s.ops.empty());
+
+  // Same name, other key: IndexKeySpecsConflict.
+  Doc conflicting = lock_indexes();
+  conflicting["indexes"][0]["key"] = Doc{{"other", 1}};
+  CHECK(s.run(conflicting)["code"] == 86);
+
+  // Two documents with the same key, then a unique index: the build fails and builds nothing.
+  Server t;
+  t.run(update(Doc{{"key", "k"}, {"n", 1}}, Doc{{"$set", {{"v", 1}}}}, true));
+  t.run(update(Doc{{"key", "k"}, {"n", 2}}, Doc{{"$set", {{"v", 2}}}}, true));
+  REQUIRE(t.docs().size() == 2);
+  const Doc failed = t.run(lock_indexes());
+  CHECK(failed["ok"] == 0);
+  CHECK(failed["code"] == 11000);
+  CHECK(failed["errmsg"].get<std::string>().find("dup key: { key: \"k\" }") != std::string::npos);
+  CHECK(t.db.find("lockstep.locks")->indexes().size() == 1);  // _id_ only: all or nothing
+  CHECK(t.ops.empty());
+}
+
+TEST_CASE("commands: an upsert inserts the filter's equalities plus the update, with a generated _id first",
+          "[sim][mongo][commands]") {
+  Server s;
+  s.run(lock_indexes());
+  s.run(acquire("k", "a", 1500));
+  REQUIRE(s.docs().size() == 1);
+  const Doc doc = s.docs()[0];
+  std::vector<std::string> keys;
+  for (auto it = doc.begin(); it != doc.end(); ++it) keys.push_back(it.key());
+  CHECK(keys == std::vector<std::string>{"_id", "key", "value", "expire_at"});
+  CHECK(doc["key"] == "k");
+  CHECK(doc["expire_at"] == mongo_date(kNowMs + 1500));  // $$NOW + ttl
+
+  // Expired by $$NOW: the same upsert now matches it and takes it over (an update, no insert).
+  s.now_ms += 1501;
+  const Doc taken = s.run(acquire("k", "b", 1500));
+  CHECK(taken["n"] == 1);
+  CHECK(taken["nModified"] == 1);
+  CHECK_FALSE(taken.contains("upserted"));
+  REQUIRE(s.docs().size() == 1);
+  CHECK(s.docs()[0]["value"] == "b");
+  CHECK(s.docs()[0]["_id"] == doc["_id"]);
+  CHECK(s.docs()[0]["expire_at"] == mongo_date(s.now_ms + 1500));
+  REQUIRE(s.ops.size() == 1);
+  CHECK(s.ops[0].kind == MongoOp::Kind::update);
+  CHECK(s.ops[0].before["value"] == "a");
+
+  // $setOnInsert applies only when inserting; $inc of a missing field sets it.
+  s.run(update(Doc{{"key", "c"}}, Doc{{"$setOnInsert", {{"created", 1}}}, {"$inc", {{"n", 5}}}}, true));
+  s.run(update(Doc{{"key", "c"}}, Doc{{"$setOnInsert", {{"created", 2}}}, {"$inc", {{"n", 5}}}}, true));
+  const Doc c = s.docs()[1];
+  CHECK(c["created"] == 1);
+  CHECK(c["n"] == 10);
+}
+
+TEST_CASE("commands: filters follow mongod's comparison rules", "[sim][mongo][commands]") {
+  Server s;
+  s.run(update(Doc{{"key", "dated"}}, Doc{{"$set", {{"expire_at", mongo_date(kNowMs - 1)}, {"n", 1}}}}, true));
+  s.run(update(Doc{{"key", "undated"}}, Doc{{"$set", {{"n", 2.0}}}}, true));
+  auto keys = [&](const Doc& filter) {
+    std::vector<std::string> out;
+    Doc cmd = find(filter);
+    cmd.erase("limit");
+    for (const Doc& d : first_batch(s.run(cmd))) out.push_back(d["key"].get<std::string>());
+    return out;
+  };
+  using V = std::vector<std::string>;
+  // Query operators are type-bracketed: a missing field is not < a date.
+  CHECK(keys(Doc{{"expire_at", {{"$lt", mongo_date(kNowMs)}}}}) == V{"dated"});
+  CHECK(keys(Doc{{"expire_at", {{"$gt", mongo_date(kNowMs - 2)}}}}) == V{"dated"});
+  CHECK(keys(Doc{{"expire_at", {{"$lt", 5}}}}).empty());  // numbers do not compare with dates
+  // $expr compares across types in BSON order: missing sorts first.
+  CHECK(keys(Doc{{"$expr", {{"$lt", Doc::array({"$expire_at", "$$NOW"})}}}}) == V{"dated", "undated"});
+  CHECK(keys(Doc{{"$expr", {{"$gt", Doc::array({"$expire_at", "$$NOW"})}}}}).empty());
+  CHECK(keys(Doc{{"$expr", {{"$gt", Doc::array({{{"$add", Doc::array({"$expire_at", 2})}}, "$$NOW"})}}}}) == V{"dated"});
+  // Numbers compare by value across int and double; null matches missing.
+  CHECK(keys(Doc{{"n", 2}}) == V{"undated"});
+  CHECK(keys(Doc{{"expire_at", nullptr}}) == V{"undated"});
+  CHECK(keys(Doc{{"$or", Doc::array({Doc{{"n", 1}}, Doc{{"n", {{"$gte", 2}}}}})}}) == V{"dated", "undated"});
+  CHECK(keys(Doc{{"$and", Doc::array({Doc{{"n", {{"$ne", 1}}}}, Doc{{"key", "undated"}}})}}) == V{"undated"});
+
+  // mongod refuses unknown operators: a command error for find, a writeError for update.
+  const Doc bad_find = s.run(find(Doc{{"n", {{"$near", 1}}}}));
+  CHECK(bad_find["ok"] == 0);
+  CHECK(bad_find["code"] == 2);
+  const Doc bad_update = s.run(update(Doc{{"$where", "1"}}, Doc{{"$set", {{"x", 1}}}}, false));
+  CHECK(bad_update["ok"] == 1);
+  CHECK(bad_update["writeErrors"][0]["code"] == 2);
+}
+
+TEST_CASE("commands: findAndModify upserts and increments a counter", "[sim][mongo][commands]") {
+  Server s;
+  const Doc cmd{{"findAndModify", "lock_fencing"}, {"query", {{"_id", "k"}}}, {"update", {{"$inc", {{"n", 1}}}}},
+                {"new", true}, {"upsert", true}, {"writeConcern", {{"w", "majority"}, {"wtimeout", 5000}}}};
+  const Doc first = s.run(cmd);
+  CHECK(first == Doc{{"lastErrorObject", {{"n", 1}, {"updatedExisting", false}, {"upserted", "k"}}},
+                     {"value", {{"_id", "k"}, {"n", 1}}},
+                     {"ok", 1.0}});
+  const Doc second = s.run(cmd);
+  CHECK(second["lastErrorObject"] == Doc{{"n", 1}, {"updatedExisting", true}});
+  CHECK(second["value"] == Doc{{"_id", "k"}, {"n", 2}});
+  Doc old_value = cmd;
+  old_value["new"] = false;
+  CHECK(s.run(old_value)["value"]["n"] == 2);
+  CHECK(s.docs("lockstep.lock_fencing").at(0)["n"] == 3);
+}
+
+TEST_CASE("commands: delete, find limits, no-op updates and refused commands", "[sim][mongo][commands]") {
+  Server s;
+  s.run(update(Doc{{"key", "a"}}, Doc{{"$set", {{"value", "x"}}}}, true));
+  s.run(update(Doc{{"key", "b"}}, Doc{{"$set", {{"value", "x"}}}}, true));
+  CHECK(first_batch(s.run(find(Doc{{"value", "x"}}))).size() == 1);
+  const Doc reply = s.run(find(Doc{{"value", "x"}}));
+  CHECK(reply["cursor"]["id"] == 0);
+  CHECK(reply["cursor"]["ns"] == "lockstep.locks");
+
+  // Setting a value to what it is changes nothing: nModified 0 and no op.
+  const Doc same = s.run(update(Doc{{"key", "a"}}, Doc{{"$set", {{"value", "x"}}}}, false));
+  CHECK(same["n"] == 1);
+  CHECK(same["nModified"] == 0);
+  CHECK(s.ops.empty());
+
+  CHECK(s.run(update(Doc{{"key", "a"}}, Doc{{"$set", {{"_id", 5}}}}, false))["writeErrors"][0]["code"] == 66);
+
+  const Doc del{{"delete", "locks"},
+                {"deletes", Doc::array({Doc{{"q", {{"value", "x"}}}, {"limit", 1}}})},
+                {"writeConcern", {{"w", 1}}}};
+  CHECK(s.run(del) == Doc{{"n", 1}, {"ok", 1.0}});
+  CHECK(s.docs().size() == 1);
+  CHECK(s.run(del)["n"] == 1);
+  CHECK(s.run(del)["n"] == 0);
+
+  const Doc unknown = s.run(Doc{{"aggregate", "locks"}});
+  CHECK(unknown["ok"] == 0);
+  CHECK(unknown["code"] == 59);
+  CHECK(unknown["codeName"] == "CommandNotFound");
+  Doc with_sort = find(Doc::object());
+  with_sort["sort"] = Doc{{"key", 1}};
+  CHECK(s.run(with_sort)["code"] == 9);
+  CHECK(s.run(update(Doc::object(), Doc{{"$push", {{"a", 1}}}}, false))["writeErrors"][0]["code"] == 9);
+  Doc bad_wc = update(Doc::object(), Doc{{"$set", {{"a", 1}}}}, false);
+  bad_wc["writeConcern"] = Doc{{"w", "all"}};
+  CHECK(s.run(bad_wc)["code"] == 79);
+  bad_wc["writeConcern"] = Doc{{"w", 4}};
+  CHECK(s.run(bad_wc)["code"] == 100);
+}
