@@ -495,3 +495,30 @@ TEST_CASE("replica set: with no primary reachable, server selection times out", 
   CHECK(result.message.find("no primary") != std::string::npos);
   CHECK(done == ms(4000));
 }
+
+TEST_CASE("replica set: a paused primary is replaced and rejoins as a secondary after its pause", "[sim][mongo][rs]") {
+  World w(fixed_latency());
+  MongoReplicaSet rs(w, {});
+  const NodeId c = w.add_node("client");
+  SimMongoConnection conn(w, c, rs, 1);
+  at(w, ms(1500), [&] { w.pause(rs.node(0), ms(20'000), "gc"); });
+  std::vector<MongoResult> results;
+  w.spawn(c, "client", [&] {
+    results.push_back(conn.run_command("lockstep", set_doc("a", write_concern(true))));
+    w.sleep_for_us(ms(1000));
+    results.push_back(conn.run_command("lockstep", set_doc("b", write_concern(true))));  // paused: timeout
+    results.push_back(conn.run_command("lockstep", set_doc("c", write_concern(true))));  // the new primary
+  }, ms(1000));
+  at(w, ms(40'000), [] {});
+  w.run();
+  REQUIRE(results.size() == 3);
+  CHECK(results[0].reply["n"] == 1);
+  CHECK(results[1].status == IoStatus::timeout);
+  CHECK(results[2].reply["n"] == 1);
+  const int p = rs.primary();
+  REQUIRE((p == 1 || p == 2));
+  CHECK(rs.role(0) == MongoRole::secondary);
+  CHECK(rs.last_optime(0) == rs.last_optime(p));
+  CHECK(rs.documents(0, kLocks) == rs.documents(p, kLocks));
+  CHECK_FALSE(trace_has(w, "should not happen"));
+}

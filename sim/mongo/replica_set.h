@@ -38,8 +38,11 @@
 // is also refused by a member that heard from a primary within the timeout). The winner writes a
 // "new primary" no-op and heartbeats at once. A primary steps down when it sees a higher term,
 // and at a heartbeat when fewer than a majority (itself included) were heard from within the
-// election timeout. So after a primary crash a new one is elected 10-13.5 s after the last
-// heartbeat the secondaries got from it (defaults), i.e. about 8-13.5 s after the crash.
+// election timeout. So after a primary crash (defaults) a new one is elected 10-11.5 s after the
+// last message a secondary got from it, i.e. 8-11.5 s after the crash; a refused dry run (the
+// other secondary heard from the primary more recently) or a split vote adds another timeout.
+// A partitioned primary steps down at its first heartbeat 10 s after it last heard from a
+// majority (so 10-12 s); the majority side elects as above.
 //
 // Crash and restart (World::crash / restart of a member's node, or crash()/restart() here): data,
 // oplog, term and vote survive (journaling); in-flight waits do not. A restarted member is a
