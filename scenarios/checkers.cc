@@ -786,8 +786,15 @@ std::vector<Violation> check_liveness(const History& history, const CheckOptions
     if (auto judged = judge_acquire(history, it->second, e.index)) slow.push_back(*judged);
     on_key.erase(it);
   }
+  // A client that died while it waited will never complete: nothing to wait for.
+  std::map<int, TimeUs> died_us;
+  for (const HistoryEvent& e : history.events()) {
+    if (e.kind == EventKind::fault && e.kills_client && e.client >= 0) died_us.try_emplace(e.client, e.time_us);
+  }
   for (size_t k = 0; k < waiting.size(); ++k) {
     for (const auto& [client, invoke] : waiting.state(k)) {
+      auto died = died_us.find(client);
+      if (died != died_us.end() && died->second >= history[invoke].time_us) continue;
       if (auto judged = judge_acquire(history, invoke, kNoEvent)) slow.push_back(*judged);
     }
   }

@@ -147,6 +147,7 @@ void Client::crash() {
   ScenarioWorld& world = *setup_.world;
   setup_.recorder->record({.kind = EventKind::fault,
                            .client = setup_.id,
+                           .kills_client = true,
                            .end_us = world.now_us(),
                            .detail = fmt::format("crash {}", setup_.name)});
   if (inside_key_) exit_critical_section(*inside_key_);

@@ -48,6 +48,7 @@ struct HistoryEvent {
   bool has_token = false;
   uint64_t token = 0;
   bool shared = false;       // cs_enter/cs_exit: a shared (reader) hold
+  bool kills_client = false; // fault: it killed `client` (whose pending operation then never completes)
   std::string server;        // grant/extend/revoke: which server
   std::string value;         // grant/extend/revoke: the lease owner's unique value
   int64_t ttl_us = 0;        // grant/extend: promised lease length in true time

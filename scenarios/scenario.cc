@@ -42,6 +42,14 @@ void ScenarioEnv::schedule_fault_us(int64_t at_us, std::string what, std::functi
   });
 }
 
+void ScenarioEnv::schedule_client_kill_us(int64_t at_us, const Client& client, std::string what,
+                                          std::function<void()> action) {
+  world_.at(at_us, [this, at_us, id = client.id(), what = std::move(what), act = std::move(action)] {
+    recorder_.record({.kind = EventKind::fault, .client = id, .kills_client = true, .end_us = at_us, .detail = what});
+    act();
+  });
+}
+
 void ScenarioEnv::require_sim(const std::string& why) const {
   if (world_.kind() != "sim") throw WorldUnsupported(fmt::format("needs the simulator: {}", why));
 }

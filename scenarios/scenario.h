@@ -41,6 +41,9 @@ class ScenarioEnv {
   int64_t start(Client& client, int64_t start_ms, std::function<void(Client&)> program, int64_t jitter_us = 0);
   // A fault at true time at_us, recorded in the history (lasting duration_us) and the trace.
   void schedule_fault_us(int64_t at_us, std::string what, std::function<void()> action, int64_t duration_us = 0);
+  // A fault that kills `client` at at_us (action does the killing): recorded as its death, so a
+  // checker does not wait for the operation it had in flight.
+  void schedule_client_kill_us(int64_t at_us, const Client& client, std::string what, std::function<void()> action);
   void schedule_fault(int64_t at_ms, std::string what, std::function<void()> action, int64_t duration_ms = 0) {
     schedule_fault_us(at_ms * 1000, std::move(what), std::move(action), duration_ms * 1000);
   }

@@ -607,8 +607,9 @@ void lease_step(SwarmRun& run, Client& c, const SwarmStep& step) {
   ScenarioWorld& world = run.env->world();
   const int node = c.node();
   if (step.acquire_crash_after_us >= 0) {
-    aim_at_call(run, step.acquire_crash_after_us, fmt::format("crash {} with its acquire on the wire", c.name()),
-                [&world, node] { world.crash(node); });
+    run.env->schedule_client_kill_us(run.env->world().now_us() + step.acquire_crash_after_us, c,
+                                     fmt::format("crash {} with its acquire on the wire", c.name()),
+                                     [&world, node] { world.crash(node); });
   }
   std::optional<Lock> lock = c.acquire(key_name(step.key), run.spec.ttl_ms, run.retry());
   if (!lock) return;
@@ -688,7 +689,9 @@ void schedule_fault(SwarmRun& run, const SwarmFault& f) {
     case FaultKind::pause:
       return env.schedule_fault(f.at_ms, what, [&world, node, f] { world.pause(node, f.duration_ms * 1000); },
                                 f.duration_ms);
-    case FaultKind::crash: return env.schedule_fault(f.at_ms, what, [&world, node] { world.crash(node); });
+    case FaultKind::crash:
+      return env.schedule_client_kill_us(f.at_ms * 1000, *run.clients[static_cast<size_t>(f.client)], what,
+                                         [&world, node] { world.crash(node); });
     case FaultKind::clock_jump:
       return env.schedule_fault(f.at_ms, what, [r, node, f] { r->sim().jump_clock(node, f.amount * 1000); });
     case FaultKind::failover: return env.schedule_fault(f.at_ms, what, [&backend] { backend.failover(); });
