@@ -1,10 +1,12 @@
 #include "property_tests/known_bad.h"
 
 #include "property_tests/bad_rw_reader_preference.h"
+#include "property_tests/known_bad_mongo.h"
 #include "property_tests/known_bad_redis.h"
 #include "property_tests/known_bad_redlock.h"
 #include "scenarios/backend.h"
 #include "scenarios/keyed_backend.h"
+#include "scenarios/mongo_backend.h"
 #include "scenarios/redis_backend.h"
 #include "scenarios/redlock_backend.h"
 
@@ -78,6 +80,15 @@ void register_known_bad_adapters() {
       .known_bad = true,
       .breaks = "ownership",
       .make_sim = [](BackendEnv& env) { return make_memory_backend(env, /*bad_release_without_owner_check=*/true); },
+  });
+  register_adapter({
+      .name = "bad-mongo-no-unique",
+      .description = "known-bad: the Mongo lock without the unique index on key (two upserts both insert)",
+      .worlds = {"sim"},
+      .known_bad = true,
+      .breaks = "mutual_exclusion",
+      .options = mongo_backend_options(),
+      .make_sim = [](BackendEnv& env) { return make_mongo_sim_backend(env, make_bad_mongo_no_unique); },
   });
   register_adapter({
       .name = "bad-rw-reader-preference",

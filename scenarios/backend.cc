@@ -8,6 +8,7 @@
 #include "adapters/memory/memory_adapter.h"
 #include "scenarios/ext_backend.h"
 #include "scenarios/keyed_backend.h"
+#include "scenarios/mongo_backend.h"
 #include "scenarios/redis_backend.h"
 #include "scenarios/redlock_backend.h"
 #include "sim/world.h"
@@ -82,6 +83,13 @@ std::vector<AdapterEntry>& registry() {
        .options = redlock_backend_options(),
        .make_sim = [](BackendEnv& env) { return make_redlock_sim_backend(env, production_redlock_adapter()); },
        .make_real = [](BackendEnv& env) { return make_redlock_real_backend(env, production_redlock_adapter()); }},
+      {.name = "mongo",
+       .description = "MongoDB: upsert against a unique index on key, expiry by the server's $$NOW (or the "
+                      "client's clock), TTL index, owner-checked release and extend, a fencing counter per key",
+       .worlds = {"sim", "real"},
+       .options = mongo_backend_options(),
+       .make_sim = [](BackendEnv& env) { return make_mongo_sim_backend(env, production_mongo_adapter()); },
+       .make_real = [](BackendEnv& env) { return make_mongo_real_backend(env, production_mongo_adapter()); }},
       {.name = "keyed-rw",
        .description = "in-process keyed shared/exclusive mutex: writer preference, exclusives in request order, "
                       "per-key state freed when idle",

@@ -46,8 +46,16 @@ Scenario concurrent_race() {
       .description = "two clients ask for the same free key in the same instant: exactly one wins, the other "
                      "gets contention, not an error",
       .options = {int_option("ttl_ms", 1000, "lock TTL", 1), int_option("hold_ms", 100, "work inside the lock")},
-      .adapters = lease_and_ext_family(),
-      .expected = [](const std::string&, const Options&, bool) { return Expectation{}; },
+      .adapters = race_family(),
+      .expected =
+          [](const std::string& adapter, const Options&, bool fencing_on) {
+            if (adapter != "bad-mongo-no-unique") return Expectation{};
+            // Without a unique index both upserts insert a lock document: both hold. Tokens still
+            // increase, so fencing refuses the stale write.
+            Expectation e{Invariant::mutual_exclusion, Invariant::lease_exclusion};
+            if (!fencing_on) e.insert(Invariant::no_lost_update);
+            return e;
+          },
       .build =
           [](ScenarioEnv& env) {
             const int64_t ttl_ms = env.option("ttl_ms");
@@ -98,7 +106,7 @@ Scenario crash_holder() {
                 std::optional<Lock> lock = c.acquire("resource", ttl_ms);
                 if (lock) c.increment(*lock, hold_ms);
               });
-              env.schedule_fault_us(3 * kLatency_us / 2, "crash a during its acquire", [&env, &a] {
+              env.schedule_client_kill_us(3 * kLatency_us / 2, a, "crash a during its acquire", [&env, &a] {
                 env.world().crash(a.node());
               });
             } else {
@@ -256,7 +264,7 @@ std::vector<Scenario> build_catalogue() {
           extend_after_expiry(), gc_pause(),                slow_acquire_scenario(), clock_drift_scenario(),
           failover_scenario(),   partition_scenario(),      pause_in_release_scenario(), retry_storm_scenario(),
           writer_starvation_scenario(), fifo_queue_scenario(), clock_jump_scenario(), crash_restart_scenario(),
-          split_vote_scenario(), node_pause_scenario()};
+          split_vote_scenario(), node_pause_scenario(), client_clock_ahead_scenario()};
 }
 
 }  // namespace
@@ -309,6 +317,13 @@ std::vector<std::string> lease_family() {
   std::vector<std::string> family = {"memory", "bad-memory-no-owner-check"};
   for (std::string& name : redis_family()) family.push_back(std::move(name));
   family.push_back("redlock");
+  family.push_back("mongo");
+  return family;
+}
+
+std::vector<std::string> race_family() {
+  std::vector<std::string> family = lease_and_ext_family();
+  family.push_back("bad-mongo-no-unique");
   return family;
 }
 

@@ -30,6 +30,9 @@ std::vector<std::string> storm_family();
 // The lease family plus the lock libraries in other languages (ext_backend.h), and Redlock's family
 // plus the ext libraries that run Redlock over N nodes.
 std::vector<std::string> lease_and_ext_family();
+// The lease and ext families plus the known-bad variants a same-instant race exposes
+// (bad-mongo-no-unique).
+std::vector<std::string> race_family();
 std::vector<std::string> redlock_and_ext_family();
 
 // Server faults: scenarios/server_fault_scenarios.cc.
@@ -45,5 +48,7 @@ Scenario node_pause_scenario();  // scenarios/node_pause_scenario.cc
 // Client faults and contention: their own files.
 Scenario pause_in_release_scenario();
 Scenario retry_storm_scenario();
+// The Mongo lock's clock source: scenarios/mongo_scenarios.cc.
+Scenario client_clock_ahead_scenario();
 
 }  // namespace lockstep

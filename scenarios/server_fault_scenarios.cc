@@ -11,6 +11,7 @@ namespace {
 std::vector<std::string> slow_acquire_family() {
   std::vector<std::string> family = redis_family();
   for (const std::string& name : redlock_family()) family.push_back(name);
+  family.push_back("mongo");
   return family;
 }
 
@@ -31,10 +32,18 @@ Expectation slow_acquire_expected(const std::string& adapter, const Options& opt
   return e;
 }
 
+// The single-primary locks: the Redis family (a replica promoted at once) and Mongo (an election).
+std::vector<std::string> failover_family() {
+  std::vector<std::string> family = redis_family();
+  family.push_back("mongo");
+  return family;
+}
+
 // Redlock's holder cut off from every node is a minority of one: it holds nothing.
 std::vector<std::string> partition_family() {
   std::vector<std::string> family = redis_family();
   family.push_back("redlock");
+  family.push_back("mongo");
   return family;
 }
 
@@ -125,18 +134,29 @@ Scenario failover_scenario() {
   return {
       .name = "failover",
       .description = "A locks on a primary whose replica has not received it; the primary dies and the replica is "
-                     "promoted; B acquires on it while A still works: asynchronous replication loses the lock and "
-                     "reissues A's fencing token",
+                     "promoted (Mongo: elected); B acquires on it while A still works: asynchronous replication (Mongo "
+                     "w:1) loses the lock and reissues A's fencing token; Mongo w:majority is safe",
       .options = {int_option("ttl_ms", 5000, "lock TTL", 1), int_option("hold_ms", 1000, "A's work inside the lock"),
                   int_option("failover_at_ms", 100, "when the primary dies and the replica takes over"),
                   int_option("retry_delay_ms", 50, "delay between attempts", 1),
                   int_option("retry_times", 40, "retries after the first attempt"),
                   int_option("replicas", 1, "asynchronous replicas", 1, 1),
-                  int_option("replication_delay_ms", 1000, "replica lag")},
-      .adapters = redis_family(),
+                  int_option("replication_delay_ms", 1000, "replica lag"),
+                  int_option("command_timeout_ms", 5000, "client command timeout (Mongo: a w:majority write waits "
+                             "for the replication delay)", 1, 60'000),
+                  int_option("election_timeout_ms", 500, "Mongo: how long the secondaries wait before electing "
+                             "a new primary (mongod's default is 10000)", 1)},
+      .adapters = failover_family(),
       .expected =
-          [](const std::string&, const Options& options, bool) {
+          [](const std::string& adapter, const Options& options, bool) {
             if (options.get_int("replication_delay_ms") < options.get_int("failover_at_ms")) return Expectation{};
+            if (adapter == "mongo") {
+              // w:majority acknowledges only what the next primary has; w:1 loses A's lock if the
+              // election is over while A still works.
+              if (options.get("write_concern") == "majority") return Expectation{};
+              const int64_t elected_by_ms = options.get_int("failover_at_ms") + options.get_int("election_timeout_ms");
+              if (elected_by_ms >= options.get_int("hold_ms")) return Expectation{};
+            }
             // The replica reissues token 1 to B: fencing cannot refuse A's write either.
             return Expectation{Invariant::mutual_exclusion, Invariant::lease_exclusion, Invariant::fencing,
                                Invariant::no_lost_update};
@@ -148,7 +168,7 @@ Scenario failover_scenario() {
             const int64_t failover_at_ms = env.option("failover_at_ms");
             env.start(env.add_client("a"), 0,
                       [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); }, 200);
-            env.schedule_fault(failover_at_ms, "failover: primary crashes, replica promoted",
+            env.schedule_fault(failover_at_ms, "failover: the primary crashes, a replica takes over",
                                [&env] { env.backend().failover(); });
             env.start(env.add_client("b"), failover_at_ms + 100,
                       [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); }, 200);

@@ -294,7 +294,7 @@ TEST_CASE("replica set: a new primary is elected after the election timeout when
   CHECK(conn.selected() == primary_at_30s);
 }
 
-TEST_CASE("replica set: a partitioned primary steps down; after the heal it follows the new one", "[sim][mongo][rs]") {
+TEST_CASE("replica set: a partitioned primary steps down, and after the heal it follows the new one", "[sim][mongo][rs]") {
   World w(fixed_latency());
   MongoReplicaSet rs(w, {});
   at(w, ms(1000), [&] {
