@@ -89,6 +89,31 @@ void BM_StdMutexPlusHashLookup(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// The uncontended target without the contention harness's per-operation clock reads: the same
+// loop shape as BM_StdMutexPlusHashLookup, one key, one thread.
+void BM_KeyedRwUncontended(benchmark::State& state) {
+  lockstep::keyed::KeyedRwMutex mtx;
+  const std::string& key = bench::bench_keys()[0];
+  for (auto _ : state) {
+    lockstep::keyed::RwHandle h = mtx.lock(key);
+    benchmark::DoNotOptimize(h);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["keys_after"] = static_cast<double>(mtx.key_count());
+}
+
+void BM_FifoUncontended(benchmark::State& state) {
+  lockstep::keyed::FifoLock lock;
+  const std::string& key = bench::bench_keys()[0];
+  int64_t sink = 0;
+  for (auto _ : state) {
+    lock.with_lock(key, [&] { ++sink; });
+    benchmark::DoNotOptimize(sink);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["keys_after"] = static_cast<double>(lock.size());
+}
+
 template <class Fn>
 void register_baseline(const std::string& name, Fn fn) {
   for (int n : bench::kContenders) {
@@ -100,6 +125,8 @@ const bool registered = [] {
   register_baseline("BM_Baseline_StdMutex", BM_StdMutex);
   register_baseline("BM_Baseline_StdSharedMutex", BM_StdSharedMutex);
   register_baseline("BM_Baseline_StdMutexPlusHashLookup", BM_StdMutexPlusHashLookup);
+  benchmark::RegisterBenchmark("BM_Lock_Uncontended/keyed-rw", BM_KeyedRwUncontended);
+  benchmark::RegisterBenchmark("BM_Lock_Uncontended/fifo", BM_FifoUncontended);
   bench::register_contention("BM_Lock_AcquireRelease/keyed-rw", bench::kContenders, true, BM_KeyedRw);
   bench::register_contention("BM_Lock_AcquireRelease/fifo", bench::kContenders, true, BM_Fifo);
   return true;
