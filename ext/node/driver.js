@@ -9,9 +9,14 @@
 //   create({redis: [{host, port}], emit, command_timeout_ms}) -> Promise<{name, version, capabilities, acquire, release,
 //                                                     extend, is_locked, close}>
 // whose operations resolve to {status, token?, err?} and never throw for lock outcomes.
+//
+// Two ops never reach the library's own protocol surface: `ping` (a pure round trip, for the
+// protocol's own cost) and `bench` (an acquire/release loop run here, counted here: the harness's
+// benchmark without a protocol round trip per operation). Both are additions to version 1.
 "use strict";
 
 const readline = require("node:readline");
+const { commands_sent_so_far } = require("./libs/common.js");
 
 const PROTOCOL = 1;
 const LIBS = ["locco-redis", "locco-memory", "node-redlock", "redis-semaphore", "redis-semaphore-redlock"];
@@ -51,6 +56,60 @@ function parse_args(argv) {
   return args;
 }
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// op "bench": `loops` concurrent acquire/hold/release loops on `key` from start_ns (CLOCK_MONOTONIC,
+// decimal string; now if absent) until stop_ns (or duration_ms after the start). A contended
+// attempt backs off 1 + U[0, min(2 << min(n, 3), retry_max_ms)) ms after the n-th failure in a row
+// (n from 0; bench/redis_bench.cc's backoff for lockstep's own adapter). A library error ends the
+// run with status error. Resolves to {status, err?, bench: {successes, attempts, releases,
+// release_not_owner, commands, loops, start_ns, end_ns}}: end_ns when the last loop's last release
+// settled; commands: what the library's Redis clients sent meanwhile (0 for an in-memory library).
+async function run_bench(lib, req, request_key) {
+  const loops = Number.isInteger(req.loops) && req.loops >= 1 ? req.loops : 1;
+  const hold_ms = Number(req.hold_ms) || 0;
+  const retry_max_ms = Number(req.retry_max_ms) > 0 ? Number(req.retry_max_ms) : 16;
+  const now = process.hrtime.bigint();
+  const start = typeof req.start_ns === "string" ? BigInt(req.start_ns) : now;
+  const stop = typeof req.stop_ns === "string" ? BigInt(req.stop_ns) : start + BigInt(Math.round((Number(req.duration_ms) || 0) * 1e6));
+  if (stop <= start) return { status: "bad_request", err: { name: "BadRequest", message: "bench: stop_ns (or duration_ms) must be after the start" } };
+  if (start > now) await sleep(Number((start - now) / 1000000n));
+  while (process.hrtime.bigint() < start) await new Promise(setImmediate);  // the sub-ms rest
+  const started = process.hrtime.bigint();
+  const commands_before = commands_sent_so_far();
+  const counts = { successes: 0, attempts: 0, releases: 0, release_not_owner: 0 };
+  let failure = null;
+  async function loop(index) {
+    const handle = `${request_key}/${index}`;
+    let failed_in_row = 0;
+    while (failure === null && process.hrtime.bigint() < stop) {
+      counts.attempts++;
+      const got = await lib.acquire(handle, req.key, req.ttl_ms);
+      if (got.status === "contended") {
+        const window = Math.min(2 << Math.min(failed_in_row, 3), retry_max_ms);
+        failed_in_row++;
+        await sleep(1 + Math.floor(Math.random() * window));
+        continue;
+      }
+      if (got.status !== "ok") { failure = failure ?? got; return; }
+      failed_in_row = 0;
+      if (hold_ms > 0) await sleep(hold_ms);
+      const released = await lib.release(handle);
+      counts.releases++;
+      if (released.status === "not_owner") { counts.release_not_owner++; continue; }
+      if (released.status !== "ok" && released.status !== "unknown") { failure = failure ?? released; return; }
+      counts.successes++;
+    }
+  }
+  const settled = await Promise.allSettled(Array.from({ length: loops }, (_, i) => loop(i)));
+  const thrown = settled.find((s) => s.status === "rejected");
+  if (thrown && failure === null) failure = { status: "error", err: error_of(thrown.reason) };
+  const bench = Object.assign({ loops, start_ns: started.toString(), end_ns: process.hrtime.bigint().toString(),
+                                commands: commands_sent_so_far() - commands_before }, counts);
+  if (failure !== null) return { status: failure.status === "contended" ? "error" : failure.status, err: failure.err, bench };
+  return { status: "ok", bench };
+}
+
 // Blocks the whole event loop (timers, sockets, everything) for duration_ms: a stop-the-world.
 function block_event_loop(duration_ms) {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, duration_ms);
@@ -81,6 +140,8 @@ async function main() {
           result = lib.capabilities.is_locked ? await lib.is_locked(handle_of(req)) : { status: "unsupported" };
           break;
         case "pause": block_event_loop(req.duration_ms); result = { status: "ok" }; break;
+        case "ping": result = { status: "ok" }; break;
+        case "bench": result = await run_bench(lib, req, `${req.client ?? 0}/bench:${req.id}`); break;
         default: result = { status: "bad_request", err: { name: "BadRequest", message: `unknown op ${req.op}` } };
       }
     } catch (e) {

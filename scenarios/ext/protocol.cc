@@ -118,6 +118,18 @@ Line decode_response(const json& object) {
     }
   }
   if (r.error.empty() && response.t1_ns < response.t0_ns) r.fail("t1_ns is before t0_ns");
+  if (r.error.empty() && object.contains("bench")) {
+    if (const json* bench = r.field("bench", json::value_t::object, "an object"); bench != nullptr) {
+      Reader b{*bench, {}};
+      response.bench = BenchCounts{.successes = b.integer("successes"), .attempts = b.integer("attempts"),
+                                   .releases = b.integer("releases"), .release_not_owner = b.integer("release_not_owner"),
+                                   .loops = b.integer("loops"), .start_ns = b.nanoseconds("start_ns"),
+                                   .end_ns = b.nanoseconds("end_ns")};
+      if (bench->contains("commands")) response.bench->commands = b.integer("commands");
+      if (b.error.empty() && response.bench->end_ns < response.bench->start_ns) b.fail("end_ns is before start_ns");
+      if (!b.error.empty()) r.fail("bench: " + b.error);
+    }
+  }
   if (!r.error.empty()) return DecodeError{"response: " + r.error};
   return response;
 }
@@ -163,6 +175,8 @@ std::string_view to_string(Op op) {
     case Op::is_locked: return "is_locked";
     case Op::pause: return "pause";
     case Op::shutdown: return "shutdown";
+    case Op::ping: return "ping";
+    case Op::bench: return "bench";
   }
   return "shutdown";
 }
@@ -194,7 +208,21 @@ std::string encode(const Request& request) {
     case Op::release:
     case Op::is_locked: out["handle"] = request.handle; break;
     case Op::pause: out["duration_ms"] = request.duration_ms; break;
-    case Op::shutdown: break;
+    case Op::shutdown:
+    case Op::ping: break;
+    case Op::bench:
+      out["key"] = request.key;
+      out["ttl_ms"] = request.ttl_ms;
+      out["hold_ms"] = request.hold_ms;
+      out["loops"] = request.loops;
+      if (request.retry_max_ms > 0) out["retry_max_ms"] = request.retry_max_ms;
+      if (request.start_ns > 0) out["start_ns"] = std::to_string(request.start_ns);
+      if (request.stop_ns > 0) {
+        out["stop_ns"] = std::to_string(request.stop_ns);
+      } else {
+        out["duration_ms"] = request.duration_ms;
+      }
+      break;
   }
   // Replace invalid UTF-8 rather than throw: handles are ours, but a key could be anything.
   return out.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -41,6 +41,18 @@ struct LibraryError {
   std::string message;
 };
 
+// A `bench` op's counts (the loop ran in the driver, which counted them): ext/PROTOCOL.md.
+struct BenchCounts {
+  int64_t successes = 0;          // acquire + hold + release that ended with the lock released
+  int64_t attempts = 0;           // acquire calls, contended ones included
+  int64_t releases = 0;           // release calls
+  int64_t release_not_owner = 0;  // releases that found the lock gone (not successes)
+  int64_t commands = -1;          // commands the library sent its servers; -1: not reported
+  int64_t loops = 0;
+  int64_t start_ns = 0;           // CLOCK_MONOTONIC: the loops' start and the last one's end
+  int64_t end_ns = 0;
+};
+
 struct Response {
   int64_t id = 0;
   Status status = Status::error;
@@ -48,6 +60,7 @@ struct Response {
   std::optional<LibraryError> err;  // what the library threw, if it did
   int64_t t0_ns = 0;                // CLOCK_MONOTONIC around the library call
   int64_t t1_ns = 0;
+  std::optional<BenchCounts> bench;  // `bench` responses only
 };
 
 struct Event {
@@ -65,7 +78,9 @@ struct DecodeError {
 using Line = std::variant<Ready, Response, Event, DecodeError>;
 Line decode_line(std::string_view line);
 
-enum class Op { acquire, release, extend, is_locked, pause, shutdown };
+// ping and bench are additions to version 1 for benchmarks (a driver that predates them answers
+// bad_request): ping never touches the library; bench runs an acquire/release loop in the driver.
+enum class Op { acquire, release, extend, is_locked, pause, shutdown, ping, bench };
 std::string_view to_string(Op op);
 
 struct Request {
@@ -76,6 +91,13 @@ struct Request {
   std::string key;
   int64_t ttl_ms = 0;       // acquire, extend
   int64_t duration_ms = 0;  // pause
+  // bench: loops on `key` (ttl_ms) from start_ns to stop_ns (CLOCK_MONOTONIC; 0: now, and
+  // duration_ms after it), holding each lock hold_ms, backing off up to retry_max_ms (0: 16).
+  int64_t hold_ms = 0;
+  int64_t start_ns = 0;
+  int64_t stop_ns = 0;
+  int loops = 1;
+  int64_t retry_max_ms = 0;
 };
 std::string encode(const Request& request);
 

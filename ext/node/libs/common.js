@@ -8,6 +8,18 @@ const Redis = require("ioredis");
 
 const MAX_HANDLES = 100000;  // a bound on live acquisitions per driver
 
+// Commands the libraries' ioredis clients sent (every client, every node): the driver's `bench` op
+// reports the count over its window as server calls. Counting only: the command is sent as before.
+let commands_sent = 0;
+function commands_sent_so_far() { return commands_sent; }
+function count_commands(client) {
+  const send = client.sendCommand;
+  client.sendCommand = function (...args) {
+    commands_sent++;
+    return send.apply(this, args);
+  };
+}
+
 function error_of(e) {
   if (e instanceof Error) return { name: e.name || e.constructor.name, message: String(e.message) };
   return { name: typeof e, message: String(e) };
@@ -19,6 +31,7 @@ async function connect(endpoints, command_timeout_ms = 0) {
   if (endpoints.length === 0) throw new Error("this library needs --redis HOST:PORT");
   const options = command_timeout_ms > 0 ? { commandTimeout: command_timeout_ms } : {};
   const clients = endpoints.map(({ host, port }) => new Redis(Object.assign({ host, port }, options)));
+  clients.forEach(count_commands);
   await Promise.all(clients.map((client) => new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`redis ${client.options.port}: not ready in 5 s`)), 5000);
     client.once("ready", () => { clearTimeout(timer); resolve(); });
@@ -46,4 +59,4 @@ function version_of(pkg) {
   return `${pkg} ${JSON.parse(fs.readFileSync(file, "utf8")).version.replace(/^v/, "")}`;
 }
 
-module.exports = { connect, error_of, Handles, UNKNOWN_HANDLE, version_of };
+module.exports = { commands_sent_so_far, connect, error_of, Handles, UNKNOWN_HANDLE, version_of };
