@@ -3,7 +3,7 @@
 // (BM_Lock_AcquireRelease/redis/contenders:N[/keys:many][/hold:1ms]; counters: contention.h's, and
 // calls_per_success, the server calls, failed creates included, per acquire+release).
 //
-// One redis-server serves the whole run (started on first use, stopped at exit). Without one,
+// One redis-server serves the whole run (servers.h: shared with ext_bench.cc). Without one,
 // every case here skips with the reason; none reports zeros. Rates are wall-clock (UseRealTime):
 // a round trip blocks, so CPU time would overstate them. Separately measured rows drift run to run
 // (ENVIRONMENT.md), so BM_Lock_VsPing times PING, the adapter's pair and the raw script pair
@@ -27,47 +27,19 @@
 #include "adapters/redis/redis_adapter.h"
 #include "adapters/redis/scripts.h"
 #include "contention.h"
-#include "scenarios/real/redis_server.h"
-#include "scenarios/real/server_errors.h"
+#include "servers.h"
 
 namespace {
 
-using lockstep::real::RedisServerProcess;
-
 constexpr int64_t kTtlMs = 10'000;  // far longer than any pair: no lock expires mid-benchmark
 
-// ---- The server of the whole run ----
-
-struct SharedServer {
-  std::unique_ptr<RedisServerProcess> server;
-  std::string error;  // why there is none
-};
-
-SharedServer start_server() {
-  try {
-    return {.server = std::make_unique<RedisServerProcess>()};
-  } catch (const lockstep::real::ServerUnavailable& e) {
-    return {.error = e.what()};
-  } catch (const lockstep::real::ServerStartError& e) {
-    return {.error = e.what()};
-  }
-}
-
-// Started on first use; the static's destructor stops it at exit, and the process registry's
-// atexit and signal handlers kill it if that never runs. Every caller is a benchmark's main
-// thread (contenders run on threads of their own), which matters: the server gets SIGKILL when
-// the thread that spawned it ends (PR_SET_PDEATHSIG).
-SharedServer& shared_server() {
-  static SharedServer shared = start_server();
-  return shared;
-}
+// ---- The server of the whole run: servers.h's shared one ----
 
 // The server's port, or 0 once the case is skipped.
 int port_or_skip(benchmark::State& state) {
-  const SharedServer& shared = shared_server();
-  if (shared.server) return shared.server->port();
-  state.SkipWithError(("skipped: redis-server not available: " + shared.error).c_str());
-  return 0;
+  const lockstep::bench::RedisServers& shared = lockstep::bench::shared_redis();
+  if (!lockstep::bench::servers_or_skip(state, shared)) return 0;
+  return shared.servers.front()->port();
 }
 
 // ---- Raw hiredis: the physical cost, without our connection, adapter or Locker ----

@@ -1,15 +1,16 @@
 // Redlock on 5 real redis-servers: acquire+release pairs with 1 to 64 contenders, beside each
 // node's PING rate and the same uncontended workload with the nodes asked one after another.
 //
-// The 5 servers are started once, from the main thread (a server dies with the thread that
-// started it), on first use, and stopped at exit; without redis-server every case skips with the
-// reason. Targets (issue 4): uncontended pairs/s >= 70% of half the slowest node's PING rate (a
+// The 5 servers are servers.h's (shared with ext_bench.cc's Redlock libraries): started once, from
+// the main thread, on first use, and stopped at exit; without redis-server every case skips with
+// the reason. BM_Lock_AcquireRelease/redlock/contenders:N/hold:1ms hold each lock 1 ms. Targets (issue 4): uncontended pairs/s >= 70% of half the slowest node's PING rate (a
 // pair is two rounds, each as slow as the slowest node), and >= 3x the sequential rate. The
 // contended cases run on contention.h's harness (wait and fairness counters). 64 clients polling 5
 // servers on a 2-core machine are slow, so that case runs a fixed number of acquisitions.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,44 +21,18 @@
 #include "adapters/redis/hiredis_connection.h"
 #include "adapters/redlock/polling_fanout.h"
 #include "adapters/redlock/redlock_adapter.h"
-#include "scenarios/real/redis_server.h"
-#include "scenarios/real/server_errors.h"
 #include "contention.h"
+#include "servers.h"
 
 namespace {
 
-using lockstep::real::RedisServerProcess;
-
-constexpr int kNodes = 5;
+constexpr int kNodes = lockstep::bench::kRedlockNodes;
 constexpr int64_t kTtlMs = 10'000;
 
-struct Nodes {
-  std::vector<std::unique_ptr<RedisServerProcess>> servers;
-  std::string error;
-};
+// servers.h's 5 nodes, shared with ext_bench.cc's Redlock libraries.
+lockstep::bench::RedisServers& shared_nodes() { return lockstep::bench::shared_redlock_nodes(); }
 
-Nodes start_nodes() {
-  Nodes nodes;
-  try {
-    for (int i = 0; i < kNodes; ++i) nodes.servers.push_back(std::make_unique<RedisServerProcess>());
-  } catch (const std::exception& e) {
-    nodes.servers.clear();
-    nodes.error = e.what();
-  }
-  return nodes;
-}
-
-// First use is from a benchmark's main thread, which lives as long as the run.
-Nodes& shared_nodes() {
-  static Nodes nodes = start_nodes();
-  return nodes;
-}
-
-bool nodes_or_skip(benchmark::State& state) {
-  if (!shared_nodes().servers.empty()) return true;
-  state.SkipWithError(("skipped: redis-server not available: " + shared_nodes().error).c_str());
-  return false;
-}
+bool nodes_or_skip(benchmark::State& state) { return lockstep::bench::servers_or_skip(state, shared_nodes()); }
 
 // The nodes asked one after another: what the parallel fan-out is measured against.
 class SequentialFanout final : public lockstep::RedisFanout {
@@ -80,11 +55,7 @@ class SequentialFanout final : public lockstep::RedisFanout {
   std::vector<std::unique_ptr<lockstep::HiredisConnection>> connections_;
 };
 
-std::vector<int> ports() {
-  std::vector<int> out;
-  for (auto& s : shared_nodes().servers) out.push_back(s->port());
-  return out;
-}
+std::vector<int> ports() { return shared_nodes().ports(); }
 
 std::unique_ptr<lockstep::RedisFanout> parallel_fanout() {
   lockstep::PollingFanoutOptions options;
@@ -103,12 +74,14 @@ class RedlockClient {
 
   int64_t pair(const std::string& key) {
     lockstep::bench::Acquisition untimed;
-    return pair(key, untimed);
+    return pair(key, untimed, std::chrono::microseconds{0});
   }
-  int64_t pair(const std::string& key, lockstep::bench::Acquisition& acquisition) {
+  // One acquire, `hold` inside the lock, one release; returns the acquire attempts it took.
+  int64_t pair(const std::string& key, lockstep::bench::Acquisition& acquisition, std::chrono::microseconds hold) {
     lockstep::Lock lock = locker_.lock(key, kTtlMs);
     lock.acquire();
     acquisition.granted();
+    lockstep::bench::hold(hold);
     if (!lock.release()) throw std::runtime_error("lock " + key + " was gone before its release");
     return lock.attempts();
   }
@@ -145,7 +118,8 @@ void BM_Redlock_FanoutPing(benchmark::State& state) {
 }
 BENCHMARK(BM_Redlock_FanoutPing)->UseRealTime();
 
-void BM_Lock_AcquireRelease_Redlock(benchmark::State& state, int contenders, bool sequential) {
+void BM_Lock_AcquireRelease_Redlock(benchmark::State& state, int contenders, bool sequential,
+                                    std::chrono::microseconds hold) {
   if (!nodes_or_skip(state)) return;
   std::vector<std::unique_ptr<RedlockClient>> clients;
   try {
@@ -160,7 +134,7 @@ void BM_Lock_AcquireRelease_Redlock(benchmark::State& state, int contenders, boo
   }
   lockstep::bench::run_contention(state, contenders, "attempts_per_success",
                                   [&](int c, int64_t, lockstep::bench::Acquisition& acquisition) {
-                                    return clients[static_cast<size_t>(c)]->pair("bench:redlock", acquisition);
+                                    return clients[static_cast<size_t>(c)]->pair("bench:redlock", acquisition, hold);
                                   });
 }
 
@@ -169,12 +143,21 @@ void BM_Lock_AcquireRelease_Redlock(benchmark::State& state, int contenders, boo
   constexpr int64_t kManyContendersIterations = 2000;
   for (const int contenders : {1, 2, 8, 32, kManyContenders}) {
     const std::string name = "BM_Lock_AcquireRelease/redlock/contenders:" + std::to_string(contenders);
-    auto* bench = benchmark::RegisterBenchmark(name.c_str(), BM_Lock_AcquireRelease_Redlock, contenders, false);
+    auto* bench = benchmark::RegisterBenchmark(name.c_str(), BM_Lock_AcquireRelease_Redlock, contenders, false,
+                                               std::chrono::microseconds{0});
     bench->UseRealTime();
     if (contenders == kManyContenders) bench->Iterations(kManyContendersIterations);
   }
+  // 1 ms inside the lock (contention.h's kHold), as the Redis cases: the lock's cost beside work
+  // that holds it. Under contention these are bounded by the hold (at most ~1,000 grants/s).
+  for (const int contenders : {1, 8, 32}) {
+    const std::string name = lockstep::bench::case_name("BM_Lock_AcquireRelease/redlock", contenders, false, true);
+    benchmark::RegisterBenchmark(name.c_str(), BM_Lock_AcquireRelease_Redlock, contenders, false,
+                                 std::chrono::microseconds{lockstep::bench::kHold})
+        ->UseRealTime();
+  }
   benchmark::RegisterBenchmark("BM_Lock_AcquireRelease/redlock-sequential/contenders:1",
-                               BM_Lock_AcquireRelease_Redlock, 1, true)
+                               BM_Lock_AcquireRelease_Redlock, 1, true, std::chrono::microseconds{0})
       ->UseRealTime();
   return true;
 }();
