@@ -5,16 +5,22 @@
 #
 # Extra arguments go to the benchmark, e.g.
 #   scripts/bench.sh --benchmark_filter='Redis|redis' --benchmark_min_time=2
+# lockstep's redis and redlock adapters beside the npm libraries through their drivers, one run:
+#   scripts/bench.sh --benchmark_filter='Baseline_RedisPing|AcquireRelease/(redis|redlock|memory|ext:)|Ext_'
+# The ext cases need node >= 20 and ext/node/node_modules (scripts/setup.sh) and skip without them;
+# the mongo cases need mongod on PATH or LOCKSTEP_MONGO_URI and skip without them.
 # LOCKSTEP_BENCH_CPUS pins the run (and the redis-server it starts, a child) with taskset, e.g.
 # LOCKSTEP_BENCH_CPUS=0 puts client and server on one core: Redis figures differ by regime
 # (see ENVIRONMENT.md), so compare ratios from one run, not rows across runs.
 # No -Werror here: GCC 12 at -O3 reports false positives that RelWithDebInfo (build.sh) does not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build_dir=build-bench
+# LOCKSTEP_BENCH_BUILD_DIR and LOCKSTEP_BENCH_JOBS pick another build dir and fewer build jobs
+# (on a machine shared with other builds).
+build_dir=${LOCKSTEP_BENCH_BUILD_DIR:-build-bench}
 out_dir=reports/bench
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build_dir" --target lockstep_bench -j"$(nproc)"
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLOCKSTEP_BUILD_BENCH=ON >/dev/null
+cmake --build "$build_dir" --target lockstep_bench -j"${LOCKSTEP_BENCH_JOBS:-$(nproc)}"
 mkdir -p "$out_dir"
 pin=()
 if [[ -n "${LOCKSTEP_BENCH_CPUS:-}" ]]; then pin=(taskset -c "$LOCKSTEP_BENCH_CPUS"); fi
