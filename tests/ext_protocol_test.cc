@@ -94,6 +94,34 @@ TEST_CASE("ext codec: requests carry exactly their op's fields", "[ext][protocol
         std::string::npos);
 }
 
+TEST_CASE("ext codec: the benchmark ops ping and bench, and a bench response's counts", "[ext][protocol]") {
+  CHECK(encode({.id = 8, .op = Op::ping}) == R"({"id":8,"op":"ping"})");
+  CHECK(encode({.id = 9, .op = Op::bench, .key = "k", .ttl_ms = 1000, .duration_ms = 300, .hold_ms = 1, .loops = 4}) ==
+        R"({"duration_ms":300,"hold_ms":1,"id":9,"key":"k","loops":4,"op":"bench","ttl_ms":1000})");
+  // A fixed window in CLOCK_MONOTONIC replaces the duration; the instants travel as strings.
+  CHECK(encode({.id = 10, .op = Op::bench, .key = "k", .ttl_ms = 5, .start_ns = 100, .stop_ns = 200,
+                .retry_max_ms = 8}) ==
+        R"({"hold_ms":0,"id":10,"key":"k","loops":1,"op":"bench","retry_max_ms":8,"start_ns":"100","stop_ns":"200","ttl_ms":5})");
+
+  const Response r = as<Response>(decode_line(
+      R"({"id":9,"ok":true,"status":"ok","t0_ns":"1","t1_ns":"2","bench":{"successes":5,"attempts":7,"releases":5,)"
+      R"("release_not_owner":0,"commands":14,"loops":4,"start_ns":"100","end_ns":"300"}})"));
+  REQUIRE(r.bench.has_value());
+  CHECK(r.bench->successes == 5);
+  CHECK(r.bench->attempts == 7);
+  CHECK(r.bench->commands == 14);
+  CHECK(r.bench->end_ns - r.bench->start_ns == 200);
+  // commands is optional (-1: not reported); counts that run backwards are malformed.
+  CHECK(as<Response>(decode_line(R"({"id":1,"ok":true,"status":"ok","t0_ns":"1","t1_ns":"2","bench":{"successes":0,)"
+                                 R"("attempts":0,"releases":0,"release_not_owner":0,"loops":1,"start_ns":"5","end_ns":"5"}})"))
+            .bench->commands == -1);
+  CHECK_THAT(decode_error(R"({"id":1,"ok":true,"status":"ok","t0_ns":"1","t1_ns":"2","bench":{"successes":0,)"
+                          R"("attempts":0,"releases":0,"release_not_owner":0,"loops":1,"start_ns":"9","end_ns":"5"}})"),
+             Catch::Contains("end_ns is before start_ns"));
+  CHECK_THAT(decode_error(R"({"id":1,"ok":true,"status":"ok","t0_ns":"1","t1_ns":"2","bench":[]})"),
+             Catch::Contains("bench"));
+}
+
 namespace {
 
 std::string node_or_skip() {
