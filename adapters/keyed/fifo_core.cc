@@ -8,13 +8,14 @@ namespace lockstep::keyed {
 
 FifoAdmission FifoCore::request(const KeyRef& key) {
   if (key.key.size() > limits_.max_key_length) return {.admit = FifoAdmit::invalid_key};
-  auto it = keys_.find(key);
-  if (it == keys_.end()) {
+  const size_t pos = keys_.find(key);
+  if (pos == kAbsent) {
+    const size_t fresh = keys_.insert(key);
     const RequestId id = next_id_++;
-    pool_.insert(keys_, key)->second.holder = id;
+    keys_.at(fresh).state.holder = id;
     return {.admit = FifoAdmit::granted, .id = id};
   }
-  KeyState& state = it->second;
+  KeyState& state = keys_.at(pos).state;
   LOCKSTEP_CHECK(state.holder != kNoRequest, "a key with state has a holder");
   if (state.queue.size() >= limits_.max_waiters_per_key) return {.admit = FifoAdmit::queue_full};
   const RequestId id = next_id_++;
@@ -23,18 +24,19 @@ FifoAdmission FifoCore::request(const KeyRef& key) {
 }
 
 std::optional<RequestId> FifoCore::try_acquire(const KeyRef& key) {
-  if (key.key.size() > limits_.max_key_length || keys_.find(key) != keys_.end()) return std::nullopt;
+  if (key.key.size() > limits_.max_key_length || keys_.find(key) != kAbsent) return std::nullopt;
+  const size_t fresh = keys_.insert(key);
   const RequestId id = next_id_++;
-  pool_.insert(keys_, key)->second.holder = id;
+  keys_.at(fresh).state.holder = id;
   return id;
 }
 
 RequestId FifoCore::release(const KeyRef& key, RequestId holder) {
-  auto it = keys_.find(key);
-  LOCKSTEP_CHECK(it != keys_.end() && it->second.holder == holder, "only the holder releases a key");
-  KeyState& state = it->second;
+  const size_t pos = keys_.find(key);
+  LOCKSTEP_CHECK(pos != kAbsent && keys_.at(pos).state.holder == holder, "only the holder releases a key");
+  KeyState& state = keys_.at(pos).state;
   if (state.queue.empty()) {
-    pool_.free(keys_, it);
+    keys_.erase(pos);
     return kNoRequest;
   }
   state.holder = state.queue.front();
@@ -43,37 +45,37 @@ RequestId FifoCore::release(const KeyRef& key, RequestId holder) {
 }
 
 bool FifoCore::cancel(const KeyRef& key, RequestId id) {
-  auto it = keys_.find(key);
-  if (it == keys_.end()) return false;
-  return it->second.queue.erase_first([id](RequestId w) { return w == id; });
+  const size_t pos = keys_.find(key);
+  if (pos == kAbsent) return false;
+  return keys_.at(pos).state.queue.erase_first([id](RequestId w) { return w == id; });
 }
 
 std::vector<FifoRejection> FifoCore::clear() {
   std::vector<FifoRejection> rejected;
-  for (auto& [key, state] : keys_) {
-    for (RequestId id : state.queue) rejected.push_back({.key = key, .id = id});
-    state.queue = {};
+  for (auto& entry : keys_) {
+    for (RequestId id : entry.state.queue) rejected.push_back({.key = entry.key, .id = id});
+    entry.state.queue = {};
   }
-  // The table's order is its hash layout; callers see request order.
+  // The table's order is its layout; callers see request order.
   std::sort(rejected.begin(), rejected.end(),
             [](const FifoRejection& a, const FifoRejection& b) { return a.id < b.id; });
   return rejected;
 }
 
 RequestId FifoCore::holder(std::string_view key) const {
-  auto it = keys_.find(key);
-  return it == keys_.end() ? kNoRequest : it->second.holder;
+  const size_t pos = keys_.find(key);
+  return pos == kAbsent ? kNoRequest : keys_.at(pos).state.holder;
 }
 
 size_t FifoCore::waiting(std::string_view key) const {
-  auto it = keys_.find(key);
-  return it == keys_.end() ? 0 : it->second.queue.size();
+  const size_t pos = keys_.find(key);
+  return pos == kAbsent ? 0 : keys_.at(pos).state.queue.size();
 }
 
 std::vector<RequestId> FifoCore::queue(std::string_view key) const {
-  auto it = keys_.find(key);
-  if (it == keys_.end()) return {};
-  return {it->second.queue.begin(), it->second.queue.end()};
+  const size_t pos = keys_.find(key);
+  if (pos == kAbsent) return {};
+  return {keys_.at(pos).state.queue.begin(), keys_.at(pos).state.queue.end()};
 }
 
 }  // namespace lockstep::keyed

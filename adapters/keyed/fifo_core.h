@@ -78,8 +78,9 @@ class FifoCore {
   };
 
   FifoLimits limits_;
+  static constexpr size_t kAbsent = KeyTable<KeyState>::npos;
+
   KeyTable<KeyState> keys_;
-  NodePool<KeyState> pool_;
   RequestId next_id_ = 1;
 };
 

@@ -33,6 +33,7 @@ void RwCore::grant(KeyState& state, RequestId id, RwMode mode) {
 }
 
 void RwCore::serve_queue(KeyState& state, std::vector<RequestId>& granted) {
+  // Bounded by the queue: every round pops one waiter or returns.
   while (!state.queue.empty() && state.exclusive_holder == kNoRequest) {
     const Waiter head = state.queue.front();
     if (head.mode == RwMode::exclusive && state.shared_holders > 0) return;
@@ -42,21 +43,21 @@ void RwCore::serve_queue(KeyState& state, std::vector<RequestId>& granted) {
   }
 }
 
-void RwCore::free_if_idle(KeyTable<KeyState>::iterator it) {
-  const KeyState& state = it->second;
-  if (state.shared_holders == 0 && state.exclusive_holder == kNoRequest && state.queue.empty()) pool_.free(keys_, it);
+void RwCore::free_if_idle(size_t pos) {
+  const KeyState& state = keys_.at(pos).state;
+  if (state.shared_holders == 0 && state.exclusive_holder == kNoRequest && state.queue.empty()) keys_.erase(pos);
 }
 
-KeyTable<RwCore::KeyState>::iterator RwCore::find_or_throw(const KeyRef& key) {
-  auto it = keys_.find(key);
-  LOCKSTEP_CHECK(it != keys_.end(), "the key has a holder or a waiter, so it has state");
-  return it;
+size_t RwCore::find_or_throw(const KeyRef& key) {
+  const size_t pos = keys_.find(key);
+  LOCKSTEP_CHECK(pos != kAbsent, "the key has a holder or a waiter, so it has state");
+  return pos;
 }
 
 RwAdmission RwCore::request(const KeyRef& key, RwMode mode) {
-  auto it = keys_.find(key);
-  if (it == keys_.end()) it = pool_.insert(keys_, key);
-  KeyState& state = it->second;
+  size_t pos = keys_.find(key);
+  if (pos == kAbsent) pos = keys_.insert(key);
+  KeyState& state = keys_.at(pos).state;
   const RequestId id = next_id_++;
   if (grantable_now(state, mode)) {
     grant(state, id, mode);
@@ -67,17 +68,17 @@ RwAdmission RwCore::request(const KeyRef& key, RwMode mode) {
 }
 
 std::optional<RequestId> RwCore::try_acquire(const KeyRef& key, RwMode mode) {
-  auto it = keys_.find(key);
-  if (it != keys_.end() && !grantable_now(it->second, mode)) return std::nullopt;
-  if (it == keys_.end()) it = pool_.insert(keys_, key);
+  size_t pos = keys_.find(key);
+  if (pos != kAbsent && !grantable_now(keys_.at(pos).state, mode)) return std::nullopt;
+  if (pos == kAbsent) pos = keys_.insert(key);
   const RequestId id = next_id_++;
-  grant(it->second, id, mode);
+  grant(keys_.at(pos).state, id, mode);
   return id;
 }
 
 void RwCore::release(const KeyRef& key, RequestId id, RwMode mode, std::vector<RequestId>& granted) {
-  auto it = find_or_throw(key);
-  KeyState& state = it->second;
+  const size_t pos = find_or_throw(key);
+  KeyState& state = keys_.at(pos).state;
   if (mode == RwMode::shared) {
     LOCKSTEP_CHECK(state.shared_holders > 0, "a shared release needs a shared holder");
     --state.shared_holders;
@@ -85,34 +86,35 @@ void RwCore::release(const KeyRef& key, RequestId id, RwMode mode, std::vector<R
     LOCKSTEP_CHECK(state.exclusive_holder == id, "only the exclusive holder releases it");
     state.exclusive_holder = kNoRequest;
   }
-  serve_queue(state, granted);
-  free_if_idle(it);
+  if (!state.queue.empty()) serve_queue(state, granted);
+  free_if_idle(pos);
 }
 
 bool RwCore::cancel(const KeyRef& key, RequestId id, std::vector<RequestId>& granted) {
-  auto it = keys_.find(key);
-  if (it == keys_.end()) return false;
-  KeyState& state = it->second;
+  const size_t pos = keys_.find(key);
+  if (pos == kAbsent) return false;
+  KeyState& state = keys_.at(pos).state;
   if (!state.queue.erase_first([id](const Waiter& w) { return w.id == id; })) return false;
   serve_queue(state, granted);
-  free_if_idle(it);
+  free_if_idle(pos);
   return true;
 }
 
 size_t RwCore::entries(std::string_view key) const {
-  auto it = keys_.find(key);
-  if (it == keys_.end()) return 0;
-  const KeyState& state = it->second;
+  const size_t pos = keys_.find(key);
+  if (pos == kAbsent) return 0;
+  const KeyState& state = keys_.at(pos).state;
   return state.shared_holders + (state.exclusive_holder != kNoRequest ? 1 : 0) + state.queue.size();
 }
 
 RwKeySnapshot RwCore::snapshot(std::string_view key) const {
   RwKeySnapshot out;
-  auto it = keys_.find(key);
-  if (it == keys_.end()) return out;
-  out.shared_holders = it->second.shared_holders;
-  out.exclusive_holder = it->second.exclusive_holder;
-  for (const Waiter& w : it->second.queue) out.waiting.emplace_back(w.id, w.mode);
+  const size_t pos = keys_.find(key);
+  if (pos == kAbsent) return out;
+  const KeyState& state = keys_.at(pos).state;
+  out.shared_holders = state.shared_holders;
+  out.exclusive_holder = state.exclusive_holder;
+  for (const Waiter& w : state.queue) out.waiting.emplace_back(w.id, w.mode);
   return out;
 }
 

@@ -95,11 +95,12 @@ class RwCore {
   bool grantable_now(const KeyState& state, RwMode mode) const;
   static void grant(KeyState& state, RequestId id, RwMode mode);
   static void serve_queue(KeyState& state, std::vector<RequestId>& granted);
-  void free_if_idle(KeyTable<KeyState>::iterator it);
-  KeyTable<KeyState>::iterator find_or_throw(const KeyRef& key);
+  void free_if_idle(size_t pos);
+  size_t find_or_throw(const KeyRef& key);
+
+  static constexpr size_t kAbsent = KeyTable<KeyState>::npos;
 
   KeyTable<KeyState> keys_;
-  NodePool<KeyState> pool_;
   RequestId next_id_ = 1;
 };
 
