@@ -29,6 +29,7 @@ KeyedRwMutex::Shard& KeyedRwMutex::shard_for(const KeyRef& key) {
 }
 
 void KeyedRwMutex::wake_granted(Shard& shard) {
+  if (shard.granted.empty()) return;  // the uncontended release
   // Under the shard's mutex: a waiter's condition variable lives on its stack and is gone as soon
   // as it sees `granted` and returns, so it must be notified before the mutex is let go.
   for (RequestId id : shard.granted) {
@@ -42,8 +43,8 @@ void KeyedRwMutex::wake_granted(Shard& shard) {
 }
 
 RwHandle KeyedRwMutex::acquire(std::string_view key_text, RwMode mode) {
-  std::string owned_key(key_text);  // allocated before the grant: nothing can throw after it
-  const KeyRef key(key_text);
+  const KeyRef key(key_text);  // the one hash of this lock+unlock
+  RwHandle handle(key);        // the key's copy, allocated before the grant: nothing throws after it
   Shard& shard = shard_for(key);
   std::unique_lock lock(shard.mutex);
   const RwAdmission admission = shard.core.request(key, mode);
@@ -58,17 +59,19 @@ RwHandle KeyedRwMutex::acquire(std::string_view key_text, RwMode mode) {
     }
     waiter.cv.wait(lock, [&waiter] { return waiter.granted; });
   }
-  return RwHandle(this, std::move(owned_key), admission.id, mode);
+  handle.adopt(this, admission.id, mode);
+  return handle;
 }
 
 std::optional<RwHandle> KeyedRwMutex::try_acquire(std::string_view key_text, RwMode mode) {
-  std::string owned_key(key_text);
   const KeyRef key(key_text);
+  std::optional<RwHandle> handle(RwHandle{key});
   Shard& shard = shard_for(key);
   std::lock_guard lock(shard.mutex);
   const std::optional<RequestId> id = shard.core.try_acquire(key, mode);
   if (!id) return std::nullopt;
-  return RwHandle(this, std::move(owned_key), *id, mode);
+  handle->adopt(this, *id, mode);
+  return handle;
 }
 
 void KeyedRwMutex::release(const KeyRef& key, RequestId id, RwMode mode) noexcept {

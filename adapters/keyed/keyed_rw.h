@@ -32,6 +32,7 @@
 namespace lockstep::keyed {
 
 class KeyedRwLock;
+class KeyedRwMutex;
 
 // One granted hold. unlock() is idempotent; the destructor unlocks; moving transfers the hold.
 class RwHandle {
@@ -58,6 +59,16 @@ class RwHandle {
   RequestId id() const { return id_; }
 
  private:
+  friend class KeyedRwMutex;
+  // Not owning yet: KeyedRwMutex copies the key into the handle it will return before asking for
+  // the grant (so nothing can throw after it), then adopts the grant; the key is copied once.
+  explicit RwHandle(const KeyRef& key) : key_(key.key), key_hash_(key.hash) {}
+  void adopt(KeyedRwLock* owner, RequestId id, RwMode mode) {
+    owner_ = owner;
+    id_ = id;
+    mode_ = mode;
+  }
+
   KeyedRwLock* owner_ = nullptr;
   std::string key_;
   size_t key_hash_ = 0;  // KeyRef(key_).hash, so unlocking does not hash the key again
