@@ -14,9 +14,11 @@
 
 #include "scenarios/ext/driver_process.h"
 #include "scenarios/ext/node_drivers.h"
+#include "scenarios/real/keeper_thread.h"
 #include "scenarios/real/redis_server.h"
 #include "scenarios/real/server_errors.h"
 #include "scenarios/real/tcp_proxy.h"
+#include "scenarios/redlock_backend.h"
 
 namespace lockstep {
 
@@ -62,69 +64,6 @@ constexpr ExtLibrary kLibraries[] = {
      "redis-semaphore 5.8.0 RedlockMutex (npm, Node driver) over N redis-servers (nodes: 3, 5, 7), refreshed "
      "every 0.8 TTL; random identifier, no fencing token",
      true, false},
-};
-
-real::Persistence persistence_of(const std::string& name) {
-  if (name == "always") return real::Persistence::always;
-  if (name == "everysec") return real::Persistence::everysec;
-  return real::Persistence::none;
-}
-
-// Scenarios that cut clients off from servers get a proxy per client and server (as Redlock's).
-bool cuts_clients_off(const Options& options) {
-  for (const char* name : {"partition_at_ms", "jump_ms", "restart_delay_ms", "heal_at_ms"}) {
-    if (options.has(name)) return true;
-  }
-  return false;
-}
-
-// Runs jobs on a thread that lives as long as the backend: a restarted server dies with the thread
-// that started it (PR_SET_PDEATHSIG), and the world's fault thread ends before the run does.
-class KeeperThread {
- public:
-  KeeperThread() : thread_([this] { loop(); }) {}
-  ~KeeperThread() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
-  }
-  KeeperThread(const KeeperThread&) = delete;
-  KeeperThread& operator=(const KeeperThread&) = delete;
-
-  void run(std::function<void()> job) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    job_ = std::move(job);
-    failure_ = nullptr;
-    wake_.notify_all();
-    wake_.wait(lock, [this] { return !job_; });
-    if (failure_) std::rethrow_exception(failure_);
-  }
-
- private:
-  void loop() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    while (true) {
-      wake_.wait(lock, [this] { return stopping_ || job_; });
-      if (stopping_) return;
-      try {
-        job_();
-      } catch (...) {
-        failure_ = std::current_exception();
-      }
-      job_ = nullptr;
-      wake_.notify_all();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::function<void()> job_;
-  std::exception_ptr failure_;
-  bool stopping_ = false;
-  std::thread thread_;  // last: starts once the members above exist
 };
 
 // One client's view of a driver (its own, or a shared one with `client` set).
@@ -222,7 +161,7 @@ class ExtBackend final : public Backend {
         use_proxies_(cuts_clients_off(env.options)) {
     if (!library.in_memory) {
       const int64_t nodes = library.over_nodes ? env.options.get_int("nodes") : 1;
-      const real::RedisServerOptions server_options{.persistence = persistence_of(env.options.get("persistence")),
+      const real::RedisServerOptions server_options{.persistence = real::persistence_from_name(env.options.get("persistence")),
                                                     .clock_jumps = env.options.has("jump_ms")};
       for (int64_t i = 0; i < nodes; ++i) {
         servers_.push_back(std::make_unique<real::RedisServerProcess>(server_options));
@@ -333,7 +272,7 @@ class ExtBackend final : public Backend {
   int64_t command_timeout_ms_;
   bool use_proxies_;
   bool pooled_ = false;
-  KeeperThread keeper_;  // before servers_: outlives the processes it restarted
+  real::KeeperThread keeper_;  // before servers_: outlives the processes it restarted
   std::vector<std::unique_ptr<real::RedisServerProcess>> servers_;
   std::map<int, std::vector<std::unique_ptr<real::TcpProxy>>> proxies_;  // by client node, one per server
   // Drivers after servers: they go first, while their servers still answer their shutdown.

@@ -15,6 +15,7 @@
 #include "adapters/mongo/mongo_adapter.h"
 #include "adapters/mongo/mongoc_connection.h"
 #include "scenarios/mongo_backend.h"
+#include "scenarios/real/keeper_thread.h"
 #include "scenarios/real/mongod_server.h"
 #include "scenarios/real/server_errors.h"
 #include "scenarios/real/tcp_proxy.h"
@@ -43,7 +44,7 @@ class MongoRealBackend final : public Backend {
       env.world.trace_line(fmt::format("server mongo at LOCKSTEP_MONGO_URI ({})", MongocConnection({.uri = uri_}).endpoint()));
     } else {
       real::MongodProcess::binary_path();  // ServerUnavailable, saying how to provide one
-      mongod_ = std::make_unique<real::MongodProcess>();
+      keeper_.run([this] { mongod_ = std::make_unique<real::MongodProcess>(); });
       uri_ = mongod_->uri();
       env.world.trace_line(fmt::format("server mongod pid {} at {}", mongod_->pid(), uri_));
     }
@@ -82,7 +83,11 @@ class MongoRealBackend final : public Backend {
   }
 
   void crash_server(int server) override { started_server(server).crash(); }
-  void restart_server(int server) override { started_server(server).restart(); }
+  // On the keeper: a mongod dies with the thread that started it, and the fault thread ends first.
+  void restart_server(int server) override {
+    real::MongodProcess& mongod = started_server(server);
+    keeper_.run([&mongod] { mongod.restart(); });
+  }
   void pause_server(int server, int64_t duration_us) override {
     // As for Redis: the fault's own thread holds the pause (faults run one after another).
     real::MongodProcess& mongod = started_server(server);
@@ -121,6 +126,7 @@ class MongoRealBackend final : public Backend {
   ScenarioWorld& world_;
   const Options& options_;
   MongoAdapterFactory make_adapter_;
+  real::KeeperThread keeper_;  // before mongod_: outlives the process it started
   std::unique_ptr<real::MongodProcess> mongod_;
   std::string uri_;
   std::map<int, ClientLink> links_;

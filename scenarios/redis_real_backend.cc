@@ -12,12 +12,6 @@ namespace lockstep {
 
 namespace {
 
-real::Persistence persistence_from(const std::string& name) {
-  if (name == "always") return real::Persistence::always;
-  if (name == "everysec") return real::Persistence::everysec;
-  return real::Persistence::none;
-}
-
 // libfaketime's rate for a drift: +250000 ppm runs 1.25 times as fast.
 std::string faketime_rate(int64_t drift_ppm) {
   return fmt::format("x{:.6f}", 1.0 + static_cast<double>(drift_ppm) / 1e6);
@@ -47,7 +41,7 @@ class RedisRealBackend final : public Backend {
  public:
   RedisRealBackend(BackendEnv& env, RedisAdapterFactory make_adapter)
       : make_adapter_(std::move(make_adapter)), command_timeout_ms_(env.options.get_int("command_timeout_ms")) {
-    real::RedisServerOptions server_options{.persistence = persistence_from(env.options.get("persistence"))};
+    real::RedisServerOptions server_options{.persistence = real::persistence_from_name(env.options.get("persistence"))};
     // A server's clock rate is fixed when it starts (libfaketime), so a scenario's drift is read here.
     if (env.options.has("drift_ppm")) {
       drift_ppm_ = env.options.get_int("drift_ppm");

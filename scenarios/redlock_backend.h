@@ -43,6 +43,11 @@ RedlockSettings redlock_settings_from(const Options& options);
 std::unique_ptr<Backend> make_redlock_sim_backend(BackendEnv& env, RedlockAdapterFactory make_adapter);
 // Throws real::ServerUnavailable when redis-server (or, for clock jumps, libfaketime) is missing.
 std::unique_ptr<Backend> make_redlock_real_backend(BackendEnv& env, RedlockAdapterFactory make_adapter);
+// Whether a scenario's options cut clients off from some nodes (partition, and the Redlock
+// scenarios whose clients each reach only some nodes): then each client gets a proxy per node;
+// otherwise clients connect directly, so a storm of clients does not start a proxy per node each.
+// Shared by the real backends over N redis-servers (redlock and the ext: Redlock libraries).
+bool cuts_clients_off(const Options& options);
 
 RedlockAdapterFactory production_redlock_adapter();
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "adapters/redlock/polling_fanout.h"
+#include "scenarios/real/keeper_thread.h"
 #include "scenarios/real/redis_server.h"
 #include "scenarios/real/tcp_proxy.h"
 #include "scenarios/redlock_backend.h"
@@ -16,73 +17,6 @@
 namespace lockstep {
 
 namespace {
-
-real::Persistence real_persistence(const std::string& name) {
-  if (name == "always") return real::Persistence::always;
-  if (name == "everysec") return real::Persistence::everysec;
-  return real::Persistence::none;
-}
-
-// Scenarios that cut clients off from nodes (partition, and the Redlock scenarios whose clients
-// each reach only some nodes) get a proxy per client and node; others connect directly, so a
-// storm of clients does not start a proxy thread per node each.
-bool cuts_clients_off(const Options& options) {
-  for (const char* name : {"partition_at_ms", "jump_ms", "restart_delay_ms", "heal_at_ms"}) {
-    if (options.has(name)) return true;
-  }
-  return false;
-}
-
-// A thread that lives as long as the backend and runs jobs for the caller, waiting for each. A
-// server dies with the thread that started it (PR_SET_PDEATHSIG), and faults run on the world's
-// fault thread, which ends before the run does: restarts must happen here.
-class KeeperThread {
- public:
-  KeeperThread() : thread_([this] { loop(); }) {}
-  ~KeeperThread() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
-  }
-  KeeperThread(const KeeperThread&) = delete;
-  KeeperThread& operator=(const KeeperThread&) = delete;
-
-  // Runs job on the keeper and returns when it is done, rethrowing what it threw.
-  void run(std::function<void()> job) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    job_ = std::move(job);
-    failure_ = nullptr;
-    wake_.notify_all();
-    wake_.wait(lock, [this] { return !job_; });
-    if (failure_) std::rethrow_exception(failure_);
-  }
-
- private:
-  void loop() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    while (true) {
-      wake_.wait(lock, [this] { return stopping_ || job_; });
-      if (stopping_) return;
-      try {
-        job_();
-      } catch (...) {
-        failure_ = std::current_exception();
-      }
-      job_ = nullptr;  // one job at a time: the caller waits for it
-      wake_.notify_all();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::function<void()> job_;
-  std::exception_ptr failure_;
-  bool stopping_ = false;
-  std::thread thread_;  // last: starts once the members above exist
-};
 
 struct RealClientLink {
   std::vector<std::unique_ptr<real::TcpProxy>> proxies;  // one per node, when the scenario partitions
@@ -99,7 +33,7 @@ class RedlockRealBackend final : public Backend {
         settings_(redlock_settings_from(env.options)),
         use_proxies_(cuts_clients_off(env.options)) {
     // libfaketime must be preloaded at start for a later jump; only scenarios that jump ask for it.
-    const real::RedisServerOptions server_options{.persistence = real_persistence(env.options.get("persistence")),
+    const real::RedisServerOptions server_options{.persistence = real::persistence_from_name(env.options.get("persistence")),
                                                   .clock_jumps = env.options.has("jump_ms")};
     const int64_t nodes = env.options.get_int("nodes");
     for (int64_t i = 0; i < nodes; ++i) {
@@ -165,7 +99,7 @@ class RedlockRealBackend final : public Backend {
   RedlockAdapterFactory make_adapter_;
   RedlockSettings settings_;
   bool use_proxies_;
-  KeeperThread keeper_;  // before servers_: outlives the processes it restarted
+  real::KeeperThread keeper_;  // before servers_: outlives the processes it restarted
   std::vector<std::unique_ptr<real::RedisServerProcess>> servers_;
   std::map<int, RealClientLink> links_;
 };
@@ -175,5 +109,13 @@ class RedlockRealBackend final : public Backend {
 std::unique_ptr<Backend> make_redlock_real_backend(BackendEnv& env, RedlockAdapterFactory make_adapter) {
   return std::make_unique<RedlockRealBackend>(env, std::move(make_adapter));
 }
+
+bool cuts_clients_off(const Options& options) {
+  for (const char* name : {"partition_at_ms", "jump_ms", "restart_delay_ms", "heal_at_ms"}) {
+    if (options.has(name)) return true;
+  }
+  return false;
+}
+
 
 }  // namespace lockstep

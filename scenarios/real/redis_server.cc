@@ -52,6 +52,12 @@ std::vector<std::string> server_args(int port, const std::string& dir, Persisten
 
 }  // namespace
 
+Persistence persistence_from_name(std::string_view name) {
+  if (name == "always") return Persistence::always;
+  if (name == "everysec") return Persistence::everysec;
+  return Persistence::none;
+}
+
 std::string_view to_string(Persistence persistence) {
   switch (persistence) {
     case Persistence::none: return "none";

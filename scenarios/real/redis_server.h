@@ -28,6 +28,8 @@ class ChildProcess;
 // none: no AOF, no RDB (a crash loses everything). everysec / always: AOF with that fsync policy.
 enum class Persistence { none, everysec, always };
 std::string_view to_string(Persistence persistence);
+// "none", "everysec", "always" (the `persistence` option); anything else is none.
+Persistence persistence_from_name(std::string_view name);
 
 struct RedisServerOptions {
   Persistence persistence = Persistence::none;
