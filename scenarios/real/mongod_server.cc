@@ -16,6 +16,7 @@
 #include "scenarios/real/child_process.h"
 #include "scenarios/real/loopback.h"
 #include "scenarios/real/server_errors.h"
+#include "scenarios/real/server_files.h"
 
 namespace lockstep::real {
 namespace {
@@ -23,23 +24,6 @@ namespace {
 constexpr int kPortAttempts = 5;
 constexpr int64_t kProbeTimeoutMs = 500;
 constexpr auto kPollInterval = std::chrono::milliseconds(20);
-
-std::string make_temp_dir() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "lockstep-mongod-XXXXXX").string();
-  if (mkdtemp(pattern.data()) == nullptr) {
-    throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
-  }
-  return pattern;
-}
-
-std::string tail_of_file(const std::string& path, size_t max_bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::stringstream content;
-  content << in.rdbuf();
-  const std::string text = content.str();
-  return text.size() <= max_bytes ? text : text.substr(text.size() - max_bytes);
-}
 
 std::vector<std::string> server_args(int port, const std::string& dir, const MongodOptions& options) {
   std::vector<std::string> args{"--port", std::to_string(port), "--bind_ip", "127.0.0.1", "--dbpath", dir + "/db",
@@ -76,7 +60,7 @@ std::string MongodProcess::binary_path() {
 
 MongodProcess::MongodProcess(MongodOptions options) : options_(options), binary_(binary_path()) {
   LOCKSTEP_CHECK(options_.start_timeout_ms > 0 && options_.stop_timeout_ms > 0, "bounded waits");
-  dir_ = make_temp_dir();
+  dir_ = make_server_dir("mongod");
   try {
     std::filesystem::create_directories(dir_ + "/db");
     start_on_free_port();

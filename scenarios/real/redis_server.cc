@@ -17,6 +17,7 @@
 #include "scenarios/real/loopback.h"
 #include "scenarios/real/redis_ping.h"
 #include "scenarios/real/server_errors.h"
+#include "scenarios/real/server_files.h"
 
 namespace lockstep::real {
 namespace {
@@ -24,23 +25,6 @@ namespace {
 constexpr int kPortAttempts = 5;
 constexpr int64_t kPingTimeoutMs = 200;
 constexpr auto kPollInterval = std::chrono::milliseconds(5);
-
-std::string make_temp_dir() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "lockstep-redis-XXXXXX").string();
-  if (mkdtemp(pattern.data()) == nullptr) {
-    throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
-  }
-  return pattern;
-}
-
-std::string tail_of_file(const std::string& path, size_t max_bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::stringstream content;
-  content << in.rdbuf();
-  const std::string text = content.str();
-  return text.size() <= max_bytes ? text : text.substr(text.size() - max_bytes);
-}
 
 std::vector<std::string> server_args(int port, const std::string& dir, Persistence persistence) {
   const bool aof = persistence != Persistence::none;
@@ -78,7 +62,7 @@ std::string RedisServerProcess::binary_path() {
 RedisServerProcess::RedisServerProcess(RedisServerOptions options)
     : options_(std::move(options)), binary_(binary_path()), clock_offset_s_(options_.clock_offset_s) {
   LOCKSTEP_CHECK(options_.start_timeout_ms > 0 && options_.stop_timeout_ms > 0, "bounded waits");
-  dir_ = make_temp_dir();
+  dir_ = make_server_dir("redis");
   try {
     if (uses_faketime()) write_faketime_file(dir_ + "/faketime", faketime_spec(clock_offset_s_, options_.clock_rate));
     start_on_free_port();
