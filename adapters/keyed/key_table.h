@@ -28,14 +28,51 @@ namespace lockstep::keyed {
 using RequestId = uint64_t;
 inline constexpr RequestId kNoRequest = 0;
 
+// The hash of a key for the keyed locks (shard choice, table slots). Keys are mostly short
+// ("doc:42", "order:1234"): up to 16 bytes they are read with two overlapping loads and mixed by
+// two 64x64->128 multiplies (wyhash's short-input scheme), inline, about 15 instructions instead
+// of a call to std::hash's byte loop; longer keys use std::hash. Deterministic (fixed constants,
+// no per-process seed), so identical runs lay tables out identically.
+inline size_t key_hash(std::string_view key) noexcept {
+#if defined(__SIZEOF_INT128__) && SIZE_MAX == UINT64_MAX
+  const size_t n = key.size();
+  if (n > 16) return std::hash<std::string_view>{}(key);
+  const auto* p = reinterpret_cast<const unsigned char*>(key.data());  // NOLINT: byte view
+  auto load = [](const unsigned char* at, size_t bytes) {
+    uint64_t w = 0;
+    std::memcpy(&w, at, bytes);
+    return w;
+  };
+  uint64_t a = 0;
+  uint64_t b = 0;
+  if (n >= 8) {
+    a = load(p, 8);
+    b = load(p + n - 8, 8);
+  } else if (n >= 4) {
+    a = load(p, 4);
+    b = load(p + n - 4, 4);
+  } else if (n > 0) {
+    a = (uint64_t{p[0]} << 16) | (uint64_t{p[n >> 1]} << 8) | p[n - 1];
+  }
+  __extension__ using u128 = unsigned __int128;
+  const u128 first = static_cast<u128>(a ^ 0xa0761d6478bd642fULL) * (b ^ 0xe7037ed1a0b428dbULL);
+  const uint64_t lo = static_cast<uint64_t>(first) ^ 0x8ebc6af09c88c6e3ULL ^ n;
+  const uint64_t hi = static_cast<uint64_t>(first >> 64) ^ 0xe7037ed1a0b428dbULL;
+  const u128 second = static_cast<u128>(lo) * hi;
+  return static_cast<size_t>(static_cast<uint64_t>(second) ^ static_cast<uint64_t>(second >> 64));
+#else
+  return std::hash<std::string_view>{}(key);
+#endif
+}
+
 // A key with its hash, computed once per operation and reused for the shard choice, the lookup
 // and the insertion. Converts implicitly from anything that names a key.
 struct KeyRef {
-  KeyRef(std::string_view k) : key(k), hash(std::hash<std::string_view>{}(k)) {}  // NOLINT: implicit
+  KeyRef(std::string_view k) : key(k), hash(key_hash(k)) {}  // NOLINT: implicit
   KeyRef(const std::string& k) : KeyRef(std::string_view(k)) {}                    // NOLINT: implicit
   KeyRef(const char* k) : KeyRef(std::string_view(k)) {}                           // NOLINT: implicit
   // A key whose hash is already known (a handle keeps it from the acquire). known_hash must be
-  // std::hash<std::string_view>{}(k): every table compares hashes first.
+  // key_hash(k): every table compares hashes first.
   KeyRef(std::string_view k, size_t known_hash) : key(k), hash(known_hash) {}
   std::string_view key;
   size_t hash;
@@ -82,6 +119,8 @@ class KeyTable {
     // User-provided, so that emplace_back() does not zero the whole entry first (a `rep stos`
     // that cost more than the rest of an insert).
     Entry() noexcept {}  // NOLINT(modernize-use-equals-default): see above
+    Entry(size_t h, std::string_view k) : hash(h), key(k) {}
+    Entry(size_t h, std::string&& buffer) noexcept : hash(h), key(std::move(buffer)) {}
     size_t hash = 0;
     std::string key;
     State state{};
@@ -110,47 +149,37 @@ class KeyTable {
     size_t s = tag & mask_;
     for (size_t probes = 0; probes <= mask_; ++probes, s = (s + 1) & mask_) {
       const Slot slot = slots_[s];
-      if (slot.pos == kEmpty) return npos;
-      if (slot.tag != tag) continue;
-      const Entry& e = entries_[slot.pos];
-      if (e.hash == key.hash && same_key(e.key, key.key)) return slot.pos;
+      if (slot.pos() == kEmpty) return npos;
+      if (slot.tag() != tag) continue;
+      const Entry& e = entries_[slot.pos()];
+      if (e.hash == key.hash && same_key(e.key, key.key)) return slot.pos();
     }
     return npos;
   }
 
   // Inserts key (which must be absent) with a value-initialised State; returns its position.
+  // The common case (room in both vectors, a short key) is inline and small; growth and long
+  // keys are out of line. Fewer calls and stores here are what make an uncontended lock cheap.
   size_t insert(const KeyRef& key) {
-    LOCKSTEP_CHECK(entries_.size() < kEmpty, "positions fit a slot");
-    // Growth first, while the table is unchanged (rebuild and reserve_entries give the strong
-    // guarantee); then the only step that can throw is the key copy, undone if it does.
-    if (slots_.empty() || (entries_.size() + 1) * 2 > slots_.size()) {
-      rebuild(std::max(kMinSlots, slots_.size() * 2));
-    }
-    if (entries_.size() == entries_.capacity()) reserve_entries(std::max(kMinEntries, entries_.capacity() * 2));
+    // Growth first, while the table is unchanged (it gives the strong guarantee); then the only
+    // step that can throw is the copy of a long key, undone if it does.
+    if ((entries_.size() + 1) * 2 > slots_.size() || entries_.size() == entries_.capacity()) grow();
     const uint32_t tag = tag_of(key.hash);
     size_t s = tag & mask_;
     for (size_t probes = 0; probes <= mask_; ++probes, s = (s + 1) & mask_) {
       const Slot slot = slots_[s];
-      if (slot.pos == kEmpty) break;
-      LOCKSTEP_CHECK(slot.tag != tag || entries_[slot.pos].hash != key.hash || !same_key(entries_[slot.pos].key, key.key),
+      if (slot.pos() == kEmpty) break;
+      LOCKSTEP_CHECK(slot.tag() != tag || entries_[slot.pos()].hash != key.hash || !same_key(entries_[slot.pos()].key, key.key),
                      "insert only keys that are absent");
     }
-    LOCKSTEP_CHECK(slots_[s].pos == kEmpty, "load <= 1/2 leaves an empty slot on every probe path");
+    LOCKSTEP_CHECK(slots_[s].pos() == kEmpty, "load <= 1/2 leaves an empty slot on every probe path");
     const size_t pos = entries_.size();
-    Entry& entry = entries_.emplace_back();  // capacity is reserved: no allocation, no throw
-    entry.hash = key.hash;
-    if (key.key.size() > kSsoCapacity && !spare_keys_.empty()) {
-      entry.key = std::move(spare_keys_.back());
-      spare_keys_.pop_back();
+    if (key.key.size() <= kSsoCapacity) {
+      entries_.emplace_back(key.hash, key.key);  // capacity is reserved: no allocation, no throw
+    } else {
+      emplace_long(key);
     }
-    try {
-      entry.key.assign(key.key);  // allocates only for a long key without a big enough spare
-      if (key.key.size() > kSsoCapacity && spare_keys_.capacity() == 0) spare_keys_.reserve(kMaxSpareKeys);
-    } catch (...) {
-      entries_.pop_back();  // the table is as it was (the slot is not taken yet)
-      throw;
-    }
-    slots_[s] = Slot{.tag = tag, .pos = static_cast<uint32_t>(pos)};
+    slots_[s] = Slot::make(tag, pos);
     return pos;
   }
 
@@ -160,12 +189,16 @@ class KeyTable {
     remove_slot(slot_of(pos));
     const size_t last = entries_.size() - 1;
     if (pos != last) {
-      slots_[slot_of(last)].pos = static_cast<uint32_t>(pos);
+      Slot& moved = slots_[slot_of(last)];
+      moved = Slot::make(moved.tag(), pos);
       entries_[pos] = std::move(entries_[last]);
     }
-    keep_key_buffer(entries_.back().key);
+    keep_key_buffer(entries_.back().key);  // the erased key's buffer (a move hands it to the last)
     entries_.pop_back();
-    shrink_if_sparse();
+    if ((slots_.size() > kMinSlots && entries_.size() * 8 < slots_.size()) ||
+        (entries_.capacity() > kMinEntries && entries_.size() * 4 < entries_.capacity())) {
+      shrink();
+    }
   }
 
   // Storage, for tests of the memory bound: both return to their minimum once every key is gone.
@@ -177,12 +210,12 @@ class KeyTable {
     size_t used = 0;
     for (size_t s = 0; s < slots_.size(); ++s) {
       const Slot slot = slots_[s];
-      if (slot.pos == kEmpty) continue;
+      if (slot.pos() == kEmpty) continue;
       ++used;
-      LOCKSTEP_CHECK(slot.pos < entries_.size(), "a slot points at an entry");
-      LOCKSTEP_CHECK(tag_of(entries_[slot.pos].hash) == slot.tag, "a slot's tag is its entry's hash");
-      LOCKSTEP_CHECK(slot_of(slot.pos) == s, "an entry has one slot, reachable from its home");
-      LOCKSTEP_CHECK(find(KeyRef(entries_[slot.pos].key, entries_[slot.pos].hash)) == slot.pos, "keys are unique");
+      LOCKSTEP_CHECK(slot.pos() < entries_.size(), "a slot points at an entry");
+      LOCKSTEP_CHECK(tag_of(entries_[slot.pos()].hash) == slot.tag(), "a slot's tag is its entry's hash");
+      LOCKSTEP_CHECK(slot_of(slot.pos()) == s, "an entry has one slot, reachable from its home");
+      LOCKSTEP_CHECK(find(KeyRef(entries_[slot.pos()].key, entries_[slot.pos()].hash)) == slot.pos(), "keys are unique");
     }
     LOCKSTEP_CHECK(used == entries_.size(), "every entry has a slot");
     LOCKSTEP_CHECK(entries_.size() * 2 <= slots_.size() || slots_.empty(), "load <= 1/2");
@@ -190,11 +223,16 @@ class KeyTable {
   }
 
  private:
-  struct Slot {
-    uint32_t tag = 0;
-    uint32_t pos = kEmpty;
-  };
   static constexpr uint32_t kEmpty = std::numeric_limits<uint32_t>::max();
+  // One 64-bit word (tag low, position high), always written and read whole: a slot written as
+  // two 32-bit halves and read back as one word right after (insert, then the release's find)
+  // defeats store-to-load forwarding and stalls.
+  struct Slot {
+    uint64_t bits = uint64_t{kEmpty} << 32;
+    static Slot make(uint32_t tag, size_t pos) { return Slot{.bits = tag | (uint64_t{static_cast<uint32_t>(pos)} << 32)}; }
+    uint32_t tag() const { return static_cast<uint32_t>(bits); }
+    uint32_t pos() const { return static_cast<uint32_t>(bits >> 32); }
+  };
 
   // What a std::string holds without allocating.
   static constexpr size_t kSsoCapacity = std::string().capacity();
@@ -229,8 +267,8 @@ class KeyTable {
   size_t slot_of(size_t pos) const {
     size_t s = tag_of(entries_[pos].hash) & mask_;
     for (size_t probes = 0; probes <= mask_; ++probes, s = (s + 1) & mask_) {
-      if (slots_[s].pos == pos) return s;
-      LOCKSTEP_CHECK(slots_[s].pos != kEmpty, "an entry's slot is reachable from its home slot");
+      if (slots_[s].pos() == pos) return s;
+      LOCKSTEP_CHECK(slots_[s].pos() != kEmpty, "an entry's slot is reachable from its home slot");
     }
     LOCKSTEP_CHECK(false, "an entry has a slot");
     return 0;
@@ -243,8 +281,8 @@ class KeyTable {
     for (size_t probes = 0; probes < mask_; ++probes) {
       s = (s + 1) & mask_;
       const Slot slot = slots_[s];
-      if (slot.pos == kEmpty) break;
-      const size_t home = slot.tag & mask_;
+      if (slot.pos() == kEmpty) break;
+      const size_t home = slot.tag() & mask_;
       // slot may fill the hole iff the hole lies on its path from home, i.e. in [home, s).
       if (((s - home) & mask_) >= ((s - hole) & mask_)) {
         slots_[hole] = slot;
@@ -262,8 +300,8 @@ class KeyTable {
     for (size_t pos = 0; pos < entries_.size(); ++pos) {
       const uint32_t tag = tag_of(entries_[pos].hash);
       size_t s = tag & mask;
-      for (size_t probes = 0; probes <= mask && fresh[s].pos != kEmpty; ++probes) s = (s + 1) & mask;
-      fresh[s] = Slot{.tag = tag, .pos = static_cast<uint32_t>(pos)};
+      for (size_t probes = 0; probes <= mask && fresh[s].pos() != kEmpty; ++probes) s = (s + 1) & mask;
+      fresh[s] = Slot::make(tag, pos);
     }
     slots_.swap(fresh);
     mask_ = mask;
@@ -276,13 +314,48 @@ class KeyTable {
     entries_.swap(fresh);
   }
 
-  void shrink_if_sparse() noexcept {
+  // Makes room for one more entry: the index stays at load <= 1/2, the entry vector has spare
+  // capacity. Strong guarantee.
+  [[gnu::noinline]] void grow() {
+    // Every insert past a power of two comes here, so positions stay below 2^31 < kEmpty.
+    LOCKSTEP_CHECK(entries_.size() < (size_t{1} << 31), "positions fit a slot (at most 2^31 keys per table)");
+    if (slots_.empty() || (entries_.size() + 1) * 2 > slots_.size()) rebuild(std::max(kMinSlots, slots_.size() * 2));
+    if (entries_.size() == entries_.capacity()) reserve_entries(std::max(kMinEntries, entries_.capacity() * 2));
+  }
+
+  // Gives memory back when the table is sparse: the index at load < 1/8 halves, the entry vector
+  // at use < 1/4 halves (hysteresis against a grow right after). Never throws: out of memory, the
+  // larger storage stays, which is still correct.
+  [[gnu::noinline]] void shrink() noexcept {
     try {
       if (slots_.size() > kMinSlots && entries_.size() * 8 < slots_.size()) rebuild(slots_.size() / 2);
       if (entries_.capacity() > kMinEntries && entries_.size() * 4 < entries_.capacity()) {
         reserve_entries(std::max(kMinEntries, entries_.capacity() / 2));
       }
-    } catch (...) {  // out of memory: keep the larger storage, which is still correct
+    } catch (...) {
+    }
+  }
+
+  // Appends an entry for a key too long for the string's inline buffer, into a spare buffer if
+  // there is one. Capacity is reserved; if the copy throws, entries_ is as it was.
+  [[gnu::noinline]] void emplace_long(const KeyRef& key) {
+    if (spare_keys_.empty()) {
+      entries_.emplace_back(key.hash, key.key);  // may throw: nothing appended then
+    } else {
+      entries_.emplace_back(key.hash, std::move(spare_keys_.back()));
+      spare_keys_.pop_back();
+      try {
+        entries_.back().key.assign(key.key);  // allocates only if the buffer is too small
+      } catch (...) {
+        entries_.pop_back();
+        throw;
+      }
+    }
+    if (spare_keys_.capacity() == 0) {
+      try {
+        spare_keys_.reserve(kMaxSpareKeys);
+      } catch (...) {  // no spare buffers then; the insert itself succeeded
+      }
     }
   }
 
