@@ -16,8 +16,13 @@ void FifoLock::wake(RequestId id, WaitEnd end) {
 }
 
 RequestId FifoLock::acquire(std::string_view key, const WithLockOptions& options) {
+  return acquire_hashed(KeyRef(key), options);
+}
+
+RequestId FifoLock::acquire_hashed(const KeyRef& hashed, const WithLockOptions& options) {
+  const std::string_view key = hashed.key;
   std::unique_lock lock(mutex_);
-  const FifoAdmission admission = core_.request(key);
+  const FifoAdmission admission = core_.request(hashed);
   switch (admission.admit) {
     case FifoAdmit::granted: return admission.id;
     case FifoAdmit::invalid_key: throw KeyedLockError::invalid_key(key, core_.limits().max_key_length);
@@ -52,9 +57,11 @@ RequestId FifoLock::wait(std::unique_lock<std::mutex>& lock, std::string_view ke
   return id;
 }
 
-void FifoLock::release(const std::string& key, RequestId id) noexcept {
+void FifoLock::release(const std::string& key, RequestId id) noexcept { release_hashed(key, KeyRef(key).hash, id); }
+
+void FifoLock::release_hashed(const std::string& key, size_t key_hash, RequestId id) noexcept {
   std::lock_guard lock(mutex_);
-  const RequestId next = core_.release(key, id);
+  const RequestId next = core_.release(KeyRef(key, key_hash), id);
   if (next != kNoRequest) wake(next, WaitEnd::granted);
 }
 

@@ -61,8 +61,9 @@ class KeyedFifoLock {
   // the queue is full, the wait runs out, or clear() rejects the caller.
   template <class Fn>
   std::invoke_result_t<Fn> with_lock(std::string_view key, Fn&& fn, WithLockOptions options = {}) {
-    const RequestId id = acquire(key, options);
-    const Releaser releaser{this, std::string(key), id};
+    const KeyRef hashed(key);  // hashed once for the acquire and the release
+    const RequestId id = acquire_hashed(hashed, options);
+    const Releaser releaser{this, std::string(key), hashed.hash, id};
     return std::forward<Fn>(fn)();
   }
 
@@ -78,13 +79,23 @@ class KeyedFifoLock {
   virtual RequestId acquire(std::string_view key, const WithLockOptions& options) = 0;
   // Ends the hold of id and hands key to the next waiter.
   virtual void release(const std::string& key, RequestId id) noexcept = 0;
+  // The same with the key's hash already computed (with_lock hashes once). A driver that has no
+  // use for the hash keeps these defaults; FifoLock passes it on to its core.
+  virtual RequestId acquire_hashed(const KeyRef& key, const WithLockOptions& options) {
+    return acquire(key.key, options);
+  }
+  virtual void release_hashed(const std::string& key, size_t key_hash, RequestId id) noexcept {
+    static_cast<void>(key_hash);
+    release(key, id);
+  }
 
  private:
   struct Releaser {
     KeyedFifoLock* lock;
     std::string key;
+    size_t key_hash;
     RequestId id;
-    ~Releaser() { lock->release(key, id); }
+    ~Releaser() { lock->release_hashed(key, key_hash, id); }
   };
 };
 
@@ -105,6 +116,8 @@ class FifoLock final : public KeyedFifoLock {
  protected:
   RequestId acquire(std::string_view key, const WithLockOptions& options) override;
   void release(const std::string& key, RequestId id) noexcept override;
+  RequestId acquire_hashed(const KeyRef& key, const WithLockOptions& options) override;
+  void release_hashed(const std::string& key, size_t key_hash, RequestId id) noexcept override;
 
  private:
   enum class WaitEnd { waiting, granted, cleared };

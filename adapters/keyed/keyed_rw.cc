@@ -29,7 +29,6 @@ KeyedRwMutex::Shard& KeyedRwMutex::shard_for(const KeyRef& key) {
 }
 
 void KeyedRwMutex::wake_granted(Shard& shard) {
-  if (shard.granted.empty()) return;  // the uncontended release
   // Under the shard's mutex: a waiter's condition variable lives on its stack and is gone as soon
   // as it sees `granted` and returns, so it must be notified before the mutex is let go.
   for (RequestId id : shard.granted) {
@@ -78,7 +77,7 @@ void KeyedRwMutex::release(const KeyRef& key, RequestId id, RwMode mode) noexcep
   Shard& shard = shard_for(key);
   std::lock_guard lock(shard.mutex);
   shard.core.release(key, id, mode, shard.granted);
-  wake_granted(shard);
+  if (!shard.granted.empty()) wake_granted(shard);  // nothing to wake on an uncontended release
 }
 
 size_t KeyedRwMutex::key_count() const {
