@@ -776,7 +776,10 @@ std::vector<Violation> check_liveness(const History& history, const CheckOptions
   if (history.meta.liveness_bound_us <= 0) return {};
   PerKey<std::map<int, size_t>> waiting;  // key -> client -> its acquire's invoke
   std::vector<SlowAcquire> slow;
+  // A client that died while it waited will never complete: nothing to wait for.
+  std::map<int, TimeUs> died_us;
   for (const HistoryEvent& e : history.events()) {
+    if (e.kind == EventKind::fault && e.kills_client && e.client >= 0) died_us.try_emplace(e.client, e.time_us);
     if (e.op != Op::acquire) continue;
     std::map<int, size_t>& on_key = waiting[e.key];
     if (e.kind == EventKind::invoke) on_key.try_emplace(e.client, e.index);  // keep the first
@@ -785,11 +788,6 @@ std::vector<Violation> check_liveness(const History& history, const CheckOptions
     if (it == on_key.end()) continue;  // a completion without an invocation shows nothing
     if (auto judged = judge_acquire(history, it->second, e.index)) slow.push_back(*judged);
     on_key.erase(it);
-  }
-  // A client that died while it waited will never complete: nothing to wait for.
-  std::map<int, TimeUs> died_us;
-  for (const HistoryEvent& e : history.events()) {
-    if (e.kind == EventKind::fault && e.kills_client && e.client >= 0) died_us.try_emplace(e.client, e.time_us);
   }
   for (size_t k = 0; k < waiting.size(); ++k) {
     for (const auto& [client, invoke] : waiting.state(k)) {

@@ -113,12 +113,7 @@ class MongoSimBackend final : public Backend, public sim::MongoObserver {
 
   void heal() override { world_.network().heal_all(); }
 
-  void set_fixed_latency(int64_t latency_us) override {
-    sim::NetworkOptions network = world_.network().options();
-    network.latency_us_min = latency_us;
-    network.latency_us_max = latency_us;
-    world_.network().set_options(network);
-  }
+  void set_fixed_latency(int64_t latency_us) override { world_.network().set_fixed_latency(latency_us); }
 
   void crash_server(int server) override { replica_set_->crash(checked(server)); }
   void restart_server(int server) override { replica_set_->restart(checked(server)); }

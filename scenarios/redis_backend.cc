@@ -73,12 +73,7 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
 
   void heal() override { world_.network().heal_all(); }
 
-  void set_fixed_latency(int64_t latency_us) override {
-    sim::NetworkOptions options = world_.network().options();
-    options.latency_us_min = latency_us;
-    options.latency_us_max = latency_us;
-    world_.network().set_options(options);
-  }
+  void set_fixed_latency(int64_t latency_us) override { world_.network().set_fixed_latency(latency_us); }
 
   // The grant script sets the lock and then INCRs its fencing counter in the same command: a
   // grant is held back until that INCR (or the end of the instant) so it carries its token, and

@@ -74,12 +74,7 @@ class RedlockSimBackend final : public Backend, public sim::KeyspaceObserver {
     for (int i = 0; i < server_count(); ++i) partition_server(client_node, i, two_way);
   }
   void heal() override { world_.network().heal_all(); }
-  void set_fixed_latency(int64_t latency_us) override {
-    sim::NetworkOptions options = world_.network().options();
-    options.latency_us_min = latency_us;
-    options.latency_us_max = latency_us;
-    world_.network().set_options(options);
-  }
+  void set_fixed_latency(int64_t latency_us) override { world_.network().set_fixed_latency(latency_us); }
 
   void crash_server(int server) override { world_.crash(node_of(server)); }
   void restart_server(int server) override { world_.restart(node_of(server)); }

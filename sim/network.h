@@ -60,6 +60,13 @@ class Network {
     options_ = options;
   }
   const NetworkOptions& options() const { return options_; }
+  // Every message takes exactly latency_us from now on (makes "on the wire" a known instant).
+  void set_fixed_latency(int64_t latency_us) {
+    NetworkOptions fixed = options_;
+    fixed.latency_us_min = latency_us;
+    fixed.latency_us_max = latency_us;
+    set_options(fixed);
+  }
 
   // Sends a message from `from` to `to`; on_deliver runs on `to` when (if) it arrives.
   void send(NodeId from, NodeId to, std::string_view label, std::function<void()> on_deliver,

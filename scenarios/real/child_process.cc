@@ -155,6 +155,13 @@ void ChildProcess::continue_and_wait() {
   stopped_ = false;
 }
 
+void ChildProcess::terminate(int64_t timeout_ms) {
+  if (reaped_) return;
+  signal(SIGTERM);
+  continue_and_wait();
+  if (!wait_exit_for_ms(timeout_ms)) kill_and_reap();
+}
+
 void ChildProcess::kill_and_reap() {
   if (reaped_) return;
   kill(pid_, SIGKILL);

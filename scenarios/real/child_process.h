@@ -50,6 +50,9 @@ class ChildProcess {
   void continue_and_wait();
   // SIGKILL and reap.
   void kill_and_reap();
+  // SIGTERM (resuming a stopped child, which handles it only once it runs), then SIGKILL if it
+  // has not exited within timeout_ms; reaped either way.
+  void terminate(int64_t timeout_ms);
 
  private:
   void mark_reaped();

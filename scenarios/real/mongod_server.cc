@@ -167,17 +167,9 @@ void MongodProcess::restart() {
 }
 
 void MongodProcess::stop() {
-  if (running()) {
-    process_->signal(SIGTERM);
-    process_->continue_and_wait();  // a paused server handles SIGTERM only once it runs
-    if (!process_->wait_exit_for_ms(options_.stop_timeout_ms)) process_->kill_and_reap();
-  }
+  if (running()) process_->terminate(options_.stop_timeout_ms);
   process_.reset();
-  if (!dir_.empty()) {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-    dir_.clear();
-  }
+  remove_server_dir(dir_);
 }
 
 }  // namespace lockstep::real

@@ -19,6 +19,13 @@ std::string make_server_dir(std::string_view kind) {
   return pattern;
 }
 
+void remove_server_dir(std::string& dir) {
+  if (dir.empty()) return;
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+  dir.clear();
+}
+
 std::string tail_of_file(const std::string& path, size_t max_bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return "";

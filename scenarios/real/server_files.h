@@ -11,6 +11,10 @@ namespace lockstep::real {
 // Throws std::system_error when it cannot be made.
 std::string make_server_dir(std::string_view kind);
 
+// Removes a directory made by make_server_dir and everything in it (errors ignored: it is a
+// temp dir), and clears `dir`. No-op when dir is empty.
+void remove_server_dir(std::string& dir);
+
 // The last max_bytes of the file at path; "" when it cannot be read.
 std::string tail_of_file(const std::string& path, size_t max_bytes);
 
