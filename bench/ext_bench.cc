@@ -1,4 +1,4 @@
-// The npm lock libraries (ext/node, issue 9) under the same contention workload as lockstep's own
+// The npm lock libraries (ext/node) under the same contention workload as lockstep's own
 // adapters, on the same redis-servers (servers.h) in the same run:
 //
 //   BM_Lock_AcquireRelease/ext:LIB/contenders:N[/hold:1ms]   N in 1, 8 (and 32 without a hold)
@@ -45,9 +45,9 @@
 #include <vector>
 
 #include "contention.h"
-#include "scenarios/ext/driver_process.h"
-#include "scenarios/ext/node_drivers.h"
-#include "scenarios/ext/protocol.h"
+#include "ext/driver_process.h"
+#include "ext/node_drivers.h"
+#include "ext/protocol.h"
 #include "servers.h"
 
 namespace {

@@ -31,8 +31,8 @@
 #include "adapters/mongo/mongo_adapter.h"
 #include "adapters/mongo/mongoc_connection.h"
 #include "contention.h"
-#include "scenarios/real/mongod_server.h"
-#include "scenarios/real/server_errors.h"
+#include "real/mongod_server.h"
+#include "real/server_errors.h"
 
 namespace {
 

@@ -231,7 +231,7 @@ void BM_Lock_AcquireRelease(benchmark::State& state, int contenders, bool many_k
                                   });
 }
 
-// The contract's names (DESIGN.md), with /keys:many and /hold:1ms as contention.h spells them.
+// The contract's names (docs/DESIGN.md), with /keys:many and /hold:1ms as contention.h spells them.
 [[maybe_unused]] const bool registered_contenders = [] {
   lockstep::bench::register_contention("BM_Lock_AcquireRelease/redis", lockstep::bench::kContenders, true,
                                        BM_Lock_AcquireRelease);
@@ -248,7 +248,7 @@ auto timed(double& total, Fn&& fn) {
 }
 
 // Per iteration: a PING, an adapter pair and a raw script pair, each timed alone. The ratios are the
-// issue's targets: pairs_vs_half_ping >= 0.8 (a pair is two round trips), adapter_vs_raw >= 0.9.
+// targets: pairs_vs_half_ping >= 0.8 (a pair is two round trips), adapter_vs_raw >= 0.9.
 void BM_Lock_VsPing(benchmark::State& state) {
   const int port = port_or_skip(state);
   if (port == 0) return;

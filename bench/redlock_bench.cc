@@ -3,7 +3,7 @@
 //
 // The 5 servers are servers.h's (shared with ext_bench.cc's Redlock libraries): started once, from
 // the main thread, on first use, and stopped at exit; without redis-server every case skips with
-// the reason. BM_Lock_AcquireRelease/redlock/contenders:N/hold:1ms hold each lock 1 ms. Targets (issue 4): uncontended pairs/s >= 70% of half the slowest node's PING rate (a
+// the reason. BM_Lock_AcquireRelease/redlock/contenders:N/hold:1ms hold each lock 1 ms. Targets: uncontended pairs/s >= 70% of half the slowest node's PING rate (a
 // pair is two rounds, each as slow as the slowest node), and >= 3x the sequential rate. The
 // contended cases run on contention.h's harness (wait and fairness counters). 64 clients polling 5
 // servers on a 2-core machine are slow, so that case runs a fixed number of acquisitions.

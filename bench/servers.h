@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/real/redis_server.h"
+#include "real/redis_server.h"
 
 namespace lockstep::bench {
 

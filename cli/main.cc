@@ -1,4 +1,4 @@
-// The `lockstep` command. Its flags, JSON fields and exit codes are a contract (DESIGN.md):
+// The `lockstep` command. Its flags, JSON fields and exit codes are a contract (docs/DESIGN.md):
 //   0 every invariant held (matrix: every cell matched its expectation)
 //   1 a violation (matrix: a cell differed; replay: the trace differed)
 //   2 bad usage or input, with one line naming what was wrong and the valid choices
@@ -18,16 +18,18 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "property_tests/known_bad.h"
-#include "scenarios/backend.h"
-#include "scenarios/calibrate.h"
-#include "scenarios/junit.h"
-#include "scenarios/matrix.h"
-#include "scenarios/real/server_errors.h"
-#include "scenarios/report.h"
-#include "scenarios/report_html.h"
+#include "known_bad/known_bad.h"
+#include "scenarios/backends/registry.h"
+#include "scenarios/explore/calibrate.h"
+#include "scenarios/report/junit.h"
+#include "scenarios/explore/matrix.h"
+#include "scenarios/explore/matrix_report.h"
+#include "scenarios/explore/replay.h"
+#include "real/server_errors.h"
+#include "scenarios/report/report.h"
+#include "scenarios/report/report_html.h"
 #include "scenarios/runner.h"
-#include "scenarios/sweep.h"
+#include "scenarios/explore/sweep.h"
 
 namespace lockstep {
 namespace {
@@ -170,7 +172,7 @@ int cmd_matrix(const MatrixFlags& flags) {
   return result.all_match() ? kExitOk : kExitViolation;
 }
 
-// --- sweep, sweep-merge, calibrate (random fault schedules; scenarios/sweep.h) ---
+// --- sweep, sweep-merge, calibrate (random fault schedules; scenarios/explore/sweep.h) ---
 
 struct SweepFlags {
   std::string adapter;

@@ -24,7 +24,7 @@
 
 #include "adapters/keyed/fifo_core.h"
 #include "adapters/keyed/rw_core.h"
-#include "property_tests/bad_rw_reader_preference.h"
+#include "known_bad/bad_rw_reader_preference.h"
 
 namespace lockstep {
 namespace {

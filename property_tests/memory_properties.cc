@@ -4,9 +4,9 @@
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
 
-#include "property_tests/known_bad.h"
+#include "known_bad/known_bad.h"
 #include "property_tests/workload_gen.h"
-#include "scenarios/report.h"
+#include "scenarios/report/report.h"
 #include "scenarios/runner.h"
 
 namespace lockstep {

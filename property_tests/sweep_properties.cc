@@ -7,10 +7,10 @@
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
 
-#include "property_tests/known_bad.h"
-#include "scenarios/backend.h"
-#include "scenarios/shrink.h"
-#include "scenarios/sweep.h"
+#include "known_bad/known_bad.h"
+#include "scenarios/backends/registry.h"
+#include "scenarios/explore/shrink.h"
+#include "scenarios/explore/sweep.h"
 
 namespace lockstep {
 
@@ -20,7 +20,7 @@ namespace {
 
 // Draws a sweep seed's spec (the generator `lockstep sweep` uses) and shrinks like the sweep.
 rc::Gen<std::pair<uint64_t, SwarmSpec>> gen_swarm(const std::string& adapter) {
-  const SwarmCapabilities caps = probe_capabilities(adapter);
+  const SwarmCapabilities caps = swarm_capabilities(adapter);
   return [caps](const rc::Random& random, int) {
     // The seed is drawn at full size: RapidCheck's size would otherwise keep it near zero.
     const uint64_t seed = rc::gen::inRange<uint64_t>(1, 1'000'000'000)(random, rc::kNominalSize).value();
@@ -55,7 +55,7 @@ TEST_CASE("production lease adapters hold fencing, no_lost_update and ownership 
   register_known_bad_adapters();
   for (const AdapterEntry& entry : adapters()) {
     if (entry.known_bad || std::find(entry.worlds.begin(), entry.worlds.end(), "sim") == entry.worlds.end()) continue;
-    if (probe_capabilities(entry.name).keyed()) continue;  // not TTL leases
+    if (swarm_capabilities(entry.name).keyed()) continue;  // not TTL leases
     SECTION(entry.name) {
       rc::prop(entry.name + " under swarm faults", [name = entry.name] { safe_under_swarm(name); });
     }

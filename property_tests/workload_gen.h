@@ -1,11 +1,11 @@
 #pragma once
-// RapidCheck generators for random workloads (scenarios/workload.h). Generated specs shrink
+// RapidCheck generators for random workloads (scenarios/explore/workload.h). Generated specs shrink
 // towards fewer clients, fewer steps, and shorter gaps, holds and pauses.
 #include <ostream>
 
 #include <rapidcheck.h>
 
-#include "scenarios/workload.h"
+#include "scenarios/explore/workload.h"
 
 namespace lockstep {
 

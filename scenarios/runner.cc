@@ -6,12 +6,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "scenarios/backend.h"
-#include "scenarios/client_side_leases.h"
-#include "scenarios/real_scenario_world.h"
-#include "scenarios/recorder.h"
-#include "scenarios/resource.h"
-#include "scenarios/sim_scenario_world.h"
+#include "scenarios/backends/registry.h"
+#include "scenarios/harness/client_side_leases.h"
+#include "scenarios/harness/real_scenario_world.h"
+#include "scenarios/harness/recorder.h"
+#include "scenarios/harness/resource.h"
+#include "scenarios/harness/sim_scenario_world.h"
 #include "sim/world.h"
 
 namespace lockstep {
@@ -154,7 +154,8 @@ class RunAssembly {
     const BackendFactory& make = sim != nullptr ? adapter.make_sim : adapter.make_real;
     backend_ = make(backend_env_);
     if (!backend_->records_leases()) leases_ = std::make_unique<ClientSideLeases>(recorder_);
-    env_ = std::make_unique<ScenarioEnv>(world, recorder_, resource_, *backend_, report.options, leases_.get());
+    env_ = std::make_unique<ScenarioEnv>(world, recorder_, resource_, *backend_, adapter, report.options,
+                                         leases_.get(), sim);
     HistoryMeta& meta = recorder_.history().meta;
     meta.servers = backend_->server_count();
     meta.quorum = backend_->quorum();

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/checkers.h"
-#include "scenarios/history.h"
-#include "scenarios/options.h"
-#include "scenarios/scenario.h"
+#include "scenarios/checkers/checkers.h"
+#include "scenarios/history/history.h"
+#include "scenarios/harness/options.h"
+#include "scenarios/harness/scenario.h"
 
 namespace lockstep {
 
@@ -27,6 +27,10 @@ class WorldUnsupportedError : public UsageError {
  public:
   using UsageError::UsageError;
 };
+
+// The scenario name of runs of a generated workload (explore/swarm.h): such a run is replayed from
+// its report file, which carries the workload, not from a command line.
+inline constexpr const char* kSwarmScenarioName = "swarm";
 
 struct RunConfig {
   std::string scenario;

@@ -4,9 +4,11 @@
 // local clocks (node_clock.h).
 #include <cstdint>
 
+#include "base/time.h"
+
 namespace lockstep::sim {
 
-using TimeUs = int64_t;
+using lockstep::TimeUs;
 inline constexpr TimeUs kUsPerMs = 1000;
 inline constexpr TimeUs kUsPerSec = 1'000'000;
 inline constexpr TimeUs kTimeNever = INT64_MAX;

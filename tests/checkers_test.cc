@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/checkers.h"
-#include "scenarios/history.h"
+#include "scenarios/checkers/checkers.h"
+#include "scenarios/history/history.h"
 
 namespace lockstep {
 namespace {
@@ -156,7 +156,7 @@ TEST_CASE("names of enums and invariants", "[history][checkers]") {
   CHECK(to_string(EventKind::final_value) == "final_value");
   CHECK(to_string(Op::is_locked) == "is_locked");
   CHECK(to_string(Outcome::refused) == "refused");
-  REQUIRE(all_invariants().size() == 9);  // DESIGN.md's six, and the in-process locks' three
+  REQUIRE(all_invariants().size() == 9);  // docs/DESIGN.md's six, and the in-process locks' three
   for (Invariant invariant : all_invariants()) {
     CHECK(invariant_from_string(to_string(invariant)) == invariant);
   }

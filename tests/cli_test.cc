@@ -1,4 +1,4 @@
-// The `lockstep` command's contract (DESIGN.md): subcommands, JSON fields, exit codes, and one-line
+// The `lockstep` command's contract (docs/DESIGN.md): subcommands, JSON fields, exit codes, and one-line
 // errors that name the valid choices. Runs the real binary.
 #include <catch2/catch.hpp>
 

@@ -9,9 +9,9 @@
 #include <future>
 #include <thread>
 
-#include "scenarios/ext/driver_process.h"
-#include "scenarios/ext/node_drivers.h"
-#include "scenarios/real/server_errors.h"
+#include "ext/driver_process.h"
+#include "ext/node_drivers.h"
+#include "real/server_errors.h"
 #include "tests/real_support.h"
 
 namespace lockstep::ext {

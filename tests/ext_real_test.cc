@@ -6,9 +6,9 @@
 
 #include <signal.h>
 
-#include "scenarios/ext/node_drivers.h"
-#include "scenarios/ext_backend.h"
-#include "scenarios/report.h"
+#include "ext/node_drivers.h"
+#include "scenarios/backends/ext.h"
+#include "scenarios/report/report.h"
 #include "scenarios/runner.h"
 #include "tests/real_support.h"
 

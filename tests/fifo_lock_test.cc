@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "adapters/keyed/fifo_lock.h"
-#include "scenarios/report.h"
+#include "scenarios/report/report.h"
 #include "scenarios/runner.h"
 
 namespace lockstep {

@@ -8,8 +8,8 @@
 #include <catch2/catch.hpp>
 
 #include "adapters/redis/hiredis_connection.h"
-#include "scenarios/real/loopback.h"
-#include "scenarios/real/redis_server.h"
+#include "real/loopback.h"
+#include "real/redis_server.h"
 #include "tests/real_support.h"
 
 namespace lockstep {

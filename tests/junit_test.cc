@@ -18,8 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/junit.h"
-#include "scenarios/matrix.h"
+#include "scenarios/report/junit.h"
+#include "scenarios/explore/matrix.h"
+#include "scenarios/explore/matrix_report.h"
 #include "scenarios/runner.h"
 
 namespace {

@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "adapters/keyed/keyed_rw.h"
-#include "property_tests/known_bad.h"
-#include "scenarios/report.h"
+#include "known_bad/known_bad.h"
+#include "scenarios/report/report.h"
 #include "scenarios/runner.h"
 
 namespace lockstep {

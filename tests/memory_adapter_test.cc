@@ -161,18 +161,6 @@ TEST_CASE("failed operations and expiry emit no observer events", "[memory]") {
                                                     "grant memory k b 100000 #2"});
 }
 
-TEST_CASE("the bad variant releases another owner's lock", "[memory]") {
-  ManualClock clock;
-  RecordingObserver observer;
-  MemoryAdapter bad({.clock = &clock, .observer = &observer,
-                     .bad_release_without_owner_check = true});
-  REQUIRE(bad.create_lock(spec("k", "a")).ok());
-  CHECK(bad.release_lock(spec("k", "intruder")).ok());
-  CHECK(bad.is_valid_lock(spec("k", "a")).status == AdapterStatus::not_owner);
-  CHECK(observer.events.back() == "revoke memory k a release");
-  CHECK(bad.release_lock(spec("k", "intruder")).status == AdapterStatus::not_owner);  // nothing left
-}
-
 TEST_CASE("purge_expired frees expired locks and size counts live ones", "[memory]") {
   ManualClock clock;
   MemoryAdapter adapter({.clock = &clock});

@@ -21,15 +21,15 @@
 #include <thread>
 #include <vector>
 
-#include "adapters/core/check.h"
+#include "base/check.h"
 #include "adapters/core/clock.h"
 #include "adapters/core/errors.h"
 #include "adapters/core/locker.h"
 #include "adapters/core/random.h"
 #include "adapters/mongo/mongo_adapter.h"
 #include "adapters/mongo/mongoc_connection.h"
-#include "scenarios/real/child_process.h"
-#include "scenarios/real/mongod_server.h"
+#include "real/child_process.h"
+#include "real/mongod_server.h"
 #include "tests/real_support.h"
 
 namespace lockstep {

@@ -17,7 +17,7 @@
 #include "adapters/core/random.h"
 #include "adapters/mongo/mongo_adapter.h"
 #include "adapters/mongo/mongoc_connection.h"
-#include "scenarios/real/mongod_server.h"
+#include "real/mongod_server.h"
 #include "tests/real_support.h"
 
 namespace lockstep {

@@ -1,10 +1,10 @@
-// The Mongo lock end to end in the simulator: the "done when" of issue 5 (client clock ahead with
+// The Mongo lock end to end in the simulator: what it promises (client clock ahead with
 // client and server time, failover with w:1 and w:majority), the lock scenarios that apply to it,
 // the known-bad variant without the unique index, and determinism.
 #include <catch2/catch.hpp>
 
-#include "property_tests/known_bad.h"
-#include "scenarios/report.h"
+#include "known_bad/known_bad.h"
+#include "scenarios/report/report.h"
 #include "scenarios/runner.h"
 
 namespace lockstep {

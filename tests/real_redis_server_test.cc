@@ -17,10 +17,10 @@
 #include <catch2/catch.hpp>
 
 #include "adapters/redis/hiredis_connection.h"
-#include "scenarios/real/process_registry.h"
-#include "scenarios/real/redis_ping.h"
-#include "scenarios/real/redis_server.h"
-#include "scenarios/real/server_errors.h"
+#include "real/process_registry.h"
+#include "real/redis_ping.h"
+#include "real/redis_server.h"
+#include "real/server_errors.h"
 #include "tests/real_support.h"
 
 namespace lockstep {

@@ -12,10 +12,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "scenarios/real/faketime.h"
-#include "scenarios/real/mongod_server.h"
-#include "scenarios/real/server_errors.h"
-#include "scenarios/real/redis_server.h"
+#include "real/faketime.h"
+#include "real/mongod_server.h"
+#include "real/server_errors.h"
+#include "real/redis_server.h"
 
 namespace lockstep::testing {
 

@@ -5,7 +5,7 @@
 
 #include <signal.h>
 
-#include "scenarios/report.h"
+#include "scenarios/report/report.h"
 #include "scenarios/runner.h"
 #include "tests/real_support.h"
 

@@ -10,8 +10,8 @@
 #include "adapters/core/locker.h"
 #include "adapters/redis/hiredis_connection.h"
 #include "adapters/redis/redis_adapter.h"
-#include "scenarios/real/redis_server.h"
-#include "scenarios/real/server_errors.h"
+#include "real/redis_server.h"
+#include "real/server_errors.h"
 #include "tests/real_support.h"
 
 namespace lockstep {

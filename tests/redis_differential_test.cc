@@ -12,7 +12,7 @@
 #include "adapters/core/random.h"
 #include "adapters/redis/hiredis_connection.h"
 #include "adapters/redis/scripts.h"
-#include "scenarios/real/redis_server.h"
+#include "real/redis_server.h"
 #include "sim/redis/redis_node.h"
 #include "sim/world.h"
 #include "tests/real_support.h"

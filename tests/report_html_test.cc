@@ -25,8 +25,8 @@
 #include <thread>
 #include <vector>
 
-#include "scenarios/report.h"
-#include "scenarios/report_html.h"
+#include "scenarios/report/report.h"
+#include "scenarios/report/report_html.h"
 #include "scenarios/runner.h"
 #include "tests/real_support.h"
 

@@ -1,11 +1,11 @@
 // The runner end to end in the simulator: every catalogue scenario against the in-memory adapter,
-// determinism of trace hashes, the DESIGN.md "done when" of gc-pause, reports and option errors.
+// determinism of trace hashes, the docs/DESIGN.md "done when" of gc-pause, reports and option errors.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
 
-#include "property_tests/known_bad.h"
-#include "scenarios/report.h"
+#include "known_bad/known_bad.h"
+#include "scenarios/report/report.h"
 #include "scenarios/runner.h"
 
 namespace lockstep {

@@ -12,10 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "property_tests/known_bad.h"
-#include "scenarios/calibrate.h"
-#include "scenarios/report.h"
-#include "scenarios/sweep.h"
+#include "known_bad/known_bad.h"
+#include "scenarios/explore/calibrate.h"
+#include "scenarios/explore/replay.h"
+#include "scenarios/report/report.h"
+#include "scenarios/explore/sweep.h"
 #include "tests/cli_support.h"
 
 namespace lockstep {
@@ -33,7 +34,7 @@ std::filesystem::path fresh_dir(const std::string& name) {
 
 // The first violating seed of a known-bad adapter in [1, 1000].
 SeedOutcome first_violation(const SweepConfig& config) {
-  const SwarmCapabilities caps = probe_capabilities(config.adapter);
+  const SwarmCapabilities caps = swarm_capabilities(config.adapter);
   for (uint64_t seed = 1; seed <= 1000; ++seed) {
     SeedOutcome o = run_sweep_seed(config, caps, seed);
     if (o.violates()) return o;
@@ -46,7 +47,7 @@ SeedOutcome first_violation(const SweepConfig& config) {
 
 TEST_CASE("the same seed draws the same spec and gives the same trace hash", "[sweep]") {
   for (const char* adapter : {"memory", "redis"}) {
-    const SwarmCapabilities caps = probe_capabilities(adapter);
+    const SwarmCapabilities caps = swarm_capabilities(adapter);
     for (uint64_t seed : {1u, 7u, 42u}) {
       const SwarmSpec a = draw_swarm_spec(caps, seed);
       const SwarmSpec b = draw_swarm_spec(caps, seed);
@@ -61,7 +62,7 @@ TEST_CASE("the same seed draws the same spec and gives the same trace hash", "[s
 }
 
 TEST_CASE("every drawn parameter is a param line at the start of the trace", "[sweep]") {
-  const SwarmCapabilities caps = probe_capabilities("redis");
+  const SwarmCapabilities caps = swarm_capabilities("redis");
   const SwarmSpec spec = draw_swarm_spec(caps, 3);
   const SeedOutcome o = run_swarm_spec("redis", spec, 3, true, /*keep_trace=*/true);
   for (const std::string& line : describe_params(spec)) {
@@ -89,7 +90,7 @@ TEST_CASE("careful clients: latency alone no longer excuses mutual exclusion", "
 }
 
 TEST_CASE("careful seeds are drawn, without pauses or client clock faults", "[sweep][careful]") {
-  const SwarmCapabilities caps = probe_capabilities("redlock");
+  const SwarmCapabilities caps = swarm_capabilities("redlock");
   int careful = 0;
   for (uint64_t seed = 1; seed <= 100; ++seed) {
     const SwarmSpec spec = draw_swarm_spec(caps, seed);
@@ -121,7 +122,7 @@ TEST_CASE("careful clients catch a Redlock that ignores the time spent acquiring
 }
 
 TEST_CASE("a fault list restricts the kinds a spec draws", "[sweep]") {
-  const SwarmCapabilities caps = probe_capabilities("redis");
+  const SwarmCapabilities caps = swarm_capabilities("redis");
   for (uint64_t seed = 1; seed <= 50; ++seed) {
     const SwarmSpec spec = draw_swarm_spec(caps, seed, {.faults = {FaultKind::partition}});
     for (FaultKind k : all_fault_kinds()) {
@@ -156,7 +157,7 @@ TEST_CASE("shrinking gives a smaller spec that still violates, and its replay fi
 }
 
 TEST_CASE("shrink stops within its run budget and never grows a spec", "[shrink]") {
-  const SwarmSpec spec = draw_swarm_spec(probe_capabilities("memory"), 11);
+  const SwarmSpec spec = draw_swarm_spec(swarm_capabilities("memory"), 11);
   int calls = 0;
   const ShrinkResult r = shrink(spec, [&](const SwarmSpec&) { return ++calls % 2 == 0; }, {.max_runs = 30});
   CHECK(r.runs <= 30);

@@ -8,8 +8,8 @@
 #include <catch2/catch.hpp>
 
 #include "adapters/redis/hiredis_connection.h"
-#include "scenarios/real/redis_server.h"
-#include "scenarios/real/tcp_proxy.h"
+#include "real/redis_server.h"
+#include "real/tcp_proxy.h"
 #include "tests/real_support.h"
 
 namespace lockstep {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string_view>
 
-#include "adapters/core/check.h"
+#include "base/check.h"
 #include "adapters/core/errors.h"
 
 namespace lockstep {

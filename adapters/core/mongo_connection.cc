@@ -1,6 +1,6 @@
 #include "adapters/core/mongo_connection.h"
 
-#include "adapters/core/check.h"
+#include "base/check.h"
 
 namespace lockstep {
 

@@ -2,7 +2,7 @@
 
 #include <random>
 
-#include "adapters/core/check.h"
+#include "base/check.h"
 
 namespace lockstep {
 namespace {

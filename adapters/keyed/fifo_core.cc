@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "adapters/core/check.h"
+#include "base/check.h"
 
 namespace lockstep::keyed {
 

@@ -26,7 +26,7 @@
 // a too long key or a full queue changes nothing for the holder or the waiters already queued.
 //
 // KeyedFifoLock is the API; FifoLock runs the core (fifo_core.h) with real threads, SimFifoLock
-// (scenarios/keyed_sim.h) with simulator fibers. Not reentrant (fn locking its own key waits for
+// (scenarios/backends/keyed_sim.h) with simulator fibers. Not reentrant (fn locking its own key waits for
 // itself until its max wait runs out, or forever without one).
 #include <condition_variable>
 #include <cstdint>

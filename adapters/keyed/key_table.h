@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "adapters/core/check.h"
+#include "base/check.h"
 
 namespace lockstep::keyed {
 

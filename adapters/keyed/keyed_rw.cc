@@ -1,6 +1,6 @@
 #include "adapters/keyed/keyed_rw.h"
 
-#include "adapters/core/check.h"
+#include "base/check.h"
 
 namespace lockstep::keyed {
 

@@ -12,7 +12,7 @@
 // Order and memory are those of the state machine (adapters/keyed/rw_core.h): writer preference,
 // exclusives in request order, try-variants never queue, per-key state freed when a key is idle.
 // KeyedRwLock is the API; KeyedRwMutex runs the core with real threads, SimKeyedRw
-// (scenarios/keyed_sim.h) with simulator fibers, so the same scenarios judge both.
+// (scenarios/backends/keyed_sim.h) with simulator fibers, so the same scenarios judge both.
 // Not reentrant: locking a key again from inside its own hold deadlocks (no detection), as in the
 // seed. A handle belongs to one thread at a time; the lock itself is thread-safe.
 #include <array>

@@ -77,7 +77,7 @@ class RwCore {
   };
   // Whether a new shared request may be granted at once. The rule above (writer preference): no
   // exclusive holds and no one waits. Overridden only by the calibration variant that the suite
-  // must catch (property_tests/bad_rw_reader_preference.h); production code never overrides it.
+  // must catch (known_bad/bad_rw_reader_preference.h); production code never overrides it.
   virtual bool admits_shared_now(const KeyView& key) const;
 
  private:

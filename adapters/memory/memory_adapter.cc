@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "adapters/core/check.h"
+#include "base/check.h"
 #include "adapters/core/locker.h"
 
 namespace lockstep {
@@ -61,10 +61,7 @@ AdapterResult MemoryAdapter::release_lock(const LockSpec& spec) {
   std::lock_guard<std::mutex> guard(mutex_);
   Entry* entry = live_entry(spec.key, options_.clock->now_us());
   if (entry == nullptr) return with_status(AdapterStatus::not_owner);
-  // The bad variant skips this comparison, so it deletes whoever holds the key.
-  if (!options_.bad_release_without_owner_check && entry->value != spec.value) {
-    return with_status(AdapterStatus::not_owner);
-  }
+  if (entry->value != spec.value) return with_status(AdapterStatus::not_owner);
   const std::string owner = std::move(entry->value);
   locks_.erase(spec.key);
   if (options_.observer != nullptr) {

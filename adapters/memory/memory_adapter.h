@@ -25,8 +25,6 @@ struct MemoryAdapterOptions {
   Clock* clock = nullptr;                // required
   LeaseObserver* observer = nullptr;     // optional: the harness's server-side view
   std::string server_name = "memory";    // how the observer names this store
-  // Known-bad variant for calibration: release deletes without comparing the owner value.
-  bool bad_release_without_owner_check = false;
 };
 
 class MemoryAdapter final : public LockAdapter {

@@ -6,7 +6,7 @@
 #include <limits>
 #include <string>
 
-#include "adapters/core/check.h"
+#include "base/check.h"
 
 namespace lockstep {
 namespace {

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "adapters/core/check.h"
+#include "base/check.h"
 #include "adapters/mongo/bson_convert.h"
 
 namespace lockstep {

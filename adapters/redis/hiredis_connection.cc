@@ -9,7 +9,7 @@
 #include <mutex>
 #include <utility>
 
-#include "adapters/core/check.h"
+#include "base/check.h"
 
 namespace lockstep {
 namespace {

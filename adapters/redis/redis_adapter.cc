@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "adapters/core/check.h"
+#include "base/check.h"
 #include "adapters/redis/scripts.h"
 
 namespace lockstep {

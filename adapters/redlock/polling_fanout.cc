@@ -10,7 +10,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "adapters/core/check.h"
+#include "base/check.h"
 #include "adapters/redis/hiredis_connection.h"
 
 namespace lockstep {

@@ -1,0 +1,408 @@
+#include "ext/driver_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "base/check.h"
+#include "real/process_registry.h"
+
+extern char** environ;
+
+namespace lockstep::ext {
+
+namespace {
+
+constexpr int64_t kShutdownWaitMs = 1000;
+constexpr int kPollIntervalMs = 50;
+
+int64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+// In the child: only async-signal-safe calls until exec.
+[[noreturn]] void exec_child(const char* path, char* const* argv, int stdin_fd, int stdout_fd, int stderr_fd,
+                             pid_t parent) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(126);  // the parent died before prctl took effect
+  if (dup2(stdin_fd, STDIN_FILENO) < 0 || dup2(stdout_fd, STDOUT_FILENO) < 0 || dup2(stderr_fd, STDERR_FILENO) < 0) {
+    _exit(126);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  signal(SIGPIPE, SIG_DFL);
+  execve(path, argv, environ);
+  _exit(127);
+}
+
+}  // namespace
+
+std::string_view to_string(DriverFailure failure) {
+  switch (failure) {
+    case DriverFailure::none: return "none";
+    case DriverFailure::died: return "died";
+    case DriverFailure::hung: return "hung";
+    case DriverFailure::malformed: return "malformed";
+  }
+  return "died";
+}
+
+DriverProcess::DriverProcess(DriverOptions options) : options_(std::move(options)) {
+  LOCKSTEP_CHECK(!options_.program.empty() && options_.program.front() == '/', "an absolute program path");
+  int in_pair[2];
+  int out_pair[2];
+  int err_pipe[2];
+  // Sockets, not pipes, for stdin: send(MSG_NOSIGNAL) to a dead driver is EPIPE, never SIGPIPE.
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_pair) != 0) {
+    throw std::system_error(errno, std::generic_category(), "socketpair");
+  }
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out_pair) != 0) {
+    ::close(in_pair[0]);
+    ::close(in_pair[1]);
+    throw std::system_error(errno, std::generic_category(), "socketpair");
+  }
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    for (int fd : {in_pair[0], in_pair[1], out_pair[0], out_pair[1]}) ::close(fd);
+    throw std::system_error(errno, std::generic_category(), "pipe2");
+  }
+  std::vector<std::string> argv_strings{options_.program};
+  argv_strings.insert(argv_strings.end(), options_.args.begin(), options_.args.end());
+  std::vector<char*> argv;
+  for (auto& arg : argv_strings) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  const int64_t spawned_ns = monotonic_ns();
+  const pid_t parent = getpid();
+  pid_ = fork();
+  if (pid_ < 0) {
+    for (int fd : {in_pair[0], in_pair[1], out_pair[0], out_pair[1], err_pipe[0], err_pipe[1]}) ::close(fd);
+    throw std::system_error(errno, std::generic_category(), "fork");
+  }
+  if (pid_ == 0) exec_child(options_.program.c_str(), argv.data(), in_pair[1], out_pair[1], err_pipe[1], parent);
+  real::register_child(pid_);
+  ::close(in_pair[1]);
+  ::close(out_pair[1]);
+  ::close(err_pipe[1]);
+  to_driver_fd_ = in_pair[0];
+  from_driver_fd_ = out_pair[0];
+  stderr_fd_ = err_pipe[0];
+  reader_ = std::thread([this] { read_loop(); });
+
+  std::string problem;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const bool came = changed_.wait_for(lock, std::chrono::milliseconds(options_.start_deadline_ms), [this] {
+      return have_ready_ || failure_ != DriverFailure::none;
+    });
+    if (failure_ != DriverFailure::none) {
+      problem = failure_message_.substr(failure_message_.find(": ") + 2);  // without the name, said below
+      problem = fmt::format("{} {}", to_string(failure_), problem);
+    } else if (!came) {
+      problem = fmt::format("no ready line within {} ms", options_.start_deadline_ms);
+    } else if (ready_.protocol != kProtocolVersion) {
+      problem = fmt::format("speaks protocol {}, not {}", ready_.protocol, kProtocolVersion);
+    } else if (ready_.now_ns < spawned_ns || ready_.now_ns > ready_received_ns_) {
+      problem = fmt::format("its clock read {} ns, outside [{}, {}]: it does not read CLOCK_MONOTONIC",
+                            ready_.now_ns, spawned_ns, ready_received_ns_);
+    }
+    if (!problem.empty()) problem = fmt::format("{}{}", problem, tail_locked());
+  }
+  if (!problem.empty()) {
+    teardown();
+    throw DriverStartError(fmt::format("driver {} (pid {}) did not start: {}", options_.name, pid_, problem));
+  }
+}
+
+DriverProcess::~DriverProcess() { teardown(); }
+
+void DriverProcess::teardown() {
+  if (!reader_.joinable()) return;
+  bool polite = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closing_ = true;
+    polite = have_ready_ && failure_ == DriverFailure::none;
+  }
+  resume();
+  if (polite) {
+    const std::string line = encode({.id = 0, .op = Op::shutdown}) + "\n";
+    {
+      std::lock_guard<std::mutex> write_lock(write_mutex_);
+      (void)send(to_driver_fd_, line.data(), line.size(), MSG_NOSIGNAL);
+    }
+    const int64_t deadline_ns = monotonic_ns() + kShutdownWaitMs * 1'000'000;
+    while (monotonic_ns() < deadline_ns) {
+      {
+        std::lock_guard<std::mutex> wait_lock(wait_mutex_);
+        if (reap_now()) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling a bounded deadline
+    }
+  }
+  kill();
+  reader_.join();
+  close_fd(to_driver_fd_);
+  close_fd(from_driver_fd_);
+  close_fd(stderr_fd_);
+}
+
+bool DriverProcess::reap_now() {
+  if (reaped_) return true;
+  int status = 0;
+  const pid_t result = waitpid(pid_, &status, WNOHANG);
+  if ((result == pid_ && (WIFEXITED(status) || WIFSIGNALED(status))) || (result < 0 && errno == ECHILD)) {
+    reaped_ = true;
+    exit_status_ = status;
+    real::unregister_child(pid_);
+  }
+  return reaped_;
+}
+
+std::string DriverProcess::exit_description() {
+  std::lock_guard<std::mutex> wait_lock(wait_mutex_);
+  if (!reaped_) return "still running";
+  if (WIFEXITED(exit_status_)) return fmt::format("exited with code {}", WEXITSTATUS(exit_status_));
+  if (WIFSIGNALED(exit_status_)) return fmt::format("killed by signal {}", WTERMSIG(exit_status_));
+  return "gone";
+}
+
+void DriverProcess::stop() {
+  std::lock_guard<std::mutex> wait_lock(wait_mutex_);
+  if (reaped_ || stopped_) return;
+  ::kill(pid_, SIGSTOP);
+  const int64_t deadline_ns = monotonic_ns() + 5'000'000'000;
+  while (monotonic_ns() < deadline_ns) {
+    int status = 0;
+    const pid_t result = waitpid(pid_, &status, WUNTRACED | WNOHANG);
+    if (result == pid_ && WIFSTOPPED(status)) {
+      stopped_ = true;
+      return;
+    }
+    if (result == pid_ && (WIFEXITED(status) || WIFSIGNALED(status))) {
+      reaped_ = true;
+      exit_status_ = status;
+      real::unregister_child(pid_);
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));  // polling a bounded deadline
+  }
+  LOCKSTEP_CHECK(false, "the kernel reports a driver stopped within 5 s");
+}
+
+void DriverProcess::resume() {
+  std::lock_guard<std::mutex> wait_lock(wait_mutex_);
+  if (reaped_ || !stopped_) return;
+  ::kill(pid_, SIGCONT);
+  const int64_t deadline_ns = monotonic_ns() + 5'000'000'000;
+  while (monotonic_ns() < deadline_ns) {
+    int status = 0;
+    const pid_t result = waitpid(pid_, &status, WCONTINUED | WNOHANG);
+    if (result == pid_ && WIFCONTINUED(status)) break;
+    if (result == pid_ && (WIFEXITED(status) || WIFSIGNALED(status))) {
+      reaped_ = true;
+      exit_status_ = status;
+      real::unregister_child(pid_);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));  // polling a bounded deadline
+  }
+  stopped_ = false;
+}
+
+void DriverProcess::kill() {
+  {
+    std::lock_guard<std::mutex> wait_lock(wait_mutex_);
+    if (!reaped_) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+      reaped_ = true;
+      exit_status_ = status;
+      real::unregister_child(pid_);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  fail_locked(DriverFailure::died, "killed by the harness");
+}
+
+DriverFailure DriverProcess::failure() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_;
+}
+
+std::string DriverProcess::stderr_tail() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stderr_tail_;
+}
+
+std::string DriverProcess::tail_locked() const {
+  if (stderr_tail_.empty()) return "; its stderr was empty";
+  return fmt::format("; its stderr ends: {}", stderr_tail_);
+}
+
+void DriverProcess::fail_locked(DriverFailure failure, std::string message) {
+  if (failure_ != DriverFailure::none) return;  // the first failure is the one that counts
+  failure_ = failure;
+  failure_message_ = fmt::format("driver {} (pid {}) {}: {}", options_.name, pid_, to_string(failure), message);
+  changed_.notify_all();
+}
+
+CallResult DriverProcess::call(Request request) {
+  CallResult result;
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (failure_ != DriverFailure::none) {
+    return {.failure = failure_, .message = failure_message_ + tail_locked()};
+  }
+  const int64_t id = next_id_++;
+  request.id = id;
+  pending_.emplace(id, std::nullopt);
+  const std::string line = encode(request) + "\n";
+  lock.unlock();
+  result.sent_ns = monotonic_ns();
+  bool written = true;
+  {
+    std::lock_guard<std::mutex> write_lock(write_mutex_);
+    size_t done = 0;
+    while (done < line.size()) {
+      const ssize_t n = send(to_driver_fd_, line.data() + done, line.size() - done, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        written = false;
+        break;
+      }
+      done += static_cast<size_t>(n);
+    }
+  }
+  lock.lock();
+  if (!written) fail_locked(DriverFailure::died, "its stdin is closed");
+  const bool answered =
+      changed_.wait_for(lock, std::chrono::milliseconds(options_.request_deadline_ms), [this, id] {
+        return pending_.at(id).has_value() || failure_ != DriverFailure::none;
+      });
+  result.received_ns = monotonic_ns();
+  std::optional<Response> response = std::move(pending_.at(id));
+  pending_.erase(id);
+  if (response) {
+    result.response = std::move(*response);
+    return result;
+  }
+  if (!answered) {
+    fail_locked(DriverFailure::hung, fmt::format("no answer to {} within {} ms", to_string(request.op),
+                                                 options_.request_deadline_ms));
+  }
+  result.failure = failure_;
+  result.message = failure_message_ + tail_locked();
+  return result;
+}
+
+void DriverProcess::handle_line(const std::string& line) {
+  Line decoded = decode_line(line);
+  if (auto* event = std::get_if<Event>(&decoded)) {
+    if (options_.on_event) options_.on_event(*event);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto* error = std::get_if<DecodeError>(&decoded)) {
+    return fail_locked(DriverFailure::malformed, fmt::format("{} in line {:.200}", error->message, line));
+  }
+  if (auto* ready = std::get_if<Ready>(&decoded)) {
+    if (have_ready_) return fail_locked(DriverFailure::malformed, "a second ready line");
+    ready_ = std::move(*ready);
+    ready_received_ns_ = monotonic_ns();
+    have_ready_ = true;
+    changed_.notify_all();
+    return;
+  }
+  Response& response = std::get<Response>(decoded);
+  if (!have_ready_) return fail_locked(DriverFailure::malformed, "a response before the ready line");
+  auto it = pending_.find(response.id);
+  if (it == pending_.end() || it->second.has_value()) {
+    return fail_locked(DriverFailure::malformed, fmt::format("a response to request {}, which is not waiting "
+                                                             "for one: {:.200}", response.id, line));
+  }
+  it->second = std::move(response);
+  changed_.notify_all();
+}
+
+void DriverProcess::read_loop() {
+  std::string out_buffer;
+  bool out_open = true;
+  bool err_open = true;
+  char chunk[8192];
+  while (out_open || err_open) {
+    pollfd fds[2] = {{.fd = out_open ? from_driver_fd_ : -1, .events = POLLIN, .revents = 0},
+                     {.fd = err_open ? stderr_fd_ : -1, .events = POLLIN, .revents = 0}};
+    const int ready = poll(fds, 2, kPollIntervalMs);
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) {
+      std::lock_guard<std::mutex> wait_lock(wait_mutex_);
+      if (reaped_ && !out_open) break;  // dead, stdout drained: stderr may be held by nobody else
+      continue;
+    }
+    if (err_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+      const ssize_t n = read(stderr_fd_, chunk, sizeof chunk);
+      if (n <= 0) {
+        err_open = n < 0 && errno == EINTR;
+      } else {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stderr_tail_.append(chunk, static_cast<size_t>(n));
+        if (stderr_tail_.size() > options_.stderr_tail_bytes) {
+          stderr_tail_.erase(0, stderr_tail_.size() - options_.stderr_tail_bytes);
+        }
+      }
+    }
+    if (out_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+      const ssize_t n = read(from_driver_fd_, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        out_open = false;
+        // Its stdout closed: it is exiting. Give it a moment to be reaped for the message.
+        for (int i = 0; i < 20; ++i) {
+          {
+            std::lock_guard<std::mutex> wait_lock(wait_mutex_);
+            if (reap_now()) break;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));  // bounded: 200 ms
+        }
+        const std::string how = exit_description();
+        std::lock_guard<std::mutex> lock(mutex_);
+        fail_locked(DriverFailure::died, closing_ ? "shut down" : fmt::format("closed its stdout ({})", how));
+        continue;
+      }
+      out_buffer.append(chunk, static_cast<size_t>(n));
+      size_t start = 0;
+      for (size_t nl = out_buffer.find('\n'); nl != std::string::npos; nl = out_buffer.find('\n', start)) {
+        handle_line(out_buffer.substr(start, nl - start));
+        start = nl + 1;
+      }
+      out_buffer.erase(0, start);
+      if (out_buffer.size() > kMaxLineBytes) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        fail_locked(DriverFailure::malformed, fmt::format("a line longer than {} bytes", kMaxLineBytes));
+        out_buffer.clear();
+      }
+    }
+  }
+}
+
+}  // namespace lockstep::ext

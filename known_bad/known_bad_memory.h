@@ -1,0 +1,33 @@
+#pragma once
+// The known-bad in-memory lock: the production MemoryAdapter behind a release that does not check
+// the owner. It remembers who the store last granted each key to (one adapter is shared by every
+// client of the memory backend, so it sees every grant) and releases on that owner's behalf, so a
+// release deletes whoever holds the key, as a plain DEL would. Everything else is the production
+// adapter's. Caught by stolen-lock (ownership).
+#include <map>
+#include <string>
+
+#include "adapters/core/adapter.h"
+#include "adapters/memory/memory_adapter.h"
+
+namespace lockstep {
+
+class BadMemoryNoOwnerCheck final : public LockAdapter {
+ public:
+  explicit BadMemoryNoOwnerCheck(MemoryAdapter& store) : store_(store) {}
+
+  std::string_view name() const override { return "bad-memory-no-owner-check"; }
+  FencingSupport fencing() const override { return store_.fencing(); }
+  AdapterResult create_lock(const LockSpec& spec) override;
+  AdapterResult release_lock(const LockSpec& spec) override;
+  AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override {
+    return store_.extend_lock(spec, ttl_ms);
+  }
+  AdapterResult is_valid_lock(const LockSpec& spec) override { return store_.is_valid_lock(spec); }
+
+ private:
+  MemoryAdapter& store_;
+  std::map<std::string, std::string> last_owner_;  // key -> the value of its latest grant
+};
+
+}  // namespace lockstep

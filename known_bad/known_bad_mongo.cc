@@ -1,0 +1,51 @@
+#include "known_bad/known_bad_mongo.h"
+
+#include "adapters/mongo/mongo_adapter.h"
+#include "scenarios/backends/mongo.h"
+
+namespace lockstep {
+
+namespace {
+
+// Passes every command through, except that index specs lose "unique".
+class NoUniqueIndexConnection final : public MongoConnection {
+ public:
+  explicit NoUniqueIndexConnection(MongoConnection& inner) : inner_(inner) {}
+
+  MongoResult run_command(const std::string& database, const MongoDocument& command) override {
+    if (!command.contains("createIndexes") || !command.contains("indexes")) return inner_.run_command(database, command);
+    MongoDocument without_unique = command;
+    for (MongoDocument& index : without_unique["indexes"]) index.erase("unique");
+    return inner_.run_command(database, without_unique);
+  }
+  std::string endpoint() const override { return inner_.endpoint(); }
+
+ private:
+  MongoConnection& inner_;
+};
+
+class NoUniqueMongoAdapter final : public LockAdapter {
+ public:
+  NoUniqueMongoAdapter(MongoConnection& connection, Clock& clock, const Options& options)
+      : connection_(connection), inner_(production_mongo_adapter()(connection_, clock, options)) {}
+
+  std::string_view name() const override { return "bad-mongo-no-unique"; }
+  FencingSupport fencing() const override { return inner_->fencing(); }
+  AdapterResult create_lock(const LockSpec& spec) override { return inner_->create_lock(spec); }
+  AdapterResult release_lock(const LockSpec& spec) override { return inner_->release_lock(spec); }
+  AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override { return inner_->extend_lock(spec, ttl_ms); }
+  AdapterResult is_valid_lock(const LockSpec& spec) override { return inner_->is_valid_lock(spec); }
+
+ private:
+  NoUniqueIndexConnection connection_;
+  std::unique_ptr<LockAdapter> inner_;
+};
+
+}  // namespace
+
+std::unique_ptr<LockAdapter> make_bad_mongo_no_unique(MongoConnection& connection, Clock& clock,
+                                                      const Options& options) {
+  return std::make_unique<NoUniqueMongoAdapter>(connection, clock, options);
+}
+
+}  // namespace lockstep

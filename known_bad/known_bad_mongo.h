@@ -1,0 +1,17 @@
+#pragma once
+// The known-bad Mongo lock of docs/DESIGN.md: the production adapter over a connection that drops the
+// unique index on `key` from its createIndexes command. Two upserts on a free key then both
+// insert, and both clients hold the lock.
+#include <memory>
+
+#include "adapters/core/adapter.h"
+#include "adapters/core/clock.h"
+#include "adapters/core/mongo_connection.h"
+#include "scenarios/harness/options.h"
+
+namespace lockstep {
+
+std::unique_ptr<LockAdapter> make_bad_mongo_no_unique(MongoConnection& connection, Clock& clock,
+                                                      const Options& options);
+
+}  // namespace lockstep

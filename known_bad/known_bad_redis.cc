@@ -1,0 +1,109 @@
+#include "known_bad/known_bad_redis.h"
+
+#include "adapters/redis/redis_adapter.h"
+
+namespace lockstep {
+
+namespace {
+
+// The production adapter with one operation replaced.
+class RedisVariant : public LockAdapter {
+ public:
+  RedisVariant(std::string name, RedisConnection& connection)
+      : name_(std::move(name)), connection_(connection), good_({.connection = &connection}) {}
+
+  std::string_view name() const override { return name_; }
+  FencingSupport fencing() const override { return FencingSupport::monotonic; }
+  AdapterResult create_lock(const LockSpec& spec) override { return good_.create_lock(spec); }
+  AdapterResult release_lock(const LockSpec& spec) override { return good_.release_lock(spec); }
+  AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override { return good_.extend_lock(spec, ttl_ms); }
+  AdapterResult is_valid_lock(const LockSpec& spec) override { return good_.is_valid_lock(spec); }
+
+ protected:
+  // 1 -> ok, 0 -> the given status, anything else -> backend_error.
+  static AdapterResult from_integer(const RedisResult& r, AdapterStatus on_zero) {
+    if (r.ok() && r.reply.type == RedisReply::Type::integer) {
+      return r.reply.integer > 0 ? AdapterResult{} : AdapterResult{.status = on_zero};
+    }
+    return {.status = AdapterStatus::backend_error, .message = r.ok() ? describe(r.reply) : r.message};
+  }
+  RedisResult send(std::vector<std::string> argv) { return connection_.command(argv); }
+  std::string lock_key(const LockSpec& spec) const { return good_.lock_key(spec.key); }
+  std::string fencing_key(const LockSpec& spec) const { return good_.fencing_key(spec.key); }
+
+ private:
+  std::string name_;
+  RedisConnection& connection_;
+  RedisAdapter good_;
+};
+
+// Release by plain DEL: deletes whoever's lock is there.
+class DelRelease final : public RedisVariant {
+ public:
+  explicit DelRelease(RedisConnection& c) : RedisVariant("bad-del-release", c) {}
+  AdapterResult release_lock(const LockSpec& spec) override {
+    return from_integer(send({"DEL", lock_key(spec)}), AdapterStatus::not_owner);
+  }
+};
+
+// GET, compare in the client, then DEL in a second call: the lock can change hands in between.
+class GetDelRelease final : public RedisVariant {
+ public:
+  explicit GetDelRelease(RedisConnection& c) : RedisVariant("bad-get-del-release", c) {}
+  AdapterResult release_lock(const LockSpec& spec) override {
+    const RedisResult got = send({"GET", lock_key(spec)});
+    if (!got.ok() || got.reply.type != RedisReply::Type::string || got.reply.str != spec.value) {
+      return {.status = got.ok() ? AdapterStatus::not_owner : AdapterStatus::backend_error, .message = got.message};
+    }
+    return from_integer(send({"DEL", lock_key(spec)}), AdapterStatus::not_owner);
+  }
+};
+
+// Extend by plain PEXPIRE: lengthens whoever's lock is there.
+class PexpireExtend final : public RedisVariant {
+ public:
+  explicit PexpireExtend(RedisConnection& c) : RedisVariant("bad-pexpire-extend", c) {}
+  AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override {
+    return from_integer(send({"PEXPIRE", lock_key(spec), std::to_string(ttl_ms)}), AdapterStatus::not_owner);
+  }
+};
+
+// SETNX, then PEXPIRE in a second call: a client that dies in between leaves a lock that never expires.
+class SetnxExpire final : public RedisVariant {
+ public:
+  explicit SetnxExpire(RedisConnection& c) : RedisVariant("bad-setnx-expire", c) {}
+  AdapterResult create_lock(const LockSpec& spec) override {
+    AdapterResult set = from_integer(send({"SETNX", lock_key(spec), spec.value}), AdapterStatus::contended);
+    if (!set.ok()) return set;
+    AdapterResult expire =
+        from_integer(send({"PEXPIRE", lock_key(spec), std::to_string(spec.ttl_ms)}), AdapterStatus::backend_error);
+    if (!expire.ok()) return expire;
+    const RedisResult token = send({"INCR", fencing_key(spec)});
+    if (!token.ok() || token.reply.type != RedisReply::Type::integer) return from_integer(token, AdapterStatus::backend_error);
+    return {.fencing_token = static_cast<uint64_t>(token.reply.integer)};
+  }
+};
+
+// A token drawn from the (random) owner value instead of a counter, while claiming monotonic.
+class RandomToken final : public RedisVariant {
+ public:
+  explicit RandomToken(RedisConnection& c) : RedisVariant("bad-random-token", c) {}
+  AdapterResult create_lock(const LockSpec& spec) override {
+    AdapterResult result = RedisVariant::create_lock(spec);
+    if (result.ok()) result.fencing_token = std::stoull(spec.value.substr(0, 12), nullptr, 16) + 1;
+    return result;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<LockAdapter> make_known_bad_redis_adapter(const std::string& name, RedisConnection& connection) {
+  if (name == "bad-del-release") return std::make_unique<DelRelease>(connection);
+  if (name == "bad-get-del-release") return std::make_unique<GetDelRelease>(connection);
+  if (name == "bad-pexpire-extend") return std::make_unique<PexpireExtend>(connection);
+  if (name == "bad-setnx-expire") return std::make_unique<SetnxExpire>(connection);
+  if (name == "bad-random-token") return std::make_unique<RandomToken>(connection);
+  return nullptr;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,334 @@
+#include "scenarios/backends/ext.h"
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "ext/driver_process.h"
+#include "ext/node_drivers.h"
+#include "real/keeper_thread.h"
+#include "real/redis_server.h"
+#include "real/server_errors.h"
+#include "real/tcp_proxy.h"
+#include "scenarios/backends/redlock.h"
+
+namespace lockstep {
+
+namespace ext {
+
+// A driver failed (died, hung, malformed): not a lock outcome, so not a LockError. It escapes the
+// client and ends the run as an error carrying the message.
+class DriverFailed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace ext
+
+namespace {
+
+struct ExtLibrary {
+  const char* adapter;
+  const char* lib;  // ext/node/libs/LIB.js
+  const char* description;
+  bool over_nodes;  // Redlock: N independent redis-servers
+  bool in_memory;   // no server: the store is the driver's memory, shared by every client
+};
+
+constexpr ExtLibrary kLibraries[] = {
+    {"ext:locco-redis", "locco-redis",
+     "@kontsedal/locco 0.1.0 (npm, Node driver) with its ioredis adapter: SET NX PX, Lua compare-and-delete "
+     "release, compare-and-set extend; random lock value, no fencing token",
+     false, false},
+    {"ext:locco-memory", "locco-memory",
+     "@kontsedal/locco 0.1.0 (npm, Node driver) with its in-memory adapter; every client shares one driver "
+     "process; random lock value, no fencing token",
+     false, true},
+    {"ext:node-redlock", "node-redlock",
+     "redlock 5.0.0-beta.2 (npm node-redlock, Node driver) over N redis-servers (nodes: 3, 5, 7); random lock "
+     "value, no fencing token",
+     true, false},
+    {"ext:redis-semaphore", "redis-semaphore",
+     "redis-semaphore 5.8.0 Mutex (npm, Node driver): SET NX PX, refreshed every 0.8 TTL while its process runs; "
+     "no extend, release does not report its result; random identifier, no fencing token",
+     false, false},
+    {"ext:redis-semaphore-redlock", "redis-semaphore-redlock",
+     "redis-semaphore 5.8.0 RedlockMutex (npm, Node driver) over N redis-servers (nodes: 3, 5, 7), refreshed "
+     "every 0.8 TTL; random identifier, no fencing token",
+     true, false},
+};
+
+// One client's view of a driver (its own, or a shared one with `client` set).
+class ExtAdapter final : public LockAdapter {
+ public:
+  ExtAdapter(std::string name, ext::DriverProcess& driver, int client, std::function<void(std::string)> trace)
+      : name_(std::move(name)), driver_(driver), client_(client), trace_(std::move(trace)) {}
+
+  std::string_view name() const override { return name_; }
+  FencingSupport fencing() const override {
+    return driver_.ready().capabilities.token == ext::TokenKind::monotonic ? FencingSupport::monotonic
+                                                                            : FencingSupport::none;
+  }
+
+  AdapterResult create_lock(const LockSpec& spec) override {
+    const ext::Response r = call({.op = ext::Op::acquire, .handle = spec.value, .key = spec.key, .ttl_ms = spec.ttl_ms});
+    switch (r.status) {
+      case ext::Status::ok: return {.fencing_token = token_of(r)};
+      case ext::Status::contended: return {.status = AdapterStatus::contended};
+      default: return failed("acquire", r);
+    }
+  }
+  AdapterResult release_lock(const LockSpec& spec) override {
+    const ext::Response r = call({.op = ext::Op::release, .handle = spec.value});
+    if (r.status == ext::Status::unknown) {
+      return {.status = AdapterStatus::backend_error,
+              .message = "the library's release does not say whether it removed the lock"};
+    }
+    return owner_checked("release", r);
+  }
+  AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override {
+    return owner_checked("extend", call({.op = ext::Op::extend, .handle = spec.value, .ttl_ms = ttl_ms}));
+  }
+  AdapterResult is_valid_lock(const LockSpec& spec) override {
+    return owner_checked("is_locked", call({.op = ext::Op::is_locked, .handle = spec.value}));
+  }
+
+ private:
+  ext::Response call(ext::Request request) {
+    request.client = client_;
+    ext::CallResult result = driver_.call(request);
+    if (!result.ok()) throw ext::DriverFailed(result.message);
+    const ext::Response& r = result.response;
+    trace_(fmt::format("{} {} {} {}{}{} (library {} us, round trip {} us)", name_, to_string(request.op),
+                       request.key.empty() ? request.handle.substr(0, 8) : request.key, to_string(r.status),
+                       r.token.empty() ? "" : " token=" + r.token.substr(0, 12),
+                       r.err ? fmt::format(" {}: {:.120}", r.err->name, r.err->message) : std::string(),
+                       (r.t1_ns - r.t0_ns) / 1000, (result.received_ns - result.sent_ns) / 1000));
+    if (r.status == ext::Status::bad_request) {
+      throw ext::DriverFailed(fmt::format("driver {} refused a request as bad: {}", name_,
+                                          r.err ? r.err->message : std::string("(no message)")));
+    }
+    return r;
+  }
+
+  uint64_t token_of(const ext::Response& r) const {
+    if (fencing() != FencingSupport::monotonic) return 0;
+    uint64_t token = 0;
+    const auto [end, ec] = std::from_chars(r.token.data(), r.token.data() + r.token.size(), token);
+    if (ec != std::errc() || end != r.token.data() + r.token.size()) {
+      throw ext::DriverFailed(fmt::format("driver {} promised monotonic tokens and sent \"{}\"", name_, r.token));
+    }
+    return token;
+  }
+
+  AdapterResult owner_checked(const char* op, const ext::Response& r) const {
+    switch (r.status) {
+      case ext::Status::ok: return {};
+      case ext::Status::not_owner: return {.status = AdapterStatus::not_owner};
+      default: return failed(op, r);
+    }
+  }
+
+  AdapterResult failed(const char* op, const ext::Response& r) const {
+    std::string message = r.status == ext::Status::unsupported ? fmt::format("the library offers no {}", op)
+                                                               : fmt::format("{} {}", op, to_string(r.status));
+    if (r.err) message += fmt::format(": {}: {}", r.err->name, r.err->message);
+    return {.status = AdapterStatus::backend_error, .message = std::move(message)};
+  }
+
+  std::string name_;
+  ext::DriverProcess& driver_;
+  int client_;
+  std::function<void(std::string)> trace_;
+};
+
+class ExtBackend final : public Backend {
+ public:
+  ExtBackend(BackendEnv& env, const ExtLibrary& library)
+      : env_(env),
+        library_(library),
+        node_(ext::require_node_drivers()),
+        deadline_ms_(env.options.get_int("ext_deadline_ms")),
+        command_timeout_ms_(library.in_memory ? 0 : env.options.get_int("ext_command_timeout_ms")),
+        use_proxies_(cuts_clients_off(env.options)) {
+    if (!library.in_memory) {
+      const int64_t nodes = library.over_nodes ? env.options.get_int("nodes") : 1;
+      const real::RedisServerOptions server_options{.persistence = real::persistence_from_name(env.options.get("persistence")),
+                                                    .clock_jumps = env.options.has("jump_ms")};
+      for (int64_t i = 0; i < nodes; ++i) {
+        servers_.push_back(std::make_unique<real::RedisServerProcess>(server_options));
+        env.world.trace_line(fmt::format("server redis-{} pid {} at {}", i, servers_.back()->pid(),
+                                         servers_.back()->endpoint()));
+      }
+    }
+    if (env.options.has("clients") && env.options.get_int("clients") > kMaxDriverProcesses) {
+      pooled_ = true;
+      env.world.trace_line(fmt::format("{}: {} clients share {} driver processes (no client pauses here)",
+                                       library.adapter, env.options.get_int("clients"), kMaxDriverProcesses));
+    }
+    if (library.in_memory) shared_.push_back(start_driver("shared", {}));
+  }
+
+  LockAdapter& adapter_for(int client, int node) override {
+    auto trace = [this](std::string line) { env_.world.trace_line(line); };
+    if (library_.in_memory) {
+      adapters_.push_back(std::make_unique<ExtAdapter>(library_.adapter, *shared_.front(), client, trace));
+      return *adapters_.back();
+    }
+    std::vector<int> ports;
+    std::vector<std::unique_ptr<real::TcpProxy>>& proxies = proxies_[node];
+    for (auto& server : servers_) {
+      int port = server->port();
+      if (use_proxies_) {
+        proxies.push_back(std::make_unique<real::TcpProxy>(real::TcpProxyOptions{.upstream_port = port}));
+        port = proxies.back()->port();
+      }
+      ports.push_back(port);
+    }
+    if (pooled_) {
+      if (shared_.size() < static_cast<size_t>(kMaxDriverProcesses)) {
+        shared_.push_back(start_driver(fmt::format("pool {}", shared_.size()), ports));
+      }
+      ext::DriverProcess& driver = *shared_[static_cast<size_t>(client) % shared_.size()];
+      adapters_.push_back(std::make_unique<ExtAdapter>(library_.adapter, driver, client, trace));
+      return *adapters_.back();
+    }
+    own_.push_back(start_driver(fmt::format("client {}", client), ports));
+    ext::DriverProcess* driver = own_.back().get();
+    env_.world.attach_client_process(node, {.stop = [driver] { driver->stop(); },
+                                            .resume = [driver] { driver->resume(); },
+                                            .kill = [driver] { driver->kill(); }});
+    adapters_.push_back(std::make_unique<ExtAdapter>(library_.adapter, *driver, -1, trace));
+    return *adapters_.back();
+  }
+
+  int server_count() const override { return std::max<int>(1, static_cast<int>(servers_.size())); }
+  bool records_leases() const override { return false; }
+
+  void partition(int client_node, bool two_way) override {
+    for (int i = 0; i < static_cast<int>(servers_.size()); ++i) partition_server(client_node, i, two_way);
+  }
+  void partition_server(int client_node, int server, bool two_way) override {
+    if (!use_proxies_) throw WorldUnsupported("partitions need the per-server proxies of a partition scenario");
+    real::TcpProxy& proxy = *proxies_.at(client_node).at(static_cast<size_t>(server));
+    proxy.set_drop(real::Direction::to_client, true);
+    if (two_way) proxy.set_drop(real::Direction::to_upstream, true);
+  }
+  void heal() override {
+    for (auto& [node, proxies] : proxies_) {
+      for (auto& proxy : proxies) proxy->heal();
+    }
+  }
+  void crash_server(int server) override { at(server).crash(); }
+  void restart_server(int server) override {
+    keeper_.run([this, server] { at(server).restart(); });
+  }
+  void pause_server(int server, int64_t duration_us) override {
+    at(server).pause();
+    std::this_thread::sleep_for(std::chrono::microseconds(duration_us));
+    at(server).resume();
+  }
+  void jump_server_clock(int server, int64_t delta_us) override {
+    const int64_t seconds = (delta_us + (delta_us >= 0 ? 999'999 : -999'999)) / 1'000'000;
+    at(server).jump_clock_s(seconds);
+  }
+
+ private:
+  std::unique_ptr<ext::DriverProcess> start_driver(const std::string& who, const std::vector<int>& ports) {
+    const std::string name = fmt::format("{} ({})", library_.adapter, who);
+    try {
+      auto driver = std::make_unique<ext::DriverProcess>(ext::DriverOptions{
+          .program = node_,
+          .args = ext::node_driver_args(library_.lib, ports, command_timeout_ms_),
+          .name = name,
+          .request_deadline_ms = deadline_ms_,
+          .on_event = [this, name](const ext::Event& e) {
+            env_.world.trace_line(fmt::format("{} event {} key={} handle={:.8}{}", name, e.event, e.key, e.handle,
+                                              e.err ? ": " + e.err->message : std::string()));
+          }});
+      env_.world.trace_line(fmt::format("driver {} pid {}: {} protocol {} token {}", name, driver->pid(),
+                                        driver->ready().version, driver->ready().protocol,
+                                        to_string(driver->ready().capabilities.token)));
+      return driver;
+    } catch (const ext::DriverStartError& e) {
+      throw real::ServerStartError(e.what());
+    }
+  }
+
+  real::RedisServerProcess& at(int server) { return *servers_.at(static_cast<size_t>(server)); }
+
+  BackendEnv& env_;
+  const ExtLibrary& library_;
+  std::string node_;
+  int64_t deadline_ms_;
+  int64_t command_timeout_ms_;
+  bool use_proxies_;
+  bool pooled_ = false;
+  real::KeeperThread keeper_;  // before servers_: outlives the processes it restarted
+  std::vector<std::unique_ptr<real::RedisServerProcess>> servers_;
+  std::map<int, std::vector<std::unique_ptr<real::TcpProxy>>> proxies_;  // by client node, one per server
+  // Drivers after servers: they go first, while their servers still answer their shutdown.
+  std::vector<std::unique_ptr<ext::DriverProcess>> shared_;
+  std::vector<std::unique_ptr<ext::DriverProcess>> own_;
+  std::vector<std::unique_ptr<ExtAdapter>> adapters_;
+};
+
+std::vector<OptionSpec> ext_options(const ExtLibrary& library) {
+  std::vector<OptionSpec> options = {
+      {.name = "ext_deadline_ms", .default_value = "10000", .help = "longest wait for one driver reply", .min = 1,
+       .max = 600'000}};
+  if (!library.in_memory) {
+    options.push_back({.name = "persistence", .default_value = "none", .help = "server persistence across a crash",
+                       .choices = {"none", "everysec", "always"}});
+    options.push_back({.name = "ext_command_timeout_ms", .default_value = "0",
+                       .help = "the driver's Redis command timeout (ioredis commandTimeout; 0: its default, none)",
+                       .min = 0, .max = 600'000});
+  }
+  if (library.over_nodes) {
+    options.push_back(
+        {.name = "nodes", .default_value = "5", .help = "independent Redis nodes", .choices = {"3", "5", "7"}});
+  }
+  return options;
+}
+
+}  // namespace
+
+std::vector<AdapterEntry> ext_adapter_entries() {
+  std::vector<AdapterEntry> entries;
+  for (const ExtLibrary& library : kLibraries) {
+    entries.push_back({.name = library.adapter,
+                       .description = library.description,
+                       .worlds = {"real"},
+                       .options = ext_options(library),
+                       .make_real = [&library](BackendEnv& env) -> std::unique_ptr<Backend> {
+                         return std::make_unique<ExtBackend>(env, library);
+                       }});
+  }
+  return entries;
+}
+
+std::vector<std::string> ext_family() {
+  std::vector<std::string> names;
+  for (const ExtLibrary& library : kLibraries) names.emplace_back(library.adapter);
+  return names;
+}
+
+std::vector<std::string> ext_redlock_family() {
+  std::vector<std::string> names;
+  for (const ExtLibrary& library : kLibraries) {
+    if (library.over_nodes) names.emplace_back(library.adapter);
+  }
+  return names;
+}
+
+bool is_ext_adapter(const std::string& name) { return name.rfind("ext:", 0) == 0; }
+
+}  // namespace lockstep

@@ -1,0 +1,45 @@
+#pragma once
+// Lock libraries written in other languages as lockstep adapters (`ext:NAME`), driven as black
+// boxes through the ext process protocol (ext/PROTOCOL.md), in the real world only.
+//
+// How a library fits LockAdapter and Locker:
+// - One LockAdapter call is one library call: the driver configures the library to make a single
+//   attempt, and lockstep's Locker retries contention with the scenario's settings. So retries,
+//   attempts and their timing are the scenario's, and every attempt is in the history.
+// - The library picks its own lock value (its `token`); lockstep's LockSpec.value is only the
+//   handle that names the acquisition in the driver. Owner checks are the library's own.
+// - Statuses map one to one (ok, contended, not_owner). What a library cannot tell or does not
+//   offer (a release that does not say whether it removed the lock, extend or is_locked missing)
+//   is a backend error with that message, never a success. A driver that dies, hangs past its
+//   deadline or writes a malformed line throws ext::DriverFailed out of the client (not a
+//   LockError), so the run ends as an error with the driver's stderr, never as a lock result.
+// - Fencing: monotonic only if the driver says its tokens are (none of the npm libraries does).
+// - Leases: the servers are real and report nothing (records_leases false): the runner derives
+//   them from the clients (client_side_leases.h), which never overstates a violation.
+// - Pause and crash: each client gets its own driver process, attached to the client's node, so a
+//   client's pause SIGSTOPs its driver for the pause (timers, refreshes, sockets: everything stops)
+//   and its crash SIGKILLs it. ext:locco-memory keeps its locks in the driver's memory, so all its
+//   clients share one driver; there a pause is the client's own thread stopping (the library runs
+//   nothing per client in the background) and a crash leaves its locks to expire. Scenarios with
+//   more than kMaxDriverProcesses clients (retry-storm) share that many drivers round-robin,
+//   without pause hooks (they pause nobody).
+// - Servers: one redis-server, or `nodes` of them for the Redlock libraries, started by the
+//   backend; per-client TCP proxies when the scenario cuts clients off from nodes; crash and
+//   restart by SIGKILL and restart, pause by SIGSTOP.
+#include <string>
+#include <vector>
+
+#include "scenarios/harness/backend.h"
+
+namespace lockstep {
+
+inline constexpr int kMaxDriverProcesses = 16;
+
+// The registry entries of every ext adapter (backend.cc appends them).
+std::vector<AdapterEntry> ext_adapter_entries();
+// Every ext adapter, and those that run Redlock over N nodes.
+std::vector<std::string> ext_family();
+std::vector<std::string> ext_redlock_family();
+bool is_ext_adapter(const std::string& name);
+
+}  // namespace lockstep

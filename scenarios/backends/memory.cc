@@ -1,0 +1,50 @@
+#include "scenarios/backends/memory.h"
+
+#include "sim/world.h"
+
+namespace lockstep {
+
+namespace {
+
+class MemoryBackend final : public Backend {
+ public:
+  MemoryBackend(BackendEnv& env, const MemoryAdapterWrapper& wrap) : sim_(env.sim) {
+    Clock* clock = &system_clock_;
+    if (sim_ != nullptr) {
+      server_ = sim_->add_node("memory");
+      clock = &sim_->clock(server_);
+    }
+    adapter_ = std::make_unique<MemoryAdapter>(MemoryAdapterOptions{.clock = clock,
+                                                                   .observer = &env.recorder,
+                                                                   .server_name = "memory"});
+    if (wrap) wrapped_ = wrap(*adapter_);
+  }
+
+  LockAdapter& adapter_for(int, int) override {
+    if (wrapped_ != nullptr) return *wrapped_;
+    return *adapter_;
+  }
+  int server_count() const override { return 1; }
+  bool records_leases() const override { return true; }
+  void set_server_drift(int64_t drift_ppm) override {
+    if (sim_ == nullptr) Backend::set_server_drift(drift_ppm);
+    sim_->set_drift(server_, drift_ppm);
+  }
+  // No network between the clients and the store: nothing is ever on the wire.
+  void set_fixed_latency(int64_t) override {}
+
+ private:
+  sim::World* sim_;
+  sim::NodeId server_ = -1;
+  SystemClock system_clock_;
+  std::unique_ptr<MemoryAdapter> adapter_;
+  std::unique_ptr<LockAdapter> wrapped_;  // what the clients use, when given
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_memory_backend(BackendEnv& env, const MemoryAdapterWrapper& wrap) {
+  return std::make_unique<MemoryBackend>(env, wrap);
+}
+
+}  // namespace lockstep

@@ -1,0 +1,22 @@
+#pragma once
+// The in-memory lease store as a backend.
+#include <functional>
+#include <memory>
+
+#include "adapters/memory/memory_adapter.h"
+
+#include "scenarios/harness/backend.h"
+
+namespace lockstep {
+
+// The in-memory store (one store shared by every client). In the sim world it sits on a server
+// node of its own, reached without latency, so its clock can drift; in the real world it is a
+// thread-safe store on the machine's clock. `wrap`, when given, builds the adapter the clients use
+// around the store (a known-bad variant); the store is the production MemoryAdapter either way.
+using MemoryAdapterWrapper = std::function<std::unique_ptr<LockAdapter>(MemoryAdapter& store)>;
+std::unique_ptr<Backend> make_memory_backend(BackendEnv& env, const MemoryAdapterWrapper& wrap = {});
+
+// The store sits on a server node of its own, reached without a network: only its clock drifts.
+inline constexpr FaultCapabilities kMemorySimFaults{.server_clock = true};
+
+}  // namespace lockstep

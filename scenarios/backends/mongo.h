@@ -1,0 +1,41 @@
+#pragma once
+// The Mongo lock in both worlds.
+//
+// Sim: a simulated replica set of three mongods (sim/mongo), one simulated connection and adapter
+// per client, and the translation of the primary's writes to the lock collection into the
+// history's grant / extend / revoke events (lease facts come from the server, as for Redis; writes
+// a secondary applies by replication and writes lost to a rollback are not events).
+// Real: a mongod the harness starts on loopback when one is on PATH, or the deployment at
+// LOCKSTEP_MONGO_URI; otherwise real::ServerUnavailable ("no mongod", with how to provide one).
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "adapters/core/adapter.h"
+#include "adapters/core/clock.h"
+#include "adapters/core/mongo_connection.h"
+#include "scenarios/harness/backend.h"
+
+namespace lockstep {
+
+// Builds the adapter a client uses over its connection and clock (production or known-bad).
+using MongoAdapterFactory =
+    std::function<std::unique_ptr<LockAdapter>(MongoConnection& connection, Clock& clock, const Options& options)>;
+
+// Adapter options every Mongo-backed adapter takes (`--set`): time_source, write_concern,
+// read_majority, command_timeout_ms, and the simulated replica set's replication_delay_ms,
+// election_timeout_ms and ttl_monitor_period_ms.
+std::vector<OptionSpec> mongo_backend_options();
+
+std::unique_ptr<Backend> make_mongo_sim_backend(BackendEnv& env, MongoAdapterFactory make_adapter);
+std::unique_ptr<Backend> make_mongo_real_backend(BackendEnv& env, MongoAdapterFactory make_adapter);
+
+// The production adapter's factory: MongoAdapterOptions from the options above.
+MongoAdapterFactory production_mongo_adapter();
+
+// A replica set of three over the simulated network. Its elections are produced by the catalogue's
+// failover scenario; the sweep does not draw them (its failover fault needs `replicas=1`, the
+// Redis backend's option).
+inline constexpr FaultCapabilities kMongoSimFaults{.network = true, .server_clock = true};
+
+}  // namespace lockstep

@@ -1,0 +1,196 @@
+#include "scenarios/backends/mongo.h"
+
+#include <fmt/format.h>
+
+#include "base/check.h"
+#include "adapters/mongo/mongo_adapter.h"
+#include "sim/mongo/replica_set.h"
+#include "sim/mongo/sim_mongo_connection.h"
+#include "sim/world.h"
+
+namespace lockstep {
+
+namespace {
+
+constexpr int64_t kUsPerMs = 1000;
+
+// The production adapter's layout (the known-bad variant shares it).
+std::string lock_namespace() {
+  const MongoAdapterOptions defaults;
+  return defaults.database + "." + defaults.collection;
+}
+
+std::string string_field(const MongoDocument& doc, const char* name) {
+  if (!doc.is_object() || !doc.contains(name) || !doc[name].is_string()) return {};
+  return doc[name].get<std::string>();
+}
+
+// The lease a lock document promises, by the executing member's clock: expire_at - now.
+int64_t lease_us(const MongoDocument& doc, int64_t now_ms) {
+  if (!doc.is_object() || !doc.contains("expire_at") || !is_mongo_date(doc["expire_at"])) return 0;
+  return std::max<int64_t>(0, mongo_date_ms(doc["expire_at"]) - now_ms) * kUsPerMs;
+}
+
+// Lease facts from the primary's writes to the lock collection: a document taking a new owner
+// (inserted, or an expired one taken over) is a grant; the same owner's new expiry is an extend;
+// a client's delete is a revoke. TTL-monitor deletes end nothing (the lease had run out by the
+// member's clock), and the token written by the confirming update is not a lease fact.
+std::optional<HistoryEvent> lease_event_from(std::string_view member, const sim::MongoWriteEvent& e) {
+  HistoryEvent event{.client = e.client, .server = std::string(member)};
+  switch (e.kind) {
+    case sim::MongoWriteEvent::Kind::insert:
+      event.kind = EventKind::grant;
+      event.key = string_field(e.after, "key");
+      event.value = string_field(e.after, "value");
+      event.ttl_us = lease_us(e.after, e.now_ms);
+      return event;
+    case sim::MongoWriteEvent::Kind::update: {
+      event.key = string_field(e.after, "key");
+      event.value = string_field(e.after, "value");
+      const bool new_owner = event.value != string_field(e.before, "value");
+      const bool new_expiry = e.before.value("expire_at", MongoDocument()) != e.after.value("expire_at", MongoDocument());
+      if (!new_owner && !new_expiry) return std::nullopt;
+      event.kind = new_owner ? EventKind::grant : EventKind::extend;
+      event.ttl_us = lease_us(e.after, e.now_ms);
+      return event;
+    }
+    case sim::MongoWriteEvent::Kind::remove:
+      event.kind = EventKind::revoke;
+      event.key = string_field(e.before, "key");
+      event.value = string_field(e.before, "value");
+      event.detail = "delete";
+      return event;
+    case sim::MongoWriteEvent::Kind::ttl_remove:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+class MongoSimBackend final : public Backend, public sim::MongoObserver {
+ public:
+  MongoSimBackend(BackendEnv& env, MongoAdapterFactory make_adapter)
+      : world_(*env.sim), recorder_(env.recorder), options_(env.options), make_adapter_(std::move(make_adapter)),
+        lock_ns_(lock_namespace()) {
+    LOCKSTEP_CHECK(env.sim != nullptr, "the simulated mongod needs the sim world");
+    replica_set_ = std::make_unique<sim::MongoReplicaSet>(
+        world_, sim::MongoReplicaSetOptions{
+                    .replication_delay_ms = options_.get_int("replication_delay_ms"),
+                    .election_timeout_ms = options_.get_int("election_timeout_ms"),
+                    .ttl_monitor_period_ms = options_.get_int("ttl_monitor_period_ms"),
+                    .observer = this,
+                });
+  }
+
+  LockAdapter& adapter_for(int client, int node) override {
+    connections_.push_back(std::make_unique<sim::SimMongoConnection>(
+        world_, node, *replica_set_, client,
+        sim::SimMongoConnectionOptions{.command_timeout_us = options_.get_int("command_timeout_ms") * kUsPerMs}));
+    adapters_.push_back(make_adapter_(*connections_.back(), world_.clock(node), options_));
+    return *adapters_.back();
+  }
+
+  int server_count() const override { return replica_set_->members(); }
+  bool records_leases() const override { return true; }
+
+  // The primary dies; the others elect a new one after the election timeout. Its writes that had
+  // not reached them are gone from the new primary (and rolled back if it comes back).
+  void failover() override {
+    const int primary = replica_set_->primary();
+    if (primary < 0) throw WorldUnsupported("failover: the replica set has no primary right now");
+    replica_set_->crash(primary);
+  }
+
+  void set_server_drift(int64_t drift_ppm) override {
+    for (int m = 0; m < replica_set_->members(); ++m) world_.set_drift(replica_set_->node(m), drift_ppm);
+  }
+
+  // The client is cut off from whichever member is primary now.
+  void partition(int client_node, bool two_way) override {
+    const int primary = replica_set_->primary();
+    if (primary < 0) return;
+    partition_server(client_node, primary, two_way);
+  }
+
+  void heal() override { world_.network().heal_all(); }
+
+  void set_fixed_latency(int64_t latency_us) override { world_.network().set_fixed_latency(latency_us); }
+
+  void crash_server(int server) override { replica_set_->crash(checked(server)); }
+  void restart_server(int server) override { replica_set_->restart(checked(server)); }
+  void pause_server(int server, int64_t duration_us) override {
+    world_.pause(replica_set_->node(checked(server)), duration_us, "pause mongod");
+  }
+  void jump_server_clock(int server, int64_t delta_us) override {
+    world_.jump_clock(replica_set_->node(checked(server)), delta_us);
+  }
+  void partition_server(int client_node, int server, bool two_way) override {
+    const sim::NodeId node = replica_set_->node(checked(server));
+    world_.network().partition(node, client_node);
+    if (two_way) world_.network().partition(client_node, node);
+  }
+
+  void on_mongo_write(std::string_view member, const sim::MongoWriteEvent& e) override {
+    if (e.ns != lock_ns_) return;  // the fencing counters
+    if (std::optional<HistoryEvent> event = lease_event_from(member, e)) recorder_.record(std::move(*event));
+  }
+
+ private:
+  int checked(int server) const {
+    if (server < 0 || server >= replica_set_->members()) {
+      throw WorldUnsupported(fmt::format("no mongod {} (the replica set has {})", server, replica_set_->members()));
+    }
+    return server;
+  }
+
+  sim::World& world_;
+  Recorder& recorder_;
+  const Options& options_;
+  MongoAdapterFactory make_adapter_;
+  std::string lock_ns_;
+  std::unique_ptr<sim::MongoReplicaSet> replica_set_;
+  std::vector<std::unique_ptr<sim::SimMongoConnection>> connections_;
+  std::vector<std::unique_ptr<LockAdapter>> adapters_;
+};
+
+}  // namespace
+
+std::vector<OptionSpec> mongo_backend_options() {
+  return {
+      {.name = "time_source", .default_value = "server",
+       .help = "where `now` comes from: the server's $$NOW, or the client's clock (locco)",
+       .choices = {"server", "client"}},
+      {.name = "write_concern", .default_value = "majority", .help = "write concern of every lock write",
+       .choices = {"majority", "1"}},
+      {.name = "read_majority", .default_value = "off", .help = "is_locked reads at readConcern majority",
+       .choices = {"off", "on"}},
+      {.name = "command_timeout_ms", .default_value = "100", .help = "client socket timeout per command", .min = 1,
+       .max = 600'000},
+      {.name = "wtimeout_ms", .default_value = "2000", .help = "w:majority wait before a write-concern error",
+       .min = 1, .max = 600'000},
+      {.name = "replication_delay_ms", .default_value = "0", .help = "secondaries' apply lag (sim)", .min = 0,
+       .max = 600'000},
+      {.name = "election_timeout_ms", .default_value = "10000", .help = "replica set election timeout (sim)",
+       .min = 1, .max = 600'000},
+      {.name = "ttl_monitor_period_ms", .default_value = "60000", .help = "TTL monitor pass period (sim)", .min = 1,
+       .max = 86'400'000},
+  };
+}
+
+MongoAdapterFactory production_mongo_adapter() {
+  return [](MongoConnection& connection, Clock& clock, const Options& options) -> std::unique_ptr<LockAdapter> {
+    return std::make_unique<MongoAdapter>(MongoAdapterOptions{
+        .connection = &connection,
+        .clock = &clock,
+        .time_source = options.get("time_source") == "client" ? MongoTimeSource::client : MongoTimeSource::server,
+        .write_concern = options.get("write_concern") == "1" ? MongoWriteConcern::one : MongoWriteConcern::majority,
+        .write_concern_timeout_ms = options.get_int("wtimeout_ms"),
+        .read_majority = options.get("read_majority") == "on",
+    });
+  };
+}
+
+std::unique_ptr<Backend> make_mongo_sim_backend(BackendEnv& env, MongoAdapterFactory make_adapter) {
+  return std::make_unique<MongoSimBackend>(env, std::move(make_adapter));
+}
+
+}  // namespace lockstep

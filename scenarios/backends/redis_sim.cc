@@ -1,0 +1,146 @@
+#include "scenarios/backends/redis.h"
+
+#include <fmt/format.h>
+
+#include "base/check.h"
+#include "adapters/redis/redis_adapter.h"
+#include "scenarios/backends/lease_events.h"
+#include "sim/world.h"
+#include "sim/redis/commands.h"
+#include "sim/redis/redis_node.h"
+#include "sim/redis/sim_redis_connection.h"
+
+namespace lockstep {
+
+namespace {
+
+// The production adapter's key layout (the known-bad variants share it).
+const std::string kLockPrefix = RedisAdapterOptions{}.key_prefix;
+const std::string kFencingPrefix = RedisAdapterOptions{}.fencing_prefix;
+
+sim::Persistence persistence_from(const std::string& name) {
+  if (name == "always") return sim::Persistence::always;
+  if (name == "everysec") return sim::Persistence::everysec;
+  return sim::Persistence::none;
+}
+
+class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
+ public:
+  RedisSimBackend(BackendEnv& env, RedisAdapterFactory make_adapter)
+      : world_(*env.sim), recorder_(env.recorder), make_adapter_(std::move(make_adapter)) {
+    const Options& options = env.options;
+    LOCKSTEP_CHECK(env.sim != nullptr, "the simulated Redis needs the sim world");
+    command_timeout_us_ = options.get_int("command_timeout_ms") * sim::kUsPerMs;
+    primary_ = std::make_unique<sim::RedisNode>(
+        world_, sim::RedisNodeOptions{.name = "redis-0",
+                                      .persistence = persistence_from(options.get("persistence")),
+                                      .observer = this});
+    servers_.push_back(primary_->node());
+    current_ = primary_.get();
+    if (options.get_int("replicas") > 0) {
+      replica_ = std::make_unique<sim::RedisNode>(world_, sim::RedisNodeOptions{.name = "redis-1", .observer = this});
+      primary_->add_replica(*replica_, {.replication_delay_ms = options.get_int("replication_delay_ms")});
+      servers_.push_back(replica_->node());
+    }
+  }
+
+  LockAdapter& adapter_for(int client, int node) override {
+    connections_.push_back(std::make_unique<sim::SimRedisConnection>(
+        world_, node, *primary_, client, sim::SimRedisConnectionOptions{.command_timeout_us = command_timeout_us_}));
+    adapters_.push_back(make_adapter_(*connections_.back()));
+    return *adapters_.back();
+  }
+
+  int server_count() const override { return static_cast<int>(servers_.size()); }
+  bool records_leases() const override { return true; }
+
+  void failover() override {
+    if (!replica_) throw WorldUnsupported("failover needs a replica: --set replicas=1");
+    world_.crash(primary_->node());
+    replica_->promote();
+    current_ = replica_.get();
+    for (auto& connection : connections_) connection->set_target(*replica_);
+  }
+
+  void set_server_drift(int64_t drift_ppm) override {
+    for (sim::NodeId server : servers_) world_.set_drift(server, drift_ppm);
+  }
+
+  void partition(int client_node, bool two_way) override {
+    world_.network().partition(current_->node(), client_node);
+    if (two_way) world_.network().partition(client_node, current_->node());
+  }
+
+  void heal() override { world_.network().heal_all(); }
+
+  void set_fixed_latency(int64_t latency_us) override { world_.network().set_fixed_latency(latency_us); }
+
+  // The grant script sets the lock and then INCRs its fencing counter in the same command: a
+  // grant is held back until that INCR (or the end of the instant) so it carries its token, and
+  // the fencing checker can order grants by what the server issued.
+  void on_keyspace_event(std::string_view node_name, const sim::KeyspaceEvent& e) override {
+    if (pending_grant_ && e.kind == sim::KeyspaceEvent::Kind::set && e.client == pending_grant_->client &&
+        e.key == kFencingPrefix + pending_grant_->key) {
+      int64_t token = 0;
+      if (sim::parse_int64(e.value, token) && token > 0) {
+        pending_grant_->has_token = true;
+        pending_grant_->token = static_cast<uint64_t>(token);
+      }
+      flush_pending_grant();
+      return;
+    }
+    flush_pending_grant();
+    std::optional<HistoryEvent> event = lease_event_from(node_name, e, kLockPrefix);
+    if (!event) return;
+    if (event->kind == EventKind::grant) {
+      pending_grant_ = std::move(event);
+      world_.scheduler().after(0, [this] { flush_pending_grant(); });
+      return;
+    }
+    recorder_.record(std::move(*event));
+  }
+
+ private:
+  void flush_pending_grant() {
+    if (!pending_grant_) return;
+    recorder_.record(std::move(*pending_grant_));
+    pending_grant_.reset();
+  }
+
+  sim::World& world_;
+  Recorder& recorder_;
+  std::optional<HistoryEvent> pending_grant_;
+  RedisAdapterFactory make_adapter_;
+  int64_t command_timeout_us_ = 0;
+  std::unique_ptr<sim::RedisNode> primary_;
+  std::unique_ptr<sim::RedisNode> replica_;
+  sim::RedisNode* current_ = nullptr;  // the primary clients talk to
+  std::vector<sim::NodeId> servers_;
+  std::vector<std::unique_ptr<sim::SimRedisConnection>> connections_;
+  std::vector<std::unique_ptr<LockAdapter>> adapters_;
+};
+
+}  // namespace
+
+std::vector<OptionSpec> redis_backend_options() {
+  return {
+      {.name = "command_timeout_ms", .default_value = "100", .help = "client command timeout", .min = 1,
+       .max = 60'000},
+      {.name = "persistence", .default_value = "none", .help = "server persistence across a crash",
+       .choices = {"none", "everysec", "always"}},
+      {.name = "replicas", .default_value = "0", .help = "asynchronous replicas (failover)", .min = 0, .max = 1},
+      {.name = "replication_delay_ms", .default_value = "1000", .help = "replica lag", .min = 0, .max = 600'000},
+  };
+}
+
+RedisAdapterFactory production_redis_adapter() {
+  return [](RedisConnection& connection) -> std::unique_ptr<LockAdapter> {
+    return std::make_unique<RedisAdapter>(RedisAdapterOptions{.connection = &connection});
+  };
+}
+
+std::unique_ptr<Backend> make_redis_sim_backend(BackendEnv& env, RedisAdapterFactory make_adapter) {
+  return std::make_unique<RedisSimBackend>(env, std::move(make_adapter));
+}
+
+}  // namespace lockstep

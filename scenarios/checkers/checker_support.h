@@ -1,0 +1,106 @@
+#pragma once
+// What the checkers share (internal to scenarios/checkers): building a Violation, capping and
+// ordering what a checker reports, and per-key state walked in a deterministic order.
+//
+// Every checker sweeps the history once in index (= true-time) order, keeps per-key state keyed
+// by string_views into the history (which outlives the call), and builds the few Violations it
+// reports only at the end, so a history with many violations stays cheap. Hash maps are only ever
+// looked up, never walked: anything walked is a vector in history order or an ordered map.
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "scenarios/checkers/checkers.h"
+
+namespace lockstep::checker_support {
+
+inline constexpr size_t kNoEvent = static_cast<size_t>(-1);
+inline constexpr size_t kValueCharsShown = 8;
+
+inline std::string client_name(int client) {
+  return client >= 0 ? fmt::format("c{}", client) : std::string("no client");
+}
+
+inline std::string short_value(std::string_view value) {
+  if (value.size() <= kValueCharsShown) return std::string(value);
+  return fmt::format("{}..", value.substr(0, kValueCharsShown));
+}
+
+// Sorted, distinct, without "no client".
+inline std::vector<int> client_list(std::vector<int> clients) {
+  std::erase_if(clients, [](int c) { return c < 0; });
+  std::sort(clients.begin(), clients.end());
+  clients.erase(std::unique(clients.begin(), clients.end()), clients.end());
+  return clients;
+}
+
+// Ascending, distinct, without kNoEvent.
+inline std::vector<size_t> event_list(std::vector<size_t> events) {
+  std::erase(events, kNoEvent);
+  std::sort(events.begin(), events.end());
+  events.erase(std::unique(events.begin(), events.end()), events.end());
+  return events;
+}
+
+inline Violation make_violation(Invariant invariant, TimeUs time_us, std::string_view key,
+                         std::vector<int> clients, std::vector<size_t> events, std::string detail) {
+  Violation v;
+  v.invariant = invariant;
+  v.time_us = time_us;
+  v.key = std::string(key);
+  v.clients = client_list(std::move(clients));
+  v.events = event_list(std::move(events));
+  v.detail = std::move(detail);
+  return v;
+}
+
+// Earliest first (ties by the events that show them, so the order never depends on map layout),
+// at most max of them.
+inline void sort_and_cap(std::vector<Violation>& found, size_t max) {
+  std::stable_sort(found.begin(), found.end(), [](const Violation& a, const Violation& b) {
+    return std::tie(a.time_us, a.events) < std::tie(b.time_us, b.events);
+  });
+  if (found.size() > max) found.resize(max);
+}
+
+// State per key, in a vector in order of the key's first appearance in the history, so walking it
+// is deterministic; the hash map is for lookup only.
+template <typename State>
+class PerKey {
+ public:
+  State& operator[](std::string_view key) {
+    auto [it, inserted] = ids_.try_emplace(key, states_.size());
+    if (inserted) {
+      states_.emplace_back();
+      keys_.push_back(key);
+    }
+    return states_[it->second];
+  }
+  size_t size() const { return states_.size(); }
+  std::string_view key(size_t id) const { return keys_[id]; }
+  const State& state(size_t id) const { return states_[id]; }
+  State& state(size_t id) { return states_[id]; }
+
+ private:
+  std::unordered_map<std::string_view, size_t> ids_;
+  std::vector<State> states_;
+  std::vector<std::string_view> keys_;
+};
+
+using ServerValue = std::pair<std::string_view, std::string_view>;
+
+struct ServerValueHash {
+  size_t operator()(const ServerValue& sv) const {
+    const std::hash<std::string_view> hash;
+    return hash(sv.first) * 31 + hash(sv.second);
+  }
+};
+
+
+}  // namespace lockstep::checker_support

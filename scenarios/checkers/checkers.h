@@ -1,0 +1,86 @@
+#pragma once
+// The invariant checkers. Each reads only the History and reports violations; none has side
+// effects. Definitions (docs/DESIGN.md), made exact:
+//
+// mutual_exclusion  Per key, a client is inside from its cs_enter to its cs_exit (or the end of the
+//                   run). Two clients inside at once, unless both are shared, is a violation,
+//                   reported at the later entry.
+// lease_exclusion   A grant promises owner `value` a lease on key for ttl_us of true time from the
+//                   grant; extend moves its end to ttl_us after the extend; a revoke ends it. A
+//                   server that loses state (crash, failover) or whose clock runs fast still owes
+//                   the promise. Violated when two owners each hold at least meta.quorum servers'
+//                   live leases on a key at the same time.
+// ownership         A revoke or extend requested by a client other than the lease's owner (the
+//                   client the grant went to) is a violation.
+// fencing           If meta.monotonic_tokens: tokens of grants (or, when the servers record none,
+//                   of successful acquires) on a key strictly increase in history order. If
+//                   meta.fencing_on: an access the resource served (outcome ok) never carries a
+//                   token lower than the highest it had seen for that key.
+// no_lost_update    The final counter equals the number of writes the resource accepted; the
+//                   violation points at the first accepted write that did not raise the counter.
+// liveness          If meta.liveness_bound_us > 0: every acquire waits at most the bound after
+//                   max(invocation, meta.heal_us): one that fails, or is still pending at the end,
+//                   or succeeds later than that, is a violation.
+// fifo              If meta.keyed: no exclusive acquire on a key succeeds while an acquire (of any
+//                   mode) invoked earlier on that key is still pending: writers never pass anyone,
+//                   so exclusives (and FIFO-lock callers) are served in request order.
+// writer_preference If meta.keyed: no shared acquire on a key succeeds while an exclusive acquire
+//                   invoked earlier on that key is still pending: readers never pass a queued writer.
+// no_leak           If meta.keyed: whenever a key has no client waiting for it or holding it (an
+//                   acquire pending, or one that succeeded and whose release has not completed), the
+//                   lock's latest key_state for it says 0 entries; judged when the last one leaves
+//                   and at the end of the run. (Each checker is in the file named after its invariant.)
+//
+// Every checker is O(n log n) in the history length and reports at most max_per_invariant
+// violations (the earliest ones).
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "scenarios/history/history.h"
+
+namespace lockstep {
+
+enum class Invariant {
+  mutual_exclusion,
+  lease_exclusion,
+  ownership,
+  fencing,
+  no_lost_update,
+  liveness,
+  fifo,
+  writer_preference,
+  no_leak,
+};
+std::string_view to_string(Invariant invariant);
+std::optional<Invariant> invariant_from_string(std::string_view name);
+const std::vector<Invariant>& all_invariants();
+
+struct Violation {
+  Invariant invariant = Invariant::mutual_exclusion;
+  TimeUs time_us = 0;
+  std::vector<int> clients;     // sorted, distinct
+  std::string key;
+  std::string detail;           // one sentence for people
+  std::vector<size_t> events;   // history indices that show it, ascending
+};
+
+struct CheckOptions {
+  size_t max_per_invariant = 10;
+};
+
+std::vector<Violation> check_mutual_exclusion(const History& history, const CheckOptions& options = {});
+std::vector<Violation> check_lease_exclusion(const History& history, const CheckOptions& options = {});
+std::vector<Violation> check_ownership(const History& history, const CheckOptions& options = {});
+std::vector<Violation> check_fencing(const History& history, const CheckOptions& options = {});
+std::vector<Violation> check_no_lost_update(const History& history, const CheckOptions& options = {});
+std::vector<Violation> check_liveness(const History& history, const CheckOptions& options = {});
+std::vector<Violation> check_fifo(const History& history, const CheckOptions& options = {});
+std::vector<Violation> check_writer_preference(const History& history, const CheckOptions& options = {});
+std::vector<Violation> check_no_leak(const History& history, const CheckOptions& options = {});
+
+// All of the above, in the order of all_invariants(), violations of each sorted by time.
+std::vector<Violation> check_all(const History& history, const CheckOptions& options = {});
+
+}  // namespace lockstep

@@ -1,0 +1,248 @@
+#include "scenarios/checkers/checkers.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "base/check.h"
+#include "scenarios/checkers/checker_support.h"
+
+// lease_exclusion: see checkers.h for the definition this judges.
+
+namespace lockstep {
+
+namespace {
+
+using namespace checker_support;
+
+// One stretch of a promised lease: [start_us, end_us) on one server for one owner value, set by
+// the grant or extend `event`. An extend or a re-grant closes the stretch and opens the next, so
+// every live stretch names the one event that proves it is live.
+struct LeaseStretch {
+  TimeUs start_us = 0;
+  TimeUs end_us = 0;
+  size_t event = kNoEvent;
+  int owner = -1;
+  std::string_view value;
+};
+
+struct KeyLeases {
+  std::vector<LeaseStretch> stretches;          // in the order of their events
+  std::unordered_map<ServerValue, size_t, ServerValueHash> open;  // a server's current stretch
+  std::unordered_map<ServerValue, int, ServerValueHash> owner;    // who its latest grant went to
+};
+
+void close_stretch(KeyLeases& key, const ServerValue& sv, TimeUs at_us) {
+  auto it = key.open.find(sv);
+  if (it == key.open.end()) return;
+  LeaseStretch& stretch = key.stretches[it->second];
+  stretch.end_us = std::min(stretch.end_us, at_us);
+  key.open.erase(it);
+}
+
+void apply_lease_event(KeyLeases& key, const HistoryEvent& e) {
+  const ServerValue sv{e.server, e.value};
+  close_stretch(key, sv, e.time_us);
+  if (e.kind == EventKind::revoke) return;
+  if (e.kind == EventKind::grant) key.owner[sv] = e.client;
+  auto owner = key.owner.find(sv);
+  key.open[sv] = key.stretches.size();
+  key.stretches.push_back(LeaseStretch{e.time_us, e.time_us + e.ttl_us, e.index,
+                                       owner != key.owner.end() ? owner->second : -1, e.value});
+}
+
+PerKey<KeyLeases> collect_leases(const History& history) {
+  PerKey<KeyLeases> keys;
+  for (const HistoryEvent& e : history.events()) {
+    if (e.kind == EventKind::grant || e.kind == EventKind::extend || e.kind == EventKind::revoke) {
+      apply_lease_event(keys[e.key], e);
+    }
+  }
+  return keys;
+}
+
+struct QuorumClash {
+  TimeUs time_us = 0;
+  std::string_view key;
+  std::vector<size_t> first;   // live stretches (indices) of the owner that already held a quorum
+  std::vector<size_t> second;  // ... and of the one that reached it
+  TimeUs first_since_us = 0;
+};
+
+// Sweeps one key's stretches in time. Every change at one instant is applied before the instant is
+// judged, so a lease that ends exactly when another begins does not overlap it ([start, end)).
+class QuorumSweep {
+ public:
+  QuorumSweep(std::string_view key, const KeyLeases& leases, int quorum, size_t max)
+      : key_(key), leases_(leases), quorum_(static_cast<size_t>(quorum)), max_(max) {}
+
+  std::vector<QuorumClash> run() {
+    std::vector<Point> points = sweep_points();
+    size_t i = 0;
+    while (i < points.size() && clashes_.size() < max_) {
+      size_t j = i;
+      while (j < points.size() && points[j].time_us == points[i].time_us) ++j;
+      apply_instant(points, i, j);
+      i = j;
+    }
+    return std::move(clashes_);
+  }
+
+ private:
+  struct Point {
+    TimeUs time_us;
+    bool is_start;
+    size_t stretch;
+    auto operator<=>(const Point&) const = default;
+  };
+  struct Holding {
+    TimeUs since_us;
+    size_t order;  // when it reached the quorum, in sweep order
+  };
+
+  std::vector<Point> sweep_points() const {
+    std::vector<Point> points;
+    points.reserve(2 * leases_.stretches.size());
+    for (size_t s = 0; s < leases_.stretches.size(); ++s) {
+      const LeaseStretch& stretch = leases_.stretches[s];
+      if (stretch.end_us <= stretch.start_us) continue;  // never live
+      points.push_back(Point{stretch.start_us, true, s});
+      points.push_back(Point{stretch.end_us, false, s});
+    }
+    std::sort(points.begin(), points.end());
+    return points;
+  }
+
+  // Applies every change at one instant, then judges only the values that reached a quorum at it,
+  // so a lease extended (closed and reopened at the same instant) is not a new quorum.
+  void apply_instant(const std::vector<Point>& points, size_t begin, size_t end) {
+    ValueCounts live_before;
+    for (size_t p = begin; p < end; ++p) {
+      const size_t s = points[p].stretch;
+      std::vector<size_t>& live = live_[leases_.stretches[s].value];
+      remember_count(live_before, leases_.stretches[s].value, live.size());
+      auto at = std::lower_bound(live.begin(), live.end(), s);
+      if (points[p].is_start) {
+        live.insert(at, s);
+      } else {
+        LOCKSTEP_CHECK(at != live.end() && *at == s, "a lease stretch ends after it starts");
+        live.erase(at);
+      }
+    }
+    judge_instant(live_before, points[begin].time_us);
+    for (const auto& [value, before] : live_before) {
+      auto it = live_.find(value);
+      if (it->second.empty()) live_.erase(it);  // keeps the map as small as the live owners
+    }
+  }
+
+  // Few values change at one instant: a vector beats a map here.
+  using ValueCounts = std::vector<std::pair<std::string_view, size_t>>;
+  static void remember_count(ValueCounts& counts, std::string_view value, size_t count) {
+    for (const auto& [seen, before] : counts) {
+      if (seen == value) return;
+    }
+    counts.emplace_back(value, count);
+  }
+
+  void judge_instant(const ValueCounts& live_before, TimeUs time_us) {
+    std::vector<std::string_view> reached;
+    for (const auto& [value, before] : live_before) {
+      const size_t now = live_[value].size();
+      if (now < quorum_) holding_.erase(value);
+      if (now >= quorum_ && before < quorum_) reached.push_back(value);
+    }
+    // The value whose quorum was completed by the earlier event reached it first.
+    std::sort(reached.begin(), reached.end(), [this](std::string_view a, std::string_view b) {
+      return *live_[a].rbegin() < *live_[b].rbegin();
+    });
+    for (std::string_view value : reached) {
+      const std::string_view* partner = earliest_holder();
+      if (partner != nullptr && clashes_.size() < max_) record(*partner, value, time_us);
+      holding_.emplace(value, Holding{time_us, next_order_++});
+    }
+  }
+
+  const std::string_view* earliest_holder() const {
+    const std::string_view* best = nullptr;
+    size_t best_order = 0;
+    for (const auto& [value, holding] : holding_) {
+      if (best == nullptr || holding.order < best_order) {
+        best = &value;
+        best_order = holding.order;
+      }
+    }
+    return best;
+  }
+
+  // The first `quorum` live stretches: enough to prove the quorum.
+  std::vector<size_t> quorum_proof(std::string_view value) {
+    const std::vector<size_t>& live = live_[value];
+    return std::vector<size_t>(live.begin(), live.begin() + static_cast<ptrdiff_t>(quorum_));
+  }
+
+  void record(std::string_view first, std::string_view second, TimeUs time_us) {
+    QuorumClash clash;
+    clash.time_us = time_us;
+    clash.key = key_;
+    clash.first = quorum_proof(first);
+    clash.second = quorum_proof(second);
+    clash.first_since_us = holding_.at(first).since_us;
+    clashes_.push_back(std::move(clash));
+  }
+
+  std::string_view key_;
+  const KeyLeases& leases_;
+  size_t quorum_;
+  size_t max_;
+  // value -> its live stretches, ascending (= in event order); values with none are dropped
+  std::map<std::string_view, std::vector<size_t>> live_;
+  std::map<std::string_view, Holding> holding_;  // values with at least a quorum of live leases
+  size_t next_order_ = 0;
+  std::vector<QuorumClash> clashes_;
+};
+
+std::string lease_holder_name(const LeaseStretch& stretch) {
+  if (stretch.owner < 0) return fmt::format("value {}", short_value(stretch.value));
+  return fmt::format("c{} (value {})", stretch.owner, short_value(stretch.value));
+}
+
+Violation clash_violation(const QuorumClash& clash, const KeyLeases& leases, int quorum) {
+  const LeaseStretch& first = leases.stretches[clash.first.front()];
+  const LeaseStretch& second = leases.stretches[clash.second.front()];
+  std::vector<size_t> events;
+  for (size_t s : clash.first) events.push_back(leases.stretches[s].event);
+  for (size_t s : clash.second) events.push_back(leases.stretches[s].event);
+  std::string detail = fmt::format(
+      "{} and {} each held live leases on key {} from at least {} server(s) (the quorum) at "
+      "{}us ({} had held its quorum since {}us)",
+      lease_holder_name(first), lease_holder_name(second), clash.key, quorum, clash.time_us,
+      first.owner >= 0 ? client_name(first.owner) : "the first", clash.first_since_us);
+  return make_violation(Invariant::lease_exclusion, clash.time_us, clash.key,
+                        {first.owner, second.owner}, std::move(events), std::move(detail));
+}
+
+}  // namespace
+
+std::vector<Violation> check_lease_exclusion(const History& history, const CheckOptions& options) {
+  LOCKSTEP_CHECK(history.meta.quorum >= 1, "a quorum is at least one server");
+  const size_t max = options.max_per_invariant;
+  const PerKey<KeyLeases> keys = collect_leases(history);
+  std::vector<Violation> found;
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const KeyLeases& leases = keys.state(k);
+    QuorumSweep sweep(keys.key(k), leases, history.meta.quorum, max);
+    for (const QuorumClash& clash : sweep.run()) {
+      found.push_back(clash_violation(clash, leases, history.meta.quorum));
+    }
+  }
+  sort_and_cap(found, max);
+  return found;
+}
+
+}  // namespace lockstep

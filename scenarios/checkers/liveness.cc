@@ -1,0 +1,113 @@
+#include "scenarios/checkers/checkers.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "base/check.h"
+#include "scenarios/checkers/checker_support.h"
+
+// liveness: see checkers.h for the definition this judges.
+
+namespace lockstep {
+
+namespace {
+
+using namespace checker_support;
+
+struct SlowAcquire {
+  TimeUs at = 0;  // when the bound was broken: the completion, or wait start + bound if pending
+  size_t invoke = kNoEvent;
+  size_t complete = kNoEvent;  // kNoEvent: still pending at the end
+  TimeUs start_us = 0;
+};
+
+// Earliest first; the invoke index breaks ties, so the order is total.
+bool operator<(const SlowAcquire& a, const SlowAcquire& b) {
+  return std::tie(a.at, a.invoke) < std::tie(b.at, b.invoke);
+}
+
+std::optional<SlowAcquire> judge_acquire(const History& history, size_t invoke, size_t complete) {
+  const HistoryMeta& meta = history.meta;
+  const TimeUs start_us = std::max(history[invoke].time_us, meta.heal_us);
+  const TimeUs bound_us = meta.liveness_bound_us;
+  if (complete == kNoEvent) {
+    if (meta.end_us - start_us < bound_us) return std::nullopt;
+    return SlowAcquire{start_us + bound_us, invoke, kNoEvent, start_us};
+  }
+  const HistoryEvent& done = history[complete];
+  const TimeUs waited_us = done.time_us - start_us;
+  const bool ok = done.outcome == Outcome::ok;
+  // A success exactly at the bound is in time; a failure at the bound means no progress.
+  if (ok ? waited_us <= bound_us : waited_us < bound_us) return std::nullopt;
+  return SlowAcquire{done.time_us, invoke, complete, start_us};
+}
+
+std::string wait_start_text(const History& history, const SlowAcquire& slow) {
+  const TimeUs invoked_us = history[slow.invoke].time_us;
+  if (slow.start_us == invoked_us) return fmt::format("{}us", invoked_us);
+  return fmt::format("{}us when the faults healed (invoked at {}us)", slow.start_us, invoked_us);
+}
+
+Violation liveness_violation(const History& history, const SlowAcquire& slow) {
+  const HistoryEvent& invoke = history[slow.invoke];
+  const TimeUs bound_us = history.meta.liveness_bound_us;
+  const std::string who =
+      fmt::format("{}'s acquire of key {}", client_name(invoke.client), invoke.key);
+  const std::string since = wait_start_text(history, slow);
+  std::string detail;
+  if (slow.complete == kNoEvent) {
+    detail = fmt::format("{}, waiting since {}, was still pending at the end of the run at {}us "
+                         "(bound {}us)",
+                         who, since, history.meta.end_us, bound_us);
+  } else {
+    const HistoryEvent& done = history[slow.complete];
+    const std::string how = done.outcome == Outcome::ok
+                                ? std::string("succeeded only")
+                                : fmt::format("ended {}", to_string(done.outcome));
+    detail = fmt::format("{} {} at {}us, {}us after its wait began at {} (bound {}us)", who, how,
+                         done.time_us, done.time_us - slow.start_us, since, bound_us);
+  }
+  return make_violation(Invariant::liveness, slow.at, invoke.key, {invoke.client},
+                        {slow.invoke, slow.complete}, std::move(detail));
+}
+
+}  // namespace
+
+std::vector<Violation> check_liveness(const History& history, const CheckOptions& options) {
+  if (history.meta.liveness_bound_us <= 0) return {};
+  PerKey<std::map<int, size_t>> waiting;  // key -> client -> its acquire's invoke
+  std::vector<SlowAcquire> slow;
+  // A client that died while it waited will never complete: nothing to wait for.
+  std::map<int, TimeUs> died_us;
+  for (const HistoryEvent& e : history.events()) {
+    if (e.kind == EventKind::fault && e.kills_client && e.client >= 0) died_us.try_emplace(e.client, e.time_us);
+    if (e.op != Op::acquire) continue;
+    std::map<int, size_t>& on_key = waiting[e.key];
+    if (e.kind == EventKind::invoke) on_key.try_emplace(e.client, e.index);  // keep the first
+    if (e.kind != EventKind::complete) continue;
+    auto it = on_key.find(e.client);
+    if (it == on_key.end()) continue;  // a completion without an invocation shows nothing
+    if (auto judged = judge_acquire(history, it->second, e.index)) slow.push_back(*judged);
+    on_key.erase(it);
+  }
+  for (size_t k = 0; k < waiting.size(); ++k) {
+    for (const auto& [client, invoke] : waiting.state(k)) {
+      auto died = died_us.find(client);
+      if (died != died_us.end() && died->second >= history[invoke].time_us) continue;
+      if (auto judged = judge_acquire(history, invoke, kNoEvent)) slow.push_back(*judged);
+    }
+  }
+  std::sort(slow.begin(), slow.end());
+  if (slow.size() > options.max_per_invariant) slow.resize(options.max_per_invariant);
+  std::vector<Violation> found;
+  for (const SlowAcquire& s : slow) found.push_back(liveness_violation(history, s));
+  return found;
+}
+
+}  // namespace lockstep

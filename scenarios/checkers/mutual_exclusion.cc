@@ -1,0 +1,124 @@
+#include "scenarios/checkers/checkers.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "base/check.h"
+#include "scenarios/checkers/checker_support.h"
+
+// mutual_exclusion: see checkers.h for the definition this judges.
+
+namespace lockstep {
+
+namespace {
+
+using namespace checker_support;
+
+struct Overlap {
+  size_t other_enter = kNoEvent;  // the holder that was already inside
+  size_t enter = kNoEvent;        // the entry that overlapped it
+  size_t other_exit = kNoEvent;   // when the earlier holder left (filled in later), if it did
+};
+
+struct Holder {
+  size_t enter = kNoEvent;
+  bool shared = false;
+  std::vector<size_t> overlaps_awaiting_exit;  // indices into MutualExclusionSweep::overlaps_
+};
+
+struct KeyHolders {
+  std::map<int, Holder> by_client;
+  std::map<size_t, int> all_by_entry;        // enter index -> client
+  std::map<size_t, int> exclusive_by_entry;  // the same, non-shared holders only
+};
+
+class MutualExclusionSweep {
+ public:
+  MutualExclusionSweep(const History& history, size_t max) : history_(history), max_(max) {}
+
+  void enter(const HistoryEvent& e) {
+    KeyHolders& key = keys_[e.key];
+    // A second enter without an exit continues the hold it already has.
+    auto [it, inserted] = key.by_client.try_emplace(e.client);
+    if (!inserted) return;
+    it->second.enter = e.index;
+    it->second.shared = e.shared;
+    record_conflict(key, e);
+    key.all_by_entry.emplace(e.index, e.client);
+    if (!e.shared) key.exclusive_by_entry.emplace(e.index, e.client);
+  }
+
+  void exit(const HistoryEvent& e) {
+    KeyHolders& key = keys_[e.key];
+    auto it = key.by_client.find(e.client);
+    if (it == key.by_client.end()) return;  // an exit without an enter shows nothing
+    for (size_t overlap : it->second.overlaps_awaiting_exit) overlaps_[overlap].other_exit = e.index;
+    key.all_by_entry.erase(it->second.enter);
+    key.exclusive_by_entry.erase(it->second.enter);
+    key.by_client.erase(it);
+  }
+
+  std::vector<Violation> violations() const {
+    std::vector<Violation> found;
+    found.reserve(overlaps_.size());
+    for (const Overlap& overlap : overlaps_) found.push_back(to_violation(overlap));
+    return found;  // already in time order: overlaps are found at the later entry
+  }
+
+ private:
+  // Shared holds coexist; anything else conflicts with every holder. The earliest one is named.
+  void record_conflict(KeyHolders& key, const HistoryEvent& e) {
+    if (overlaps_.size() >= max_) return;
+    const std::map<size_t, int>& rivals = e.shared ? key.exclusive_by_entry : key.all_by_entry;
+    if (rivals.empty()) return;
+    Holder& other = key.by_client.at(rivals.begin()->second);
+    other.overlaps_awaiting_exit.push_back(overlaps_.size());
+    overlaps_.push_back(Overlap{other.enter, e.index, kNoEvent});
+  }
+
+  static std::string holder_name(const HistoryEvent& enter) {
+    return enter.shared ? fmt::format("c{} (shared)", enter.client)
+                        : fmt::format("c{}", enter.client);
+  }
+
+  Violation to_violation(const Overlap& overlap) const {
+    const HistoryEvent& other = history_[overlap.other_enter];
+    const HistoryEvent& enter = history_[overlap.enter];
+    std::string left = overlap.other_exit != kNoEvent
+                           ? fmt::format("left at {}us", history_[overlap.other_exit].time_us)
+                           : fmt::format("was still inside at the end, {}us", history_.meta.end_us);
+    std::string detail = fmt::format(
+        "{} and {} were both inside the critical section for key {} from {}us ({} entered at {}us "
+        "and {})",
+        holder_name(other), holder_name(enter), enter.key, enter.time_us, client_name(other.client),
+        other.time_us, left);
+    return make_violation(Invariant::mutual_exclusion, enter.time_us, enter.key,
+                          {other.client, enter.client},
+                          {overlap.other_enter, overlap.enter, overlap.other_exit},
+                          std::move(detail));
+  }
+
+  const History& history_;
+  size_t max_;
+  PerKey<KeyHolders> keys_;
+  std::vector<Overlap> overlaps_;
+};
+
+}  // namespace
+
+std::vector<Violation> check_mutual_exclusion(const History& history, const CheckOptions& options) {
+  MutualExclusionSweep sweep(history, options.max_per_invariant);
+  for (const HistoryEvent& e : history.events()) {
+    if (e.kind == EventKind::cs_enter) sweep.enter(e);
+    if (e.kind == EventKind::cs_exit) sweep.exit(e);
+  }
+  return sweep.violations();
+}
+
+}  // namespace lockstep

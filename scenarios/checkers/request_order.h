@@ -1,0 +1,80 @@
+#pragma once
+// What fifo and writer_preference share (internal to scenarios/checkers): one sweep over the
+// history that, at every successful acquire of an in-process keyed lock, shows the judge the
+// acquires on that key still pending, by invocation. Per-key state lives in ordered maps keyed by
+// the key string, so nothing depends on hash layout.
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "scenarios/checkers/checkers.h"
+
+namespace lockstep::request_order {
+
+// An acquire that has been invoked and not completed yet.
+struct Pending {
+  int client = -1;
+  bool shared = false;
+};
+
+// Per key: pending acquires by invoke index (so begin() is the earliest), and per client the
+// invoke index of its pending acquire.
+struct KeyRequests {
+  std::map<size_t, Pending> by_invoke;
+  std::map<size_t, Pending> exclusive_by_invoke;
+  std::map<int, size_t> invoke_of_client;
+};
+
+inline bool is_acquire(const HistoryEvent& e, EventKind kind) { return e.kind == kind && e.op == Op::acquire; }
+
+inline std::string mode_name(bool shared) { return shared ? "shared" : "exclusive"; }
+
+// Sweeps acquires and calls judge(grant event, its invoke index, requests pending before it) at
+// each successful one, before the granted request leaves the pending set.
+template <class Judge>
+inline void sweep_grants(const History& history, Judge judge) {
+  std::map<std::string, KeyRequests, std::less<>> keys;
+  for (const HistoryEvent& e : history.events()) {
+    if (is_acquire(e, EventKind::invoke)) {
+      KeyRequests& key = keys[e.key];
+      key.by_invoke[e.index] = {e.client, e.shared};
+      if (!e.shared) key.exclusive_by_invoke[e.index] = {e.client, e.shared};
+      key.invoke_of_client[e.client] = e.index;
+    }
+    if (!is_acquire(e, EventKind::complete)) continue;
+    KeyRequests& key = keys[e.key];
+    auto it = key.invoke_of_client.find(e.client);
+    if (it == key.invoke_of_client.end()) continue;  // a completion without an invocation shows nothing
+    const size_t invoke = it->second;
+    if (e.outcome == Outcome::ok) judge(e, history[invoke], key);
+    key.by_invoke.erase(invoke);
+    key.exclusive_by_invoke.erase(invoke);
+    key.invoke_of_client.erase(it);
+  }
+}
+
+inline Violation overtake(const History& history, Invariant invariant, const HistoryEvent& grant, const HistoryEvent& invoke,
+                   size_t earlier_invoke, const Pending& earlier) {
+  Violation v;
+  v.invariant = invariant;
+  v.time_us = grant.time_us;
+  v.key = grant.key;
+  v.clients = {std::min(grant.client, earlier.client), std::max(grant.client, earlier.client)};
+  v.clients.erase(std::unique(v.clients.begin(), v.clients.end()), v.clients.end());
+  v.events = {earlier_invoke, invoke.index, grant.index};
+  std::sort(v.events.begin(), v.events.end());
+  v.detail = fmt::format(
+      "c{}'s {} acquire of key {} (asked at {}us) was granted at {}us while c{}'s earlier {} acquire (asked at "
+      "{}us) was still waiting",
+      grant.client, mode_name(invoke.shared), grant.key, invoke.time_us, grant.time_us, earlier.client,
+      mode_name(earlier.shared), history[earlier_invoke].time_us);
+  return v;
+}
+
+inline void cap(std::vector<Violation>& found, const CheckOptions& options) {
+  if (found.size() > options.max_per_invariant) found.resize(options.max_per_invariant);
+}
+
+}  // namespace lockstep::request_order

@@ -1,0 +1,158 @@
+#include "scenarios/explore/calibrate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "scenarios/backends/registry.h"
+
+namespace lockstep {
+
+namespace {
+
+std::optional<double> median(std::vector<double> values) {
+  if (values.empty()) return std::nullopt;
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  const double m = values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+  if (m == std::numeric_limits<double>::infinity()) return std::nullopt;
+  return m;
+}
+
+std::string maybe(const std::optional<double>& v, const char* format_spec_unused, double scale, const char* unit) {
+  (void)format_spec_unused;
+  return v ? fmt::format("{:.1f}{}", *v / scale, unit) : std::string("never");
+}
+
+}  // namespace
+
+FirstCatch median_first_catch(const std::vector<bool>& caught, const std::vector<int64_t>& wall_us) {
+  const size_t n = caught.size();
+  std::vector<double> seeds(n, std::numeric_limits<double>::infinity());
+  std::vector<double> times(n, std::numeric_limits<double>::infinity());
+  // Walk backwards: the next catch at or after each start, and the time spent up to it.
+  std::optional<size_t> next;
+  double time_to_next = 0;
+  for (size_t k = n; k-- > 0;) {
+    if (caught[k]) {
+      next = k;
+      time_to_next = 0;
+    }
+    time_to_next += static_cast<double>(wall_us[k]);
+    if (next) {
+      seeds[k] = static_cast<double>(*next - k + 1);
+      times[k] = time_to_next;
+    }
+  }
+  return {.median_seeds = median(seeds), .median_time_us = median(times)};
+}
+
+bool CalibrationRow::meets_targets(const CalibrateConfig& config) const {
+  return caught > 0 && median_time_us && *median_time_us < static_cast<double>(config.target_median_us) && first &&
+         first->shrunk_ops <= config.target_shrunk_ops;
+}
+
+bool CalibrationResult::all_meet_targets() const {
+  return std::all_of(rows.begin(), rows.end(), [this](const CalibrationRow& r) { return r.meets_targets(config); });
+}
+
+namespace {
+
+CalibrationRow calibrate_adapter(const CalibrateConfig& config, const AdapterEntry& adapter) {
+  const auto start = std::chrono::steady_clock::now();
+  const SweepConfig sweep{.adapter = adapter.name, .first_seed = config.first_seed, .seeds = config.seeds,
+                          .report_dir = config.report_dir};
+  const SwarmCapabilities caps = swarm_capabilities(adapter.name);
+  CalibrationRow row{.adapter = adapter.name, .breaks = adapter.breaks};
+  std::vector<bool> caught;
+  std::vector<int64_t> wall_us;
+  std::optional<SeedOutcome> first;
+  for (int i = 0; i < config.seeds; ++i) {
+    const auto seed_start = std::chrono::steady_clock::now();
+    SeedOutcome o = run_sweep_seed(sweep, caps, config.first_seed + static_cast<uint64_t>(i));
+    wall_us.push_back(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                                            seed_start).count());
+    caught.push_back(o.violates());
+    ++row.seeds_run;
+    if (!o.violates()) continue;
+    ++row.caught;
+    if (!first) first = std::move(o);
+  }
+  const FirstCatch fc = median_first_catch(caught, wall_us);
+  row.median_seeds = fc.median_seeds;
+  row.median_time_us = fc.median_time_us;
+  if (first) row.first = shrink_counterexample(sweep, *first);
+  row.wall_time_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
+  return row;
+}
+
+}  // namespace
+
+CalibrationResult run_calibration(const CalibrateConfig& config) {
+  CalibrationResult result{.config = config};
+  for (const AdapterEntry& entry : adapters()) {
+    if (!entry.known_bad || std::find(entry.worlds.begin(), entry.worlds.end(), "sim") == entry.worlds.end()) continue;
+    if (!config.adapters.empty() &&
+        std::find(config.adapters.begin(), config.adapters.end(), entry.name) == config.adapters.end()) {
+      continue;
+    }
+    result.rows.push_back(calibrate_adapter(config, entry));
+  }
+  return result;
+}
+
+nlohmann::json to_json(const CalibrationResult& result) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const CalibrationRow& r : result.rows) {
+    nlohmann::json row = {{"adapter", r.adapter},
+                          {"breaks", r.breaks},
+                          {"seeds_run", r.seeds_run},
+                          {"caught", r.caught},
+                          {"detection_rate", r.seeds_run > 0 ? static_cast<double>(r.caught) / r.seeds_run : 0.0},
+                          {"median_seeds_to_first", r.median_seeds ? nlohmann::json(*r.median_seeds) : nullptr},
+                          {"median_time_to_first_us", r.median_time_us ? nlohmann::json(*r.median_time_us) : nullptr},
+                          {"wall_time_us", r.wall_time_us},
+                          {"meets_targets", r.meets_targets(result.config)}};
+    if (r.first) {
+      row["first_counterexample"] = {{"seed", r.first->seed},
+                                     {"invariant", r.first->invariant},
+                                     {"ops", r.first->ops},
+                                     {"shrunk_ops", r.first->shrunk_ops},
+                                     {"shrink_runs", r.first->shrink_runs},
+                                     {"replay_file", r.first->replay_file}};
+    }
+    rows.push_back(std::move(row));
+  }
+  return {{"kind", "calibration"},
+          {"verdict", result.all_meet_targets() ? "ok" : "missed"},
+          {"first_seed", result.config.first_seed},
+          {"seeds", result.config.seeds},
+          {"targets",
+           {{"median_time_to_first_us", result.config.target_median_us},
+            {"shrunk_ops", result.config.target_shrunk_ops}}},
+          {"adapters", rows}};
+}
+
+std::string to_text(const CalibrationResult& result) {
+  std::string out = fmt::format("calibration over seeds {}..{} (targets: caught, median time < {:.1f}s, shrunk <= {} ops)\n",
+                                result.config.first_seed, result.config.first_seed + static_cast<uint64_t>(result.config.seeds) - 1,
+                                static_cast<double>(result.config.target_median_us) / 1e6, result.config.target_shrunk_ops);
+  out += fmt::format("  {:<28} {:<18} {:>7} {:>8} {:>9} {:>9} {:>6}  {}\n", "adapter", "breaks", "rate", "med.seeds",
+                     "med.time", "shrunk", "orig", "verdict");
+  for (const CalibrationRow& r : result.rows) {
+    const double rate = r.seeds_run > 0 ? 100.0 * r.caught / r.seeds_run : 0.0;
+    out += fmt::format("  {:<28} {:<18} {:>6.1f}% {:>8} {:>9} {:>9} {:>6}  {}\n", r.adapter,
+                       r.first ? r.first->invariant : r.breaks, rate, maybe(r.median_seeds, "", 1, ""),
+                       maybe(r.median_time_us, "", 1000, "ms"),
+                       r.first ? fmt::format("{} ops", r.first->shrunk_ops) : "-",
+                       r.first ? fmt::format("{}", r.first->ops) : "-",
+                       r.meets_targets(result.config) ? "ok" : "MISSED");
+    if (r.first && !r.first->replay_file.empty()) out += fmt::format("      replay: lockstep replay {}\n", r.first->replay_file);
+  }
+  return out;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,60 @@
+#pragma once
+// `lockstep calibrate`: how well the sweep catches the known-bad adapters.
+//
+// For each known-bad adapter (registry entries with known_bad = true), every seed of a fixed
+// range is run as `lockstep sweep` would run it. Reported: the detection rate (seeds that caught
+// it / seeds run); the median, over every start seed of the range, of the seeds and wall time a
+// sweep starting there needs to reach its first counterexample (starts with none left in the range
+// count as never); and the size (operations) of the first counterexample once shrunk. Targets:
+// every adapter caught, median time under 1 s, shrunk counterexamples of at most 20 operations.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "scenarios/explore/sweep.h"
+
+namespace lockstep {
+
+struct CalibrateConfig {
+  std::vector<std::string> adapters;  // empty: every known-bad adapter
+  uint64_t first_seed = 1;
+  int seeds = 200;
+  std::string report_dir;             // replay files of the shrunk counterexamples, when set
+  int64_t target_median_us = 1'000'000;
+  uint64_t target_shrunk_ops = 20;
+};
+
+struct CalibrationRow {
+  std::string adapter;
+  std::string breaks;                   // what the registry says it breaks
+  int seeds_run = 0;
+  int caught = 0;
+  std::optional<double> median_seeds;   // nullopt: most starts never reach a counterexample
+  std::optional<double> median_time_us;
+  std::optional<Counterexample> first;  // the shrunk first counterexample
+  int64_t wall_time_us = 0;
+  bool meets_targets(const CalibrateConfig& config) const;
+};
+
+struct CalibrationResult {
+  CalibrateConfig config;
+  std::vector<CalibrationRow> rows;
+  bool all_meet_targets() const;
+};
+
+CalibrationResult run_calibration(const CalibrateConfig& config);
+nlohmann::json to_json(const CalibrationResult& result);
+std::string to_text(const CalibrationResult& result);
+
+// The median, over start positions, of the distance to the next caught seed (inclusive) and the
+// wall time spent up to it: exposed for tests.
+struct FirstCatch {
+  std::optional<double> median_seeds;
+  std::optional<double> median_time_us;
+};
+FirstCatch median_first_catch(const std::vector<bool>& caught, const std::vector<int64_t>& wall_us);
+
+}  // namespace lockstep

@@ -1,0 +1,21 @@
+#include "scenarios/explore/replay.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "scenarios/explore/swarm.h"
+
+namespace lockstep {
+
+RunReport replay_run(const ReplaySpec& spec) {
+  if (spec.workload.is_null()) return run_scenario(spec.config);
+  try {
+    return run_scenario(make_swarm_scenario(swarm_spec_from_json(spec.workload)), spec.config);
+  } catch (const std::invalid_argument& e) {
+    if (dynamic_cast<const UsageError*>(&e) != nullptr) throw;
+    throw UsageError(fmt::format("the report's workload cannot be replayed: {}", e.what()));
+  }
+}
+
+}  // namespace lockstep

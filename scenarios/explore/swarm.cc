@@ -1,0 +1,752 @@
+#include "scenarios/explore/swarm.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "base/check.h"
+#include "adapters/core/random.h"
+#include "scenarios/backends/keyed.h"
+#include "scenarios/backends/registry.h"
+#include "scenarios/runner.h"
+#include "sim/world.h"
+
+namespace lockstep {
+
+namespace {
+
+constexpr std::pair<FaultKind, std::string_view> kFaultNames[] = {
+    {FaultKind::pause, "pause"},
+    {FaultKind::crash, "crash"},
+    {FaultKind::clock_drift, "clock-drift"},
+    {FaultKind::clock_jump, "clock-jump"},
+    {FaultKind::server_drift, "server-drift"},
+    {FaultKind::failover, "failover"},
+    {FaultKind::latency, "latency"},
+    {FaultKind::loss, "loss"},
+    {FaultKind::partition, "partition"},
+};
+
+// Headroom in the liveness bound for one round trip that times out (command timeouts are 100 ms).
+constexpr int64_t kRoundSlack_ms = 250;
+constexpr int64_t kHealHold_ms = 1;
+
+std::string key_name(int key) { return fmt::format("k{}", key); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// fault kinds
+
+std::string_view to_string(FaultKind kind) {
+  for (const auto& [k, name] : kFaultNames) {
+    if (k == kind) return name;
+  }
+  return "unknown";
+}
+
+std::optional<FaultKind> fault_kind_from_string(std::string_view name) {
+  for (const auto& [k, n] : kFaultNames) {
+    if (n == name) return k;
+  }
+  return std::nullopt;
+}
+
+const std::vector<FaultKind>& all_fault_kinds() {
+  static const std::vector<FaultKind> kinds = [] {
+    std::vector<FaultKind> out;
+    for (const auto& entry : kFaultNames) out.push_back(entry.first);
+    return out;
+  }();
+  return kinds;
+}
+
+std::string fault_kind_names() {
+  std::vector<std::string_view> names;
+  for (const auto& entry : kFaultNames) names.push_back(entry.second);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+// ---------------------------------------------------------------------------------------------
+// capabilities
+
+SwarmCapabilities swarm_capabilities(const AdapterEntry& adapter) {
+  return {.keyed_rw = adapter.family == LockFamily::keyed_rw,
+          .keyed_fifo = adapter.family == LockFamily::keyed_fifo,
+          .network = adapter.sim_faults.network,
+          .server_clock = adapter.sim_faults.server_clock,
+          .failover = adapter.sim_faults.failover};
+}
+
+SwarmCapabilities swarm_capabilities(const std::string& adapter) {
+  const AdapterEntry* entry = find_adapter(adapter);
+  if (entry == nullptr) {
+    throw UsageError(fmt::format("unknown adapter \"{}\"; valid adapters: {}", adapter, adapter_names()));
+  }
+  if (std::find(entry->worlds.begin(), entry->worlds.end(), "sim") == entry->worlds.end()) {
+    throw UsageError(fmt::format("adapter \"{}\" does not run in world \"sim\"; its worlds: {}", adapter,
+                                 fmt::join(entry->worlds, ", ")));
+  }
+  return swarm_capabilities(*entry);
+}
+
+// ---------------------------------------------------------------------------------------------
+// the spec
+
+void SwarmSpec::validate() const {
+  auto fail = [](const std::string& what) { throw std::invalid_argument("swarm spec: " + what); };
+  if (family != "lease" && family != "keyed-rw" && family != "keyed-fifo") fail("unknown family " + family);
+  if (keys < 1 || keys > kMaxKeys) fail(fmt::format("keys must be in [1, {}]", kMaxKeys));
+  if (ttl_ms < 1 || retry_delay_ms < 1 || retry_times < 0 || retry_jitter_ms < 0) fail("bad ttl or retry settings");
+  if (fixed_latency_us < 0 || safety_ms < 1 || heal_clients < 0 || heal_clients > kMaxClients) fail("bad run shape");
+  if (clients.empty() || clients.size() > static_cast<size_t>(kMaxClients)) {
+    fail(fmt::format("clients must be in [1, {}]", kMaxClients));
+  }
+  if (faults.size() > static_cast<size_t>(kMaxFaults)) fail(fmt::format("more than {} faults", kMaxFaults));
+  for (const SwarmClient& c : clients) {
+    if (c.steps.size() > static_cast<size_t>(kMaxSteps)) fail(fmt::format("a client has more than {} steps", kMaxSteps));
+    if (c.start_ms < 0 || c.drift_ppm <= -1'000'000) fail("bad client start or drift");
+    for (const SwarmStep& s : c.steps) {
+      if (s.key < 0 || s.key >= keys) fail("a step names a key outside [0, keys)");
+      if (s.gap_ms < 0 || s.hold_ms < 0 || s.pause_ms < 0 || s.release_pause_ms < 0) fail("negative duration");
+    }
+  }
+  for (const SwarmFault& f : faults) {
+    if (f.client < 0 || f.client >= static_cast<int>(clients.size())) fail("a fault names a client that is not there");
+    if (f.at_ms < 0 || f.duration_ms < 0 || f.at_ms >= safety_ms) fail("a fault outside the safety phase");
+    if (f.kind == FaultKind::server_drift && f.amount <= -1'000'000) fail("server drift must stay above -100%");
+    if (f.kind == FaultKind::loss && (f.amount < 0 || f.amount > 100)) fail("loss is a percentage");
+    if (f.kind == FaultKind::latency && f.amount < 1) fail("latency must be positive");
+    if (f.kind == FaultKind::failover && replication_delay_ms < 0) fail("a failover needs a replica");
+  }
+}
+
+bool SwarmSpec::has_fault(FaultKind kind) const {
+  for (const SwarmFault& f : faults) {
+    if (f.kind == kind) return true;
+  }
+  for (const SwarmClient& c : clients) {
+    if (kind == FaultKind::clock_drift && c.drift_ppm != 0) return true;
+    for (const SwarmStep& s : c.steps) {
+      if (kind == FaultKind::pause && (s.pause_ms > 0 || s.release_pause_after_us >= 0)) return true;
+      if (kind == FaultKind::crash && s.acquire_crash_after_us >= 0) return true;
+    }
+  }
+  return kind == FaultKind::latency && fixed_latency_us > 0;
+}
+
+size_t SwarmSpec::step_count() const {
+  size_t n = 0;
+  for (const SwarmClient& c : clients) n += c.steps.size();
+  return n;
+}
+
+int64_t SwarmSpec::liveness_bound_us() const {
+  int64_t longest_hold_ms = 0;
+  for (const SwarmClient& c : clients) {
+    for (const SwarmStep& s : c.steps) longest_hold_ms = std::max(longest_hold_ms, s.hold_ms);
+  }
+  // After the heal each safety client has at most one step left (an acquire still retrying, a
+  // hold, an extend or a walked-away lease: at most two TTLs), and each healed acquire one hold.
+  const int64_t round_ms = 2 * ttl_ms + longest_hold_ms + retry_delay_ms + retry_jitter_ms + kRoundSlack_ms;
+  const int64_t holders = static_cast<int64_t>(clients.size()) + static_cast<int64_t>(heal_clients) * keys + 1;
+  const int64_t retry_budget_ms = retry_times * (retry_delay_ms + retry_jitter_ms + kRoundSlack_ms);
+  return (holders * round_ms + retry_budget_ms + ttl_ms) * 1000;
+}
+
+Expectation tolerated_violations(const SwarmSpec& spec) {
+  if (spec.family != "lease") return {};
+  Expectation e;
+  const bool failover = spec.has_fault(FaultKind::failover);
+  bool fast_server = false;
+  for (const SwarmFault& f : spec.faults) fast_server |= f.kind == FaultKind::server_drift && f.amount > 0;
+  // A holder that stops, sees time wrongly, or hears late can outlive its lease. A careful holder
+  // does not hear late: it stops at the validity its adapter reported, so only an adapter that
+  // overstates validity loses exclusion to latency alone.
+  const bool late = spec.has_fault(FaultKind::latency) && !spec.careful;
+  if (failover || spec.has_fault(FaultKind::pause) || spec.has_fault(FaultKind::clock_drift) ||
+      spec.has_fault(FaultKind::clock_jump) || late || spec.has_fault(FaultKind::server_drift)) {
+    e.insert(Invariant::mutual_exclusion);
+  }
+  if (failover || fast_server) e.insert(Invariant::lease_exclusion);
+  if (failover) {
+    // The promoted replica lacks the fencing counter's latest increments and reissues tokens.
+    e.insert(Invariant::fencing);
+    e.insert(Invariant::no_lost_update);
+  }
+  return e;
+}
+
+std::vector<std::string> swarm_sets(const SwarmSpec& spec) {
+  if (spec.replication_delay_ms < 0) return {};
+  return {"replicas=1", fmt::format("replication_delay_ms={}", spec.replication_delay_ms)};
+}
+
+// ---------------------------------------------------------------------------------------------
+// drawing
+
+namespace {
+
+// Per-seed rates (out of 8) of the faults and operations a step can carry.
+struct StepRates {
+  uint64_t pause = 0, release_pause = 0, crash = 0, extend = 0, walk_away = 0, shared = 0;
+  int64_t wire_us = 3000;  // how far after a call a fault aimed "on the wire" may land
+};
+
+bool allowed(const SwarmDrawOptions& options, FaultKind kind) {
+  return std::find(options.faults.begin(), options.faults.end(), kind) != options.faults.end();
+}
+
+bool producible(const SwarmCapabilities& caps, FaultKind kind) {
+  if (caps.keyed()) return kind == FaultKind::pause;  // no clocks, no network, no lease to lose
+  switch (kind) {
+    case FaultKind::server_drift: return caps.server_clock;
+    case FaultKind::failover: return caps.failover;
+    case FaultKind::latency:
+    case FaultKind::loss:
+    case FaultKind::partition: return caps.network;
+    default: return true;
+  }
+}
+
+uint64_t rate(Prng& rng, bool on) { return on && rng.chance(1, 2) ? static_cast<uint64_t>(rng.between(1, 4)) : 0; }
+
+SwarmStep draw_step(Prng& rng, const SwarmSpec& spec, const StepRates& r, bool storm) {
+  const int64_t ttl = spec.ttl_ms;
+  SwarmStep s;
+  s.key = static_cast<int>(rng.between(0, spec.keys - 1));
+  s.gap_ms = storm ? rng.between(0, 5) : rng.between(0, ttl);
+  s.hold_ms = storm ? rng.between(0, 3) : rng.between(0, ttl / 2);
+  if (rng.chance(r.pause, 8)) s.pause_ms = rng.between(1, 3 * ttl);
+  s.extend = rng.chance(r.extend, 8);
+  s.release = !rng.chance(r.walk_away, 8);
+  s.shared = rng.chance(r.shared, 8);
+  if (rng.chance(r.release_pause, 8)) {
+    s.release_pause_after_us = rng.between(0, r.wire_us);
+    s.release_pause_ms = rng.between(1, 3 * ttl);
+  }
+  if (rng.chance(r.crash, 8)) s.acquire_crash_after_us = rng.between(0, r.wire_us);
+  return s;
+}
+
+int64_t planned_ms(const SwarmClient& c) {
+  int64_t t = c.start_ms;
+  for (const SwarmStep& s : c.steps) t += s.gap_ms + s.hold_ms + s.pause_ms + s.release_pause_ms;
+  return t;
+}
+
+SwarmFault draw_fault(Prng& rng, SwarmSpec& spec, FaultKind kind) {
+  const int64_t ttl = spec.ttl_ms;
+  SwarmFault f{.kind = kind, .at_ms = rng.between(0, spec.safety_ms - 1)};
+  f.client = static_cast<int>(rng.between(0, static_cast<int64_t>(spec.clients.size()) - 1));
+  switch (kind) {
+    case FaultKind::pause: f.duration_ms = rng.between(1, 3 * ttl); break;
+    case FaultKind::clock_jump: f.amount = rng.between(-2 * ttl, 2 * ttl); break;
+    case FaultKind::server_drift:
+      f.amount = rng.between(-300'000, 500'000);
+      f.duration_ms = rng.between(1, spec.safety_ms);
+      break;
+    case FaultKind::failover:
+      if (spec.replication_delay_ms < 0) spec.replication_delay_ms = rng.between(0, 2 * ttl);
+      break;
+    case FaultKind::latency:
+      f.amount = rng.between(1'000, 150'000);
+      f.duration_ms = rng.between(1, 2 * ttl);
+      break;
+    case FaultKind::loss:
+      f.amount = rng.between(1, 50);
+      f.duration_ms = rng.between(1, 2 * ttl);
+      break;
+    case FaultKind::partition:
+      f.amount = rng.between(0, 1);
+      f.duration_ms = rng.between(1, 2 * ttl);
+      break;
+    default: break;
+  }
+  return f;
+}
+
+void draw_faults(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps, const SwarmDrawOptions& options) {
+  std::vector<FaultKind> kinds;  // clock drift is per client, drawn with the clients
+  for (FaultKind k : all_fault_kinds()) {
+    if (k != FaultKind::clock_drift && allowed(options, k) && producible(caps, k)) kinds.push_back(k);
+  }
+  if (kinds.empty()) return;
+  const int64_t count = rng.between(0, 4);
+  bool failed_over = false;
+  for (int64_t i = 0; i < count; ++i) {
+    const FaultKind kind = kinds[rng.below(kinds.size())];
+    if (kind == FaultKind::failover && failed_over) continue;  // one replica: one failover
+    failed_over |= kind == FaultKind::failover;
+    spec.faults.push_back(draw_fault(rng, spec, kind));
+  }
+  std::sort(spec.faults.begin(), spec.faults.end(),
+            [](const SwarmFault& a, const SwarmFault& b) { return a.at_ms < b.at_ms; });
+}
+
+StepRates draw_rates(Prng& rng, const SwarmSpec& spec, const SwarmCapabilities& caps, const SwarmDrawOptions& o) {
+  const bool pause = allowed(o, FaultKind::pause) && producible(caps, FaultKind::pause);
+  const bool lease = spec.family == "lease";
+  StepRates r;
+  r.pause = rate(rng, pause);
+  r.release_pause = rate(rng, pause && lease);
+  r.crash = rate(rng, allowed(o, FaultKind::crash) && producible(caps, FaultKind::crash));
+  r.extend = rate(rng, lease);
+  r.walk_away = lease && rng.chance(1, 3) ? 1 : 0;
+  r.shared = spec.family == "keyed-rw" ? static_cast<uint64_t>(rng.between(2, 6)) : 0;
+  // A call is on the wire for about two one-way latencies.
+  r.wire_us = spec.fixed_latency_us > 0 ? 4 * spec.fixed_latency_us : 3000;
+  return r;
+}
+
+void draw_clients(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps, const SwarmDrawOptions& options) {
+  const bool storm = rng.chance(1, 3);  // many short critical sections: the wire is busy
+  const StepRates rates = draw_rates(rng, spec, caps, options);
+  const bool drift = allowed(options, FaultKind::clock_drift) && producible(caps, FaultKind::clock_drift);
+  const int64_t count = rng.between(1, storm ? 8 : 5);
+  for (int64_t i = 0; i < count; ++i) {
+    SwarmClient c;
+    c.start_ms = storm ? rng.between(0, 5) : rng.between(0, spec.ttl_ms);
+    if (drift && rng.chance(1, 3)) c.drift_ppm = rng.between(-300'000, 300'000);
+    const int64_t steps = rng.between(1, storm ? 10 : 5);
+    for (int64_t j = 0; j < steps; ++j) c.steps.push_back(draw_step(rng, spec, rates, storm));
+    spec.clients.push_back(std::move(c));
+  }
+}
+
+}  // namespace
+
+SwarmSpec draw_swarm_spec(const SwarmCapabilities& caps, uint64_t seed, const SwarmDrawOptions& options) {
+  Prng rng(seed ^ 0x5357'4152'4d00'0001ULL);  // "SWARM": the spec's own stream of the seed
+  SwarmSpec spec;
+  spec.family = caps.keyed_rw ? "keyed-rw" : caps.keyed_fifo ? "keyed-fifo" : "lease";
+  spec.keys = static_cast<int>(rng.between(1, 3));
+  spec.ttl_ms = rng.chance(1, 2) ? rng.between(50, 400) : rng.between(400, 3000);
+  spec.retry_delay_ms = rng.between(5, std::max<int64_t>(5, spec.ttl_ms / 4));
+  spec.retry_times = static_cast<int>(rng.between(0, 20));
+  spec.retry_jitter_ms = rng.chance(1, 2) ? rng.between(0, spec.retry_delay_ms) : 0;
+  if (allowed(options, FaultKind::latency) && producible(caps, FaultKind::latency) && rng.chance(1, 3)) {
+    spec.fixed_latency_us = rng.between(100, 3000);
+  }
+  draw_clients(rng, spec, caps, options);
+  int64_t planned = spec.ttl_ms;
+  for (const SwarmClient& c : spec.clients) planned = std::max(planned, planned_ms(c));
+  spec.safety_ms = std::min<int64_t>(planned + spec.ttl_ms, 60'000);
+  draw_faults(rng, spec, caps, options);
+  spec.heal_clients = spec.family == "lease" ? static_cast<int>(rng.between(1, 2)) : 0;
+  // Drawn last, so every other parameter of a seed is what it was before careful clients existed.
+  spec.careful = spec.family == "lease" && rng.chance(1, 2);
+  if (spec.careful) {
+    // Careful seeds judge whether an adapter's validity is honest. A stop-the-world or a client
+    // clock fault would excuse exactly that judgement (the holder cannot know), so they draw none.
+    for (SwarmClient& c : spec.clients) {
+      c.drift_ppm = 0;
+      for (SwarmStep& st : c.steps) {
+        st.pause_ms = 0;
+        st.release_pause_after_us = -1;
+        st.release_pause_ms = 0;
+      }
+    }
+    std::erase_if(spec.faults, [](const SwarmFault& f) {
+      return f.kind == FaultKind::pause || f.kind == FaultKind::clock_jump;
+    });
+  }
+  spec.validate();
+  return spec;
+}
+
+// ---------------------------------------------------------------------------------------------
+// describing and serializing
+
+namespace {
+
+std::string describe_step(const SwarmStep& s) {
+  std::string out = fmt::format("k{} gap={} hold={}", s.key, s.gap_ms, s.hold_ms);
+  if (s.pause_ms > 0) out += fmt::format(" pause={}", s.pause_ms);
+  if (s.extend) out += " extend";
+  if (!s.release) out += " walk-away";
+  if (s.shared) out += " shared";
+  if (s.release_pause_after_us >= 0) {
+    out += fmt::format(" release-pause={}ms@+{}us", s.release_pause_ms, s.release_pause_after_us);
+  }
+  if (s.acquire_crash_after_us >= 0) out += fmt::format(" acquire-crash@+{}us", s.acquire_crash_after_us);
+  return out;
+}
+
+std::string describe_fault(const SwarmFault& f) {
+  std::string out = fmt::format("{} at={}ms", to_string(f.kind), f.at_ms);
+  switch (f.kind) {
+    case FaultKind::pause: return out + fmt::format(" c{} for={}ms", f.client, f.duration_ms);
+    case FaultKind::crash: return out + fmt::format(" c{}", f.client);
+    case FaultKind::clock_jump: return out + fmt::format(" c{} by={}ms", f.client, f.amount);
+    case FaultKind::server_drift: return out + fmt::format(" {}ppm for={}ms", f.amount, f.duration_ms);
+    case FaultKind::latency: return out + fmt::format(" {}us for={}ms", f.amount, f.duration_ms);
+    case FaultKind::loss: return out + fmt::format(" {}% for={}ms", f.amount, f.duration_ms);
+    case FaultKind::partition:
+      return out + fmt::format(" c{} {} for={}ms", f.client, f.amount != 0 ? "two-way" : "one-way", f.duration_ms);
+    default: return out;
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> describe_params(const SwarmSpec& spec) {
+  std::vector<std::string> lines = {
+      fmt::format("swarm.family={}", spec.family),
+      fmt::format("swarm.keys={}", spec.keys),
+      fmt::format("swarm.ttl_ms={}", spec.ttl_ms),
+      fmt::format("swarm.retry_delay_ms={}", spec.retry_delay_ms),
+      fmt::format("swarm.retry_times={}", spec.retry_times),
+      fmt::format("swarm.retry_jitter_ms={}", spec.retry_jitter_ms),
+      fmt::format("swarm.fixed_latency_us={}", spec.fixed_latency_us),
+      fmt::format("swarm.replication_delay_ms={}", spec.replication_delay_ms),
+      fmt::format("swarm.safety_ms={}", spec.safety_ms),
+      fmt::format("swarm.heal_clients={}", spec.heal_clients),
+      fmt::format("swarm.careful={}", spec.careful ? 1 : 0),
+      fmt::format("swarm.liveness_bound_us={}", spec.family == "lease" ? spec.liveness_bound_us() : 0),
+      fmt::format("swarm.clients={}", spec.clients.size()),
+  };
+  for (size_t i = 0; i < spec.clients.size(); ++i) {
+    const SwarmClient& c = spec.clients[i];
+    lines.push_back(fmt::format("swarm.c{}.start_ms={} drift_ppm={} steps={}", i, c.start_ms, c.drift_ppm,
+                                c.steps.size()));
+    for (size_t j = 0; j < c.steps.size(); ++j) {
+      lines.push_back(fmt::format("swarm.c{}.step{}={}", i, j, describe_step(c.steps[j])));
+    }
+  }
+  for (size_t i = 0; i < spec.faults.size(); ++i) {
+    lines.push_back(fmt::format("swarm.fault{}={}", i, describe_fault(spec.faults[i])));
+  }
+  return lines;
+}
+
+std::string describe(const SwarmSpec& spec) {
+  std::string out;
+  for (const std::string& line : describe_params(spec)) out += line + "\n";
+  return out;
+}
+
+nlohmann::json to_json(const SwarmSpec& spec) {
+  nlohmann::json clients = nlohmann::json::array();
+  for (const SwarmClient& c : spec.clients) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const SwarmStep& s : c.steps) {
+      steps.push_back({{"key", s.key}, {"gap_ms", s.gap_ms}, {"hold_ms", s.hold_ms}, {"pause_ms", s.pause_ms},
+                       {"extend", s.extend}, {"release", s.release}, {"shared", s.shared},
+                       {"release_pause_after_us", s.release_pause_after_us},
+                       {"release_pause_ms", s.release_pause_ms},
+                       {"acquire_crash_after_us", s.acquire_crash_after_us}});
+    }
+    clients.push_back({{"start_ms", c.start_ms}, {"drift_ppm", c.drift_ppm}, {"steps", steps}});
+  }
+  nlohmann::json faults = nlohmann::json::array();
+  for (const SwarmFault& f : spec.faults) {
+    faults.push_back({{"kind", to_string(f.kind)}, {"at_ms", f.at_ms}, {"duration_ms", f.duration_ms},
+                      {"client", f.client}, {"amount", f.amount}});
+  }
+  return {{"kind", "swarm"},
+          {"family", spec.family},
+          {"keys", spec.keys},
+          {"ttl_ms", spec.ttl_ms},
+          {"retry_delay_ms", spec.retry_delay_ms},
+          {"retry_times", spec.retry_times},
+          {"retry_jitter_ms", spec.retry_jitter_ms},
+          {"fixed_latency_us", spec.fixed_latency_us},
+          {"replication_delay_ms", spec.replication_delay_ms},
+          {"safety_ms", spec.safety_ms},
+          {"heal_clients", spec.heal_clients},
+          {"careful", spec.careful},
+          {"clients", clients},
+          {"faults", faults}};
+}
+
+SwarmSpec swarm_spec_from_json(const nlohmann::json& j) {
+  try {
+    if (j.at("kind").get<std::string>() != "swarm") throw std::invalid_argument("not a swarm spec");
+    SwarmSpec spec;
+    spec.family = j.at("family").get<std::string>();
+    spec.keys = j.at("keys").get<int>();
+    spec.ttl_ms = j.at("ttl_ms").get<int64_t>();
+    spec.retry_delay_ms = j.at("retry_delay_ms").get<int64_t>();
+    spec.retry_times = j.at("retry_times").get<int>();
+    spec.retry_jitter_ms = j.at("retry_jitter_ms").get<int64_t>();
+    spec.fixed_latency_us = j.at("fixed_latency_us").get<int64_t>();
+    spec.replication_delay_ms = j.at("replication_delay_ms").get<int64_t>();
+    spec.safety_ms = j.at("safety_ms").get<int64_t>();
+    spec.heal_clients = j.at("heal_clients").get<int>();
+    spec.careful = j.value("careful", false);  // absent in specs saved before careful clients
+    for (const auto& jc : j.at("clients")) {
+      SwarmClient c{.start_ms = jc.at("start_ms").get<int64_t>(), .drift_ppm = jc.at("drift_ppm").get<int64_t>()};
+      for (const auto& js : jc.at("steps")) {
+        c.steps.push_back({.key = js.at("key").get<int>(),
+                           .gap_ms = js.at("gap_ms").get<int64_t>(),
+                           .hold_ms = js.at("hold_ms").get<int64_t>(),
+                           .pause_ms = js.at("pause_ms").get<int64_t>(),
+                           .extend = js.at("extend").get<bool>(),
+                           .release = js.at("release").get<bool>(),
+                           .shared = js.at("shared").get<bool>(),
+                           .release_pause_after_us = js.at("release_pause_after_us").get<int64_t>(),
+                           .release_pause_ms = js.at("release_pause_ms").get<int64_t>(),
+                           .acquire_crash_after_us = js.at("acquire_crash_after_us").get<int64_t>()});
+      }
+      spec.clients.push_back(std::move(c));
+    }
+    for (const auto& jf : j.at("faults")) {
+      const std::optional<FaultKind> kind = fault_kind_from_string(jf.at("kind").get<std::string>());
+      if (!kind) throw std::invalid_argument("unknown fault kind " + jf.at("kind").get<std::string>());
+      spec.faults.push_back({.kind = *kind,
+                             .at_ms = jf.at("at_ms").get<int64_t>(),
+                             .duration_ms = jf.at("duration_ms").get<int64_t>(),
+                             .client = jf.at("client").get<int>(),
+                             .amount = jf.at("amount").get<int64_t>()});
+    }
+    spec.validate();
+    return spec;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(fmt::format("not a swarm spec: {}", e.what()));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// running a spec
+
+namespace {
+
+// What the programs and faults of one run share. Lives as long as the run's closures.
+struct SwarmRun {
+  SwarmSpec spec;
+  ScenarioEnv* env = nullptr;
+  std::vector<Client*> clients;  // the safety-phase clients, by spec index
+  sim::NetworkOptions base_network;
+  bool network = false;
+
+  sim::World& sim() { return *env->sim(); }
+  bool safety_over() { return env->world().now_us() >= spec.safety_ms * 1000; }
+  RetrySettings retry() const {
+    return {.retry_delay_ms = spec.retry_delay_ms, .retry_times = spec.retry_times,
+            .retry_jitter_ms = spec.retry_jitter_ms};
+  }
+};
+
+// A fault timed from a call the client is about to make.
+void aim_at_call(SwarmRun& run, int64_t after_us, std::string what, std::function<void()> action,
+                 int64_t duration_us = 0) {
+  run.env->schedule_fault_us(run.env->world().now_us() + after_us, std::move(what), std::move(action), duration_us);
+}
+
+// A careful holder's work: sleeps duration_ms, but only until the lock's validity ends (by the
+// client's clock). False, and out of the critical section, when the validity ended first.
+bool careful_work(Client& c, Lock& lock, int64_t duration_ms) {
+  const int64_t left_us = c.validity_end_us(lock) - c.clock().now_us();
+  if (left_us <= duration_ms * 1000) {
+    // Validity covers [start, end): the holder is out in its last microsecond, before whoever
+    // the end lets in (events at one instant run in no promised order).
+    if (left_us > 1) c.clock().sleep_for_us(left_us - 1);
+    c.leave(lock);
+    return false;
+  }
+  c.sleep_ms(duration_ms);
+  return true;
+}
+
+// A careful holder's step: the same calls as lease_step's, each made only while the lock is valid,
+// then work until the validity ends. It leaves the critical section when the validity ends, and
+// while an extend is in flight (it cannot know whether the call outlives the validity),
+// re-entering when the extend succeeded in time. Then it releases (outside the critical section)
+// unless the step walks away.
+void careful_lease_step(Client& c, Lock& lock, const SwarmStep& step, int64_t ttl_ms) {
+  std::optional<int64_t> value;
+  bool valid = careful_work(c, lock, 0);
+  if (valid) value = c.read(lock);
+  if (valid && step.pause_ms > 0) c.pause(step.pause_ms);  // a stop-the-world cannot be careful
+  valid = valid && careful_work(c, lock, step.hold_ms);
+  if (valid && step.extend) {
+    c.leave(lock);
+    valid = c.extend(lock, ttl_ms) && c.clock().now_us() < c.validity_end_us(lock);
+    if (valid) c.reenter(lock);
+  }
+  valid = valid && careful_work(c, lock, 0);
+  if (valid && value) c.write(lock, *value + 1);
+  // A careful holder is a lease-bound worker: having done the step's work, it keeps working until
+  // its validity ends, so whatever validity the adapter overstates, it spends inside.
+  if (valid) careful_work(c, lock, std::numeric_limits<int64_t>::max() / 1000);
+  c.leave(lock);
+}
+
+void lease_step(SwarmRun& run, Client& c, const SwarmStep& step) {
+  ScenarioWorld& world = run.env->world();
+  const int node = c.node();
+  if (step.acquire_crash_after_us >= 0) {
+    run.env->schedule_client_kill_us(run.env->world().now_us() + step.acquire_crash_after_us, c,
+                                     fmt::format("crash {} with its acquire on the wire", c.name()),
+                                     [&world, node] { world.crash(node); });
+  }
+  std::optional<Lock> lock = c.acquire(key_name(step.key), run.spec.ttl_ms, run.retry());
+  if (!lock) return;
+  try {
+    if (run.spec.careful) {
+      careful_lease_step(c, *lock, step, run.spec.ttl_ms);
+    } else {
+      std::optional<int64_t> value = c.read(*lock);
+      if (step.pause_ms > 0) c.pause(step.pause_ms);
+      c.sleep_ms(step.hold_ms);
+      if (step.extend) c.extend(*lock, run.spec.ttl_ms);
+      if (value) c.write(*lock, *value + 1);
+    }
+    if (!step.release) return c.leave(*lock);
+    if (step.release_pause_after_us >= 0) {
+      const int64_t pause_us = step.release_pause_ms * 1000;
+      aim_at_call(run, step.release_pause_after_us,
+                  fmt::format("pause {} for {}ms mid-release", c.name(), step.release_pause_ms),
+                  [&world, node, pause_us] { world.pause(node, pause_us); }, pause_us);
+    }
+    c.release(*lock);
+  } catch (...) {
+    c.leave(*lock);  // killed from outside mid-section: it is no longer inside (as Client::crash says)
+    throw;
+  }
+}
+
+void keyed_step(SwarmRun& run, Client& c, const SwarmStep& step) {
+  KeyedSimBackend& backend = keyed_backend(run.env->backend());
+  if (run.spec.family == "keyed-fifo") {
+    backend.steps().fifo_hold(c, key_name(step.key), step.hold_ms);
+    return;
+  }
+  keyed::RwHandle handle = backend.steps().rw_acquire(
+      c, key_name(step.key), step.shared ? keyed::RwMode::shared : keyed::RwMode::exclusive);
+  if (step.pause_ms > 0) c.pause(step.pause_ms);
+  c.sleep_ms(step.hold_ms);
+  backend.steps().rw_release(c, handle);
+}
+
+void client_program(SwarmRun& run, Client& c, const SwarmClient& plan) {
+  for (const SwarmStep& step : plan.steps) {
+    c.sleep_ms(step.gap_ms);
+    if (run.safety_over()) return;  // steps start only in the safety phase
+    if (run.spec.family == "lease") {
+      lease_step(run, c, step);
+    } else {
+      keyed_step(run, c, step);
+    }
+  }
+}
+
+// A fresh client after the heal: takes every key once, with retries that outlast the bound.
+void heal_program(SwarmRun& run, Client& c) {
+  const int64_t delay_ms = std::max<int64_t>(10, run.spec.ttl_ms / 10);
+  const int64_t attempts = run.spec.liveness_bound_us() / 1000 / delay_ms + 2;
+  const RetrySettings retry{.retry_delay_ms = delay_ms, .retry_times = static_cast<int>(std::min<int64_t>(attempts, 100'000))};
+  for (int key = 0; key < run.spec.keys; ++key) {
+    std::optional<Lock> lock = c.acquire(key_name(key), run.spec.ttl_ms, retry);
+    if (!lock) continue;
+    c.increment(*lock, kHealHold_ms);
+    c.release(*lock);
+  }
+}
+
+void set_network(SwarmRun& run, sim::NetworkOptions options) { run.sim().network().set_options(options); }
+
+void schedule_fault(SwarmRun& run, const SwarmFault& f) {
+  ScenarioEnv& env = *run.env;
+  ScenarioWorld& world = env.world();
+  Backend& backend = env.backend();
+  const int node = run.clients[static_cast<size_t>(f.client)]->node();
+  const std::string what = describe_fault(f);
+  const int64_t end_ms = f.at_ms + f.duration_ms;
+  SwarmRun* r = &run;
+  switch (f.kind) {
+    case FaultKind::pause:
+      return env.schedule_fault(f.at_ms, what, [&world, node, f] { world.pause(node, f.duration_ms * 1000); },
+                                f.duration_ms);
+    case FaultKind::crash:
+      return env.schedule_client_kill_us(f.at_ms * 1000, *run.clients[static_cast<size_t>(f.client)], what,
+                                         [&world, node] { world.crash(node); });
+    case FaultKind::clock_jump:
+      return env.schedule_fault(f.at_ms, what, [r, node, f] { r->sim().jump_clock(node, f.amount * 1000); });
+    case FaultKind::failover: return env.schedule_fault(f.at_ms, what, [&backend] { backend.failover(); });
+    case FaultKind::server_drift:
+      env.schedule_fault(f.at_ms, what, [&backend, f] { backend.set_server_drift(f.amount); }, f.duration_ms);
+      return world.at(end_ms * 1000, [&backend] { backend.set_server_drift(0); });
+    case FaultKind::latency:
+      env.schedule_fault(f.at_ms, what, [r, f] {
+        sim::NetworkOptions o = r->base_network;
+        o.latency_us_min = o.latency_us_max = f.amount;
+        set_network(*r, o);
+      }, f.duration_ms);
+      return world.at(end_ms * 1000, [r] { set_network(*r, r->base_network); });
+    case FaultKind::loss:
+      env.schedule_fault(f.at_ms, what, [r, f] {
+        sim::NetworkOptions o = r->base_network;
+        o.loss = {static_cast<uint64_t>(f.amount), 100};
+        set_network(*r, o);
+      }, f.duration_ms);
+      return world.at(end_ms * 1000, [r] { set_network(*r, r->base_network); });
+    case FaultKind::partition:
+      env.schedule_fault(f.at_ms, what, [&backend, node, f] { backend.partition(node, f.amount != 0); },
+                         f.duration_ms);
+      return world.at(end_ms * 1000, [&backend] { backend.heal(); });
+    case FaultKind::clock_drift: return;  // per client, at creation
+  }
+}
+
+// At the end of the safety phase every fault heals at once.
+void schedule_heal(SwarmRun& run) {
+  SwarmRun* r = &run;
+  run.env->schedule_fault(run.spec.safety_ms, "heal: every fault ends", [r] {
+    Backend& backend = r->env->backend();
+    if (r->network) {
+      backend.heal();
+      set_network(*r, r->base_network);
+    }
+    if (r->spec.has_fault(FaultKind::server_drift)) backend.set_server_drift(0);
+    for (size_t i = 0; i < r->clients.size(); ++i) {
+      if (r->spec.clients[i].drift_ppm != 0) r->sim().set_drift(r->clients[i]->node(), 0);
+    }
+  });
+}
+
+void build_swarm(const std::shared_ptr<SwarmRun>& run, ScenarioEnv& env) {
+  env.require_sim("swarm faults are injected by the simulator");
+  run->env = &env;
+  run->clients.clear();
+  const SwarmSpec& spec = run->spec;
+  for (const std::string& line : describe_params(spec)) env.world().trace_line("param " + line);
+  run->network = spec.family == "lease" && env.adapter().sim_faults.network;
+  if (spec.fixed_latency_us > 0) env.backend().set_fixed_latency(spec.fixed_latency_us);
+  run->base_network = run->sim().network().options();
+  for (size_t i = 0; i < spec.clients.size(); ++i) {
+    const SwarmClient& plan = spec.clients[i];
+    Client& c = env.add_client(fmt::format("c{}", i), 0, plan.drift_ppm);
+    run->clients.push_back(&c);
+    env.start(c, plan.start_ms, [run, &plan](Client& self) { client_program(*run, self, plan); });
+  }
+  for (const SwarmFault& f : spec.faults) schedule_fault(*run, f);
+  schedule_heal(*run);
+  for (int i = 0; i < spec.heal_clients; ++i) {
+    env.start(env.add_client(fmt::format("h{}", i)), spec.safety_ms + 1,
+              [run](Client& self) { heal_program(*run, self); });
+  }
+  if (spec.family == "lease") env.meta().liveness_bound_us = spec.liveness_bound_us();
+}
+
+}  // namespace
+
+Scenario make_swarm_scenario(SwarmSpec spec) {
+  spec.validate();
+  auto run = std::make_shared<SwarmRun>();
+  run->spec = std::move(spec);
+  return {
+      .name = kSwarmScenarioName,
+      .description = "a swarm-drawn workload and fault schedule (lockstep sweep)",
+      .worlds = {"sim"},
+      .expected = [](const std::string&, const Options&, bool) { return Expectation{}; },
+      .build = [run](ScenarioEnv& env) { build_swarm(run, env); },
+  };
+}
+
+}  // namespace lockstep

@@ -1,0 +1,147 @@
+#pragma once
+// Swarm testing: every seed draws its own workload and fault mix (a SwarmSpec), and a spec is
+// plain data, so a sweep can run it, shrink it (scenarios/explore/shrink.h), print it, save it in a report
+// and replay it.
+//
+// A run of a spec has two phases. The safety phase (true time [0, safety_ms)): the clients run
+// their steps (a step starts only inside the phase) and the faults strike. At safety_ms every fault
+// heals (partitions, loss, latency spikes, server and client clock drift), then heal_clients fresh
+// clients each take a key once: `liveness` is judged with a bound that covers whatever the safety
+// phase may legitimately still hold (liveness_bound_us()).
+//
+// Invariants of a valid spec (validate() throws std::invalid_argument naming the bound): at most
+// kMaxClients clients of at most kMaxSteps steps, at most kMaxFaults faults, keys in [1, kMaxKeys],
+// every key, client index and duration in range. draw_swarm_spec() is a pure function of its
+// arguments: it draws only from a Prng seeded from the seed (no other randomness), so a sweep
+// seed's run is a pure function of (adapter, seed, build).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "scenarios/harness/scenario.h"
+
+namespace lockstep {
+
+enum class FaultKind {
+  pause,         // stop-the-world of a client (random time, inside a critical section, mid-release)
+  crash,         // a client dies (random time, or while its acquire is on the wire)
+  clock_drift,   // a client's clock runs fast or slow (healed at safety_ms)
+  clock_jump,    // a client's clock jumps forward or back
+  server_drift,  // every server's clock runs fast or slow for a while
+  failover,      // the primary dies and its replica takes over (adapters with a replica)
+  latency,       // fixed one-way latency for the whole run, or a spike for a while
+  loss,          // messages lost with a probability for a while
+  partition,     // a client cut off from the servers (one-way or two-way) for a while
+};
+std::string_view to_string(FaultKind kind);
+std::optional<FaultKind> fault_kind_from_string(std::string_view name);
+const std::vector<FaultKind>& all_fault_kinds();
+std::string fault_kind_names();  // "pause, crash, ..." for error messages
+
+// What an adapter's backend can do, found by probing it once (swarm_capabilities).
+struct SwarmCapabilities {
+  bool keyed_rw = false;    // an in-process keyed shared/exclusive lock: steps take a mode
+  bool keyed_fifo = false;  // an in-process FIFO keyed lock
+  bool network = false;     // partitions, loss, latency reach it
+  bool server_clock = false;
+  bool failover = false;    // with replicas=1
+  bool keyed() const { return keyed_rw || keyed_fifo; }
+};
+// From the adapter's declaration (AdapterEntry::family and sim_faults). By name: UsageError for an
+// unknown adapter or one that does not run in the simulator.
+SwarmCapabilities swarm_capabilities(const AdapterEntry& adapter);
+SwarmCapabilities swarm_capabilities(const std::string& adapter);
+
+struct SwarmStep {
+  int key = 0;
+  int64_t gap_ms = 0;            // before the acquire
+  int64_t hold_ms = 0;           // work inside the critical section
+  int64_t pause_ms = 0;          // stop-the-world inside the critical section (0: none)
+  bool extend = false;           // extend by the TTL after the pause, before the write
+  bool release = true;           // false: walk away and let the lease expire
+  bool shared = false;           // keyed-rw: a reader
+  // Faults timed from the step's own calls, so they stay aimed when shrinking moves the step.
+  int64_t release_pause_after_us = -1;  // pause release_pause_ms this long after the release is sent
+  int64_t release_pause_ms = 0;
+  int64_t acquire_crash_after_us = -1;  // die this long after the acquire is sent
+};
+
+struct SwarmClient {
+  int64_t start_ms = 0;
+  int64_t drift_ppm = 0;  // the client's clock rate (healed to 0 at safety_ms)
+  std::vector<SwarmStep> steps;
+};
+
+struct SwarmFault {
+  FaultKind kind = FaultKind::pause;
+  int64_t at_ms = 0;        // true time, inside the safety phase
+  int64_t duration_ms = 0;  // pause, server_drift, latency, loss, partition
+  int client = 0;           // pause, crash, clock_jump, partition
+  // clock_jump: delta ms; server_drift: ppm; latency: one-way us; loss: percent; partition: 1 two-way.
+  int64_t amount = 0;
+};
+
+struct SwarmSpec {
+  std::string family = "lease";  // "lease", "keyed-rw" or "keyed-fifo": what the steps call
+  int keys = 1;
+  int64_t ttl_ms = 1000;
+  int64_t retry_delay_ms = 50;
+  int retry_times = 10;
+  int64_t retry_jitter_ms = 0;
+  int64_t fixed_latency_us = 0;       // 0: the network's own latency distribution
+  int64_t replication_delay_ms = -1;  // >= 0: run with one asynchronous replica (failover)
+  int64_t safety_ms = 1000;
+  int heal_clients = 1;
+  // Every safety client is a careful holder: it works (reads, sleeps, extends, writes) only while
+  // its lock's validity, as the adapter reports it (LockAdapter::validity_end_us), lasts, keeps
+  // working until that validity ends, and then leaves the critical section. Such clients cannot
+  // overrun a lease by hearing late, so latency alone does not excuse mutual_exclusion
+  // (tolerated_violations), and an adapter that overstates validity is caught. Drawn careful
+  // seeds carry no pauses and no client clock faults, which would excuse that judgement.
+  bool careful = false;
+  std::vector<SwarmClient> clients;
+  std::vector<SwarmFault> faults;
+
+  static constexpr int kMaxClients = 12;
+  static constexpr int kMaxSteps = 16;
+  static constexpr int kMaxKeys = 4;
+  static constexpr int kMaxFaults = 12;
+  void validate() const;
+
+  // How long a healed-phase acquire may wait after the heal: the leftovers of the safety phase
+  // (one step in flight per client, each holding, extending or walking away) plus retry rounds.
+  int64_t liveness_bound_us() const;
+  bool has_fault(FaultKind kind) const;  // also counts step faults and per-client drift
+  size_t step_count() const;
+};
+
+struct SwarmDrawOptions {
+  std::vector<FaultKind> faults = all_fault_kinds();  // the kinds a draw may use
+};
+
+// The spec of a sweep seed: a pure function of (capabilities, seed, options).
+SwarmSpec draw_swarm_spec(const SwarmCapabilities& caps, uint64_t seed, const SwarmDrawOptions& options = {});
+
+// The invariants a spec's faults are allowed to break for a TTL lease (a pause or clock fault
+// loses exclusion, and so does latency unless the clients are careful; a fast server clock or a
+// failover loses the lease; asynchronous failover also reissues tokens). Everything else, in
+// particular ownership and liveness, must hold.
+Expectation tolerated_violations(const SwarmSpec& spec);
+
+// Every drawn parameter, one "NAME=VALUE" per line (printed as `param` lines in the trace).
+std::vector<std::string> describe_params(const SwarmSpec& spec);
+std::string describe(const SwarmSpec& spec);
+
+nlohmann::json to_json(const SwarmSpec& spec);
+// Throws std::invalid_argument when j is not a valid spec.
+SwarmSpec swarm_spec_from_json(const nlohmann::json& j);
+
+// The RunConfig `--set` overrides a spec needs (a replica for failover).
+std::vector<std::string> swarm_sets(const SwarmSpec& spec);
+
+Scenario make_swarm_scenario(SwarmSpec spec);
+
+}  // namespace lockstep

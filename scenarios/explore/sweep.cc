@@ -1,0 +1,293 @@
+#include "scenarios/explore/sweep.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "base/check.h"
+#include "scenarios/report/report.h"
+
+namespace lockstep {
+
+namespace {
+
+int64_t wall_us_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::vector<std::string> fault_names(const std::vector<FaultKind>& kinds) {
+  std::vector<std::string> names;
+  for (FaultKind k : kinds) names.emplace_back(to_string(k));
+  return names;
+}
+
+}  // namespace
+
+std::vector<FaultKind> parse_fault_list(const std::string& list) {
+  if (list.empty() || list == "all") return all_fault_kinds();
+  std::vector<FaultKind> kinds;
+  size_t start = 0;
+  while (start <= list.size()) {  // one name per comma-separated field
+    const size_t comma = std::min(list.find(',', start), list.size());
+    const std::string name = list.substr(start, comma - start);
+    const std::optional<FaultKind> kind = fault_kind_from_string(name);
+    if (!kind) {
+      throw UsageError(fmt::format("unknown fault kind \"{}\" in --faults; valid kinds: {}", name, fault_kind_names()));
+    }
+    if (std::find(kinds.begin(), kinds.end(), *kind) == kinds.end()) kinds.push_back(*kind);
+    start = comma + 1;
+  }
+  return kinds;
+}
+
+std::pair<int, int> parse_shard(const std::string& text) {
+  const size_t slash = text.find('/');
+  try {
+    if (slash == std::string::npos) throw std::invalid_argument("no slash");
+    size_t used_i = 0, used_n = 0;
+    const int index = std::stoi(text.substr(0, slash), &used_i);
+    const int count = std::stoi(text.substr(slash + 1), &used_n);
+    if (used_i != slash || used_n != text.size() - slash - 1 || count < 1 || index < 0 || index >= count) {
+      throw std::invalid_argument("out of range");
+    }
+    return {index, count};
+  } catch (const std::logic_error&) {
+    throw UsageError(fmt::format("--shard \"{}\" must be I/N with 0 <= I < N (e.g. 0/4)", text));
+  }
+}
+
+bool seed_in_shard(uint64_t seed, uint64_t first_seed, int index, int count) {
+  return (seed - first_seed) % static_cast<uint64_t>(count) == static_cast<uint64_t>(index);
+}
+
+std::string SeedOutcome::target() const {
+  if (!untolerated.empty()) return std::string(to_string(*untolerated.begin()));
+  return report.end == "complete" ? "" : "incomplete";
+}
+
+SeedOutcome run_swarm_spec(const std::string& adapter, const SwarmSpec& spec, uint64_t seed, bool fencing_on,
+                           bool keep_trace) {
+  SeedOutcome out{.seed = seed, .spec = spec};
+  out.report = run_scenario(make_swarm_scenario(spec), {.adapter = adapter,
+                                                       .seed = seed,
+                                                       .fencing_on = fencing_on,
+                                                       .sets = swarm_sets(spec),
+                                                       .keep_trace = keep_trace});
+  Expectation excused = tolerated_violations(spec);
+  // Without monotonic tokens the resource cannot refuse a stale holder: where exclusion may be
+  // lost, so may an update (gc-pause's expectation for such adapters).
+  if (!out.report.history.meta.monotonic_tokens && excused.count(Invariant::mutual_exclusion)) {
+    excused.insert(Invariant::no_lost_update);
+  }
+  for (Invariant i : out.report.violated()) (excused.count(i) ? out.tolerated : out.untolerated).insert(i);
+  return out;
+}
+
+SeedOutcome run_sweep_seed(const SweepConfig& config, const SwarmCapabilities& caps, uint64_t seed) {
+  const SwarmSpec spec = draw_swarm_spec(caps, seed, {.faults = config.faults});
+  return run_swarm_spec(config.adapter, spec, seed, config.fencing_on);
+}
+
+Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcome& outcome) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string target = outcome.target();
+  Counterexample cx{.seed = outcome.seed, .invariant = target, .trace_hash = outcome.report.trace_hash,
+                    .ops = outcome.report.stats.ops};
+  const ShrinkResult shrunk = shrink(outcome.spec, [&](const SwarmSpec& candidate) {
+    const SeedOutcome o = run_swarm_spec(config.adapter, candidate, outcome.seed, config.fencing_on);
+    return o.violates() && o.target() == target;
+  }, config.shrink);
+  const SeedOutcome final_run = run_swarm_spec(config.adapter, shrunk.spec, outcome.seed, config.fencing_on, true);
+  LOCKSTEP_CHECK(final_run.target() == target, "a shrunk spec violates what the original did");
+  cx.shrunk = shrunk.spec;
+  cx.shrunk_ops = final_run.report.stats.ops;
+  cx.shrunk_trace_hash = final_run.report.trace_hash;
+  cx.shrink_runs = shrunk.runs;
+  if (!config.report_dir.empty()) {
+    cx.replay_file = write_report(final_run.report, config.report_dir, to_json(shrunk.spec)).string();
+  }
+  cx.shrink_wall_us = wall_us_since(start);
+  return cx;
+}
+
+namespace {
+
+void tally(SweepResult& result, const SeedOutcome& o) {
+  ++result.seeds_run;
+  result.events += o.report.stats.events;
+  result.ops += o.report.stats.ops;
+  result.sim_time_us += o.report.stats.sim_time_us;
+  for (Invariant i : o.tolerated) ++result.tolerated[std::string(to_string(i))];
+  if (!o.violates()) return;
+  ++result.violating_seeds;
+  if (result.violating_seed_list.size() < SweepResult::kMaxListed) result.violating_seed_list.push_back(o.seed);
+  for (Invariant i : o.untolerated) ++result.violations[std::string(to_string(i))];
+  if (o.report.end != "complete") ++result.violations["incomplete"];
+}
+
+}  // namespace
+
+SweepResult run_sweep(const SweepConfig& config, const std::function<void(const SweepProgress&)>& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  const SwarmCapabilities caps = swarm_capabilities(config.adapter);
+  SweepResult result{.config = config};
+  for (int i = 0; i < config.seeds; ++i) {
+    if (seed_in_shard(config.first_seed + static_cast<uint64_t>(i), config.first_seed, config.shard_index,
+                      config.shard_count)) {
+      ++result.seeds_in_shard;
+    }
+  }
+  for (int i = 0; i < config.seeds; ++i) {
+    const uint64_t seed = config.first_seed + static_cast<uint64_t>(i);
+    if (!seed_in_shard(seed, config.first_seed, config.shard_index, config.shard_count)) continue;
+    const SeedOutcome outcome = run_sweep_seed(config, caps, seed);
+    tally(result, outcome);
+    if (outcome.violates() && static_cast<int>(result.counterexamples.size()) < config.shrink_max) {
+      result.counterexamples.push_back(shrink_counterexample(config, outcome));
+    }
+    if (progress) {
+      progress({.done = result.seeds_run, .total = result.seeds_in_shard, .violations = result.violating_seeds,
+                .elapsed_us = wall_us_since(start)});
+    }
+    if (outcome.violates() && !config.keep_going) break;
+  }
+  result.wall_time_us = wall_us_since(start);
+  return result;
+}
+
+std::string sweep_report_name(const SweepConfig& c) {
+  return fmt::format("sweep.{}.seeds{}-{}.shard{}of{}.json", c.adapter, c.first_seed,
+                     c.first_seed + static_cast<uint64_t>(c.seeds) - 1, c.shard_index, c.shard_count);
+}
+
+nlohmann::json to_json(const SweepResult& r) {
+  nlohmann::json cxs = nlohmann::json::array();
+  for (const Counterexample& cx : r.counterexamples) {
+    cxs.push_back({{"seed", cx.seed},
+                   {"invariant", cx.invariant},
+                   {"trace_hash", cx.trace_hash},
+                   {"ops", cx.ops},
+                   {"shrunk_ops", cx.shrunk_ops},
+                   {"shrunk_trace_hash", cx.shrunk_trace_hash},
+                   {"shrink_runs", cx.shrink_runs},
+                   {"shrink_wall_time_us", cx.shrink_wall_us},
+                   {"replay_file", cx.replay_file},
+                   {"replay", cx.replay_file.empty() ? "" : "lockstep replay " + cx.replay_file},
+                   {"spec", to_json(cx.shrunk)}});
+  }
+  const SweepConfig& c = r.config;
+  return {{"kind", "sweep"},
+          {"verdict", r.ok() ? "ok" : "violation"},
+          {"adapter", c.adapter},
+          {"first_seed", c.first_seed},
+          {"seeds", c.seeds},
+          {"faults", fault_names(c.faults)},
+          {"fencing", c.fencing_on ? "on" : "off"},
+          {"keep_going", c.keep_going},
+          {"shard", {{"index", c.shard_index}, {"count", c.shard_count}}},
+          {"seeds_in_shard", r.seeds_in_shard},
+          {"seeds_run", r.seeds_run},
+          {"violating_seeds", r.violating_seeds},
+          {"violating_seed_list", r.violating_seed_list},
+          {"violations", r.violations},
+          {"tolerated", r.tolerated},
+          {"counterexamples", cxs},
+          {"stats",
+           {{"events", r.events}, {"ops", r.ops}, {"sim_time_us", r.sim_time_us}, {"wall_time_us", r.wall_time_us}}}};
+}
+
+namespace {
+
+std::string counts_text(const nlohmann::json& counts) {
+  std::vector<std::string> parts;
+  for (const auto& [name, n] : counts.items()) parts.push_back(fmt::format("{} {}", name, n.get<int>()));
+  return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::string summary_text(const nlohmann::json& j) {
+  const double wall_s = static_cast<double>(j.at("stats").at("wall_time_us").get<int64_t>()) / 1e6;
+  const int run = j.at("seeds_run").get<int>();
+  std::string out = fmt::format(
+      "sweep {} seeds {}..{} (faults: {}; fencing {}): {}\n", j.at("adapter").get<std::string>(),
+      j.at("first_seed").get<uint64_t>(), j.at("first_seed").get<uint64_t>() + j.at("seeds").get<uint64_t>() - 1,
+      fmt::join(j.at("faults").get<std::vector<std::string>>(), ","), j.at("fencing").get<std::string>(),
+      j.at("verdict").get<std::string>());
+  out += fmt::format("  {} seeds run, {} violating ({}); excused by their faults: {}\n", run,
+                     j.at("violating_seeds").get<int>(), counts_text(j.at("violations")),
+                     counts_text(j.at("tolerated")));
+  out += fmt::format("  {} ops, {:.1f}s simulated in {:.2f}s wall ({:.0f} seeds/s)\n", j.at("stats").at("ops").get<uint64_t>(),
+                     static_cast<double>(j.at("stats").at("sim_time_us").get<int64_t>()) / 1e6, wall_s,
+                     wall_s > 0 ? run / wall_s : 0.0);
+  for (const auto& cx : j.at("counterexamples")) {
+    out += fmt::format("  seed {} breaks {}: {} ops, shrunk to {} ops in {} runs\n", cx.at("seed").get<uint64_t>(),
+                       cx.at("invariant").get<std::string>(), cx.at("ops").get<uint64_t>(),
+                       cx.at("shrunk_ops").get<uint64_t>(), cx.at("shrink_runs").get<int>());
+    if (!cx.at("replay").get<std::string>().empty()) out += "  replay: " + cx.at("replay").get<std::string>() + "\n";
+  }
+  return out;
+}
+
+void add_counts(nlohmann::json& into, const nlohmann::json& from) {
+  for (const auto& [name, n] : from.items()) into[name] = into.value(name, 0) + n.get<int>();
+}
+
+}  // namespace
+
+std::string to_text(const SweepResult& result) { return summary_text(to_json(result)); }
+
+nlohmann::json merge_sweeps(const std::vector<nlohmann::json>& shards) {
+  if (shards.empty()) throw UsageError("sweep-merge: no shard reports given");
+  const nlohmann::json& first = shards.front();
+  const int count = first.at("shard").at("count").get<int>();
+  std::vector<int> seen(static_cast<size_t>(count), 0);
+  nlohmann::json merged = first;
+  merged["shard"] = {{"index", 0}, {"count", 1}};
+  for (const char* field : {"seeds_in_shard", "seeds_run", "violating_seeds"}) merged[field] = 0;
+  for (const char* field : {"violations", "tolerated"}) merged[field] = nlohmann::json::object();
+  merged["counterexamples"] = nlohmann::json::array();
+  merged["violating_seed_list"] = nlohmann::json::array();
+  merged["stats"] = {{"events", 0}, {"ops", 0}, {"sim_time_us", 0}, {"wall_time_us", 0}};
+  for (const nlohmann::json& s : shards) {
+    for (const char* field : {"adapter", "first_seed", "seeds", "faults", "fencing"}) {
+      if (s.at(field) != first.at(field)) {
+        throw UsageError(fmt::format("sweep-merge: the reports are not shards of one sweep ({} differs: {} vs {})",
+                                     field, s.at(field).dump(), first.at(field).dump()));
+      }
+    }
+    const int index = s.at("shard").at("index").get<int>();
+    if (s.at("shard").at("count").get<int>() != count || index < 0 || index >= count) {
+      throw UsageError("sweep-merge: the reports disagree on the shard count");
+    }
+    if (seen[static_cast<size_t>(index)]++ > 0) throw UsageError(fmt::format("sweep-merge: shard {}/{} given twice", index, count));
+    for (const char* field : {"seeds_in_shard", "seeds_run", "violating_seeds"}) {
+      merged[field] = merged[field].get<int>() + s.at(field).get<int>();
+    }
+    add_counts(merged["violations"], s.at("violations"));
+    add_counts(merged["tolerated"], s.at("tolerated"));
+    for (const auto& cx : s.at("counterexamples")) merged["counterexamples"].push_back(cx);
+    for (const auto& seed : s.at("violating_seed_list")) merged["violating_seed_list"].push_back(seed);
+    for (const char* field : {"events", "ops", "sim_time_us"}) {
+      merged["stats"][field] = merged["stats"][field].get<int64_t>() + s.at("stats").at(field).get<int64_t>();
+    }
+    // Shards run side by side: the sweep took as long as its slowest shard.
+    merged["stats"]["wall_time_us"] =
+        std::max(merged["stats"]["wall_time_us"].get<int64_t>(), s.at("stats").at("wall_time_us").get<int64_t>());
+  }
+  std::vector<std::string> missing;
+  for (int i = 0; i < count; ++i) {
+    if (seen[static_cast<size_t>(i)] == 0) missing.push_back(fmt::format("{}/{}", i, count));
+  }
+  if (!missing.empty()) throw UsageError(fmt::format("sweep-merge: missing shards: {}", fmt::join(missing, ", ")));
+  std::vector<uint64_t> seeds = merged["violating_seed_list"].get<std::vector<uint64_t>>();
+  std::sort(seeds.begin(), seeds.end());
+  merged["violating_seed_list"] = seeds;
+  merged["verdict"] = merged["violating_seeds"].get<int>() == 0 ? "ok" : "violation";
+  merged["merged_shards"] = count;
+  return merged;
+}
+
+std::string merged_text(const nlohmann::json& merged) { return summary_text(merged); }
+
+}  // namespace lockstep

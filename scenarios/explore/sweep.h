@@ -1,0 +1,116 @@
+#pragma once
+// `lockstep sweep`: many seeds of swarm-drawn workloads and faults against one adapter.
+//
+// Seed s runs draw_swarm_spec(s) with seed s, fencing on by default. A seed violates when the run
+// breaks an invariant its faults do not excuse (tolerated_violations), or hits a bound. The first
+// counterexamples are shrunk (scenarios/explore/shrink.h) to the smallest spec that still breaks the same
+// invariant with the same seed, and saved as replay reports (`lockstep replay FILE` reruns them
+// and compares the trace hash). Shards split the seeds: seed s belongs to shard
+// (s - first_seed) % count == index; merge_sweeps() adds shard results up and checks that the
+// shards cover the range exactly once.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "scenarios/runner.h"
+#include "scenarios/explore/shrink.h"
+#include "scenarios/explore/swarm.h"
+
+namespace lockstep {
+
+// "pause,crash" -> kinds; empty -> all. Throws UsageError naming the valid kinds.
+std::vector<FaultKind> parse_fault_list(const std::string& list);
+// "I/N" with 0 <= I < N. Throws UsageError.
+std::pair<int, int> parse_shard(const std::string& text);
+bool seed_in_shard(uint64_t seed, uint64_t first_seed, int index, int count);
+
+struct SweepConfig {
+  std::string adapter;
+  uint64_t first_seed = 1;
+  int seeds = 1000;
+  std::vector<FaultKind> faults = all_fault_kinds();
+  int shard_index = 0;
+  int shard_count = 1;
+  bool fencing_on = true;
+  bool keep_going = false;  // false: stop at the first violating seed
+  int shrink_max = 1;       // how many counterexamples to shrink and save
+  std::string report_dir = "reports/sweep";
+  ShrinkOptions shrink;
+};
+
+// One seed's run, judged.
+struct SeedOutcome {
+  uint64_t seed = 0;
+  SwarmSpec spec;
+  RunReport report;
+  Expectation untolerated;  // violated and not excused by the spec's faults
+  Expectation tolerated;    // violated and excused
+  bool violates() const { return !untolerated.empty() || report.end != "complete"; }
+  // The invariant a shrink preserves: the first untolerated one, or "incomplete".
+  std::string target() const;
+};
+
+SeedOutcome run_swarm_spec(const std::string& adapter, const SwarmSpec& spec, uint64_t seed, bool fencing_on,
+                           bool keep_trace = false);
+SeedOutcome run_sweep_seed(const SweepConfig& config, const SwarmCapabilities& caps, uint64_t seed);
+
+struct Counterexample {
+  uint64_t seed = 0;
+  std::string invariant;
+  std::string trace_hash;      // of the unshrunk run
+  uint64_t ops = 0;            // of the unshrunk run
+  uint64_t shrunk_ops = 0;
+  std::string shrunk_trace_hash;
+  int shrink_runs = 0;
+  int64_t shrink_wall_us = 0;
+  SwarmSpec shrunk;
+  std::string replay_file;     // empty when not saved
+};
+
+// Shrinks a violating seed's spec and saves the shrunk run as a replay report (if dir is set).
+Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcome& outcome);
+
+struct SweepProgress {
+  int done = 0;
+  int total = 0;
+  int violations = 0;
+  int64_t elapsed_us = 0;
+};
+
+struct SweepResult {
+  SweepConfig config;
+  int seeds_in_shard = 0;
+  int seeds_run = 0;
+  int violating_seeds = 0;
+  std::vector<uint64_t> violating_seed_list;       // ascending, at most kMaxListed
+  std::map<std::string, int> violations;           // invariant -> seeds that broke it (untolerated)
+  std::map<std::string, int> tolerated;            // invariant -> seeds where faults excused it
+  std::vector<Counterexample> counterexamples;
+  uint64_t events = 0;
+  uint64_t ops = 0;
+  int64_t sim_time_us = 0;
+  int64_t wall_time_us = 0;
+  static constexpr size_t kMaxListed = 100;
+  bool ok() const { return violating_seeds == 0; }
+};
+
+SweepResult run_sweep(const SweepConfig& config, const std::function<void(const SweepProgress&)>& progress = {});
+
+nlohmann::json to_json(const SweepResult& result);
+std::string to_text(const SweepResult& result);
+// The shard report's file name in a report dir.
+std::string sweep_report_name(const SweepConfig& config);
+
+// Adds shard reports (the JSON of to_json) up. Throws UsageError when they are not shards of one
+// sweep (adapter, seed range, faults, shard count differ) or a shard is missing or repeated.
+nlohmann::json merge_sweeps(const std::vector<nlohmann::json>& shards);
+
+// Returns the text summary of a merged report.
+std::string merged_text(const nlohmann::json& merged);
+
+}  // namespace lockstep

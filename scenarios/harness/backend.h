@@ -1,0 +1,88 @@
+#pragma once
+// How an adapter is set up in a world, and the registry of adapters by name.
+//
+// A Backend owns the servers an adapter talks to (simulated nodes, or real processes it starts and
+// stops), hands each client its adapter instance, and carries the faults aimed at the servers or
+// at the path to them. A fault this backend cannot produce in its world throws WorldUnsupported.
+// An AdapterEntry says how to build an adapter's backend in each world; the registry of entries
+// by name is scenarios/backends/registry.h.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "adapters/core/adapter.h"
+#include "scenarios/harness/options.h"
+#include "scenarios/harness/recorder.h"
+#include "scenarios/harness/scenario_world.h"
+
+namespace lockstep::sim {
+class World;
+}
+
+namespace lockstep {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // The adapter client `client` (running on `node`) uses. Owned by the backend.
+  virtual LockAdapter& adapter_for(int client, int node) = 0;
+  virtual int server_count() const = 0;
+  // How many servers' leases make a grant.
+  virtual int quorum() const { return 1; }
+  // Whether servers report their grants, extends and revokes to the recorder. When they do not
+  // (a real server), the runner derives them conservatively from the clients' operations.
+  virtual bool records_leases() const = 0;
+
+  // Faults. Each throws WorldUnsupported unless this backend can produce it in its world.
+  virtual void failover();                              // primary dies, its replica takes over
+  virtual void set_server_drift(int64_t drift_ppm);     // every server's clock, from now on
+  virtual void partition(int client_node, bool two_way);  // one-way: replies to the client lost
+  virtual void heal();                                  // every partition
+  virtual void set_fixed_latency(int64_t latency_us);   // makes "on the wire" a known instant
+
+  // Faults aimed at one server, by index in [0, server_count()) (Redlock's nodes; a single Redis
+  // is server 0). Same rule: WorldUnsupported where this backend cannot produce them.
+  virtual void crash_server(int server);                           // dies at once (persistence applies)
+  virtual void restart_server(int server);                         // back on its own, empty or not
+  virtual void pause_server(int server, int64_t duration_us);      // stop-the-world of the server
+  virtual void jump_server_clock(int server, int64_t delta_us);    // its wall clock jumps, from now
+  virtual void partition_server(int client_node, int server, bool two_way);  // one client from one server
+};
+
+struct BackendEnv {
+  ScenarioWorld& world;
+  Recorder& recorder;
+  const Options& options;
+  sim::World* sim = nullptr;  // the simulator, in the sim world
+};
+
+using BackendFactory = std::function<std::unique_ptr<Backend>(BackendEnv&)>;
+
+// What kind of lock an adapter is, which decides the workloads that apply to it: TTL leases, or an
+// in-process keyed lock (shared/exclusive, or FIFO).
+enum class LockFamily { lease, keyed_rw, keyed_fifo };
+
+// The faults an adapter's backend produces in the simulator, declared beside the adapter instead
+// of found by trying: a sweep draws only these. tests/backend_capabilities_test.cc holds every
+// registered declaration to what its backend does.
+struct FaultCapabilities {
+  bool network = false;       // latency, loss and partitions between clients and servers
+  bool server_clock = false;  // the servers' clocks drift
+  bool failover = false;      // a primary dies and a replica is promoted (with replicas=1)
+};
+
+struct AdapterEntry {
+  std::string name;
+  std::string description;
+  std::vector<std::string> worlds;   // "sim", "real"
+  LockFamily family = LockFamily::lease;
+  FaultCapabilities sim_faults;      // what its simulated backend can do to it
+  bool known_bad = false;
+  std::string breaks;                // known-bad: the invariant it is expected to break
+  std::vector<OptionSpec> options;   // adapter options, settable with --set
+  BackendFactory make_sim;
+  BackendFactory make_real;          // empty when the adapter has no real world
+};
+
+}  // namespace lockstep

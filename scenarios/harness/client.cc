@@ -1,0 +1,158 @@
+#include "scenarios/harness/client.h"
+
+#include <fmt/format.h>
+
+#include "adapters/core/errors.h"
+
+namespace lockstep {
+
+Client::Client(ClientSetup setup)
+    : setup_(std::move(setup)),
+      random_(setup_.random_seed),
+      locker_({.adapter = setup_.adapter, .clock = &setup_.world->clock(setup_.node), .random = &random_}) {}
+
+size_t Client::record_invoke(Op op, const std::string& key) {
+  return setup_.recorder->record({.kind = EventKind::invoke, .client = setup_.id, .key = key, .op = op});
+}
+
+void Client::record_complete(Op op, const std::string& key, Outcome outcome, std::optional<uint64_t> token,
+                             std::string detail) {
+  setup_.recorder->record({.kind = EventKind::complete,
+                           .client = setup_.id,
+                           .key = key,
+                           .op = op,
+                           .outcome = outcome,
+                           .has_token = token.has_value(),
+                           .token = token.value_or(0),
+                           .detail = std::move(detail)});
+}
+
+std::optional<Lock> Client::acquire(const std::string& key, int64_t ttl_ms, RetrySettings retry) {
+  record_invoke(Op::acquire, key);
+  const TimeUs invoked_us = setup_.world->now_us();
+  Lock lock = locker_.lock(key, ttl_ms).with_retry(std::move(retry));
+  try {
+    lock.acquire();
+  } catch (const RetryError& e) {
+    record_complete(Op::acquire, key, Outcome::contended, {}, fmt::format("gave up after {} attempts", e.attempts()));
+    return std::nullopt;
+  } catch (const LockError& e) {
+    record_complete(Op::acquire, key, Outcome::error, {}, e.what());
+    return std::nullopt;
+  }
+  record_complete(Op::acquire, key, Outcome::ok, lock.fencing_token(), fmt::format("attempts={}", lock.attempts()));
+  if (setup_.leases != nullptr) setup_.leases->acquired(setup_.id, lock, invoked_us);
+  lease_starts_.insert_or_assign(lock.unique_value(), LeaseStart{lock.acquired_at_us(), ttl_ms});
+  enter(lock);
+  return lock;
+}
+
+void Client::enter(const Lock& lock) {
+  inside_key_ = lock.key();
+  setup_.recorder->record({.kind = EventKind::cs_enter, .client = setup_.id, .key = lock.key()});
+}
+
+void Client::exit_critical_section(const std::string& key) {
+  if (!inside_key_ || *inside_key_ != key) return;
+  inside_key_.reset();
+  setup_.recorder->record({.kind = EventKind::cs_exit, .client = setup_.id, .key = key});
+}
+
+bool Client::release(Lock& lock) {
+  exit_critical_section(lock.key());
+  record_invoke(Op::release, lock.key());
+  const TimeUs invoked_us = setup_.world->now_us();
+  if (setup_.leases != nullptr) setup_.leases->release_sent(setup_.id, lock);
+  lease_starts_.erase(lock.unique_value());
+  try {
+    const bool released = lock.release();
+    record_complete(Op::release, lock.key(), released ? Outcome::ok : Outcome::fail);
+    if (released && setup_.leases != nullptr) setup_.leases->released(setup_.id, lock, invoked_us);
+    return released;
+  } catch (const LockError& e) {
+    record_complete(Op::release, lock.key(), Outcome::error, {}, e.what());
+    return false;
+  }
+}
+
+bool Client::extend(Lock& lock, int64_t ttl_ms) {
+  record_invoke(Op::extend, lock.key());
+  const TimeUs invoked_us = setup_.world->now_us();
+  const int64_t sent_at_us = clock().now_us();
+  try {
+    lock.extend(ttl_ms);
+  } catch (const LockExtendError& e) {
+    record_complete(Op::extend, lock.key(), Outcome::fail, {}, e.what());
+    return false;
+  } catch (const LockError& e) {
+    record_complete(Op::extend, lock.key(), Outcome::error, {}, e.what());
+    return false;
+  }
+  record_complete(Op::extend, lock.key(), Outcome::ok);
+  lease_starts_.insert_or_assign(lock.unique_value(), LeaseStart{sent_at_us, ttl_ms});
+  if (setup_.leases != nullptr) setup_.leases->extended(setup_.id, lock, ttl_ms, invoked_us);
+  return true;
+}
+
+bool Client::is_locked(Lock& lock) {
+  record_invoke(Op::is_locked, lock.key());
+  try {
+    const bool held = lock.is_locked();
+    record_complete(Op::is_locked, lock.key(), held ? Outcome::ok : Outcome::fail);
+    return held;
+  } catch (const LockError& e) {
+    record_complete(Op::is_locked, lock.key(), Outcome::error, {}, e.what());
+    return false;
+  }
+}
+
+void Client::leave(Lock& lock) { exit_critical_section(lock.key()); }
+
+int64_t Client::validity_end_us(const Lock& lock) const {
+  auto it = lease_starts_.find(lock.unique_value());
+  if (it == lease_starts_.end()) return 0;  // released (or never ours): not valid
+  const LockSpec spec{.key = lock.key(), .value = lock.unique_value(), .ttl_ms = lock.ttl_ms()};
+  return setup_.adapter->validity_end_us(spec, it->second.requested_at_us, it->second.ttl_ms);
+}
+
+std::optional<int64_t> Client::read(const Lock& lock) {
+  return setup_.resource->read(setup_.id, lock.key(), lock.fencing_token());
+}
+
+bool Client::write(const Lock& lock, int64_t value) {
+  return setup_.resource->write(setup_.id, lock.key(), lock.fencing_token(), value);
+}
+
+bool Client::increment(const Lock& lock, int64_t work_ms) {
+  std::optional<int64_t> value = read(lock);
+  if (!value) return false;
+  sleep_ms(work_ms);
+  return write(lock, *value + 1);
+}
+
+void Client::sleep_ms(int64_t duration_ms) { clock().sleep_for_ms(duration_ms); }
+
+void Client::pause(int64_t duration_ms) {
+  const TimeUs duration_us = duration_ms * 1000;
+  ScenarioWorld& world = *setup_.world;
+  setup_.recorder->record({.kind = EventKind::fault,
+                           .client = setup_.id,
+                           .end_us = world.now_us() + duration_us,
+                           .detail = fmt::format("pause {} for {}ms", setup_.name, duration_ms)});
+  // Called from our own code, the pause stops us here until it ends.
+  world.pause(setup_.node, duration_us);
+}
+
+void Client::crash() {
+  ScenarioWorld& world = *setup_.world;
+  setup_.recorder->record({.kind = EventKind::fault,
+                           .client = setup_.id,
+                           .kills_client = true,
+                           .end_us = world.now_us(),
+                           .detail = fmt::format("crash {}", setup_.name)});
+  if (inside_key_) exit_critical_section(*inside_key_);
+  world.crash(setup_.node);  // from our own code: unwinds us (ProcessKilled in sim, ClientKilled in real)
+  throw ClientKilled{};      // not reached; keeps [[noreturn]] true whatever crash() does
+}
+
+}  // namespace lockstep

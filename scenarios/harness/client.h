@@ -1,0 +1,94 @@
+#pragma once
+// A workload client: the code of one simulated process, written as plain blocking steps.
+//
+// Every step that touches the lock or the guarded resource is recorded in the history: lock
+// operations as invoke/complete pairs, the critical section as cs_enter (on a successful acquire)
+// and cs_exit (just before a release, when the client sees its validity end, or when it dies),
+// faults it suffers as fault events. The steps never throw for expected lock outcomes (contention,
+// a lock that is gone): they return them, so a scenario reads like its description.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "adapters/core/locker.h"
+#include "scenarios/harness/client_side_leases.h"
+#include "scenarios/harness/recorder.h"
+#include "scenarios/harness/resource.h"
+#include "scenarios/harness/scenario_world.h"
+
+namespace lockstep {
+
+struct ClientSetup {
+  int id = 0;
+  std::string name;
+  int node = 0;
+  ScenarioWorld* world = nullptr;
+  Recorder* recorder = nullptr;
+  GuardedResource* resource = nullptr;
+  LockAdapter* adapter = nullptr;
+  uint64_t random_seed = 0;
+  ClientSideLeases* leases = nullptr;  // only where servers do not report their leases
+};
+
+class Client {
+ public:
+  explicit Client(ClientSetup setup);
+
+  int id() const { return setup_.id; }
+  const std::string& name() const { return setup_.name; }
+  int node() const { return setup_.node; }
+  Clock& clock() { return setup_.world->clock(setup_.node); }
+  FencingSupport fencing() const { return setup_.adapter->fencing(); }
+
+  // Acquires key, retrying per `retry`. On success the client is inside the critical section.
+  std::optional<Lock> acquire(const std::string& key, int64_t ttl_ms, RetrySettings retry = RetrySettings::none());
+  // Leaves the critical section (if inside) and releases. Whether the release removed the lock.
+  bool release(Lock& lock);
+  // Extends; false (recorded as fail) when the lock is no longer ours.
+  bool extend(Lock& lock, int64_t ttl_ms);
+  bool is_locked(Lock& lock);
+  // Leaves the critical section without releasing: the client saw its validity end.
+  void leave(Lock& lock);
+
+  // For careful holders, which work only while their lock is valid: when the lock's current lease
+  // (its grant or latest successful extend) stops being valid, in microseconds on this client's
+  // clock, as the adapter reports it (LockAdapter::validity_end_us).
+  int64_t validity_end_us(const Lock& lock) const;
+  // Enters the critical section again: a careful holder leaves it while an extend is in flight
+  // (it cannot tell whether its validity survives the call) and comes back when the extend
+  // succeeded within the validity.
+  void reenter(const Lock& lock) { enter(lock); }
+
+  // The guarded resource, with the lock's fencing token. nullopt / false when refused.
+  std::optional<int64_t> read(const Lock& lock);
+  bool write(const Lock& lock, int64_t value);
+  // read, work for work_ms, write read+1. False if either access was refused.
+  bool increment(const Lock& lock, int64_t work_ms);
+
+  void sleep_ms(int64_t duration_ms);
+  // Stop-the-world for duration_ms of true time starting now; resumes exactly here.
+  void pause(int64_t duration_ms);
+  // Dies here without cleaning up: records the fault, leaves any critical section, unwinds.
+  [[noreturn]] void crash();
+
+ private:
+  void enter(const Lock& lock);
+  void exit_critical_section(const std::string& key);
+  size_t record_invoke(Op op, const std::string& key);
+  void record_complete(Op op, const std::string& key, Outcome outcome, std::optional<uint64_t> token = {},
+                       std::string detail = {});
+
+  ClientSetup setup_;
+  SeededRandom random_;
+  Locker locker_;
+  std::optional<std::string> inside_key_;  // the key whose critical section we are in
+  struct LeaseStart {
+    int64_t requested_at_us = 0;  // our clock, when the create or extend was sent
+    int64_t ttl_ms = 0;
+  };
+  std::map<std::string, LeaseStart> lease_starts_;  // by lock value, from acquire to release
+};
+
+}  // namespace lockstep

@@ -1,0 +1,99 @@
+#include "scenarios/harness/options.h"
+
+#include <charconv>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace lockstep {
+
+namespace {
+
+bool parse_int(const std::string& text, int64_t& out) {
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, out);
+  return ec == std::errc() && ptr == end && !text.empty();
+}
+
+}  // namespace
+
+Options::Options(std::vector<OptionSpec> specs) {
+  for (const OptionSpec& spec : specs) declare(spec);
+}
+
+void Options::declare(const OptionSpec& spec) {
+  auto it = specs_.find(spec.name);
+  if (it != specs_.end()) {
+    if (it->second.choices != spec.choices) {
+      throw std::logic_error(fmt::format("option {} declared twice with different kinds", spec.name));
+    }
+    return;
+  }
+  check_value(spec, spec.default_value);  // a bad default is a programming error, caught early
+  specs_.emplace(spec.name, spec);
+  values_.emplace(spec.name, spec.default_value);
+}
+
+void Options::set(const std::string& assignment) {
+  const size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw OptionError(fmt::format("--set expects KEY=VALUE, got \"{}\"; keys: {}", assignment, known_names()));
+  }
+  set(assignment.substr(0, eq), assignment.substr(eq + 1));
+}
+
+void Options::set(const std::string& name, const std::string& value) {
+  auto it = specs_.find(name);
+  if (it == specs_.end()) {
+    throw OptionError(fmt::format("unknown option \"{}\"; valid options: {}", name, known_names()));
+  }
+  check_value(it->second, value);
+  values_[name] = value;
+}
+
+int64_t Options::get_int(const std::string& name) const {
+  const std::string& text = get(name);
+  int64_t value = 0;
+  if (!parse_int(text, value)) throw std::logic_error(fmt::format("option {} is not an integer", name));
+  return value;
+}
+
+const std::string& Options::get(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) throw std::logic_error(fmt::format("option {} was never declared", name));
+  return it->second;
+}
+
+std::vector<std::string> Options::overrides() const {
+  std::vector<std::string> out;
+  for (const auto& [name, value] : values_) {
+    if (value != specs_.at(name).default_value) out.push_back(name + "=" + value);
+  }
+  return out;
+}
+
+void Options::check_value(const OptionSpec& spec, const std::string& value) const {
+  if (!spec.choices.empty()) {
+    for (const std::string& choice : spec.choices) {
+      if (choice == value) return;
+    }
+    throw OptionError(fmt::format("option {}: \"{}\" is not one of: {}", spec.name, value,
+                                  fmt::join(spec.choices, ", ")));
+  }
+  int64_t number = 0;
+  if (!parse_int(value, number)) {
+    throw OptionError(fmt::format("option {}: \"{}\" is not an integer", spec.name, value));
+  }
+  if (number < spec.min || number > spec.max) {
+    throw OptionError(fmt::format("option {}: {} is outside [{}, {}]", spec.name, number, spec.min, spec.max));
+  }
+}
+
+std::string Options::known_names() const {
+  if (specs_.empty()) return "(none)";
+  std::vector<std::string> names;
+  for (const auto& entry : specs_) names.push_back(entry.first);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+}  // namespace lockstep

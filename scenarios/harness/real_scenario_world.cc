@@ -1,0 +1,136 @@
+#include "scenarios/harness/real_scenario_world.h"
+
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace lockstep {
+
+namespace {
+
+thread_local int current_node_id = -1;
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+RealScenarioWorld::RealScenarioWorld(RealWorldOptions options) : options_(options), prng_(options.seed) {}
+
+RealScenarioWorld::~RealScenarioWorld() = default;
+
+TimeUs RealScenarioWorld::now_us() { return origin_ns_ == 0 ? 0 : (steady_ns() - origin_ns_) / 1000; }
+
+size_t RealScenarioWorld::trace_line(std::string_view text) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return trace_.add(now_us(), text);
+}
+
+int RealScenarioWorld::add_client_node(const std::string& name, int64_t clock_offset_us, int64_t drift_ppm) {
+  if (drift_ppm != 0) throw WorldUnsupported("the real world cannot make a client clock drift; use --world sim");
+  nodes_.push_back({.name = name, .clock = std::make_unique<SystemClock>(clock_offset_us)});
+  return static_cast<int>(nodes_.size()) - 1;
+}
+
+Clock& RealScenarioWorld::clock(int node) { return *nodes_.at(static_cast<size_t>(node)).clock; }
+
+int64_t RealScenarioWorld::draw_between(int64_t lo, int64_t hi) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return prng_.between(lo, hi);
+}
+
+uint64_t RealScenarioWorld::draw_u64() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return prng_.next_u64();
+}
+
+void RealScenarioWorld::spawn(int node, const std::string& name, std::function<void()> body, TimeUs start_us) {
+  processes_.push_back({.node = node, .name = name, .body = std::move(body), .start_us = start_us});
+}
+
+void RealScenarioWorld::at(TimeUs t_us, std::function<void()> fn) { faults_.emplace(t_us, std::move(fn)); }
+
+void RealScenarioWorld::pause(int node, TimeUs duration_us) {
+  if (current_node() != node) {
+    throw WorldUnsupported("the real world cannot stop another client's thread from outside; use --world sim");
+  }
+  auto [first, last] = client_processes_.equal_range(node);
+  for (auto it = first; it != last; ++it) it->second.stop();
+  std::this_thread::sleep_for(std::chrono::microseconds(duration_us));  // this client stops; others run
+  for (auto it = first; it != last; ++it) it->second.resume();
+}
+
+void RealScenarioWorld::attach_client_process(int node, ClientProcessHooks hooks) {
+  client_processes_.emplace(node, std::move(hooks));
+}
+
+void RealScenarioWorld::crash(int node) {
+  if (current_node() != node) {
+    throw WorldUnsupported("the real world cannot kill another client's thread from outside; use --world sim");
+  }
+  auto [first, last] = client_processes_.equal_range(node);
+  for (auto it = first; it != last; ++it) it->second.kill();
+  throw ClientKilled{};
+}
+
+int RealScenarioWorld::current_node() { return current_node_id; }
+
+void RealScenarioWorld::sleep_until(TimeUs t_us) {
+  const TimeUs wait_us = t_us - now_us();
+  if (wait_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(wait_us));
+}
+
+void RealScenarioWorld::fail(const std::string& message) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (failure_.empty()) failure_ = message;
+}
+
+void RealScenarioWorld::run_process(const Process& process) {
+  current_node_id = process.node;
+  sleep_until(process.start_us);  // the scripted start time: a schedule, not synchronisation
+  try {
+    process.body();
+  } catch (const ClientKilled&) {
+    trace_line(fmt::format("client {} killed", process.name));
+  } catch (const std::exception& e) {
+    fail(fmt::format("client {} failed: {}", process.name, e.what()));
+  }
+  current_node_id = -1;
+}
+
+void RealScenarioWorld::run_faults() {
+  for (auto& [t_us, fn] : faults_) {
+    sleep_until(t_us);
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      fail(fmt::format("fault at {}us failed: {}", t_us, e.what()));
+    }
+  }
+}
+
+RealRunResult RealScenarioWorld::run() {
+  origin_ns_ = steady_ns();
+  std::vector<std::thread> threads;
+  threads.reserve(processes_.size() + 1);
+  threads.emplace_back([this] { run_faults(); });
+  for (const Process& process : processes_) threads.emplace_back([this, &process] { run_process(process); });
+  // Every client's waits are bounded (command timeouts, retry limits), so every thread ends.
+  for (std::thread& thread : threads) thread.join();
+  RealRunResult result{.time_us = now_us()};
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (!failure_.empty()) {
+    result.complete = false;
+    result.message = failure_;
+  } else if (result.time_us > options_.run_time_max_us) {
+    result.complete = false;
+    result.message = fmt::format("the run took {}us, more than its bound of {}us", result.time_us,
+                                 options_.run_time_max_us);
+  }
+  return result;
+}
+
+}  // namespace lockstep

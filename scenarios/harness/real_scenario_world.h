@@ -1,0 +1,85 @@
+#pragma once
+// The real world as a ScenarioWorld: each client process is a thread with the machine's clock,
+// faults run on a fault thread at their times, and true time is the steady clock since run()
+// began. Runs are not reproducible (the trace hash identifies nothing here), but they judge real
+// servers with the same scenarios and checkers.
+//
+// What a thread cannot do: be stopped or killed from outside. pause() and crash() of another
+// client, and client clock drift, throw WorldUnsupported; a client pausing or crashing itself
+// works (the thread sleeps, or unwinds with ClientKilled).
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "adapters/core/random.h"
+#include "scenarios/harness/scenario_world.h"
+#include "sim/trace.h"
+
+namespace lockstep {
+
+struct RealWorldOptions {
+  uint64_t seed = 1;
+  TimeUs run_time_max_us = 120'000'000;  // a run taking longer is reported as bounded
+};
+
+struct RealRunResult {
+  bool complete = true;
+  std::string message;  // what went wrong: a client's escaped exception, a fault that failed, the bound
+  TimeUs time_us = 0;
+};
+
+class RealScenarioWorld final : public ScenarioWorld {
+ public:
+  explicit RealScenarioWorld(RealWorldOptions options);
+  ~RealScenarioWorld() override;
+
+  std::string_view kind() const override { return "real"; }
+  TimeUs now_us() override;
+  size_t trace_line(std::string_view text) override;
+  int add_client_node(const std::string& name, int64_t clock_offset_us, int64_t drift_ppm) override;
+  Clock& clock(int node) override;
+  int64_t draw_between(int64_t lo, int64_t hi) override;
+  uint64_t draw_u64() override;
+  void spawn(int node, const std::string& name, std::function<void()> body, TimeUs start_us) override;
+  void at(TimeUs t_us, std::function<void()> fn) override;
+  void pause(int node, TimeUs duration_us) override;
+  void crash(int node) override;
+  int current_node() override;
+  // pause() of that node also stops its processes for the pause; crash() kills them first.
+  void attach_client_process(int node, ClientProcessHooks hooks) override;
+
+  // Starts the clients and the fault thread and waits for all of them.
+  RealRunResult run();
+  const sim::Trace& trace() const { return trace_; }
+
+ private:
+  struct Node {
+    std::string name;
+    std::unique_ptr<SystemClock> clock;
+  };
+  struct Process {
+    int node = -1;
+    std::string name;
+    std::function<void()> body;
+    TimeUs start_us = 0;
+  };
+  void run_process(const Process& process);
+  void run_faults();
+  void fail(const std::string& message);
+  void sleep_until(TimeUs t_us);
+
+  RealWorldOptions options_;
+  std::mutex mutex_;  // guards trace_, prng_, failure_
+  sim::Trace trace_;
+  Prng prng_;
+  std::vector<Node> nodes_;
+  std::vector<Process> processes_;
+  std::multimap<TimeUs, std::function<void()>> faults_;
+  std::multimap<int, ClientProcessHooks> client_processes_;  // by node; written before run() only
+  int64_t origin_ns_ = 0;  // steady clock at run() start; 0 before
+  std::string failure_;
+};
+
+}  // namespace lockstep

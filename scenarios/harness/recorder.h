@@ -1,0 +1,50 @@
+#pragma once
+// The Recorder writes the history of a run: it stamps each event with true time, gives it a trace
+// line, and appends it. It is also the LeaseObserver of in-process backends, attributing each
+// grant, extend and revoke to the client whose code made the call.
+//
+// After close() (the run has ended and the world is being torn down) events are ignored, so code
+// unwinding a killed client cannot add to a finished history. record() is thread-safe (the real
+// world's clients are threads); the stamp and the append happen under one lock, so the history
+// stays in time order.
+#include <functional>
+#include <mutex>
+#include <string_view>
+
+#include "adapters/core/lease_observer.h"
+#include "scenarios/history/history.h"
+
+namespace lockstep {
+
+struct RecorderHooks {
+  std::function<TimeUs()> now_us;                       // true time
+  std::function<size_t(std::string_view)> trace_line;   // appends a trace line, returns its index
+  std::function<int()> current_client;                  // the client running now, or -1
+};
+
+class Recorder final : public LeaseObserver {
+ public:
+  explicit Recorder(RecorderHooks hooks) : hooks_(std::move(hooks)) {}
+
+  // Stamps time and trace line, appends, returns the index (or npos once closed).
+  size_t record(HistoryEvent e);
+  void close() { closed_ = true; }
+  bool closed() const { return closed_; }
+
+  History& history() { return history_; }
+  const History& history() const { return history_; }
+  TimeUs now_us() const { return hooks_.now_us(); }
+
+  void on_grant(std::string_view server, std::string_view key, std::string_view value, int64_t ttl_us,
+                uint64_t fencing_token) override;
+  void on_extend(std::string_view server, std::string_view key, std::string_view value, int64_t ttl_us) override;
+  void on_revoke(std::string_view server, std::string_view key, std::string_view value, RevokeCause cause) override;
+
+ private:
+  RecorderHooks hooks_;
+  std::mutex mutex_;
+  History history_;
+  bool closed_ = false;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,92 @@
+#pragma once
+// A scenario: a workload plus a fault schedule plus what is expected of each adapter.
+//
+// build() runs before the world starts: it adds clients, gives each a program and a start time,
+// and schedules faults. Numbers come from the scenario's options (so `--set` can change them);
+// small start jitters are drawn from the run's seed and printed in the trace header, so a seed
+// matters even for a scripted timeline. expected() says which invariants the scenario is meant to
+// break for an adapter (empty: safe), so `matrix` can judge every cell.
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "scenarios/harness/backend.h"
+#include "scenarios/checkers/checkers.h"
+#include "scenarios/harness/client.h"
+#include "scenarios/harness/options.h"
+#include "scenarios/harness/resource.h"
+
+namespace lockstep {
+
+using Expectation = std::set<Invariant>;
+
+// What build() works with.
+class ScenarioEnv {
+ public:
+  ScenarioEnv(ScenarioWorld& world, Recorder& recorder, GuardedResource& resource, Backend& backend,
+              const AdapterEntry& adapter, const Options& options, ClientSideLeases* leases, sim::World* sim);
+
+  ScenarioWorld& world() { return world_; }
+  Backend& backend() { return backend_; }
+  // What the adapter under test declares itself to be (its family and the faults it can take).
+  const AdapterEntry& adapter() const { return adapter_; }
+  // The simulator, in the sim world; nullptr in the real world (require_sim first).
+  sim::World* sim() { return sim_; }
+  const Options& options() const { return options_; }
+  int64_t option(const std::string& name) const { return options_.get_int(name); }
+  HistoryMeta& meta() { return recorder_.history().meta; }
+
+  // A new client process on a node of its own.
+  Client& add_client(const std::string& name, int64_t clock_offset_us = 0, int64_t drift_ppm = 0);
+  // Runs program as the client's process from true time start_ms (plus a seeded jitter of at most
+  // jitter_us, printed in the trace). Returns the start time in true microseconds.
+  int64_t start(Client& client, int64_t start_ms, std::function<void(Client&)> program, int64_t jitter_us = 0);
+  // A fault at true time at_us, recorded in the history (lasting duration_us) and the trace.
+  void schedule_fault_us(int64_t at_us, std::string what, std::function<void()> action, int64_t duration_us = 0);
+  // A fault that kills `client` at at_us (action does the killing): recorded as its death, so a
+  // checker does not wait for the operation it had in flight.
+  void schedule_client_kill_us(int64_t at_us, const Client& client, std::string what, std::function<void()> action);
+  void schedule_fault(int64_t at_ms, std::string what, std::function<void()> action, int64_t duration_ms = 0) {
+    schedule_fault_us(at_ms * 1000, std::move(what), std::move(action), duration_ms * 1000);
+  }
+
+  std::vector<std::unique_ptr<Client>>& clients() { return clients_; }
+  // Refuses to build in a world other than the simulator, saying why (WorldUnsupported).
+  void require_sim(const std::string& why) const;
+  // The client running on node, or -1 for a node that is not a client (a server).
+  int client_for_node(int node) const;
+
+ private:
+  ScenarioWorld& world_;
+  Recorder& recorder_;
+  GuardedResource& resource_;
+  Backend& backend_;
+  const AdapterEntry& adapter_;
+  const Options& options_;
+  ClientSideLeases* leases_;
+  sim::World* sim_;
+  std::vector<std::unique_ptr<Client>> clients_;
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::vector<OptionSpec> options;
+  // The adapters it is meant for (empty: every adapter).
+  std::vector<std::string> adapters;
+  // The worlds whose faults it needs (a client paused from outside exists only in the simulator).
+  std::vector<std::string> worlds = {"sim", "real"};
+  std::function<Expectation(const std::string& adapter, const Options& options, bool fencing_on)> expected;
+  std::function<void(ScenarioEnv& env)> build;
+
+  bool applies_to(const std::string& adapter) const;
+  bool runs_in(const std::string& world) const;
+};
+
+const std::vector<Scenario>& scenarios();
+const Scenario* find_scenario(const std::string& name);
+std::string scenario_names();
+
+}  // namespace lockstep

@@ -1,0 +1,73 @@
+#pragma once
+// ScenarioWorld: what scenarios and their clients need from a world, so the same scenario runs in
+// the simulator (SimScenarioWorld: fibers, virtual time, a pure function of the seed) and against
+// real servers (RealScenarioWorld: threads, the machine's clocks, real faults).
+//
+// Nodes here are client processes; servers belong to the backend, which also carries the faults
+// aimed at them (backend.h). True time is microseconds since the run began, read only for the
+// history. A fault that a world cannot produce (pausing another client from outside, in the real
+// world) throws WorldUnsupported, so a scenario that needs it is refused rather than run wrong.
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "adapters/core/clock.h"
+#include "base/time.h"
+
+namespace lockstep {
+
+class WorldUnsupported : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Thrown inside a client whose process a fault killed; the client's top level swallows it.
+// Not a std::exception, so code that catches std::exception lets it pass.
+struct ClientKilled {};
+
+class ScenarioWorld {
+ public:
+  virtual ~ScenarioWorld() = default;
+
+  virtual std::string_view kind() const = 0;  // "sim" or "real"
+  virtual TimeUs now_us() = 0;
+  // Appends a trace line (true time first) and returns its index.
+  virtual size_t trace_line(std::string_view text) = 0;
+
+  // A client process node with its own clock (offset and drift only where the world can).
+  virtual int add_client_node(const std::string& name, int64_t clock_offset_us = 0, int64_t drift_ppm = 0) = 0;
+  virtual Clock& clock(int node) = 0;
+  // Deterministic draws from the run's seed (jitter, client seeds).
+  virtual int64_t draw_between(int64_t lo, int64_t hi) = 0;
+  virtual uint64_t draw_u64() = 0;
+
+  // Runs body as the node's process from true time start_us.
+  virtual void spawn(int node, const std::string& name, std::function<void()> body, TimeUs start_us) = 0;
+  // Runs fn at true time t_us (faults).
+  virtual void at(TimeUs t_us, std::function<void()> fn) = 0;
+  // Stop-the-world of a client for duration_us. From the client's own code it returns when the
+  // pause is over; from outside (a fault) only where the world supports it.
+  virtual void pause(int node, TimeUs duration_us) = 0;
+  // Kills a client. From its own code it throws ClientKilled; from outside only where supported.
+  virtual void crash(int node) = 0;
+  // The client node whose code is running now, or -1.
+  virtual int current_node() = 0;
+
+  // A client's parts outside this process (an external lock library's driver, ext/PROTOCOL.md):
+  // what a pause or crash of the client must also do to them, so either stays a stop-the-world or
+  // a death of the whole client. Attach before the run starts. Only the real world has them.
+  struct ClientProcessHooks {
+    std::function<void()> stop;    // returns once the process is stopped
+    std::function<void()> resume;  // returns once it runs again
+    std::function<void()> kill;    // returns once it is dead
+  };
+  virtual void attach_client_process(int node, ClientProcessHooks hooks) {
+    (void)node;
+    (void)hooks;
+    throw WorldUnsupported("only the real world runs clients in processes of their own");
+  }
+};
+
+}  // namespace lockstep

@@ -1,0 +1,92 @@
+#pragma once
+// The history of a run: every client operation's invocation and completion, every critical
+// section entered and left, every access to the guarded resource, every lease the servers granted,
+// extended or revoked, and every fault, each stamped with true time. Checkers read only this.
+//
+// Events are appended in true-time order (ties in the order they happened); `index` is the
+// position. Client numbers are 0-based; -1 means "no client" (a server event without a requester,
+// a fault). trace_line points into the run's trace for excerpts (npos when there is none).
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/time.h"
+
+namespace lockstep {
+
+enum class EventKind {
+  invoke,       // a client began op on key
+  complete,     // a client's op ended with outcome (token for a successful acquire)
+  cs_enter,     // the client believes it holds key from now (shared: a reader)
+  cs_exit,      // the client stops believing it holds key (about to release, saw expiry, died)
+  access,       // the guarded resource served or refused op (read/write) carrying token
+  grant,        // server granted owner `value` (client) a lease on key for ttl_us
+  extend,       // server set the lease of owner `value` to run ttl_us from now; client requested
+  revoke,       // server removed the lease of owner `value` before expiry; client requested
+  fault,        // a fault happened (detail says what); ends at end_us if it has a duration
+  heal,         // every fault has healed: the liveness clock starts
+  final_value,  // the guarded resource's counter at the end (counter)
+  key_state,    // an in-process keyed lock now keeps `counter` entries (holders + waiters) for key; 0: freed
+};
+std::string_view to_string(EventKind kind);
+
+enum class Op { none, acquire, release, extend, is_locked, read, write };
+std::string_view to_string(Op op);
+
+enum class Outcome { none, ok, fail, contended, error, refused };
+std::string_view to_string(Outcome outcome);
+
+struct HistoryEvent {
+  size_t index = 0;
+  TimeUs time_us = 0;
+  EventKind kind = EventKind::invoke;
+  int client = -1;
+  std::string key;
+  Op op = Op::none;
+  Outcome outcome = Outcome::none;
+  bool has_token = false;
+  uint64_t token = 0;
+  bool shared = false;       // cs_enter/cs_exit: a shared (reader) hold
+  bool kills_client = false; // fault: it killed `client` (whose pending operation then never completes)
+  std::string server;        // grant/extend/revoke: which server
+  std::string value;         // grant/extend/revoke: the lease owner's unique value
+  int64_t ttl_us = 0;        // grant/extend: promised lease length in true time
+  int64_t counter = 0;       // access: the value read or written; final_value: the final count
+  TimeUs end_us = 0;         // fault: when it ends (== time_us for instant faults)
+  std::string detail;        // free text for people
+  size_t trace_line = static_cast<size_t>(-1);
+};
+
+// What the checkers need to know about the run as a whole.
+struct HistoryMeta {
+  int clients = 0;
+  int servers = 1;
+  int quorum = 1;                  // servers whose leases make a grant (Redlock: N/2+1)
+  bool fencing_on = false;         // the resource refuses stale tokens
+  bool monotonic_tokens = false;   // the adapter claims strictly increasing tokens per key
+  TimeUs end_us = 0;               // when the run ended
+  TimeUs heal_us = 0;              // faults healed by then (0: none)
+  TimeUs liveness_bound_us = 0;    // 0: liveness not judged
+  bool keyed = false;              // an in-process keyed lock: fifo, writer_preference, no_leak judged
+};
+
+class History {
+ public:
+  // Appends e (its index is set here) and returns the index.
+  size_t add(HistoryEvent e);
+  const std::vector<HistoryEvent>& events() const { return events_; }
+  const HistoryEvent& operator[](size_t i) const { return events_[i]; }
+  size_t size() const { return events_.size(); }
+  void reserve(size_t n) { events_.reserve(n); }
+
+  HistoryMeta meta;
+
+ private:
+  std::vector<HistoryEvent> events_;
+};
+
+// One line per event, for traces and reports: "acquire ok c1 key=k token=3".
+std::string describe(const HistoryEvent& e);
+
+}  // namespace lockstep

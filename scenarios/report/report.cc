@@ -1,0 +1,145 @@
+#include "scenarios/report/report.h"
+
+#include <fstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "scenarios/report/report_html.h"
+
+namespace lockstep {
+
+namespace {
+
+std::vector<std::string> invariant_names(const Expectation& set) {
+  std::vector<std::string> names;
+  for (Invariant i : set) names.emplace_back(to_string(i));
+  return names;
+}
+
+std::string file_stem(const RunReport& r) {
+  return fmt::format("{}.{}.seed{}.fencing-{}", r.config.scenario, r.config.adapter, r.config.seed,
+                     r.config.fencing_on ? "on" : "off");
+}
+
+std::string ms(int64_t us) { return fmt::format("{:.3f}ms", static_cast<double>(us) / 1000.0); }
+
+}  // namespace
+
+std::string verdict(const RunReport& report) {
+  if (report.end != "complete") return "error";
+  return report.violations.empty() ? "ok" : "violation";
+}
+
+nlohmann::json violation_json(const ReportedViolation& rv) {
+  const Violation& v = rv.violation;
+  return {{"invariant", to_string(v.invariant)},
+          {"time_us", v.time_us},
+          {"clients", v.clients},
+          {"key", v.key},
+          {"detail", v.detail},
+          {"events", v.events},
+          {"excerpt", rv.excerpt}};
+}
+
+nlohmann::json to_json(const RunReport& r) {
+  nlohmann::json violations = nlohmann::json::array();
+  for (const ReportedViolation& rv : r.violations) violations.push_back(violation_json(rv));
+  return {
+      {"verdict", verdict(r)},
+      {"scenario", r.config.scenario},
+      {"adapter", r.config.adapter},
+      {"world", r.config.world},
+      {"seed", r.config.seed},
+      {"fencing", r.config.fencing_on ? "on" : "off"},
+      {"options", r.options.values()},
+      {"overrides", r.options.overrides()},
+      {"trace_hash", r.trace_hash},
+      {"end", r.end},
+      {"end_message", r.end_message},
+      {"violations", violations},
+      {"expected", invariant_names(r.expected)},
+      {"matches_expectation", r.matches_expectation()},
+      {"stats",
+       {{"events", r.stats.events},
+        {"ops", r.stats.ops},
+        {"acquisitions", r.stats.acquisitions},
+        {"sim_time_us", r.stats.sim_time_us},
+        {"wall_time_us", r.stats.wall_time_us}}},
+      {"replay", r.replay_command()},
+  };
+}
+
+std::string to_text(const RunReport& r) {
+  std::string out = fmt::format("{} with {} ({}, seed {}, fencing {}): {}\n", r.config.scenario, r.config.adapter,
+                                r.config.world, r.config.seed, r.config.fencing_on ? "on" : "off", verdict(r));
+  if (r.end != "complete") out += fmt::format("  run did not complete: {}\n", r.end_message);
+  for (const ReportedViolation& rv : r.violations) {
+    const Violation& v = rv.violation;
+    out += fmt::format("  {} at {} on key {}: {}\n", to_string(v.invariant), ms(v.time_us), v.key, v.detail);
+    for (const std::string& line : rv.excerpt) out += fmt::format("      | {}\n", line);
+  }
+  const std::vector<std::string> expected = invariant_names(r.expected);
+  out += fmt::format("  expected: {} ({})\n", expected.empty() ? "safe" : "violation: " + fmt::format("{}", fmt::join(expected, ", ")),
+                     r.matches_expectation() ? "matches" : "DIFFERS");
+  out += fmt::format("  trace_hash {}; {} events, {} ops, {} acquisitions; {} simulated in {} wall\n", r.trace_hash,
+                     r.stats.events, r.stats.ops, r.stats.acquisitions, ms(r.stats.sim_time_us),
+                     ms(r.stats.wall_time_us));
+  if (!r.violations.empty() && r.config.scenario == kSwarmScenarioName) {
+    out += "  replay: lockstep replay REPORT.json (a generated workload: its report carries the spec)\n";
+  } else if (!r.violations.empty()) {
+    out += fmt::format("  replay: {}\n", r.replay_command());
+  }
+  return out;
+}
+
+std::filesystem::path write_report(const RunReport& report, const std::filesystem::path& dir) {
+  return write_report(report, dir, nullptr);
+}
+
+std::filesystem::path write_report(const RunReport& report, const std::filesystem::path& dir,
+                                   const nlohmann::json& workload) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(fmt::format("cannot create report dir {}: {}", dir.string(), ec.message()));
+  const std::filesystem::path json_path = dir / (file_stem(report) + ".json");
+  const std::filesystem::path trace_path = dir / (file_stem(report) + ".trace");
+  nlohmann::json j = to_json(report);
+  if (!workload.is_null()) {
+    j["workload"] = workload;
+    j["replay"] = "lockstep replay " + json_path.string();
+  }
+  std::ofstream json_out(json_path);
+  json_out << j.dump(2) << "\n";
+  std::ofstream trace_out(trace_path);
+  for (const std::string& line : report.trace) trace_out << line << "\n";
+  std::ofstream html_out(timeline_path_for(json_path));
+  html_out << timeline_html(report);
+  if (!json_out || !trace_out || !html_out) {
+    throw std::runtime_error(fmt::format("cannot write report files in {}", dir.string()));
+  }
+  return json_path;
+}
+
+ReplaySpec read_replay_spec(const std::filesystem::path& report_json) {
+  std::ifstream in(report_json);
+  if (!in) throw UsageError(fmt::format("cannot read report {}", report_json.string()));
+  nlohmann::json j;
+  try {
+    in >> j;
+    ReplaySpec spec;
+    spec.config.scenario = j.at("scenario").get<std::string>();
+    spec.config.adapter = j.at("adapter").get<std::string>();
+    spec.config.world = j.at("world").get<std::string>();
+    spec.config.seed = j.at("seed").get<uint64_t>();
+    spec.config.fencing_on = j.at("fencing").get<std::string>() == "on";
+    for (const auto& assignment : j.at("overrides")) spec.config.sets.push_back(assignment.get<std::string>());
+    spec.trace_hash = j.at("trace_hash").get<std::string>();
+    if (j.contains("workload")) spec.workload = j.at("workload");
+    return spec;
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(fmt::format("{} is not a lockstep report: {}", report_json.string(), e.what()));
+  }
+}
+
+}  // namespace lockstep

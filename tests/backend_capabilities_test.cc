@@ -1,0 +1,72 @@
+// Every registered adapter's declared family and simulator faults (AdapterEntry) against what its
+// backend does: each fault is tried in a throwaway simulated run, and a declared fault must work
+// while an undeclared one must be refused. The sweep trusts the declaration, so this is what keeps
+// it from drawing a fault that silently does nothing, or never drawing one that works.
+#include <algorithm>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "known_bad/known_bad.h"
+#include "scenarios/backends/keyed.h"
+#include "scenarios/backends/registry.h"
+#include "scenarios/runner.h"
+
+namespace lockstep {
+namespace {
+
+template <class Fn>
+bool works(Fn&& fault) {
+  try {
+    fault();
+    return true;
+  } catch (const WorldUnsupported&) {
+    return false;
+  }
+}
+
+struct Observed {
+  LockFamily family = LockFamily::lease;
+  FaultCapabilities faults;
+};
+
+Scenario probe(Observed* seen) {
+  return {.name = "capability-probe",
+          .description = "tries each fault on the adapter's simulated backend",
+          .worlds = {"sim"},
+          .expected = [](const std::string&, const Options&, bool) { return Expectation{}; },
+          .build = [seen](ScenarioEnv& env) {
+            Backend& backend = env.backend();
+            if (auto* keyed = dynamic_cast<KeyedSimBackend*>(&backend)) {
+              seen->family = keyed->rw() != nullptr ? LockFamily::keyed_rw : LockFamily::keyed_fifo;
+              return;
+            }
+            seen->faults.network = works([&] { backend.heal(); });
+            seen->faults.server_clock = works([&] { backend.set_server_drift(0); });
+            // The sweep's failover runs with replicas=1; last, since it kills this run's primary.
+            if (env.options().has("replicas")) seen->faults.failover = works([&] { backend.failover(); });
+          }};
+}
+
+TEST_CASE("every adapter's declared simulator faults are what its backend does", "[capabilities]") {
+  register_known_bad_adapters();
+  int checked = 0;
+  for (const AdapterEntry& entry : adapters()) {
+    if (std::find(entry.worlds.begin(), entry.worlds.end(), "sim") == entry.worlds.end()) continue;
+    Observed seen;
+    const Scenario scenario = probe(&seen);
+    RunConfig config{.adapter = entry.name, .keep_trace = false};
+    if (resolve_options(scenario, config).has("replicas")) config.sets = {"replicas=1"};
+    run_scenario(scenario, config);
+    INFO("adapter " << entry.name);
+    CHECK(seen.family == entry.family);
+    CHECK(seen.faults.network == entry.sim_faults.network);
+    CHECK(seen.faults.server_clock == entry.sim_faults.server_clock);
+    CHECK(seen.faults.failover == entry.sim_faults.failover);
+    ++checked;
+  }
+  CHECK(checked >= 17);  // 6 production adapters and 11 known-bad ones run in the simulator
+}
+
+}  // namespace
+}  // namespace lockstep

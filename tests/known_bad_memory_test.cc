@@ -1,0 +1,42 @@
+// The known-bad memory lock: a release that ignores its caller's value, built around the
+// production store (which itself stays owner-checked).
+#include <catch2/catch.hpp>
+
+#include "adapters/core/clock.h"
+#include "adapters/memory/memory_adapter.h"
+#include "known_bad/known_bad_memory.h"
+
+namespace lockstep {
+namespace {
+
+class FixedClock final : public Clock {
+ public:
+  int64_t now_us() override { return 5'000'000; }
+  void sleep_for_us(int64_t) override {}
+};
+
+LockSpec spec(std::string key, std::string value) {
+  return {.key = std::move(key), .value = std::move(value), .ttl_ms = 100};
+}
+
+TEST_CASE("the bad variant releases another owner's lock, which the store alone refuses", "[known-bad]") {
+  FixedClock clock;
+  MemoryAdapter store({.clock = &clock});
+  BadMemoryNoOwnerCheck bad(store);
+  REQUIRE(bad.create_lock(spec("k", "a")).ok());
+  CHECK(store.release_lock(spec("k", "intruder")).status == AdapterStatus::not_owner);
+  CHECK(bad.release_lock(spec("k", "intruder")).ok());
+  CHECK(bad.is_valid_lock(spec("k", "a")).status == AdapterStatus::not_owner);
+  CHECK(bad.release_lock(spec("k", "intruder")).status == AdapterStatus::not_owner);  // nothing left
+  CHECK(bad.create_lock(spec("k", "b")).ok());
+}
+
+TEST_CASE("the bad variant's release of a key never granted is the store's", "[known-bad]") {
+  FixedClock clock;
+  MemoryAdapter store({.clock = &clock});
+  BadMemoryNoOwnerCheck bad(store);
+  CHECK(bad.release_lock(spec("free", "x")).status == AdapterStatus::not_owner);
+}
+
+}  // namespace
+}  // namespace lockstep
