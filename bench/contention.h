@@ -6,7 +6,7 @@
 // Counters, beside items_per_second (successes per second of wall time):
 //   wait_p50_us, wait_p99_us  nearest-rank percentiles of the wait of every acquisition of the run,
 //                             from the start of an acquire to its success (steady_clock), in us;
-//                             at most kMaxWaitSamples are kept (a reservoir sample per contender)
+//                             at most kWaitSamplesMax are kept (a reservoir sample per contender)
 //   fairness                  min / max of the contenders' successes (1.0: perfectly even)
 //   acq_cv                    their coefficient of variation (stddev / mean; 0: perfectly even)
 // Google Benchmark's own Threads() would not do: it gives every thread the same iteration count,
@@ -32,7 +32,7 @@ namespace lockstep::bench {
 
 using SteadyClock = std::chrono::steady_clock;
 
-constexpr size_t kMaxWaitSamples = 1'000'000;
+constexpr size_t kWaitSamplesMax = 1'000'000;
 constexpr int kContenders[] = {1, 2, 8, 32, 64};
 constexpr std::chrono::milliseconds kHold{1};  // the /hold:1ms cases' time inside the lock
 
@@ -41,7 +41,7 @@ class ContentionStats {
  public:
   explicit ContentionStats(int contenders)
       : slots_(static_cast<size_t>(contenders)),
-        cap_(std::max<size_t>(1, kMaxWaitSamples / static_cast<size_t>(contenders))) {
+        cap_(std::max<size_t>(1, kWaitSamplesMax / static_cast<size_t>(contenders))) {
     for (size_t i = 0; i < slots_.size(); ++i) slots_[i].rng = 0x9e3779b97f4a7c15ULL * (i + 1);
   }
 

@@ -38,7 +38,7 @@ void BM_Sim_EventQueue(benchmark::State& state) {
   constexpr uint64_t kEventsPerRun = 1 << 16;
   uint64_t events = 0;
   for (auto _ : state) {
-    Scheduler scheduler({.max_events = kEventsPerRun});
+    Scheduler scheduler({.events_max = kEventsPerRun});
     uint32_t lcg = 12'345;
     for (int i = 0; i < kChains; ++i) scheduler.at(i, Tick{&scheduler, &lcg});
     const RunResult r = scheduler.run();

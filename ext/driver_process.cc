@@ -396,9 +396,9 @@ void DriverProcess::read_loop() {
         start = nl + 1;
       }
       out_buffer.erase(0, start);
-      if (out_buffer.size() > kMaxLineBytes) {
+      if (out_buffer.size() > kLineMaxBytes) {
         std::lock_guard<std::mutex> lock(mutex_);
-        fail_locked(DriverFailure::malformed, fmt::format("a line longer than {} bytes", kMaxLineBytes));
+        fail_locked(DriverFailure::malformed, fmt::format("a line longer than {} bytes", kLineMaxBytes));
         out_buffer.clear();
       }
     }

@@ -13,7 +13,7 @@
 //   deadline. A driver that dies, closes stdout, overruns a deadline or writes a malformed line is
 //   failed for good: that call and every later one return the failure, with its stderr tail, and
 //   never a lock result.
-// - Everything the driver writes is bounded: lines by kMaxLineBytes, stderr kept as a tail.
+// - Everything the driver writes is bounded: lines by kLineMaxBytes, stderr kept as a tail.
 #include <sys/types.h>
 
 #include <condition_variable>

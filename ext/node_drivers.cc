@@ -19,7 +19,7 @@ namespace {
 
 // The packages ext/node/package.json pins; each must be under node_modules.
 constexpr std::array<const char*, 4> kPinned = {"@kontsedal/locco", "redlock", "redis-semaphore", "ioredis"};
-constexpr int kMinNodeMajor = 20;
+constexpr int kNodeMajorMin = 20;
 
 bool exists(const std::string& path) {
   struct stat info {};
@@ -48,9 +48,9 @@ std::string require_node_drivers() {
   const std::optional<std::string> node = real::find_on_path("node");
   if (!node) throw real::ServerUnavailable("node not found on PATH; " + setup_hint);
   static const int major = node_major(*node);  // one `node --version` per process
-  if (major < kMinNodeMajor) {
+  if (major < kNodeMajorMin) {
     throw real::ServerUnavailable(fmt::format("node {} is older than {} (or did not answer --version)", major,
-                                              kMinNodeMajor));
+                                              kNodeMajorMin));
   }
   const std::string dir = node_driver_dir();
   if (!exists(dir + "/driver.js")) throw real::ServerUnavailable(fmt::format("no {}/driver.js", dir));

@@ -182,7 +182,7 @@ std::string_view to_string(Op op) {
 }
 
 Line decode_line(std::string_view line) {
-  if (line.size() > kMaxLineBytes) return DecodeError{fmt::format("a line of {} bytes (max {})", line.size(), kMaxLineBytes)};
+  if (line.size() > kLineMaxBytes) return DecodeError{fmt::format("a line of {} bytes (max {})", line.size(), kLineMaxBytes)};
   const json object = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (object.is_discarded()) return DecodeError{"not JSON"};
   if (!object.is_object()) return DecodeError{"not a JSON object"};

@@ -2,7 +2,7 @@
 // random sequences of requests, try-requests, releases, timeouts (withdrawals) and clears over
 // several keys. After every command the core's grants and its whole observable state (per key:
 // holders, queue; the number of keys with state) must equal the model's. Each property runs at
-// least kMinSequences command sequences whatever RC_PARAMS says (a larger max_success wins), with
+// least kSequencesMin command sequences whatever RC_PARAMS says (a larger max_success wins), with
 // RC_PARAMS' seed, so RC_PARAMS="seed=N" still reproduces a failure it printed.
 //
 // The models say the rules in their own terms, not the cores':
@@ -32,7 +32,7 @@ namespace {
 using keyed::RequestId;
 using keyed::RwMode;
 
-constexpr int kMinSequences = 1000;
+constexpr int kSequencesMin = 1000;
 
 // Runs testable for at least min_success cases; returns whether it held (and how many passed).
 template <class Testable>
@@ -355,24 +355,24 @@ struct FifoClear : FifoCommand {
 
 TEST_CASE("keyed-rw core matches its model over random command sequences", "[property][keyed][keyed-rw]") {
   int passed = 0;
-  CHECK(check_at_least("keyed-rw core vs model", kMinSequences, [] { rw_state_machine<keyed::RwCore>(); }, &passed));
-  CHECK(passed >= kMinSequences);
+  CHECK(check_at_least("keyed-rw core vs model", kSequencesMin, [] { rw_state_machine<keyed::RwCore>(); }, &passed));
+  CHECK(passed >= kSequencesMin);
 }
 
 TEST_CASE("the known-bad reader-preferring keyed-rw core is caught by the model", "[property][keyed][known-bad]") {
   // The property must fail for the calibration variant: readers pass a queued writer.
-  CHECK_FALSE(check_at_least("bad-rw-reader-preference vs model", kMinSequences,
+  CHECK_FALSE(check_at_least("bad-rw-reader-preference vs model", kSequencesMin,
                              [] { rw_state_machine<ReaderPreferenceRwCore>(); }));
 }
 
 TEST_CASE("fifo core matches its model over random command sequences", "[property][keyed][fifo]") {
   int passed = 0;
-  CHECK(check_at_least("fifo core vs model", kMinSequences, [] {
+  CHECK(check_at_least("fifo core vs model", kSequencesMin, [] {
     FifoSut sut;
     rc::state::check(FifoModel{}, sut,
                      rc::state::gen::execOneOfWithArgs<FifoRequest, FifoRequest, FifoRelease, FifoTimeout, FifoClear>());
   }, &passed));
-  CHECK(passed >= kMinSequences);
+  CHECK(passed >= kSequencesMin);
 }
 
 }  // namespace lockstep

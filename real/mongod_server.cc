@@ -77,8 +77,8 @@ bool MongodProcess::running() const { return process_ != nullptr && !process_->r
 
 std::string MongodProcess::uri() const { return "mongodb://127.0.0.1:" + std::to_string(port_); }
 
-std::string MongodProcess::log_tail(size_t max_bytes) const {
-  return tail_of_file(dir_ + "/mongod.log", max_bytes) + tail_of_file(dir_ + "/output.log", max_bytes);
+std::string MongodProcess::log_tail(size_t bytes_max) const {
+  return tail_of_file(dir_ + "/mongod.log", bytes_max) + tail_of_file(dir_ + "/output.log", bytes_max);
 }
 
 void MongodProcess::start_on_free_port() {

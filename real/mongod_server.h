@@ -54,7 +54,7 @@ class MongodProcess {
   void restart();  // crash() if running, then start again on the same port and dbpath
   void stop();     // graceful, then forced; reaps and removes the dir. Idempotent.
 
-  std::string log_tail(size_t max_bytes = 2000) const;
+  std::string log_tail(size_t bytes_max = 2000) const;
 
  private:
   bool start_on_port(int port);  // false: the port was taken

@@ -82,8 +82,8 @@ bool RedisServerProcess::running() const { return process_ != nullptr && !proces
 
 std::string RedisServerProcess::endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
 
-std::string RedisServerProcess::log_tail(size_t max_bytes) const {
-  return tail_of_file(dir_ + "/redis.log", max_bytes) + tail_of_file(dir_ + "/output.log", max_bytes);
+std::string RedisServerProcess::log_tail(size_t bytes_max) const {
+  return tail_of_file(dir_ + "/redis.log", bytes_max) + tail_of_file(dir_ + "/output.log", bytes_max);
 }
 
 void RedisServerProcess::start_on_free_port() {

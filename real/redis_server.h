@@ -68,7 +68,7 @@ class RedisServerProcess {
   void jump_clock_s(int64_t seconds);
 
   // The last bytes of the server's log and captured output, for error messages.
-  std::string log_tail(size_t max_bytes = 2000) const;
+  std::string log_tail(size_t bytes_max = 2000) const;
 
  private:
   bool uses_faketime() const;

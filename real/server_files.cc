@@ -26,13 +26,13 @@ void remove_server_dir(std::string& dir) {
   dir.clear();
 }
 
-std::string tail_of_file(const std::string& path, size_t max_bytes) {
+std::string tail_of_file(const std::string& path, size_t bytes_max) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return "";
   std::stringstream content;
   content << in.rdbuf();
   const std::string text = content.str();
-  return text.size() <= max_bytes ? text : text.substr(text.size() - max_bytes);
+  return text.size() <= bytes_max ? text : text.substr(text.size() - bytes_max);
 }
 
 }  // namespace lockstep::real

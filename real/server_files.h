@@ -15,7 +15,7 @@ std::string make_server_dir(std::string_view kind);
 // temp dir), and clears `dir`. No-op when dir is empty.
 void remove_server_dir(std::string& dir);
 
-// The last max_bytes of the file at path; "" when it cannot be read.
-std::string tail_of_file(const std::string& path, size_t max_bytes);
+// The last bytes_max of the file at path; "" when it cannot be read.
+std::string tail_of_file(const std::string& path, size_t bytes_max);
 
 }  // namespace lockstep::real

@@ -27,7 +27,7 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 constexpr size_t kReadChunkBytes = 16 * 1024;
-constexpr int kMaxPollTimeoutMs = 1000;
+constexpr int kPollTimeoutMaxMs = 1000;
 constexpr auto kControlTimeout = std::chrono::seconds(5);
 
 size_t index_of(Direction direction) { return direction == Direction::to_upstream ? 0 : 1; }
@@ -113,7 +113,7 @@ class TcpProxy::Loop {
 
 TcpProxy::Loop::Loop(TcpProxyOptions options) : options_(options) {
   LOCKSTEP_CHECK(options_.upstream_port > 0 && options_.upstream_port < 65536, "an upstream port");
-  LOCKSTEP_CHECK(options_.buffer_bytes > 0 && options_.max_connections > 0, "bounded, usable limits");
+  LOCKSTEP_CHECK(options_.buffer_bytes > 0 && options_.connections_max > 0, "bounded, usable limits");
   listener_ = listen_loopback(port_);
   std::array<int, 2> fds{};
   if (pipe2(fds.data(), O_NONBLOCK | O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
@@ -205,7 +205,7 @@ std::vector<pollfd> TcpProxy::Loop::poll_set() const {
 // Until the earliest delayed chunk falls due (chunks already due wait for POLLOUT instead).
 int TcpProxy::Loop::poll_timeout_ms() const {
   const auto now = SteadyClock::now();
-  int64_t timeout_ms = kMaxPollTimeoutMs;
+  int64_t timeout_ms = kPollTimeoutMaxMs;
   for (const auto& connection : connections_) {
     for (size_t direction = 0; direction < 2; ++direction) {
       const Pipe& pipe = connection->pipes[direction];
@@ -223,7 +223,7 @@ void TcpProxy::Loop::accept_new() {
   while (true) {
     Fd client(accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!client.valid()) return;  // EAGAIN: no more waiting
-    if (connections_.size() >= options_.max_connections) continue;  // refused: closed at once
+    if (connections_.size() >= options_.connections_max) continue;  // refused: closed at once
     Fd upstream = connect_loopback_nonblocking(options_.upstream_port);
     if (!upstream.valid()) continue;  // upstream refused: so is the client
     auto connection = std::make_unique<Connection>();

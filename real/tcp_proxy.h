@@ -14,7 +14,7 @@
 // - Every control call returns only once the proxy thread applies it: bytes read after the call
 //   returns see the new faults. (Bounded: the thread answers within 5 s or the call fails a CHECK.)
 // - Bounded memory: at most buffer_bytes queued per direction per connection (the proxy stops
-//   reading that side until it drains) and at most max_connections at once (more are refused).
+//   reading that side until it drains) and at most connections_max at once (more are refused).
 // - The destructor stops the thread, joins it and closes every fd.
 #include <cstddef>
 #include <cstdint>
@@ -28,7 +28,7 @@ enum class Direction { to_upstream, to_client };
 struct TcpProxyOptions {
   int upstream_port = 0;
   size_t buffer_bytes = size_t{1} << 20;
-  size_t max_connections = 64;
+  size_t connections_max = 64;
 };
 
 class TcpProxy {

@@ -199,7 +199,7 @@ class RunAssembly {
 
 void run_in_sim(const Scenario& scenario, const AdapterEntry& adapter, RunReport& report) {
   sim::World world({.seed = report.config.seed,
-                    .scheduler = {.max_events = report.config.max_events},
+                    .scheduler = {.events_max = report.config.events_max},
                     .trace_keep_lines_max = report.config.keep_trace ? size_t{2'000'000} : size_t{0}});
   SimScenarioWorld scenario_world(world);
   RunAssembly run(scenario_world, scenario, adapter, report, &world);

@@ -39,7 +39,7 @@ struct RunConfig {
   uint64_t seed = 1;
   bool fencing_on = false;
   std::vector<std::string> sets;  // KEY=VALUE overrides
-  uint64_t max_events = 20'000'000;
+  uint64_t events_max = 20'000'000;
   bool keep_trace = true;         // keep trace lines for excerpts and the report
 };
 

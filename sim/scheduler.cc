@@ -13,7 +13,7 @@ namespace {
 
 // Beyond this many pending events a run is surely broken (a loop scheduling without end);
 // failing loudly beats exhausting memory.
-constexpr size_t kMaxPendingEvents = 10'000'000;
+constexpr size_t kPendingEventsMax = 10'000'000;
 
 constexpr uint32_t slot_of(EventId id) { return static_cast<uint32_t>(id & 0xffff'ffffU); }
 constexpr uint32_t generation_of(EventId id) { return static_cast<uint32_t>(id >> 32); }
@@ -21,13 +21,13 @@ constexpr uint32_t generation_of(EventId id) { return static_cast<uint32_t>(id >
 }  // namespace
 
 Scheduler::Scheduler(SchedulerOptions options) : options_(options) {
-  LOCKSTEP_SIM_CHECK(options_.max_time_us >= 0, "max_time_us must not be negative");
+  LOCKSTEP_SIM_CHECK(options_.time_max_us >= 0, "time_max_us must not be negative");
 }
 
 EventId Scheduler::at(TimeUs t_us, std::function<void()> fn) {
   LOCKSTEP_SIM_CHECK(fn != nullptr, "an event needs a callback");
-  LOCKSTEP_SIM_CHECK(live_events_ < kMaxPendingEvents,
-                 fmt::format("more than {} pending events", kMaxPendingEvents));
+  LOCKSTEP_SIM_CHECK(live_events_ < kPendingEventsMax,
+                 fmt::format("more than {} pending events", kPendingEventsMax));
   uint32_t slot;
   if (free_slots_.empty()) {
     LOCKSTEP_SIM_CHECK(slots_.size() < std::numeric_limits<uint32_t>::max(), "slot index overflow");
@@ -78,9 +78,9 @@ bool Scheduler::pending() const { return live_events_ > 0; }
 
 void Scheduler::clear() {
   // Destroying a callback may schedule new events (a destructor that sends); drop those too.
-  constexpr int kMaxRounds = 1000;
+  constexpr int kRoundsMax = 1000;
   for (int round = 0; !heap_.empty(); ++round) {
-    LOCKSTEP_SIM_CHECK(round < kMaxRounds, "event callbacks keep scheduling while being dropped");
+    LOCKSTEP_SIM_CHECK(round < kRoundsMax, "event callbacks keep scheduling while being dropped");
     std::vector<Entry> heap = std::move(heap_);
     heap_.clear();
     std::vector<std::function<void()>> doomed;
@@ -103,11 +103,11 @@ RunResult Scheduler::run() { return run_events(kTimeNever); }
 RunResult Scheduler::run_until(TimeUs t_us) {
   RunResult r = run_events(t_us);
   if (r.end == RunEnd::queue_empty && t_us > now_us_) {
-    if (t_us > options_.max_time_us) {
-      now_us_ = options_.max_time_us;
+    if (t_us > options_.time_max_us) {
+      now_us_ = options_.time_max_us;
       return result(RunEnd::time_bound,
-                    fmt::format("time bound: run_until({}us) is past max_time_us {}", t_us,
-                                options_.max_time_us));
+                    fmt::format("time bound: run_until({}us) is past time_max_us {}", t_us,
+                                options_.time_max_us));
     }
     now_us_ = t_us;
     r.time_us = now_us_;
@@ -132,14 +132,14 @@ RunResult Scheduler::run_events(TimeUs limit_us) {
     if (heap_.empty()) return result(RunEnd::queue_empty, "");
     const Entry next = heap_.front();
     if (next.time_us > limit_us) return result(RunEnd::queue_empty, "");
-    if (next.time_us > options_.max_time_us) {
+    if (next.time_us > options_.time_max_us) {
       return result(RunEnd::time_bound,
-                    fmt::format("time bound: next event at {}us is past max_time_us {}",
-                                next.time_us, options_.max_time_us));
+                    fmt::format("time bound: next event at {}us is past time_max_us {}",
+                                next.time_us, options_.time_max_us));
     }
-    if (events_run_ >= options_.max_events) {
+    if (events_run_ >= options_.events_max) {
       return result(RunEnd::event_bound,
-                    fmt::format("event bound: {} events run (max_events), {} still pending",
+                    fmt::format("event bound: {} events run (events_max), {} still pending",
                                 events_run_, live_events_));
     }
     std::pop_heap(heap_.begin(), heap_.end(), Later{});

@@ -6,8 +6,8 @@
 // stop() is called, or when a bound (max events, max time) is hit; a bound hit is reported as such
 // in RunResult, never mistaken for a normal end.
 //
-// The bounds: max_events caps events_run() over the scheduler's life (RunResult.events is that
-// total too), and no event later than max_time_us ever runs (now never passes it). Cancelled
+// The bounds: events_max caps events_run() over the scheduler's life (RunResult.events is that
+// total too), and no event later than time_max_us ever runs (now never passes it). Cancelled
 // events are not counted. A run_until(t) that ran everything due by t ends with queue_empty
 // ("nothing left before the limit"); pending() tells whether later events remain.
 #include <cstdint>
@@ -20,8 +20,8 @@
 namespace lockstep::sim {
 
 struct SchedulerOptions {
-  uint64_t max_events = 20'000'000;
-  TimeUs max_time_us = 24LL * 3600 * kUsPerSec;
+  uint64_t events_max = 20'000'000;
+  TimeUs time_max_us = 24LL * 3600 * kUsPerSec;
 };
 
 enum class RunEnd { queue_empty, stopped, event_bound, time_bound };

@@ -14,10 +14,10 @@ namespace lockstep::sim {
 namespace {
 
 // Bounds that only a runaway scenario reaches; they fail loudly instead of eating the machine.
-constexpr size_t kMaxNodes = 100'000;
-constexpr size_t kMaxFibers = 1'000'000;
-constexpr size_t kMaxDeferredPerNode = 1'000'000;
-constexpr size_t kMaxFibersNamedInMessage = 5;
+constexpr size_t kNodesMax = 100'000;
+constexpr size_t kFibersMax = 1'000'000;
+constexpr size_t kDeferredPerNodeMax = 1'000'000;
+constexpr size_t kFibersNamedInMessageMax = 5;
 
 std::string signed_us(int64_t v) { return fmt::format("{:+}", v); }
 
@@ -102,7 +102,7 @@ World::~World() {
 // --- nodes and clocks ---
 
 NodeId World::add_node(std::string name, ClockSpec clock) {
-  LOCKSTEP_SIM_CHECK(nodes_.size() < kMaxNodes, "too many nodes");
+  LOCKSTEP_SIM_CHECK(nodes_.size() < kNodesMax, "too many nodes");
   const NodeId id = static_cast<NodeId>(nodes_.size());
   trace_line(fmt::format("node {} add {} offset {}us drift {}ppm", id, name,
                          signed_us(clock.offset_us), signed_us(clock.drift_ppm)));
@@ -138,7 +138,7 @@ FiberId World::spawn(NodeId node, std::string name, std::function<void()> body, 
   LOCKSTEP_SIM_CHECK(body != nullptr, "a fiber needs a body");
   if (start_us < 0) start_us = now_us();
   LOCKSTEP_SIM_CHECK(start_us >= now_us(), "a fiber cannot start in the past");
-  LOCKSTEP_SIM_CHECK(fibers_.size() < kMaxFibers, "too many fibers");
+  LOCKSTEP_SIM_CHECK(fibers_.size() < kFibersMax, "too many fibers");
 
   const FiberId id = static_cast<FiberId>(fibers_.size());
   auto slot = std::make_unique<FiberSlot>();
@@ -380,9 +380,9 @@ void World::deliver_now(NodeId node, uint64_t incarnation, Action fn, Action on_
 }
 
 void World::defer(Node& node, Action action) {
-  LOCKSTEP_SIM_CHECK(node.deferred.size() < kMaxDeferredPerNode,
+  LOCKSTEP_SIM_CHECK(node.deferred.size() < kDeferredPerNodeMax,
                      fmt::format("node {} deferred more than {} actions in one pause", node.name,
-                                 kMaxDeferredPerNode));
+                                 kDeferredPerNodeMax));
   node.deferred.push_back(std::move(action));
 }
 
@@ -525,7 +525,7 @@ RunResult World::run() {
     size_t named = 0;
     for (const auto& slot : fibers_) {
       if (slot->state == FiberSlot::State::done) continue;
-      if (named++ == kMaxFibersNamedInMessage) {
+      if (named++ == kFibersNamedInMessageMax) {
         names += ", ...";
         break;
       }

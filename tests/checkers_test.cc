@@ -260,7 +260,7 @@ TEST_CASE("mutual_exclusion", "[checkers]") {
     require_violation(found[0], Invariant::mutual_exclusion, 10, {0, 1}, "k", {0, 1, 3});
     require_violation(found[1], Invariant::mutual_exclusion, 20, {0, 2}, "k", {0, 2, 3});
   }
-  SECTION("at most max_per_invariant, the earliest") {
+  SECTION("at most per_invariant_max, the earliest") {
     b.enter(0, 0, "k");
     for (int i = 1; i <= 15; ++i) {
       b.enter(i * 10, i, "k");
@@ -393,7 +393,7 @@ TEST_CASE("lease_exclusion", "[checkers]") {
       CHECK(check_lease_exclusion(b.history).empty());
     }
   }
-  SECTION("at most max_per_invariant over keys, the earliest") {
+  SECTION("at most per_invariant_max over keys, the earliest") {
     b.grant(0, "memory", "b", "A", 0, 1000);
     b.grant(0, "memory", "a", "C", 2, 1000);
     b.grant(5, "memory", "b", "B", 1, 1000);
@@ -647,7 +647,7 @@ TEST_CASE("liveness", "[checkers]") {
     b.invoke(0, 0, "k");
     CHECK(check_liveness(b.history).empty());
   }
-  SECTION("at most max_per_invariant, the earliest") {
+  SECTION("at most per_invariant_max, the earliest") {
     for (int c = 0; c < 5; ++c) b.invoke(c * 10, c, "k");
     auto found = check_liveness(b.history, CheckOptions{2});
     REQUIRE(found.size() == 2);

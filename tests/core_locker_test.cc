@@ -134,17 +134,17 @@ TEST_CASE("lock() validates the key and the TTL before anything is sent", "[lock
   const auto empty_key = validation_error_of([&] { locker.lock("", 1000); });
   CHECK(empty_key.parameter() == "key");
   CHECK_THAT(empty_key.what(), Catch::Contains("empty"));
-  const auto long_key = validation_error_of([&] { locker.lock(std::string(kMaxKeyBytes + 1, 'k'), 1000); });
+  const auto long_key = validation_error_of([&] { locker.lock(std::string(kKeyMaxBytes + 1, 'k'), 1000); });
   CHECK(long_key.parameter() == "key");
   CHECK_THAT(long_key.what(), Catch::Contains("1025 bytes") && Catch::Contains("1024"));
-  CHECK_NOTHROW(locker.lock(std::string(kMaxKeyBytes, 'k'), 1000));
+  CHECK_NOTHROW(locker.lock(std::string(kKeyMaxBytes, 'k'), 1000));
 
-  for (int64_t ttl : {int64_t{0}, int64_t{-1}, kMaxTtlMs + 1}) {
+  for (int64_t ttl : {int64_t{0}, int64_t{-1}, kTtlMaxMs + 1}) {
     const auto error = validation_error_of([&] { locker.lock("k", ttl); });
     CHECK(error.parameter() == "ttl_ms");
     CHECK_THAT(error.what(), Catch::Contains(std::to_string(ttl)));
   }
-  CHECK_NOTHROW(locker.lock("k", kMaxTtlMs));
+  CHECK_NOTHROW(locker.lock("k", kTtlMaxMs));
   CHECK(f.memory.size() == 0);
 }
 

@@ -40,8 +40,8 @@ TEST_CASE("coherent settings are valid", "[retry]") {
 }
 
 TEST_CASE("the limits themselves are valid", "[retry]") {
-  CHECK_NOTHROW(validate({.retry_delay_ms = kMaxRetryDelayMs, .retry_times = kMaxRetryTimes,
-                          .total_time_ms = kMaxTotalTimeMs, .retry_jitter_ms = kMaxRetryDelayMs}));
+  CHECK_NOTHROW(validate({.retry_delay_ms = kRetryDelayMaxMs, .retry_times = kMaxRetryTimes,
+                          .total_time_ms = kTotalTimeMaxMs, .retry_jitter_ms = kRetryDelayMaxMs}));
 }
 
 TEST_CASE("a delay function and a fixed delay contradict each other", "[retry]") {
@@ -67,7 +67,7 @@ TEST_CASE("a total time without any retry configured is rejected", "[retry]") {
 }
 
 TEST_CASE("out-of-range values name the parameter and the allowed range", "[retry]") {
-  for (int64_t delay : {int64_t{0}, int64_t{-1}, kMaxRetryDelayMs + 1}) {
+  for (int64_t delay : {int64_t{0}, int64_t{-1}, kRetryDelayMaxMs + 1}) {
     require_invalid({.retry_delay_ms = delay, .retry_times = 1}, "retry_delay_ms",
                     {"must be in", std::to_string(delay)});
   }
@@ -75,11 +75,11 @@ TEST_CASE("out-of-range values name the parameter and the allowed range", "[retr
     require_invalid({.retry_delay_ms = 10, .retry_times = times}, "retry_times",
                     {"must be in", std::to_string(times)});
   }
-  for (int64_t jitter : {int64_t{-1}, kMaxRetryDelayMs + 1}) {
+  for (int64_t jitter : {int64_t{-1}, kRetryDelayMaxMs + 1}) {
     require_invalid({.retry_delay_ms = 10, .retry_times = 1, .retry_jitter_ms = jitter},
                     "retry_jitter_ms", {"must be in", std::to_string(jitter)});
   }
-  for (int64_t total : {int64_t{0}, int64_t{-5}, kMaxTotalTimeMs + 1}) {
+  for (int64_t total : {int64_t{0}, int64_t{-5}, kTotalTimeMaxMs + 1}) {
     require_invalid({.retry_delay_ms = 10, .retry_times = 1, .total_time_ms = total},
                     "total_time_ms", {"must be in", std::to_string(total)});
   }

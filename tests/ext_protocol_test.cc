@@ -80,7 +80,7 @@ TEST_CASE("ext codec: malformed lines are errors that say what is wrong", "[ext]
                      R"("is_locked":true,"token":"sometimes"},"now_ns":"1"})")
             .find("sometimes") != std::string::npos);
   CHECK(decode_error(R"({"event":"lock_found","t_ns":"1"})").find("unknown event") != std::string::npos);
-  CHECK(decode_error(std::string(kMaxLineBytes + 1, ' ')).find("bytes") != std::string::npos);
+  CHECK(decode_error(std::string(kLineMaxBytes + 1, ' ')).find("bytes") != std::string::npos);
 }
 
 TEST_CASE("ext codec: requests carry exactly their op's fields", "[ext][protocol]") {

@@ -76,8 +76,8 @@ void run_against_map(uint64_t seed, Collisions collisions, uint64_t universe) {
         table.check();
       }
       CHECK(table.empty());
-      CHECK(table.slot_count() <= KeyTable<Counter>::kMinSlots);
-      CHECK(table.entry_capacity() <= KeyTable<Counter>::kMinEntries);
+      CHECK(table.slot_count() <= KeyTable<Counter>::kSlotsMin);
+      CHECK(table.entry_capacity() <= KeyTable<Counter>::kEntriesMin);
     }
   }
 }

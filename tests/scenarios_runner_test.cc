@@ -120,7 +120,7 @@ TEST_CASE("bad input is a UsageError naming the valid choices", "[runner][usage]
 }
 
 TEST_CASE("a run that hits the event bound ends with an error, not a verdict of safety", "[runner]") {
-  RunReport r = run_scenario({.scenario = "gc-pause", .adapter = "memory", .max_events = 2});
+  RunReport r = run_scenario({.scenario = "gc-pause", .adapter = "memory", .events_max = 2});
   CHECK(r.end == "event_bound");
   CHECK(verdict(r) == "error");
   CHECK_FALSE(r.ok());

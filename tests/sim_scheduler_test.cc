@@ -109,7 +109,7 @@ TEST_CASE("scheduler: an event may cancel a later one, and its own id harmlessly
 }
 
 TEST_CASE("scheduler: the event bound ends the run as such", "[sim][scheduler]") {
-  Scheduler s({.max_events = 100});
+  Scheduler s({.events_max = 100});
   int ran = 0;
   std::function<void()> loop = [&] {
     ++ran;
@@ -126,7 +126,7 @@ TEST_CASE("scheduler: the event bound ends the run as such", "[sim][scheduler]")
 }
 
 TEST_CASE("scheduler: the time bound ends the run as such", "[sim][scheduler]") {
-  Scheduler s({.max_time_us = 1'000});
+  Scheduler s({.time_max_us = 1'000});
   std::vector<TimeUs> ran;
   s.at(999, [&] { ran.push_back(s.now_us()); });
   s.at(1'000, [&] { ran.push_back(s.now_us()); });
@@ -157,7 +157,7 @@ TEST_CASE("scheduler: run_until stops at the limit and sets now to it", "[sim][s
 }
 
 TEST_CASE("scheduler: run_until past the time bound reports the bound", "[sim][scheduler]") {
-  Scheduler s({.max_time_us = 100});
+  Scheduler s({.time_max_us = 100});
   const RunResult r = s.run_until(500);
   CHECK(r.end == RunEnd::time_bound);
   CHECK(s.now_us() == 100);
@@ -181,7 +181,7 @@ TEST_CASE("scheduler: stop() ends the run after the current event", "[sim][sched
 }
 
 TEST_CASE("scheduler: after() saturates instead of overflowing", "[sim][scheduler]") {
-  Scheduler s({.max_time_us = 1'000});
+  Scheduler s({.time_max_us = 1'000});
   bool ran = false;
   s.at(10, [&] { s.after(kTimeNever, [&] { ran = true; }); });
   const RunResult r = s.run();

@@ -547,7 +547,7 @@ TEST_CASE("world: bounds end a run of endless fibers, and teardown unwinds them"
           "[sim][world]") {
   bool guard_destroyed = false;
   {
-    World w({.scheduler = {.max_time_us = 10'000}});
+    World w({.scheduler = {.time_max_us = 10'000}});
     const NodeId n = w.add_node("n");
     w.spawn(n, "forever", [&] {
       Guard g{&guard_destroyed};
@@ -563,7 +563,7 @@ TEST_CASE("world: bounds end a run of endless fibers, and teardown unwinds them"
 }
 
 TEST_CASE("world: the event bound ends a run of endless fibers", "[sim][world]") {
-  World w({.scheduler = {.max_events = 50}});
+  World w({.scheduler = {.events_max = 50}});
   const NodeId n = w.add_node("n");
   w.spawn(n, "forever", [&] {
     while (true) w.sleep_for_us(10);

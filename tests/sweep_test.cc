@@ -159,7 +159,7 @@ TEST_CASE("shrinking gives a smaller spec that still violates, and its replay fi
 TEST_CASE("shrink stops within its run budget and never grows a spec", "[shrink]") {
   const SwarmSpec spec = draw_swarm_spec(swarm_capabilities("memory"), 11);
   int calls = 0;
-  const ShrinkResult r = shrink(spec, [&](const SwarmSpec&) { return ++calls % 2 == 0; }, {.max_runs = 30});
+  const ShrinkResult r = shrink(spec, [&](const SwarmSpec&) { return ++calls % 2 == 0; }, {.runs_max = 30});
   CHECK(r.runs <= 30);
   CHECK(calls == r.runs);
   CHECK(r.spec.clients.size() <= spec.clients.size());

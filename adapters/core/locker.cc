@@ -59,10 +59,10 @@ std::optional<int64_t> next_delay_ms(const RetrySettings& settings, Random& rand
       .stop = [&stopped] { stopped = true; },
   });
   if (stopped) return std::nullopt;
-  if (delay_ms < 0 || delay_ms > kMaxRetryDelayMs) {
+  if (delay_ms < 0 || delay_ms > kRetryDelayMaxMs) {
     throw ValidationError("retry_delay_fn", "returned " + std::to_string(delay_ms) +
                                                 " ms; a delay must be in [0, " +
-                                                std::to_string(kMaxRetryDelayMs) + "] ms");
+                                                std::to_string(kRetryDelayMaxMs) + "] ms");
   }
   return delay_ms;
 }
@@ -103,9 +103,9 @@ RetryError give_up(const std::string& key, int attempts, const std::string& why)
 
 void validate_key(const std::string& key) {
   if (key.empty()) throw ValidationError("key", "must not be empty");
-  if (key.size() > kMaxKeyBytes) {
+  if (key.size() > kKeyMaxBytes) {
     throw ValidationError("key", "is " + std::to_string(key.size()) + " bytes; the limit is " +
-                                     std::to_string(kMaxKeyBytes));
+                                     std::to_string(kKeyMaxBytes));
   }
 }
 
@@ -113,8 +113,8 @@ void validate_ttl_ms(int64_t ttl_ms, const char* parameter) {
   if (ttl_ms <= 0) {
     throw ValidationError(parameter, "must be > 0 ms, got " + std::to_string(ttl_ms));
   }
-  if (ttl_ms > kMaxTtlMs) {
-    throw ValidationError(parameter, "must be <= " + std::to_string(kMaxTtlMs) +
+  if (ttl_ms > kTtlMaxMs) {
+    throw ValidationError(parameter, "must be <= " + std::to_string(kTtlMaxMs) +
                                          " ms (24 h), got " + std::to_string(ttl_ms));
   }
 }

@@ -28,8 +28,8 @@
 namespace lockstep {
 
 // Keys longer than this, and TTLs longer than this, are rejected by validation.
-inline constexpr size_t kMaxKeyBytes = 1024;
-inline constexpr int64_t kMaxTtlMs = 86'400'000;  // 24 hours: a longer lease is a design error
+inline constexpr size_t kKeyMaxBytes = 1024;
+inline constexpr int64_t kTtlMaxMs = 86'400'000;  // 24 hours: a longer lease is a design error
 
 struct ReleaseOptions {
   bool throw_on_fail = false;
@@ -126,7 +126,7 @@ class Locker {
   explicit Locker(LockerOptions options);
 
   // A Lock on key for ttl_ms, not yet acquired. Throws ValidationError for an empty or too long
-  // key, or a TTL outside (0, kMaxTtlMs].
+  // key, or a TTL outside (0, kTtlMaxMs].
   Lock lock(std::string key, int64_t ttl_ms) const;
 
   const LockerOptions& options() const { return options_; }

@@ -20,7 +20,7 @@ uint64_t splitmix64(uint64_t& x) {
 }
 
 // A rejection happens with probability < 1/2, so 128 in a row means a broken generator (2^-128).
-constexpr int kMaxRejections = 128;
+constexpr int kRejectionsMax = 128;
 
 // Lemire, "Fast Random Integer Generation in an Interval" (2019): the high word of x * bound is
 // uniform in [0, bound) once draws whose low word falls below 2^64 mod bound are rejected.
@@ -32,7 +32,7 @@ uint64_t lemire_below(uint64_t bound, Next&& next) {
   if (low < bound) {
     const uint64_t threshold = (0 - bound) % bound;  // 2^64 mod bound
     for (int rejections = 0; low < threshold; ++rejections) {
-      LOCKSTEP_CHECK(rejections < kMaxRejections, "generator keeps producing rejected values");
+      LOCKSTEP_CHECK(rejections < kRejectionsMax, "generator keeps producing rejected values");
       product = static_cast<Uint128>(next()) * bound;
       low = static_cast<uint64_t>(product);
     }

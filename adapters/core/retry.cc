@@ -32,20 +32,20 @@ void validate_shape(const RetrySettings& s) {
 }
 
 void validate_ranges(const RetrySettings& s) {
-  if (s.retry_delay_ms && (*s.retry_delay_ms <= 0 || *s.retry_delay_ms > kMaxRetryDelayMs)) {
-    throw ValidationError("retry_delay_ms", "must be in (0, " + std::to_string(kMaxRetryDelayMs) +
+  if (s.retry_delay_ms && (*s.retry_delay_ms <= 0 || *s.retry_delay_ms > kRetryDelayMaxMs)) {
+    throw ValidationError("retry_delay_ms", "must be in (0, " + std::to_string(kRetryDelayMaxMs) +
                                                 "] ms" + got(*s.retry_delay_ms));
   }
   if (s.retry_times && (*s.retry_times < 0 || *s.retry_times > kMaxRetryTimes)) {
     throw ValidationError("retry_times", "must be in [0, " + std::to_string(kMaxRetryTimes) +
                                              "] (0 means a single attempt)" + got(*s.retry_times));
   }
-  if (s.retry_jitter_ms < 0 || s.retry_jitter_ms > kMaxRetryDelayMs) {
-    throw ValidationError("retry_jitter_ms", "must be in [0, " + std::to_string(kMaxRetryDelayMs) +
+  if (s.retry_jitter_ms < 0 || s.retry_jitter_ms > kRetryDelayMaxMs) {
+    throw ValidationError("retry_jitter_ms", "must be in [0, " + std::to_string(kRetryDelayMaxMs) +
                                                  "] ms" + got(s.retry_jitter_ms));
   }
-  if (s.total_time_ms && (*s.total_time_ms <= 0 || *s.total_time_ms > kMaxTotalTimeMs)) {
-    throw ValidationError("total_time_ms", "must be in (0, " + std::to_string(kMaxTotalTimeMs) +
+  if (s.total_time_ms && (*s.total_time_ms <= 0 || *s.total_time_ms > kTotalTimeMaxMs)) {
+    throw ValidationError("total_time_ms", "must be in (0, " + std::to_string(kTotalTimeMaxMs) +
                                                "] ms" + got(*s.total_time_ms));
   }
 }

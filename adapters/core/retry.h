@@ -38,9 +38,9 @@ struct RetrySettings {
 
 // Limits, documented so users know where validation draws the line.
 inline constexpr int kMaxRetryTimes = 1'000'000;
-inline constexpr int64_t kMaxRetryDelayMs = 3'600'000;  // one hour
+inline constexpr int64_t kRetryDelayMaxMs = 3'600'000;  // one hour
 // The longest a fixed schedule can take; also keeps start + total_time_ms far from overflow.
-inline constexpr int64_t kMaxTotalTimeMs = kMaxRetryDelayMs * kMaxRetryTimes;
+inline constexpr int64_t kTotalTimeMaxMs = kRetryDelayMaxMs * kMaxRetryTimes;
 
 // Throws ValidationError when settings are contradictory or out of range.
 void validate(const RetrySettings& settings);

@@ -94,8 +94,8 @@ struct KeyRef {
 // - Load: size() <= slots / 2 (grown before an insert would pass it), so every probe loop meets an
 //   empty slot; every loop is nonetheless bounded by the slot count.
 // - Memory follows the live keys, not their past peak: the index shrinks when size() falls below
-//   slots / 8 and the entry vector when size() falls below capacity / 4, never below kMinSlots /
-//   kMinEntries; plus at most kMaxSpareKeys spare key buffers of at most kMaxSpareKeyBytes each
+//   slots / 8 and the entry vector when size() falls below capacity / 4, never below kSlotsMin /
+//   kEntriesMin; plus at most kSpareKeysMax spare key buffers of at most kSpareKeyMaxBytes each
 //   (so a long key that comes and goes does not allocate every time). With every key idle a table
 //   holds a bounded constant, whatever the number of keys it has seen.
 // - erase(i) moves the last entry into position i (swap-and-pop): positions and references to
@@ -110,10 +110,10 @@ template <class State>
 class KeyTable {
  public:
   static constexpr size_t npos = std::numeric_limits<size_t>::max();
-  static constexpr size_t kMinSlots = 16;    // power of two; holds kMinEntries at load 1/2
-  static constexpr size_t kMinEntries = 8;
-  static constexpr size_t kMaxSpareKeys = 8;
-  static constexpr size_t kMaxSpareKeyBytes = 512;
+  static constexpr size_t kSlotsMin = 16;    // power of two; holds kEntriesMin at load 1/2
+  static constexpr size_t kEntriesMin = 8;
+  static constexpr size_t kSpareKeysMax = 8;
+  static constexpr size_t kSpareKeyMaxBytes = 512;
 
   struct Entry {
     // User-provided, so that emplace_back() does not zero the whole entry first (a `rep stos`
@@ -195,8 +195,8 @@ class KeyTable {
     }
     keep_key_buffer(entries_.back().key);  // the erased key's buffer (a move hands it to the last)
     entries_.pop_back();
-    if ((slots_.size() > kMinSlots && entries_.size() * 8 < slots_.size()) ||
-        (entries_.capacity() > kMinEntries && entries_.size() * 4 < entries_.capacity())) {
+    if ((slots_.size() > kSlotsMin && entries_.size() * 8 < slots_.size()) ||
+        (entries_.capacity() > kEntriesMin && entries_.size() * 4 < entries_.capacity())) {
       shrink();
     }
   }
@@ -219,7 +219,7 @@ class KeyTable {
     }
     LOCKSTEP_CHECK(used == entries_.size(), "every entry has a slot");
     LOCKSTEP_CHECK(entries_.size() * 2 <= slots_.size() || slots_.empty(), "load <= 1/2");
-    LOCKSTEP_CHECK(spare_keys_.size() <= kMaxSpareKeys, "spare key buffers are bounded");
+    LOCKSTEP_CHECK(spare_keys_.size() <= kSpareKeysMax, "spare key buffers are bounded");
   }
 
  private:
@@ -319,8 +319,8 @@ class KeyTable {
   [[gnu::noinline]] void grow() {
     // Every insert past a power of two comes here, so positions stay below 2^31 < kEmpty.
     LOCKSTEP_CHECK(entries_.size() < (size_t{1} << 31), "positions fit a slot (at most 2^31 keys per table)");
-    if (slots_.empty() || (entries_.size() + 1) * 2 > slots_.size()) rebuild(std::max(kMinSlots, slots_.size() * 2));
-    if (entries_.size() == entries_.capacity()) reserve_entries(std::max(kMinEntries, entries_.capacity() * 2));
+    if (slots_.empty() || (entries_.size() + 1) * 2 > slots_.size()) rebuild(std::max(kSlotsMin, slots_.size() * 2));
+    if (entries_.size() == entries_.capacity()) reserve_entries(std::max(kEntriesMin, entries_.capacity() * 2));
   }
 
   // Gives memory back when the table is sparse: the index at load < 1/8 halves, the entry vector
@@ -328,9 +328,9 @@ class KeyTable {
   // larger storage stays, which is still correct.
   [[gnu::noinline]] void shrink() noexcept {
     try {
-      if (slots_.size() > kMinSlots && entries_.size() * 8 < slots_.size()) rebuild(slots_.size() / 2);
-      if (entries_.capacity() > kMinEntries && entries_.size() * 4 < entries_.capacity()) {
-        reserve_entries(std::max(kMinEntries, entries_.capacity() / 2));
+      if (slots_.size() > kSlotsMin && entries_.size() * 8 < slots_.size()) rebuild(slots_.size() / 2);
+      if (entries_.capacity() > kEntriesMin && entries_.size() * 4 < entries_.capacity()) {
+        reserve_entries(std::max(kEntriesMin, entries_.capacity() / 2));
       }
     } catch (...) {
     }
@@ -353,7 +353,7 @@ class KeyTable {
     }
     if (spare_keys_.capacity() == 0) {
       try {
-        spare_keys_.reserve(kMaxSpareKeys);
+        spare_keys_.reserve(kSpareKeysMax);
       } catch (...) {  // no spare buffers then; the insert itself succeeded
       }
     }
@@ -361,7 +361,7 @@ class KeyTable {
 
   // Keeps a leaving key's heap buffer if there is room (the reserve above means no allocation).
   void keep_key_buffer(std::string& key) noexcept {
-    if (key.capacity() > kSsoCapacity && key.capacity() <= kMaxSpareKeyBytes &&
+    if (key.capacity() > kSsoCapacity && key.capacity() <= kSpareKeyMaxBytes &&
         spare_keys_.size() < spare_keys_.capacity()) {
       spare_keys_.push_back(std::move(key));
     }
@@ -370,7 +370,7 @@ class KeyTable {
   std::vector<Slot> slots_;  // empty until the first insert
   size_t mask_ = 0;          // slots_.size() - 1
   std::vector<Entry> entries_;
-  std::vector<std::string> spare_keys_;  // capacity kMaxSpareKeys once a long key was seen
+  std::vector<std::string> spare_keys_;  // capacity kSpareKeysMax once a long key was seen
 };
 
 template <class T>

@@ -29,7 +29,7 @@ KeyedLockError::KeyedLockError(KeyedLockCode code, std::string_view key, const s
 KeyedLockError KeyedLockError::timeout(std::string_view key, int64_t max_wait_ms) {
   KeyedLockError e(KeyedLockCode::lock_timeout, key,
                    "did not get key \"" + shown(key) + "\" within " + std::to_string(max_wait_ms) + " ms");
-  e.max_wait_ms_ = max_wait_ms;
+  e.wait_max_ms_ = max_wait_ms;
   return e;
 }
 
@@ -41,14 +41,14 @@ KeyedLockError KeyedLockError::invalid_key(std::string_view key, size_t max_key_
   KeyedLockError e(KeyedLockCode::invalid_key, key,
                    "key of " + std::to_string(key.size()) + " bytes is longer than max_key_length " +
                        std::to_string(max_key_length));
-  e.max_key_length_ = max_key_length;
+  e.key_length_max_ = max_key_length;
   return e;
 }
 
 KeyedLockError KeyedLockError::queue_full(std::string_view key, size_t max_waiters_per_key) {
   KeyedLockError e(KeyedLockCode::lock_queue_full, key,
                    std::to_string(max_waiters_per_key) + " callers already wait for key \"" + shown(key) + "\"");
-  e.max_waiters_per_key_ = max_waiters_per_key;
+  e.waiters_per_key_max_ = max_waiters_per_key;
   return e;
 }
 

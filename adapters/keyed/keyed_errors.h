@@ -36,9 +36,9 @@ class KeyedLockError : public LockError {
   std::string_view code_name() const { return keyed::code_name(code_); }
   const std::string& key() const { return key_; }
   size_t key_length() const { return key_length_; }
-  std::optional<int64_t> max_wait_ms() const { return max_wait_ms_; }
-  std::optional<size_t> max_key_length() const { return max_key_length_; }
-  std::optional<size_t> max_waiters_per_key() const { return max_waiters_per_key_; }
+  std::optional<int64_t> max_wait_ms() const { return wait_max_ms_; }
+  std::optional<size_t> max_key_length() const { return key_length_max_; }
+  std::optional<size_t> max_waiters_per_key() const { return waiters_per_key_max_; }
 
  private:
   KeyedLockError(KeyedLockCode code, std::string_view key, const std::string& detail);
@@ -46,9 +46,9 @@ class KeyedLockError : public LockError {
   KeyedLockCode code_;
   std::string key_;
   size_t key_length_;
-  std::optional<int64_t> max_wait_ms_;
-  std::optional<size_t> max_key_length_;
-  std::optional<size_t> max_waiters_per_key_;
+  std::optional<int64_t> wait_max_ms_;
+  std::optional<size_t> key_length_max_;
+  std::optional<size_t> waiters_per_key_max_;
 };
 
 }  // namespace lockstep::keyed

@@ -12,14 +12,14 @@ AdapterResult with_status(AdapterStatus status) { return AdapterResult{.status =
 
 // The Lock API validates before calling; this guards direct callers and the TTL arithmetic.
 bool valid_request(const LockSpec& spec, int64_t ttl_ms) {
-  return !spec.key.empty() && ttl_ms > 0 && ttl_ms <= kMaxTtlMs;
+  return !spec.key.empty() && ttl_ms > 0 && ttl_ms <= kTtlMaxMs;
 }
 
 AdapterResult invalid_request(const LockSpec& spec, int64_t ttl_ms) {
   return AdapterResult{.status = AdapterStatus::backend_error,
                        .message = "invalid request: key \"" + spec.key + "\" with ttl_ms " +
                                   std::to_string(ttl_ms) + " (need a non-empty key and 0 < " +
-                                  "ttl_ms <= " + std::to_string(kMaxTtlMs) + ")"};
+                                  "ttl_ms <= " + std::to_string(kTtlMaxMs) + ")"};
 }
 
 }  // namespace

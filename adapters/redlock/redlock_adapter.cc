@@ -21,7 +21,7 @@ RedlockSettings RedlockAdapter::settings_for(int64_t ttl_ms) const {
 }
 
 AdapterResult RedlockAdapter::create_lock(const LockSpec& spec) {
-  if (held_.size() >= kMaxHeldLocks) {
+  if (held_.size() >= kHeldLocksMax) {
     return {.status = AdapterStatus::backend_error, .message = "this client holds too many Redlock locks"};
   }
   RedlockAttempt attempt = manager_.try_acquire(spec.key, spec.value, settings_for(spec.ttl_ms));

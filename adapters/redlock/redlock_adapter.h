@@ -14,7 +14,7 @@
 // our clock and a majority holds our value.
 //
 // Invariants: the adapter tracks the locks it granted (value -> validity) until released or
-// failed, at most kMaxHeldLocks at once (more is a backend_error, never unbounded growth).
+// failed, at most kHeldLocksMax at once (more is a backend_error, never unbounded growth).
 #include <map>
 #include <memory>
 #include <string>
@@ -24,7 +24,7 @@
 
 namespace lockstep {
 
-inline constexpr size_t kMaxHeldLocks = 1024;
+inline constexpr size_t kHeldLocksMax = 1024;
 
 struct RedlockAdapterOptions {
   RedisFanout* fanout = nullptr;

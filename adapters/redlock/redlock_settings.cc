@@ -25,11 +25,11 @@ void validate(const RedlockSettings& s) {
     throw ValidationError("retry_count", "must be in [0, " + std::to_string(kMaxRetryTimes) + "], got " +
                                              std::to_string(s.retry_count));
   }
-  if (s.retry_delay_ms < 0 || s.retry_delay_ms > kMaxRetryDelayMs) {
-    throw ValidationError("retry_delay_ms", "must be in [0, " + std::to_string(kMaxRetryDelayMs) + "] ms, got " +
+  if (s.retry_delay_ms < 0 || s.retry_delay_ms > kRetryDelayMaxMs) {
+    throw ValidationError("retry_delay_ms", "must be in [0, " + std::to_string(kRetryDelayMaxMs) + "] ms, got " +
                                                 std::to_string(s.retry_delay_ms));
   }
-  if (s.max_hold_time_ms < s.duration_ms || s.max_hold_time_ms > kMaxTtlMs) {
+  if (s.max_hold_time_ms < s.duration_ms || s.max_hold_time_ms > kTtlMaxMs) {
     throw ValidationError("max_hold_time_ms", "must be in [duration_ms, 24 h], got " +
                                                   std::to_string(s.max_hold_time_ms));
   }

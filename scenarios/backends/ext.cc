@@ -169,10 +169,10 @@ class ExtBackend final : public Backend {
                                          servers_.back()->endpoint()));
       }
     }
-    if (env.options.has("clients") && env.options.get_int("clients") > kMaxDriverProcesses) {
+    if (env.options.has("clients") && env.options.get_int("clients") > kDriverProcessesMax) {
       pooled_ = true;
       env.world.trace_line(fmt::format("{}: {} clients share {} driver processes (no client pauses here)",
-                                       library.adapter, env.options.get_int("clients"), kMaxDriverProcesses));
+                                       library.adapter, env.options.get_int("clients"), kDriverProcessesMax));
     }
     if (library.in_memory) shared_.push_back(start_driver("shared", {}));
   }
@@ -194,7 +194,7 @@ class ExtBackend final : public Backend {
       ports.push_back(port);
     }
     if (pooled_) {
-      if (shared_.size() < static_cast<size_t>(kMaxDriverProcesses)) {
+      if (shared_.size() < static_cast<size_t>(kDriverProcessesMax)) {
         shared_.push_back(start_driver(fmt::format("pool {}", shared_.size()), ports));
       }
       ext::DriverProcess& driver = *shared_[static_cast<size_t>(client) % shared_.size()];

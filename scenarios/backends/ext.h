@@ -21,7 +21,7 @@
 //   and its crash SIGKILLs it. ext:locco-memory keeps its locks in the driver's memory, so all its
 //   clients share one driver; there a pause is the client's own thread stopping (the library runs
 //   nothing per client in the background) and a crash leaves its locks to expire. Scenarios with
-//   more than kMaxDriverProcesses clients (retry-storm) share that many drivers round-robin,
+//   more than kDriverProcessesMax clients (retry-storm) share that many drivers round-robin,
 //   without pause hooks (they pause nobody).
 // - Servers: one redis-server, or `nodes` of them for the Redlock libraries, started by the
 //   backend; per-client TCP proxies when the scenario cuts clients off from nodes; crash and
@@ -33,7 +33,7 @@
 
 namespace lockstep {
 
-inline constexpr int kMaxDriverProcesses = 16;
+inline constexpr int kDriverProcessesMax = 16;
 
 // The registry entries of every ext adapter (backend.cc appends them).
 std::vector<AdapterEntry> ext_adapter_entries();

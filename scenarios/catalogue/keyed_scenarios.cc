@@ -73,9 +73,9 @@ Scenario fifo_queue_scenario() {
             KeyedSteps& steps = backend.steps();
             const int64_t hold_ms = env.option("hold_ms");
             const int64_t max_wait_ms = env.option("max_wait_ms");
-            auto caller = [&steps, hold_ms](std::string key, std::optional<int64_t> max_wait) {
-              return [&steps, hold_ms, key = std::move(key), max_wait](Client& c) {
-                steps.fifo_hold(c, key, hold_ms, max_wait);
+            auto caller = [&steps, hold_ms](std::string key, std::optional<int64_t> wait_max) {
+              return [&steps, hold_ms, key = std::move(key), wait_max](Client& c) {
+                steps.fifo_hold(c, key, hold_ms, wait_max);
               };
             };
             env.start(env.add_client("a"), 0, caller("order", {}), kStartJitterUs);

@@ -31,7 +31,7 @@
 //                   lock's latest key_state for it says 0 entries; judged when the last one leaves
 //                   and at the end of the run. (Each checker is in the file named after its invariant.)
 //
-// Every checker is O(n log n) in the history length and reports at most max_per_invariant
+// Every checker is O(n log n) in the history length and reports at most per_invariant_max
 // violations (the earliest ones).
 #include <optional>
 #include <string>
@@ -67,7 +67,7 @@ struct Violation {
 };
 
 struct CheckOptions {
-  size_t max_per_invariant = 10;
+  size_t per_invariant_max = 10;
 };
 
 std::vector<Violation> check_mutual_exclusion(const History& history, const CheckOptions& options = {});

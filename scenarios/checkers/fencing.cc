@@ -31,19 +31,19 @@ struct FencingBreach {
 // The highest token seen so far in a sequence, and breaches of strict increase against it.
 struct TokenSequence {
   bool any = false;
-  uint64_t max_token = 0;
-  size_t max_event = kNoEvent;
+  uint64_t token_max = 0;
+  size_t event_max = kNoEvent;
   std::vector<FencingBreach> breaches;
 
   // strict: a token must exceed the maximum (issued tokens); otherwise equal is fine (accesses).
   void see(const HistoryEvent& e, bool strict, bool judge, FencingKind kind, size_t max) {
-    const bool stale = strict ? e.token <= max_token : e.token < max_token;
+    const bool stale = strict ? e.token <= token_max : e.token < token_max;
     if (any && judge && stale && breaches.size() < max) {
-      breaches.push_back(FencingBreach{e.index, max_event, kind});
+      breaches.push_back(FencingBreach{e.index, event_max, kind});
     }
-    if (!any || e.token > max_token) {
-      max_token = e.token;
-      max_event = e.index;
+    if (!any || e.token > token_max) {
+      token_max = e.token;
+      event_max = e.index;
     }
     any = true;
   }
@@ -124,7 +124,7 @@ Violation fencing_violation(const History& history, const FencingBreach& breach)
 }  // namespace
 
 std::vector<Violation> check_fencing(const History& history, const CheckOptions& options) {
-  const size_t max = options.max_per_invariant;
+  const size_t max = options.per_invariant_max;
   PerKey<KeyFencing> keys;
   for (const HistoryEvent& e : history.events()) {
     if (e.kind == EventKind::grant || e.kind == EventKind::complete ||

@@ -231,7 +231,7 @@ Violation clash_violation(const QuorumClash& clash, const KeyLeases& leases, int
 
 std::vector<Violation> check_lease_exclusion(const History& history, const CheckOptions& options) {
   LOCKSTEP_CHECK(history.meta.quorum >= 1, "a quorum is at least one server");
-  const size_t max = options.max_per_invariant;
+  const size_t max = options.per_invariant_max;
   const PerKey<KeyLeases> keys = collect_leases(history);
   std::vector<Violation> found;
   for (size_t k = 0; k < keys.size(); ++k) {

@@ -104,7 +104,7 @@ std::vector<Violation> check_liveness(const History& history, const CheckOptions
     }
   }
   std::sort(slow.begin(), slow.end());
-  if (slow.size() > options.max_per_invariant) slow.resize(options.max_per_invariant);
+  if (slow.size() > options.per_invariant_max) slow.resize(options.per_invariant_max);
   std::vector<Violation> found;
   for (const SlowAcquire& s : slow) found.push_back(liveness_violation(history, s));
   return found;

@@ -113,7 +113,7 @@ class MutualExclusionSweep {
 }  // namespace
 
 std::vector<Violation> check_mutual_exclusion(const History& history, const CheckOptions& options) {
-  MutualExclusionSweep sweep(history, options.max_per_invariant);
+  MutualExclusionSweep sweep(history, options.per_invariant_max);
   for (const HistoryEvent& e : history.events()) {
     if (e.kind == EventKind::cs_enter) sweep.enter(e);
     if (e.kind == EventKind::cs_exit) sweep.exit(e);

@@ -84,7 +84,7 @@ std::vector<Violation> check_no_lost_update(const History& history, const CheckO
   };
   judge(all);
   for (size_t k = 0; k < per_key.size(); ++k) judge(per_key.state(k));
-  sort_and_cap(found, options.max_per_invariant);
+  sort_and_cap(found, options.per_invariant_max);
   return found;
 }
 

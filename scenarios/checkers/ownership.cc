@@ -43,7 +43,7 @@ std::vector<Violation> check_ownership(const History& history, const CheckOption
   PerKey<std::unordered_map<ServerValue, size_t, ServerValueHash>> grants;
   std::vector<Violation> found;
   for (const HistoryEvent& e : history.events()) {
-    if (found.size() >= options.max_per_invariant) break;  // index order is time order
+    if (found.size() >= options.per_invariant_max) break;  // index order is time order
     if (e.kind == EventKind::grant) grants[e.key][ServerValue{e.server, e.value}] = e.index;
     if ((e.kind != EventKind::revoke && e.kind != EventKind::extend) || e.client < 0) continue;
     const auto& granted = grants[e.key];

@@ -74,7 +74,7 @@ inline Violation overtake(const History& history, Invariant invariant, const His
 }
 
 inline void cap(std::vector<Violation>& found, const CheckOptions& options) {
-  if (found.size() > options.max_per_invariant) found.resize(options.max_per_invariant);
+  if (found.size() > options.per_invariant_max) found.resize(options.per_invariant_max);
 }
 
 }  // namespace lockstep::request_order

@@ -156,10 +156,10 @@ ShrinkResult shrink(const SwarmSpec& failing, const std::function<bool(const Swa
                     const ShrinkOptions& options) {
   ShrinkResult result{.spec = failing};
   bool improved = true;
-  while (improved && result.runs < options.max_runs) {
+  while (improved && result.runs < options.runs_max) {
     improved = false;
     for (SwarmSpec& candidate : shrink_candidates(result.spec)) {
-      if (result.runs >= options.max_runs) break;
+      if (result.runs >= options.runs_max) break;
       ++result.runs;
       if (!still_fails(candidate)) continue;
       result.spec = std::move(candidate);

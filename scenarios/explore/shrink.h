@@ -4,7 +4,7 @@
 // shrink_candidates() lists specs that are each strictly smaller than the given one in a
 // well-founded order (fewer clients, faults or steps; a number moved towards zero; a fault or
 // an operation dropped), most aggressive first. shrink() takes the first candidate that still
-// fails, restarts from it, and stops when no candidate fails or after max_runs runs, so it always
+// fails, restarts from it, and stops when no candidate fails or after runs_max runs, so it always
 // terminates and returns a spec that failed (the input when nothing smaller does).
 #include <cstdint>
 #include <functional>
@@ -17,7 +17,7 @@ namespace lockstep {
 std::vector<SwarmSpec> shrink_candidates(const SwarmSpec& spec);
 
 struct ShrinkOptions {
-  int max_runs = 400;
+  int runs_max = 400;
 };
 
 struct ShrinkResult {

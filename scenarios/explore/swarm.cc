@@ -100,15 +100,15 @@ SwarmCapabilities swarm_capabilities(const std::string& adapter) {
 void SwarmSpec::validate() const {
   auto fail = [](const std::string& what) { throw std::invalid_argument("swarm spec: " + what); };
   if (family != "lease" && family != "keyed-rw" && family != "keyed-fifo") fail("unknown family " + family);
-  if (keys < 1 || keys > kMaxKeys) fail(fmt::format("keys must be in [1, {}]", kMaxKeys));
+  if (keys < 1 || keys > kKeysMax) fail(fmt::format("keys must be in [1, {}]", kKeysMax));
   if (ttl_ms < 1 || retry_delay_ms < 1 || retry_times < 0 || retry_jitter_ms < 0) fail("bad ttl or retry settings");
-  if (fixed_latency_us < 0 || safety_ms < 1 || heal_clients < 0 || heal_clients > kMaxClients) fail("bad run shape");
-  if (clients.empty() || clients.size() > static_cast<size_t>(kMaxClients)) {
-    fail(fmt::format("clients must be in [1, {}]", kMaxClients));
+  if (fixed_latency_us < 0 || safety_ms < 1 || heal_clients < 0 || heal_clients > kClientsMax) fail("bad run shape");
+  if (clients.empty() || clients.size() > static_cast<size_t>(kClientsMax)) {
+    fail(fmt::format("clients must be in [1, {}]", kClientsMax));
   }
-  if (faults.size() > static_cast<size_t>(kMaxFaults)) fail(fmt::format("more than {} faults", kMaxFaults));
+  if (faults.size() > static_cast<size_t>(kFaultsMax)) fail(fmt::format("more than {} faults", kFaultsMax));
   for (const SwarmClient& c : clients) {
-    if (c.steps.size() > static_cast<size_t>(kMaxSteps)) fail(fmt::format("a client has more than {} steps", kMaxSteps));
+    if (c.steps.size() > static_cast<size_t>(kStepsMax)) fail(fmt::format("a client has more than {} steps", kStepsMax));
     if (c.start_ms < 0 || c.drift_ppm <= -1'000'000) fail("bad client start or drift");
     for (const SwarmStep& s : c.steps) {
       if (s.key < 0 || s.key >= keys) fail("a step names a key outside [0, keys)");

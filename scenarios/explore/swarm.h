@@ -10,7 +10,7 @@
 // phase may legitimately still hold (liveness_bound_us()).
 //
 // Invariants of a valid spec (validate() throws std::invalid_argument naming the bound): at most
-// kMaxClients clients of at most kMaxSteps steps, at most kMaxFaults faults, keys in [1, kMaxKeys],
+// kClientsMax clients of at most kStepsMax steps, at most kFaultsMax faults, keys in [1, kKeysMax],
 // every key, client index and duration in range. draw_swarm_spec() is a pure function of its
 // arguments: it draws only from a Prng seeded from the seed (no other randomness), so a sweep
 // seed's run is a pure function of (adapter, seed, build).
@@ -105,10 +105,10 @@ struct SwarmSpec {
   std::vector<SwarmClient> clients;
   std::vector<SwarmFault> faults;
 
-  static constexpr int kMaxClients = 12;
-  static constexpr int kMaxSteps = 16;
-  static constexpr int kMaxKeys = 4;
-  static constexpr int kMaxFaults = 12;
+  static constexpr int kClientsMax = 12;
+  static constexpr int kStepsMax = 16;
+  static constexpr int kKeysMax = 4;
+  static constexpr int kFaultsMax = 12;
   void validate() const;
 
   // How long a healed-phase acquire may wait after the heal: the leftovers of the safety phase

@@ -122,7 +122,7 @@ void tally(SweepResult& result, const SeedOutcome& o) {
   for (Invariant i : o.tolerated) ++result.tolerated[std::string(to_string(i))];
   if (!o.violates()) return;
   ++result.violating_seeds;
-  if (result.violating_seed_list.size() < SweepResult::kMaxListed) result.violating_seed_list.push_back(o.seed);
+  if (result.violating_seed_list.size() < SweepResult::kListedMax) result.violating_seed_list.push_back(o.seed);
   for (Invariant i : o.untolerated) ++result.violations[std::string(to_string(i))];
   if (o.report.end != "complete") ++result.violations["incomplete"];
 }

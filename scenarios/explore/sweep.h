@@ -87,7 +87,7 @@ struct SweepResult {
   int seeds_in_shard = 0;
   int seeds_run = 0;
   int violating_seeds = 0;
-  std::vector<uint64_t> violating_seed_list;       // ascending, at most kMaxListed
+  std::vector<uint64_t> violating_seed_list;       // ascending, at most kListedMax
   std::map<std::string, int> violations;           // invariant -> seeds that broke it (untolerated)
   std::map<std::string, int> tolerated;            // invariant -> seeds where faults excused it
   std::vector<Counterexample> counterexamples;
@@ -95,7 +95,7 @@ struct SweepResult {
   uint64_t ops = 0;
   int64_t sim_time_us = 0;
   int64_t wall_time_us = 0;
-  static constexpr size_t kMaxListed = 100;
+  static constexpr size_t kListedMax = 100;
   bool ok() const { return violating_seeds == 0; }
 };
 

@@ -29,14 +29,14 @@ void run_step(Client& c, const WorkloadSpec& spec, const WorkloadStep& step) {
 }  // namespace
 
 void WorkloadSpec::validate() const {
-  if (keys < 1 || keys > kMaxKeys) throw std::invalid_argument(fmt::format("keys must be in [1, {}]", kMaxKeys));
+  if (keys < 1 || keys > kKeysMax) throw std::invalid_argument(fmt::format("keys must be in [1, {}]", kKeysMax));
   if (ttl_ms < 1) throw std::invalid_argument("ttl_ms must be positive");
-  if (clients.empty() || clients.size() > static_cast<size_t>(kMaxClients)) {
-    throw std::invalid_argument(fmt::format("clients must be in [1, {}]", kMaxClients));
+  if (clients.empty() || clients.size() > static_cast<size_t>(kClientsMax)) {
+    throw std::invalid_argument(fmt::format("clients must be in [1, {}]", kClientsMax));
   }
   for (const auto& steps : clients) {
-    if (steps.size() > static_cast<size_t>(kMaxSteps)) {
-      throw std::invalid_argument(fmt::format("a client has more than {} steps", kMaxSteps));
+    if (steps.size() > static_cast<size_t>(kStepsMax)) {
+      throw std::invalid_argument(fmt::format("a client has more than {} steps", kStepsMax));
     }
     for (const WorkloadStep& s : steps) {
       if (s.key < 0 || s.key >= keys) throw std::invalid_argument("a step names a key outside [0, keys)");

@@ -30,9 +30,9 @@ struct WorkloadSpec {
   std::vector<std::vector<WorkloadStep>> clients;  // one list of steps per client
 
   // Bounds that keep a generated run small: a spec outside them is rejected by validate().
-  static constexpr int kMaxClients = 16;
-  static constexpr int kMaxSteps = 32;
-  static constexpr int kMaxKeys = 8;
+  static constexpr int kClientsMax = 16;
+  static constexpr int kStepsMax = 32;
+  static constexpr int kKeysMax = 8;
   void validate() const;  // throws std::invalid_argument naming the bound
   // The longest time any step keeps its client inside the critical section.
   int64_t longest_hold_ms() const;

@@ -6,8 +6,8 @@ namespace lockstep {
 
 bool GuardedResource::admit(Cell& cell, std::optional<uint64_t> token) const {
   if (!options_.fencing_on || !token) return true;
-  if (*token < cell.max_token_seen) return false;
-  cell.max_token_seen = *token;
+  if (*token < cell.token_seen_max) return false;
+  cell.token_seen_max = *token;
   return true;
 }
 

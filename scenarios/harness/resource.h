@@ -38,7 +38,7 @@ class GuardedResource {
  private:
   struct Cell {
     int64_t counter = 0;
-    uint64_t max_token_seen = 0;
+    uint64_t token_seen_max = 0;
   };
   bool admit(Cell& cell, std::optional<uint64_t> token) const;
   void record_access(int client, const std::string& key, Op op, bool served, std::optional<uint64_t> token,

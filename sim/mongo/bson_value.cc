@@ -291,9 +291,9 @@ std::string canonical_key(const Doc* value) {
   }
 }
 
-std::string compact(const Doc& value, size_t max_bytes) {
+std::string compact(const Doc& value, size_t bytes_max) {
   std::string out = value.dump(-1, ' ', false, Doc::error_handler_t::replace);
-  if (out.size() > max_bytes) out = out.substr(0, max_bytes) + "..";
+  if (out.size() > bytes_max) out = out.substr(0, bytes_max) + "..";
   return out;
 }
 

@@ -62,8 +62,8 @@ std::string render(const Doc& value);
 // A string that is equal for two values exactly when compare_values says they are equal (1 and
 // 1.0 give the same), for unique-index maps.
 std::string canonical_key(const Doc* value);
-// A compact one-line JSON of at most max_bytes (with ".." when cut), for traces.
-std::string compact(const Doc& value, size_t max_bytes = 96);
+// A compact one-line JSON of at most bytes_max (with ".." when cut), for traces.
+std::string compact(const Doc& value, size_t bytes_max = 96);
 
 // The value of a number field as an integer (doubles truncated); precondition: is_number().
 int64_t as_int64(const Doc& number);

@@ -336,12 +336,12 @@ bool parse_int64(std::string_view s, int64_t& out) {
     if (v > (UINT64_MAX - digit) / 10) return false;
     v = v * 10 + digit;
   }
-  const auto max_magnitude = static_cast<uint64_t>(kInt64Max);
+  const auto magnitude_max = static_cast<uint64_t>(kInt64Max);
   if (negative) {
-    if (v > max_magnitude + 1) return false;
-    out = v == max_magnitude + 1 ? kInt64Min : -static_cast<int64_t>(v);
+    if (v > magnitude_max + 1) return false;
+    out = v == magnitude_max + 1 ? kInt64Min : -static_cast<int64_t>(v);
   } else {
-    if (v > max_magnitude) return false;
+    if (v > magnitude_max) return false;
     out = static_cast<int64_t>(v);
   }
   return true;

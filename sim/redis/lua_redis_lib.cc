@@ -14,7 +14,7 @@
 namespace lockstep::sim {
 namespace {
 
-constexpr int kMaxReplyDepth = 100;  // Redis fails deeper tables with "reached lua stack limit"
+constexpr int kReplyDepthMax = 100;  // Redis fails deeper tables with "reached lua stack limit"
 constexpr int32_t kRand48Max = std::numeric_limits<int32_t>::max();
 
 std::string without_newlines(std::string s) {
@@ -330,7 +330,7 @@ RedisReply LuaEngine::Internal::to_reply(lua_State* lua, int idx, int depth) {
     default:
       return RedisReply::nil();  // nil, functions, userdata, threads
   }
-  if (depth >= kMaxReplyDepth || !lua_checkstack(lua, 4)) {
+  if (depth >= kReplyDepthMax || !lua_checkstack(lua, 4)) {
     return RedisReply::error_of("ERR reached lua stack limit");
   }
   std::string text;
