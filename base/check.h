@@ -12,13 +12,13 @@ namespace lockstep::detail {
 
 [[noreturn]] inline void check_failed(const char* condition, std::string_view why, const char* file,
                                       int line) {
-  throw std::logic_error(std::string("check failed: ") + condition + " (" + std::string(why) + ") at " +
-                         file + ":" + std::to_string(line));
+  throw std::logic_error(std::string("check failed: ") + condition + " (" + std::string(why) +
+                         ") at " + file + ":" + std::to_string(line));
 }
 
 }  // namespace lockstep::detail
 
-#define LOCKSTEP_CHECK(condition, why)                                                  \
-  do {                                                                                  \
+#define LOCKSTEP_CHECK(condition, why)                                                       \
+  do {                                                                                       \
     if (!(condition)) ::lockstep::detail::check_failed(#condition, why, __FILE__, __LINE__); \
   } while (false)

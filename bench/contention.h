@@ -120,7 +120,8 @@ inline void hold(std::chrono::microseconds time) {
 // message. Sets items_per_second, the ContentionStats counters and, unless calls_counter is
 // empty, calls_counter (calls per success). Returns false when the case was skipped.
 template <class Pair>
-bool run_contention(benchmark::State& state, int contenders, const std::string& calls_counter, Pair&& pair) {
+bool run_contention(benchmark::State& state, int contenders, const std::string& calls_counter,
+                    Pair&& pair) {
   ContentionStats stats(contenders);
   std::atomic<int64_t> calls{0};
   std::mutex error_mutex;
@@ -190,15 +191,17 @@ inline const std::vector<std::string>& bench_keys() {
 
 // The key a contender uses for its sequence-th pair: one shared key, or its own stripe of the
 // kManyKeys keys (the in-process cases; the Redis ones name a key per contender).
-inline const std::string& contention_key(bool many_keys, int contender, int contenders, int64_t sequence) {
+inline const std::string& contention_key(bool many_keys, int contender, int contenders,
+                                         int64_t sequence) {
   if (!many_keys) return bench_keys()[0];
   const size_t stripe = static_cast<size_t>(kManyKeys / contenders);
-  return bench_keys()[static_cast<size_t>(contender) * stripe + static_cast<size_t>(sequence) % stripe];
+  return bench_keys()[static_cast<size_t>(contender) * stripe +
+                      static_cast<size_t>(sequence) % stripe];
 }
 
-// Registers fn(state, contenders, many_keys, hold) for every contender count in `counts`, on one key
-// and (N > 1 only: with one contender it is the same case) on a key per contender, without a hold
-// and, if with_hold, with kHold inside the lock.
+// Registers fn(state, contenders, many_keys, hold) for every contender count in `counts`, on one
+// key and (N > 1 only: with one contender it is the same case) on a key per contender, without a
+// hold and, if with_hold, with kHold inside the lock.
 template <class Fn, class Counts>
 void register_contention(const std::string& prefix, const Counts& counts, bool with_hold, Fn fn) {
   for (const bool held : {false, true}) {
@@ -207,8 +210,9 @@ void register_contention(const std::string& prefix, const Counts& counts, bool w
       for (const bool many : {false, true}) {
         if (many && n == 1) continue;
         const std::chrono::microseconds time = held ? kHold : std::chrono::microseconds{0};
-        benchmark::RegisterBenchmark(case_name(prefix, n, many, held).c_str(),
-                                     [fn, n, many, time](benchmark::State& s) { fn(s, n, many, time); })
+        benchmark::RegisterBenchmark(
+            case_name(prefix, n, many, held).c_str(),
+            [fn, n, many, time](benchmark::State& s) { fn(s, n, many, time); })
             ->UseRealTime();
       }
     }

@@ -16,11 +16,11 @@
 // Counters of BM_Lock_AcquireRelease/ext:*, beside items_per_second (= successes_per_s):
 //   successes_per_s       successful acquire+release pairs per second, counted in the drivers
 //   attempts_per_success  acquire calls (one attempt each, contended ones included) per success
-//   calls_per_success     server calls per success: the commands the library's ioredis clients sent
-//                         (counted in the driver: round trips, as lockstep's redis case counts them,
-//                         not the commands a script runs inside the server), summed over the nodes
-//                         for the Redlock libraries (so >= 10 per success on 5 nodes); not for
-//                         locco-memory (no server)
+//   calls_per_success     server calls per success: the commands the library's ioredis clients
+//                         sent (counted in the driver: round trips, as lockstep's redis case
+//                         counts them, not the commands a script runs inside the server), summed
+//                         over the nodes for the Redlock libraries (so >= 10 per success on 5
+//                         nodes); not for locco-memory (no server)
 //   fairness              min / max successes per contender (1.0: even; N > 1 only)
 // BM_Ext_ProtocolRoundTrip/LIB times `ping` (answered by the driver without touching the library):
 //   round_trip_us  harness send to reply, mean;  in_driver_us  the driver's t1 - t0, mean;
@@ -55,10 +55,10 @@ namespace {
 namespace ext = lockstep::ext;
 using lockstep::bench::RedisServers;
 
-constexpr int64_t kTtlMs = 10'000;      // as the Redis cases: no lock expires mid-window
-constexpr int64_t kWindowMs = 300;      // one benchmark iteration
-constexpr int64_t kWindows = 3;         // iterations per case: ~1 s of loops per case
-constexpr int64_t kLeadMs = 30;         // from sending the bench ops to the common start
+constexpr int64_t kTtlMs = 10'000;  // as the Redis cases: no lock expires mid-window
+constexpr int64_t kWindowMs = 300;  // one benchmark iteration
+constexpr int64_t kWindows = 3;     // iterations per case: ~1 s of loops per case
+constexpr int64_t kLeadMs = 30;     // from sending the bench ops to the common start
 constexpr int64_t kLeadPerDriverMs = 5;
 
 enum class Servers { none, one, redlock };
@@ -109,7 +109,8 @@ std::string check_bench_ops(ext::DriverProcess& driver) {
   const ext::CallResult r = driver.call({.op = ext::Op::ping});
   if (!r.ok()) return r.message;
   if (r.response.status != ext::Status::ok) {
-    return "the driver does not answer the bench ops (ping: " + std::string(to_string(r.response.status)) +
+    return "the driver does not answer the bench ops (ping: " +
+           std::string(to_string(r.response.status)) +
            (r.response.err ? ": " + r.response.err->message : "") + "); ext/PROTOCOL.md";
   }
   return {};
@@ -158,12 +159,17 @@ struct Window {
 };
 
 // One window: every driver runs its loops from a common start for kWindowMs.
-Window run_window(std::vector<ext::DriverProcess*> drivers, int loops_per_driver, const std::string& key,
-                  int64_t hold_ms) {
+Window run_window(std::vector<ext::DriverProcess*> drivers, int loops_per_driver,
+                  const std::string& key, int64_t hold_ms) {
   const int64_t start_ns =
-      monotonic_ns() + (kLeadMs + kLeadPerDriverMs * static_cast<int64_t>(drivers.size())) * 1'000'000;
-  const ext::Request request{.op = ext::Op::bench, .key = key, .ttl_ms = kTtlMs, .hold_ms = hold_ms,
-                             .start_ns = start_ns, .stop_ns = start_ns + kWindowMs * 1'000'000,
+      monotonic_ns() +
+      (kLeadMs + kLeadPerDriverMs * static_cast<int64_t>(drivers.size())) * 1'000'000;
+  const ext::Request request{.op = ext::Op::bench,
+                             .key = key,
+                             .ttl_ms = kTtlMs,
+                             .hold_ms = hold_ms,
+                             .start_ns = start_ns,
+                             .stop_ns = start_ns + kWindowMs * 1'000'000,
                              .loops = loops_per_driver};
   std::vector<ext::CallResult> results(drivers.size());
   {
@@ -179,8 +185,9 @@ Window run_window(std::vector<ext::DriverProcess*> drivers, int loops_per_driver
       return window;
     }
     if (r.response.status != ext::Status::ok || !r.response.bench) {
-      window.error = "bench op: " + std::string(to_string(r.response.status)) +
-                     (r.response.err ? ": " + r.response.err->name + ": " + r.response.err->message : "");
+      window.error =
+          "bench op: " + std::string(to_string(r.response.status)) +
+          (r.response.err ? ": " + r.response.err->name + ": " + r.response.err->message : "");
       return window;
     }
     const ext::BenchCounts& b = *r.response.bench;
@@ -195,7 +202,8 @@ Window run_window(std::vector<ext::DriverProcess*> drivers, int loops_per_driver
   return window;
 }
 
-void BM_Lock_AcquireRelease_Ext(benchmark::State& state, const Library& lib, int contenders, int64_t hold_ms) {
+void BM_Lock_AcquireRelease_Ext(benchmark::State& state, const Library& lib, int contenders,
+                                int64_t hold_ms) {
   const size_t driver_count = lib.shared_driver ? 1 : static_cast<size_t>(contenders);
   Pool* pool = drivers_or_skip(state, lib, driver_count);
   if (pool == nullptr) return;
@@ -223,14 +231,18 @@ void BM_Lock_AcquireRelease_Ext(benchmark::State& state, const Library& lib, int
   if (successes == 0) return state.SkipWithError("no successful acquire+release in any window");
   state.SetItemsProcessed(successes);
   // items_per_second is successes over the manual (driver-measured) time; the same figure by name:
-  state.counters["successes_per_s"] = benchmark::Counter(static_cast<double>(successes), benchmark::Counter::kIsRate);
-  const auto per_success = [&](int64_t n) { return static_cast<double>(n) / static_cast<double>(successes); };
+  state.counters["successes_per_s"] =
+      benchmark::Counter(static_cast<double>(successes), benchmark::Counter::kIsRate);
+  const auto per_success = [&](int64_t n) {
+    return static_cast<double>(n) / static_cast<double>(successes);
+  };
   state.counters["attempts_per_success"] = per_success(attempts);
   if (commands_known) state.counters["calls_per_success"] = per_success(commands);
   if (not_owner > 0) state.counters["release_not_owner"] = static_cast<double>(not_owner);
   if (driver_count > 1) {
     const auto [min, max] = std::minmax_element(per_contender.begin(), per_contender.end());
-    state.counters["fairness"] = static_cast<double>(*min) / static_cast<double>(std::max<int64_t>(1, *max));
+    state.counters["fairness"] =
+        static_cast<double>(*min) / static_cast<double>(std::max<int64_t>(1, *max));
   }
 }
 
@@ -257,7 +269,8 @@ void BM_Ext_ProtocolRoundTrip(benchmark::State& state, const Library& lib) {
 [[maybe_unused]] const bool registered = [] {
   for (const Library& lib : kLibraries) {
     const std::string prefix = "BM_Lock_AcquireRelease/ext:" + std::string(lib.name);
-    constexpr std::array<std::pair<int, bool>, 5> kCases = {{{1, false}, {8, false}, {32, false}, {1, true}, {8, true}}};
+    constexpr std::array<std::pair<int, bool>, 5> kCases = {
+        {{1, false}, {8, false}, {32, false}, {1, true}, {8, true}}};
     for (const auto& [contenders, held] : kCases) {
       // 32 driver processes (node, ~50 MB each) only where contenders are loops in one driver.
       if (contenders == 32 && !lib.shared_driver) continue;

@@ -30,29 +30,34 @@ namespace {
 namespace bench = lockstep::bench;
 
 // One lock per benchmark run, shared by its contenders; keys_after is read once all have joined.
-void BM_KeyedRw(benchmark::State& state, int contenders, bool many_keys, std::chrono::microseconds hold) {
+void BM_KeyedRw(benchmark::State& state, int contenders, bool many_keys,
+                std::chrono::microseconds hold) {
   lockstep::keyed::KeyedRwMutex mtx;
-  const bool ran = bench::run_contention(state, contenders, "", [&](int c, int64_t sequence, bench::Acquisition& acquisition) {
-    lockstep::keyed::RwHandle h = mtx.lock(bench::contention_key(many_keys, c, contenders, sequence));
-    acquisition.granted();
-    benchmark::DoNotOptimize(h);
-    bench::hold(hold);
-    return int64_t{0};
-  });
+  const bool ran = bench::run_contention(
+      state, contenders, "", [&](int c, int64_t sequence, bench::Acquisition& acquisition) {
+        lockstep::keyed::RwHandle h =
+            mtx.lock(bench::contention_key(many_keys, c, contenders, sequence));
+        acquisition.granted();
+        benchmark::DoNotOptimize(h);
+        bench::hold(hold);
+        return int64_t{0};
+      });
   if (ran) state.counters["keys_after"] = static_cast<double>(mtx.key_count());
 }
 
-void BM_Fifo(benchmark::State& state, int contenders, bool many_keys, std::chrono::microseconds hold) {
+void BM_Fifo(benchmark::State& state, int contenders, bool many_keys,
+             std::chrono::microseconds hold) {
   lockstep::keyed::FifoLock lock;
   std::atomic<int64_t> sink{0};
-  const bool ran = bench::run_contention(state, contenders, "", [&](int c, int64_t sequence, bench::Acquisition& acquisition) {
-    lock.with_lock(bench::contention_key(many_keys, c, contenders, sequence), [&] {
-      acquisition.granted();
-      sink.fetch_add(1, std::memory_order_relaxed);
-      bench::hold(hold);
-    });
-    return int64_t{0};
-  });
+  const bool ran = bench::run_contention(
+      state, contenders, "", [&](int c, int64_t sequence, bench::Acquisition& acquisition) {
+        lock.with_lock(bench::contention_key(many_keys, c, contenders, sequence), [&] {
+          acquisition.granted();
+          sink.fetch_add(1, std::memory_order_relaxed);
+          bench::hold(hold);
+        });
+        return int64_t{0};
+      });
   if (ran) state.counters["keys_after"] = static_cast<double>(lock.size());
 }
 
@@ -78,7 +83,8 @@ void BM_StdMutexPlusHashLookup(benchmark::State& state) {
   static std::mutex mutex;
   static const std::unordered_map<std::string, int> table = [] {
     std::unordered_map<std::string, int> t;
-    for (int i = 0; i < bench::kManyKeys; ++i) t.emplace(bench::bench_keys()[static_cast<size_t>(i)], i);
+    for (int i = 0; i < bench::kManyKeys; ++i)
+      t.emplace(bench::bench_keys()[static_cast<size_t>(i)], i);
     return t;
   }();
   for (auto _ : state) {
@@ -117,7 +123,9 @@ void BM_FifoUncontended(benchmark::State& state) {
 template <class Fn>
 void register_baseline(const std::string& name, Fn fn) {
   for (int n : bench::kContenders) {
-    benchmark::RegisterBenchmark((name + "/contenders:" + std::to_string(n)).c_str(), fn)->Threads(n)->UseRealTime();
+    benchmark::RegisterBenchmark((name + "/contenders:" + std::to_string(n)).c_str(), fn)
+        ->Threads(n)
+        ->UseRealTime();
   }
 }
 
@@ -127,7 +135,8 @@ const bool registered = [] {
   register_baseline("BM_Baseline_StdMutexPlusHashLookup", BM_StdMutexPlusHashLookup);
   benchmark::RegisterBenchmark("BM_Lock_Uncontended/keyed-rw", BM_KeyedRwUncontended);
   benchmark::RegisterBenchmark("BM_Lock_Uncontended/fifo", BM_FifoUncontended);
-  bench::register_contention("BM_Lock_AcquireRelease/keyed-rw", bench::kContenders, true, BM_KeyedRw);
+  bench::register_contention("BM_Lock_AcquireRelease/keyed-rw", bench::kContenders, true,
+                             BM_KeyedRw);
   bench::register_contention("BM_Lock_AcquireRelease/fifo", bench::kContenders, true, BM_Fifo);
   return true;
 }();

@@ -31,11 +31,13 @@ constexpr int64_t kTtlMs = 60'000;
 
 // Creates until granted, holds, then releases; returns the adapter calls made. Throws on a failure
 // other than contention.
-int64_t pair(lockstep::MemoryAdapter& adapter, lockstep::LockSpec& spec, bench::Acquisition& acquisition,
-             std::chrono::microseconds hold) {
+int64_t pair(lockstep::MemoryAdapter& adapter, lockstep::LockSpec& spec,
+             bench::Acquisition& acquisition, std::chrono::microseconds hold) {
   int64_t calls = 1;
-  for (lockstep::AdapterResult r = adapter.create_lock(spec); !r.ok(); r = adapter.create_lock(spec)) {
-    if (r.status != lockstep::AdapterStatus::contended) throw std::runtime_error("a create failed other than by contention");
+  for (lockstep::AdapterResult r = adapter.create_lock(spec); !r.ok();
+       r = adapter.create_lock(spec)) {
+    if (r.status != lockstep::AdapterStatus::contended)
+      throw std::runtime_error("a create failed other than by contention");
     std::this_thread::yield();
     ++calls;
   }
@@ -46,11 +48,13 @@ int64_t pair(lockstep::MemoryAdapter& adapter, lockstep::LockSpec& spec, bench::
 }
 
 // One adapter (and clock) per benchmark run, shared by its contenders.
-void BM_Memory(benchmark::State& state, int contenders, bool many_keys, std::chrono::microseconds hold) {
+void BM_Memory(benchmark::State& state, int contenders, bool many_keys,
+               std::chrono::microseconds hold) {
   lockstep::SystemClock clock;
   lockstep::MemoryAdapter adapter(lockstep::MemoryAdapterOptions{.clock = &clock});
   std::vector<lockstep::LockSpec> specs;
-  for (int c = 0; c < contenders; ++c) specs.push_back({.value = "owner:" + std::to_string(c), .ttl_ms = kTtlMs});
+  for (int c = 0; c < contenders; ++c)
+    specs.push_back({.value = "owner:" + std::to_string(c), .ttl_ms = kTtlMs});
   bench::run_contention(state, contenders, "calls_per_success",
                         [&](int c, int64_t sequence, bench::Acquisition& acquisition) {
                           lockstep::LockSpec& spec = specs[static_cast<size_t>(c)];
@@ -73,7 +77,8 @@ void BM_StdMutexMap(benchmark::State& state) {
 
 [[maybe_unused]] const bool registered = [] {
   for (int n : bench::kContenders) {
-    benchmark::RegisterBenchmark(("BM_Baseline_StdMutexMap/contenders:" + std::to_string(n)).c_str(), BM_StdMutexMap)
+    benchmark::RegisterBenchmark(
+        ("BM_Baseline_StdMutexMap/contenders:" + std::to_string(n)).c_str(), BM_StdMutexMap)
         ->Threads(n)
         ->UseRealTime();
   }

@@ -8,10 +8,9 @@
 // one-member replica set on loopback, in a temp dir; started on first use from the main thread,
 // which it must not outlive, and stopped at exit). Neither: every case skips with "skipped: no
 // mongod (put mongod on PATH or set LOCKSTEP_MONGO_URI)"; a mongod that does not start skips with
-// its log tail. Never zeros.
-// Counters: contention.h's, and calls_per_success: the commands the adapter sent (counted at the
-// connection; a grant is an upsert, a findAndModify and a confirming update, a contended attempt one
-// upsert, a release one delete), per acquire+release.
+// its log tail. Never zeros. Counters: contention.h's, and calls_per_success: the commands the
+// adapter sent (counted at the connection; a grant is an upsert, a findAndModify and a confirming
+// update, a contended attempt one upsert, a release one delete), per acquire+release.
 #include <benchmark/benchmark.h>
 
 #include <unistd.h>
@@ -37,7 +36,8 @@
 namespace {
 
 constexpr int64_t kTtlMs = 10'000;
-constexpr const char* kNoMongod = "skipped: no mongod (put mongod on PATH or set LOCKSTEP_MONGO_URI)";
+constexpr const char* kNoMongod =
+    "skipped: no mongod (put mongod on PATH or set LOCKSTEP_MONGO_URI)";
 
 struct Deployment {
   std::unique_ptr<lockstep::real::MongodProcess> server;  // ours, when no URI was given
@@ -85,7 +85,8 @@ Deployment& deployment() {
 class CountingConnection final : public lockstep::MongoConnection {
  public:
   explicit CountingConnection(const std::string& uri) : inner_({.uri = uri}) {}
-  lockstep::MongoResult run_command(const std::string& database, const lockstep::MongoDocument& command) override {
+  lockstep::MongoResult run_command(const std::string& database,
+                                    const lockstep::MongoDocument& command) override {
     ++commands_;
     return inner_.run_command(database, command);
   }
@@ -100,7 +101,8 @@ class CountingConnection final : public lockstep::MongoConnection {
 // bench/redis_bench.cc's backoff: 1 ms plus jitter in windows of 2, 4, 8, then 16 ms.
 lockstep::RetrySettings backoff_retry(lockstep::Prng& prng) {
   return {.retry_delay_fn = [&prng](const lockstep::RetryAttempt& attempt) {
-    const int64_t window_ms = std::min<int64_t>(int64_t{2} << std::min(attempt.attempt_number, 3), 16);
+    const int64_t window_ms =
+        std::min<int64_t>(int64_t{2} << std::min(attempt.attempt_number, 3), 16);
     return 1 + static_cast<int64_t>(prng.below(static_cast<uint64_t>(window_ms)));
   }};
 }
@@ -111,10 +113,14 @@ class MongoLockClient {
       : connection_(uri),
         adapter_({.connection = &connection_, .clock = &clock_, .database = database}),
         backoff_prng_(random_.next_u64()),
-        locker_({.adapter = &adapter_, .clock = &clock_, .random = &random_, .retry = backoff_retry(backoff_prng_)}) {}
+        locker_({.adapter = &adapter_,
+                 .clock = &clock_,
+                 .random = &random_,
+                 .retry = backoff_retry(backoff_prng_)}) {}
 
   // One acquire, `hold` inside the lock, one release; returns the commands it sent.
-  int64_t pair(const std::string& key, lockstep::bench::Acquisition& acquisition, std::chrono::microseconds hold) {
+  int64_t pair(const std::string& key, lockstep::bench::Acquisition& acquisition,
+               std::chrono::microseconds hold) {
     const int64_t before = connection_.commands();
     lockstep::Lock lock = locker_.lock(key, kTtlMs);
     lock.acquire();
@@ -143,7 +149,8 @@ void BM_Lock_AcquireRelease_Mongo(benchmark::State& state, int contenders, bool 
     for (int i = 0; i < contenders; ++i) {
       clients.push_back(std::make_unique<MongoLockClient>(d.uri, d.database));
       lockstep::bench::Acquisition untimed;
-      clients.back()->pair("bench:warm-up", untimed, std::chrono::microseconds{0});  // connects, creates indexes
+      clients.back()->pair("bench:warm-up", untimed,
+                           std::chrono::microseconds{0});  // connects, creates indexes
       keys.push_back(many_keys ? "bench:key:" + std::to_string(i) : "bench:one");
     }
   } catch (const std::exception& e) {

@@ -6,7 +6,7 @@
 // One redis-server serves the whole run (servers.h: shared with ext_bench.cc). Without one,
 // every case here skips with the reason; none reports zeros. Rates are wall-clock (UseRealTime):
 // a round trip blocks, so CPU time would overstate them. Separately measured rows drift run to run
-// (ENVIRONMENT.md), so BM_Lock_VsPing times PING, the adapter's pair and the raw script pair
+// (9-13 us for a PING on loopback), so BM_Lock_VsPing times PING, the adapter's pair and the raw script pair
 // interleaved in one loop and reports their ratios: compare those, not rows.
 #include <hiredis/hiredis.h>
 
@@ -56,7 +56,8 @@ class RawCommand {
     }
   }
   ReplyPtr send(redisContext* context) const {
-    void* reply = redisCommandArgv(context, static_cast<int>(argv_.size()), pointers_.data(), lengths_.data());
+    void* reply = redisCommandArgv(context, static_cast<int>(argv_.size()), pointers_.data(),
+                                   lengths_.data());
     return {static_cast<redisReply*>(reply), &freeReplyObject};
   }
 
@@ -67,7 +68,8 @@ class RawCommand {
 };
 
 bool is_integer(const ReplyPtr& reply, bool positive) {
-  return reply && reply->type == REDIS_REPLY_INTEGER && (positive ? reply->integer > 0 : reply->integer == 1);
+  return reply && reply->type == REDIS_REPLY_INTEGER &&
+         (positive ? reply->integer > 0 : reply->integer == 1);
 }
 
 // A blocking hiredis context on loopback. Throws std::runtime_error when it cannot connect.
@@ -86,7 +88,8 @@ class RawRedis {
 
   bool ping() const {
     const ReplyPtr reply = ping_.send(context_);
-    return reply && reply->type == REDIS_REPLY_STATUS && std::string_view(reply->str, reply->len) == "PONG";
+    return reply && reply->type == REDIS_REPLY_STATUS &&
+           std::string_view(reply->str, reply->len) == "PONG";
   }
   redisContext* context() const { return context_; }
 
@@ -101,10 +104,11 @@ class RawScriptPair {
  public:
   RawScriptPair(const RawRedis& redis, const std::string& key)
       : redis_(redis),
-        grant_({"EVALSHA", lockstep::grant_script().sha1, "2", "lock:" + key, "lock-fencing:" + key, "raw-owner",
-                std::to_string(kTtlMs)}),
+        grant_({"EVALSHA", lockstep::grant_script().sha1, "2", "lock:" + key, "lock-fencing:" + key,
+                "raw-owner", std::to_string(kTtlMs)}),
         release_({"EVALSHA", lockstep::release_script().sha1, "1", "lock:" + key, "raw-owner"}) {
-    for (const lockstep::RedisScript* script : {&lockstep::grant_script(), &lockstep::release_script()}) {
+    for (const lockstep::RedisScript* script :
+         {&lockstep::grant_script(), &lockstep::release_script()}) {
       const ReplyPtr reply = RawCommand({"SCRIPT", "LOAD", script->source}).send(redis_.context());
       if (!reply || reply->type != REDIS_REPLY_STRING || reply->str != script->sha1) {
         throw std::runtime_error("SCRIPT LOAD " + script->name + " failed");
@@ -113,7 +117,8 @@ class RawScriptPair {
   }
   // False when either script did not answer as a granted and then released lock would.
   bool run() const {
-    return is_integer(grant_.send(redis_.context()), true) && is_integer(release_.send(redis_.context()), false);
+    return is_integer(grant_.send(redis_.context()), true) &&
+           is_integer(release_.send(redis_.context()), false);
   }
 
  private:
@@ -132,7 +137,8 @@ enum class Retry { none, backoff };
 // per grant even on one busy core, where failed attempts also slow the holder's release.
 lockstep::RetrySettings backoff_retry(lockstep::Prng& prng) {
   return {.retry_delay_fn = [&prng](const lockstep::RetryAttempt& attempt) {
-    const int64_t window_ms = std::min<int64_t>(int64_t{2} << std::min(attempt.attempt_number, 3), 16);
+    const int64_t window_ms =
+        std::min<int64_t>(int64_t{2} << std::min(attempt.attempt_number, 3), 16);
     return 1 + static_cast<int64_t>(prng.below(static_cast<uint64_t>(window_ms)));
   }};
 }
@@ -148,7 +154,8 @@ class LockClient {
         locker_({.adapter = &adapter_,
                  .clock = &clock_,
                  .random = &random_,
-                 .retry = retry == Retry::backoff ? backoff_retry(backoff_prng_) : lockstep::RetrySettings::none()}) {}
+                 .retry = retry == Retry::backoff ? backoff_retry(backoff_prng_)
+                                                  : lockstep::RetrySettings::none()}) {}
 
   // One successful acquire+release; returns the server calls it took (create attempts + release).
   // Throws what acquire() throws, or std::runtime_error if the lock was gone before its release.
@@ -157,7 +164,8 @@ class LockClient {
     return pair(key, untimed, std::chrono::microseconds{0});
   }
   // The same, calling acquisition.granted() once acquired and holding the lock for `hold`.
-  int64_t pair(const std::string& key, lockstep::bench::Acquisition& acquisition, std::chrono::microseconds hold) {
+  int64_t pair(const std::string& key, lockstep::bench::Acquisition& acquisition,
+               std::chrono::microseconds hold) {
     lockstep::Lock lock = locker_.lock(key, kTtlMs);
     lock.acquire();
     acquisition.granted();
@@ -210,7 +218,8 @@ BENCHMARK(BM_Baseline_RedisScriptPair)->UseRealTime();
 
 // N clients, each on a thread (contention.h) and a connection of its own, share state.iterations()
 // successful pairs on one key (or on a key each). Connections are made before the clock starts.
-void BM_Lock_AcquireRelease(benchmark::State& state, int contenders, bool many_keys, std::chrono::microseconds hold) {
+void BM_Lock_AcquireRelease(benchmark::State& state, int contenders, bool many_keys,
+                            std::chrono::microseconds hold) {
   const int port = port_or_skip(state);
   if (port == 0) return;
   std::vector<std::unique_ptr<LockClient>> clients;
@@ -233,8 +242,8 @@ void BM_Lock_AcquireRelease(benchmark::State& state, int contenders, bool many_k
 
 // The contract's names (docs/DESIGN.md), with /keys:many and /hold:1ms as contention.h spells them.
 [[maybe_unused]] const bool registered_contenders = [] {
-  lockstep::bench::register_contention("BM_Lock_AcquireRelease/redis", lockstep::bench::kContenders, true,
-                                       BM_Lock_AcquireRelease);
+  lockstep::bench::register_contention("BM_Lock_AcquireRelease/redis", lockstep::bench::kContenders,
+                                       true, BM_Lock_AcquireRelease);
   return true;
 }();
 
@@ -247,8 +256,8 @@ auto timed(double& total, Fn&& fn) {
   return result;
 }
 
-// Per iteration: a PING, an adapter pair and a raw script pair, each timed alone. The ratios are the
-// targets: pairs_vs_half_ping >= 0.8 (a pair is two round trips), adapter_vs_raw >= 0.9.
+// Per iteration: a PING, an adapter pair and a raw script pair, each timed alone. The ratios are
+// the targets: pairs_vs_half_ping >= 0.8 (a pair is two round trips), adapter_vs_raw >= 0.9.
 void BM_Lock_VsPing(benchmark::State& state) {
   const int port = port_or_skip(state);
   if (port == 0) return;
@@ -258,7 +267,9 @@ void BM_Lock_VsPing(benchmark::State& state) {
     const RawScriptPair raw(redis, "bench:vs-raw");
     LockClient client(port, Retry::none);
     client.pair("bench:warm-up");  // connects (lazily) outside the timed loop
-    const auto adapter_pair = [&] { return timed(adapter_s, [&] { return client.pair("bench:vs-adapter"); }) == 2; };
+    const auto adapter_pair = [&] {
+      return timed(adapter_s, [&] { return client.pair("bench:vs-adapter"); }) == 2;
+    };
     const auto raw_pair = [&] { return timed(raw_s, [&] { return raw.run(); }); };
     bool adapter_first = true;  // alternated, so neither pair always follows the PING
     for (auto _ : state) {

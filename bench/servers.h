@@ -33,7 +33,8 @@ struct RedisServers {
 inline RedisServers start_redis_servers(int count) {
   RedisServers out;
   try {
-    for (int i = 0; i < count; ++i) out.servers.push_back(std::make_unique<real::RedisServerProcess>());
+    for (int i = 0; i < count; ++i)
+      out.servers.push_back(std::make_unique<real::RedisServerProcess>());
   } catch (const std::exception& e) {  // ServerUnavailable, ServerStartError
     out.servers.clear();
     out.error = e.what();

@@ -93,8 +93,8 @@ void BM_Sim_SleepingClients(benchmark::State& state) {
   }
   state.SetItemsProcessed(static_cast<int64_t>(events));
   // Simulated seconds per wall second: how much faster than real time a run goes.
-  state.counters["sim_to_wall"] = benchmark::Counter(static_cast<double>(simulated_us) / 1e6,
-                                                     benchmark::Counter::kIsRate);
+  state.counters["sim_to_wall"] =
+      benchmark::Counter(static_cast<double>(simulated_us) / 1e6, benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Sim_SleepingClients)->Arg(10)->Arg(1'000)->Arg(10'000)->Unit(benchmark::kMillisecond);
 
@@ -120,7 +120,8 @@ void BM_Sim_Scenario(benchmark::State& state, const char* scenario) {
 
 [[maybe_unused]] const bool registered_scenarios = [] {
   for (const char* scenario : {"gc-pause", "retry-storm"}) {
-    benchmark::RegisterBenchmark((std::string("BM_Sim_Scenario/") + scenario).c_str(), BM_Sim_Scenario, scenario)
+    benchmark::RegisterBenchmark((std::string("BM_Sim_Scenario/") + scenario).c_str(),
+                                 BM_Sim_Scenario, scenario)
         ->Unit(benchmark::kMillisecond);
   }
   return true;

@@ -13,23 +13,23 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "known_bad/known_bad.h"
+#include "real/server_errors.h"
 #include "scenarios/backends/registry.h"
 #include "scenarios/explore/calibrate.h"
-#include "scenarios/report/junit.h"
 #include "scenarios/explore/matrix.h"
 #include "scenarios/explore/matrix_report.h"
 #include "scenarios/explore/replay.h"
-#include "real/server_errors.h"
+#include "scenarios/explore/sweep.h"
+#include "scenarios/report/junit.h"
 #include "scenarios/report/report.h"
 #include "scenarios/report/report_html.h"
 #include "scenarios/runner.h"
-#include "scenarios/explore/sweep.h"
 
 namespace lockstep {
 namespace {
@@ -65,7 +65,8 @@ struct ReplayFlags {
 };
 
 nlohmann::json list_json() {
-  nlohmann::json out = {{"adapters", nlohmann::json::array()}, {"scenarios", nlohmann::json::array()}};
+  nlohmann::json out = {{"adapters", nlohmann::json::array()},
+                        {"scenarios", nlohmann::json::array()}};
   for (const AdapterEntry& a : adapters()) {
     nlohmann::json options = nlohmann::json::object();
     for (const OptionSpec& spec : a.options) options[spec.name] = spec.default_value;
@@ -141,8 +142,10 @@ int cmd_replay(const ReplayFlags& flags) {
   const RunReport report = replay_run(spec);  // a catalogue scenario or a generated workload
   const int code = print_run(report, flags.json, "");
   if (report.trace_hash != spec.trace_hash) {
-    fmt::print(stderr, "replay: NOT reproduced: trace_hash {} differs from the report's {} (another build?)\n",
-               report.trace_hash, spec.trace_hash);
+    fmt::print(
+        stderr,
+        "replay: NOT reproduced: trace_hash {} differs from the report's {} (another build?)\n",
+        report.trace_hash, spec.trace_hash);
     return kExitViolation;
   }
   fmt::print(stderr, "replay: reproduced: trace_hash {} matches the report\n", report.trace_hash);
@@ -151,15 +154,17 @@ int cmd_replay(const ReplayFlags& flags) {
 
 int cmd_matrix(const MatrixFlags& flags) {
   const bool show_progress = isatty(fileno(stderr)) != 0;
-  MatrixResult result = run_matrix({.world = flags.world, .seeds = flags.seeds, .first_seed = flags.first_seed},
-                                   [show_progress](size_t done, size_t total) {
-                                     if (show_progress) fmt::print(stderr, "\rmatrix: {}/{} cells", done, total);
-                                   });
+  MatrixResult result =
+      run_matrix({.world = flags.world, .seeds = flags.seeds, .first_seed = flags.first_seed},
+                 [show_progress](size_t done, size_t total) {
+                   if (show_progress) fmt::print(stderr, "\rmatrix: {}/{} cells", done, total);
+                 });
   if (show_progress) fmt::print(stderr, "\n");
   if (!flags.report_dir.empty()) {
     std::filesystem::create_directories(flags.report_dir);
     std::ofstream(std::filesystem::path(flags.report_dir) / "matrix.md") << to_markdown(result);
-    std::ofstream(std::filesystem::path(flags.report_dir) / "matrix.json") << to_json(result).dump(2) << "\n";
+    std::ofstream(std::filesystem::path(flags.report_dir) / "matrix.json")
+        << to_json(result).dump(2) << "\n";
     std::ofstream(std::filesystem::path(flags.report_dir) / "matrix.html") << matrix_html(result);
     fmt::print(stderr, "report: {}/matrix.md, matrix.json, matrix.html\n", flags.report_dir);
   }
@@ -214,14 +219,15 @@ struct SweepCommands {
 // only when stderr is a terminal.
 class ProgressLine {
  public:
-  explicit ProgressLine(std::string label) : label_(std::move(label)), on_(isatty(fileno(stderr)) != 0) {}
+  explicit ProgressLine(std::string label)
+      : label_(std::move(label)), on_(isatty(fileno(stderr)) != 0) {}
   void update(const SweepProgress& p) {
     if (!on_ || (p.elapsed_us - last_us_ < 100'000 && p.done < p.total)) return;
     last_us_ = p.elapsed_us;
     const double rate = p.elapsed_us > 0 ? p.done * 1e6 / static_cast<double>(p.elapsed_us) : 0.0;
     const double left_s = rate > 0 ? (p.total - p.done) / rate : 0.0;
-    fmt::print(stderr, "\r{}: {}/{} seeds, {} violations, {:.0f} seeds/s, {:.0f}s left   ", label_, p.done, p.total,
-               p.violations, rate, left_s);
+    fmt::print(stderr, "\r{}: {}/{} seeds, {} violations, {:.0f} seeds/s, {:.0f}s left   ", label_,
+               p.done, p.total, p.violations, rate, left_s);
     shown_ = true;
   }
   ~ProgressLine() {
@@ -238,7 +244,8 @@ class ProgressLine {
 int cmd_sweep(const SweepFlags& flags) {
   const AdapterEntry* adapter = find_adapter(flags.adapter);
   if (adapter == nullptr) {
-    throw UsageError(fmt::format("unknown adapter \"{}\"; valid adapters: {}", flags.adapter, adapter_names()));
+    throw UsageError(
+        fmt::format("unknown adapter \"{}\"; valid adapters: {}", flags.adapter, adapter_names()));
   }
   const auto [shard_index, shard_count] = parse_shard(flags.shard);
   SweepConfig config{.adapter = flags.adapter,
@@ -258,7 +265,8 @@ int cmd_sweep(const SweepFlags& flags) {
   }
   if (!flags.report_dir.empty()) {
     std::filesystem::create_directories(flags.report_dir);
-    const std::filesystem::path path = std::filesystem::path(flags.report_dir) / sweep_report_name(config);
+    const std::filesystem::path path =
+        std::filesystem::path(flags.report_dir) / sweep_report_name(config);
     std::ofstream(path) << to_json(result).dump(2) << "\n";
     fmt::print(stderr, "report: {}\n", path.string());
   }
@@ -280,7 +288,8 @@ std::vector<std::filesystem::path> shard_reports(const std::vector<std::string>&
     std::vector<std::filesystem::path> in_dir;
     for (const auto& entry : std::filesystem::directory_iterator(p)) {
       const std::string name = entry.path().filename().string();
-      if (name.rfind("sweep.", 0) == 0 && name.find(".shard") != std::string::npos) in_dir.push_back(entry.path());
+      if (name.rfind("sweep.", 0) == 0 && name.find(".shard") != std::string::npos)
+        in_dir.push_back(entry.path());
     }
     std::sort(in_dir.begin(), in_dir.end());  // directory order is unspecified
     files.insert(files.end(), in_dir.begin(), in_dir.end());
@@ -296,7 +305,8 @@ int cmd_sweep_merge(const MergeFlags& flags) {
     try {
       shards.push_back(nlohmann::json::parse(in));
     } catch (const nlohmann::json::exception& e) {
-      throw UsageError(fmt::format("sweep-merge: {} is not a sweep report: {}", file.string(), e.what()));
+      throw UsageError(
+          fmt::format("sweep-merge: {} is not a sweep report: {}", file.string(), e.what()));
     }
   }
   nlohmann::json merged;
@@ -326,8 +336,10 @@ int cmd_calibrate(const CalibrateFlags& flags) {
       throw UsageError(fmt::format("\"{}\" is not a known-bad adapter; see `lockstep list`", name));
     }
   }
-  const CalibrationResult result = run_calibration(
-      {.adapters = flags.adapters, .first_seed = flags.first_seed, .seeds = flags.seeds, .report_dir = flags.report_dir});
+  const CalibrationResult result = run_calibration({.adapters = flags.adapters,
+                                                    .first_seed = flags.first_seed,
+                                                    .seeds = flags.seeds,
+                                                    .report_dir = flags.report_dir});
   if (flags.json) {
     fmt::print("{}\n", to_json(result).dump(2));
   } else {
@@ -338,32 +350,48 @@ int cmd_calibrate(const CalibrateFlags& flags) {
 
 void add_sweep_commands(CLI::App& app, SweepCommands& c) {
   SweepFlags& s = c.sweep_flags;
-  c.sweep = app.add_subcommand("sweep", "many seeds of random workloads and fault schedules against one adapter");
+  c.sweep = app.add_subcommand(
+      "sweep", "many seeds of random workloads and fault schedules against one adapter");
   c.sweep->add_option("--adapter", s.adapter, "adapter name (see `lockstep list`)")->required();
-  c.sweep->add_option("--seeds", s.seeds, "how many seeds (default 1000)")->check(CLI::Range(1, 10'000'000));
+  c.sweep->add_option("--seeds", s.seeds, "how many seeds (default 1000)")
+      ->check(CLI::Range(1, 10'000'000));
   c.sweep->add_option("--first-seed", s.first_seed, "first seed (default 1)");
-  c.sweep->add_option("--faults", s.faults, "comma list of fault kinds to draw: " + fault_kind_names() + " (default all)");
+  c.sweep->add_option(
+      "--faults", s.faults,
+      "comma list of fault kinds to draw: " + fault_kind_names() + " (default all)");
   c.sweep->add_option("--shard", s.shard, "I/N: run only the seeds s with (s - first) % N == I");
-  c.sweep->add_option("--fencing", s.fencing, "on (default) or off")->check(CLI::IsMember({"on", "off"}));
-  c.sweep->add_option("--report", s.report_dir,
-                      "write the shard report and replay files here (replay files default to reports/sweep)");
-  c.sweep->add_flag("--keep-going", s.keep_going, "run every seed instead of stopping at the first violation");
-  c.sweep->add_option("--shrink", s.shrink, "how many counterexamples to shrink and save (default 1)")
+  c.sweep->add_option("--fencing", s.fencing, "on (default) or off")
+      ->check(CLI::IsMember({"on", "off"}));
+  c.sweep->add_option(
+      "--report", s.report_dir,
+      "write the shard report and replay files here (replay files default to reports/sweep)");
+  c.sweep->add_flag("--keep-going", s.keep_going,
+                    "run every seed instead of stopping at the first violation");
+  c.sweep
+      ->add_option("--shrink", s.shrink, "how many counterexamples to shrink and save (default 1)")
       ->check(CLI::Range(0, 1000));
   c.sweep->add_flag("--json", s.json, "print JSON");
 
   MergeFlags& m = c.merge_flags;
-  c.merge = app.add_subcommand("sweep-merge", "add up the shard reports of one sweep (files or directories)");
-  c.merge->add_option("REPORTS", m.paths, "shard reports written by sweep --report, or their directories")->required();
+  c.merge = app.add_subcommand("sweep-merge",
+                               "add up the shard reports of one sweep (files or directories)");
+  c.merge
+      ->add_option("REPORTS", m.paths,
+                   "shard reports written by sweep --report, or their directories")
+      ->required();
   c.merge->add_option("--report", m.report_dir, "write sweep.merged.json here");
   c.merge->add_flag("--json", m.json, "print JSON");
 
   CalibrateFlags& k = c.calibrate_flags;
-  c.calibrate = app.add_subcommand("calibrate", "how fast the sweep catches each known-bad adapter");
-  c.calibrate->add_option("--adapter", k.adapters, "known-bad adapters to calibrate (default: all)");
-  c.calibrate->add_option("--seeds", k.seeds, "seeds per adapter (default 200)")->check(CLI::Range(1, 1'000'000));
+  c.calibrate =
+      app.add_subcommand("calibrate", "how fast the sweep catches each known-bad adapter");
+  c.calibrate->add_option("--adapter", k.adapters,
+                          "known-bad adapters to calibrate (default: all)");
+  c.calibrate->add_option("--seeds", k.seeds, "seeds per adapter (default 200)")
+      ->check(CLI::Range(1, 1'000'000));
   c.calibrate->add_option("--first-seed", k.first_seed, "first seed (default 1)");
-  c.calibrate->add_option("--report", k.report_dir, "write the shrunk counterexamples' replay files here");
+  c.calibrate->add_option("--report", k.report_dir,
+                          "write the shrunk counterexamples' replay files here");
   c.calibrate->add_flag("--json", k.json, "print JSON");
 }
 
@@ -392,22 +420,29 @@ int run_cli(int argc, char** argv) {
   run_cmd->add_option("--seed", run.seed, "seed of the run");
   run_cmd->add_option("--fencing", run.fencing, "on or off")->check(CLI::IsMember({"on", "off"}));
   run_cmd->add_option("--set", run.sets, "KEY=VALUE: override a scenario or adapter option");
-  run_cmd->add_option("--report", run.report_dir, "write the JSON report, trace and HTML timeline here");
+  run_cmd->add_option("--report", run.report_dir,
+                      "write the JSON report, trace and HTML timeline here");
   run_cmd->add_option("--junit", run.junit, "write a JUnit XML file (one testcase) for CI");
   run_cmd->add_flag("--json", run.json, "print JSON");
 
   MatrixFlags matrix;
-  CLI::App* matrix_cmd = app.add_subcommand("matrix", "every adapter against every scenario that applies");
-  matrix_cmd->add_option("--world", matrix.world, "sim or real")->check(CLI::IsMember({"sim", "real"}));
+  CLI::App* matrix_cmd =
+      app.add_subcommand("matrix", "every adapter against every scenario that applies");
+  matrix_cmd->add_option("--world", matrix.world, "sim or real")
+      ->check(CLI::IsMember({"sim", "real"}));
   matrix_cmd->add_option("--seeds", matrix.seeds, "seeds per cell")->check(CLI::Range(1, 100000));
   matrix_cmd->add_option("--first-seed", matrix.first_seed, "first seed of each cell");
-  matrix_cmd->add_option("--report", matrix.report_dir, "write matrix.md, matrix.json and matrix.html here");
-  matrix_cmd->add_option("--junit", matrix.junit, "write a JUnit XML file (one testcase per cell) for CI");
+  matrix_cmd->add_option("--report", matrix.report_dir,
+                         "write matrix.md, matrix.json and matrix.html here");
+  matrix_cmd->add_option("--junit", matrix.junit,
+                         "write a JUnit XML file (one testcase per cell) for CI");
   matrix_cmd->add_flag("--json", matrix.json, "print JSON");
 
   ReplayFlags replay;
-  CLI::App* replay_cmd = app.add_subcommand("replay", "rerun the run a report describes and compare its trace");
-  replay_cmd->add_option("REPORT", replay.report, "a report JSON written with --report")->required();
+  CLI::App* replay_cmd =
+      app.add_subcommand("replay", "rerun the run a report describes and compare its trace");
+  replay_cmd->add_option("REPORT", replay.report, "a report JSON written with --report")
+      ->required();
   replay_cmd->add_flag("--json", replay.json, "print JSON");
 
   SweepCommands sweep_commands;

@@ -39,11 +39,12 @@ void close_fd(int& fd) {
 }
 
 // In the child: only async-signal-safe calls until exec.
-[[noreturn]] void exec_child(const char* path, char* const* argv, int stdin_fd, int stdout_fd, int stderr_fd,
-                             pid_t parent) {
+[[noreturn]] void exec_child(const char* path, char* const* argv, int stdin_fd, int stdout_fd,
+                             int stderr_fd, pid_t parent) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(126);  // the parent died before prctl took effect
-  if (dup2(stdin_fd, STDIN_FILENO) < 0 || dup2(stdout_fd, STDOUT_FILENO) < 0 || dup2(stderr_fd, STDERR_FILENO) < 0) {
+  if (dup2(stdin_fd, STDIN_FILENO) < 0 || dup2(stdout_fd, STDOUT_FILENO) < 0 ||
+      dup2(stderr_fd, STDERR_FILENO) < 0) {
     _exit(126);
   }
   sigset_t none;
@@ -67,7 +68,8 @@ std::string_view to_string(DriverFailure failure) {
 }
 
 DriverProcess::DriverProcess(DriverOptions options) : options_(std::move(options)) {
-  LOCKSTEP_CHECK(!options_.program.empty() && options_.program.front() == '/', "an absolute program path");
+  LOCKSTEP_CHECK(!options_.program.empty() && options_.program.front() == '/',
+                 "an absolute program path");
   int in_pair[2];
   int out_pair[2];
   int err_pipe[2];
@@ -94,10 +96,12 @@ DriverProcess::DriverProcess(DriverOptions options) : options_(std::move(options
   const pid_t parent = getpid();
   pid_ = fork();
   if (pid_ < 0) {
-    for (int fd : {in_pair[0], in_pair[1], out_pair[0], out_pair[1], err_pipe[0], err_pipe[1]}) ::close(fd);
+    for (int fd : {in_pair[0], in_pair[1], out_pair[0], out_pair[1], err_pipe[0], err_pipe[1]})
+      ::close(fd);
     throw std::system_error(errno, std::generic_category(), "fork");
   }
-  if (pid_ == 0) exec_child(options_.program.c_str(), argv.data(), in_pair[1], out_pair[1], err_pipe[1], parent);
+  if (pid_ == 0)
+    exec_child(options_.program.c_str(), argv.data(), in_pair[1], out_pair[1], err_pipe[1], parent);
   real::register_child(pid_);
   ::close(in_pair[1]);
   ::close(out_pair[1]);
@@ -110,25 +114,28 @@ DriverProcess::DriverProcess(DriverOptions options) : options_(std::move(options
   std::string problem;
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    const bool came = changed_.wait_for(lock, std::chrono::milliseconds(options_.start_deadline_ms), [this] {
-      return have_ready_ || failure_ != DriverFailure::none;
-    });
+    const bool came =
+        changed_.wait_for(lock, std::chrono::milliseconds(options_.start_deadline_ms),
+                          [this] { return have_ready_ || failure_ != DriverFailure::none; });
     if (failure_ != DriverFailure::none) {
-      problem = failure_message_.substr(failure_message_.find(": ") + 2);  // without the name, said below
+      problem =
+          failure_message_.substr(failure_message_.find(": ") + 2);  // without the name, said below
       problem = fmt::format("{} {}", to_string(failure_), problem);
     } else if (!came) {
       problem = fmt::format("no ready line within {} ms", options_.start_deadline_ms);
     } else if (ready_.protocol != kProtocolVersion) {
       problem = fmt::format("speaks protocol {}, not {}", ready_.protocol, kProtocolVersion);
     } else if (ready_.now_ns < spawned_ns || ready_.now_ns > ready_received_ns_) {
-      problem = fmt::format("its clock read {} ns, outside [{}, {}]: it does not read CLOCK_MONOTONIC",
-                            ready_.now_ns, spawned_ns, ready_received_ns_);
+      problem =
+          fmt::format("its clock read {} ns, outside [{}, {}]: it does not read CLOCK_MONOTONIC",
+                      ready_.now_ns, spawned_ns, ready_received_ns_);
     }
     if (!problem.empty()) problem = fmt::format("{}{}", problem, tail_locked());
   }
   if (!problem.empty()) {
     teardown();
-    throw DriverStartError(fmt::format("driver {} (pid {}) did not start: {}", options_.name, pid_, problem));
+    throw DriverStartError(
+        fmt::format("driver {} (pid {}) did not start: {}", options_.name, pid_, problem));
   }
 }
 
@@ -169,7 +176,8 @@ bool DriverProcess::reap_now() {
   if (reaped_) return true;
   int status = 0;
   const pid_t result = waitpid(pid_, &status, WNOHANG);
-  if ((result == pid_ && (WIFEXITED(status) || WIFSIGNALED(status))) || (result < 0 && errno == ECHILD)) {
+  if ((result == pid_ && (WIFEXITED(status) || WIFSIGNALED(status))) ||
+      (result < 0 && errno == ECHILD)) {
     reaped_ = true;
     exit_status_ = status;
     real::unregister_child(pid_);
@@ -263,7 +271,8 @@ std::string DriverProcess::tail_locked() const {
 void DriverProcess::fail_locked(DriverFailure failure, std::string message) {
   if (failure_ != DriverFailure::none) return;  // the first failure is the one that counts
   failure_ = failure;
-  failure_message_ = fmt::format("driver {} (pid {}) {}: {}", options_.name, pid_, to_string(failure), message);
+  failure_message_ =
+      fmt::format("driver {} (pid {}) {}: {}", options_.name, pid_, to_string(failure), message);
   changed_.notify_all();
 }
 
@@ -295,10 +304,9 @@ CallResult DriverProcess::call(Request request) {
   }
   lock.lock();
   if (!written) fail_locked(DriverFailure::died, "its stdin is closed");
-  const bool answered =
-      changed_.wait_for(lock, std::chrono::milliseconds(options_.request_deadline_ms), [this, id] {
-        return pending_.at(id).has_value() || failure_ != DriverFailure::none;
-      });
+  const bool answered = changed_.wait_for(
+      lock, std::chrono::milliseconds(options_.request_deadline_ms),
+      [this, id] { return pending_.at(id).has_value() || failure_ != DriverFailure::none; });
   result.received_ns = monotonic_ns();
   std::optional<Response> response = std::move(pending_.at(id));
   pending_.erase(id);
@@ -307,8 +315,9 @@ CallResult DriverProcess::call(Request request) {
     return result;
   }
   if (!answered) {
-    fail_locked(DriverFailure::hung, fmt::format("no answer to {} within {} ms", to_string(request.op),
-                                                 options_.request_deadline_ms));
+    fail_locked(DriverFailure::hung,
+                fmt::format("no answer to {} within {} ms", to_string(request.op),
+                            options_.request_deadline_ms));
   }
   result.failure = failure_;
   result.message = failure_message_ + tail_locked();
@@ -323,7 +332,8 @@ void DriverProcess::handle_line(const std::string& line) {
   }
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto* error = std::get_if<DecodeError>(&decoded)) {
-    return fail_locked(DriverFailure::malformed, fmt::format("{} in line {:.200}", error->message, line));
+    return fail_locked(DriverFailure::malformed,
+                       fmt::format("{} in line {:.200}", error->message, line));
   }
   if (auto* ready = std::get_if<Ready>(&decoded)) {
     if (have_ready_) return fail_locked(DriverFailure::malformed, "a second ready line");
@@ -334,11 +344,14 @@ void DriverProcess::handle_line(const std::string& line) {
     return;
   }
   Response& response = std::get<Response>(decoded);
-  if (!have_ready_) return fail_locked(DriverFailure::malformed, "a response before the ready line");
+  if (!have_ready_)
+    return fail_locked(DriverFailure::malformed, "a response before the ready line");
   auto it = pending_.find(response.id);
   if (it == pending_.end() || it->second.has_value()) {
-    return fail_locked(DriverFailure::malformed, fmt::format("a response to request {}, which is not waiting "
-                                                             "for one: {:.200}", response.id, line));
+    return fail_locked(DriverFailure::malformed,
+                       fmt::format("a response to request {}, which is not waiting "
+                                   "for one: {:.200}",
+                                   response.id, line));
   }
   it->second = std::move(response);
   changed_.notify_all();
@@ -386,19 +399,22 @@ void DriverProcess::read_loop() {
         }
         const std::string how = exit_description();
         std::lock_guard<std::mutex> lock(mutex_);
-        fail_locked(DriverFailure::died, closing_ ? "shut down" : fmt::format("closed its stdout ({})", how));
+        fail_locked(DriverFailure::died,
+                    closing_ ? "shut down" : fmt::format("closed its stdout ({})", how));
         continue;
       }
       out_buffer.append(chunk, static_cast<size_t>(n));
       size_t start = 0;
-      for (size_t nl = out_buffer.find('\n'); nl != std::string::npos; nl = out_buffer.find('\n', start)) {
+      for (size_t nl = out_buffer.find('\n'); nl != std::string::npos;
+           nl = out_buffer.find('\n', start)) {
         handle_line(out_buffer.substr(start, nl - start));
         start = nl + 1;
       }
       out_buffer.erase(0, start);
       if (out_buffer.size() > kLineMaxBytes) {
         std::lock_guard<std::mutex> lock(mutex_);
-        fail_locked(DriverFailure::malformed, fmt::format("a line longer than {} bytes", kLineMaxBytes));
+        fail_locked(DriverFailure::malformed,
+                    fmt::format("a line longer than {} bytes", kLineMaxBytes));
         out_buffer.clear();
       }
     }

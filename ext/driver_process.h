@@ -37,9 +37,9 @@ class DriverStartError : public std::runtime_error {
 };
 
 struct DriverOptions {
-  std::string program;             // absolute path (node)
-  std::vector<std::string> args;   // argv[1..]
-  std::string name;                // for messages: "ext:locco-redis a"
+  std::string program;            // absolute path (node)
+  std::vector<std::string> args;  // argv[1..]
+  std::string name;               // for messages: "ext:locco-redis a"
   int64_t start_deadline_ms = 15'000;
   int64_t request_deadline_ms = 10'000;
   size_t stderr_tail_bytes = 4096;
@@ -51,9 +51,9 @@ std::string_view to_string(DriverFailure failure);
 
 struct CallResult {
   DriverFailure failure = DriverFailure::none;
-  Response response;     // valid when failure == none
-  std::string message;   // otherwise: what happened, with the stderr tail
-  int64_t sent_ns = 0;   // CLOCK_MONOTONIC around the exchange, for the protocol's overhead
+  Response response;    // valid when failure == none
+  std::string message;  // otherwise: what happened, with the stderr tail
+  int64_t sent_ns = 0;  // CLOCK_MONOTONIC around the exchange, for the protocol's overhead
   int64_t received_ns = 0;
 
   bool ok() const { return failure == DriverFailure::none; }

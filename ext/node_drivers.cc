@@ -18,7 +18,8 @@ namespace lockstep::ext {
 namespace {
 
 // The packages ext/node/package.json pins; each must be under node_modules.
-constexpr std::array<const char*, 4> kPinned = {"@kontsedal/locco", "redlock", "redis-semaphore", "ioredis"};
+constexpr std::array<const char*, 4> kPinned = {"@kontsedal/locco", "redlock", "redis-semaphore",
+                                                "ioredis"};
 constexpr int kNodeMajorMin = 20;
 
 bool exists(const std::string& path) {
@@ -39,35 +40,41 @@ int node_major(const std::string& node) {
 }  // namespace
 
 std::string node_driver_dir() {
-  if (const char* dir = std::getenv("LOCKSTEP_EXT_NODE_DIR"); dir != nullptr && *dir != '\0') return dir;
+  if (const char* dir = std::getenv("LOCKSTEP_EXT_NODE_DIR"); dir != nullptr && *dir != '\0')
+    return dir;
   return LOCKSTEP_SOURCE_DIR "/ext/node";
 }
 
 std::string require_node_drivers() {
-  const std::string setup_hint = "scripts/setup.sh installs it (apt-get install nodejs npm; npm ci --prefix ext/node)";
+  const std::string setup_hint =
+      "scripts/setup.sh installs it (apt-get install nodejs npm; npm ci --prefix ext/node)";
   const std::optional<std::string> node = real::find_on_path("node");
   if (!node) throw real::ServerUnavailable("node not found on PATH; " + setup_hint);
   static const int major = node_major(*node);  // one `node --version` per process
   if (major < kNodeMajorMin) {
-    throw real::ServerUnavailable(fmt::format("node {} is older than {} (or did not answer --version)", major,
-                                              kNodeMajorMin));
+    throw real::ServerUnavailable(fmt::format(
+        "node {} is older than {} (or did not answer --version)", major, kNodeMajorMin));
   }
   const std::string dir = node_driver_dir();
-  if (!exists(dir + "/driver.js")) throw real::ServerUnavailable(fmt::format("no {}/driver.js", dir));
+  if (!exists(dir + "/driver.js"))
+    throw real::ServerUnavailable(fmt::format("no {}/driver.js", dir));
   for (const char* package : kPinned) {
     if (!exists(fmt::format("{}/node_modules/{}/package.json", dir, package))) {
-      throw real::ServerUnavailable(fmt::format("{} is not installed in {}/node_modules; {}", package, dir, setup_hint));
+      throw real::ServerUnavailable(
+          fmt::format("{} is not installed in {}/node_modules; {}", package, dir, setup_hint));
     }
   }
   return *node;
 }
 
-std::vector<std::string> node_driver_args(const std::string& lib, const std::vector<int>& redis_ports,
+std::vector<std::string> node_driver_args(const std::string& lib,
+                                          const std::vector<int>& redis_ports,
                                           int64_t command_timeout_ms) {
   std::vector<std::string> args = {node_driver_dir() + "/driver.js", "--lib", lib};
   if (!redis_ports.empty()) {
     std::string endpoints;
-    for (int port : redis_ports) endpoints += fmt::format("{}127.0.0.1:{}", endpoints.empty() ? "" : ",", port);
+    for (int port : redis_ports)
+      endpoints += fmt::format("{}127.0.0.1:{}", endpoints.empty() ? "" : ",", port);
     args.push_back("--redis");
     args.push_back(endpoints);
   }

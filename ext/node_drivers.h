@@ -13,7 +13,8 @@ std::string node_driver_dir();
 std::string require_node_drivers();
 // argv[1..] for `node driver.js --lib LIB [--redis HOST:PORT,...] [--command-timeout-ms MS]`
 // (0: the Redis client's default, no command timeout).
-std::vector<std::string> node_driver_args(const std::string& lib, const std::vector<int>& redis_ports,
+std::vector<std::string> node_driver_args(const std::string& lib,
+                                          const std::vector<int>& redis_ports,
                                           int64_t command_timeout_ms = 0);
 
 }  // namespace lockstep::ext

@@ -20,7 +20,8 @@ struct Reader {
     auto it = object.find(name);
     if (it == object.end()) return fail(fmt::format("no \"{}\"", name));
     const bool number_ok = type == json::value_t::number_integer && it->is_number_integer();
-    if (it->type() != type && !number_ok) return fail(fmt::format("\"{}\" is not {}", name, type_name));
+    if (it->type() != type && !number_ok)
+      return fail(fmt::format("\"{}\" is not {}", name, type_name));
     return &*it;
   }
   std::nullptr_t fail(std::string message) {
@@ -31,7 +32,9 @@ struct Reader {
     const json* v = field(name, json::value_t::string, "a string");
     return v != nullptr ? v->get<std::string>() : std::string();
   }
-  std::string optional_string(const char* name) { return object.contains(name) ? string(name) : std::string(); }
+  std::string optional_string(const char* name) {
+    return object.contains(name) ? string(name) : std::string();
+  }
   bool boolean(const char* name) {
     const json* v = field(name, json::value_t::boolean, "a boolean");
     return v != nullptr && v->get<bool>();
@@ -71,8 +74,8 @@ std::optional<TokenKind> token_kind(std::string_view text) {
 }
 
 std::optional<Status> status_of(std::string_view text) {
-  for (Status s : {Status::ok, Status::contended, Status::not_owner, Status::unknown, Status::unsupported,
-                   Status::error, Status::bad_request}) {
+  for (Status s : {Status::ok, Status::contended, Status::not_owner, Status::unknown,
+                   Status::unsupported, Status::error, Status::bad_request}) {
     if (to_string(s) == text) return s;
   }
   return std::nullopt;
@@ -80,9 +83,12 @@ std::optional<Status> status_of(std::string_view text) {
 
 Line decode_ready(const json& object) {
   Reader r{object, {}};
-  Ready ready{.name = r.string("name"), .version = r.string("version"),
-              .protocol = static_cast<int>(r.integer("protocol")), .now_ns = r.nanoseconds("now_ns")};
-  if (const json* caps = r.field("capabilities", json::value_t::object, "an object"); caps != nullptr) {
+  Ready ready{.name = r.string("name"),
+              .version = r.string("version"),
+              .protocol = static_cast<int>(r.integer("protocol")),
+              .now_ns = r.nanoseconds("now_ns")};
+  if (const json* caps = r.field("capabilities", json::value_t::object, "an object");
+      caps != nullptr) {
     Reader c{*caps, {}};
     ready.capabilities.extend = c.boolean("extend");
     ready.capabilities.is_locked = c.boolean("is_locked");
@@ -112,21 +118,27 @@ Line decode_response(const json& object) {
   if (r.error.empty()) {
     if (auto s = status_of(status)) {
       response.status = *s;
-      if (ok != (*s == Status::ok)) r.fail(fmt::format("\"ok\" is {} but \"status\" is \"{}\"", ok, status));
+      if (ok != (*s == Status::ok))
+        r.fail(fmt::format("\"ok\" is {} but \"status\" is \"{}\"", ok, status));
     } else {
       r.fail(fmt::format("unknown status \"{}\"", status));
     }
   }
   if (r.error.empty() && response.t1_ns < response.t0_ns) r.fail("t1_ns is before t0_ns");
   if (r.error.empty() && object.contains("bench")) {
-    if (const json* bench = r.field("bench", json::value_t::object, "an object"); bench != nullptr) {
+    if (const json* bench = r.field("bench", json::value_t::object, "an object");
+        bench != nullptr) {
       Reader b{*bench, {}};
-      response.bench = BenchCounts{.successes = b.integer("successes"), .attempts = b.integer("attempts"),
-                                   .releases = b.integer("releases"), .release_not_owner = b.integer("release_not_owner"),
-                                   .loops = b.integer("loops"), .start_ns = b.nanoseconds("start_ns"),
+      response.bench = BenchCounts{.successes = b.integer("successes"),
+                                   .attempts = b.integer("attempts"),
+                                   .releases = b.integer("releases"),
+                                   .release_not_owner = b.integer("release_not_owner"),
+                                   .loops = b.integer("loops"),
+                                   .start_ns = b.nanoseconds("start_ns"),
                                    .end_ns = b.nanoseconds("end_ns")};
       if (bench->contains("commands")) response.bench->commands = b.integer("commands");
-      if (b.error.empty() && response.bench->end_ns < response.bench->start_ns) b.fail("end_ns is before start_ns");
+      if (b.error.empty() && response.bench->end_ns < response.bench->start_ns)
+        b.fail("end_ns is before start_ns");
       if (!b.error.empty()) r.fail("bench: " + b.error);
     }
   }
@@ -136,9 +148,13 @@ Line decode_response(const json& object) {
 
 Line decode_event(const json& object) {
   Reader r{object, {}};
-  Event event{.event = r.string("event"), .handle = r.optional_string("handle"), .key = r.optional_string("key"),
-              .t_ns = r.nanoseconds("t_ns"), .err = r.library_error()};
-  if (r.error.empty() && event.event != "lock_lost") r.fail(fmt::format("unknown event \"{}\"", event.event));
+  Event event{.event = r.string("event"),
+              .handle = r.optional_string("handle"),
+              .key = r.optional_string("key"),
+              .t_ns = r.nanoseconds("t_ns"),
+              .err = r.library_error()};
+  if (r.error.empty() && event.event != "lock_lost")
+    r.fail(fmt::format("unknown event \"{}\"", event.event));
   if (!r.error.empty()) return DecodeError{"event: " + r.error};
   return event;
 }
@@ -182,7 +198,8 @@ std::string_view to_string(Op op) {
 }
 
 Line decode_line(std::string_view line) {
-  if (line.size() > kLineMaxBytes) return DecodeError{fmt::format("a line of {} bytes (max {})", line.size(), kLineMaxBytes)};
+  if (line.size() > kLineMaxBytes)
+    return DecodeError{fmt::format("a line of {} bytes (max {})", line.size(), kLineMaxBytes)};
   const json object = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (object.is_discarded()) return DecodeError{"not JSON"};
   if (!object.is_object()) return DecodeError{"not a JSON object"};

@@ -49,7 +49,7 @@ struct BenchCounts {
   int64_t release_not_owner = 0;  // releases that found the lock gone (not successes)
   int64_t commands = -1;          // commands the library sent its servers; -1: not reported
   int64_t loops = 0;
-  int64_t start_ns = 0;           // CLOCK_MONOTONIC: the loops' start and the last one's end
+  int64_t start_ns = 0;  // CLOCK_MONOTONIC: the loops' start and the last one's end
   int64_t end_ns = 0;
 };
 

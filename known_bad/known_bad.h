@@ -1,6 +1,6 @@
 #pragma once
 // The known-bad adapters: deliberately broken locks that the suite must catch (calibration).
-// They live with the tests, not with the production adapters; the `lockstep` command registers
+// They are their own library, outside the production adapters; the `lockstep` command registers
 // them so they are selectable by name like any other adapter.
 namespace lockstep {
 

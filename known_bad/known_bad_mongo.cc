@@ -13,7 +13,8 @@ class NoUniqueIndexConnection final : public MongoConnection {
   explicit NoUniqueIndexConnection(MongoConnection& inner) : inner_(inner) {}
 
   MongoResult run_command(const std::string& database, const MongoDocument& command) override {
-    if (!command.contains("createIndexes") || !command.contains("indexes")) return inner_.run_command(database, command);
+    if (!command.contains("createIndexes") || !command.contains("indexes"))
+      return inner_.run_command(database, command);
     MongoDocument without_unique = command;
     for (MongoDocument& index : without_unique["indexes"]) index.erase("unique");
     return inner_.run_command(database, without_unique);
@@ -33,7 +34,9 @@ class NoUniqueMongoAdapter final : public LockAdapter {
   FencingSupport fencing() const override { return inner_->fencing(); }
   AdapterResult create_lock(const LockSpec& spec) override { return inner_->create_lock(spec); }
   AdapterResult release_lock(const LockSpec& spec) override { return inner_->release_lock(spec); }
-  AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override { return inner_->extend_lock(spec, ttl_ms); }
+  AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override {
+    return inner_->extend_lock(spec, ttl_ms);
+  }
   AdapterResult is_valid_lock(const LockSpec& spec) override { return inner_->is_valid_lock(spec); }
 
  private:

@@ -1,6 +1,6 @@
 #pragma once
-// The known-bad Mongo lock of docs/DESIGN.md: the production adapter over a connection that drops the
-// unique index on `key` from its createIndexes command. Two upserts on a free key then both
+// The known-bad Mongo lock of docs/DESIGN.md: the production adapter over a connection that drops
+// the unique index on `key` from its createIndexes command. Two upserts on a free key then both
 // insert, and both clients hold the lock.
 #include <memory>
 

@@ -16,7 +16,9 @@ class RedisVariant : public LockAdapter {
   FencingSupport fencing() const override { return FencingSupport::monotonic; }
   AdapterResult create_lock(const LockSpec& spec) override { return good_.create_lock(spec); }
   AdapterResult release_lock(const LockSpec& spec) override { return good_.release_lock(spec); }
-  AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override { return good_.extend_lock(spec, ttl_ms); }
+  AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override {
+    return good_.extend_lock(spec, ttl_ms);
+  }
   AdapterResult is_valid_lock(const LockSpec& spec) override { return good_.is_valid_lock(spec); }
 
  protected:
@@ -25,7 +27,8 @@ class RedisVariant : public LockAdapter {
     if (r.ok() && r.reply.type == RedisReply::Type::integer) {
       return r.reply.integer > 0 ? AdapterResult{} : AdapterResult{.status = on_zero};
     }
-    return {.status = AdapterStatus::backend_error, .message = r.ok() ? describe(r.reply) : r.message};
+    return {.status = AdapterStatus::backend_error,
+            .message = r.ok() ? describe(r.reply) : r.message};
   }
   RedisResult send(std::vector<std::string> argv) { return connection_.command(argv); }
   std::string lock_key(const LockSpec& spec) const { return good_.lock_key(spec.key); }
@@ -53,7 +56,8 @@ class GetDelRelease final : public RedisVariant {
   AdapterResult release_lock(const LockSpec& spec) override {
     const RedisResult got = send({"GET", lock_key(spec)});
     if (!got.ok() || got.reply.type != RedisReply::Type::string || got.reply.str != spec.value) {
-      return {.status = got.ok() ? AdapterStatus::not_owner : AdapterStatus::backend_error, .message = got.message};
+      return {.status = got.ok() ? AdapterStatus::not_owner : AdapterStatus::backend_error,
+              .message = got.message};
     }
     return from_integer(send({"DEL", lock_key(spec)}), AdapterStatus::not_owner);
   }
@@ -64,22 +68,27 @@ class PexpireExtend final : public RedisVariant {
  public:
   explicit PexpireExtend(RedisConnection& c) : RedisVariant("bad-pexpire-extend", c) {}
   AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override {
-    return from_integer(send({"PEXPIRE", lock_key(spec), std::to_string(ttl_ms)}), AdapterStatus::not_owner);
+    return from_integer(send({"PEXPIRE", lock_key(spec), std::to_string(ttl_ms)}),
+                        AdapterStatus::not_owner);
   }
 };
 
-// SETNX, then PEXPIRE in a second call: a client that dies in between leaves a lock that never expires.
+// SETNX, then PEXPIRE in a second call: a client that dies in between leaves a lock that never
+// expires.
 class SetnxExpire final : public RedisVariant {
  public:
   explicit SetnxExpire(RedisConnection& c) : RedisVariant("bad-setnx-expire", c) {}
   AdapterResult create_lock(const LockSpec& spec) override {
-    AdapterResult set = from_integer(send({"SETNX", lock_key(spec), spec.value}), AdapterStatus::contended);
+    AdapterResult set =
+        from_integer(send({"SETNX", lock_key(spec), spec.value}), AdapterStatus::contended);
     if (!set.ok()) return set;
     AdapterResult expire =
-        from_integer(send({"PEXPIRE", lock_key(spec), std::to_string(spec.ttl_ms)}), AdapterStatus::backend_error);
+        from_integer(send({"PEXPIRE", lock_key(spec), std::to_string(spec.ttl_ms)}),
+                     AdapterStatus::backend_error);
     if (!expire.ok()) return expire;
     const RedisResult token = send({"INCR", fencing_key(spec)});
-    if (!token.ok() || token.reply.type != RedisReply::Type::integer) return from_integer(token, AdapterStatus::backend_error);
+    if (!token.ok() || token.reply.type != RedisReply::Type::integer)
+      return from_integer(token, AdapterStatus::backend_error);
     return {.fencing_token = static_cast<uint64_t>(token.reply.integer)};
   }
 };
@@ -97,7 +106,8 @@ class RandomToken final : public RedisVariant {
 
 }  // namespace
 
-std::unique_ptr<LockAdapter> make_known_bad_redis_adapter(const std::string& name, RedisConnection& connection) {
+std::unique_ptr<LockAdapter> make_known_bad_redis_adapter(const std::string& name,
+                                                          RedisConnection& connection) {
   if (name == "bad-del-release") return std::make_unique<DelRelease>(connection);
   if (name == "bad-get-del-release") return std::make_unique<GetDelRelease>(connection);
   if (name == "bad-pexpire-extend") return std::make_unique<PexpireExtend>(connection);

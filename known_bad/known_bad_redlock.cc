@@ -24,7 +24,10 @@ class RedlockVariant final : public LockAdapter {
         fanout_(parts.fanout),
         clock_(parts.clock),
         settings_(parts.settings),
-        good_({.fanout = &parts.fanout, .clock = &parts.clock, .random = &parts.random, .settings = parts.settings}) {}
+        good_({.fanout = &parts.fanout,
+               .clock = &parts.clock,
+               .random = &parts.random,
+               .settings = parts.settings}) {}
 
   std::string_view name() const override { return name_; }
   FencingSupport fencing() const override { return FencingSupport::none; }
@@ -32,12 +35,15 @@ class RedlockVariant final : public LockAdapter {
   AdapterResult create_lock(const LockSpec& spec) override {
     RedlockSettings s = settings_;
     s.duration_ms = spec.ttl_ms;
-    s.request_timeout_ms = std::clamp<int64_t>(std::min(s.request_timeout_ms, spec.ttl_ms / 2), 1, spec.ttl_ms);
+    s.request_timeout_ms =
+        std::clamp<int64_t>(std::min(s.request_timeout_ms, spec.ttl_ms / 2), 1, spec.ttl_ms);
     const std::string key = good_.manager().lock_key(spec.key);
     const int64_t started_us = clock_.now_us();
-    const NodeVotes votes = lock_all(fanout_, key, spec.value, s.duration_ms, s.request_timeout_ms * 1000);
+    const NodeVotes votes =
+        lock_all(fanout_, key, spec.value, s.duration_ms, s.request_timeout_ms * 1000);
     const int64_t elapsed_us = flaw_.ignore_elapsed ? 0 : clock_.now_us() - started_us;
-    const int needed = flaw_.half_quorum ? static_cast<int>(fanout_.size() / 2) : majority_of(fanout_.size());
+    const int needed =
+        flaw_.half_quorum ? static_cast<int>(fanout_.size() / 2) : majority_of(fanout_.size());
     const int64_t validity = validity_us(s.duration_ms, elapsed_us, s);
     if (votes.yes >= needed && validity > 0) {
       // Validity is counted as production counts it, from the attempt's start; ignoring the time
@@ -53,11 +59,14 @@ class RedlockVariant final : public LockAdapter {
     valid_until_us_.erase(spec.value);
     return good_.release_lock(spec);
   }
-  AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override { return good_.extend_lock(spec, ttl_ms); }
+  AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override {
+    return good_.extend_lock(spec, ttl_ms);
+  }
   AdapterResult is_valid_lock(const LockSpec& spec) override { return good_.is_valid_lock(spec); }
   // The validity this variant computed at the grant (extends go to the production adapter, which
   // holds none of our locks, so they fail and never move it).
-  int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us, int64_t /*ttl_ms*/) const override {
+  int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us,
+                          int64_t /*ttl_ms*/) const override {
     auto it = valid_until_us_.find(spec.value);
     return it == valid_until_us_.end() ? requested_at_us : it->second;
   }
@@ -74,10 +83,14 @@ class RedlockVariant final : public LockAdapter {
 
 }  // namespace
 
-std::unique_ptr<LockAdapter> make_known_bad_redlock_adapter(const std::string& name, RedlockAdapterParts& parts) {
-  if (name == "bad-redlock-half-quorum") return std::make_unique<RedlockVariant>(name, Flaw{.half_quorum = true}, parts);
-  if (name == "bad-redlock-no-elapsed") return std::make_unique<RedlockVariant>(name, Flaw{.ignore_elapsed = true}, parts);
-  if (name == "bad-redlock-no-cleanup") return std::make_unique<RedlockVariant>(name, Flaw{.skip_cleanup = true}, parts);
+std::unique_ptr<LockAdapter> make_known_bad_redlock_adapter(const std::string& name,
+                                                            RedlockAdapterParts& parts) {
+  if (name == "bad-redlock-half-quorum")
+    return std::make_unique<RedlockVariant>(name, Flaw{.half_quorum = true}, parts);
+  if (name == "bad-redlock-no-elapsed")
+    return std::make_unique<RedlockVariant>(name, Flaw{.ignore_elapsed = true}, parts);
+  if (name == "bad-redlock-no-cleanup")
+    return std::make_unique<RedlockVariant>(name, Flaw{.skip_cleanup = true}, parts);
   return nullptr;
 }
 

@@ -1,19 +1,20 @@
-// State-machine tests of the keyed lock cores against simple models (RapidCheck, rapidcheck/state.h):
-// random sequences of requests, try-requests, releases, timeouts (withdrawals) and clears over
-// several keys. After every command the core's grants and its whole observable state (per key:
-// holders, queue; the number of keys with state) must equal the model's. Each property runs at
-// least kSequencesMin command sequences whatever RC_PARAMS says (a larger max_success wins), with
-// RC_PARAMS' seed, so RC_PARAMS="seed=N" still reproduces a failure it printed.
+// State-machine tests of the keyed lock cores against simple models (RapidCheck,
+// rapidcheck/state.h): random sequences of requests, try-requests, releases, timeouts (withdrawals)
+// and clears over several keys. After every command the core's grants and its whole observable
+// state (per key: holders, queue; the number of keys with state) must equal the model's. Each
+// property runs at least kSequencesMin command sequences whatever RC_PARAMS says (a larger
+// max_success wins), with RC_PARAMS' seed, so RC_PARAMS="seed=N" still reproduces a failure it
+// printed.
 //
 // The models say the rules in their own terms, not the cores':
 // - keyed-rw: per key, the live requests in arrival order; the holders are exactly the longest
 //   prefix that can run together (one exclusive at the front, or the shared requests before the
 //   first exclusive). A new request is granted iff it lands in that prefix.
 // - fifo: per key, the live requests in arrival order; the front one holds.
-#include <catch2/catch.hpp>
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
 #include <rapidcheck/state.h>
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <map>
@@ -36,7 +37,8 @@ constexpr int kSequencesMin = 1000;
 
 // Runs testable for at least min_success cases; returns whether it held (and how many passed).
 template <class Testable>
-bool check_at_least(const std::string& description, int min_success, Testable&& testable, int* passed = nullptr) {
+bool check_at_least(const std::string& description, int min_success, Testable&& testable,
+                    int* passed = nullptr) {
   rc::detail::TestParams params = rc::detail::configuration().testParams;
   params.maxSuccess = std::max(params.maxSuccess, min_success);
   rc::detail::TestMetadata metadata;
@@ -81,12 +83,14 @@ struct RwModel {
     return it == keys.end() ? kNone : it->second;
   }
   // The ids that hold after `after` but did not in `before`, in arrival order.
-  static std::vector<RequestId> new_holders(const std::vector<RwReq>& before, const std::vector<RwReq>& after) {
+  static std::vector<RequestId> new_holders(const std::vector<RwReq>& before,
+                                            const std::vector<RwReq>& after) {
     std::vector<RequestId> out;
     const size_t was = holders(before);
     for (size_t i = 0; i < holders(after); ++i) {
-      const bool held_before = std::any_of(before.begin(), before.begin() + static_cast<std::ptrdiff_t>(was),
-                                           [&](const RwReq& r) { return r.id == after[i].id; });
+      const bool held_before =
+          std::any_of(before.begin(), before.begin() + static_cast<std::ptrdiff_t>(was),
+                      [&](const RwReq& r) { return r.id == after[i].id; });
       if (!held_before) out.push_back(after[i].id);
     }
     return out;
@@ -161,11 +165,13 @@ struct RwRequest : RwCommand {
     check_rw_state(next, *sut.core);
   }
   void show(std::ostream& os) const override {
-    os << (try_only ? "try_" : "") << (mode == RwMode::shared ? "lock_shared" : "lock") << "(" << key << ")";
+    os << (try_only ? "try_" : "") << (mode == RwMode::shared ? "lock_shared" : "lock") << "("
+       << key << ")";
   }
 };
 
-// Ends a hold (release) or a wait (a waiter gives up: cancel), chosen among the key's live requests.
+// Ends a hold (release) or a wait (a waiter gives up: cancel), chosen among the key's live
+// requests.
 struct RwLeave : RwCommand {
   std::string key;
   size_t index = 0;
@@ -197,13 +203,16 @@ struct RwLeave : RwCommand {
     RC_ASSERT(sut.granted == RwModel::new_holders(before, next.live(key)));
     check_rw_state(next, *sut.core);
   }
-  void show(std::ostream& os) const override { os << "leave(" << key << ", live request #" << index << ")"; }
+  void show(std::ostream& os) const override {
+    os << "leave(" << key << ", live request #" << index << ")";
+  }
 };
 
 template <class Core>
 void rw_state_machine() {
   RwSut sut{std::make_unique<Core>(), {}};
-  rc::state::check(RwModel{}, sut, rc::state::gen::execOneOfWithArgs<RwRequest, RwRequest, RwLeave>());
+  rc::state::check(RwModel{}, sut,
+                   rc::state::gen::execOneOfWithArgs<RwRequest, RwRequest, RwLeave>());
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -225,7 +234,8 @@ struct FifoModel {
     if (key.size() > kFifoLimits.max_key_length) return keyed::FifoAdmit::invalid_key;
     const size_t n = live(key).size();
     if (n == 0) return keyed::FifoAdmit::granted;
-    return n - 1 >= kFifoLimits.max_waiters_per_key ? keyed::FifoAdmit::queue_full : keyed::FifoAdmit::queued;
+    return n - 1 >= kFifoLimits.max_waiters_per_key ? keyed::FifoAdmit::queue_full
+                                                    : keyed::FifoAdmit::queued;
   }
 };
 
@@ -241,8 +251,9 @@ void check_fifo_state(const FifoModel& model, const keyed::FifoCore& core) {
     const std::vector<RequestId>& live = model.live(key);
     RC_ASSERT(core.held(key) == !live.empty());
     RC_ASSERT(core.holder(key) == (live.empty() ? keyed::kNoRequest : live.front()));
-    const std::vector<RequestId> waiting = live.empty() ? std::vector<RequestId>{}
-                                                        : std::vector<RequestId>(live.begin() + 1, live.end());
+    const std::vector<RequestId> waiting =
+        live.empty() ? std::vector<RequestId>{}
+                     : std::vector<RequestId>(live.begin() + 1, live.end());
     RC_ASSERT(core.queue(key) == waiting);
   }
 }
@@ -266,14 +277,17 @@ struct FifoRequest : FifoCommand {
     } else {
       const keyed::FifoAdmission admission = sut.core.request(key);
       RC_ASSERT(admission.admit == expected);
-      const bool takes_id = expected == keyed::FifoAdmit::granted || expected == keyed::FifoAdmit::queued;
+      const bool takes_id =
+          expected == keyed::FifoAdmit::granted || expected == keyed::FifoAdmit::queued;
       RC_ASSERT(admission.id == (takes_id ? m.next_id : keyed::kNoRequest));
     }
     FifoModel next = m;
     apply(next);
     check_fifo_state(next, sut.core);
   }
-  void show(std::ostream& os) const override { os << (try_only ? "try(" : "request(") << key << ")"; }
+  void show(std::ostream& os) const override {
+    os << (try_only ? "try(" : "request(") << key << ")";
+  }
 };
 
 std::vector<std::string> held_keys(const FifoModel& m) {
@@ -318,7 +332,9 @@ struct FifoTimeout : FifoCommand {
     key = *rc::gen::elementOf(with_waiters);
     waiter = *rc::gen::inRange<size_t>(1, m.live(key).size());
   }
-  void checkPreconditions(const FifoModel& m) const override { RC_PRE(waiter >= 1 && waiter < m.live(key).size()); }
+  void checkPreconditions(const FifoModel& m) const override {
+    RC_PRE(waiter >= 1 && waiter < m.live(key).size());
+  }
   void apply(FifoModel& m) const override {
     std::vector<RequestId>& live = m.keys[key];
     live.erase(live.begin() + static_cast<std::ptrdiff_t>(waiter));
@@ -329,7 +345,9 @@ struct FifoTimeout : FifoCommand {
     apply(next);
     check_fifo_state(next, sut.core);
   }
-  void show(std::ostream& os) const override { os << "timeout(" << key << ", waiter #" << waiter << ")"; }
+  void show(std::ostream& os) const override {
+    os << "timeout(" << key << ", waiter #" << waiter << ")";
+  }
 };
 
 // clear(): every waiter is rejected, in request order; holders keep their keys.
@@ -342,7 +360,8 @@ struct FifoClear : FifoCommand {
     for (const auto& [key, live] : m.keys) {
       for (size_t i = 1; i < live.size(); ++i) expected.push_back({.key = key, .id = live[i]});
     }
-    std::sort(expected.begin(), expected.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+    std::sort(expected.begin(), expected.end(),
+              [](const auto& a, const auto& b) { return a.id < b.id; });
     RC_ASSERT(sut.core.clear() == expected);
     FifoModel next = m;
     apply(next);
@@ -353,13 +372,16 @@ struct FifoClear : FifoCommand {
 
 }  // namespace
 
-TEST_CASE("keyed-rw core matches its model over random command sequences", "[property][keyed][keyed-rw]") {
+TEST_CASE("keyed-rw core matches its model over random command sequences",
+          "[property][keyed][keyed-rw]") {
   int passed = 0;
-  CHECK(check_at_least("keyed-rw core vs model", kSequencesMin, [] { rw_state_machine<keyed::RwCore>(); }, &passed));
+  CHECK(check_at_least(
+      "keyed-rw core vs model", kSequencesMin, [] { rw_state_machine<keyed::RwCore>(); }, &passed));
   CHECK(passed >= kSequencesMin);
 }
 
-TEST_CASE("the known-bad reader-preferring keyed-rw core is caught by the model", "[property][keyed][known-bad]") {
+TEST_CASE("the known-bad reader-preferring keyed-rw core is caught by the model",
+          "[property][keyed][known-bad]") {
   // The property must fail for the calibration variant: readers pass a queued writer.
   CHECK_FALSE(check_at_least("bad-rw-reader-preference vs model", kSequencesMin,
                              [] { rw_state_machine<ReaderPreferenceRwCore>(); }));
@@ -367,11 +389,15 @@ TEST_CASE("the known-bad reader-preferring keyed-rw core is caught by the model"
 
 TEST_CASE("fifo core matches its model over random command sequences", "[property][keyed][fifo]") {
   int passed = 0;
-  CHECK(check_at_least("fifo core vs model", kSequencesMin, [] {
-    FifoSut sut;
-    rc::state::check(FifoModel{}, sut,
-                     rc::state::gen::execOneOfWithArgs<FifoRequest, FifoRequest, FifoRelease, FifoTimeout, FifoClear>());
-  }, &passed));
+  CHECK(check_at_least(
+      "fifo core vs model", kSequencesMin,
+      [] {
+        FifoSut sut;
+        rc::state::check(FifoModel{}, sut,
+                         rc::state::gen::execOneOfWithArgs<FifoRequest, FifoRequest, FifoRelease,
+                                                           FifoTimeout, FifoClear>());
+      },
+      &passed));
   CHECK(passed >= kSequencesMin);
 }
 

@@ -3,9 +3,9 @@
 // excuse it), and known-bad adapters that must fail it. A generated spec shrinks with the sweep's
 // own shrink_candidates(), so RapidCheck prints the same small counterexample `lockstep sweep`
 // would save. Keyed adapters are not TTL leases and are left to keyed_properties.cc.
-#include <catch2/catch.hpp>
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
+#include <catch2/catch.hpp>
 
 #include "known_bad/known_bad.h"
 #include "scenarios/backends/registry.h"
@@ -23,15 +23,17 @@ rc::Gen<std::pair<uint64_t, SwarmSpec>> gen_swarm(const std::string& adapter) {
   const SwarmCapabilities caps = swarm_capabilities(adapter);
   return [caps](const rc::Random& random, int) {
     // The seed is drawn at full size: RapidCheck's size would otherwise keep it near zero.
-    const uint64_t seed = rc::gen::inRange<uint64_t>(1, 1'000'000'000)(random, rc::kNominalSize).value();
-    return rc::shrinkable::shrinkRecur(std::pair<uint64_t, SwarmSpec>{seed, draw_swarm_spec(caps, seed)},
-                                       [](const std::pair<uint64_t, SwarmSpec>& value) {
-                                         std::vector<std::pair<uint64_t, SwarmSpec>> smaller;
-                                         for (SwarmSpec& s : shrink_candidates(value.second)) {
-                                           smaller.emplace_back(value.first, std::move(s));
-                                         }
-                                         return rc::seq::fromContainer(std::move(smaller));
-                                       });
+    const uint64_t seed =
+        rc::gen::inRange<uint64_t>(1, 1'000'000'000)(random, rc::kNominalSize).value();
+    return rc::shrinkable::shrinkRecur(
+        std::pair<uint64_t, SwarmSpec>{seed, draw_swarm_spec(caps, seed)},
+        [](const std::pair<uint64_t, SwarmSpec>& value) {
+          std::vector<std::pair<uint64_t, SwarmSpec>> smaller;
+          for (SwarmSpec& s : shrink_candidates(value.second)) {
+            smaller.emplace_back(value.first, std::move(s));
+          }
+          return rc::seq::fromContainer(std::move(smaller));
+        });
   };
 }
 
@@ -43,9 +45,11 @@ void safe_under_swarm(const std::string& adapter) {
   // Fencing on: these hold whatever the faults, unless a failover lost the counter itself.
   if (!spec.has_fault(FaultKind::failover)) {
     RC_ASSERT(o.report.violated().count(Invariant::ownership) == 0);
-    RC_ASSERT(o.report.violated().count(Invariant::no_lost_update) == 0 || !o.report.history.meta.monotonic_tokens);
+    RC_ASSERT(o.report.violated().count(Invariant::no_lost_update) == 0 ||
+              !o.report.history.meta.monotonic_tokens);
   }
-  RC_TAG(o.tolerated.count(Invariant::mutual_exclusion) ? "exclusion lost where excused" : "exclusive");
+  RC_TAG(o.tolerated.count(Invariant::mutual_exclusion) ? "exclusion lost where excused"
+                                                        : "exclusive");
 }
 
 }  // namespace
@@ -54,7 +58,9 @@ TEST_CASE("production lease adapters hold fencing, no_lost_update and ownership 
           "[property][sweep]") {
   register_known_bad_adapters();
   for (const AdapterEntry& entry : adapters()) {
-    if (entry.known_bad || std::find(entry.worlds.begin(), entry.worlds.end(), "sim") == entry.worlds.end()) continue;
+    if (entry.known_bad ||
+        std::find(entry.worlds.begin(), entry.worlds.end(), "sim") == entry.worlds.end())
+      continue;
     if (swarm_capabilities(entry.name).keyed()) continue;  // not TTL leases
     SECTION(entry.name) {
       rc::prop(entry.name + " under swarm faults", [name = entry.name] { safe_under_swarm(name); });
@@ -62,7 +68,8 @@ TEST_CASE("production lease adapters hold fencing, no_lost_update and ownership 
   }
 }
 
-TEST_CASE("the swarm catches the known-bad release and extend adapters", "[property][sweep][known-bad]") {
+TEST_CASE("the swarm catches the known-bad release and extend adapters",
+          "[property][sweep][known-bad]") {
   register_known_bad_adapters();
   for (const char* adapter : {"bad-memory-no-owner-check", "bad-del-release", "bad-random-token"}) {
     SECTION(adapter) {

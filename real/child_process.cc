@@ -93,7 +93,8 @@ ChildProcess::ChildProcess(const SpawnOptions& options) {
   const pid_t parent = getpid();
   pid_ = fork();
   if (pid_ < 0) throw std::system_error(errno, std::generic_category(), "fork");
-  if (pid_ == 0) exec_child(options.path.c_str(), argv.data(), envp.data(), options.output_path.c_str(), parent);
+  if (pid_ == 0)
+    exec_child(options.path.c_str(), argv.data(), envp.data(), options.output_path.c_str(), parent);
   register_child(pid_);
 }
 

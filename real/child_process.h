@@ -18,10 +18,11 @@
 namespace lockstep::real {
 
 struct SpawnOptions {
-  std::string path;                     // absolute path of the program
-  std::vector<std::string> args;        // argv[1..]
-  std::vector<std::string> extra_env;   // "NAME=value", added to (overriding) the current environment
-  std::string output_path;              // stdout and stderr go here (appended); stdin is /dev/null
+  std::string path;               // absolute path of the program
+  std::vector<std::string> args;  // argv[1..]
+  std::vector<std::string>
+      extra_env;            // "NAME=value", added to (overriding) the current environment
+  std::string output_path;  // stdout and stderr go here (appended); stdin is /dev/null
 };
 
 // The absolute path of `name` found on PATH, if it is there and executable.

@@ -26,7 +26,8 @@ bool rate_is_valid(const std::string& rate) {
 // The libc this process runs on; a libc-only symbol that sanitizers do not intercept locates it.
 std::string libc_path() {
   Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&gnu_get_libc_version), &info) != 0 && info.dli_fname != nullptr) {
+  if (dladdr(reinterpret_cast<void*>(&gnu_get_libc_version), &info) != 0 &&
+      info.dli_fname != nullptr) {
     return info.dli_fname;
   }
   return "libc.so.6";
@@ -47,7 +48,8 @@ std::optional<std::string> find_libfaketime() {
 }
 
 std::string faketime_spec(int64_t offset_s, const std::string& rate) {
-  LOCKSTEP_CHECK(rate_is_valid(rate), "a clock rate is \"\" or \"x<positive number>\", e.g. \"x2\"");
+  LOCKSTEP_CHECK(rate_is_valid(rate),
+                 "a clock rate is \"\" or \"x<positive number>\", e.g. \"x2\"");
   std::string spec = (offset_s >= 0 ? "+" : "") + std::to_string(offset_s);
   return rate.empty() ? spec : spec + " " + rate;
 }

@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "base/check.h"
 #include "adapters/mongo/mongoc_connection.h"
+#include "base/check.h"
 #include "real/child_process.h"
 #include "real/loopback.h"
 #include "real/server_errors.h"
@@ -25,12 +25,26 @@ constexpr int kPortAttempts = 5;
 constexpr int64_t kProbeTimeoutMs = 500;
 constexpr auto kPollInterval = std::chrono::milliseconds(20);
 
-std::vector<std::string> server_args(int port, const std::string& dir, const MongodOptions& options) {
-  std::vector<std::string> args{"--port", std::to_string(port), "--bind_ip", "127.0.0.1", "--dbpath", dir + "/db",
-                                "--replSet", "rs0", "--logpath", dir + "/mongod.log", "--nounixsocket",
-                                "--wiredTigerCacheSizeGB", "0.25", "--oplogSize", "64"};
+std::vector<std::string> server_args(int port, const std::string& dir,
+                                     const MongodOptions& options) {
+  std::vector<std::string> args{"--port",
+                                std::to_string(port),
+                                "--bind_ip",
+                                "127.0.0.1",
+                                "--dbpath",
+                                dir + "/db",
+                                "--replSet",
+                                "rs0",
+                                "--logpath",
+                                dir + "/mongod.log",
+                                "--nounixsocket",
+                                "--wiredTigerCacheSizeGB",
+                                "0.25",
+                                "--oplogSize",
+                                "64"};
   if (options.ttl_monitor_sleep_secs > 0) {
-    args.insert(args.end(), {"--setParameter", "ttlMonitorSleepSecs=" + std::to_string(options.ttl_monitor_sleep_secs)});
+    args.insert(args.end(), {"--setParameter", "ttlMonitorSleepSecs=" +
+                                                   std::to_string(options.ttl_monitor_sleep_secs)});
   }
   return args;
 }
@@ -54,7 +68,9 @@ bool is_true(const MongoDocument& reply, const char* field) {
 
 std::string MongodProcess::binary_path() {
   auto found = find_on_path("mongod");
-  if (!found) throw ServerUnavailable("no mongod on PATH; install MongoDB or set LOCKSTEP_MONGO_URI=mongodb://...");
+  if (!found)
+    throw ServerUnavailable(
+        "no mongod on PATH; install MongoDB or set LOCKSTEP_MONGO_URI=mongodb://...");
   return *found;
 }
 
@@ -78,24 +94,27 @@ bool MongodProcess::running() const { return process_ != nullptr && !process_->r
 std::string MongodProcess::uri() const { return "mongodb://127.0.0.1:" + std::to_string(port_); }
 
 std::string MongodProcess::log_tail(size_t bytes_max) const {
-  return tail_of_file(dir_ + "/mongod.log", bytes_max) + tail_of_file(dir_ + "/output.log", bytes_max);
+  return tail_of_file(dir_ + "/mongod.log", bytes_max) +
+         tail_of_file(dir_ + "/output.log", bytes_max);
 }
 
 void MongodProcess::start_on_free_port() {
   for (int attempt = 0; attempt < kPortAttempts; ++attempt) {
     if (start_on_port(free_loopback_port())) return;
   }
-  throw ServerStartError("mongod could not bind a free loopback port in " + std::to_string(kPortAttempts) +
-                         " attempts:\n" + log_tail());
+  throw ServerStartError("mongod could not bind a free loopback port in " +
+                         std::to_string(kPortAttempts) + " attempts:\n" + log_tail());
 }
 
 // Starts mongod and polls hello until it answers, it exits, or start_timeout_ms pass.
 bool MongodProcess::start_on_port(int port) {
   port_ = port;
-  process_ = std::make_unique<ChildProcess>(
-      SpawnOptions{.path = binary_, .args = server_args(port, dir_, options_), .output_path = dir_ + "/output.log"});
+  process_ = std::make_unique<ChildProcess>(SpawnOptions{.path = binary_,
+                                                         .args = server_args(port, dir_, options_),
+                                                         .output_path = dir_ + "/output.log"});
   pid_ = process_->pid();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.start_timeout_ms);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.start_timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
     if (probe(port, MongoDocument{{"hello", 1}}).ok()) return true;
     if (process_->exited_now()) {
@@ -115,8 +134,11 @@ bool MongodProcess::start_on_port(int port) {
 void MongodProcess::wait_until_primary() {
   const MongoDocument initiate{
       {"replSetInitiate",
-       {{"_id", "rs0"}, {"members", MongoDocument::array({{{"_id", 0}, {"host", "127.0.0.1:" + std::to_string(port_)}}})}}}};
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.start_timeout_ms);
+       {{"_id", "rs0"},
+        {"members",
+         MongoDocument::array({{{"_id", 0}, {"host", "127.0.0.1:" + std::to_string(port_)}}})}}}};
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.start_timeout_ms);
   bool initiated = false;
   std::string last;
   while (std::chrono::steady_clock::now() < deadline) {
@@ -125,7 +147,8 @@ void MongodProcess::wait_until_primary() {
     if (hello.ok() && !initiated && !hello.reply.contains("setName")) {
       const MongoResult result = probe(port_, initiate);
       constexpr int kAlreadyInitialized = 23;
-      if (result.ok() && (result.reply["ok"] == 1 || result.reply.value("code", 0) == kAlreadyInitialized)) {
+      if (result.ok() &&
+          (result.reply["ok"] == 1 || result.reply.value("code", 0) == kAlreadyInitialized)) {
         initiated = true;
       } else {
         last = result.ok() ? result.reply.dump() : result.message;
@@ -135,11 +158,13 @@ void MongodProcess::wait_until_primary() {
     } else if (!hello.ok()) {
       last = hello.message;
     }
-    if (process_->exited_now()) throw ServerStartError("mongod exited before it became primary:\n" + log_tail());
+    if (process_->exited_now())
+      throw ServerStartError("mongod exited before it became primary:\n" + log_tail());
     std::this_thread::sleep_for(kPollInterval);  // polling a bounded deadline
   }
   throw ServerStartError("mongod on " + uri() + " did not become a writable primary within " +
-                         std::to_string(options_.start_timeout_ms) + " ms (" + last + "):\n" + log_tail());
+                         std::to_string(options_.start_timeout_ms) + " ms (" + last + "):\n" +
+                         log_tail());
 }
 
 void MongodProcess::pause() {
@@ -160,8 +185,8 @@ void MongodProcess::restart() {
   LOCKSTEP_CHECK(!dir_.empty(), "restart a server that was not stopped");
   crash();
   if (!start_on_port(port_)) {
-    throw ServerStartError("mongod could not restart: port " + std::to_string(port_) + " was taken meanwhile:\n" +
-                           log_tail());
+    throw ServerStartError("mongod could not restart: port " + std::to_string(port_) +
+                           " was taken meanwhile:\n" + log_tail());
   }
   wait_until_primary();
 }

@@ -28,7 +28,7 @@ class ChildProcess;
 struct MongodOptions {
   int64_t start_timeout_ms = 30'000;  // process start + replSetInitiate + election
   int64_t stop_timeout_ms = 10'000;
-  int ttl_monitor_sleep_secs = 0;     // 0: mongod's default (60 s)
+  int ttl_monitor_sleep_secs = 0;  // 0: mongod's default (60 s)
 };
 
 class MongodProcess {

@@ -15,7 +15,8 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 
 int64_t ms_left(SteadyClock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
   return left.count() > 0 ? left.count() : 0;
 }
 
@@ -33,13 +34,15 @@ bool redis_answers_ping(int port, int64_t timeout_ms) {
   const Fd fd = connect_loopback_nonblocking(port);
   if (!fd.valid() || !connected(fd, deadline)) return false;
   constexpr std::string_view kPing = "*1\r\n$4\r\nPING\r\n";
-  if (send(fd.get(), kPing.data(), kPing.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(kPing.size())) {
+  if (send(fd.get(), kPing.data(), kPing.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(kPing.size())) {
     return false;
   }
   constexpr std::string_view kPong = "+PONG\r\n";
   std::string received;
   while (received.size() < kPong.size() && ms_left(deadline) > 0) {
-    if ((poll_one(fd.get(), POLLIN, ms_left(deadline)) & (POLLIN | POLLHUP | POLLERR)) == 0) return false;
+    if ((poll_one(fd.get(), POLLIN, ms_left(deadline)) & (POLLIN | POLLHUP | POLLERR)) == 0)
+      return false;
     char buffer[64];
     const ssize_t count = recv(fd.get(), buffer, sizeof(buffer), 0);
     if (count <= 0) return false;

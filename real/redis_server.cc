@@ -28,10 +28,24 @@ constexpr auto kPollInterval = std::chrono::milliseconds(5);
 
 std::vector<std::string> server_args(int port, const std::string& dir, Persistence persistence) {
   const bool aof = persistence != Persistence::none;
-  return {"--port", std::to_string(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "",
-          "--appendonly", aof ? "yes" : "no", "--appendfsync",
-          persistence == Persistence::always ? "always" : "everysec", "--daemonize", "no",
-          "--protected-mode", "no", "--logfile", dir + "/redis.log"};
+  return {"--port",
+          std::to_string(port),
+          "--bind",
+          "127.0.0.1",
+          "--dir",
+          dir,
+          "--save",
+          "",
+          "--appendonly",
+          aof ? "yes" : "no",
+          "--appendfsync",
+          persistence == Persistence::always ? "always" : "everysec",
+          "--daemonize",
+          "no",
+          "--protected-mode",
+          "no",
+          "--logfile",
+          dir + "/redis.log"};
 }
 
 }  // namespace
@@ -60,11 +74,14 @@ std::string RedisServerProcess::binary_path() {
 }
 
 RedisServerProcess::RedisServerProcess(RedisServerOptions options)
-    : options_(std::move(options)), binary_(binary_path()), clock_offset_s_(options_.clock_offset_s) {
+    : options_(std::move(options)),
+      binary_(binary_path()),
+      clock_offset_s_(options_.clock_offset_s) {
   LOCKSTEP_CHECK(options_.start_timeout_ms > 0 && options_.stop_timeout_ms > 0, "bounded waits");
   dir_ = make_server_dir("redis");
   try {
-    if (uses_faketime()) write_faketime_file(dir_ + "/faketime", faketime_spec(clock_offset_s_, options_.clock_rate));
+    if (uses_faketime())
+      write_faketime_file(dir_ + "/faketime", faketime_spec(clock_offset_s_, options_.clock_rate));
     start_on_free_port();
   } catch (...) {
     stop();
@@ -83,7 +100,8 @@ bool RedisServerProcess::running() const { return process_ != nullptr && !proces
 std::string RedisServerProcess::endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
 
 std::string RedisServerProcess::log_tail(size_t bytes_max) const {
-  return tail_of_file(dir_ + "/redis.log", bytes_max) + tail_of_file(dir_ + "/output.log", bytes_max);
+  return tail_of_file(dir_ + "/redis.log", bytes_max) +
+         tail_of_file(dir_ + "/output.log", bytes_max);
 }
 
 void RedisServerProcess::start_on_free_port() {
@@ -97,12 +115,14 @@ void RedisServerProcess::start_on_free_port() {
 // Starts the server and polls PING until it answers, it exits, or start_timeout_ms pass.
 bool RedisServerProcess::start_on_port(int port) {
   port_ = port;
-  SpawnOptions spawn{.path = binary_, .args = server_args(port, dir_, options_.persistence),
+  SpawnOptions spawn{.path = binary_,
+                     .args = server_args(port, dir_, options_.persistence),
                      .output_path = dir_ + "/output.log"};
   if (uses_faketime()) spawn.extra_env = faketime_environment(dir_ + "/faketime");
   process_ = std::make_unique<ChildProcess>(spawn);
   pid_ = process_->pid();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.start_timeout_ms);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.start_timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
     if (redis_answers_ping(port, kPingTimeoutMs)) return true;
     if (process_->exited_now()) {
@@ -146,7 +166,8 @@ void RedisServerProcess::stop() {
 }
 
 void RedisServerProcess::jump_clock_s(int64_t seconds) {
-  LOCKSTEP_CHECK(uses_faketime(), "start the server with a clock option (e.g. .clock_jumps = true)");
+  LOCKSTEP_CHECK(uses_faketime(),
+                 "start the server with a clock option (e.g. .clock_jumps = true)");
   LOCKSTEP_CHECK(!dir_.empty(), "jump the clock of a server that was not stopped");
   clock_offset_s_ += seconds;
   write_faketime_file(dir_ + "/faketime", faketime_spec(clock_offset_s_, options_.clock_rate));

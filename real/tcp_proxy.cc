@@ -63,7 +63,8 @@ struct Connection {
 void close_with_reset(Connection& connection) {
   const linger abort_on_close{.l_onoff = 1, .l_linger = 0};
   for (const Fd* fd : {&connection.client, &connection.upstream}) {
-    if (fd->valid()) setsockopt(fd->get(), SOL_SOCKET, SO_LINGER, &abort_on_close, sizeof(abort_on_close));
+    if (fd->valid())
+      setsockopt(fd->get(), SOL_SOCKET, SO_LINGER, &abort_on_close, sizeof(abort_on_close));
   }
   connection.closed = true;
 }
@@ -98,11 +99,11 @@ class TcpProxy::Loop {
 
   std::mutex mutex_;
   std::condition_variable applied_;
-  Faults requested_faults_;          // guarded by mutex_
-  bool reset_requested_ = false;     // guarded by mutex_
-  bool stopping_ = false;            // guarded by mutex_
-  uint64_t requested_epoch_ = 0;     // guarded by mutex_
-  uint64_t applied_epoch_ = 0;       // guarded by mutex_
+  Faults requested_faults_;       // guarded by mutex_
+  bool reset_requested_ = false;  // guarded by mutex_
+  bool stopping_ = false;         // guarded by mutex_
+  uint64_t requested_epoch_ = 0;  // guarded by mutex_
+  uint64_t applied_epoch_ = 0;    // guarded by mutex_
 
   // Owned by the proxy thread.
   Faults faults_;
@@ -113,10 +114,12 @@ class TcpProxy::Loop {
 
 TcpProxy::Loop::Loop(TcpProxyOptions options) : options_(options) {
   LOCKSTEP_CHECK(options_.upstream_port > 0 && options_.upstream_port < 65536, "an upstream port");
-  LOCKSTEP_CHECK(options_.buffer_bytes > 0 && options_.connections_max > 0, "bounded, usable limits");
+  LOCKSTEP_CHECK(options_.buffer_bytes > 0 && options_.connections_max > 0,
+                 "bounded, usable limits");
   listener_ = listen_loopback(port_);
   std::array<int, 2> fds{};
-  if (pipe2(fds.data(), O_NONBLOCK | O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
+  if (pipe2(fds.data(), O_NONBLOCK | O_CLOEXEC) != 0)
+    throw std::system_error(errno, std::generic_category(), "pipe2");
   wake_read_ = Fd(fds[0]);
   wake_write_ = Fd(fds[1]);
   thread_ = std::thread([this] { run(); });
@@ -133,7 +136,8 @@ TcpProxy::Loop::~Loop() {
 
 void TcpProxy::Loop::wake() {
   const char byte = 1;
-  [[maybe_unused]] const ssize_t ignored = write(wake_write_.get(), &byte, 1);  // a full pipe wakes too
+  [[maybe_unused]] const ssize_t ignored =
+      write(wake_write_.get(), &byte, 1);  // a full pipe wakes too
 }
 
 void TcpProxy::Loop::control(const std::function<void(Faults&)>& change, bool reset_connections) {
@@ -144,7 +148,8 @@ void TcpProxy::Loop::control(const std::function<void(Faults&)>& change, bool re
   lock.unlock();
   wake();
   lock.lock();
-  const bool applied = applied_.wait_for(lock, kControlTimeout, [&] { return applied_epoch_ >= epoch; });
+  const bool applied =
+      applied_.wait_for(lock, kControlTimeout, [&] { return applied_epoch_ >= epoch; });
   LOCKSTEP_CHECK(applied, "the proxy thread applies a control call within 5 s");
 }
 
@@ -174,9 +179,11 @@ void TcpProxy::Loop::run() {
     char drain[64];
     while (read(wake_read_.get(), drain, sizeof(drain)) > 0) {
     }
-    const size_t known = connections_.size();  // accept_new() appends; those wait for the next round
+    const size_t known =
+        connections_.size();  // accept_new() appends; those wait for the next round
     if ((polled[1].revents & POLLIN) != 0) accept_new();
-    for (size_t i = 0; i < known; ++i) service(*connections_[i], polled[2 + 2 * i], polled[3 + 2 * i]);
+    for (size_t i = 0; i < known; ++i)
+      service(*connections_[i], polled[2 + 2 * i], polled[3 + 2 * i]);
     remove_closed();
   }
   connections_.clear();
@@ -194,7 +201,8 @@ std::vector<pollfd> TcpProxy::Loop::poll_set() const {
       const size_t source = direction, destination = 1 - direction;
       if (!pipe.source_eof && pipe.queued_bytes < options_.buffer_bytes) events[source] |= POLLIN;
       const auto delay = std::chrono::milliseconds(faults_.delay_ms[direction]);
-      if (!pipe.queue.empty() && pipe.queue.front().read_at + delay <= now) events[destination] |= POLLOUT;
+      if (!pipe.queue.empty() && pipe.queue.front().read_at + delay <= now)
+        events[destination] |= POLLOUT;
     }
     polled.push_back({.fd = connection->client.get(), .events = events[0], .revents = 0});
     polled.push_back({.fd = connection->upstream.get(), .events = events[1], .revents = 0});
@@ -210,7 +218,8 @@ int TcpProxy::Loop::poll_timeout_ms() const {
     for (size_t direction = 0; direction < 2; ++direction) {
       const Pipe& pipe = connection->pipes[direction];
       if (pipe.queue.empty() || faults_.drop[direction]) continue;
-      const auto due = pipe.queue.front().read_at + std::chrono::milliseconds(faults_.delay_ms[direction]);
+      const auto due =
+          pipe.queue.front().read_at + std::chrono::milliseconds(faults_.delay_ms[direction]);
       if (due <= now) continue;
       const auto wait = std::chrono::ceil<std::chrono::milliseconds>(due - now).count();
       timeout_ms = std::min<int64_t>(timeout_ms, wait);
@@ -222,7 +231,7 @@ int TcpProxy::Loop::poll_timeout_ms() const {
 void TcpProxy::Loop::accept_new() {
   while (true) {
     Fd client(accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (!client.valid()) return;  // EAGAIN: no more waiting
+    if (!client.valid()) return;                                    // EAGAIN: no more waiting
     if (connections_.size() >= options_.connections_max) continue;  // refused: closed at once
     Fd upstream = connect_loopback_nonblocking(options_.upstream_port);
     if (!upstream.valid()) continue;  // upstream refused: so is the client
@@ -234,7 +243,8 @@ void TcpProxy::Loop::accept_new() {
   }
 }
 
-void TcpProxy::Loop::service(Connection& connection, const pollfd& client_poll, const pollfd& upstream_poll) {
+void TcpProxy::Loop::service(Connection& connection, const pollfd& client_poll,
+                             const pollfd& upstream_poll) {
   const std::array<short, 2> revents{client_poll.revents, upstream_poll.revents};
   for (size_t direction = 0; direction < 2 && !connection.closed; ++direction) {
     if ((revents[direction] & (POLLIN | POLLHUP | POLLERR)) != 0) read_into(connection, direction);
@@ -252,7 +262,8 @@ void TcpProxy::Loop::read_into(Connection& connection, size_t direction) {
   std::string bytes(std::min(kReadChunkBytes, options_.buffer_bytes - pipe.queued_bytes), '\0');
   const ssize_t count = recv(connection.source(direction), bytes.data(), bytes.size(), 0);
   if (count == 0) pipe.source_eof = true;
-  if (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) connection.closed = true;
+  if (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+    connection.closed = true;
   if (count <= 0 || faults_.drop[direction]) return;  // a blackhole reads and forgets
   bytes.resize(static_cast<size_t>(count));
   pipe.queued_bytes += bytes.size();
@@ -266,13 +277,15 @@ void TcpProxy::Loop::flush(Connection& connection, size_t direction) {
     pipe.queued_bytes = 0;
     return;
   }
-  const auto due_before = SteadyClock::now() - std::chrono::milliseconds(faults_.delay_ms[direction]);
+  const auto due_before =
+      SteadyClock::now() - std::chrono::milliseconds(faults_.delay_ms[direction]);
   while (!pipe.queue.empty() && pipe.queue.front().read_at <= due_before) {
     Chunk& chunk = pipe.queue.front();
     const ssize_t count = send(connection.destination(direction), chunk.bytes.data() + chunk.sent,
                                chunk.bytes.size() - chunk.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (count < 0) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ENOTCONN) connection.closed = true;
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ENOTCONN)
+        connection.closed = true;
       return;
     }
     chunk.sent += static_cast<size_t>(count);

@@ -21,7 +21,8 @@ namespace {
 const Scenario& scenario_or_throw(const std::string& name) {
   const Scenario* scenario = find_scenario(name);
   if (scenario == nullptr) {
-    throw UsageError(fmt::format("unknown scenario \"{}\"; valid scenarios: {}", name, scenario_names()));
+    throw UsageError(
+        fmt::format("unknown scenario \"{}\"; valid scenarios: {}", name, scenario_names()));
   }
   return *scenario;
 }
@@ -29,14 +30,17 @@ const Scenario& scenario_or_throw(const std::string& name) {
 const AdapterEntry& adapter_or_throw(const std::string& name) {
   const AdapterEntry* adapter = find_adapter(name);
   if (adapter == nullptr) {
-    throw UsageError(fmt::format("unknown adapter \"{}\"; valid adapters: {}", name, adapter_names()));
+    throw UsageError(
+        fmt::format("unknown adapter \"{}\"; valid adapters: {}", name, adapter_names()));
   }
   return *adapter;
 }
 
 std::string shell_quote(const std::string& word) {
-  if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.:/,") ==
-                           std::string::npos) {
+  if (!word.empty() &&
+      word.find_first_not_of(
+          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.:/,") ==
+          std::string::npos) {
     return word;
   }
   std::string out = "'";
@@ -55,16 +59,19 @@ std::string run_end_name(sim::RunEnd end) {
 }
 
 void write_trace_header(ScenarioWorld& world, const RunConfig& config, const Options& options) {
-  world.trace_line(fmt::format("run scenario={} adapter={} world={} seed={} fencing={}", config.scenario,
-                               config.adapter, config.world, config.seed, config.fencing_on ? "on" : "off"));
-  for (const auto& [name, value] : options.values()) world.trace_line(fmt::format("param {}={}", name, value));
+  world.trace_line(fmt::format("run scenario={} adapter={} world={} seed={} fencing={}",
+                               config.scenario, config.adapter, config.world, config.seed,
+                               config.fencing_on ? "on" : "off"));
+  for (const auto& [name, value] : options.values())
+    world.trace_line(fmt::format("param {}={}", name, value));
 }
 
 RunStats collect_stats(const History& history, TimeUs end_us) {
   RunStats stats;
   for (const HistoryEvent& e : history.events()) {
     if (e.kind == EventKind::invoke) ++stats.ops;
-    if (e.kind == EventKind::complete && e.op == Op::acquire && e.outcome == Outcome::ok) ++stats.acquisitions;
+    if (e.kind == EventKind::complete && e.op == Op::acquire && e.outcome == Outcome::ok)
+      ++stats.acquisitions;
   }
   stats.sim_time_us = end_us;
   return stats;
@@ -79,7 +86,8 @@ TimeUs heal_time(const History& history) {
   return heal_us;
 }
 
-std::vector<std::string> excerpt_for(const Violation& v, const History& history, const sim::Trace& trace) {
+std::vector<std::string> excerpt_for(const Violation& v, const History& history,
+                                     const sim::Trace& trace) {
   std::vector<std::string> lines;
   for (size_t index : v.events) {
     if (index >= history.size()) continue;
@@ -99,27 +107,32 @@ Expectation RunReport::violated() const {
 
 std::string RunReport::replay_command() const {
   std::string cmd = fmt::format("lockstep run {} --adapter {} --world {} --seed {} --fencing {}",
-                                shell_quote(config.scenario), shell_quote(config.adapter), config.world, config.seed,
-                                config.fencing_on ? "on" : "off");
-  for (const std::string& assignment : options.overrides()) cmd += " --set " + shell_quote(assignment);
+                                shell_quote(config.scenario), shell_quote(config.adapter),
+                                config.world, config.seed, config.fencing_on ? "on" : "off");
+  for (const std::string& assignment : options.overrides())
+    cmd += " --set " + shell_quote(assignment);
   return cmd;
 }
 
-Options resolve_options(const RunConfig& config) { return resolve_options(scenario_or_throw(config.scenario), config); }
+Options resolve_options(const RunConfig& config) {
+  return resolve_options(scenario_or_throw(config.scenario), config);
+}
 
 Options resolve_options(const Scenario& scenario, const RunConfig& config) {
   const AdapterEntry& adapter = adapter_or_throw(config.adapter);
   if (!scenario.applies_to(adapter.name)) {
-    throw UsageError(fmt::format("scenario \"{}\" does not apply to adapter \"{}\"; it applies to: {}",
-                                 scenario.name, adapter.name, fmt::join(scenario.adapters, ", ")));
+    throw UsageError(
+        fmt::format("scenario \"{}\" does not apply to adapter \"{}\"; it applies to: {}",
+                    scenario.name, adapter.name, fmt::join(scenario.adapters, ", ")));
   }
   if (!scenario.runs_in(config.world)) {
-    throw UsageError(fmt::format("scenario \"{}\" needs faults that only exist in: {}", scenario.name,
-                                 fmt::join(scenario.worlds, ", ")));
+    throw UsageError(fmt::format("scenario \"{}\" needs faults that only exist in: {}",
+                                 scenario.name, fmt::join(scenario.worlds, ", ")));
   }
-  if (std::find(adapter.worlds.begin(), adapter.worlds.end(), config.world) == adapter.worlds.end()) {
-    throw UsageError(fmt::format("adapter \"{}\" does not run in world \"{}\"; its worlds: {}", adapter.name,
-                                 config.world, fmt::join(adapter.worlds, ", ")));
+  if (std::find(adapter.worlds.begin(), adapter.worlds.end(), config.world) ==
+      adapter.worlds.end()) {
+    throw UsageError(fmt::format("adapter \"{}\" does not run in world \"{}\"; its worlds: {}",
+                                 adapter.name, config.world, fmt::join(adapter.worlds, ", ")));
   }
   Options options(scenario.options);
   for (const OptionSpec& spec : adapter.options) options.declare(spec);
@@ -131,7 +144,9 @@ Options resolve_options(const Scenario& scenario, const RunConfig& config) {
   return options;
 }
 
-RunReport run_scenario(const RunConfig& config) { return run_scenario(scenario_or_throw(config.scenario), config); }
+RunReport run_scenario(const RunConfig& config) {
+  return run_scenario(scenario_or_throw(config.scenario), config);
+}
 
 namespace {
 
@@ -139,8 +154,8 @@ namespace {
 // scenario's clients and faults. run() is called in between build and judge.
 class RunAssembly {
  public:
-  RunAssembly(ScenarioWorld& world, const Scenario& scenario, const AdapterEntry& adapter, RunReport& report,
-              sim::World* sim)
+  RunAssembly(ScenarioWorld& world, const Scenario& scenario, const AdapterEntry& adapter,
+              RunReport& report, sim::World* sim)
       : world_(world),
         recorder_({.now_us = [&world] { return world.now_us(); },
                    .trace_line = [&world](std::string_view text) { return world.trace_line(text); },
@@ -154,8 +169,8 @@ class RunAssembly {
     const BackendFactory& make = sim != nullptr ? adapter.make_sim : adapter.make_real;
     backend_ = make(backend_env_);
     if (!backend_->records_leases()) leases_ = std::make_unique<ClientSideLeases>(recorder_);
-    env_ = std::make_unique<ScenarioEnv>(world, recorder_, resource_, *backend_, adapter, report.options,
-                                         leases_.get(), sim);
+    env_ = std::make_unique<ScenarioEnv>(world, recorder_, resource_, *backend_, adapter,
+                                         report.options, leases_.get(), sim);
     HistoryMeta& meta = recorder_.history().meta;
     meta.servers = backend_->server_count();
     meta.quorum = backend_->quorum();
@@ -163,8 +178,8 @@ class RunAssembly {
     try {
       scenario.build(*env_);
     } catch (const WorldUnsupported& e) {
-      throw WorldUnsupportedError(fmt::format("scenario \"{}\" cannot run in world \"{}\": {}", scenario.name, world.kind(),
-                                   e.what()));
+      throw WorldUnsupportedError(fmt::format("scenario \"{}\" cannot run in world \"{}\": {}",
+                                              scenario.name, world.kind(), e.what()));
     }
     meta.monotonic_tokens =
         !env_->clients().empty() && env_->clients().front()->fencing() == FencingSupport::monotonic;
@@ -198,9 +213,10 @@ class RunAssembly {
 };
 
 void run_in_sim(const Scenario& scenario, const AdapterEntry& adapter, RunReport& report) {
-  sim::World world({.seed = report.config.seed,
-                    .scheduler = {.events_max = report.config.events_max},
-                    .trace_keep_lines_max = report.config.keep_trace ? size_t{2'000'000} : size_t{0}});
+  sim::World world(
+      {.seed = report.config.seed,
+       .scheduler = {.events_max = report.config.events_max},
+       .trace_keep_lines_max = report.config.keep_trace ? size_t{2'000'000} : size_t{0}});
   SimScenarioWorld scenario_world(world);
   RunAssembly run(scenario_world, scenario, adapter, report, &world);
   const sim::RunResult result = world.run();

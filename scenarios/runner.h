@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "scenarios/checkers/checkers.h"
-#include "scenarios/history/history.h"
 #include "scenarios/harness/options.h"
 #include "scenarios/harness/scenario.h"
+#include "scenarios/history/history.h"
 
 namespace lockstep {
 
@@ -40,7 +40,7 @@ struct RunConfig {
   bool fencing_on = false;
   std::vector<std::string> sets;  // KEY=VALUE overrides
   uint64_t events_max = 20'000'000;
-  bool keep_trace = true;         // keep trace lines for excerpts and the report
+  bool keep_trace = true;  // keep trace lines for excerpts and the report
 };
 
 struct RunStats {
@@ -58,14 +58,14 @@ struct ReportedViolation {
 
 struct RunReport {
   RunConfig config;
-  Options options;                   // resolved: defaults plus overrides
+  Options options;  // resolved: defaults plus overrides
   std::string trace_hash;
   std::vector<ReportedViolation> violations;
   RunStats stats;
-  std::string end;                   // how the run ended: "complete", or which bound it hit
+  std::string end;  // how the run ended: "complete", or which bound it hit
   std::string end_message;
   Expectation expected;
-  std::vector<std::string> trace;    // every trace line (when kept)
+  std::vector<std::string> trace;  // every trace line (when kept)
   History history;
 
   bool ok() const { return violations.empty() && end == "complete"; }

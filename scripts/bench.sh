@@ -11,7 +11,7 @@
 # the mongo cases need mongod on PATH or LOCKSTEP_MONGO_URI and skip without them.
 # LOCKSTEP_BENCH_CPUS pins the run (and the redis-server it starts, a child) with taskset, e.g.
 # LOCKSTEP_BENCH_CPUS=0 puts client and server on one core: Redis figures differ by regime
-# (see ENVIRONMENT.md), so compare ratios from one run, not rows across runs.
+# (docs/benchmarks.md), so compare ratios from one run, not rows across runs.
 # No -Werror here: GCC 12 at -O3 reports false positives that RelWithDebInfo (build.sh) does not.
 set -euo pipefail
 cd "$(dirname "$0")/.."

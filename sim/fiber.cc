@@ -3,9 +3,9 @@
 #include <exception>
 #include <utility>
 
+#include <cxxabi.h>
 #include <boost/context/fiber.hpp>
 #include <boost/context/fixedsize_stack.hpp>
-#include <cxxabi.h>
 
 #include "sim/assert.h"
 
@@ -23,9 +23,7 @@ struct EhGlobals {
   unsigned int uncaught_exceptions = 0;
 };
 
-EhGlobals* thread_eh_globals() {
-  return reinterpret_cast<EhGlobals*>(abi::__cxa_get_globals());
-}
+EhGlobals* thread_eh_globals() { return reinterpret_cast<EhGlobals*>(abi::__cxa_get_globals()); }
 
 }  // namespace
 

@@ -14,8 +14,9 @@ Network::Network(World& world, NetworkOptions options) : world_(world), options_
 }
 
 void Network::validate(const NetworkOptions& options) {
-  LOCKSTEP_SIM_CHECK(options.latency_us_min >= 0 && options.latency_us_min <= options.latency_us_max,
-                     "latency needs 0 <= latency_us_min <= latency_us_max");
+  LOCKSTEP_SIM_CHECK(
+      options.latency_us_min >= 0 && options.latency_us_min <= options.latency_us_max,
+      "latency needs 0 <= latency_us_min <= latency_us_max");
   for (const Ratio& r : {options.loss, options.duplicate}) {
     LOCKSTEP_SIM_CHECK(r.denominator > 0 && r.numerator <= r.denominator,
                        "a ratio needs 0 <= numerator <= denominator, denominator > 0");
@@ -27,9 +28,10 @@ bool Network::draw(Ratio ratio) {
   return ratio.numerator > 0 && world_.prng().chance(ratio.numerator, ratio.denominator);
 }
 
-void Network::send(NodeId from, NodeId to, std::string_view label,
-                   std::function<void()> on_deliver, Delivery delivery) {
-  LOCKSTEP_SIM_CHECK(from >= 0 && static_cast<size_t>(from) < world_.node_count(), "send from no node");
+void Network::send(NodeId from, NodeId to, std::string_view label, std::function<void()> on_deliver,
+                   Delivery delivery) {
+  LOCKSTEP_SIM_CHECK(from >= 0 && static_cast<size_t>(from) < world_.node_count(),
+                     "send from no node");
   LOCKSTEP_SIM_CHECK(to >= 0 && static_cast<size_t>(to) < world_.node_count(), "send to no node");
   LOCKSTEP_SIM_CHECK(on_deliver != nullptr, "a message needs a delivery callback");
   ++stats_.sent;
@@ -57,7 +59,8 @@ void Network::send_copy(NodeId from, NodeId to, const std::string& label, std::s
     arrival_us = std::max(arrival_us, last_us);
     last_us = arrival_us;
   }
-  world_.trace_line(fmt::format("msg {}->{} {} {} +{}us", from, to, kind, label, arrival_us - now_us));
+  world_.trace_line(
+      fmt::format("msg {}->{} {} {} +{}us", from, to, kind, label, arrival_us - now_us));
   world_.scheduler().at(arrival_us, [this, from, to, inc = world_.incarnation(to), label, delivery,
                                      fn = std::move(on_deliver)]() mutable {
     arrive(from, to, inc, label, std::move(fn), delivery);

@@ -13,9 +13,9 @@ constexpr int64_t kPpm = 1'000'000;
 int64_t rate_ppm(int64_t drift_ppm) { return kPpm + drift_ppm; }
 
 void check_drift(int64_t drift_ppm) {
-  LOCKSTEP_SIM_CHECK(drift_ppm > -kPpm && drift_ppm < kPpm,
-                 fmt::format("drift_ppm {} outside (-1e6, 1e6): the clock must move forward",
-                             drift_ppm));
+  LOCKSTEP_SIM_CHECK(
+      drift_ppm > -kPpm && drift_ppm < kPpm,
+      fmt::format("drift_ppm {} outside (-1e6, 1e6): the clock must move forward", drift_ppm));
 }
 
 // Clamps a 128-bit intermediate back into int64 (far-future values saturate, not wrap).
@@ -36,8 +36,9 @@ NodeClock::NodeClock(ClockSpec spec)
 }
 
 int64_t NodeClock::local_us(TimeUs t) const {
-  LOCKSTEP_SIM_CHECK(t >= base_true_,
-                 fmt::format("local_us({}) precedes the clock's latest change at {}", t, base_true_));
+  LOCKSTEP_SIM_CHECK(
+      t >= base_true_,
+      fmt::format("local_us({}) precedes the clock's latest change at {}", t, base_true_));
   return saturate(base_local_ + Int128{local_duration(t - base_true_)});
 }
 

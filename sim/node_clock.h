@@ -14,8 +14,8 @@
 namespace lockstep::sim {
 
 struct ClockSpec {
-  int64_t offset_us = 0;   // local minus true at t=0, on top of kLocalEpochUs
-  int64_t drift_ppm = 0;   // +10000 runs 1% fast
+  int64_t offset_us = 0;  // local minus true at t=0, on top of kLocalEpochUs
+  int64_t drift_ppm = 0;  // +10000 runs 1% fast
 };
 
 class NodeClock {

@@ -27,7 +27,7 @@ Scheduler::Scheduler(SchedulerOptions options) : options_(options) {
 EventId Scheduler::at(TimeUs t_us, std::function<void()> fn) {
   LOCKSTEP_SIM_CHECK(fn != nullptr, "an event needs a callback");
   LOCKSTEP_SIM_CHECK(live_events_ < kPendingEventsMax,
-                 fmt::format("more than {} pending events", kPendingEventsMax));
+                     fmt::format("more than {} pending events", kPendingEventsMax));
   uint32_t slot;
   if (free_slots_.empty()) {
     LOCKSTEP_SIM_CHECK(slots_.size() < std::numeric_limits<uint32_t>::max(), "slot index overflow");

@@ -93,7 +93,7 @@ class Scheduler {
   uint64_t events_run_ = 0;
   size_t live_events_ = 0;
   bool stop_requested_ = false;
-  bool running_ = false;  // inside run_events: a nested run would break time's order
+  bool running_ = false;     // inside run_events: a nested run would break time's order
   std::vector<Entry> heap_;  // a binary heap under Later: top is the earliest (time, seq)
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_slots_;

@@ -48,8 +48,8 @@ struct World::Node {
   SimClock sim_clock;
   bool alive = true;
   uint64_t incarnation = 1;
-  bool paused = false;         // until its end_pause event runs (not merely until the time)
-  TimeUs paused_until_us = 0;  // meaningful while paused
+  bool paused = false;          // until its end_pause event runs (not merely until the time)
+  TimeUs paused_until_us = 0;   // meaningful while paused
   std::deque<Action> deferred;  // what arrived during the pause, in arrival order
   std::vector<Action> crash_hooks;
   std::vector<Action> restart_hooks;
@@ -286,8 +286,8 @@ void World::schedule_resume(FiberSlot& slot, uint64_t generation, TimeUs t_us) {
 }
 
 void World::resume_fiber(FiberSlot& s, uint64_t generation) {
-  const bool due = s.generation == generation && (s.state == FiberSlot::State::waking ||
-                                                  s.state == FiberSlot::State::starting);
+  const bool due = s.generation == generation &&
+                   (s.state == FiberSlot::State::waking || s.state == FiberSlot::State::starting);
   if (!due) return;  // stale: a newer park, or already finished
   if (fiber_dead(s)) return unwind(s);
   Node& n = *nodes_[static_cast<size_t>(s.node)];
@@ -363,7 +363,8 @@ void World::deliver_at(NodeId node, uint64_t incarnation, TimeUs t_us, std::func
   });
 }
 
-void World::deliver_now(NodeId node, uint64_t incarnation, Action fn, Action on_drop, bool defer_while_paused) {
+void World::deliver_now(NodeId node, uint64_t incarnation, Action fn, Action on_drop,
+                        bool defer_while_paused) {
   Node& n = node_ref(node);
   if (!n.alive || n.incarnation != incarnation) {
     if (on_drop) return on_drop();
@@ -371,10 +372,10 @@ void World::deliver_now(NodeId node, uint64_t incarnation, Action fn, Action on_
     return;
   }
   if (n.paused && defer_while_paused) {
-    return defer(n, [this, node, incarnation, fn = std::move(fn),
-                     on_drop = std::move(on_drop)]() mutable {
-      deliver_now(node, incarnation, std::move(fn), std::move(on_drop), true);
-    });
+    return defer(
+        n, [this, node, incarnation, fn = std::move(fn), on_drop = std::move(on_drop)]() mutable {
+          deliver_now(node, incarnation, std::move(fn), std::move(on_drop), true);
+        });
   }
   fn();
 }
@@ -509,8 +510,7 @@ void World::retime_sleepers(NodeId node_id, int64_t drift_ppm) {
     scheduler_.cancel(s->deadline_event);
     const TimeUs left_us = node.clock.true_duration_for(s->sleep_left_local_us);
     const TimeUs at_us = left_us >= kTimeNever - now_us() ? kTimeNever : now_us() + left_us;
-    s->deadline_event =
-        scheduler_.at(at_us, deadline_event(s, s->generation));
+    s->deadline_event = scheduler_.at(at_us, deadline_event(s, s->generation));
   }
 }
 

@@ -163,7 +163,8 @@ class World {
   void kill(FiberSlot& slot);
   void unwind(FiberSlot& slot);
   void on_deadline(FiberSlot& slot, uint64_t generation);
-  void deliver_now(NodeId node, uint64_t incarnation, Action fn, Action on_drop, bool defer_while_paused);
+  void deliver_now(NodeId node, uint64_t incarnation, Action fn, Action on_drop,
+                   bool defer_while_paused);
   void defer(Node& node, Action action);
   void end_pause(NodeId node, uint64_t incarnation);
   void retime_sleepers(NodeId node, int64_t drift_ppm);

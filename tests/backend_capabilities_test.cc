@@ -35,17 +35,21 @@ Scenario probe(Observed* seen) {
           .description = "tries each fault on the adapter's simulated backend",
           .worlds = {"sim"},
           .expected = [](const std::string&, const Options&, bool) { return Expectation{}; },
-          .build = [seen](ScenarioEnv& env) {
-            Backend& backend = env.backend();
-            if (auto* keyed = dynamic_cast<KeyedSimBackend*>(&backend)) {
-              seen->family = keyed->rw() != nullptr ? LockFamily::keyed_rw : LockFamily::keyed_fifo;
-              return;
-            }
-            seen->faults.network = works([&] { backend.heal(); });
-            seen->faults.server_clock = works([&] { backend.set_server_drift(0); });
-            // The sweep's failover runs with replicas=1; last, since it kills this run's primary.
-            if (env.options().has("replicas")) seen->faults.failover = works([&] { backend.failover(); });
-          }};
+          .build =
+              [seen](ScenarioEnv& env) {
+                Backend& backend = env.backend();
+                if (auto* keyed = dynamic_cast<KeyedSimBackend*>(&backend)) {
+                  seen->family =
+                      keyed->rw() != nullptr ? LockFamily::keyed_rw : LockFamily::keyed_fifo;
+                  return;
+                }
+                seen->faults.network = works([&] { backend.heal(); });
+                seen->faults.server_clock = works([&] { backend.set_server_drift(0); });
+                // The sweep's failover runs with replicas=1; last, since it kills this run's
+                // primary.
+                if (env.options().has("replicas"))
+                  seen->faults.failover = works([&] { backend.failover(); });
+              }};
 }
 
 TEST_CASE("every adapter's declared simulator faults are what its backend does", "[capabilities]") {

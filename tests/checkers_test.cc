@@ -231,7 +231,7 @@ TEST_CASE("mutual_exclusion", "[checkers]") {
   }
   SECTION("a reader entering while a writer is inside is flagged against the writer") {
     b.enter(0, 1, "k", true);
-    b.enter(5, 0, "k");   // flagged: c1 reads
+    b.enter(5, 0, "k");  // flagged: c1 reads
     b.exit(6, 1, "k", true);
     b.enter(10, 2, "k", true);  // flagged: c0 writes
     auto found = check_mutual_exclusion(b.history);
@@ -420,7 +420,8 @@ TEST_CASE("ownership", "[checkers]") {
     auto found = check_ownership(b.history);
     REQUIRE(found.size() == 1);
     require_violation(found[0], Invariant::ownership, 900, {0, 1}, "k", {0, 1});
-    CHECK(found[0].detail == "c1 removed the lease of c0 (value A) on key k at server memory at 900us");
+    CHECK(found[0].detail ==
+          "c1 removed the lease of c0 (value A) on key k at server memory at 900us");
   }
   SECTION("an extend by another client is flagged") {
     b.grant(2000, "memory", "k", "B", 1, 1000);
@@ -600,8 +601,9 @@ TEST_CASE("liveness", "[checkers]") {
     auto found = check_liveness(b.history);
     REQUIRE(found.size() == 1);
     require_violation(found[0], Invariant::liveness, 21'001, {1}, "k", {0, 1});
-    CHECK(found[0].detail == "c1's acquire of key k succeeded only at 21001us, 20001us after its "
-                             "wait began at 1000us (bound 20000us)");
+    CHECK(found[0].detail ==
+          "c1's acquire of key k succeeded only at 21001us, 20001us after its "
+          "wait began at 1000us (bound 20000us)");
   }
   SECTION("a quick failure passes; a failure after the bound is flagged") {
     b.invoke(0, 0, "k");
@@ -764,7 +766,7 @@ TEST_CASE("fencing judges the tokens clients received in the servers' grant orde
   }
   SECTION("a grant given up because it arrived after its TTL does not count as received") {
     b.invoke(0, 0, "k");
-    b.grant(100, "redis-0", "k", "A", 0, 50, 2);      // A paused: this reply comes too late
+    b.grant(100, "redis-0", "k", "A", 0, 50, 2);  // A paused: this reply comes too late
     b.invoke(200, 1, "k");
     b.grant(300, "redis-0", "k", "B", 1, 1'000, 3);
     b.complete(400, 1, "k", Outcome::ok, 3);

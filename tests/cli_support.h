@@ -24,8 +24,9 @@ struct CommandResult {
 // environment: assignments placed before the command with env(1), e.g. "PATH=/nonexistent".
 inline CommandResult run_lockstep(const std::string& args, const std::string& environment = "") {
   static int counter = 0;
-  const auto err_path = std::filesystem::temp_directory_path() /
-                        ("lockstep-cli-" + std::to_string(::getpid()) + "-" + std::to_string(++counter));
+  const auto err_path =
+      std::filesystem::temp_directory_path() /
+      ("lockstep-cli-" + std::to_string(::getpid()) + "-" + std::to_string(++counter));
   const std::string command = (environment.empty() ? "" : "env " + environment + " ") +
                               std::string(LOCKSTEP_BINARY) + " " + args + " 2>" + err_path.string();
   CommandResult result;
@@ -33,7 +34,8 @@ inline CommandResult run_lockstep(const std::string& args, const std::string& en
   REQUIRE(pipe != nullptr);
   std::array<char, 4096> buffer{};
   size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    result.out.append(buffer.data(), n);
   const int status = ::pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   std::ifstream err(err_path);

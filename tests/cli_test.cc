@@ -1,5 +1,5 @@
-// The `lockstep` command's contract (docs/DESIGN.md): subcommands, JSON fields, exit codes, and one-line
-// errors that name the valid choices. Runs the real binary.
+// The `lockstep` command's contract (docs/DESIGN.md): subcommands, JSON fields, exit codes, and
+// one-line errors that name the valid choices. Runs the real binary.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -78,7 +78,8 @@ TEST_CASE("a safe run exits 0 and the text form shows the replay line only on vi
   CHECK(safe.out.find("replay:") == std::string::npos);
   const CommandResult bad = cli("run gc-pause --adapter memory --seed 3");
   CHECK(bad.exit_code == 1);
-  CHECK(bad.out.find("replay: lockstep run gc-pause --adapter memory --world sim --seed 3") != std::string::npos);
+  CHECK(bad.out.find("replay: lockstep run gc-pause --adapter memory --world sim --seed 3") !=
+        std::string::npos);
 }
 
 TEST_CASE("bad usage exits 2 with one line naming what was wrong and the choices", "[cli]") {
@@ -86,18 +87,17 @@ TEST_CASE("bad usage exits 2 with one line naming what was wrong and the choices
     const char* args;
     const char* must_mention;
   };
-  for (const Case& c : {Case{"run no-such --adapter memory", "gc-pause"},
-                        Case{"run gc-pause --adapter nope", "memory"},
-                        Case{"run gc-pause --adapter memory --set bogus=1", "ttl_ms"},
-                        Case{"run gc-pause --adapter memory --set ttl_ms=-5", "ttl_ms"},
-                        Case{"run gc-pause --adapter memory --world moon", "sim"},
-                        Case{"run gc-pause --adapter bad-memory-no-owner-check --world real", "sim"},
-                        Case{"run pause-in-release --adapter redis --world real", "sim"},
-                        Case{"run gc-pause --adapter memory --fencing maybe", "on"},
-                        Case{"run gc-pause --adapter memory --seed x", "seed"},
-                        Case{"run gc-pause", "adapter"},
-                        Case{"frobnicate", "subcommand"},
-                        Case{"replay /nonexistent/report.json", "report"}}) {
+  for (const Case& c :
+       {Case{"run no-such --adapter memory", "gc-pause"},
+        Case{"run gc-pause --adapter nope", "memory"},
+        Case{"run gc-pause --adapter memory --set bogus=1", "ttl_ms"},
+        Case{"run gc-pause --adapter memory --set ttl_ms=-5", "ttl_ms"},
+        Case{"run gc-pause --adapter memory --world moon", "sim"},
+        Case{"run gc-pause --adapter bad-memory-no-owner-check --world real", "sim"},
+        Case{"run pause-in-release --adapter redis --world real", "sim"},
+        Case{"run gc-pause --adapter memory --fencing maybe", "on"},
+        Case{"run gc-pause --adapter memory --seed x", "seed"}, Case{"run gc-pause", "adapter"},
+        Case{"frobnicate", "subcommand"}, Case{"replay /nonexistent/report.json", "report"}}) {
     INFO(c.args);
     const CommandResult r = cli(c.args);
     CHECK(r.exit_code == 2);
@@ -107,9 +107,11 @@ TEST_CASE("bad usage exits 2 with one line naming what was wrong and the choices
 }
 
 TEST_CASE("replay of a report reproduces its trace hash", "[cli]") {
-  const auto dir = std::filesystem::temp_directory_path() / ("lockstep-cli-replay-" + std::to_string(::getpid()));
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("lockstep-cli-replay-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
-  const CommandResult r = cli("run stolen-lock --adapter memory --seed 5 --set pause_ms=900 --report " + dir.string());
+  const CommandResult r =
+      cli("run stolen-lock --adapter memory --seed 5 --set pause_ms=900 --report " + dir.string());
   CHECK(r.exit_code == 1);
   const auto report = dir / "stolen-lock.memory.seed5.fencing-off.json";
   REQUIRE(std::filesystem::exists(report));

@@ -115,14 +115,19 @@ RetryError retry_error_of(Lock& lock) {
 
 TEST_CASE("Locker requires an adapter, a clock and a random source", "[locker]") {
   Fixture f;
-  CHECK(validation_error_of([&] { Locker({.clock = &f.clock, .random = &f.random}); })
-            .parameter() == "adapter");
-  CHECK(validation_error_of([&] { Locker({.adapter = &f.memory, .random = &f.random}); })
-            .parameter() == "clock");
-  CHECK(validation_error_of([&] { Locker({.adapter = &f.memory, .clock = &f.clock}); })
-            .parameter() == "random");
+  CHECK(validation_error_of([&] {
+          Locker({.clock = &f.clock, .random = &f.random});
+        }).parameter() == "adapter");
+  CHECK(validation_error_of([&] {
+          Locker({.adapter = &f.memory, .random = &f.random});
+        }).parameter() == "clock");
+  CHECK(validation_error_of([&] {
+          Locker({.adapter = &f.memory, .clock = &f.clock});
+        }).parameter() == "random");
   const auto bad_retry = [&] {
-    Locker({.adapter = &f.memory, .clock = &f.clock, .random = &f.random,
+    Locker({.adapter = &f.memory,
+            .clock = &f.clock,
+            .random = &f.random,
             .retry = {.retry_times = 2}});
   };
   CHECK(validation_error_of(bad_retry).parameter() == "retry_delay_ms");
@@ -134,7 +139,8 @@ TEST_CASE("lock() validates the key and the TTL before anything is sent", "[lock
   const auto empty_key = validation_error_of([&] { locker.lock("", 1000); });
   CHECK(empty_key.parameter() == "key");
   CHECK_THAT(empty_key.what(), Catch::Contains("empty"));
-  const auto long_key = validation_error_of([&] { locker.lock(std::string(kKeyMaxBytes + 1, 'k'), 1000); });
+  const auto long_key =
+      validation_error_of([&] { locker.lock(std::string(kKeyMaxBytes + 1, 'k'), 1000); });
   CHECK(long_key.parameter() == "key");
   CHECK_THAT(long_key.what(), Catch::Contains("1025 bytes") && Catch::Contains("1024"));
   CHECK_NOTHROW(locker.lock(std::string(kKeyMaxBytes, 'k'), 1000));
@@ -339,9 +345,8 @@ TEST_CASE("total_time_ms is a hard cap: sleeps end at it and nothing starts afte
           "[locker][retry]") {
   Fixture f;
   f.scripted.create_duration_us = 30'000;  // each attempt takes 30 ms
-  Lock lock =
-      f.scripted_locker({.retry_delay_ms = 100, .retry_times = 100, .total_time_ms = 250})
-          .lock("k", 1000);
+  Lock lock = f.scripted_locker({.retry_delay_ms = 100, .retry_times = 100, .total_time_ms = 250})
+                  .lock("k", 1000);
   const RetryError error = retry_error_of(lock);
   const int64_t cap_us = kStartUs + 250'000;
   // Attempts at 0, 130 (30 + 100), and 250: the second sleep was cut from 100 to 90 ms.
@@ -356,8 +361,8 @@ TEST_CASE("total_time_ms is a hard cap: sleeps end at it and nothing starts afte
 TEST_CASE("total_time_ms: the clock never passes the cap while waiting", "[locker][retry]") {
   Fixture f;
   Lock holder = f.hold("k", 60'000);
-  Lock lock = f.locker({.retry_delay_ms = 70, .retry_times = 1000, .total_time_ms = 200})
-                  .lock("k", 1000);
+  Lock lock =
+      f.locker({.retry_delay_ms = 70, .retry_times = 1000, .total_time_ms = 200}).lock("k", 1000);
   retry_error_of(lock);
   CHECK(f.clock.now_us() == kStartUs + 200'000);
   CHECK(f.clock.sleeps_us == std::vector<int64_t>{70'000, 70'000, 60'000});
@@ -394,18 +399,17 @@ TEST_CASE("retry_delay_fn sees each attempt and can stop", "[locker][retry]") {
 
 TEST_CASE("retry_delay_fn is bounded by retry_times", "[locker][retry]") {
   Fixture f;
-  Lock lock = f.scripted_locker({.retry_times = 2, .retry_delay_fn = [](const RetryAttempt&) {
-                                   return int64_t{5};
-                                 }})
+  Lock lock = f.scripted_locker({.retry_times = 2,
+                                 .retry_delay_fn = [](const RetryAttempt&) { return int64_t{5}; }})
                   .lock("k", 1000);
   CHECK(retry_error_of(lock).attempts() == 3);
 }
 
 TEST_CASE("retry_delay_fn that never stops is bounded by kMaxRetryTimes", "[locker][retry]") {
   Fixture f;
-  Lock lock =
-      f.scripted_locker({.retry_delay_fn = [](const RetryAttempt&) { return int64_t{0}; }})
-          .lock("k", 1000);
+  Lock lock = f.scripted_locker({.retry_delay_fn = [](const RetryAttempt&) {
+                 return int64_t{0};
+               }}).lock("k", 1000);
   const RetryError error = retry_error_of(lock);
   CHECK(error.attempts() == kMaxRetryTimes + 1);
   CHECK_THAT(error.what(), Catch::Contains("kMaxRetryTimes"));
@@ -413,8 +417,9 @@ TEST_CASE("retry_delay_fn that never stops is bounded by kMaxRetryTimes", "[lock
 
 TEST_CASE("a delay out of range from retry_delay_fn is a ValidationError", "[locker][retry]") {
   Fixture f;
-  Lock lock = f.scripted_locker({.retry_delay_fn = [](const RetryAttempt&) { return int64_t{-1}; }})
-                  .lock("k", 1000);
+  Lock lock = f.scripted_locker({.retry_delay_fn = [](const RetryAttempt&) {
+                 return int64_t{-1};
+               }}).lock("k", 1000);
   const auto error = validation_error_of([&] { lock.acquire(); });
   CHECK(error.parameter() == "retry_delay_fn");
   CHECK_THAT(error.what(), Catch::Contains("returned -1 ms"));
@@ -423,8 +428,8 @@ TEST_CASE("a delay out of range from retry_delay_fn is a ValidationError", "[loc
 TEST_CASE("jitter stays within [delay, delay + jitter] and varies", "[locker][retry]") {
   Fixture f;
   Lock holder = f.hold("k", 3'600'000);
-  Lock lock = f.locker({.retry_delay_ms = 100, .retry_times = 200, .retry_jitter_ms = 20})
-                  .lock("k", 1000);
+  Lock lock =
+      f.locker({.retry_delay_ms = 100, .retry_times = 200, .retry_jitter_ms = 20}).lock("k", 1000);
   retry_error_of(lock);
   REQUIRE(f.clock.sleeps_us.size() == 200);
   const auto [low, high] = std::minmax_element(f.clock.sleeps_us.begin(), f.clock.sleeps_us.end());
@@ -469,8 +474,7 @@ TEST_CASE("backend errors on release, extend and is_locked throw BackendError", 
   CHECK_FALSE(lock.is_locked());
 }
 
-TEST_CASE("fencing tokens: increasing with memory, absent without monotonic support",
-          "[locker]") {
+TEST_CASE("fencing tokens: increasing with memory, absent without monotonic support", "[locker]") {
   Fixture f;
   std::vector<uint64_t> tokens;
   for (int i = 0; i < 3; ++i) {

@@ -129,8 +129,8 @@ TEST_CASE("between() is inclusive and handles the full int64 range", "[random]")
   CHECK(seen.size() == 7);
   bool negative = false, positive = false;
   for (int i = 0; i < 100; ++i) {
-    const int64_t value = prng.between(std::numeric_limits<int64_t>::min(),
-                                       std::numeric_limits<int64_t>::max());
+    const int64_t value =
+        prng.between(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
     negative = negative || value < 0;
     positive = positive || value > 0;
   }

@@ -32,16 +32,18 @@ TEST_CASE("coherent settings are valid", "[retry]") {
   CHECK_NOTHROW(validate(RetrySettings::none()));
   CHECK_NOTHROW(validate({.retry_delay_ms = 200, .retry_times = 10}));
   CHECK_NOTHROW(validate({.retry_delay_ms = 200, .retry_times = 0}));
-  CHECK_NOTHROW(validate({.retry_delay_ms = 200, .retry_times = 10, .total_time_ms = 1000,
-                          .retry_jitter_ms = 50}));
+  CHECK_NOTHROW(validate(
+      {.retry_delay_ms = 200, .retry_times = 10, .total_time_ms = 1000, .retry_jitter_ms = 50}));
   CHECK_NOTHROW(validate({.retry_delay_fn = one_ms}));
   CHECK_NOTHROW(validate({.retry_times = 3, .retry_delay_fn = one_ms}));
   CHECK_NOTHROW(validate({.total_time_ms = 1000, .retry_delay_fn = one_ms}));
 }
 
 TEST_CASE("the limits themselves are valid", "[retry]") {
-  CHECK_NOTHROW(validate({.retry_delay_ms = kRetryDelayMaxMs, .retry_times = kMaxRetryTimes,
-                          .total_time_ms = kTotalTimeMaxMs, .retry_jitter_ms = kRetryDelayMaxMs}));
+  CHECK_NOTHROW(validate({.retry_delay_ms = kRetryDelayMaxMs,
+                          .retry_times = kMaxRetryTimes,
+                          .total_time_ms = kTotalTimeMaxMs,
+                          .retry_jitter_ms = kRetryDelayMaxMs}));
 }
 
 TEST_CASE("a delay function and a fixed delay contradict each other", "[retry]") {
@@ -52,8 +54,7 @@ TEST_CASE("a delay function and a fixed delay contradict each other", "[retry]")
 TEST_CASE("jitter belongs to a fixed delay only", "[retry]") {
   require_invalid({.retry_jitter_ms = 10, .retry_delay_fn = one_ms}, "retry_jitter_ms",
                   {"retry_delay_fn"});
-  require_invalid({.retry_times = 0, .retry_jitter_ms = 10}, "retry_jitter_ms",
-                  {"retry_delay_ms"});
+  require_invalid({.retry_times = 0, .retry_jitter_ms = 10}, "retry_jitter_ms", {"retry_delay_ms"});
   require_invalid(RetrySettings{.retry_jitter_ms = 10}, "retry_jitter_ms", {"retry_delay_ms"});
 }
 

@@ -50,10 +50,13 @@ TEST_CASE("ext codec: the three kinds of driver line decode with every field", "
   REQUIRE(r.err.has_value());
   CHECK(r.err->name == "RetryError");
   CHECK(r.t1_ns - r.t0_ns == 15);
-  CHECK(as<Response>(decode_line(R"({"id":1,"ok":true,"status":"ok","token":"abc","t0_ns":"1","t1_ns":"1"})")).token ==
-        "abc");
+  CHECK(
+      as<Response>(
+          decode_line(R"({"id":1,"ok":true,"status":"ok","token":"abc","t0_ns":"1","t1_ns":"1"})"))
+          .token == "abc");
 
-  const Event e = as<Event>(decode_line(R"({"event":"lock_lost","handle":"h","key":"k","t_ns":"5"})"));
+  const Event e =
+      as<Event>(decode_line(R"({"event":"lock_lost","handle":"h","key":"k","t_ns":"5"})"));
   CHECK(e.key == "k");
 }
 
@@ -61,25 +64,29 @@ TEST_CASE("ext codec: malformed lines are errors that say what is wrong", "[ext]
   CHECK(decode_error("not json") == "not JSON");
   CHECK(decode_error("[1,2]") == "not a JSON object");
   CHECK(decode_error(R"({"hello":1})").find("neither") != std::string::npos);
-  CHECK(decode_error(R"({"id":1,"ok":true,"status":"ok","t0_ns":"1"})").find("t1_ns") != std::string::npos);
-  CHECK(decode_error(R"({"id":1,"ok":true,"status":"ok","t0_ns":1,"t1_ns":"2"})").find("not a string") !=
+  CHECK(decode_error(R"({"id":1,"ok":true,"status":"ok","t0_ns":"1"})").find("t1_ns") !=
         std::string::npos);
-  CHECK(decode_error(R"({"id":1,"ok":true,"status":"ok","t0_ns":"-4","t1_ns":"2"})").find("decimal") !=
-        std::string::npos);
-  CHECK(decode_error(R"({"id":1,"ok":true,"status":"maybe","t0_ns":"1","t1_ns":"2"})").find("unknown status") !=
-        std::string::npos);
-  CHECK(decode_error(R"({"id":1,"ok":true,"status":"contended","t0_ns":"1","t1_ns":"2"})").find("\"ok\"") !=
-        std::string::npos);
-  CHECK(decode_error(R"({"id":1,"ok":true,"status":"ok","t0_ns":"5","t1_ns":"2"})").find("before") !=
-        std::string::npos);
-  CHECK(decode_error(R"({"id":"1","ok":true,"status":"ok","t0_ns":"1","t1_ns":"2"})").find("integer") !=
-        std::string::npos);
-  CHECK(decode_error(R"({"id":1,"ok":false,"status":"error","err":"x","t0_ns":"1","t1_ns":"2"})").find("err") !=
-        std::string::npos);
-  CHECK(decode_error(R"({"ready":true,"name":"x","version":"1","protocol":1,"capabilities":{"extend":true,)"
-                     R"("is_locked":true,"token":"sometimes"},"now_ns":"1"})")
+  CHECK(decode_error(R"({"id":1,"ok":true,"status":"ok","t0_ns":1,"t1_ns":"2"})")
+            .find("not a string") != std::string::npos);
+  CHECK(decode_error(R"({"id":1,"ok":true,"status":"ok","t0_ns":"-4","t1_ns":"2"})")
+            .find("decimal") != std::string::npos);
+  CHECK(decode_error(R"({"id":1,"ok":true,"status":"maybe","t0_ns":"1","t1_ns":"2"})")
+            .find("unknown status") != std::string::npos);
+  CHECK(decode_error(R"({"id":1,"ok":true,"status":"contended","t0_ns":"1","t1_ns":"2"})")
+            .find("\"ok\"") != std::string::npos);
+  CHECK(
+      decode_error(R"({"id":1,"ok":true,"status":"ok","t0_ns":"5","t1_ns":"2"})").find("before") !=
+      std::string::npos);
+  CHECK(decode_error(R"({"id":"1","ok":true,"status":"ok","t0_ns":"1","t1_ns":"2"})")
+            .find("integer") != std::string::npos);
+  CHECK(decode_error(R"({"id":1,"ok":false,"status":"error","err":"x","t0_ns":"1","t1_ns":"2"})")
+            .find("err") != std::string::npos);
+  CHECK(decode_error(
+            R"({"ready":true,"name":"x","version":"1","protocol":1,"capabilities":{"extend":true,)"
+            R"("is_locked":true,"token":"sometimes"},"now_ns":"1"})")
             .find("sometimes") != std::string::npos);
-  CHECK(decode_error(R"({"event":"lock_found","t_ns":"1"})").find("unknown event") != std::string::npos);
+  CHECK(decode_error(R"({"event":"lock_found","t_ns":"1"})").find("unknown event") !=
+        std::string::npos);
   CHECK(decode_error(std::string(kLineMaxBytes + 1, ' ')).find("bytes") != std::string::npos);
 }
 
@@ -88,20 +95,34 @@ TEST_CASE("ext codec: requests carry exactly their op's fields", "[ext][protocol
         R"({"handle":"h","id":3,"key":"k","op":"acquire","ttl_ms":500})");
   CHECK(encode({.id = 4, .op = Op::release, .client = 2, .handle = "h"}) ==
         R"({"client":2,"handle":"h","id":4,"op":"release"})");
-  CHECK(encode({.id = 5, .op = Op::pause, .duration_ms = 50}) == R"({"duration_ms":50,"id":5,"op":"pause"})");
+  CHECK(encode({.id = 5, .op = Op::pause, .duration_ms = 50}) ==
+        R"({"duration_ms":50,"id":5,"op":"pause"})");
   CHECK(encode({.id = 6, .op = Op::shutdown}) == R"({"id":6,"op":"shutdown"})");
-  CHECK(encode({.id = 7, .op = Op::acquire, .handle = "h", .key = "bad\xff", .ttl_ms = 1}).find('\n') ==
-        std::string::npos);
+  CHECK(encode({.id = 7, .op = Op::acquire, .handle = "h", .key = "bad\xff", .ttl_ms = 1})
+            .find('\n') == std::string::npos);
 }
 
-TEST_CASE("ext codec: the benchmark ops ping and bench, and a bench response's counts", "[ext][protocol]") {
+TEST_CASE("ext codec: the benchmark ops ping and bench, and a bench response's counts",
+          "[ext][protocol]") {
   CHECK(encode({.id = 8, .op = Op::ping}) == R"({"id":8,"op":"ping"})");
-  CHECK(encode({.id = 9, .op = Op::bench, .key = "k", .ttl_ms = 1000, .duration_ms = 300, .hold_ms = 1, .loops = 4}) ==
+  CHECK(encode({.id = 9,
+                .op = Op::bench,
+                .key = "k",
+                .ttl_ms = 1000,
+                .duration_ms = 300,
+                .hold_ms = 1,
+                .loops = 4}) ==
         R"({"duration_ms":300,"hold_ms":1,"id":9,"key":"k","loops":4,"op":"bench","ttl_ms":1000})");
   // A fixed window in CLOCK_MONOTONIC replaces the duration; the instants travel as strings.
-  CHECK(encode({.id = 10, .op = Op::bench, .key = "k", .ttl_ms = 5, .start_ns = 100, .stop_ns = 200,
-                .retry_max_ms = 8}) ==
-        R"({"hold_ms":0,"id":10,"key":"k","loops":1,"op":"bench","retry_max_ms":8,"start_ns":"100","stop_ns":"200","ttl_ms":5})");
+  CHECK(
+      encode({.id = 10,
+              .op = Op::bench,
+              .key = "k",
+              .ttl_ms = 5,
+              .start_ns = 100,
+              .stop_ns = 200,
+              .retry_max_ms = 8}) ==
+      R"({"hold_ms":0,"id":10,"key":"k","loops":1,"op":"bench","retry_max_ms":8,"start_ns":"100","stop_ns":"200","ttl_ms":5})");
 
   const Response r = as<Response>(decode_line(
       R"({"id":9,"ok":true,"status":"ok","t0_ns":"1","t1_ns":"2","bench":{"successes":5,"attempts":7,"releases":5,)"
@@ -112,12 +133,17 @@ TEST_CASE("ext codec: the benchmark ops ping and bench, and a bench response's c
   CHECK(r.bench->commands == 14);
   CHECK(r.bench->end_ns - r.bench->start_ns == 200);
   // commands is optional (-1: not reported); counts that run backwards are malformed.
-  CHECK(as<Response>(decode_line(R"({"id":1,"ok":true,"status":"ok","t0_ns":"1","t1_ns":"2","bench":{"successes":0,)"
-                                 R"("attempts":0,"releases":0,"release_not_owner":0,"loops":1,"start_ns":"5","end_ns":"5"}})"))
-            .bench->commands == -1);
-  CHECK_THAT(decode_error(R"({"id":1,"ok":true,"status":"ok","t0_ns":"1","t1_ns":"2","bench":{"successes":0,)"
-                          R"("attempts":0,"releases":0,"release_not_owner":0,"loops":1,"start_ns":"9","end_ns":"5"}})"),
-             Catch::Contains("end_ns is before start_ns"));
+  CHECK(
+      as<Response>(
+          decode_line(
+              R"({"id":1,"ok":true,"status":"ok","t0_ns":"1","t1_ns":"2","bench":{"successes":0,)"
+              R"("attempts":0,"releases":0,"release_not_owner":0,"loops":1,"start_ns":"5","end_ns":"5"}})"))
+          .bench->commands == -1);
+  CHECK_THAT(
+      decode_error(
+          R"({"id":1,"ok":true,"status":"ok","t0_ns":"1","t1_ns":"2","bench":{"successes":0,)"
+          R"("attempts":0,"releases":0,"release_not_owner":0,"loops":1,"start_ns":"9","end_ns":"5"}})"),
+      Catch::Contains("end_ns is before start_ns"));
   CHECK_THAT(decode_error(R"({"id":1,"ok":true,"status":"ok","t0_ns":"1","t1_ns":"2","bench":[]})"),
              Catch::Contains("bench"));
 }
@@ -134,7 +160,8 @@ std::string node_or_skip() {
 }
 
 // A fake driver: the common prelude, then `body` (JavaScript) handling each request line `req`.
-DriverOptions fake(const std::string& body, std::string ready_extra = "{}", int64_t deadline_ms = 2000) {
+DriverOptions fake(const std::string& body, std::string ready_extra = "{}",
+                   int64_t deadline_ms = 2000) {
   const std::string script =
       "const now = () => process.hrtime.bigint().toString();\n"
       "const out = (o) => process.stdout.write(JSON.stringify(o) + '\\n');\n"
@@ -142,13 +169,17 @@ DriverOptions fake(const std::string& body, std::string ready_extra = "{}", int6
       "  capabilities: {extend: true, is_locked: true, token: 'random'}, now_ns: now()}, " +
       ready_extra +
       "));\n"
-      "const ok = (req, extra) => out(Object.assign({id: req.id, ok: true, status: 'ok', t0_ns: now(), t1_ns: now()},"
+      "const ok = (req, extra) => out(Object.assign({id: req.id, ok: true, status: 'ok', t0_ns: "
+      "now(), t1_ns: now()},"
       " extra || {}));\n"
       "require('readline').createInterface({input: process.stdin}).on('line', (line) => {\n"
       "  const req = JSON.parse(line);\n"
       "  if (req.op === 'shutdown') { ok(req); process.exit(0); }\n" +
       body + "\n});\n";
-  return {.program = node_or_skip(), .args = {"-e", script}, .name = "fake", .start_deadline_ms = 5000,
+  return {.program = node_or_skip(),
+          .args = {"-e", script},
+          .name = "fake",
+          .start_deadline_ms = 5000,
           .request_deadline_ms = deadline_ms};
 }
 
@@ -157,7 +188,8 @@ DriverOptions fake(const std::string& body, std::string ready_extra = "{}", int6
 TEST_CASE("ext driver: a well-behaved driver answers each request by id", "[ext][driver]") {
   std::vector<Event> events;
   DriverOptions options = fake(
-      "out({event: 'lock_lost', handle: req.handle, key: 'k', t_ns: now()}); ok(req, {token: 'tok-' + req.id});");
+      "out({event: 'lock_lost', handle: req.handle, key: 'k', t_ns: now()}); ok(req, {token: "
+      "'tok-' + req.id});");
   std::mutex events_mutex;
   options.on_event = [&](const Event& e) {
     std::lock_guard<std::mutex> lock(events_mutex);
@@ -165,7 +197,8 @@ TEST_CASE("ext driver: a well-behaved driver answers each request by id", "[ext]
   };
   DriverProcess driver(options);
   CHECK(driver.ready().name == "fake");
-  const CallResult first = driver.call({.op = Op::acquire, .handle = "h1", .key = "k", .ttl_ms = 100});
+  const CallResult first =
+      driver.call({.op = Op::acquire, .handle = "h1", .key = "k", .ttl_ms = 100});
   REQUIRE(first.ok());
   CHECK(first.response.status == Status::ok);
   CHECK(first.response.token == "tok-" + std::to_string(first.response.id));
@@ -176,8 +209,10 @@ TEST_CASE("ext driver: a well-behaved driver answers each request by id", "[ext]
   CHECK(events.size() == 2);
 }
 
-TEST_CASE("ext driver: one that dies is reported as died, with its stderr, for good", "[ext][driver]") {
-  DriverProcess driver(fake("process.stderr.write('boom: the library crashed\\n'); process.exit(3);"));
+TEST_CASE("ext driver: one that dies is reported as died, with its stderr, for good",
+          "[ext][driver]") {
+  DriverProcess driver(
+      fake("process.stderr.write('boom: the library crashed\\n'); process.exit(3);"));
   const CallResult r = driver.call({.op = Op::acquire, .handle = "h", .key = "k", .ttl_ms = 100});
   CHECK(r.failure == DriverFailure::died);
   CHECK_THAT(r.message, Catch::Contains("exited with code 3"));
@@ -186,7 +221,8 @@ TEST_CASE("ext driver: one that dies is reported as died, with its stderr, for g
 }
 
 TEST_CASE("ext driver: one that hangs past the deadline is reported as hung", "[ext][driver]") {
-  DriverProcess driver(fake("process.stderr.write('waiting forever\\n');", "{}", /*deadline_ms=*/300));
+  DriverProcess driver(
+      fake("process.stderr.write('waiting forever\\n');", "{}", /*deadline_ms=*/300));
   const auto start = std::chrono::steady_clock::now();
   const CallResult r = driver.call({.op = Op::acquire, .handle = "h", .key = "k", .ttl_ms = 100});
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
@@ -196,7 +232,8 @@ TEST_CASE("ext driver: one that hangs past the deadline is reported as hung", "[
   CHECK(driver.call({.op = Op::release, .handle = "h"}).failure == DriverFailure::hung);
 }
 
-TEST_CASE("ext driver: malformed lines and answers to no request are reported as malformed", "[ext][driver]") {
+TEST_CASE("ext driver: malformed lines and answers to no request are reported as malformed",
+          "[ext][driver]") {
   SECTION("not JSON") {
     DriverProcess driver(fake("process.stdout.write('acquired, trust me\\n');"));
     const CallResult r = driver.call({.op = Op::acquire, .handle = "h", .key = "k", .ttl_ms = 100});
@@ -210,8 +247,9 @@ TEST_CASE("ext driver: malformed lines and answers to no request are reported as
     CHECK_THAT(r.message, Catch::Contains("not waiting"));
   }
   SECTION("a second ready line") {
-    DriverProcess driver(fake("out({ready: true, name: 'x', version: 'x', protocol: 1, capabilities: {extend: "
-                              "true, is_locked: true, token: 'none'}, now_ns: now()});"));
+    DriverProcess driver(
+        fake("out({ready: true, name: 'x', version: 'x', protocol: 1, capabilities: {extend: "
+             "true, is_locked: true, token: 'none'}, now_ns: now()});"));
     CHECK(driver.call({.op = Op::acquire, .handle = "h", .key = "k", .ttl_ms = 100}).failure ==
           DriverFailure::malformed);
   }
@@ -227,16 +265,17 @@ TEST_CASE("ext driver: a driver that cannot start says why", "[ext][driver]") {
                                                Catch::Contains("starting slowly"));
   DriverOptions quitter = fake("");
   quitter.args = {"-e", "console.error('missing module'); process.exit(2);"};
-  CHECK_THROWS_WITH(DriverProcess(quitter), Catch::Contains("exited with code 2") && Catch::Contains("missing module"));
+  CHECK_THROWS_WITH(DriverProcess(quitter),
+                    Catch::Contains("exited with code 2") && Catch::Contains("missing module"));
 }
 
 TEST_CASE("ext driver: stop is a real stop-the-world, kill a real death", "[ext][driver]") {
   DriverProcess driver(fake("ok(req);"));
   driver.stop();
-  auto answered = std::async(std::launch::async, [&driver] {
-    return driver.call({.op = Op::is_locked, .handle = "h"});
-  });
-  CHECK(answered.wait_for(std::chrono::milliseconds(300)) == std::future_status::timeout);  // stopped: no answer
+  auto answered = std::async(
+      std::launch::async, [&driver] { return driver.call({.op = Op::is_locked, .handle = "h"}); });
+  CHECK(answered.wait_for(std::chrono::milliseconds(300)) ==
+        std::future_status::timeout);  // stopped: no answer
   driver.resume();
   const CallResult r = answered.get();
   REQUIRE(r.ok());
@@ -246,21 +285,26 @@ TEST_CASE("ext driver: stop is a real stop-the-world, kill a real death", "[ext]
   CHECK(driver.call({.op = Op::is_locked, .handle = "h"}).failure == DriverFailure::died);
 }
 
-TEST_CASE("ext driver: the Node drivers start, read CLOCK_MONOTONIC and block on pause", "[ext][driver]") {
+TEST_CASE("ext driver: the Node drivers start, read CLOCK_MONOTONIC and block on pause",
+          "[ext][driver]") {
   const std::string node = node_or_skip();
-  DriverProcess driver({.program = node, .args = node_driver_args("locco-memory", {}), .name = "locco-memory"});
+  DriverProcess driver(
+      {.program = node, .args = node_driver_args("locco-memory", {}), .name = "locco-memory"});
   CHECK(driver.ready().version == "@kontsedal/locco 0.1.0");
   CHECK(driver.ready().capabilities.token == TokenKind::random);
   const CallResult paused = driver.call({.op = Op::pause, .duration_ms = 100});
   REQUIRE(paused.ok());
   CHECK(paused.response.t1_ns - paused.response.t0_ns >= 100'000'000);
-  const CallResult a = driver.call({.op = Op::acquire, .client = 0, .handle = "a", .key = "k", .ttl_ms = 1000});
-  const CallResult b = driver.call({.op = Op::acquire, .client = 1, .handle = "b", .key = "k", .ttl_ms = 1000});
+  const CallResult a =
+      driver.call({.op = Op::acquire, .client = 0, .handle = "a", .key = "k", .ttl_ms = 1000});
+  const CallResult b =
+      driver.call({.op = Op::acquire, .client = 1, .handle = "b", .key = "k", .ttl_ms = 1000});
   REQUIRE(a.ok());
   REQUIRE(b.ok());
   CHECK(a.response.status == Status::ok);
   CHECK(b.response.status == Status::contended);
-  CHECK(driver.call({.op = Op::release, .client = 1, .handle = "a"}).response.status == Status::bad_request);
+  CHECK(driver.call({.op = Op::release, .client = 1, .handle = "a"}).response.status ==
+        Status::bad_request);
   CHECK(driver.call({.op = Op::release, .client = 0, .handle = "a"}).response.status == Status::ok);
 }
 

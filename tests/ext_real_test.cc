@@ -24,11 +24,15 @@ void require_ext() {
   }
 }
 
-RunReport run_ext(const std::string& scenario, const std::string& adapter, std::vector<std::string> sets = {}) {
-  return run_scenario({.scenario = scenario, .adapter = adapter, .world = "real", .sets = std::move(sets)});
+RunReport run_ext(const std::string& scenario, const std::string& adapter,
+                  std::vector<std::string> sets = {}) {
+  return run_scenario(
+      {.scenario = scenario, .adapter = adapter, .world = "real", .sets = std::move(sets)});
 }
 
-bool violates(const RunReport& r, Invariant invariant) { return r.violated().count(invariant) != 0; }
+bool violates(const RunReport& r, Invariant invariant) {
+  return r.violated().count(invariant) != 0;
+}
 
 // Every driver the run started is gone once it is over (the trace names their pids).
 void check_drivers_gone(const RunReport& r) {
@@ -64,14 +68,17 @@ TEST_CASE("ext: stolen-lock judges ownership for every ext adapter", "[ext][real
     const RunReport r = run_ext("stolen-lock", adapter);
     INFO(to_text(r));
     CHECK(r.end == "complete");
-    CHECK_FALSE(violates(r, Invariant::ownership));     // A's late release and extend leave B's lock alone
-    CHECK(violates(r, Invariant::mutual_exclusion));    // A's pause (SIGSTOP of its driver) outlived its lease
+    CHECK_FALSE(
+        violates(r, Invariant::ownership));  // A's late release and extend leave B's lock alone
+    CHECK(violates(
+        r, Invariant::mutual_exclusion));  // A's pause (SIGSTOP of its driver) outlived its lease
     CHECK(r.matches_expectation());
-    CHECK(r.stats.acquisitions == 2);                   // C found B's lock still there
+    CHECK(r.stats.acquisitions == 2);  // C found B's lock still there
   }
 }
 
-TEST_CASE("ext: a crashed client's driver dies with it, so its lock expires", "[ext][real][runner]") {
+TEST_CASE("ext: a crashed client's driver dies with it, so its lock expires",
+          "[ext][real][runner]") {
   require_ext();
   // redis-semaphore refreshes its lock from a timer while its process lives: a driver left running
   // after its client crashed would hold the lock for ever, and B would never get in.
@@ -82,7 +89,8 @@ TEST_CASE("ext: a crashed client's driver dies with it, so its lock expires", "[
   CHECK(r.stats.acquisitions == 2);
 }
 
-TEST_CASE("ext: a driver that fails ends the run as an error, never as a lock result", "[ext][real][runner]") {
+TEST_CASE("ext: a driver that fails ends the run as an error, never as a lock result",
+          "[ext][real][runner]") {
   require_ext();
   // A deadline below a Redis round trip through Node: an acquire or release overruns it.
   const RunReport r = run_ext("sequential", "ext:locco-redis", {"ext_deadline_ms=1"});
@@ -91,7 +99,8 @@ TEST_CASE("ext: a driver that fails ends the run as an error, never as a lock re
   CHECK_THAT(r.end_message, Catch::Contains("hung") && Catch::Contains("within 1 ms"));
 }
 
-TEST_CASE("ext: the Redlock libraries on 5 real nodes, one of them stopped", "[ext][real][runner]") {
+TEST_CASE("ext: the Redlock libraries on 5 real nodes, one of them stopped",
+          "[ext][real][runner]") {
   require_ext();
   for (const std::string& adapter : ext_redlock_family()) {
     INFO(adapter);

@@ -45,7 +45,8 @@ TEST_CASE("fifo core: callers of one key hold it one at a time in arrival order"
   CHECK(core.size() == 1);
 }
 
-TEST_CASE("fifo core: a timed-out waiter leaves without touching the holder or the others", "[fifo]") {
+TEST_CASE("fifo core: a timed-out waiter leaves without touching the holder or the others",
+          "[fifo]") {
   FifoCore core;
   const RequestId a = core.request("k").id;
   const RequestId b = core.request("k").id;
@@ -72,7 +73,8 @@ TEST_CASE("fifo core: clear rejects the waiters in request order and keeps the h
   core.request("y");
   const RequestId d = core.request("y").id;
   const std::vector<keyed::FifoRejection> rejected = core.clear();
-  CHECK(rejected == std::vector<keyed::FifoRejection>{{.key = "x", .id = b}, {.key = "y", .id = d}});
+  CHECK(rejected ==
+        std::vector<keyed::FifoRejection>{{.key = "x", .id = b}, {.key = "y", .id = d}});
   CHECK(core.holder("x") == a);
   const RequestId after = core.request("x").id;  // queues behind the holder: exclusion kept
   CHECK(core.queue("x") == std::vector<RequestId>{after});
@@ -107,7 +109,9 @@ TEST_CASE("FifoLock: the result and the exception go back to the caller and the 
           "[fifo][threads]") {
   keyed::FifoLock lock;
   CHECK(lock.with_lock("k", [] { return 7; }) == 7);
-  CHECK_THROWS_WITH(lock.with_lock("k", []() -> int { throw std::runtime_error("handler failed"); }), "handler failed");
+  CHECK_THROWS_WITH(
+      lock.with_lock("k", []() -> int { throw std::runtime_error("handler failed"); }),
+      "handler failed");
   CHECK_FALSE(lock.held("k"));
   CHECK(lock.size() == 0);
 }
@@ -118,7 +122,8 @@ TEST_CASE("FifoLock: waiters run in arrival order", "[fifo][threads]") {
   std::vector<std::thread> threads;
   lock.with_lock("k", [&] {
     for (int i = 0; i < 4; ++i) {
-      threads.emplace_back([&lock, &order, i] { lock.with_lock("k", [&] { order.push_back(i); }); });
+      threads.emplace_back(
+          [&lock, &order, i] { lock.with_lock("k", [&] { order.push_back(i); }); });
       wait_until([&] { return lock.waiting("k") == static_cast<size_t>(i + 1); });  // i has queued
     }
   });
@@ -127,7 +132,8 @@ TEST_CASE("FifoLock: waiters run in arrival order", "[fifo][threads]") {
   CHECK(lock.size() == 0);
 }
 
-TEST_CASE("FifoLock: LOCK_TIMEOUT leaves the holder and the other waiters alone", "[fifo][threads]") {
+TEST_CASE("FifoLock: LOCK_TIMEOUT leaves the holder and the other waiters alone",
+          "[fifo][threads]") {
   keyed::FifoLock lock;
   std::atomic<bool> patient_ran = false;
   std::thread patient;
@@ -150,7 +156,8 @@ TEST_CASE("FifoLock: LOCK_TIMEOUT leaves the holder and the other waiters alone"
   CHECK(lock.size() == 0);
 }
 
-TEST_CASE("FifoLock: clear rejects waiters with LOCK_CLEARED and keeps exclusion", "[fifo][threads]") {
+TEST_CASE("FifoLock: clear rejects waiters with LOCK_CLEARED and keeps exclusion",
+          "[fifo][threads]") {
   keyed::FifoLock lock;
   std::atomic<int> cleared = 0;
   std::atomic<int> inside = 0;
@@ -177,7 +184,8 @@ TEST_CASE("FifoLock: clear rejects waiters with LOCK_CLEARED and keeps exclusion
   CHECK(lock.size() == 0);
 }
 
-TEST_CASE("fifo-queue scenario: order, a timeout and clear() hold every invariant", "[fifo][scenario]") {
+TEST_CASE("fifo-queue scenario: order, a timeout and clear() hold every invariant",
+          "[fifo][scenario]") {
   for (uint64_t seed : {1, 2, 3}) {
     const RunReport r = run_scenario({.scenario = "fifo-queue", .adapter = "fifo", .seed = seed});
     INFO(to_text(r));
@@ -186,8 +194,10 @@ TEST_CASE("fifo-queue scenario: order, a timeout and clear() hold every invarian
     int timeouts = 0;
     int cleared = 0;
     for (const HistoryEvent& e : r.history.events()) {
-      if (e.kind == EventKind::complete && e.op == Op::acquire && e.outcome == Outcome::fail) ++timeouts;
-      if (e.kind == EventKind::complete && e.op == Op::acquire && e.detail == "LOCK_CLEARED") ++cleared;
+      if (e.kind == EventKind::complete && e.op == Op::acquire && e.outcome == Outcome::fail)
+        ++timeouts;
+      if (e.kind == EventKind::complete && e.op == Op::acquire && e.detail == "LOCK_CLEARED")
+        ++cleared;
     }
     CHECK(timeouts == 1);
     CHECK(cleared == 1);

@@ -26,7 +26,9 @@ RedisReply must(HiredisConnection& connection, const std::vector<std::string>& a
 }
 
 int64_t elapsed_ms(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - since).count();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               since)
+      .count();
 }
 
 TEST_CASE("hiredis converts every reply type", "[hiredis][real]") {
@@ -47,17 +49,21 @@ TEST_CASE("hiredis converts every reply type", "[hiredis][real]") {
   SECTION("a Lua table is an array, nested, with false as nil") {
     const RedisReply reply = must(connection, {"EVAL", "return {1, 'a', {2, 'b'}, false, 3}", "0"});
     CHECK(reply == RedisReply::array_of({RedisReply::integer_of(1), RedisReply::string_of("a"),
-                                         RedisReply::array_of({RedisReply::integer_of(2), RedisReply::string_of("b")}),
+                                         RedisReply::array_of({RedisReply::integer_of(2),
+                                                               RedisReply::string_of("b")}),
                                          RedisReply::nil(), RedisReply::integer_of(3)}));
     CHECK(must(connection, {"EVAL", "return {}", "0"}) == RedisReply::array_of({}));
   }
   SECTION("status, error and nil from scripts") {
-    CHECK(must(connection, {"EVAL", "return redis.status_reply('FINE')", "0"}) == RedisReply::status_of("FINE"));
-    const RedisReply error = must(connection, {"EVAL", "return redis.error_reply('BOOM bad')", "0"});
+    CHECK(must(connection, {"EVAL", "return redis.status_reply('FINE')", "0"}) ==
+          RedisReply::status_of("FINE"));
+    const RedisReply error =
+        must(connection, {"EVAL", "return redis.error_reply('BOOM bad')", "0"});
     CHECK(error.type == Type::error);
     CHECK(error.str == "BOOM bad");
     CHECK(must(connection, {"EVAL", "return nil", "0"}) == RedisReply::nil());
-    CHECK(must(connection, {"EVAL", "return KEYS[1] .. ARGV[1]", "1", "key", "arg"}) == RedisReply::string_of("keyarg"));
+    CHECK(must(connection, {"EVAL", "return KEYS[1] .. ARGV[1]", "1", "key", "arg"}) ==
+          RedisReply::string_of("keyarg"));
   }
   SECTION("server errors are replies, not I/O failures") {
     const RedisReply unknown = must(connection, {"NOSUCHCOMMAND"});
@@ -76,10 +82,12 @@ TEST_CASE("hiredis converts every reply type", "[hiredis][real]") {
   }
 }
 
-TEST_CASE("a paused server makes commands time out and the connection recovers after resume", "[hiredis][real]") {
+TEST_CASE("a paused server makes commands time out and the connection recovers after resume",
+          "[hiredis][real]") {
   testing::require_redis_server();
   RedisServerProcess server;
-  HiredisConnection connection({.port = server.port(), .connect_timeout_ms = 200, .command_timeout_ms = 150});
+  HiredisConnection connection(
+      {.port = server.port(), .connect_timeout_ms = 200, .command_timeout_ms = 150});
   must(connection, {"SET", "k", "1"});
 
   server.pause();
@@ -103,10 +111,12 @@ TEST_CASE("a paused server makes commands time out and the connection recovers a
   CHECK(must(connection, {"PING"}) == RedisReply::status_of("PONG"));
 }
 
-TEST_CASE("a dead server is a connection_error and the connection recovers after restart", "[hiredis][real]") {
+TEST_CASE("a dead server is a connection_error and the connection recovers after restart",
+          "[hiredis][real]") {
   testing::require_redis_server();
   RedisServerProcess server;
-  HiredisConnection connection({.port = server.port(), .connect_timeout_ms = 200, .command_timeout_ms = 500});
+  HiredisConnection connection(
+      {.port = server.port(), .connect_timeout_ms = 200, .command_timeout_ms = 500});
   must(connection, {"PING"});
 
   server.crash();

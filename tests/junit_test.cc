@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/report/junit.h"
 #include "scenarios/explore/matrix.h"
 #include "scenarios/explore/matrix_report.h"
+#include "scenarios/report/junit.h"
 #include "scenarios/runner.h"
 
 namespace {
@@ -68,14 +68,17 @@ class XmlReader {
   }
   std::string name() {
     const size_t start = p_;
-    while (p_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[p_])) || s_[p_] == '_' || s_[p_] == '-')) ++p_;
+    while (p_ < s_.size() &&
+           (std::isalnum(static_cast<unsigned char>(s_[p_])) || s_[p_] == '_' || s_[p_] == '-'))
+      ++p_;
     if (p_ == start) fail("expected a name");
     return s_.substr(start, p_ - start);
   }
   // One character of text or attribute value, with entities resolved.
   std::string character() {
     const char ch = s_[p_];
-    if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') fail("control character");
+    if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n' && ch != '\r')
+      fail("control character");
     if (ch == '<') fail("'<' in text");
     if (ch != '&') return std::string(1, s_[p_++]);
     const size_t semi = s_.find(';', p_);
@@ -85,9 +88,11 @@ class XmlReader {
     static const std::map<std::string, std::string> named = {
         {"amp", "&"}, {"lt", "<"}, {"gt", ">"}, {"quot", "\""}, {"apos", "'"}};
     if (named.count(entity)) return named.at(entity);
-    if (entity.size() > 1 && entity[0] == '#' && entity.find_first_not_of("0123456789", 1) == std::string::npos) {
+    if (entity.size() > 1 && entity[0] == '#' &&
+        entity.find_first_not_of("0123456789", 1) == std::string::npos) {
       const long code = std::stol(entity.substr(1));
-      if (code < 0x20 && code != 9 && code != 10 && code != 13) fail("forbidden character reference");
+      if (code < 0x20 && code != 9 && code != 10 && code != 13)
+        fail("forbidden character reference");
       if (code < 0x80) return std::string(1, static_cast<char>(code));
       return "?";  // our writer never needs one; enough to accept it
     }
@@ -168,7 +173,8 @@ std::string slurp(const fs::path& path) {
 }
 
 int run_lockstep(const std::string& args) {
-  const int status = std::system((std::string(LOCKSTEP_BINARY) + " " + args + " >/dev/null 2>&1").c_str());
+  const int status =
+      std::system((std::string(LOCKSTEP_BINARY) + " " + args + " >/dev/null 2>&1").c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
@@ -178,24 +184,31 @@ TEST_CASE("JUnit XML escapes names and messages and counts its cases", "[junit]"
   const std::string nasty = "a<b>&\"c\" 'd' ]]> \x01\x1f\tend\n";
   const std::vector<lockstep::JUnitCase> cases = {
       {.name = "ok/one", .classname = "memory", .time_s = 0.25},
-      {.name = nasty, .classname = nasty, .passed = false, .failure_message = nasty, .failure_text = nasty + "\nline 2"},
+      {.name = nasty,
+       .classname = nasty,
+       .passed = false,
+       .failure_message = nasty,
+       .failure_text = nasty + "\nline 2"},
   };
   const auto suite = parse_junit(lockstep::to_junit_xml("lockstep <suite>", cases));
   CHECK(suite->attrs.at("name") == "lockstep <suite>");
   const auto parsed = suite->all("testcase");
   REQUIRE(parsed.size() == 2);
   CHECK(parsed[0]->all("failure").empty());
-  const std::string shown = "a<b>&\"c\" 'd' ]]> ??\tend\n";  // control characters XML cannot carry become '?'
+  const std::string shown =
+      "a<b>&\"c\" 'd' ]]> ??\tend\n";  // control characters XML cannot carry become '?'
   CHECK(parsed[1]->attrs.at("name") == shown);
   CHECK(parsed[1]->attrs.at("classname") == shown);
   CHECK(parsed[1]->all("failure").at(0)->attrs.at("message") == shown);
   CHECK(parsed[1]->all("failure").at(0)->text == shown + "\nline 2");
 }
 
-TEST_CASE("a matrix gives one testcase per cell and fails the cells that differ", "[junit][matrix]") {
+TEST_CASE("a matrix gives one testcase per cell and fails the cells that differ",
+          "[junit][matrix]") {
   lockstep::MatrixResult result = lockstep::run_matrix({.adapters = {"memory"}});
   REQUIRE(result.cells.size() >= 4);
-  auto suite = parse_junit(lockstep::to_junit_xml("lockstep matrix", lockstep::junit_cases(result)));
+  auto suite =
+      parse_junit(lockstep::to_junit_xml("lockstep matrix", lockstep::junit_cases(result)));
   auto cases = suite->all("testcase");
   REQUIRE(cases.size() == result.cells.size());
   CHECK(suite->attrs.at("failures") == "0");
@@ -209,7 +222,8 @@ TEST_CASE("a matrix gives one testcase per cell and fails the cells that differ"
   cases = suite->all("testcase");
   CHECK(suite->attrs.at("failures") == "1");
   REQUIRE(cases[1]->all("failure").size() == 1);
-  CHECK(cases[1]->all("failure")[0]->text.find("replay: lockstep run x --adapter memory --seed 7") != std::string::npos);
+  CHECK(cases[1]->all("failure")[0]->text.find(
+            "replay: lockstep run x --adapter memory --seed 7") != std::string::npos);
 }
 
 TEST_CASE("run --junit and matrix --junit write JUnit XML for CI", "[junit][cli]") {
@@ -223,7 +237,8 @@ TEST_CASE("run --junit and matrix --junit write JUnit XML for CI", "[junit][cli]
   CHECK(c.attrs.at("name") == "gc-pause/fencing-off/seed1");
   REQUIRE(c.all("failure").size() == 1);
   CHECK(c.all("failure")[0]->attrs.at("message").find("mutual_exclusion") != std::string::npos);
-  CHECK(c.all("failure")[0]->text.find("replay: lockstep run gc-pause --adapter memory") != std::string::npos);
+  CHECK(c.all("failure")[0]->text.find("replay: lockstep run gc-pause --adapter memory") !=
+        std::string::npos);
 
   CHECK(run_lockstep("matrix --junit " + (dir / "matrix.xml").string()) == 0);
   const auto matrix = parse_junit(slurp(dir / "matrix.xml"));

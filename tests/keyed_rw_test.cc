@@ -33,16 +33,17 @@ TEST_CASE("keyed-rw core: shared holders overlap while no exclusive is pending",
   CHECK(core.snapshot("k").shared_holders == 3);
 }
 
-TEST_CASE("keyed-rw core: an exclusive waits for the readers before it and holds back later readers",
-          "[keyed-rw]") {
+TEST_CASE(
+    "keyed-rw core: an exclusive waits for the readers before it and holds back later readers",
+    "[keyed-rw]") {
   RwCore core;
   const RequestId r1 = core.request("k", RwMode::shared).id;
   const keyed::RwAdmission w = core.request("k", RwMode::exclusive);
   CHECK_FALSE(w.granted);
   const keyed::RwAdmission r2 = core.request("k", RwMode::shared);
-  CHECK_FALSE(r2.granted);                                   // arrived after a queued exclusive
+  CHECK_FALSE(r2.granted);  // arrived after a queued exclusive
   CHECK_FALSE(core.try_acquire("k", RwMode::shared).has_value());  // try never passes the queue
-  CHECK(core.snapshot("k").waiting.size() == 2);             // and never joins it
+  CHECK(core.snapshot("k").waiting.size() == 2);                   // and never joins it
   CHECK(release(core, "k", r1, RwMode::shared) == std::vector<RequestId>{w.id});
   CHECK(release(core, "k", w.id, RwMode::exclusive) == std::vector<RequestId>{r2.id});
   CHECK(release(core, "k", r2.id, RwMode::shared).empty());
@@ -93,7 +94,8 @@ TEST_CASE("keyed-rw core: per-key state is freed as soon as a key is idle", "[ke
   CHECK(core.key_count() == 0);
 }
 
-TEST_CASE("KeyedRwMutex: handles unlock once, on destruction too, and can move", "[keyed-rw][threads]") {
+TEST_CASE("KeyedRwMutex: handles unlock once, on destruction too, and can move",
+          "[keyed-rw][threads]") {
   keyed::KeyedRwMutex mtx;
   {
     keyed::RwHandle h = mtx.lock("doc:1");
@@ -114,11 +116,13 @@ TEST_CASE("KeyedRwMutex: handles unlock once, on destruction too, and can move",
   CHECK((a && b));
 }
 
-TEST_CASE("KeyedRwMutex: the runner returns the result, releases on throw and rethrows", "[keyed-rw][threads]") {
+TEST_CASE("KeyedRwMutex: the runner returns the result, releases on throw and rethrows",
+          "[keyed-rw][threads]") {
   keyed::KeyedRwMutex mtx;
   CHECK(mtx.with_lock("k", [] { return 42; }) == 42);
   CHECK(mtx.with_lock_shared("k", [] { return std::string("read"); }) == "read");
-  CHECK_THROWS_WITH(mtx.with_lock("k", []() -> int { throw std::runtime_error("task failed"); }), "task failed");
+  CHECK_THROWS_WITH(mtx.with_lock("k", []() -> int { throw std::runtime_error("task failed"); }),
+                    "task failed");
   CHECK(mtx.key_count() == 0);
   CHECK(mtx.try_lock("k").has_value());
 }
@@ -135,7 +139,8 @@ TEST_CASE("KeyedRwMutex: a waiting writer is woken by the last reader", "[keyed-
   CHECK(mtx.key_count() == 0);
 }
 
-TEST_CASE("writer-starvation: with writer preference the writer gets in at 100 ms", "[keyed-rw][scenario]") {
+TEST_CASE("writer-starvation: with writer preference the writer gets in at 100 ms",
+          "[keyed-rw][scenario]") {
   const RunReport r = run_scenario({.scenario = "writer-starvation", .adapter = "keyed-rw"});
   INFO(to_text(r));
   CHECK(r.ok());
@@ -151,13 +156,16 @@ TEST_CASE("writer-starvation: with writer preference the writer gets in at 100 m
     if (e.kind == EventKind::key_state && e.key == "resource") CHECK(e.counter <= 9);
   }
   CHECK(entered);
-  CHECK((r.history.events().back().kind != EventKind::key_state || r.history.events().back().counter == 0));
+  CHECK((r.history.events().back().kind != EventKind::key_state ||
+         r.history.events().back().counter == 0));
 }
 
-TEST_CASE("writer-starvation catches the reader-preferring known-bad lock", "[keyed-rw][scenario][known-bad]") {
+TEST_CASE("writer-starvation catches the reader-preferring known-bad lock",
+          "[keyed-rw][scenario][known-bad]") {
   register_known_bad_adapters();
   for (uint64_t seed : {1, 2, 3}) {
-    const RunReport r = run_scenario({.scenario = "writer-starvation", .adapter = "bad-rw-reader-preference", .seed = seed});
+    const RunReport r = run_scenario(
+        {.scenario = "writer-starvation", .adapter = "bad-rw-reader-preference", .seed = seed});
     INFO(to_text(r));
     CHECK(r.violated().count(Invariant::writer_preference) == 1);
     CHECK(r.violated().count(Invariant::mutual_exclusion) == 0);
@@ -166,8 +174,10 @@ TEST_CASE("writer-starvation catches the reader-preferring known-bad lock", "[ke
 }
 
 TEST_CASE("writer-starvation is deterministic per seed", "[keyed-rw][scenario][determinism]") {
-  const RunReport a = run_scenario({.scenario = "writer-starvation", .adapter = "keyed-rw", .seed = 5});
-  const RunReport b = run_scenario({.scenario = "writer-starvation", .adapter = "keyed-rw", .seed = 5});
+  const RunReport a =
+      run_scenario({.scenario = "writer-starvation", .adapter = "keyed-rw", .seed = 5});
+  const RunReport b =
+      run_scenario({.scenario = "writer-starvation", .adapter = "keyed-rw", .seed = 5});
   CHECK(a.trace_hash == b.trace_hash);
 }
 
@@ -185,23 +195,32 @@ History keyed_history(std::vector<HistoryEvent> events) {
 }
 
 HistoryEvent acquire(EventKind kind, int client, bool shared, Outcome outcome = Outcome::none) {
-  return {.kind = kind, .client = client, .key = "k", .op = Op::acquire, .outcome = outcome, .shared = shared};
+  return {.kind = kind,
+          .client = client,
+          .key = "k",
+          .op = Op::acquire,
+          .outcome = outcome,
+          .shared = shared};
 }
 
 }  // namespace
 
-TEST_CASE("keyed checkers: an exclusive passing an earlier request breaks fifo", "[keyed-rw][checkers]") {
-  const History h = keyed_history({acquire(EventKind::invoke, 0, true), acquire(EventKind::invoke, 1, false),
-                                   acquire(EventKind::complete, 1, false, Outcome::ok)});
+TEST_CASE("keyed checkers: an exclusive passing an earlier request breaks fifo",
+          "[keyed-rw][checkers]") {
+  const History h =
+      keyed_history({acquire(EventKind::invoke, 0, true), acquire(EventKind::invoke, 1, false),
+                     acquire(EventKind::complete, 1, false, Outcome::ok)});
   const std::vector<Violation> found = check_fifo(h);
   REQUIRE(found.size() == 1);
   CHECK(found[0].clients == std::vector<int>{0, 1});
   CHECK(check_writer_preference(h).empty());
 }
 
-TEST_CASE("keyed checkers: a reader passing a queued writer breaks writer_preference", "[keyed-rw][checkers]") {
-  const History h = keyed_history({acquire(EventKind::invoke, 0, false), acquire(EventKind::invoke, 1, true),
-                                   acquire(EventKind::complete, 1, true, Outcome::ok)});
+TEST_CASE("keyed checkers: a reader passing a queued writer breaks writer_preference",
+          "[keyed-rw][checkers]") {
+  const History h =
+      keyed_history({acquire(EventKind::invoke, 0, false), acquire(EventKind::invoke, 1, true),
+                     acquire(EventKind::complete, 1, true, Outcome::ok)});
   CHECK(check_writer_preference(h).size() == 1);
   CHECK(check_fifo(h).empty());
   History lease = h;
@@ -209,17 +228,25 @@ TEST_CASE("keyed checkers: a reader passing a queued writer breaks writer_prefer
   CHECK(check_writer_preference(lease).empty());
 }
 
-TEST_CASE("keyed checkers: state kept for an idle key breaks no_leak", "[keyed-rw][checkers][no-leak]") {
-  auto state = [](int64_t entries) { return HistoryEvent{.kind = EventKind::key_state, .key = "k", .counter = entries}; };
-  const HistoryEvent release_done{.kind = EventKind::complete, .client = 0, .key = "k", .op = Op::release,
+TEST_CASE("keyed checkers: state kept for an idle key breaks no_leak",
+          "[keyed-rw][checkers][no-leak]") {
+  auto state = [](int64_t entries) {
+    return HistoryEvent{.kind = EventKind::key_state, .key = "k", .counter = entries};
+  };
+  const HistoryEvent release_done{.kind = EventKind::complete,
+                                  .client = 0,
+                                  .key = "k",
+                                  .op = Op::release,
                                   .outcome = Outcome::ok};
-  const History leaky = keyed_history({acquire(EventKind::invoke, 0, false), state(1),
-                                       acquire(EventKind::complete, 0, false, Outcome::ok), state(1), release_done});
+  const History leaky =
+      keyed_history({acquire(EventKind::invoke, 0, false), state(1),
+                     acquire(EventKind::complete, 0, false, Outcome::ok), state(1), release_done});
   const std::vector<Violation> found = check_no_leak(leaky);
   REQUIRE(found.size() == 1);
   CHECK(found[0].key == "k");
-  const History clean = keyed_history({acquire(EventKind::invoke, 0, false), state(1),
-                                       acquire(EventKind::complete, 0, false, Outcome::ok), state(0), release_done});
+  const History clean =
+      keyed_history({acquire(EventKind::invoke, 0, false), state(1),
+                     acquire(EventKind::complete, 0, false, Outcome::ok), state(0), release_done});
   CHECK(check_no_leak(clean).empty());
 }
 

@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
+#include "adapters/core/random.h"
 #include "adapters/keyed/fifo_lock.h"
 #include "adapters/keyed/keyed_rw.h"
-#include "adapters/core/random.h"
 
 namespace lockstep {
 namespace {
@@ -43,7 +43,8 @@ void run_threads(Body body) {
 
 }  // namespace
 
-TEST_CASE("keyed-rw under real threads: writers alone, readers together, nothing left", "[keyed-rw][stress]") {
+TEST_CASE("keyed-rw under real threads: writers alone, readers together, nothing left",
+          "[keyed-rw][stress]") {
   keyed::KeyedRwMutex mtx;
   KeyCell cells[kKeys];
   std::atomic<long> exclusion_broken = 0;
@@ -72,7 +73,8 @@ TEST_CASE("keyed-rw under real threads: writers alone, readers together, nothing
         }
       } else {  // reader (blocking or try)
         std::optional<keyed::RwHandle> h =
-            what == 2 ? std::optional<keyed::RwHandle>(mtx.lock_shared(key)) : mtx.try_lock_shared(key);
+            what == 2 ? std::optional<keyed::RwHandle>(mtx.lock_shared(key))
+                      : mtx.try_lock_shared(key);
         if (!h) continue;
         cell.readers.fetch_add(1);
         if (cell.writers.load() != 0) ++exclusion_broken;
@@ -89,7 +91,8 @@ TEST_CASE("keyed-rw under real threads: writers alone, readers together, nothing
   CHECK(mtx.key_count() == 0);
 }
 
-TEST_CASE("fifo under real threads: one caller per key, timeouts and clears, nothing left", "[fifo][stress]") {
+TEST_CASE("fifo under real threads: one caller per key, timeouts and clears, nothing left",
+          "[fifo][stress]") {
   keyed::FifoLock lock({.max_waiters_per_key = 2});
   KeyCell cells[kKeys];
   std::atomic<long> exclusion_broken = 0;
@@ -104,11 +107,14 @@ TEST_CASE("fifo under real threads: one caller per key, timeouts and clears, not
       keyed::WithLockOptions options;
       if (prng.chance(1, 4)) options.max_wait_ms = 0;  // only if free now
       try {
-        lock.with_lock("key:" + std::to_string(k), [&] {
-          if (cell.writers.fetch_add(1) != 0) ++exclusion_broken;
-          ++cell.writes;
-          cell.writers.fetch_sub(1);
-        }, options);
+        lock.with_lock(
+            "key:" + std::to_string(k),
+            [&] {
+              if (cell.writers.fetch_add(1) != 0) ++exclusion_broken;
+              ++cell.writes;
+              cell.writers.fetch_sub(1);
+            },
+            options);
         ++ran;
       } catch (const keyed::KeyedLockError&) {
         ++refused;  // LOCK_TIMEOUT, LOCK_CLEARED or LOCK_QUEUE_FULL: fn never ran

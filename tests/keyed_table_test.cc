@@ -24,8 +24,9 @@ size_t hash_for(const std::string& key, Collisions collisions) {
   const size_t h = key_hash(key);
   switch (collisions) {
     case Collisions::none: return h;
-    case Collisions::same_tag: return (h & ~size_t{0xFFFFFFFF}) | 7;  // one home slot, different hashes
-    case Collisions::same_hash: return h % 3;                          // whole hashes collide
+    case Collisions::same_tag:
+      return (h & ~size_t{0xFFFFFFFF}) | 7;    // one home slot, different hashes
+    case Collisions::same_hash: return h % 3;  // whole hashes collide
   }
   return h;
 }
@@ -33,7 +34,8 @@ size_t hash_for(const std::string& key, Collisions collisions) {
 std::string key_of(Prng& rng, uint64_t universe) {
   const uint64_t n = rng.below(universe);
   // A third of the keys are too long for the string's inline buffer.
-  return n % 3 == 0 ? "long-key-" + std::string(40, 'x') + std::to_string(n) : "k" + std::to_string(n);
+  return n % 3 == 0 ? "long-key-" + std::string(40, 'x') + std::to_string(n)
+                    : "k" + std::to_string(n);
 }
 
 void run_against_map(uint64_t seed, Collisions collisions, uint64_t universe) {
@@ -84,7 +86,8 @@ void run_against_map(uint64_t seed, Collisions collisions, uint64_t universe) {
 
 }  // namespace
 
-TEST_CASE("KeyTable agrees with std::map and gives its memory back when every key is gone", "[keyed][table]") {
+TEST_CASE("KeyTable agrees with std::map and gives its memory back when every key is gone",
+          "[keyed][table]") {
   const auto each_seed = [](Collisions collisions, uint64_t universe) {
     for (uint64_t seed : {1, 2, 3}) {
       INFO("seed " << seed);

@@ -19,7 +19,8 @@ LockSpec spec(std::string key, std::string value) {
   return {.key = std::move(key), .value = std::move(value), .ttl_ms = 100};
 }
 
-TEST_CASE("the bad variant releases another owner's lock, which the store alone refuses", "[known-bad]") {
+TEST_CASE("the bad variant releases another owner's lock, which the store alone refuses",
+          "[known-bad]") {
   FixedClock clock;
   MemoryAdapter store({.clock = &clock});
   BadMemoryNoOwnerCheck bad(store);
@@ -27,7 +28,8 @@ TEST_CASE("the bad variant releases another owner's lock, which the store alone 
   CHECK(store.release_lock(spec("k", "intruder")).status == AdapterStatus::not_owner);
   CHECK(bad.release_lock(spec("k", "intruder")).ok());
   CHECK(bad.is_valid_lock(spec("k", "a")).status == AdapterStatus::not_owner);
-  CHECK(bad.release_lock(spec("k", "intruder")).status == AdapterStatus::not_owner);  // nothing left
+  CHECK(bad.release_lock(spec("k", "intruder")).status ==
+        AdapterStatus::not_owner);  // nothing left
   CHECK(bad.create_lock(spec("k", "b")).ok());
 }
 

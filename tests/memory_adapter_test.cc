@@ -157,8 +157,8 @@ TEST_CASE("failed operations and expiry emit no observer events", "[memory]") {
   adapter.extend_lock(spec("k", "b"), 100);
   clock.advance_ms(100);
   REQUIRE(adapter.create_lock(spec("k", "b", 100)).ok());  // replaces the expired lease
-  CHECK(observer.events == std::vector<std::string>{"grant memory k a 100000 #1",
-                                                    "grant memory k b 100000 #2"});
+  CHECK(observer.events ==
+        std::vector<std::string>{"grant memory k a 100000 #1", "grant memory k b 100000 #2"});
 }
 
 TEST_CASE("purge_expired frees expired locks and size counts live ones", "[memory]") {

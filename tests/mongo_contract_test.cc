@@ -21,13 +21,13 @@
 #include <thread>
 #include <vector>
 
-#include "base/check.h"
 #include "adapters/core/clock.h"
 #include "adapters/core/errors.h"
 #include "adapters/core/locker.h"
 #include "adapters/core/random.h"
 #include "adapters/mongo/mongo_adapter.h"
 #include "adapters/mongo/mongoc_connection.h"
+#include "base/check.h"
 #include "real/child_process.h"
 #include "real/mongod_server.h"
 #include "tests/real_support.h"
@@ -63,14 +63,16 @@ std::string read_file(const std::string& path) {
 class MongoPeer {
  public:
   explicit MongoPeer(Json script) {
-    std::string pattern = (std::filesystem::temp_directory_path() / "lockstep-mongo-peer-XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "lockstep-mongo-peer-XXXXXX").string();
     REQUIRE(mkdtemp(pattern.data()) != nullptr);
     dir_ = pattern;
     std::ofstream(dir_ + "/script.json") << script.dump();
-    process_ = std::make_unique<real::ChildProcess>(real::SpawnOptions{
-        .path = python_for_peer(),
-        .args = {LOCKSTEP_MONGO_PEER, "--script", dir_ + "/script.json", "--record", dir_ + "/record.jsonl"},
-        .output_path = dir_ + "/output.log"});
+    process_ = std::make_unique<real::ChildProcess>(
+        real::SpawnOptions{.path = python_for_peer(),
+                           .args = {LOCKSTEP_MONGO_PEER, "--script", dir_ + "/script.json",
+                                    "--record", dir_ + "/record.jsonl"},
+                           .output_path = dir_ + "/output.log"});
     wait_for_port();
   }
   ~MongoPeer() {
@@ -94,7 +96,8 @@ class MongoPeer {
     for (std::string line; std::getline(lines, line);) {
       Json command = Json::parse(line)["command"];
       CHECK(command["$db"] == "lockstep");
-      for (const char* driver_field : {"$db", "$readPreference", "lsid", "$clusterTime"}) command.erase(driver_field);
+      for (const char* driver_field : {"$db", "$readPreference", "lsid", "$clusterTime"})
+        command.erase(driver_field);
       result.push_back(std::move(command));
     }
     return result;
@@ -126,14 +129,20 @@ class MongoPeer {
 Json reply(Json document) { return Json{{"reply", std::move(document)}}; }
 Json script(std::vector<Json> actions) { return Json{{"actions", std::move(actions)}}; }
 
-// The replies of a successful acquire after createIndexes: upsert inserted, token `token`, confirmed.
+// The replies of a successful acquire after createIndexes: upsert inserted, token `token`,
+// confirmed.
 std::vector<Json> granted(int64_t token, bool with_indexes = true) {
   std::vector<Json> actions;
   if (with_indexes) {
-    actions.push_back(reply({{"createdCollectionAutomatically", true}, {"numIndexesBefore", 1}, {"numIndexesAfter", 3}}));
+    actions.push_back(reply({{"createdCollectionAutomatically", true},
+                             {"numIndexesBefore", 1},
+                             {"numIndexesAfter", 3}}));
   }
-  actions.push_back(reply({{"n", 1}, {"nModified", 0},
-                           {"upserted", Json::array({{{"index", 0}, {"_id", {{"$oid", "65a0c0ffee0000000000beef"}}}}})}}));
+  actions.push_back(
+      reply({{"n", 1},
+             {"nModified", 0},
+             {"upserted",
+              Json::array({{{"index", 0}, {"_id", {{"$oid", "65a0c0ffee0000000000beef"}}}}})}}));
   actions.push_back(reply({{"lastErrorObject", {{"n", 1}, {"updatedExisting", true}}},
                            {"value", {{"_id", "orders"}, {"n", token}}}}));
   actions.push_back(reply({{"n", 1}, {"nModified", 1}}));
@@ -162,7 +171,8 @@ class FixedClock final : public Clock {
 };
 
 struct Client {
-  explicit Client(const MongoPeer& peer, MongoAdapterOptions options = {}, int64_t socket_timeout_ms = 2000)
+  explicit Client(const MongoPeer& peer, MongoAdapterOptions options = {},
+                  int64_t socket_timeout_ms = 2000)
       : connection({.uri = peer.uri(), .socket_timeout_ms = socket_timeout_ms}), adapter([&] {
           options.connection = &connection;
           return options;
@@ -175,7 +185,9 @@ const LockSpec kSpec{.key = "orders", .value = "v-1", .ttl_ms = 3000};
 
 }  // namespace
 
-TEST_CASE("contract: acquire sends createIndexes, the $$NOW upsert, findAndModify and the confirmation", "[mongo][contract]") {
+TEST_CASE(
+    "contract: acquire sends createIndexes, the $$NOW upsert, findAndModify and the confirmation",
+    "[mongo][contract]") {
   auto actions = granted(7);
   auto again = granted(8, false);
   actions.insert(actions.end(), again.begin(), again.end());
@@ -208,31 +220,45 @@ TEST_CASE("contract: acquire sends createIndexes, the $$NOW upsert, findAndModif
   CHECK(sent[4]["update"] == "locks");  // the second acquire starts with the upsert
 }
 
-TEST_CASE("contract: duplicate key 11000 on the upsert is contention, and nothing more is sent", "[mongo][contract]") {
-  MongoPeer peer(script({reply({{"ok", 1}}),
-                         reply({{"n", 0}, {"nModified", 0},
-                                {"writeErrors", Json::array({{{"index", 0}, {"code", 11000},
-                                                              {"errmsg", "E11000 duplicate key error collection: "
-                                                                         "lockstep.locks index: key_1 dup key: { key: \"orders\" }"}}})}})}));
+TEST_CASE("contract: duplicate key 11000 on the upsert is contention, and nothing more is sent",
+          "[mongo][contract]") {
+  MongoPeer peer(script(
+      {reply({{"ok", 1}}),
+       reply({{"n", 0},
+              {"nModified", 0},
+              {"writeErrors",
+               Json::array({{{"index", 0},
+                             {"code", 11000},
+                             {"errmsg",
+                              "E11000 duplicate key error collection: "
+                              "lockstep.locks index: key_1 dup key: { key: \"orders\" }"}}})}})}));
   Client client(peer);
   const AdapterResult result = client.adapter.create_lock(kSpec);
   CHECK(result.status == AdapterStatus::contended);
   CHECK(peer.commands().size() == 2);
 }
 
-TEST_CASE("contract: a writeConcernError on the grant is a backend error, and the document is deleted again", "[mongo][contract]") {
+TEST_CASE(
+    "contract: a writeConcernError on the grant is a backend error, and the document is deleted "
+    "again",
+    "[mongo][contract]") {
   MongoPeer peer(script({reply({{"ok", 1}}),
-                         reply({{"n", 1}, {"nModified", 1},
-                                {"writeConcernError", {{"code", 64}, {"codeName", "WriteConcernFailed"},
-                                                       {"errmsg", "waiting for replication timed out"},
-                                                       {"errInfo", {{"wtimeout", true}}}}}}),
+                         reply({{"n", 1},
+                                {"nModified", 1},
+                                {"writeConcernError",
+                                 {{"code", 64},
+                                  {"codeName", "WriteConcernFailed"},
+                                  {"errmsg", "waiting for replication timed out"},
+                                  {"errInfo", {{"wtimeout", true}}}}}}),
                          reply({{"n", 1}})}));
   Client client(peer);
   const AdapterResult result = client.adapter.create_lock(kSpec);
   CHECK(result.status == AdapterStatus::backend_error);
-  CHECK_THAT(result.message, Catch::Contains("acquire on " + peer.endpoint()) &&
-                                 Catch::Contains("code 64 (WriteConcernFailed): waiting for replication timed out") &&
-                                 Catch::Contains("not reported as held") && Catch::Contains("deleted again"));
+  CHECK_THAT(
+      result.message,
+      Catch::Contains("acquire on " + peer.endpoint()) &&
+          Catch::Contains("code 64 (WriteConcernFailed): waiting for replication timed out") &&
+          Catch::Contains("not reported as held") && Catch::Contains("deleted again"));
   const std::vector<Json> sent = peer.commands();
   REQUIRE(sent.size() == 3);
   // The best-effort release: owner-checked and unexpired, w:1 (the majority just failed).
@@ -241,22 +267,30 @@ TEST_CASE("contract: a writeConcernError on the grant is a backend error, and th
       "ordered": true, "writeConcern": {"w": 1}})"));
 }
 
-TEST_CASE("contract: through the Locker a grant without majority is BackendError, never a held lock", "[mongo][contract]") {
+TEST_CASE(
+    "contract: through the Locker a grant without majority is BackendError, never a held lock",
+    "[mongo][contract]") {
   MongoPeer peer(script({reply({{"ok", 1}}),
-                         reply({{"n", 1}, {"writeConcernError", {{"code", 64}, {"errmsg", "waiting for replication timed out"}}}}),
+                         reply({{"n", 1},
+                                {"writeConcernError",
+                                 {{"code", 64}, {"errmsg", "waiting for replication timed out"}}}}),
                          reply({{"n", 1}})}));
   Client client(peer);
   SystemClock clock;
   SystemRandom random;
-  Locker locker({.adapter = &client.adapter, .clock = &clock, .random = &random,
+  Locker locker({.adapter = &client.adapter,
+                 .clock = &clock,
+                 .random = &random,
                  .retry = {.retry_delay_ms = 10, .retry_times = 3}});
   Lock lock = locker.lock("orders", 3000);
   CHECK_THROWS_AS(lock.acquire(), BackendError);  // not retried: one upsert only
   CHECK(peer.commands().size() == 3);
 }
 
-TEST_CASE("contract: a writeConcernError on the token or the confirmation is not a grant either", "[mongo][contract]") {
-  const Json wce{{"writeConcernError", {{"code", 64}, {"errmsg", "waiting for replication timed out"}}}};
+TEST_CASE("contract: a writeConcernError on the token or the confirmation is not a grant either",
+          "[mongo][contract]") {
+  const Json wce{
+      {"writeConcernError", {{"code", 64}, {"errmsg", "waiting for replication timed out"}}}};
   SECTION("findAndModify") {
     auto actions = granted(3);
     actions[2]["reply"].update(wce);
@@ -283,7 +317,8 @@ TEST_CASE("contract: a writeConcernError on the token or the confirmation is not
   }
 }
 
-TEST_CASE("contract: a confirmation that matches nothing means the lease ended first: not granted", "[mongo][contract]") {
+TEST_CASE("contract: a confirmation that matches nothing means the lease ended first: not granted",
+          "[mongo][contract]") {
   auto actions = granted(9);
   actions[3] = reply({{"n", 0}, {"nModified", 0}});
   MongoPeer peer(script(actions));
@@ -295,26 +330,34 @@ TEST_CASE("contract: a confirmation that matches nothing means the lease ended f
 }
 
 TEST_CASE("contract: ok: 0 is a backend error with the code and errmsg", "[mongo][contract]") {
-  MongoPeer peer(script({reply({{"ok", 1}}),
-                         reply({{"ok", 0}, {"code", 10107}, {"codeName", "NotWritablePrimary"}, {"errmsg", "not primary"}})}));
+  MongoPeer peer(script({reply({{"ok", 1}}), reply({{"ok", 0},
+                                                    {"code", 10107},
+                                                    {"codeName", "NotWritablePrimary"},
+                                                    {"errmsg", "not primary"}})}));
   Client client(peer);
   const AdapterResult result = client.adapter.create_lock(kSpec);
   CHECK(result.status == AdapterStatus::backend_error);
-  CHECK_THAT(result.message, Catch::Contains(peer.endpoint()) &&
-                                 Catch::Contains("update command error: code 10107 (NotWritablePrimary): not primary"));
+  CHECK_THAT(
+      result.message,
+      Catch::Contains(peer.endpoint()) &&
+          Catch::Contains("update command error: code 10107 (NotWritablePrimary): not primary"));
   CHECK(peer.commands().size() == 2);  // nothing written: no cleanup
 }
 
-TEST_CASE("contract: a failed createIndexes fails the operation and is retried by the next one", "[mongo][contract]") {
-  auto actions = std::vector<Json>{
-      reply({{"ok", 0}, {"code", 85}, {"codeName", "IndexOptionsConflict"}, {"errmsg", "an index with different options"}})};
+TEST_CASE("contract: a failed createIndexes fails the operation and is retried by the next one",
+          "[mongo][contract]") {
+  auto actions = std::vector<Json>{reply({{"ok", 0},
+                                          {"code", 85},
+                                          {"codeName", "IndexOptionsConflict"},
+                                          {"errmsg", "an index with different options"}})};
   auto rest = granted(1);
   actions.insert(actions.end(), rest.begin(), rest.end());
   MongoPeer peer(script(actions));
   Client client(peer);
   const AdapterResult failed = client.adapter.create_lock(kSpec);
   CHECK(failed.status == AdapterStatus::backend_error);
-  CHECK_THAT(failed.message, Catch::Contains("createIndexes command error: code 85 (IndexOptionsConflict)"));
+  CHECK_THAT(failed.message,
+             Catch::Contains("createIndexes command error: code 85 (IndexOptionsConflict)"));
   CHECK_FALSE(client.adapter.indexes_ready());
   const AdapterResult retried = client.adapter.create_lock(kSpec);
   CHECK(retried.ok());
@@ -324,12 +367,16 @@ TEST_CASE("contract: a failed createIndexes fails the operation and is retried b
   CHECK(sent[1] == expected_create_indexes());
 }
 
-TEST_CASE("contract: release, extend and is_valid are owner-checked and unexpired by $$NOW", "[mongo][contract]") {
-  MongoPeer peer(script({reply({{"ok", 1}}),
-                         reply({{"n", 1}, {"nModified", 1}}), reply({{"n", 0}, {"nModified", 0}}),
-                         reply({{"cursor", {{"firstBatch", Json::array({{{"key", "orders"}}})}, {"id", 0}, {"ns", "lockstep.locks"}}}}),
-                         reply({{"cursor", {{"firstBatch", Json::array()}, {"id", 0}, {"ns", "lockstep.locks"}}}}),
-                         reply({{"n", 1}}), reply({{"n", 0}})}));
+TEST_CASE("contract: release, extend and is_valid are owner-checked and unexpired by $$NOW",
+          "[mongo][contract]") {
+  MongoPeer peer(script(
+      {reply({{"ok", 1}}), reply({{"n", 1}, {"nModified", 1}}), reply({{"n", 0}, {"nModified", 0}}),
+       reply({{"cursor",
+               {{"firstBatch", Json::array({{{"key", "orders"}}})},
+                {"id", 0},
+                {"ns", "lockstep.locks"}}}}),
+       reply({{"cursor", {{"firstBatch", Json::array()}, {"id", 0}, {"ns", "lockstep.locks"}}}}),
+       reply({{"n", 1}}), reply({{"n", 0}})}));
   Client client(peer, {.read_majority = true});
   CHECK(client.adapter.extend_lock(kSpec, 9000).ok());
   CHECK(client.adapter.extend_lock(kSpec, 9000).status == AdapterStatus::not_owner);
@@ -353,23 +400,31 @@ TEST_CASE("contract: release, extend and is_valid are owner-checked and unexpire
       "ordered": true, "writeConcern": {"w": "majority", "wtimeout": 5000}})"));
 }
 
-TEST_CASE("contract: a writeConcernError on release or extend is a backend error, not success", "[mongo][contract]") {
-  const Json wce{{"code", 64}, {"codeName", "WriteConcernFailed"}, {"errmsg", "waiting for replication timed out"}};
+TEST_CASE("contract: a writeConcernError on release or extend is a backend error, not success",
+          "[mongo][contract]") {
+  const Json wce{{"code", 64},
+                 {"codeName", "WriteConcernFailed"},
+                 {"errmsg", "waiting for replication timed out"}};
   MongoPeer peer(script({reply({{"ok", 1}}), reply({{"n", 1}, {"writeConcernError", wce}}),
                          reply({{"n", 1}, {"nModified", 1}, {"writeConcernError", wce}})}));
   Client client(peer);
   const AdapterResult released = client.adapter.release_lock(kSpec);
   CHECK(released.status == AdapterStatus::backend_error);
-  CHECK_THAT(released.message, Catch::Contains("release on " + peer.endpoint() + ": delete write concern error"));
+  CHECK_THAT(released.message,
+             Catch::Contains("release on " + peer.endpoint() + ": delete write concern error"));
   const AdapterResult extended = client.adapter.extend_lock(kSpec, 1000);
   CHECK(extended.status == AdapterStatus::backend_error);
-  CHECK_THAT(extended.message, Catch::Contains("extend on") && Catch::Contains("WriteConcernFailed"));
+  CHECK_THAT(extended.message,
+             Catch::Contains("extend on") && Catch::Contains("WriteConcernFailed"));
 }
 
-TEST_CASE("contract: time_source client sends date literals read once per operation, and w:1", "[mongo][contract]") {
+TEST_CASE("contract: time_source client sends date literals read once per operation, and w:1",
+          "[mongo][contract]") {
   MongoPeer peer(script(granted(4)));
   FixedClock clock(1'700'000'000'000);
-  Client client(peer, {.clock = &clock, .database = "lockstep", .time_source = MongoTimeSource::client,
+  Client client(peer, {.clock = &clock,
+                       .database = "lockstep",
+                       .time_source = MongoTimeSource::client,
                        .write_concern = MongoWriteConcern::one});
   const AdapterResult result = client.adapter.create_lock(kSpec);
   REQUIRE(result.ok());
@@ -386,9 +441,13 @@ TEST_CASE("contract: time_source client sends date literals read once per operat
       "u": {"$set": {"token": 4}}, "upsert": false}], "ordered": true, "writeConcern": {"w": 1}})"));
 }
 
-TEST_CASE("contract: the driver adds no write or read concern of its own, whatever the URI says", "[mongo][contract]") {
-  MongoPeer peer(script({reply({{"ok", 1}}), reply({{"cursor", {{"firstBatch", Json::array()}, {"id", 0}}}})}));
-  MongocConnection connection({.uri = peer.uri() + "/?w=majority&journal=true&readConcernLevel=linearizable&retryWrites=true"});
+TEST_CASE("contract: the driver adds no write or read concern of its own, whatever the URI says",
+          "[mongo][contract]") {
+  MongoPeer peer(script(
+      {reply({{"ok", 1}}), reply({{"cursor", {{"firstBatch", Json::array()}, {"id", 0}}}})}));
+  MongocConnection connection(
+      {.uri = peer.uri() +
+              "/?w=majority&journal=true&readConcernLevel=linearizable&retryWrites=true"});
   MongoAdapter adapter({.connection = &connection, .write_concern = MongoWriteConcern::one});
   CHECK(adapter.is_valid_lock(kSpec).status == AdapterStatus::not_owner);
   const auto sent = peer.commands();
@@ -400,20 +459,35 @@ TEST_CASE("contract: the driver adds no write or read concern of its own, whatev
 
 TEST_CASE("contract: BSON types on the wire both ways", "[mongo][contract]") {
   MongoPeer peer(script({Json{{"echo_types", true}},
-                         reply({{"date", {{"$date", -5}}}, {"oid", {{"$oid", "0123456789abcdef01234567"}}},
-                                {"small", 7}, {"long", {{"$int64", 7}}}, {"big", 6'000'000'000}, {"real", 2.5},
-                                {"text", "t\xc3\xa9"}, {"flag", false}, {"nothing", nullptr},
+                         reply({{"date", {{"$date", -5}}},
+                                {"oid", {{"$oid", "0123456789abcdef01234567"}}},
+                                {"small", 7},
+                                {"long", {{"$int64", 7}}},
+                                {"big", 6'000'000'000},
+                                {"real", 2.5},
+                                {"text", "t\xc3\xa9"},
+                                {"flag", false},
+                                {"nothing", nullptr},
                                 {"nested", {{"list", Json::array({1, "two", Json::object()})}}},
                                 {"ts", {{"$timestamp", Json::array({1, 2})}}}})}));
   MongocConnection connection({.uri = peer.uri()});
-  const MongoResult types = connection.run_command(
-      "lockstep", Json{{"lockstepEcho", 1}, {"int32", 2'147'483'647}, {"int64", 2'147'483'648LL}, {"neg", -2'147'483'649LL},
-                       {"double", 1.0}, {"date", {{"$date", 1'700'000'000'123}}},
-                       {"oid", {{"$oid", "65a0c0ffee0000000000beef"}}}, {"doc", {{"$set", 1}}}, {"list", Json::array({1})},
-                       {"null", nullptr}, {"bool", true}, {"text", "x"}});
+  const MongoResult types =
+      connection.run_command("lockstep", Json{{"lockstepEcho", 1},
+                                              {"int32", 2'147'483'647},
+                                              {"int64", 2'147'483'648LL},
+                                              {"neg", -2'147'483'649LL},
+                                              {"double", 1.0},
+                                              {"date", {{"$date", 1'700'000'000'123}}},
+                                              {"oid", {{"$oid", "65a0c0ffee0000000000beef"}}},
+                                              {"doc", {{"$set", 1}}},
+                                              {"list", Json::array({1})},
+                                              {"null", nullptr},
+                                              {"bool", true},
+                                              {"text", "x"}});
   INFO(types.message);
   REQUIRE(types.ok());
-  CHECK(types.reply["types"] == Json::parse(R"({"lockstepEcho": "int32", "int32": "int32", "int64": "Int64",
+  CHECK(types.reply["types"] ==
+        Json::parse(R"({"lockstepEcho": "int32", "int32": "int32", "int64": "Int64",
       "neg": "Int64", "double": "float", "date": "datetime", "oid": "ObjectId", "doc": "OrderedDict",
       "list": "list", "null": "NoneType", "bool": "bool", "text": "str", "$db": "str"})"));
   CHECK(peer.commands().at(0)["date"] == Json{{"$date", 1'700'000'000'123}});
@@ -435,7 +509,8 @@ TEST_CASE("contract: BSON types on the wire both ways", "[mongo][contract]") {
   CHECK(got["ok"] == 1);
 }
 
-TEST_CASE("contract: a peer that does not answer is a timeout within the socket timeout", "[mongo][contract]") {
+TEST_CASE("contract: a peer that does not answer is a timeout within the socket timeout",
+          "[mongo][contract]") {
   MongoPeer peer(script({reply({{"ok", 1}}), Json{{"hang", true}}, reply({{"n", 0}})}));
   Client client(peer, {}, 300);
   const auto started = Clock_::now();
@@ -452,7 +527,10 @@ TEST_CASE("contract: a peer that does not answer is a timeout within the socket 
   }
 }
 
-TEST_CASE("contract: a peer that closes the connection is a connection error, and the next command reconnects", "[mongo][contract]") {
+TEST_CASE(
+    "contract: a peer that closes the connection is a connection error, and the next command "
+    "reconnects",
+    "[mongo][contract]") {
   MongoPeer peer(script({Json{{"close", true}}, reply({{"ok", 1}}), reply({{"n", 1}})}));
   MongocConnection connection({.uri = peer.uri(), .socket_timeout_ms = 1000});
   const auto started = Clock_::now();
@@ -465,20 +543,25 @@ TEST_CASE("contract: a peer that closes the connection is a connection error, an
   CHECK(adapter.release_lock(kSpec).ok());
 }
 
-TEST_CASE("contract: a peer that vanishes mid-command, or was never there, is a clean failure", "[mongo][contract]") {
+TEST_CASE("contract: a peer that vanishes mid-command, or was never there, is a clean failure",
+          "[mongo][contract]") {
   SECTION("vanishes") {
     MongoPeer peer(script({reply({{"ok", 1}}), Json{{"exit", true}}}));
     Client client(peer, {}, 1000);
     const AdapterResult result = client.adapter.create_lock(kSpec);
     CHECK(result.status == AdapterStatus::backend_error);
-    CHECK_THAT(result.message, Catch::Contains("acquire on " + peer.endpoint() + ": update connection_error"));
+    CHECK_THAT(result.message,
+               Catch::Contains("acquire on " + peer.endpoint() + ": update connection_error"));
     const AdapterResult after = client.adapter.release_lock(kSpec);  // nobody listens any more
     CHECK(after.status == AdapterStatus::backend_error);
     CHECK_THAT(after.message, Catch::Contains("connection_error") || Catch::Contains("timeout"));
   }
   SECTION("never there") {
     int port = 0;
-    { MongoPeer probe(script({})); port = probe.port(); }  // a port that was just closed
+    {
+      MongoPeer probe(script({}));
+      port = probe.port();
+    }  // a port that was just closed
     MongocConnection connection({.uri = "mongodb://127.0.0.1:" + std::to_string(port)});
     const auto started = Clock_::now();
     const MongoResult result = connection.run_command("lockstep", Json{{"ping2", 1}});
@@ -509,9 +592,14 @@ namespace lockstep {
 // MongodProcess's start protocol (hello polled, replSetInitiate sent once, wait for a writable
 // primary, stop by PID) against tests/contract/fake_mongod.py put on PATH as `mongod`: the part of
 // the real-mongod support that runs even where MongoDB is not installed.
-TEST_CASE("contract: MongodProcess initiates rs0 and waits for a primary (fake mongod on PATH)", "[mongo][contract]") {
-  { MongoPeer probe(script({})); }  // the fake is a mockupdb script too: skip (or fail in CI) without it
-  const std::string bin = (std::filesystem::temp_directory_path() / ("lockstep-fake-mongod-" + std::to_string(getpid()))).string();
+TEST_CASE("contract: MongodProcess initiates rs0 and waits for a primary (fake mongod on PATH)",
+          "[mongo][contract]") {
+  {
+    MongoPeer probe(script({}));
+  }  // the fake is a mockupdb script too: skip (or fail in CI) without it
+  const std::string bin = (std::filesystem::temp_directory_path() /
+                           ("lockstep-fake-mongod-" + std::to_string(getpid())))
+                              .string();
   std::filesystem::create_directories(bin);
   std::filesystem::remove(bin + "/mongod");
   std::filesystem::create_symlink(LOCKSTEP_FAKE_MONGOD, bin + "/mongod");
@@ -533,7 +621,8 @@ TEST_CASE("contract: MongodProcess initiates rs0 and waits for a primary (fake m
   const std::string log = server.log_tail();
   CHECK_THAT(log, Catch::Contains("--bind_ip 127.0.0.1") && Catch::Contains("--replSet rs0") &&
                       Catch::Contains("--dbpath " + server.dir() + "/db"));
-  CHECK_THAT(log, Catch::Contains("INITIATE") && Catch::Contains("127.0.0.1:" + std::to_string(server.port())));
+  CHECK_THAT(log, Catch::Contains("INITIATE") &&
+                      Catch::Contains("127.0.0.1:" + std::to_string(server.port())));
   const std::string dir = server.dir();
   server.stop();
   CHECK_FALSE(server.running());

@@ -42,7 +42,8 @@ class MongoDeployment {
   }
   ~MongoDeployment() {
     MongocConnection connection({.uri = uri_});
-    connection.run_command(database_, Json{{"dropDatabase", 1}, {"writeConcern", {{"w", "majority"}}}});
+    connection.run_command(database_,
+                           Json{{"dropDatabase", 1}, {"writeConcern", {{"w", "majority"}}}});
   }
   MongoDeployment(const MongoDeployment&) = delete;
   MongoDeployment& operator=(const MongoDeployment&) = delete;
@@ -61,7 +62,8 @@ class MongoDeployment {
   }
   // The lock document of `key` (null when there is none), read at majority.
   Json lock_document(const std::string& key) const {
-    const Json reply = run(Json{{"find", "locks"}, {"filter", {{"key", key}}}, {"readConcern", {{"level", "majority"}}}});
+    const Json reply = run(Json{
+        {"find", "locks"}, {"filter", {{"key", key}}}, {"readConcern", {{"level", "majority"}}}});
     const Json& batch = reply["cursor"]["firstBatch"];
     return batch.empty() ? Json(nullptr) : batch.front();
   }
@@ -73,7 +75,8 @@ class MongoDeployment {
 };
 
 struct MongoClient {
-  MongoClient(const MongoDeployment& deployment, MongoAdapterOptions options = {}, int64_t clock_skew_us = 0)
+  MongoClient(const MongoDeployment& deployment, MongoAdapterOptions options = {},
+              int64_t clock_skew_us = 0)
       : connection({.uri = deployment.uri()}),
         clock(clock_skew_us),
         adapter([&] {
@@ -123,7 +126,8 @@ TEST_CASE("mongo real: acquire, contend, release, and release again", "[mongo][r
   CHECK_FALSE(lock.is_locked());
 }
 
-TEST_CASE("mongo real: the indexes are created once, unique on key and TTL on expire_at", "[mongo][real]") {
+TEST_CASE("mongo real: the indexes are created once, unique on key and TTL on expire_at",
+          "[mongo][real]") {
   MongoDeployment deployment;
   MongoClient a(deployment), b(deployment);
   a.locker.lock("k", 5000).acquire();
@@ -140,7 +144,8 @@ TEST_CASE("mongo real: the indexes are created once, unique on key and TTL on ex
   CHECK(ttl);
 }
 
-TEST_CASE("mongo real: fencing tokens strictly increase across releases and expiries", "[mongo][real]") {
+TEST_CASE("mongo real: fencing tokens strictly increase across releases and expiries",
+          "[mongo][real]") {
   MongoDeployment deployment;
   MongoClient a(deployment);
   uint64_t previous = 0;
@@ -160,7 +165,8 @@ TEST_CASE("mongo real: fencing tokens strictly increase across releases and expi
   CHECK(counter["cursor"]["firstBatch"][0]["n"] == 4);
 }
 
-TEST_CASE("mongo real: extend lengthens our lock and never brings back an expired one", "[mongo][real]") {
+TEST_CASE("mongo real: extend lengthens our lock and never brings back an expired one",
+          "[mongo][real]") {
   MongoDeployment deployment;
   MongoClient a(deployment), b(deployment);
 
@@ -191,7 +197,8 @@ TEST_CASE("mongo real: extend lengthens our lock and never brings back an expire
 
 TEST_CASE("mongo real: w:1, readConcern majority and client time all work", "[mongo][real]") {
   MongoDeployment deployment;
-  MongoClient a(deployment, {.time_source = MongoTimeSource::client, .write_concern = MongoWriteConcern::one,
+  MongoClient a(deployment, {.time_source = MongoTimeSource::client,
+                             .write_concern = MongoWriteConcern::one,
                              .read_majority = true});
   Lock lock = a.locker.lock("k", 5000);
   lock.acquire();
@@ -202,7 +209,9 @@ TEST_CASE("mongo real: w:1, readConcern majority and client time all work", "[mo
   CHECK_FALSE(lock.is_locked());
 }
 
-TEST_CASE("mongo real: a client clock 15 s ahead takes a live lock in client time, not in server time", "[mongo][real]") {
+TEST_CASE(
+    "mongo real: a client clock 15 s ahead takes a live lock in client time, not in server time",
+    "[mongo][real]") {
   MongoDeployment deployment;
   SECTION("client time: the fast clock sees A's lock as expired (the violation)") {
     MongoClient a(deployment, {.time_source = MongoTimeSource::client});
@@ -225,8 +234,10 @@ TEST_CASE("mongo real: a client clock 15 s ahead takes a live lock in client tim
   }
 }
 
-TEST_CASE("mongo real: a paused mongod is a backend error within the socket timeout, not a grant", "[mongo][real]") {
-  if (const char* from_env = std::getenv("LOCKSTEP_MONGO_URI"); from_env != nullptr && *from_env != '\0') {
+TEST_CASE("mongo real: a paused mongod is a backend error within the socket timeout, not a grant",
+          "[mongo][real]") {
+  if (const char* from_env = std::getenv("LOCKSTEP_MONGO_URI");
+      from_env != nullptr && *from_env != '\0') {
     SUCCEED("needs a mongod the test starts itself");
     return;
   }

@@ -10,17 +10,23 @@
 namespace lockstep {
 namespace {
 
-RunReport run(const std::string& scenario, const std::string& adapter, std::vector<std::string> sets = {},
-              bool fencing_on = false, uint64_t seed = 1) {
-  return run_scenario(
-      {.scenario = scenario, .adapter = adapter, .seed = seed, .fencing_on = fencing_on, .sets = std::move(sets)});
+RunReport run(const std::string& scenario, const std::string& adapter,
+              std::vector<std::string> sets = {}, bool fencing_on = false, uint64_t seed = 1) {
+  return run_scenario({.scenario = scenario,
+                       .adapter = adapter,
+                       .seed = seed,
+                       .fencing_on = fencing_on,
+                       .sets = std::move(sets)});
 }
 
-bool violates(const RunReport& r, Invariant invariant) { return r.violated().count(invariant) != 0; }
+bool violates(const RunReport& r, Invariant invariant) {
+  return r.violated().count(invariant) != 0;
+}
 
 }  // namespace
 
-TEST_CASE("client-clock-ahead: client time takes over a live lock, the server's $$NOW does not", "[mongo]") {
+TEST_CASE("client-clock-ahead: client time takes over a live lock, the server's $$NOW does not",
+          "[mongo]") {
   const RunReport client = run("client-clock-ahead", "mongo", {"time_source=client"});
   INFO(to_text(client));
   CHECK(client.end == "complete");
@@ -61,8 +67,10 @@ TEST_CASE("every scenario for mongo matches its expectation, fencing off and on"
   }
 }
 
-TEST_CASE("extend-after-expiry holds whether the TTL monitor or the next holder's release deleted the document",
-          "[mongo]") {
+TEST_CASE(
+    "extend-after-expiry holds whether the TTL monitor or the next holder's release deleted the "
+    "document",
+    "[mongo]") {
   // By default the monitor (60 s) never runs in this scenario: B's release deletes the document.
   const RunReport released = run("extend-after-expiry", "mongo");
   INFO(to_text(released));
@@ -73,7 +81,8 @@ TEST_CASE("extend-after-expiry holds whether the TTL monitor or the next holder'
   CHECK(swept.violated().empty());
 }
 
-TEST_CASE("the known-bad Mongo lock without a unique index is caught by concurrent-race", "[mongo][known-bad]") {
+TEST_CASE("the known-bad Mongo lock without a unique index is caught by concurrent-race",
+          "[mongo][known-bad]") {
   register_known_bad_adapters();
   const RunReport bad = run("concurrent-race", "bad-mongo-no-unique");
   INFO(to_text(bad));

@@ -34,7 +34,8 @@ class ScriptedConnection final : public MongoConnection {
   MongoResult run_command(const std::string& database, const MongoDocument& command) override {
     databases.push_back(database);
     sent.push_back(command);
-    if (replies_.empty()) return {.status = IoStatus::connection_error, .message = "script exhausted"};
+    if (replies_.empty())
+      return {.status = IoStatus::connection_error, .message = "script exhausted"};
     MongoResult next = replies_.front();
     replies_.pop_front();
     return next;
@@ -89,7 +90,8 @@ TEST_CASE("bson: every seam type converts to the BSON type the conventions name"
   CHECK(back["d"].is_number_float());
 }
 
-TEST_CASE("bson: other BSON types come back as $unsupported, doubles as floating point", "[mongo][bson]") {
+TEST_CASE("bson: other BSON types come back as $unsupported, doubles as floating point",
+          "[mongo][bson]") {
   bson_t document;
   bson_init(&document);
   BSON_APPEND_TIMESTAMP(&document, "ts", 1, 2);
@@ -113,7 +115,8 @@ TEST_CASE("bson: other BSON types come back as $unsupported, doubles as floating
   CHECK(converted["ok"] == 1);
 }
 
-TEST_CASE("bson: raw bytes round trip, invalid bytes are discarded, bad input is a checked error", "[mongo][bson]") {
+TEST_CASE("bson: raw bytes round trip, invalid bytes are discarded, bad input is a checked error",
+          "[mongo][bson]") {
   const Json document{{"a", 1}, {"b", Json::array({"x", std::string("\0y", 2)})}};
   const std::vector<uint8_t> bytes = to_bson_bytes(document);
   CHECK(from_bson_bytes(bytes.data(), bytes.size()) == document);
@@ -129,7 +132,8 @@ TEST_CASE("commands: server time uses $$NOW, client time date literals", "[mongo
   const Json wc = cmd::majority_write_concern(250);
   CHECK(wc == Json::parse(R"({"w": "majority", "wtimeout": 250})"));
   CHECK(cmd::w1_write_concern() == Json::parse(R"({"w": 1})"));
-  CHECK(cmd::acquire_upsert("locks", "k", "v", 1000, MongoNow::server(), wc).begin().key() == "update");
+  CHECK(cmd::acquire_upsert("locks", "k", "v", 1000, MongoNow::server(), wc).begin().key() ==
+        "update");
   CHECK(cmd::expired_filter("k", MongoNow::server()) ==
         Json::parse(R"({"key": "k", "$expr": {"$lt": ["$expire_at", "$$NOW"]}})"));
   CHECK(cmd::owner_filter("k", "v", MongoNow::client(10)) ==
@@ -141,19 +145,23 @@ TEST_CASE("commands: server time uses $$NOW, client time date literals", "[mongo
   CHECK(cmd::find_owned("locks", "k", "v", MongoNow::server(), false) ==
         Json::parse(R"({"find": "locks", "filter": {"key": "k", "value": "v",
             "$expr": {"$gt": ["$expire_at", "$$NOW"]}}, "limit": 1, "singleBatch": true})"));
-  CHECK(cmd::next_token("fence", "k", cmd::w1_write_concern()) ==
-        Json::parse(R"({"findAndModify": "fence", "query": {"_id": "k"}, "update": {"$inc": {"n": 1}},
+  CHECK(
+      cmd::next_token("fence", "k", cmd::w1_write_concern()) ==
+      Json::parse(R"({"findAndModify": "fence", "query": {"_id": "k"}, "update": {"$inc": {"n": 1}},
             "new": true, "upsert": true, "writeConcern": {"w": 1}})"));
 }
 
-TEST_CASE("replies: ok, write errors, write concern errors, command errors, malformed", "[mongo][replies]") {
+TEST_CASE("replies: ok, write errors, write concern errors, command errors, malformed",
+          "[mongo][replies]") {
   using Kind = MongoReplyOutcome::Kind;
   CHECK(read_reply(Json::parse(R"({"ok": 1.0, "n": 1})")).kind == Kind::ok);
   CHECK(read_reply(Json::parse(R"({"ok": 1.0, "n": 1})")).n == 1);
-  const auto dup = read_reply(Json::parse(R"({"ok": 1, "n": 0, "writeErrors": [{"index": 0, "code": 11000, "errmsg": "E11000"}]})"));
+  const auto dup = read_reply(Json::parse(
+      R"({"ok": 1, "n": 0, "writeErrors": [{"index": 0, "code": 11000, "errmsg": "E11000"}]})"));
   CHECK(dup.kind == Kind::duplicate_key);
   CHECK(dup.code == 11000);
-  CHECK(read_reply(Json::parse(R"({"ok": 1, "writeErrors": [{"code": 121, "errmsg": "invalid"}]})")).kind == Kind::write_error);
+  CHECK(read_reply(Json::parse(R"({"ok": 1, "writeErrors": [{"code": 121, "errmsg": "invalid"}]})"))
+            .kind == Kind::write_error);
   const auto wce = read_reply(Json::parse(
       R"({"ok": 1, "n": 1, "writeConcernError": {"code": 64, "codeName": "WriteConcernFailed", "errmsg": "timed out"}})"));
   CHECK(wce.kind == Kind::write_concern_error);
@@ -167,16 +175,20 @@ TEST_CASE("replies: ok, write errors, write concern errors, command errors, malf
   CHECK_FALSE(token_of(Json::parse(R"({"ok": 1, "value": null})")));
   CHECK_FALSE(token_of(Json::parse(R"({"ok": 1, "value": {"n": 0}})")));
   CHECK_FALSE(token_of(Json::parse(R"({"ok": 1, "value": {"n": 1.5}})")));
-  CHECK(first_batch_size(Json::parse(R"({"ok": 1, "cursor": {"firstBatch": [{}, {}], "id": 0}})")) == 2u);
+  CHECK(first_batch_size(
+            Json::parse(R"({"ok": 1, "cursor": {"firstBatch": [{}, {}], "id": 0}})")) == 2u);
   CHECK_FALSE(first_batch_size(Json::parse(R"({"ok": 1})")));
 }
 
 TEST_CASE("adapter: preconditions are checked", "[mongo][adapter]") {
   ScriptedConnection connection({});
   CHECK_THROWS_AS(MongoAdapter({}), std::logic_error);
-  CHECK_THROWS_AS(MongoAdapter({.connection = &connection, .time_source = MongoTimeSource::client}), std::logic_error);
-  CHECK_THROWS_AS(MongoAdapter({.connection = &connection, .fencing_collection = "locks"}), std::logic_error);
-  CHECK_THROWS_AS(MongoAdapter({.connection = &connection, .write_concern_timeout_ms = 0}), std::logic_error);
+  CHECK_THROWS_AS(MongoAdapter({.connection = &connection, .time_source = MongoTimeSource::client}),
+                  std::logic_error);
+  CHECK_THROWS_AS(MongoAdapter({.connection = &connection, .fencing_collection = "locks"}),
+                  std::logic_error);
+  CHECK_THROWS_AS(MongoAdapter({.connection = &connection, .write_concern_timeout_ms = 0}),
+                  std::logic_error);
   MongoAdapter adapter({.connection = &connection});
   CHECK_THROWS_AS(adapter.create_lock({.key = "k", .value = "v", .ttl_ms = 0}), std::logic_error);
   CHECK_THROWS_AS(adapter.extend_lock(kSpec, -1), std::logic_error);
@@ -188,18 +200,21 @@ TEST_CASE("adapter: preconditions are checked", "[mongo][adapter]") {
 TEST_CASE("adapter: decisions over a scripted connection", "[mongo][adapter]") {
   const MongoResult indexes = ok_reply({{"ok", 1}});
   SECTION("a grant runs on the configured database and maps value.n to the token") {
-    ScriptedConnection connection({indexes, ok_reply({{"ok", 1}, {"n", 1}}),
-                                   ok_reply({{"ok", 1}, {"value", {{"_id", "k"}, {"n", 5'000'000'000LL}}}}),
-                                   ok_reply({{"ok", 1}, {"n", 1}})});
+    ScriptedConnection connection(
+        {indexes, ok_reply({{"ok", 1}, {"n", 1}}),
+         ok_reply({{"ok", 1}, {"value", {{"_id", "k"}, {"n", 5'000'000'000LL}}}}),
+         ok_reply({{"ok", 1}, {"n", 1}})});
     MongoAdapter adapter({.connection = &connection, .database = "app"});
     const AdapterResult result = adapter.create_lock(kSpec);
     REQUIRE(result.ok());
     CHECK(result.fencing_token == 5'000'000'000ULL);
     CHECK(connection.databases == std::vector<std::string>(4, "app"));
-    CHECK(connection.sent[3]["updates"][0]["u"] == Json::parse(R"({"$set": {"token": 5000000000}})"));
+    CHECK(connection.sent[3]["updates"][0]["u"] ==
+          Json::parse(R"({"$set": {"token": 5000000000}})"));
   }
   SECTION("a findAndModify without a usable token is not a grant") {
-    ScriptedConnection connection({indexes, ok_reply({{"ok", 1}, {"n", 1}}), ok_reply({{"ok", 1}, {"value", nullptr}}),
+    ScriptedConnection connection({indexes, ok_reply({{"ok", 1}, {"n", 1}}),
+                                   ok_reply({{"ok", 1}, {"value", nullptr}}),
                                    ok_reply({{"ok", 1}, {"n", 1}})});
     MongoAdapter adapter({.connection = &connection});
     const AdapterResult result = adapter.create_lock(kSpec);
@@ -208,7 +223,8 @@ TEST_CASE("adapter: decisions over a scripted connection", "[mongo][adapter]") {
     CHECK(connection.sent.back()["delete"] == "locks");
   }
   SECTION("a transport failure names the endpoint and sends nothing more") {
-    ScriptedConnection connection({indexes, {.status = IoStatus::timeout, .message = "socket timeout"}});
+    ScriptedConnection connection(
+        {indexes, {.status = IoStatus::timeout, .message = "socket timeout"}});
     MongoAdapter adapter({.connection = &connection});
     const AdapterResult result = adapter.create_lock(kSpec);
     CHECK(result.status == AdapterStatus::backend_error);
@@ -218,9 +234,11 @@ TEST_CASE("adapter: decisions over a scripted connection", "[mongo][adapter]") {
   SECTION("client time reads the clock once per operation") {
     FixedClock clock;
     ScriptedConnection connection({indexes, ok_reply({{"ok", 1}, {"n", 0}})});
-    MongoAdapter adapter({.connection = &connection, .clock = &clock, .time_source = MongoTimeSource::client});
+    MongoAdapter adapter(
+        {.connection = &connection, .clock = &clock, .time_source = MongoTimeSource::client});
     CHECK(adapter.release_lock(kSpec).status == AdapterStatus::not_owner);
-    CHECK(connection.sent[1]["deletes"][0]["q"]["expire_at"] == Json::parse(R"({"$gt": {"$date": 42000}})"));
+    CHECK(connection.sent[1]["deletes"][0]["q"]["expire_at"] ==
+          Json::parse(R"({"$gt": {"$date": 42000}})"));
   }
   SECTION("an owner-checked write with n > 1 is a backend error") {
     ScriptedConnection connection({indexes, ok_reply({{"ok", 1}, {"n", 2}})});

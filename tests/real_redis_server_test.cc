@@ -1,5 +1,6 @@
 // RedisServerProcess: a real redis-server that the harness starts on a free loopback port, faults
-// (pause, crash, restart, libfaketime clock rate and jumps) and always stops, leaving nothing behind.
+// (pause, crash, restart, libfaketime clock rate and jumps) and always stops, leaving nothing
+// behind.
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -52,14 +53,16 @@ template <typename Done>
 int64_t ms_until(Done done, int64_t timeout_ms) {
   const auto start = SteadyClock::now();
   while (true) {
-    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - start).count();
+    const auto waited =
+        std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - start).count();
     if (done()) return waited;
     if (waited > timeout_ms) return -1;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling a bounded deadline
   }
 }
 
-TEST_CASE("a server starts on a free loopback port in its own dir and answers", "[real][redis-server]") {
+TEST_CASE("a server starts on a free loopback port in its own dir and answers",
+          "[real][redis-server]") {
   testing::require_redis_server();
   RedisServerProcess first;
   RedisServerProcess second;
@@ -71,12 +74,15 @@ TEST_CASE("a server starts on a free loopback port in its own dir and answers", 
   CHECK(first.endpoint() == "127.0.0.1:" + std::to_string(first.port()));
   HiredisConnection connection({.port = first.port()});
   CHECK(must(connection, {"PING"}) == RedisReply::status_of("PONG"));
-  CHECK(must(connection, {"CONFIG", "GET", "bind"}).elements.at(1) == RedisReply::string_of("127.0.0.1"));
-  CHECK(must(connection, {"CONFIG", "GET", "appendonly"}).elements.at(1) == RedisReply::string_of("no"));
+  CHECK(must(connection, {"CONFIG", "GET", "bind"}).elements.at(1) ==
+        RedisReply::string_of("127.0.0.1"));
+  CHECK(must(connection, {"CONFIG", "GET", "appendonly"}).elements.at(1) ==
+        RedisReply::string_of("no"));
   CHECK(must(connection, {"CONFIG", "GET", "save"}).elements.at(1) == RedisReply::string_of(""));
 }
 
-TEST_CASE("stop leaves no process and removes the dir, and so does the destructor", "[real][redis-server]") {
+TEST_CASE("stop leaves no process and removes the dir, and so does the destructor",
+          "[real][redis-server]") {
   testing::require_redis_server();
   const size_t registered_before = real::registered_child_count();
   pid_t pid = 0;
@@ -118,9 +124,11 @@ TEST_CASE("pause stops answering and resume recovers", "[real][redis-server]") {
   CHECK(real::redis_answers_ping(server.port(), 1000));
 }
 
-TEST_CASE("crash and restart on the same port: persistence none loses keys, always keeps them", "[real][redis-server]") {
+TEST_CASE("crash and restart on the same port: persistence none loses keys, always keeps them",
+          "[real][redis-server]") {
   testing::require_redis_server();
-  const Persistence persistence = GENERATE(Persistence::none, Persistence::everysec, Persistence::always);
+  const Persistence persistence =
+      GENERATE(Persistence::none, Persistence::everysec, Persistence::always);
   INFO("persistence " << real::to_string(persistence));
   RedisServerProcess server({.persistence = persistence});
   const int port = server.port();
@@ -129,7 +137,8 @@ TEST_CASE("crash and restart on the same port: persistence none loses keys, alwa
   must(connection, {"SET", "kept?", "yes"});
   if (persistence == Persistence::everysec) {
     // everysec may lose the last second; only check that the AOF is in use.
-    CHECK(must(connection, {"CONFIG", "GET", "appendfsync"}).elements.at(1) == RedisReply::string_of("everysec"));
+    CHECK(must(connection, {"CONFIG", "GET", "appendfsync"}).elements.at(1) ==
+          RedisReply::string_of("everysec"));
   }
 
   server.crash();
@@ -146,18 +155,24 @@ TEST_CASE("crash and restart on the same port: persistence none loses keys, alwa
   if (persistence == Persistence::always) CHECK(after == RedisReply::string_of("yes"));
 }
 
-TEST_CASE("libfaketime x2 makes a PX key expire in about half the time", "[real][redis-server][faketime]") {
+TEST_CASE("libfaketime x2 makes a PX key expire in about half the time",
+          "[real][redis-server][faketime]") {
   testing::require_libfaketime();
   RedisServerProcess server({.clock_rate = "x2"});
   HiredisConnection connection({.port = server.port()});
   must(connection, {"SET", "k", "v", "PX", "1000"});
-  const int64_t expired_after_ms = ms_until([&] { return must(connection, {"GET", "k"}).is_nil(); }, 3000);
+  const int64_t expired_after_ms = ms_until(
+      [&] {
+        return must(connection, {"GET", "k"}).is_nil();
+      },
+      3000);
   INFO("a 1000 ms key expired after " << expired_after_ms << " ms of real time");
   CHECK(expired_after_ms >= 400);  // not at once: the rate is 2, not more
   CHECK(expired_after_ms <= 750);  // well before the 1000 ms a real clock takes
 }
 
-TEST_CASE("a clock jump expires keys at once (forward) or lengthens them (backward)", "[real][redis-server][faketime]") {
+TEST_CASE("a clock jump expires keys at once (forward) or lengthens them (backward)",
+          "[real][redis-server][faketime]") {
   testing::require_libfaketime();
   RedisServerProcess server({.clock_jumps = true});
   HiredisConnection connection({.port = server.port()});
@@ -165,7 +180,11 @@ TEST_CASE("a clock jump expires keys at once (forward) or lengthens them (backwa
   CHECK(must(connection, {"GET", "k"}) == RedisReply::string_of("v"));
 
   server.jump_clock_s(120);
-  const int64_t expired_after_ms = ms_until([&] { return must(connection, {"GET", "k"}).is_nil(); }, 1000);
+  const int64_t expired_after_ms = ms_until(
+      [&] {
+        return must(connection, {"GET", "k"}).is_nil();
+      },
+      1000);
   CHECK(expired_after_ms >= 0);
   CHECK(expired_after_ms < 100);  // at once: FAKETIME_NO_CACHE
 
@@ -176,7 +195,8 @@ TEST_CASE("a clock jump expires keys at once (forward) or lengthens them (backwa
   CHECK(ttl_ms <= 180'000);
 }
 
-TEST_CASE("a missing redis-server is ServerUnavailable saying how to get it", "[real][redis-server]") {
+TEST_CASE("a missing redis-server is ServerUnavailable saying how to get it",
+          "[real][redis-server]") {
   const char* old_path = std::getenv("PATH");
   const std::string saved = old_path != nullptr ? old_path : "";
   setenv("PATH", "/nonexistent-lockstep-dir", 1);
@@ -186,7 +206,8 @@ TEST_CASE("a missing redis-server is ServerUnavailable saying how to get it", "[
     FAIL("a server started without redis-server on PATH");
   } catch (const real::ServerUnavailable& error) {
     setenv("PATH", saved.c_str(), 1);
-    CHECK_THAT(error.what(), Catch::Contains("redis-server") && Catch::Contains("apt-get install redis-server"));
+    CHECK_THAT(error.what(),
+               Catch::Contains("redis-server") && Catch::Contains("apt-get install redis-server"));
   }
 }
 
@@ -195,7 +216,8 @@ struct StartedServer {
   char dir[512] = {};
 };
 
-TEST_CASE("clock faults without libfaketime are ServerUnavailable saying how to get it", "[real][redis-server]") {
+TEST_CASE("clock faults without libfaketime are ServerUnavailable saying how to get it",
+          "[real][redis-server]") {
   testing::require_redis_server();
   setenv("LOCKSTEP_LIBFAKETIME", "/nonexistent-lockstep-dir/libfaketime.so.1", 1);
   const size_t registered_before = real::registered_child_count();
@@ -205,7 +227,8 @@ TEST_CASE("clock faults without libfaketime are ServerUnavailable saying how to 
     FAIL("a clock-faulted server started without libfaketime");
   } catch (const real::ServerUnavailable& error) {
     unsetenv("LOCKSTEP_LIBFAKETIME");
-    CHECK_THAT(error.what(), Catch::Contains("libfaketime") && Catch::Contains("apt-get install faketime libfaketime"));
+    CHECK_THAT(error.what(), Catch::Contains("libfaketime") &&
+                                 Catch::Contains("apt-get install faketime libfaketime"));
   }
   CHECK(real::registered_child_count() == registered_before);
 }
@@ -253,7 +276,8 @@ TEST_CASE("the registry kills every server it knows", "[real][redis-server]") {
     prctl(PR_SET_CHILD_SUBREAPER, 0);
     CHECK(WIFSIGNALED(server_status));
     CHECK(WTERMSIG(server_status) == SIGKILL);
-    std::filesystem::remove_all(started.dir);  // a signal-killed harness cannot remove its temp dirs
+    std::filesystem::remove_all(
+        started.dir);  // a signal-killed harness cannot remove its temp dirs
   }
 }
 

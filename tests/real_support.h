@@ -14,8 +14,8 @@
 
 #include "real/faketime.h"
 #include "real/mongod_server.h"
-#include "real/server_errors.h"
 #include "real/redis_server.h"
+#include "real/server_errors.h"
 
 namespace lockstep::testing {
 
@@ -37,7 +37,8 @@ inline void require_redis_server() {
 
 inline void require_libfaketime() {
   require_redis_server();
-  if (!real::find_libfaketime()) skip_or_fail("libfaketime not found (apt-get install faketime libfaketime)");
+  if (!real::find_libfaketime())
+    skip_or_fail("libfaketime not found (apt-get install faketime libfaketime)");
 }
 
 // MongoDB is not in Debian, so unlike Redis a missing mongod is a skip in CI too (exit 77 with

@@ -12,12 +12,18 @@
 namespace lockstep {
 namespace {
 
-RunReport run_real(const std::string& scenario, bool fencing_on = false, std::vector<std::string> sets = {}) {
-  return run_scenario({.scenario = scenario, .adapter = "redis", .world = "real", .fencing_on = fencing_on,
+RunReport run_real(const std::string& scenario, bool fencing_on = false,
+                   std::vector<std::string> sets = {}) {
+  return run_scenario({.scenario = scenario,
+                       .adapter = "redis",
+                       .world = "real",
+                       .fencing_on = fencing_on,
                        .sets = std::move(sets)});
 }
 
-bool violates(const RunReport& r, Invariant invariant) { return r.violated().count(invariant) != 0; }
+bool violates(const RunReport& r, Invariant invariant) {
+  return r.violated().count(invariant) != 0;
+}
 
 }  // namespace
 
@@ -33,7 +39,8 @@ TEST_CASE("real: stolen-lock keeps ownership, like the simulator", "[real][runne
   CHECK(sim.violated() == real.violated());
 }
 
-TEST_CASE("real: a failover to a lagging replica loses the lock and reissues the token", "[real][runner]") {
+TEST_CASE("real: a failover to a lagging replica loses the lock and reissues the token",
+          "[real][runner]") {
   testing::require_redis_server();
   const RunReport r = run_real("failover", /*fencing_on=*/true);
   INFO(to_text(r));
@@ -50,7 +57,8 @@ TEST_CASE("real: a partition heals and the cut-off client gets back in", "[real]
   CHECK(r.stats.acquisitions == 3);
 }
 
-TEST_CASE("real: scenarios that need the simulator are refused, and nothing is left running", "[real][runner]") {
+TEST_CASE("real: scenarios that need the simulator are refused, and nothing is left running",
+          "[real][runner]") {
   testing::require_redis_server();
   CHECK_THROWS_AS(run_real("pause-in-release"), UsageError);
   CHECK_THROWS_AS(run_real("crash-holder", false, {"crash_at=in-acquire"}), UsageError);

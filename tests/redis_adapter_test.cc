@@ -96,7 +96,8 @@ TEST_CASE("redis: fencing tokens strictly increase across releases and expiries"
   CHECK(raw(server, {"GET", "lock-fencing:k"}).str == "5");
 }
 
-TEST_CASE("redis: extend lengthens our lock and never brings back an expired one", "[redis][real]") {
+TEST_CASE("redis: extend lengthens our lock and never brings back an expired one",
+          "[redis][real]") {
   testing::require_redis_server();
   real::RedisServerProcess server;
   RedisClient a(server), b(server);
@@ -148,7 +149,8 @@ TEST_CASE("redis: key prefixes are honoured", "[redis][real]") {
   CHECK(raw(server, {"EXISTS", "lock:k"}).integer == 0);
 }
 
-TEST_CASE("redis: a paused, crashed or confused server is a BackendError, never a held lock", "[redis][real]") {
+TEST_CASE("redis: a paused, crashed or confused server is a BackendError, never a held lock",
+          "[redis][real]") {
   testing::require_redis_server();
   real::RedisServerProcess server;
   RedisClient a(server);
@@ -171,7 +173,8 @@ TEST_CASE("redis: a paused, crashed or confused server is a BackendError, never 
   raw(server, {"RPUSH", "lock:listy", "x"});
   Lock confused = a.locker.lock("listy", 5000);
   CHECK_THROWS_AS(confused.release(), BackendError);
-  CHECK_THROWS_WITH(confused.is_locked(), Catch::Contains("is_locked") && Catch::Contains("WRONGTYPE"));
+  CHECK_THROWS_WITH(confused.is_locked(),
+                    Catch::Contains("is_locked") && Catch::Contains("WRONGTYPE"));
 }
 
 }  // namespace lockstep

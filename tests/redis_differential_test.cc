@@ -41,11 +41,15 @@ class CommandGenerator {
       case 10: return {"EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0"};
       case 11: return {"SCRIPT", "LOAD", pick({grant_script().source, release_script().source})};
       case 12: return {"SETNX", key(), value()};
-      case 13: return {pick({"SET", "GET", "DEL", "PEXPIRE", "INCR", "EVAL"})};  // wrong number of arguments
-      default: return {"EVAL", pick({"return redis.call('GET', KEYS[1])", "return {1, 'a', false, 3}",
-                                     "return redis.pcall('INCR', KEYS[1])", "return {ok='FINE'}",
-                                     "return redis.call('SET', KEYS[1], ARGV[1], 'PX', '100000', 'GET')"}),
-                       "1", key(), value()};
+      case 13:
+        return {
+            pick({"SET", "GET", "DEL", "PEXPIRE", "INCR", "EVAL"})};  // wrong number of arguments
+      default:
+        return {"EVAL",
+                pick({"return redis.call('GET', KEYS[1])", "return {1, 'a', false, 3}",
+                      "return redis.pcall('INCR', KEYS[1])", "return {ok='FINE'}",
+                      "return redis.call('SET', KEYS[1], ARGV[1], 'PX', '100000', 'GET')"}),
+                "1", key(), value()};
     }
   }
 
@@ -64,7 +68,8 @@ class CommandGenerator {
   // script was cached, on both servers alike.
   Argv script(const RedisScript& s, Argv keys, Argv args) {
     const bool by_source = prng_.chance(1, 2);
-    Argv argv = {by_source ? "EVAL" : "EVALSHA", by_source ? s.source : s.sha1, std::to_string(keys.size())};
+    Argv argv = {by_source ? "EVAL" : "EVALSHA", by_source ? s.source : s.sha1,
+                 std::to_string(keys.size())};
     argv.insert(argv.end(), keys.begin(), keys.end());
     argv.insert(argv.end(), args.begin(), args.end());
     return argv;
@@ -72,20 +77,24 @@ class CommandGenerator {
   std::string key() { return pick({"k0", "k1", "k2"}); }
   std::string value() { return pick({"a", "b", "7", "-3"}); }
   std::string ttl() { return pick({"100000", "250000", "0"}); }
-  std::string pick(std::vector<std::string> choices) { return choices[prng_.below(choices.size())]; }
+  std::string pick(std::vector<std::string> choices) {
+    return choices[prng_.below(choices.size())];
+  }
 
   Prng prng_;
 };
 
 // PTTL of a key with a TTL counts down in real time: compare its sign only.
 RedisReply normalized(const Argv& argv, RedisReply reply) {
-  if (argv[0] == "PTTL" && reply.type == RedisReply::Type::integer && reply.integer > 0) reply.integer = 1;
+  if (argv[0] == "PTTL" && reply.type == RedisReply::Type::integer && reply.integer > 0)
+    reply.integer = 1;
   return reply;
 }
 
 std::string show(const Argv& argv) {
   std::string out;
-  for (const std::string& a : argv) out += (out.empty() ? "" : " ") + (a.size() > 40 ? a.substr(0, 37) + "..." : a);
+  for (const std::string& a : argv)
+    out += (out.empty() ? "" : " ") + (a.size() > 40 ? a.substr(0, 37) + "..." : a);
   return out;
 }
 
@@ -116,14 +125,15 @@ TEST_CASE("the simulated Redis node answers like redis-server 7.0", "[redis][rea
       if (actual != expected) {
         std::string context;
         for (const std::string& line : log) context += "  " + line + "\n";
-        FAIL(fmt::format("seed {} command {}: {}\n  real: {}\n  sim:  {}\nsequence:\n{}", seed, i, show(argv),
-                         describe(expected), describe(actual), context));
+        FAIL(fmt::format("seed {} command {}: {}\n  real: {}\n  sim:  {}\nsequence:\n{}", seed, i,
+                         show(argv), describe(expected), describe(actual), context));
       }
     }
   }
   // Every kind of reply was compared, errors and scripts' tables included.
-  for (RedisReply::Type type : {RedisReply::Type::status, RedisReply::Type::error, RedisReply::Type::integer,
-                                RedisReply::Type::nil, RedisReply::Type::string, RedisReply::Type::array}) {
+  for (RedisReply::Type type :
+       {RedisReply::Type::status, RedisReply::Type::error, RedisReply::Type::integer,
+        RedisReply::Type::nil, RedisReply::Type::string, RedisReply::Type::array}) {
     CHECK(compared[type] >= 10);
   }
   CHECK(noscript >= 10);

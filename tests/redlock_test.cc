@@ -1,5 +1,6 @@
 // Redlock: the algorithm in the simulator (quorum, validity with drift, cleanup, extend, max hold,
-// retry jitter, error causes), against 5 real redis-servers, and its scenarios and known-bad catches.
+// retry jitter, error causes), against 5 real redis-servers, and its scenarios and known-bad
+// catches.
 #include <catch2/catch.hpp>
 
 #include <functional>
@@ -26,14 +27,19 @@ struct SimRig {
       : world({.seed = 7, .network = network}), client(world.add_node("client")) {
     std::vector<sim::SimRedisConnection*> raw;
     for (int i = 0; i < nodes; ++i) {
-      servers.push_back(std::make_unique<sim::RedisNode>(world, sim::RedisNodeOptions{.name = "redis-" + std::to_string(i)}));
-      connections.push_back(std::make_unique<sim::SimRedisConnection>(world, client, *servers.back(), 0));
+      servers.push_back(std::make_unique<sim::RedisNode>(
+          world, sim::RedisNodeOptions{.name = "redis-" + std::to_string(i)}));
+      connections.push_back(
+          std::make_unique<sim::SimRedisConnection>(world, client, *servers.back(), 0));
       raw.push_back(connections.back().get());
     }
     fanout = std::make_unique<sim::SimRedisFanout>(world, raw);
   }
   RedlockManager manager(RedlockSettings settings = {}) {
-    return RedlockManager({.fanout = fanout.get(), .clock = &world.clock(client), .random = &random, .settings = settings});
+    return RedlockManager({.fanout = fanout.get(),
+                           .clock = &world.clock(client),
+                           .random = &random,
+                           .settings = settings});
   }
   void run(std::function<void()> body) {
     world.spawn(client, "test", std::move(body));
@@ -41,7 +47,8 @@ struct SimRig {
   }
   // Holds key on the first `count` nodes for another owner.
   void occupy(const std::string& key, int count) {
-    for (int i = 0; i < count; ++i) servers[static_cast<size_t>(i)]->execute({"SET", key, "other", "PX", "60000"}, 9);
+    for (int i = 0; i < count; ++i)
+      servers[static_cast<size_t>(i)]->execute({"SET", key, "other", "PX", "60000"}, 9);
   }
   int holders(const std::string& key, const std::string& value) const {
     int n = 0;
@@ -72,7 +79,8 @@ RedlockErrorCause cause_of(const std::function<void()>& fn) {
 
 }  // namespace
 
-TEST_CASE("redlock: a majority acquires, a minority does not, and the lock reports itself", "[redlock]") {
+TEST_CASE("redlock: a majority acquires, a minority does not, and the lock reports itself",
+          "[redlock]") {
   SimRig rig;
   rig.run([&] {
     RedlockManager manager = rig.manager({.duration_ms = 10'000, .max_hold_time_ms = 30'000});
@@ -118,7 +126,8 @@ TEST_CASE("redlock: two nodes down still make a majority, three do not", "[redlo
   });
 }
 
-TEST_CASE("redlock: replies slower than the lease fail with took too long, and are released", "[redlock]") {
+TEST_CASE("redlock: replies slower than the lease fail with took too long, and are released",
+          "[redlock]") {
   SimRig rig(5, {.latency_us_min = 200'000, .latency_us_max = 200'000});  // 400 ms round trips
   rig.run([&] {
     RedlockManager manager = rig.manager({.duration_ms = 404, .request_timeout_ms = 403});
@@ -129,7 +138,8 @@ TEST_CASE("redlock: replies slower than the lease fail with took too long, and a
   });
 }
 
-TEST_CASE("redlock: extend needs a majority, recomputes validity, and stops at the max hold time", "[redlock]") {
+TEST_CASE("redlock: extend needs a majority, recomputes validity, and stops at the max hold time",
+          "[redlock]") {
   SimRig rig;
   rig.run([&] {
     RedlockManager manager = rig.manager({.duration_ms = 1000, .max_hold_time_ms = 2500});
@@ -143,7 +153,8 @@ TEST_CASE("redlock: extend needs a majority, recomputes validity, and stops at t
     rig.world.sleep_for_us(600'000);
     CHECK(cause_of([&] { lock.extend(); }) == RedlockErrorCause::max_hold_exceeded);
     for (int i = 0; i < 3; ++i) rig.world.crash(rig.servers[static_cast<size_t>(i)]->node());
-    CHECK(cause_of([&] { lock.extend({.duration_ms = 100}); }) == RedlockErrorCause::no_longer_valid);
+    CHECK(cause_of([&] { lock.extend({.duration_ms = 100}); }) ==
+          RedlockErrorCause::no_longer_valid);
     CHECK(lock.remaining_ms() == 0);
     CHECK(cause_of([&] { lock.release(); }) == RedlockErrorCause::release_failure);
   });
@@ -166,35 +177,41 @@ TEST_CASE("redlock: retry delays are drawn in [0, retry_delay_ms]", "[redlock]")
 TEST_CASE("redlock: errors name their cause, and settings are validated", "[redlock]") {
   CHECK(to_string(RedlockErrorCause::not_enough_clients) == "not enough clients");
   CHECK(to_string(RedlockErrorCause::took_too_long) == "took too long to acquire");
-  CHECK(std::string(RedlockError(RedlockErrorCause::max_hold_exceeded, "x").what()) == "max hold time exceeded: x");
+  CHECK(std::string(RedlockError(RedlockErrorCause::max_hold_exceeded, "x").what()) ==
+        "max hold time exceeded: x");
   CHECK_THROWS_AS(validate(RedlockSettings{.drift_factor = 1.5}), ValidationError);
-  CHECK_THROWS_AS(validate(RedlockSettings{.duration_ms = 100, .request_timeout_ms = 100}), ValidationError);
+  CHECK_THROWS_AS(validate(RedlockSettings{.duration_ms = 100, .request_timeout_ms = 100}),
+                  ValidationError);
   CHECK_THROWS_AS(validate(RedlockSettings{.max_hold_time_ms = 5}), ValidationError);
   CHECK(drift_allowance_us(10'000, 0.001, 5) == 15'000);
   CHECK(validity_us(10'000, 2'000, RedlockSettings{}) == 10'000'000 - 2'000 - 15'000);
 }
 
-TEST_CASE("redlock scenarios: clock-jump and crash-restart break lease exclusion, the remedies hold",
-          "[redlock][runner]") {
+TEST_CASE(
+    "redlock scenarios: clock-jump and crash-restart break lease exclusion, the remedies hold",
+    "[redlock][runner]") {
   const RunReport jump = run_scenario({.scenario = "clock-jump", .adapter = "redlock"});
   INFO(to_text(jump));
   CHECK(jump.violated().count(Invariant::lease_exclusion) == 1);
   CHECK(jump.matches_expectation());
   for (const std::vector<std::string>& sets :
        {std::vector<std::string>{}, std::vector<std::string>{"persistence=everysec"}}) {
-    const RunReport crash = run_scenario({.scenario = "crash-restart", .adapter = "redlock", .sets = sets});
+    const RunReport crash =
+        run_scenario({.scenario = "crash-restart", .adapter = "redlock", .sets = sets});
     CHECK(crash.violated().count(Invariant::lease_exclusion) == 1);
     CHECK(crash.matches_expectation());
   }
-  for (const std::vector<std::string>& sets :
-       {std::vector<std::string>{"restart_delay_ms=5000"}, std::vector<std::string>{"persistence=always"}}) {
-    const RunReport safe = run_scenario({.scenario = "crash-restart", .adapter = "redlock", .sets = sets});
+  for (const std::vector<std::string>& sets : {std::vector<std::string>{"restart_delay_ms=5000"},
+                                               std::vector<std::string>{"persistence=always"}}) {
+    const RunReport safe =
+        run_scenario({.scenario = "crash-restart", .adapter = "redlock", .sets = sets});
     INFO(to_text(safe));
     CHECK(safe.ok());
   }
 }
 
-TEST_CASE("each known-bad Redlock variant is caught in the simulator", "[redlock][runner][known-bad]") {
+TEST_CASE("each known-bad Redlock variant is caught in the simulator",
+          "[redlock][runner][known-bad]") {
   register_known_bad_adapters();
   struct Detection {
     const char* adapter;
@@ -204,46 +221,58 @@ TEST_CASE("each known-bad Redlock variant is caught in the simulator", "[redlock
   };
   for (const Detection& c :
        {Detection{"bad-redlock-half-quorum", "split-vote", {}, Invariant::mutual_exclusion},
-        Detection{"bad-redlock-half-quorum", "clock-jump", {"jump_ms=0"}, Invariant::mutual_exclusion},
-        Detection{"bad-redlock-no-elapsed", "slow-acquire", {"pause_ms=497", "a_hold_ms=200"}, Invariant::mutual_exclusion},
+        Detection{
+            "bad-redlock-half-quorum", "clock-jump", {"jump_ms=0"}, Invariant::mutual_exclusion},
+        Detection{"bad-redlock-no-elapsed",
+                  "slow-acquire",
+                  {"pause_ms=497", "a_hold_ms=200"},
+                  Invariant::mutual_exclusion},
         Detection{"bad-redlock-no-cleanup", "split-vote", {}, Invariant::liveness}}) {
     INFO(c.adapter << " in " << c.scenario);
     for (uint64_t seed : {1, 2, 3}) {
-      const RunReport bad = run_scenario({.scenario = c.scenario, .adapter = c.adapter, .seed = seed, .sets = c.sets});
+      const RunReport bad = run_scenario(
+          {.scenario = c.scenario, .adapter = c.adapter, .seed = seed, .sets = c.sets});
       INFO(to_text(bad));
       CHECK(bad.violated().count(c.invariant) == 1);
       CHECK(bad.matches_expectation());
       // The production Redlock holds on the very same timeline.
-      const RunReport good = run_scenario({.scenario = c.scenario, .adapter = "redlock", .seed = seed, .sets = c.sets});
+      const RunReport good = run_scenario(
+          {.scenario = c.scenario, .adapter = "redlock", .seed = seed, .sets = c.sets});
       INFO(to_text(good));
       CHECK(good.ok());
     }
   }
 }
 
-TEST_CASE("redlock: every scenario that applies matches its expectation in the simulator", "[redlock][runner]") {
+TEST_CASE("redlock: every scenario that applies matches its expectation in the simulator",
+          "[redlock][runner]") {
   for (const Scenario& scenario : scenarios()) {
     if (!scenario.applies_to("redlock") || !scenario.runs_in("sim")) continue;
     for (bool fencing_on : {false, true}) {
-      const RunReport r = run_scenario({.scenario = scenario.name, .adapter = "redlock", .fencing_on = fencing_on});
+      const RunReport r =
+          run_scenario({.scenario = scenario.name, .adapter = "redlock", .fencing_on = fencing_on});
       INFO(to_text(r));
       CHECK(r.matches_expectation());
     }
   }
   // 3 and 7 nodes run too.
   for (const char* nodes : {"nodes=3", "nodes=7"}) {
-    const RunReport r = run_scenario({.scenario = "partition", .adapter = "redlock", .sets = {nodes}});
+    const RunReport r =
+        run_scenario({.scenario = "partition", .adapter = "redlock", .sets = {nodes}});
     INFO(to_text(r));
     CHECK(r.ok());
   }
 }
 
-TEST_CASE("redlock in the simulator: the same seed gives the same trace hash", "[redlock][determinism]") {
+TEST_CASE("redlock in the simulator: the same seed gives the same trace hash",
+          "[redlock][determinism]") {
   for (const char* scenario : {"clock-jump", "split-vote", "retry-storm"}) {
     INFO(scenario);
     const RunReport first = run_scenario({.scenario = scenario, .adapter = "redlock", .seed = 5});
-    CHECK(first.trace_hash == run_scenario({.scenario = scenario, .adapter = "redlock", .seed = 5}).trace_hash);
-    CHECK(first.trace_hash != run_scenario({.scenario = scenario, .adapter = "redlock", .seed = 6}).trace_hash);
+    CHECK(first.trace_hash ==
+          run_scenario({.scenario = scenario, .adapter = "redlock", .seed = 5}).trace_hash);
+    CHECK(first.trace_hash !=
+          run_scenario({.scenario = scenario, .adapter = "redlock", .seed = 6}).trace_hash);
   }
 }
 
@@ -259,7 +288,8 @@ struct RealNodes {
     fanout = std::make_unique<PollingFanout>(std::move(options));
   }
   RedlockManager manager(RedlockSettings settings = {}) {
-    return RedlockManager({.fanout = fanout.get(), .clock = &clock, .random = &random, .settings = settings});
+    return RedlockManager(
+        {.fanout = fanout.get(), .clock = &clock, .random = &random, .settings = settings});
   }
   std::vector<std::unique_ptr<real::RedisServerProcess>> servers;
   std::unique_ptr<PollingFanout> fanout;
@@ -283,7 +313,8 @@ TEST_CASE("real redlock: acquire, extend, release on 5 redis-servers", "[redlock
   CHECK(again.release());
 }
 
-TEST_CASE("real redlock: one node paused is still a majority, three nodes down are not enough", "[redlock][real]") {
+TEST_CASE("real redlock: one node paused is still a majority, three nodes down are not enough",
+          "[redlock][real]") {
   testing::require_redis_server();
   RealNodes nodes;
   RedlockManager manager = nodes.manager({.duration_ms = 2000, .request_timeout_ms = 100});
@@ -294,7 +325,8 @@ TEST_CASE("real redlock: one node paused is still a majority, three nodes down a
   nodes.servers[0]->resume();
   for (int i = 2; i < 5; ++i) nodes.servers[static_cast<size_t>(i)]->crash();
   CHECK(cause_of([&] { manager.acquire("k"); }) == RedlockErrorCause::not_enough_clients);
-  nodes.servers[4]->restart();  // back empty: a majority again (node 0 still holds "k": its release timed out)
+  nodes.servers[4]
+      ->restart();  // back empty: a majority again (node 0 still holds "k": its release timed out)
   RedlockLock back = manager.acquire("k2");
   back.release();
 }
@@ -307,15 +339,19 @@ TEST_CASE("real redlock: scenarios against 5 redis-servers", "[redlock][real][ru
     CHECK(r.end == "complete");
     CHECK(r.matches_expectation());
   }
-  const RunReport remedy = run_scenario(
-      {.scenario = "crash-restart", .adapter = "redlock", .world = "real", .sets = {"restart_delay_ms=5000"}});
+  const RunReport remedy = run_scenario({.scenario = "crash-restart",
+                                         .adapter = "redlock",
+                                         .world = "real",
+                                         .sets = {"restart_delay_ms=5000"}});
   INFO(to_text(remedy));
   CHECK(remedy.ok());
 }
 
-TEST_CASE("real redlock: a node's clock jump through libfaketime gives two majorities", "[redlock][real][runner]") {
+TEST_CASE("real redlock: a node's clock jump through libfaketime gives two majorities",
+          "[redlock][real][runner]") {
   testing::require_libfaketime();
-  const RunReport r = run_scenario({.scenario = "clock-jump", .adapter = "redlock", .world = "real"});
+  const RunReport r =
+      run_scenario({.scenario = "clock-jump", .adapter = "redlock", .world = "real"});
   INFO(to_text(r));
   CHECK(r.matches_expectation());
 }

@@ -156,7 +156,8 @@ int run_chromium(const std::string& binary, const fs::path& work, std::vector<st
 
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
-  posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, out_file.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&files, STDERR_FILENO, (work / "chromium.log").c_str(),
                                    O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawnattr_t attr;
@@ -199,7 +200,8 @@ TEST_CASE("the timeline is one self-contained file with the run embedded", "[rep
 }
 
 TEST_CASE("embedded text cannot break out of the page", "[report][html]") {
-  CHECK(lockstep::html_escape("<a href=\"x\">'&'</a>") == "&lt;a href=&quot;x&quot;&gt;&apos;&amp;&apos;&lt;/a&gt;");
+  CHECK(lockstep::html_escape("<a href=\"x\">'&'</a>") ==
+        "&lt;a href=&quot;x&quot;&gt;&apos;&amp;&apos;&lt;/a&gt;");
   const nlohmann::json nasty = {{"detail", "</script><script>alert(1)</script><!--"}};
   const std::string safe = lockstep::script_safe_json(nasty);
   CHECK(safe.find('<') == std::string::npos);
@@ -215,7 +217,8 @@ TEST_CASE("write_report writes the timeline beside the JSON and trace", "[report
   CHECK(slurp(html).find("mutual_exclusion") != std::string::npos);
 }
 
-TEST_CASE("chromium renders a gc-pause timeline with both holders and the violation", "[report][html][browser]") {
+TEST_CASE("chromium renders a gc-pause timeline with both holders and the violation",
+          "[report][html][browser]") {
   const std::optional<std::string> chromium = find_chromium();
   if (!chromium) lockstep::testing::skip_or_fail("chromium not found (apt-get install chromium)");
   TempDir dir("lockstep-html-browser");
@@ -225,7 +228,8 @@ TEST_CASE("chromium renders a gc-pause timeline with both holders and the violat
   const std::string url = "file://" + html.string();
 
   const fs::path dom_file = dir.path / "dom.html";
-  REQUIRE(run_chromium(*chromium, dir.path, {"--dump-dom", url}, dom_file, std::chrono::seconds(20)) == 0);
+  REQUIRE(run_chromium(*chromium, dir.path, {"--dump-dom", url}, dom_file,
+                       std::chrono::seconds(20)) == 0);
   const std::string dom = slurp(dom_file);
   INFO(slurp(dir.path / "chromium.log").substr(0, 2000));
 
@@ -247,7 +251,8 @@ TEST_CASE("chromium renders a gc-pause timeline with both holders and the violat
   CHECK(leases["0"] >= 1);
   CHECK(leases["1"] >= 1);
   const auto overlap = [](const Attributes& a, const Attributes& b) {
-    return a.at("data-client") != b.at("data-client") && number(a, "data-start-us") < number(b, "data-end-us") &&
+    return a.at("data-client") != b.at("data-client") &&
+           number(a, "data-start-us") < number(b, "data-end-us") &&
            number(b, "data-start-us") < number(a, "data-end-us");
   };
   bool overlapping = false;
@@ -269,7 +274,8 @@ TEST_CASE("chromium renders a gc-pause timeline with both holders and the violat
 
   // And it paints: a real PNG with more in it than a blank page.
   const fs::path png = dir.path / "timeline.png";
-  REQUIRE(run_chromium(*chromium, dir.path, {"--window-size=1400,700", "--screenshot=" + png.string(), url},
+  REQUIRE(run_chromium(*chromium, dir.path,
+                       {"--window-size=1400,700", "--screenshot=" + png.string(), url},
                        dir.path / "screenshot.out", std::chrono::seconds(20)) == 0);
   REQUIRE(fs::exists(png));
   const std::string bytes = slurp(png);

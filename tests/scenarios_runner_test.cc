@@ -1,5 +1,6 @@
 // The runner end to end in the simulator: every catalogue scenario against the in-memory adapter,
-// determinism of trace hashes, the docs/DESIGN.md "done when" of gc-pause, reports and option errors.
+// determinism of trace hashes, the docs/DESIGN.md "done when" of gc-pause, reports and option
+// errors.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -11,17 +12,23 @@
 namespace lockstep {
 namespace {
 
-RunReport run(const std::string& scenario, const std::string& adapter, uint64_t seed = 1, bool fencing_on = false,
-              std::vector<std::string> sets = {}) {
-  return run_scenario(
-      {.scenario = scenario, .adapter = adapter, .seed = seed, .fencing_on = fencing_on, .sets = std::move(sets)});
+RunReport run(const std::string& scenario, const std::string& adapter, uint64_t seed = 1,
+              bool fencing_on = false, std::vector<std::string> sets = {}) {
+  return run_scenario({.scenario = scenario,
+                       .adapter = adapter,
+                       .seed = seed,
+                       .fencing_on = fencing_on,
+                       .sets = std::move(sets)});
 }
 
-bool violates(const RunReport& r, Invariant invariant) { return r.violated().count(invariant) != 0; }
+bool violates(const RunReport& r, Invariant invariant) {
+  return r.violated().count(invariant) != 0;
+}
 
 }  // namespace
 
-TEST_CASE("every catalogue scenario matches its expectation for memory, fencing off and on", "[runner]") {
+TEST_CASE("every catalogue scenario matches its expectation for memory, fencing off and on",
+          "[runner]") {
   for (const Scenario& scenario : scenarios()) {
     if (!scenario.applies_to("memory")) continue;
     for (bool fencing_on : {false, true}) {
@@ -36,7 +43,8 @@ TEST_CASE("every catalogue scenario matches its expectation for memory, fencing 
   }
 }
 
-TEST_CASE("the same seed gives the same trace hash, different seeds give different hashes", "[runner][determinism]") {
+TEST_CASE("the same seed gives the same trace hash, different seeds give different hashes",
+          "[runner][determinism]") {
   for (const Scenario& scenario : scenarios()) {
     if (!scenario.applies_to("memory")) continue;
     INFO(scenario.name);
@@ -62,7 +70,8 @@ TEST_CASE("gc-pause: mutual exclusion is lost, fencing keeps the update", "[runn
   CHECK_FALSE(violates(on, Invariant::no_lost_update));
   CHECK_FALSE(violates(on, Invariant::fencing));
 
-  // The mutual exclusion violation names both clients, the key, a time inside A's pause, and an excerpt.
+  // The mutual exclusion violation names both clients, the key, a time inside A's pause, and an
+  // excerpt.
   const auto& v = off.violations.front();
   CHECK(v.violation.invariant == Invariant::mutual_exclusion);
   CHECK(v.violation.clients == std::vector<int>{0, 1});
@@ -91,12 +100,14 @@ TEST_CASE("crash-holder: another client acquires after the TTL (liveness)", "[ru
   CHECK_FALSE(violates(impatient, Invariant::liveness));
   bool contended = false;
   for (const HistoryEvent& e : impatient.history.events()) {
-    if (e.kind == EventKind::complete && e.op == Op::acquire && e.client == 1) contended = e.outcome == Outcome::contended;
+    if (e.kind == EventKind::complete && e.op == Op::acquire && e.client == 1)
+      contended = e.outcome == Outcome::contended;
   }
   CHECK(contended);
 }
 
-TEST_CASE("the known-bad release without owner check is caught by stolen-lock", "[runner][known-bad]") {
+TEST_CASE("the known-bad release without owner check is caught by stolen-lock",
+          "[runner][known-bad]") {
   register_known_bad_adapters();
   const RunReport good = run("stolen-lock", "memory");
   CHECK_FALSE(violates(good, Invariant::ownership));
@@ -106,20 +117,26 @@ TEST_CASE("the known-bad release without owner check is caught by stolen-lock", 
 }
 
 TEST_CASE("bad input is a UsageError naming the valid choices", "[runner][usage]") {
-  CHECK_THROWS_WITH(run("no-such-scenario", "memory"), Catch::Contains("valid scenarios") && Catch::Contains("gc-pause"));
-  CHECK_THROWS_WITH(run("gc-pause", "no-such-adapter"), Catch::Contains("valid adapters") && Catch::Contains("memory"));
+  CHECK_THROWS_WITH(run("no-such-scenario", "memory"),
+                    Catch::Contains("valid scenarios") && Catch::Contains("gc-pause"));
+  CHECK_THROWS_WITH(run("gc-pause", "no-such-adapter"),
+                    Catch::Contains("valid adapters") && Catch::Contains("memory"));
   CHECK_THROWS_WITH(run("gc-pause", "memory", 1, false, {"bogus=1"}),
                     Catch::Contains("unknown option") && Catch::Contains("ttl_ms"));
-  CHECK_THROWS_WITH(run("gc-pause", "memory", 1, false, {"ttl_ms=soon"}), Catch::Contains("not an integer"));
+  CHECK_THROWS_WITH(run("gc-pause", "memory", 1, false, {"ttl_ms=soon"}),
+                    Catch::Contains("not an integer"));
   CHECK_THROWS_WITH(run("gc-pause", "memory", 1, false, {"ttl_ms"}), Catch::Contains("KEY=VALUE"));
   register_known_bad_adapters();
-  CHECK_THROWS_WITH(run_scenario({.scenario = "gc-pause", .adapter = "bad-memory-no-owner-check", .world = "real"}),
-                    Catch::Contains("does not run in world"));
+  CHECK_THROWS_WITH(
+      run_scenario(
+          {.scenario = "gc-pause", .adapter = "bad-memory-no-owner-check", .world = "real"}),
+      Catch::Contains("does not run in world"));
   CHECK_THROWS_WITH(run_scenario({.scenario = "slow-acquire", .adapter = "redis", .world = "real"}),
                     Catch::Contains("only exist in: sim"));
 }
 
-TEST_CASE("a run that hits the event bound ends with an error, not a verdict of safety", "[runner]") {
+TEST_CASE("a run that hits the event bound ends with an error, not a verdict of safety",
+          "[runner]") {
   RunReport r = run_scenario({.scenario = "gc-pause", .adapter = "memory", .events_max = 2});
   CHECK(r.end == "event_bound");
   CHECK(verdict(r) == "error");
@@ -140,7 +157,8 @@ TEST_CASE("a report written to disk replays to the same trace hash", "[runner][r
   CHECK(run_scenario(spec.config).trace_hash == r.trace_hash);
 
   const nlohmann::json j = to_json(r);
-  for (const char* field : {"verdict", "seed", "trace_hash", "violations", "stats", "replay"}) CHECK(j.contains(field));
+  for (const char* field : {"verdict", "seed", "trace_hash", "violations", "stats", "replay"})
+    CHECK(j.contains(field));
   for (const char* field : {"events", "ops", "acquisitions", "sim_time_us", "wall_time_us"}) {
     CHECK(j["stats"].contains(field));
   }
@@ -161,23 +179,27 @@ TEST_CASE("each known-bad Redis variant is caught in the simulator", "[runner][k
     std::vector<std::string> sets;
     Invariant invariant;
   };
-  for (const Detection& c : {Detection{"bad-del-release", "stolen-lock", {}, Invariant::ownership},
-                         Detection{"bad-get-del-release", "pause-in-release", {}, Invariant::ownership},
-                         Detection{"bad-pexpire-extend", "stolen-lock", {}, Invariant::ownership},
-                         Detection{"bad-setnx-expire", "crash-holder", {"crash_at=in-acquire"}, Invariant::liveness},
-                         Detection{"bad-random-token", "retry-storm", {}, Invariant::fencing}}) {
+  for (const Detection& c :
+       {Detection{"bad-del-release", "stolen-lock", {}, Invariant::ownership},
+        Detection{"bad-get-del-release", "pause-in-release", {}, Invariant::ownership},
+        Detection{"bad-pexpire-extend", "stolen-lock", {}, Invariant::ownership},
+        Detection{"bad-setnx-expire", "crash-holder", {"crash_at=in-acquire"}, Invariant::liveness},
+        Detection{"bad-random-token", "retry-storm", {}, Invariant::fencing}}) {
     INFO(c.adapter);
-    const RunReport bad = run_scenario({.scenario = c.scenario, .adapter = c.adapter, .sets = c.sets});
+    const RunReport bad =
+        run_scenario({.scenario = c.scenario, .adapter = c.adapter, .sets = c.sets});
     CHECK(bad.violated().count(c.invariant) == 1);
     CHECK(bad.matches_expectation());
     // The production adapter holds on the very same timeline.
-    const RunReport good = run_scenario({.scenario = c.scenario, .adapter = "redis", .sets = c.sets});
+    const RunReport good =
+        run_scenario({.scenario = c.scenario, .adapter = "redis", .sets = c.sets});
     CHECK(good.violated().count(c.invariant) == 0);
   }
 }
 
-TEST_CASE("redis in the simulator: failover violates exclusion, a paused reply never yields a held lock",
-          "[runner][redis]") {
+TEST_CASE(
+    "redis in the simulator: failover violates exclusion, a paused reply never yields a held lock",
+    "[runner][redis]") {
   const RunReport failover = run_scenario({.scenario = "failover", .adapter = "redis"});
   CHECK(failover.violated().count(Invariant::mutual_exclusion) == 1);
   CHECK(failover.violated().count(Invariant::lease_exclusion) == 1);
@@ -186,7 +208,8 @@ TEST_CASE("redis in the simulator: failover violates exclusion, a paused reply n
   CHECK(slow.ok());
   bool a_failed = false;
   for (const HistoryEvent& e : slow.history.events()) {
-    if (e.kind == EventKind::complete && e.op == Op::acquire && e.client == 0) a_failed = e.outcome != Outcome::ok;
+    if (e.kind == EventKind::complete && e.op == Op::acquire && e.client == 0)
+      a_failed = e.outcome != Outcome::ok;
   }
   CHECK(a_failed);  // the grant arrived after its TTL: not reported as held
 }

@@ -9,8 +9,8 @@
 #include "sim/mongo/collection.h"
 #include "sim/mongo/commands.h"
 
-using lockstep::MongoDocument;
 using lockstep::mongo_date;
+using lockstep::MongoDocument;
 using namespace lockstep::sim::mongo;
 
 namespace {
@@ -29,14 +29,16 @@ struct Server {
                        .database = "lockstep",
                        .now_ms = now_ms,
                        .members = 3,
-                       .next_id = [this] {
-                         const std::string n = std::to_string(++ids);
-                         return Doc{{"$oid", std::string(24 - n.size(), '0') + n}};
-                       },
-                       .majority_view = [this](const std::string& ns) {
-                         const Collection* c = db.find(ns);
-                         return c ? *c : Collection();
-                       }};
+                       .next_id =
+                           [this] {
+                             const std::string n = std::to_string(++ids);
+                             return Doc{{"$oid", std::string(24 - n.size(), '0') + n}};
+                           },
+                       .majority_view =
+                           [this](const std::string& ns) {
+                             const Collection* c = db.find(ns);
+                             return c ? *c : Collection();
+                           }};
     CommandResult result = run_data_command(command, ctx);
     ops = result.ops;
     return result.reply;
@@ -51,24 +53,33 @@ struct Server {
 };
 
 Doc lock_indexes() {
-  return Doc{{"createIndexes", "locks"},
-             {"indexes", Doc::array({Doc{{"key", {{"key", 1}}}, {"name", "key_1"}, {"unique", true}},
-                                     Doc{{"key", {{"expire_at", 1}}}, {"name", "expire_at_1"}, {"expireAfterSeconds", 0}}})},
-             {"writeConcern", {{"w", "majority"}, {"wtimeout", 5000}}}};
+  return Doc{
+      {"createIndexes", "locks"},
+      {"indexes",
+       Doc::array(
+           {Doc{{"key", {{"key", 1}}}, {"name", "key_1"}, {"unique", true}},
+            Doc{{"key", {{"expire_at", 1}}}, {"name", "expire_at_1"}, {"expireAfterSeconds", 0}}})},
+      {"writeConcern", {{"w", "majority"}, {"wtimeout", 5000}}}};
 }
 
 Doc update(Doc q, Doc u, bool upsert, std::string coll = "locks") {
-  return Doc{{"update", coll},
-             {"updates", Doc::array({Doc{{"q", std::move(q)}, {"u", std::move(u)}, {"upsert", upsert}, {"multi", false}}})},
-             {"ordered", true},
-             {"writeConcern", {{"w", 1}}}};
+  return Doc{
+      {"update", coll},
+      {"updates",
+       Doc::array(
+           {Doc{{"q", std::move(q)}, {"u", std::move(u)}, {"upsert", upsert}, {"multi", false}}})},
+      {"ordered", true},
+      {"writeConcern", {{"w", 1}}}};
 }
 
-// The adapter's acquire: upsert {key, expired by $$NOW} -> pipeline {value, expire_at: $$NOW + ttl}.
+// The adapter's acquire: upsert {key, expired by $$NOW} -> pipeline {value, expire_at: $$NOW +
+// ttl}.
 Doc acquire(const std::string& key, const std::string& value, int64_t ttl_ms) {
-  return update(Doc{{"key", key}, {"$expr", {{"$lt", Doc::array({"$expire_at", "$$NOW"})}}}},
-                Doc::array({Doc{{"$set", {{"value", value}, {"expire_at", {{"$add", Doc::array({"$$NOW", ttl_ms})}}}}}}}),
-                true);
+  return update(
+      Doc{{"key", key}, {"$expr", {{"$lt", Doc::array({"$expire_at", "$$NOW"})}}}},
+      Doc::array({Doc{
+          {"$set", {{"value", value}, {"expire_at", {{"$add", Doc::array({"$$NOW", ttl_ms})}}}}}}}),
+      true);
 }
 
 Doc find(Doc filter, std::string coll = "locks") {
@@ -79,7 +90,8 @@ Doc first_batch(const Doc& reply) { return reply["cursor"]["firstBatch"]; }
 
 }  // namespace
 
-TEST_CASE("commands: a unique index refuses a duplicate key with mongod's E11000 message", "[sim][mongo][commands]") {
+TEST_CASE("commands: a unique index refuses a duplicate key with mongod's E11000 message",
+          "[sim][mongo][commands]") {
   Server s;
   REQUIRE(s.run(lock_indexes())["ok"] == 1);
   const Doc first = s.run(acquire("k", "owner-a", 10'000));
@@ -98,7 +110,9 @@ TEST_CASE("commands: a unique index refuses a duplicate key with mongod's E11000
   const Doc& e = second["writeErrors"][0];
   CHECK(e["index"] == 0);
   CHECK(e["code"] == 11000);
-  CHECK(e["errmsg"] == "E11000 duplicate key error collection: lockstep.locks index: key_1 dup key: { key: \"k\" }");
+  CHECK(
+      e["errmsg"] ==
+      "E11000 duplicate key error collection: lockstep.locks index: key_1 dup key: { key: \"k\" }");
   CHECK(e["keyPattern"] == Doc{{"key", 1}});
   CHECK(e["keyValue"] == Doc{{"key", "k"}});
   CHECK(s.ops.empty());
@@ -106,7 +120,8 @@ TEST_CASE("commands: a unique index refuses a duplicate key with mongod's E11000
   CHECK(s.docs()[0]["value"] == "owner-a");
 }
 
-TEST_CASE("commands: createIndexes is idempotent and an index build over duplicates fails", "[sim][mongo][commands]") {
+TEST_CASE("commands: createIndexes is idempotent and an index build over duplicates fails",
+          "[sim][mongo][commands]") {
   Server s;
   const Doc created = s.run(lock_indexes());
   CHECK(created["numIndexesBefore"] == 1);
@@ -137,8 +152,10 @@ TEST_CASE("commands: createIndexes is idempotent and an index build over duplica
   CHECK(t.ops.empty());
 }
 
-TEST_CASE("commands: an upsert inserts the filter's equalities plus the update, with a generated _id first",
-          "[sim][mongo][commands]") {
+TEST_CASE(
+    "commands: an upsert inserts the filter's equalities plus the update, with a generated _id "
+    "first",
+    "[sim][mongo][commands]") {
   Server s;
   s.run(lock_indexes());
   s.run(acquire("k", "a", 1500));
@@ -165,8 +182,10 @@ TEST_CASE("commands: an upsert inserts the filter's equalities plus the update, 
   CHECK(s.ops[0].before["value"] == "a");
 
   // $setOnInsert applies only when inserting; $inc of a missing field sets it.
-  s.run(update(Doc{{"key", "c"}}, Doc{{"$setOnInsert", {{"created", 1}}}, {"$inc", {{"n", 5}}}}, true));
-  s.run(update(Doc{{"key", "c"}}, Doc{{"$setOnInsert", {{"created", 2}}}, {"$inc", {{"n", 5}}}}, true));
+  s.run(update(Doc{{"key", "c"}}, Doc{{"$setOnInsert", {{"created", 1}}}, {"$inc", {{"n", 5}}}},
+               true));
+  s.run(update(Doc{{"key", "c"}}, Doc{{"$setOnInsert", {{"created", 2}}}, {"$inc", {{"n", 5}}}},
+               true));
   const Doc c = s.docs()[1];
   CHECK(c["created"] == 1);
   CHECK(c["n"] == 10);
@@ -174,7 +193,8 @@ TEST_CASE("commands: an upsert inserts the filter's equalities plus the update, 
 
 TEST_CASE("commands: filters follow mongod's comparison rules", "[sim][mongo][commands]") {
   Server s;
-  s.run(update(Doc{{"key", "dated"}}, Doc{{"$set", {{"expire_at", mongo_date(kNowMs - 1)}, {"n", 1}}}}, true));
+  s.run(update(Doc{{"key", "dated"}},
+               Doc{{"$set", {{"expire_at", mongo_date(kNowMs - 1)}, {"n", 1}}}}, true));
   s.run(update(Doc{{"key", "undated"}}, Doc{{"$set", {{"n", 2.0}}}}, true));
   auto keys = [&](const Doc& filter) {
     std::vector<std::string> out;
@@ -189,14 +209,19 @@ TEST_CASE("commands: filters follow mongod's comparison rules", "[sim][mongo][co
   CHECK(keys(Doc{{"expire_at", {{"$gt", mongo_date(kNowMs - 2)}}}}) == V{"dated"});
   CHECK(keys(Doc{{"expire_at", {{"$lt", 5}}}}).empty());  // numbers do not compare with dates
   // $expr compares across types in BSON order: missing sorts first.
-  CHECK(keys(Doc{{"$expr", {{"$lt", Doc::array({"$expire_at", "$$NOW"})}}}}) == V{"dated", "undated"});
+  CHECK(keys(Doc{{"$expr", {{"$lt", Doc::array({"$expire_at", "$$NOW"})}}}}) ==
+        V{"dated", "undated"});
   CHECK(keys(Doc{{"$expr", {{"$gt", Doc::array({"$expire_at", "$$NOW"})}}}}).empty());
-  CHECK(keys(Doc{{"$expr", {{"$gt", Doc::array({{{"$add", Doc::array({"$expire_at", 2})}}, "$$NOW"})}}}}) == V{"dated"});
+  CHECK(keys(Doc{{"$expr",
+                  {{"$gt", Doc::array({{{"$add", Doc::array({"$expire_at", 2})}}, "$$NOW"})}}}}) ==
+        V{"dated"});
   // Numbers compare by value across int and double; null matches missing.
   CHECK(keys(Doc{{"n", 2}}) == V{"undated"});
   CHECK(keys(Doc{{"expire_at", nullptr}}) == V{"undated"});
-  CHECK(keys(Doc{{"$or", Doc::array({Doc{{"n", 1}}, Doc{{"n", {{"$gte", 2}}}}})}}) == V{"dated", "undated"});
-  CHECK(keys(Doc{{"$and", Doc::array({Doc{{"n", {{"$ne", 1}}}}, Doc{{"key", "undated"}}})}}) == V{"undated"});
+  CHECK(keys(Doc{{"$or", Doc::array({Doc{{"n", 1}}, Doc{{"n", {{"$gte", 2}}}}})}}) ==
+        V{"dated", "undated"});
+  CHECK(keys(Doc{{"$and", Doc::array({Doc{{"n", {{"$ne", 1}}}}, Doc{{"key", "undated"}}})}}) ==
+        V{"undated"});
 
   // mongod refuses unknown operators: a command error for find, a writeError for update.
   const Doc bad_find = s.run(find(Doc{{"n", {{"$near", 1}}}}));
@@ -209,8 +234,12 @@ TEST_CASE("commands: filters follow mongod's comparison rules", "[sim][mongo][co
 
 TEST_CASE("commands: findAndModify upserts and increments a counter", "[sim][mongo][commands]") {
   Server s;
-  const Doc cmd{{"findAndModify", "lock_fencing"}, {"query", {{"_id", "k"}}}, {"update", {{"$inc", {{"n", 1}}}}},
-                {"new", true}, {"upsert", true}, {"writeConcern", {{"w", "majority"}, {"wtimeout", 5000}}}};
+  const Doc cmd{{"findAndModify", "lock_fencing"},
+                {"query", {{"_id", "k"}}},
+                {"update", {{"$inc", {{"n", 1}}}}},
+                {"new", true},
+                {"upsert", true},
+                {"writeConcern", {{"w", "majority"}, {"wtimeout", 5000}}}};
   const Doc first = s.run(cmd);
   CHECK(first == Doc{{"lastErrorObject", {{"n", 1}, {"updatedExisting", false}, {"upserted", "k"}}},
                      {"value", {{"_id", "k"}, {"n", 1}}},
@@ -224,7 +253,8 @@ TEST_CASE("commands: findAndModify upserts and increments a counter", "[sim][mon
   CHECK(s.docs("lockstep.lock_fencing").at(0)["n"] == 3);
 }
 
-TEST_CASE("commands: delete, find limits, no-op updates and refused commands", "[sim][mongo][commands]") {
+TEST_CASE("commands: delete, find limits, no-op updates and refused commands",
+          "[sim][mongo][commands]") {
   Server s;
   s.run(update(Doc{{"key", "a"}}, Doc{{"$set", {{"value", "x"}}}}, true));
   s.run(update(Doc{{"key", "b"}}, Doc{{"$set", {{"value", "x"}}}}, true));
@@ -239,7 +269,8 @@ TEST_CASE("commands: delete, find limits, no-op updates and refused commands", "
   CHECK(same["nModified"] == 0);
   CHECK(s.ops.empty());
 
-  CHECK(s.run(update(Doc{{"key", "a"}}, Doc{{"$set", {{"_id", 5}}}}, false))["writeErrors"][0]["code"] == 66);
+  CHECK(s.run(update(Doc{{"key", "a"}}, Doc{{"$set", {{"_id", 5}}}},
+                     false))["writeErrors"][0]["code"] == 66);
 
   const Doc del{{"delete", "locks"},
                 {"deletes", Doc::array({Doc{{"q", {{"value", "x"}}}, {"limit", 1}}})},
@@ -256,7 +287,8 @@ TEST_CASE("commands: delete, find limits, no-op updates and refused commands", "
   Doc with_sort = find(Doc::object());
   with_sort["sort"] = Doc{{"key", 1}};
   CHECK(s.run(with_sort)["code"] == 9);
-  CHECK(s.run(update(Doc::object(), Doc{{"$push", {{"a", 1}}}}, false))["writeErrors"][0]["code"] == 9);
+  CHECK(s.run(update(Doc::object(), Doc{{"$push", {{"a", 1}}}}, false))["writeErrors"][0]["code"] ==
+        9);
   Doc bad_wc = update(Doc::object(), Doc{{"$set", {{"a", 1}}}}, false);
   bad_wc["writeConcern"] = Doc{{"w", "all"}};
   CHECK(s.run(bad_wc)["code"] == 79);

@@ -57,20 +57,25 @@ bool trace_has(World& w, const std::string& needle) {
 }
 
 Doc indexes() {
-  return Doc{{"createIndexes", "locks"},
-             {"indexes", Doc::array({Doc{{"key", {{"key", 1}}}, {"name", "key_1"}, {"unique", true}},
-                                     Doc{{"key", {{"expire_at", 1}}}, {"name", "expire_at_1"}, {"expireAfterSeconds", 0}}})},
-             {"writeConcern", {{"w", "majority"}, {"wtimeout", 5000}}}};
+  return Doc{
+      {"createIndexes", "locks"},
+      {"indexes",
+       Doc::array(
+           {Doc{{"key", {{"key", 1}}}, {"name", "key_1"}, {"unique", true}},
+            Doc{{"key", {{"expire_at", 1}}}, {"name", "expire_at_1"}, {"expireAfterSeconds", 0}}})},
+      {"writeConcern", {{"w", "majority"}, {"wtimeout", 5000}}}};
 }
 
 Doc write_concern(bool majority, int64_t wtimeout_ms = 5000) {
   return majority ? Doc{{"w", "majority"}, {"wtimeout", wtimeout_ms}} : Doc{{"w", 1}};
 }
 
-// The adapter's acquire (server time): upsert {key, expired by $$NOW} -> {value, expire_at: $$NOW + ttl}.
+// The adapter's acquire (server time): upsert {key, expired by $$NOW} -> {value, expire_at: $$NOW +
+// ttl}.
 Doc acquire(const std::string& key, const std::string& value, int64_t ttl_ms, const Doc& wc) {
   Doc q{{"key", key}, {"$expr", {{"$lt", Doc::array({"$expire_at", "$$NOW"})}}}};
-  Doc u = Doc::array({Doc{{"$set", {{"value", value}, {"expire_at", {{"$add", Doc::array({"$$NOW", ttl_ms})}}}}}}});
+  Doc u = Doc::array({Doc{
+      {"$set", {{"value", value}, {"expire_at", {{"$add", Doc::array({"$$NOW", ttl_ms})}}}}}}});
   return Doc{{"update", "locks"},
              {"updates", Doc::array({Doc{{"q", q}, {"u", u}, {"upsert", true}, {"multi", false}}})},
              {"ordered", true},
@@ -78,9 +83,11 @@ Doc acquire(const std::string& key, const std::string& value, int64_t ttl_ms, co
 }
 
 Doc set_doc(const std::string& key, const Doc& wc) {
-  return Doc{{"update", "locks"},
-             {"updates", Doc::array({Doc{{"q", {{"key", key}}}, {"u", {{"$set", {{"v", 1}}}}}, {"upsert", true}}})},
-             {"writeConcern", wc}};
+  return Doc{
+      {"update", "locks"},
+      {"updates",
+       Doc::array({Doc{{"q", {{"key", key}}}, {"u", {{"$set", {{"v", 1}}}}}, {"upsert", true}}})},
+      {"writeConcern", wc}};
 }
 
 Doc find_live(const std::string& key, bool majority) {
@@ -106,7 +113,8 @@ struct Reply {
 
 // Runs `command` directly on `member` at true time t (no network on the way in), recording the
 // reply and when it was produced.
-std::shared_ptr<Reply> command_at(World& w, MongoReplicaSet& rs, int member, TimeUs t, Doc command, int client = 1) {
+std::shared_ptr<Reply> command_at(World& w, MongoReplicaSet& rs, int member, TimeUs t, Doc command,
+                                  int client = 1) {
   auto reply = std::make_shared<Reply>();
   at(w, t, [&w, &rs, member, command, client, reply] {
     if (!rs.alive(member)) return;
@@ -123,7 +131,8 @@ size_t batch_size(const Doc& find_reply) { return find_reply["cursor"]["firstBat
 
 }  // namespace
 
-TEST_CASE("replica set: an idle set lets the run end, member 0 primary in term 1", "[sim][mongo][rs]") {
+TEST_CASE("replica set: an idle set lets the run end, member 0 primary in term 1",
+          "[sim][mongo][rs]") {
   World w(fixed_latency());
   MongoReplicaSet rs(w, {});
   CHECK(rs.members() == 3);
@@ -137,7 +146,8 @@ TEST_CASE("replica set: an idle set lets the run end, member 0 primary in term 1
   CHECK(rs.term(1) == 1);
 }
 
-TEST_CASE("replica set: two clients' upserts on an absent key race through the network", "[sim][mongo][rs]") {
+TEST_CASE("replica set: two clients' upserts on an absent key race through the network",
+          "[sim][mongo][rs]") {
   for (const bool unique : {true, false}) {
     DYNAMIC_SECTION((unique ? "with" : "without") << " the unique index") {
       World w(fixed_latency());
@@ -149,12 +159,21 @@ TEST_CASE("replica set: two clients' upserts on an absent key race through the n
       SimMongoConnection cb(w, b, rs, 2);
       std::vector<MongoResult> results(2);
       if (unique) {
-        w.spawn(a, "index", [&] { REQUIRE(ca.run_command("lockstep", indexes()).reply["ok"] == 1); });
+        w.spawn(a, "index",
+                [&] { REQUIRE(ca.run_command("lockstep", indexes()).reply["ok"] == 1); });
       }
-      w.spawn(a, "a", [&] { results[0] = ca.run_command("lockstep", acquire("k", "a", 10'000, write_concern(true))); },
-              ms(100));
-      w.spawn(b, "b", [&] { results[1] = cb.run_command("lockstep", acquire("k", "b", 10'000, write_concern(true))); },
-              ms(100));
+      w.spawn(
+          a, "a",
+          [&] {
+            results[0] = ca.run_command("lockstep", acquire("k", "a", 10'000, write_concern(true)));
+          },
+          ms(100));
+      w.spawn(
+          b, "b",
+          [&] {
+            results[1] = cb.run_command("lockstep", acquire("k", "b", 10'000, write_concern(true)));
+          },
+          ms(100));
       std::vector<size_t> docs(3);
       at(w, ms(5000), [&] {
         for (int m = 0; m < 3; ++m) docs[static_cast<size_t>(m)] = rs.documents(m, kLocks).size();
@@ -166,7 +185,8 @@ TEST_CASE("replica set: two clients' upserts on an absent key race through the n
       int duplicates = 0;
       for (const MongoResult& r : results) {
         inserted += r.reply.contains("upserted") ? 1 : 0;
-        duplicates += r.reply.contains("writeErrors") && r.reply["writeErrors"][0]["code"] == 11000 ? 1 : 0;
+        duplicates +=
+            r.reply.contains("writeErrors") && r.reply["writeErrors"][0]["code"] == 11000 ? 1 : 0;
       }
       CHECK(inserted == (unique ? 1 : 2));
       CHECK(duplicates == (unique ? 1 : 0));
@@ -177,10 +197,11 @@ TEST_CASE("replica set: two clients' upserts on an absent key race through the n
   }
 }
 
-TEST_CASE("replica set: $$NOW is the executing member's clock, drift and jumps included", "[sim][mongo][rs]") {
+TEST_CASE("replica set: $$NOW is the executing member's clock, drift and jumps included",
+          "[sim][mongo][rs]") {
   World w(fixed_latency());
   MongoReplicaSet rs(w, {});
-  w.set_drift(rs.node(0), 100'000);            // 10% fast from t=0
+  w.set_drift(rs.node(0), 100'000);                                  // 10% fast from t=0
   at(w, ms(500), [&] { w.jump_clock(rs.node(0), 3'600'000'000); });  // +1 h
   const auto up = command_at(w, rs, 0, ms(1000), acquire("k", "a", 5000, write_concern(false)));
   // By the member's clock the lock runs to local 1.1 s + 1 h + 5 s: live at true 5.5 s (local
@@ -196,8 +217,10 @@ TEST_CASE("replica set: $$NOW is the executing member's clock, drift and jumps i
   CHECK(batch_size(expired->doc) == 0);
 }
 
-TEST_CASE("replica set: the TTL monitor removes an expired document at its next pass, and the pass replicates",
-          "[sim][mongo][rs]") {
+TEST_CASE(
+    "replica set: the TTL monitor removes an expired document at its next pass, and the pass "
+    "replicates",
+    "[sim][mongo][rs]") {
   World w(fixed_latency());
   Recorder observer;
   MongoReplicaSet rs(w, {.observer = &observer});
@@ -227,11 +250,13 @@ TEST_CASE("replica set: the TTL monitor removes an expired document at its next 
     CHECK(s.event.before["key"] == "k");
     CHECK(s.event.after.is_null());
   }
-  CHECK(trace_has(w, "mongo mongo-0 TTL monitor pass at " + std::to_string(kEpochMs + 60'000) + ": 1 expired"));
+  CHECK(trace_has(
+      w, "mongo mongo-0 TTL monitor pass at " + std::to_string(kEpochMs + 60'000) + ": 1 expired"));
   CHECK(w.now_us() < ms(70'000));  // the monitor stopped once nothing could expire
 }
 
-TEST_CASE("replica set: w:1 answers at once, w:majority once a majority applied it", "[sim][mongo][rs]") {
+TEST_CASE("replica set: w:1 answers at once, w:majority once a majority applied it",
+          "[sim][mongo][rs]") {
   World w(fixed_latency(500));
   MongoReplicaSet rs(w, {.replication_delay_ms = 300});
   const auto one = command_at(w, rs, 0, ms(1000), set_doc("a", write_concern(false)));
@@ -246,7 +271,8 @@ TEST_CASE("replica set: w:1 answers at once, w:majority once a majority applied 
   CHECK_FALSE(majority->doc.contains("writeConcernError"));
 }
 
-TEST_CASE("replica set: wtimeout gives writeConcernError 64 and the write stays applied", "[sim][mongo][rs]") {
+TEST_CASE("replica set: wtimeout gives writeConcernError 64 and the write stays applied",
+          "[sim][mongo][rs]") {
   World w(fixed_latency());
   MongoReplicaSet rs(w, {.replication_delay_ms = 5000});
   const auto r = command_at(w, rs, 0, ms(1000), set_doc("a", write_concern(true, 1000)));
@@ -264,8 +290,9 @@ TEST_CASE("replica set: wtimeout gives writeConcernError 64 and the write stays 
   CHECK(rs.documents(1, kLocks).size() == 1);  // arrives after the delay anyway
 }
 
-TEST_CASE("replica set: a new primary is elected after the election timeout when the primary crashes",
-          "[sim][mongo][rs]") {
+TEST_CASE(
+    "replica set: a new primary is elected after the election timeout when the primary crashes",
+    "[sim][mongo][rs]") {
   World w(fixed_latency());
   MongoReplicaSet rs(w, {});
   int primary_at_12s = 99;
@@ -278,10 +305,13 @@ TEST_CASE("replica set: a new primary is elected after the election timeout when
   SimMongoConnection conn(w, c, rs, 1);
   MongoResult during;
   TimeUs during_done = 0;
-  w.spawn(c, "writer", [&] {
-    during = conn.run_command("lockstep", set_doc("x", write_concern(true)));
-    during_done = w.now_us();
-  }, ms(6000));
+  w.spawn(
+      c, "writer",
+      [&] {
+        during = conn.run_command("lockstep", set_doc("x", write_concern(true)));
+        during_done = w.now_us();
+      },
+      ms(6000));
   w.run();
   CHECK(primary_at_12s == -1);
   REQUIRE((primary_at_30s == 1 || primary_at_30s == 2));
@@ -294,7 +324,9 @@ TEST_CASE("replica set: a new primary is elected after the election timeout when
   CHECK(conn.selected() == primary_at_30s);
 }
 
-TEST_CASE("replica set: a partitioned primary steps down, and after the heal it follows the new one", "[sim][mongo][rs]") {
+TEST_CASE(
+    "replica set: a partitioned primary steps down, and after the heal it follows the new one",
+    "[sim][mongo][rs]") {
   World w(fixed_latency());
   MongoReplicaSet rs(w, {});
   at(w, ms(1000), [&] {
@@ -319,8 +351,9 @@ TEST_CASE("replica set: a partitioned primary steps down, and after the heal it 
   CHECK(rs.last_optime(0) == rs.last_optime(primary_at_20s));
 }
 
-TEST_CASE("replica set: w:1 writes the new primary never got are rolled back, w:majority ones survive",
-          "[sim][mongo][rs]") {
+TEST_CASE(
+    "replica set: w:1 writes the new primary never got are rolled back, w:majority ones survive",
+    "[sim][mongo][rs]") {
   World w(fixed_latency());
   Recorder observer;
   MongoReplicaSet rs(w, {.replication_delay_ms = 1000, .observer = &observer});
@@ -345,11 +378,13 @@ TEST_CASE("replica set: w:1 writes the new primary never got are rolled back, w:
   CHECK(trace_has(w, "mongo mongo-0 rollback 1 entries"));
   CHECK_FALSE(trace_has(w, "should not happen"));
   CHECK(rs.last_optime(0) == rs.last_optime(rs.primary()));
-  CHECK(observer.count(Kind::insert) == 2);  // both were granted by the primary; nothing for the rollback
+  CHECK(observer.count(Kind::insert) ==
+        2);  // both were granted by the primary; nothing for the rollback
   CHECK(observer.count(Kind::remove) == 0);
 }
 
-TEST_CASE("replica set: readConcern majority reads the majority-committed state", "[sim][mongo][rs]") {
+TEST_CASE("replica set: readConcern majority reads the majority-committed state",
+          "[sim][mongo][rs]") {
   World w(fixed_latency());
   MongoReplicaSet rs(w, {.replication_delay_ms = 1000});
   command_at(w, rs, 0, ms(1000), set_doc("a", write_concern(false)));
@@ -364,14 +399,17 @@ TEST_CASE("replica set: readConcern majority reads the majority-committed state"
   CHECK(on_secondary->doc["code"] == 13435);
 }
 
-TEST_CASE("replica set: the observer sees primary writes by client, never replication", "[sim][mongo][rs]") {
+TEST_CASE("replica set: the observer sees primary writes by client, never replication",
+          "[sim][mongo][rs]") {
   World w(fixed_latency());
   Recorder observer;
   MongoReplicaSet rs(w, {.observer = &observer});
   command_at(w, rs, 0, ms(100), set_doc("a", write_concern(true)), 7);
   command_at(w, rs, 0, ms(200), set_doc("a", write_concern(true)), 8);  // $set v:1 again: a no-op
-  command_at(w, rs, 0, ms(300),
-             Doc{{"delete", "locks"}, {"deletes", Doc::array({Doc{{"q", {{"key", "a"}}}, {"limit", 1}}})}}, 9);
+  command_at(
+      w, rs, 0, ms(300),
+      Doc{{"delete", "locks"}, {"deletes", Doc::array({Doc{{"q", {{"key", "a"}}}, {"limit", 1}}})}},
+      9);
   w.run();
   REQUIRE(observer.seen.size() == 2);
   CHECK(observer.seen[0].member == "mongo-0");
@@ -396,7 +434,8 @@ TEST_CASE("replica set: the same seed gives the same trace", "[sim][mongo][rs]")
       w.spawn(node, "client", [&w, &conn = *conns.back(), c] {
         conn.run_command("lockstep", indexes());
         for (int i = 0; i < 5; ++i) {
-          conn.run_command("lockstep", acquire("k", "c" + std::to_string(c), 3000, write_concern(i % 2 == 0)));
+          conn.run_command("lockstep",
+                           acquire("k", "c" + std::to_string(c), 3000, write_concern(i % 2 == 0)));
           w.sleep_for_us(ms(1500));
         }
       });
@@ -439,7 +478,8 @@ TEST_CASE("replica set: a primary that steps down answers its waiting w:majority
   CHECK_FALSE(trace_has(w, "should not happen"));
 }
 
-TEST_CASE("replica set: the connection forgets a primary that says it is not, or does not answer", "[sim][mongo][rs]") {
+TEST_CASE("replica set: the connection forgets a primary that says it is not, or does not answer",
+          "[sim][mongo][rs]") {
   World w(fixed_latency());
   MongoReplicaSet rs(w, {});
   const NodeId c = w.add_node("client");
@@ -451,18 +491,21 @@ TEST_CASE("replica set: the connection forgets a primary that says it is not, or
   });
   std::vector<MongoResult> results;
   std::vector<int> selected;
-  w.spawn(c, "client", [&] {
-    results.push_back(conn.run_command("lockstep", set_doc("a", write_concern(false))));
-    selected.push_back(conn.selected());
-    w.sleep_for_us(ms(20'000));  // mongo-0 has stepped down meanwhile
-    results.push_back(conn.run_command("lockstep", set_doc("b", write_concern(false))));
-    selected.push_back(conn.selected());
-    results.push_back(conn.run_command("lockstep", set_doc("b", write_concern(false))));
-    selected.push_back(conn.selected());
-    rs.crash(conn.selected());
-    results.push_back(conn.run_command("lockstep", set_doc("c", write_concern(false))));
-    selected.push_back(conn.selected());
-  }, ms(1000));
+  w.spawn(
+      c, "client",
+      [&] {
+        results.push_back(conn.run_command("lockstep", set_doc("a", write_concern(false))));
+        selected.push_back(conn.selected());
+        w.sleep_for_us(ms(20'000));  // mongo-0 has stepped down meanwhile
+        results.push_back(conn.run_command("lockstep", set_doc("b", write_concern(false))));
+        selected.push_back(conn.selected());
+        results.push_back(conn.run_command("lockstep", set_doc("b", write_concern(false))));
+        selected.push_back(conn.selected());
+        rs.crash(conn.selected());
+        results.push_back(conn.run_command("lockstep", set_doc("c", write_concern(false))));
+        selected.push_back(conn.selected());
+      },
+      ms(1000));
   w.run();
   REQUIRE(results.size() == 4);
   CHECK(results[0].reply["n"] == 1);
@@ -475,7 +518,8 @@ TEST_CASE("replica set: the connection forgets a primary that says it is not, or
   CHECK(selected[3] == -1);
 }
 
-TEST_CASE("replica set: with no primary reachable, server selection times out", "[sim][mongo][rs]") {
+TEST_CASE("replica set: with no primary reachable, server selection times out",
+          "[sim][mongo][rs]") {
   World w(fixed_latency());
   MongoReplicaSet rs(w, {});
   const NodeId c = w.add_node("client");
@@ -486,29 +530,38 @@ TEST_CASE("replica set: with no primary reachable, server selection times out", 
   });
   MongoResult result;
   TimeUs done = 0;
-  w.spawn(c, "client", [&] {
-    result = conn.run_command("lockstep", set_doc("a", write_concern(false)));
-    done = w.now_us();
-  }, ms(1000));
+  w.spawn(
+      c, "client",
+      [&] {
+        result = conn.run_command("lockstep", set_doc("a", write_concern(false)));
+        done = w.now_us();
+      },
+      ms(1000));
   w.run();
   CHECK(result.status == IoStatus::timeout);
   CHECK(result.message.find("no primary") != std::string::npos);
   CHECK(done == ms(4000));
 }
 
-TEST_CASE("replica set: a paused primary is replaced and rejoins as a secondary after its pause", "[sim][mongo][rs]") {
+TEST_CASE("replica set: a paused primary is replaced and rejoins as a secondary after its pause",
+          "[sim][mongo][rs]") {
   World w(fixed_latency());
   MongoReplicaSet rs(w, {});
   const NodeId c = w.add_node("client");
   SimMongoConnection conn(w, c, rs, 1);
   at(w, ms(1500), [&] { w.pause(rs.node(0), ms(20'000), "gc"); });
   std::vector<MongoResult> results;
-  w.spawn(c, "client", [&] {
-    results.push_back(conn.run_command("lockstep", set_doc("a", write_concern(true))));
-    w.sleep_for_us(ms(1000));
-    results.push_back(conn.run_command("lockstep", set_doc("b", write_concern(true))));  // paused: timeout
-    results.push_back(conn.run_command("lockstep", set_doc("c", write_concern(true))));  // the new primary
-  }, ms(1000));
+  w.spawn(
+      c, "client",
+      [&] {
+        results.push_back(conn.run_command("lockstep", set_doc("a", write_concern(true))));
+        w.sleep_for_us(ms(1000));
+        results.push_back(
+            conn.run_command("lockstep", set_doc("b", write_concern(true))));  // paused: timeout
+        results.push_back(
+            conn.run_command("lockstep", set_doc("c", write_concern(true))));  // the new primary
+      },
+      ms(1000));
   at(w, ms(40'000), [] {});
   w.run();
   REQUIRE(results.size() == 3);

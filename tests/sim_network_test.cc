@@ -24,8 +24,9 @@ std::vector<Arrival> send_many(World& w, int count, TimeUs gap_us) {
   for (int i = 0; i < count; ++i) {
     w.scheduler().at(i * gap_us, [&w, arrivals, i] {
       const TimeUs sent = w.now_us();
-      w.network().send(0, 1, "m#" + std::to_string(i),
-                       [&w, arrivals, i, sent] { arrivals->push_back({i, sent, w.now_us()}); });
+      w.network().send(0, 1, "m#" + std::to_string(i), [&w, arrivals, i, sent] {
+        arrivals->push_back({i, sent, w.now_us()});
+      });
     });
   }
   w.run();
@@ -42,7 +43,8 @@ bool trace_has(World& w, const std::string& needle) {
 }  // namespace
 
 TEST_CASE("network: latency stays within its bounds and varies", "[sim][network]") {
-  World w({.seed = 7, .network = {.latency_us_min = 200, .latency_us_max = 1'000, .fifo_links = false}});
+  World w({.seed = 7,
+           .network = {.latency_us_min = 200, .latency_us_max = 1'000, .fifo_links = false}});
   w.add_node("a");
   w.add_node("b");
   const std::vector<Arrival> arrivals = send_many(w, 1'000, 10);
@@ -54,7 +56,7 @@ TEST_CASE("network: latency stays within its bounds and varies", "[sim][network]
   }
   CHECK(lowest >= 200);
   CHECK(highest <= 1'000);
-  CHECK(lowest < 250);    // 1000 uniform draws reach near both ends
+  CHECK(lowest < 250);  // 1000 uniform draws reach near both ends
   CHECK(highest > 950);
   CHECK(w.network().stats().sent == 1'000);
   CHECK(w.network().stats().delivered == 1'000);
@@ -78,8 +80,9 @@ TEST_CASE("network: FIFO links deliver in send order and non-FIFO links may reor
     w.add_node("b");
     const std::vector<Arrival> arrivals = send_many(w, 500, 10);
     REQUIRE(arrivals.size() == 500);
-    const bool reordered = !std::is_sorted(arrivals.begin(), arrivals.end(),
-                                           [](const Arrival& x, const Arrival& y) { return x.index < y.index; });
+    const bool reordered =
+        !std::is_sorted(arrivals.begin(), arrivals.end(),
+                        [](const Arrival& x, const Arrival& y) { return x.index < y.index; });
     CHECK(reordered);
   }
 }
@@ -189,14 +192,15 @@ TEST_CASE("network: messages to a crashed, restarted or paused node", "[sim][net
   std::vector<std::string> got;
   auto send_at = [&](TimeUs t, const std::string& what) {
     w.scheduler().at(t, [&, what] {
-      w.network().send(client, server, what, [&, what] { got.push_back(what + "@" + std::to_string(w.now_us())); });
+      w.network().send(client, server, what,
+                       [&, what] { got.push_back(what + "@" + std::to_string(w.now_us())); });
     });
   };
-  send_at(0, "before-crash");       // arrives at 100
-  send_at(150, "to-crashed");       // crash at 200, arrives at 250
-  send_at(280, "across-restart");   // restart at 300, arrives at 380: the old incarnation's
-  send_at(310, "to-new");           // arrives at 410
-  send_at(500, "paused-1");         // pause 550..1550; arrive at 600 and 610
+  send_at(0, "before-crash");      // arrives at 100
+  send_at(150, "to-crashed");      // crash at 200, arrives at 250
+  send_at(280, "across-restart");  // restart at 300, arrives at 380: the old incarnation's
+  send_at(310, "to-new");          // arrives at 410
+  send_at(500, "paused-1");        // pause 550..1550; arrive at 600 and 610
   send_at(510, "paused-2");
   w.scheduler().at(200, [&] { w.crash(server); });
   w.scheduler().at(300, [&] { w.restart(server); });
@@ -222,7 +226,8 @@ TEST_CASE("network: trace lines for send and receive", "[sim][network]") {
 TEST_CASE("network: options are validated", "[sim][network]") {
   World w({});
   w.add_node("a");
-  CHECK_THROWS_AS(w.network().set_options({.latency_us_min = 10, .latency_us_max = 5}), std::logic_error);
+  CHECK_THROWS_AS(w.network().set_options({.latency_us_min = 10, .latency_us_max = 5}),
+                  std::logic_error);
   CHECK_THROWS_AS(w.network().set_options({.loss = {2, 1}}), std::logic_error);
   CHECK_THROWS_AS(w.network().set_options({.duplicate = {0, 0}}), std::logic_error);
   CHECK_THROWS_AS(w.network().send(0, 3, "nowhere", [] {}), std::logic_error);
@@ -242,7 +247,8 @@ TEST_CASE("network: random latency follows the seed", "[sim][network]") {
   CHECK(arrivals_for(1) != arrivals_for(2));
 }
 
-TEST_CASE("network: a reply buffered during a client's pause wakes it, a processed one waits", "[sim][network]") {
+TEST_CASE("network: a reply buffered during a client's pause wakes it, a processed one waits",
+          "[sim][network]") {
   // The client parks with a deadline at 500us; its reply arrives at 200us while it is paused
   // (100us..700us). Buffered delivery: the kernel has the reply before the deadline, so the client
   // resumes at the pause's end with it. Processed delivery: nothing reaches the client before the
@@ -253,12 +259,16 @@ TEST_CASE("network: a reply buffered during a client's pause wakes it, a process
     const NodeId server = w.add_node("server");
     ParkResult result = ParkResult::deadline;
     TimeUs resumed_us = -1;
-    w.spawn(client, "c", [&] {
-      const Waiter waiter = w.prepare_park();
-      w.network().send(server, client, "reply", [&w, waiter] { w.wake(waiter); }, delivery);
-      result = w.park(waiter, 500);
-      resumed_us = w.now_us();
-    }, 0);
+    w.spawn(
+        client, "c",
+        [&] {
+          const Waiter waiter = w.prepare_park();
+          w.network().send(
+              server, client, "reply", [&w, waiter] { w.wake(waiter); }, delivery);
+          result = w.park(waiter, 500);
+          resumed_us = w.now_us();
+        },
+        0);
     w.scheduler().at(100, [&] { w.pause(client, 600); });
     w.run();
     INFO((delivery == Delivery::buffer ? "buffer" : "process"));

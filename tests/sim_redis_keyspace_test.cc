@@ -34,7 +34,7 @@ TEST_CASE("keyspace: SET, GET, DEL, EXISTS basics", "[sim][redis][keyspace]") {
 
 TEST_CASE("keyspace: SET options NX XX GET KEEPTTL and expiries", "[sim][redis][keyspace]") {
   Server s;
-  CHECK(s.run({"SET", "k", "v", "NX", "GET"}) == nil());  // set, no old value
+  CHECK(s.run({"SET", "k", "v", "NX", "GET"}) == nil());      // set, no old value
   CHECK(s.run({"SET", "k", "v2", "NX", "GET"}) == str("v"));  // not set, old value
   CHECK(s.run({"GET", "k"}) == str("v"));
   CHECK(s.run({"SET", "k", "v3", "XX", "GET", "PX", "100000"}) == str("v"));
@@ -120,15 +120,19 @@ TEST_CASE("keyspace: error replies match redis-server 7.0.15", "[sim][redis][key
   CHECK(s.run({"evalsha", "abc"}) == error("ERR wrong number of arguments for 'evalsha' command"));
   CHECK(s.run({"evalsha", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", "x"}) == not_int);
   CHECK(s.run({"script"}) == error("ERR wrong number of arguments for 'script' command"));
-  CHECK(s.run({"script", "load"}) == error("ERR wrong number of arguments for 'script|load' command"));
+  CHECK(s.run({"script", "load"}) ==
+        error("ERR wrong number of arguments for 'script|load' command"));
   CHECK(s.run({"script", "foo"}) == error("ERR unknown subcommand 'foo'. Try SCRIPT HELP."));
-  CHECK(s.run({"script", "exists"}) == error("ERR wrong number of arguments for 'script|exists' command"));
-  CHECK(s.run({"script", "flush", "bad"}) == error("ERR SCRIPT FLUSH only support SYNC|ASYNC option"));
+  CHECK(s.run({"script", "exists"}) ==
+        error("ERR wrong number of arguments for 'script|exists' command"));
+  CHECK(s.run({"script", "flush", "bad"}) ==
+        error("ERR SCRIPT FLUSH only support SYNC|ASYNC option"));
   CHECK(s.run({"script", "flush", "async"}) == ok());
   CHECK(s.sink.changes.empty());  // no error changed anything
 }
 
-TEST_CASE("keyspace: INCR accepts only Redis integers and keeps the TTL", "[sim][redis][keyspace]") {
+TEST_CASE("keyspace: INCR accepts only Redis integers and keeps the TTL",
+          "[sim][redis][keyspace]") {
   Server s;
   const RedisReply not_int = error("ERR value is not an integer or out of range");
   CHECK(s.run({"INCR", "n"}) == num(1));
@@ -233,7 +237,8 @@ TEST_CASE("keyspace: changes are reported exactly", "[sim][redis][keyspace]") {
 TEST_CASE("keyspace: replicas hide expired keys without deleting them", "[sim][redis][keyspace]") {
   Server s;
   s.keyspace.set_expire_on_access(false);
-  s.keyspace.apply({.kind = KeyChange::Kind::set, .key = "k", .value = "v", .expire_at_ms = s.now_ms});
+  s.keyspace.apply(
+      {.kind = KeyChange::Kind::set, .key = "k", .value = "v", .expire_at_ms = s.now_ms});
   CHECK(s.run({"GET", "k"}) == str("v"));
   s.now_ms += 1;
   CHECK(s.run({"GET", "k"}) == nil());
@@ -244,7 +249,8 @@ TEST_CASE("keyspace: replicas hide expired keys without deleting them", "[sim][r
   CHECK(s.run({"PTTL", "k"}) == num(50));
 }
 
-TEST_CASE("keyspace: SHA1 (adapters/core) known vectors and Redis script ids", "[sim][redis][sha1]") {
+TEST_CASE("keyspace: SHA1 (adapters/core) known vectors and Redis script ids",
+          "[sim][redis][sha1]") {
   CHECK(sha1_hex("") == "da39a3ee5e6b4b0d3255bfef95601890afd80709");
   CHECK(sha1_hex("abc") == "a9993e364706816aba3e25717850c26c9cd0d89d");
   CHECK(sha1_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==

@@ -21,11 +21,13 @@ namespace {
 
 // Redis 7.0's suffix for an error raised inside a script.
 RedisReply script_error(const std::string& body, const std::string& text, int line = 1) {
-  return error(text + " script: " + sha1_hex(body) + ", on @user_script:" + std::to_string(line) + ".");
+  return error(text + " script: " + sha1_hex(body) + ", on @user_script:" + std::to_string(line) +
+               ".");
 }
 
 const std::string kCompareAndDelete =
-    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 "
+    "end";
 const std::string kCompareAndPexpire =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) "
     "else return 0 end";
@@ -91,7 +93,8 @@ TEST_CASE("lua: EVALSHA answers NOSCRIPT until EVAL or SCRIPT LOAD caches the bo
   CHECK(s.run({"SCRIPT", "EXISTS", "E0E1F9FABFC9D4800C877A703B823AC0578FF8DB"}) == array({num(1)}));
   CHECK(s.lua.cached_scripts() == 1);
   CHECK(s.run({"SCRIPT", "LOAD", "return foo("}) ==
-        error("ERR Error compiling script (new function): user_script:1: unexpected symbol near '<eof>'"));
+        error("ERR Error compiling script (new function): user_script:1: unexpected symbol near "
+              "'<eof>'"));
 }
 
 TEST_CASE("lua: Redis replies become Lua values as Redis converts them", "[sim][redis][lua]") {
@@ -104,7 +107,8 @@ TEST_CASE("lua: Redis replies become Lua values as Redis converts them", "[sim][
   CHECK(s.eval("return redis.call('PING')['ok']") == str("PONG"));
   CHECK(s.eval("return type(redis.call('incr','n'))") == str("number"));
   CHECK(s.eval("return redis.call('get','k')") == str("v"));
-  CHECK(s.eval("return redis.pcall('incr','k')['err']") == str("ERR value is not an integer or out of range"));
+  CHECK(s.eval("return redis.pcall('incr','k')['err']") ==
+        str("ERR value is not an integer or out of range"));
   CHECK(s.eval("return redis.call('exists', 'k', 'k')") == num(2));
 }
 
@@ -149,24 +153,33 @@ TEST_CASE("lua: redis.call raises errors, redis.pcall returns them", "[sim][redi
   Server s;
   s.run({"SET", "x", "abc"});
   const std::string call_incr = "return redis.call('incr','x')";
-  CHECK(s.eval(call_incr) == script_error(call_incr, "ERR value is not an integer or out of range"));
-  CHECK(s.eval("return redis.pcall('incr','x')") == error("ERR value is not an integer or out of range"));
+  CHECK(s.eval(call_incr) ==
+        script_error(call_incr, "ERR value is not an integer or out of range"));
+  CHECK(s.eval("return redis.pcall('incr','x')") ==
+        error("ERR value is not an integer or out of range"));
   const std::vector<std::pair<std::string, std::string>> raised = {
       {"return redis.call('nosuch')", "ERR Unknown Redis command called from script"},
       {"return redis.call()", "ERR Please specify at least one argument for this redis lib call"},
       {"return redis.call('get')", "ERR Wrong number of args calling Redis command from script"},
-      {"return redis.call('get', {})", "ERR Lua redis lib command arguments must be strings or integers"},
-      {"return redis.call('set', 'k', true)", "ERR Lua redis lib command arguments must be strings or integers"},
-      {"return redis.call('eval', 'return 1', 0)", "ERR This Redis command is not allowed from script"},
-      {"return redis.call('set',KEYS[1],ARGV[1],'PX','abc')", "ERR value is not an integer or out of range"},
-      {"return redis.call('set',KEYS[1],ARGV[1],'PX',0)", "ERR invalid expire time in 'set' command"},
+      {"return redis.call('get', {})",
+       "ERR Lua redis lib command arguments must be strings or integers"},
+      {"return redis.call('set', 'k', true)",
+       "ERR Lua redis lib command arguments must be strings or integers"},
+      {"return redis.call('eval', 'return 1', 0)",
+       "ERR This Redis command is not allowed from script"},
+      {"return redis.call('set',KEYS[1],ARGV[1],'PX','abc')",
+       "ERR value is not an integer or out of range"},
+      {"return redis.call('set',KEYS[1],ARGV[1],'PX',0)",
+       "ERR invalid expire time in 'set' command"},
   };
   for (const auto& [body, text] : raised) {
     INFO(body);
     CHECK(s.eval(body, {"zz"}, {"v"}) == script_error(body, text));
   }
-  CHECK(s.eval("return redis.pcall('nosuch')") == error("ERR Unknown Redis command called from script"));
-  CHECK(s.eval("return redis.pcall('get')") == error("ERR Wrong number of args calling Redis command from script"));
+  CHECK(s.eval("return redis.pcall('nosuch')") ==
+        error("ERR Unknown Redis command called from script"));
+  CHECK(s.eval("return redis.pcall('get')") ==
+        error("ERR Wrong number of args calling Redis command from script"));
   CHECK(s.eval("return redis.pcall('set',KEYS[1],ARGV[1],'PX',0)", {"zz"}, {"v"}) ==
         error("ERR invalid expire time in 'set' command"));
   // A script may catch a raised error with pcall and go on.
@@ -177,22 +190,28 @@ TEST_CASE("lua: redis.call raises errors, redis.pcall returns them", "[sim][redi
 TEST_CASE("lua: runtime errors and the sandbox, in Redis 7.0's words", "[sim][redis][lua]") {
   Server s;
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"return foo", "ERR user_script:1: Script attempted to access nonexistent global variable 'foo'"},
+      {"return foo",
+       "ERR user_script:1: Script attempted to access nonexistent global variable 'foo'"},
       {"foo = 1", "ERR user_script:1: Attempt to modify a readonly table"},
       {"return error('boom')", "ERR user_script:1: boom"},
       {"return error({err='CUSTOM boom'})", "CUSTOM boom"},
       {"return 'x' .. nil", "ERR user_script:1: attempt to concatenate a nil value"},
-      {"return type(os)", "ERR user_script:1: Script attempted to access nonexistent global variable 'os'"},
-      {"return type(io)", "ERR user_script:1: Script attempted to access nonexistent global variable 'io'"},
-      {"return type(dofile)", "ERR user_script:1: Script attempted to access nonexistent global variable 'dofile'"},
-      {"return type(print)", "ERR user_script:1: Script attempted to access nonexistent global variable 'print'"},
+      {"return type(os)",
+       "ERR user_script:1: Script attempted to access nonexistent global variable 'os'"},
+      {"return type(io)",
+       "ERR user_script:1: Script attempted to access nonexistent global variable 'io'"},
+      {"return type(dofile)",
+       "ERR user_script:1: Script attempted to access nonexistent global variable 'dofile'"},
+      {"return type(print)",
+       "ERR user_script:1: Script attempted to access nonexistent global variable 'print'"},
   };
   for (const auto& [body, text] : cases) {
     INFO(body);
     CHECK(s.eval(body) == script_error(body, text));
   }
   const std::string two_lines = "local x = 1\nreturn x .. nil";
-  CHECK(s.eval(two_lines) == script_error(two_lines, "ERR user_script:2: attempt to concatenate a nil value", 2));
+  CHECK(s.eval(two_lines) ==
+        script_error(two_lines, "ERR user_script:2: attempt to concatenate a nil value", 2));
   CHECK(s.eval("return type(loadstring)") == str("function"));
   CHECK(s.eval("return redis.sha1hex('')") == str("da39a3ee5e6b4b0d3255bfef95601890afd80709"));
   // Not checked against the server: the debug library is gone, as Redis removes it after start.
@@ -230,7 +249,8 @@ TEST_CASE("lua: the instruction bound stops runaway scripts", "[sim][redis][lua]
 
 TEST_CASE("lua: the memory bound stops scripts that grow without end", "[sim][redis][lua]") {
   Server s(LuaEngineOptions{.instruction_limit = 1'000'000'000, .memory_limit_bytes = 4 << 20});
-  const RedisReply r = s.eval("local t = {} for i = 1, 1e9 do t[i] = string.rep('x', 100) .. i end");
+  const RedisReply r =
+      s.eval("local t = {} for i = 1, 1e9 do t[i] = string.rep('x', 100) .. i end");
   REQUIRE(r.is_error());
   CHECK(r.str.find("not enough memory") != std::string::npos);
   CHECK(s.eval("return 7") == num(7));

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/redis/redis_node.h"
 #include "adapters/core/sha1.h"
+#include "sim/redis/redis_node.h"
 #include "sim/redis/sim_redis_connection.h"
 #include "sim/world.h"
 #include "tests/sim_redis_support.h"
@@ -14,8 +14,8 @@
 using namespace lockstep::sim;
 using lockstep::IoStatus;
 using lockstep::RedisReply;
-using lockstep::sha1_hex;
 using lockstep::RedisResult;
+using lockstep::sha1_hex;
 using Kind = KeyspaceEvent::Kind;
 
 using lockstep::sim::testing::nil;
@@ -38,7 +38,8 @@ struct Recorder final : KeyspaceObserver {
 
 bool same(const KeyspaceEvent& e, Kind kind, const std::string& key, const std::string& value,
           int64_t ttl_ms, int client) {
-  return e.kind == kind && e.key == key && e.value == value && e.ttl_ms == ttl_ms && e.client == client;
+  return e.kind == kind && e.key == key && e.value == value && e.ttl_ms == ttl_ms &&
+         e.client == client;
 }
 
 WorldOptions fixed_latency(TimeUs latency_us, uint64_t seed = 1) {
@@ -56,7 +57,8 @@ bool trace_has(World& w, const std::string& needle) {
 }
 
 const std::string kCompareAndDelete =
-    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 "
+    "end";
 
 }  // namespace
 
@@ -130,7 +132,8 @@ TEST_CASE("node: persistence always keeps every acknowledged write", "[sim][redi
   w.run();
 }
 
-TEST_CASE("node: persistence everysec loses the writes since the last fsync tick", "[sim][redis][node]") {
+TEST_CASE("node: persistence everysec loses the writes since the last fsync tick",
+          "[sim][redis][node]") {
   World w({});
   RedisNode r(w, {.name = "r0", .persistence = Persistence::everysec});
   at(w, 100'000, [&] { r.execute({"SET", "a", "1"}, 1); });    // synced at the 1 s tick
@@ -148,7 +151,8 @@ TEST_CASE("node: persistence everysec loses the writes since the last fsync tick
   CHECK(trace_has(w, "redis r0 crash: 1 keys survive (persistence everysec)"));
 }
 
-TEST_CASE("node: a key that expires while the node is down is gone after restart", "[sim][redis][node]") {
+TEST_CASE("node: a key that expires while the node is down is gone after restart",
+          "[sim][redis][node]") {
   World w({});
   Recorder events;
   RedisNode r(w, {.name = "r0", .persistence = Persistence::always, .observer = &events});
@@ -165,7 +169,8 @@ TEST_CASE("node: a key that expires while the node is down is gone after restart
 
 // --- replication and failover ---
 
-TEST_CASE("node: replication delay, then promote loses what was not received", "[sim][redis][node]") {
+TEST_CASE("node: replication delay, then promote loses what was not received",
+          "[sim][redis][node]") {
   World w(fixed_latency(1'000));
   Recorder events;
   RedisNode primary(w, {.name = "p", .observer = &events});
@@ -193,7 +198,8 @@ TEST_CASE("node: replication delay, then promote loses what was not received", "
   w.run();
   // The replica reported only what it did as a primary.
   std::vector<std::string> on_q;
-  for (const auto& s : events.seen) if (s.node == "q") on_q.push_back(s.event.key);
+  for (const auto& s : events.seen)
+    if (s.node == "q") on_q.push_back(s.event.key);
   CHECK(on_q == std::vector<std::string>{"b"});
 }
 
@@ -215,7 +221,8 @@ TEST_CASE("node: script effects replicate, not scripts", "[sim][redis][node]") {
   CHECK(replica.replication_seq() == 2);
 }
 
-TEST_CASE("node: a replica keeps keys it judges expired until the primary's DEL", "[sim][redis][node]") {
+TEST_CASE("node: a replica keeps keys it judges expired until the primary's DEL",
+          "[sim][redis][node]") {
   World w(fixed_latency(500));
   RedisNode primary(w, {.name = "p"});
   RedisNode replica(w, {.name = "q", .clock = {.offset_us = 2 * kUsPerSec}});  // 2 s ahead
@@ -223,7 +230,7 @@ TEST_CASE("node: a replica keeps keys it judges expired until the primary's DEL"
   at(w, 0, [&] { primary.execute({"SET", "k", "v", "PX", "1000"}, 1); });
   at(w, 10'000, [&] {
     CHECK(replica.execute({"GET", "k"}, 9) == nil());  // expired by the replica's clock
-    primary.execute({"PEXPIRE", "k", "10000"}, 1);      // the primary extends it
+    primary.execute({"PEXPIRE", "k", "10000"}, 1);     // the primary extends it
   });
   at(w, 20'000, [&] { CHECK(replica.execute({"GET", "k"}, 9) == str("v")); });
   w.run();
@@ -301,7 +308,8 @@ TEST_CASE("node: observer events are exact for each mutation kind", "[sim][redis
   CHECK(same(e[8].event, Kind::expired, "t", "x", -1, 9));
 }
 
-TEST_CASE("node: a script's grant is one set and one incr event for its caller", "[sim][redis][node]") {
+TEST_CASE("node: a script's grant is one set and one incr event for its caller",
+          "[sim][redis][node]") {
   World w({});
   Recorder events;
   RedisNode r(w, {.name = "r0", .observer = &events});
@@ -364,16 +372,20 @@ TEST_CASE("connection: a paused server means a timeout, and its late reply is di
   CHECK(trace_has(w, "redis c1 #1 late reply discarded: (integer) 1"));
 }
 
-TEST_CASE("connection: the timeout is measured on the client's drifting clock", "[sim][redis][connection]") {
+TEST_CASE("connection: the timeout is measured on the client's drifting clock",
+          "[sim][redis][connection]") {
   World w(fixed_latency(500));
   RedisNode r(w, {.name = "r0"});
   const NodeId c = w.add_node("client", {.drift_ppm = -500'000});  // half speed: 2x true time
   SimRedisConnection conn(w, c, r, 1, {.command_timeout_us = 10'000});
   at(w, 0, [&] { w.crash(r.node()); });
-  w.spawn(c, "c1", [&] {
-    CHECK(conn.command({"PING"}).status == IoStatus::timeout);  // a dead server: a timeout
-    CHECK(w.now_us() == 1 + 20'000);
-  }, 1);
+  w.spawn(
+      c, "c1",
+      [&] {
+        CHECK(conn.command({"PING"}).status == IoStatus::timeout);  // a dead server: a timeout
+        CHECK(w.now_us() == 1 + 20'000);
+      },
+      1);
   w.run();
 }
 
@@ -432,12 +444,14 @@ TEST_CASE("connection: the same seed gives the same trace", "[sim][redis][connec
   CHECK(run_workload(43) != first);
 }
 
-TEST_CASE("connection: a reply that arrives while the client is paused is kept", "[sim][redis][connection]") {
+TEST_CASE("connection: a reply that arrives while the client is paused is kept",
+          "[sim][redis][connection]") {
   World w(fixed_latency(500));
   RedisNode r(w, {.name = "r0"});
   const NodeId c = w.add_node("client");
   SimRedisConnection conn(w, c, r, 1, {.command_timeout_us = 100'000});
-  at(w, 100, [&] { w.pause(c, 50'000); });  // the reply comes at 1 ms, the client resumes at 50.1 ms
+  at(w, 100,
+     [&] { w.pause(c, 50'000); });  // the reply comes at 1 ms, the client resumes at 50.1 ms
   w.spawn(c, "c1", [&] {
     const RedisResult got = conn.command({"PING"});
     REQUIRE(got.ok());

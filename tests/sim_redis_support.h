@@ -1,6 +1,7 @@
 #pragma once
 // Shared by the simulated-Redis tests: how Catch prints a RedisReply, short reply builders, and a
-// bare server (keyspace, Lua engine and command table, no World) run at an explicit node-local time.
+// bare server (keyspace, Lua engine and command table, no World) run at an explicit node-local
+// time.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -27,7 +28,9 @@ inline RedisReply str(std::string s) { return RedisReply::string_of(std::move(s)
 inline RedisReply num(int64_t n) { return RedisReply::integer_of(n); }
 inline RedisReply nil() { return RedisReply::nil(); }
 inline RedisReply error(std::string s) { return RedisReply::error_of(std::move(s)); }
-inline RedisReply array(std::vector<RedisReply> items) { return RedisReply::array_of(std::move(items)); }
+inline RedisReply array(std::vector<RedisReply> items) {
+  return RedisReply::array_of(std::move(items));
+}
 
 struct RecordingSink final : ChangeSink {
   std::vector<KeyChange> changes;
@@ -46,7 +49,8 @@ struct Server {
     CommandContext ctx{.keyspace = keyspace, .now_ms = now_ms, .sink = sink, .lua = &lua};
     return run_command(argv, ctx);
   }
-  RedisReply eval(const std::string& body, std::vector<std::string> keys = {}, std::vector<std::string> args = {}) {
+  RedisReply eval(const std::string& body, std::vector<std::string> keys = {},
+                  std::vector<std::string> args = {}) {
     std::vector<std::string> argv{"EVAL", body, std::to_string(keys.size())};
     argv.insert(argv.end(), keys.begin(), keys.end());
     argv.insert(argv.end(), args.begin(), args.end());

@@ -36,13 +36,16 @@ TEST_CASE("world: a fiber runs from its start time and finishes", "[sim][world]"
   World w({});
   const NodeId n = w.add_node("client");
   std::vector<TimeUs> seen;
-  w.spawn(n, "a", [&] {
-    seen.push_back(w.now_us());
-    CHECK(w.in_fiber());
-    CHECK(w.current_node() == n);
-    w.sleep_for_us(100);
-    seen.push_back(w.now_us());
-  }, 50);
+  w.spawn(
+      n, "a",
+      [&] {
+        seen.push_back(w.now_us());
+        CHECK(w.in_fiber());
+        CHECK(w.current_node() == n);
+        w.sleep_for_us(100);
+        seen.push_back(w.now_us());
+      },
+      50);
   CHECK(w.unfinished_fibers() == 1);
   const RunResult r = w.run();
   CHECK(r.end == RunEnd::queue_empty);
@@ -241,7 +244,9 @@ TEST_CASE("world: a pause defers resumptions and deliveries, in order", "[sim][w
   const NodeId server = w.add_node("server");
   const NodeId other = w.add_node("other");
   std::vector<std::string> ran;
-  auto at = [&](const std::string& what) { ran.push_back(what + "@" + std::to_string(w.now_us())); };
+  auto at = [&](const std::string& what) {
+    ran.push_back(what + "@" + std::to_string(w.now_us()));
+  };
   w.spawn(server, "sleeper", [&] {
     w.sleep_for_us(150);
     at("fiber");
@@ -257,8 +262,8 @@ TEST_CASE("world: a pause defers resumptions and deliveries, in order", "[sim][w
   w.deliver_at(server, inc, 1'050, [&] { at("d1050"); });
   w.scheduler().at(50, [&] { w.pause(server, 1'000); });
   w.run();
-  CHECK(ran == std::vector<std::string>{"other-node@150", "d100@1050", "fiber@1050",
-                                        "d200@1050", "d1050@1050"});
+  CHECK(ran == std::vector<std::string>{"other-node@150", "d100@1050", "fiber@1050", "d200@1050",
+                                        "d1050@1050"});
   CHECK_FALSE(w.paused(server));
 }
 
@@ -391,7 +396,8 @@ TEST_CASE("world: a fiber of a crashed node that had not started never runs", "[
   World w({});
   const NodeId n = w.add_node("n");
   bool ran = false;
-  w.spawn(n, "late", [&] { ran = true; }, 100);
+  w.spawn(
+      n, "late", [&] { ran = true; }, 100);
   w.scheduler().at(50, [&] { w.crash(n); });
   w.scheduler().at(60, [&] { w.restart(n); });
   w.run();
@@ -469,8 +475,10 @@ TEST_CASE("world: a restarted node runs new fibers and the old ones stay dead", 
   CHECK(new_ran);
 }
 
-TEST_CASE("world: crash and pause of a crashed node are traced no-ops and restart of a live one "
-          "is refused", "[sim][world]") {
+TEST_CASE(
+    "world: crash and pause of a crashed node are traced no-ops and restart of a live one "
+    "is refused",
+    "[sim][world]") {
   World w({});
   const NodeId n = w.add_node("n");
   CHECK_THROWS_AS(w.restart(n), std::logic_error);
@@ -543,8 +551,7 @@ TEST_CASE("world: run() says which fibers are stuck", "[sim][world]") {
   CHECK(r.message.find("fiber 0 (forgotten)") != std::string::npos);
 }
 
-TEST_CASE("world: bounds end a run of endless fibers, and teardown unwinds them",
-          "[sim][world]") {
+TEST_CASE("world: bounds end a run of endless fibers, and teardown unwinds them", "[sim][world]") {
   bool guard_destroyed = false;
   {
     World w({.scheduler = {.time_max_us = 10'000}});
@@ -597,11 +604,15 @@ TEST_CASE("world: the destructor unwinds parked, paused and unstarted fibers", "
       Guard g{&waking_guard};
       w.sleep_for_us(50);
     });
-    w.spawn(b, "paused", [&] {
-      Guard g{&paused_guard};
-      w.pause(b, 1'000'000);
-    }, 10);
-    w.spawn(a, "unstarted", [&] { unstarted_ran = true; }, 5'000'000);
+    w.spawn(
+        b, "paused",
+        [&] {
+          Guard g{&paused_guard};
+          w.pause(b, 1'000'000);
+        },
+        10);
+    w.spawn(
+        a, "unstarted", [&] { unstarted_ran = true; }, 5'000'000);
     w.scheduler().run_until(100);
   }
   CHECK(parked_guard);
@@ -626,11 +637,10 @@ namespace {
 
 // Two clients ping a server over a network with random latency, sleeping random amounts.
 std::string run_ping_world(uint64_t seed) {
-  World w({.seed = seed,
-           .network = {.latency_us_min = 100,
-                       .latency_us_max = 5'000,
-                       .loss = {1, 10},
-                       .duplicate = {1, 10}}});
+  World w(
+      {.seed = seed,
+       .network = {
+           .latency_us_min = 100, .latency_us_max = 5'000, .loss = {1, 10}, .duplicate = {1, 10}}});
   const NodeId server = w.add_node("server");
   w.scheduler().at(3'000, [&w, server] { w.pause(server, 2'000, "gc"); });
   w.scheduler().at(9'000, [&w, server] { w.crash(server); });

@@ -15,8 +15,8 @@
 #include "known_bad/known_bad.h"
 #include "scenarios/explore/calibrate.h"
 #include "scenarios/explore/replay.h"
-#include "scenarios/report/report.h"
 #include "scenarios/explore/sweep.h"
+#include "scenarios/report/report.h"
 #include "tests/cli_support.h"
 
 namespace lockstep {
@@ -24,10 +24,13 @@ namespace {
 
 using lockstep::testing::CommandResult;
 
-CommandResult lockstep_cli(const std::string& args) { return lockstep::testing::run_lockstep(args); }
+CommandResult lockstep_cli(const std::string& args) {
+  return lockstep::testing::run_lockstep(args);
+}
 
 std::filesystem::path fresh_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("lockstep-sweep-" + std::to_string(::getpid()) + "-" + name);
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("lockstep-sweep-" + std::to_string(::getpid()) + "-" + name);
   std::filesystem::remove_all(dir);
   return dir;
 }
@@ -67,7 +70,8 @@ TEST_CASE("every drawn parameter is a param line at the start of the trace", "[s
   const SeedOutcome o = run_swarm_spec("redis", spec, 3, true, /*keep_trace=*/true);
   for (const std::string& line : describe_params(spec)) {
     bool found = false;
-    for (const std::string& t : o.report.trace) found |= t.find("param " + line) != std::string::npos;
+    for (const std::string& t : o.report.trace)
+      found |= t.find("param " + line) != std::string::npos;
     CHECK(found);
   }
 }
@@ -80,7 +84,8 @@ TEST_CASE("careful clients: latency alone no longer excuses mutual exclusion", "
   spec.careful = true;
   CHECK(tolerated_violations(spec).count(Invariant::mutual_exclusion) == 0);
   spec.faults.push_back(SwarmFault{.kind = FaultKind::pause, .duration_ms = 10});
-  CHECK(tolerated_violations(spec).count(Invariant::mutual_exclusion) == 1);  // a paused holder cannot know
+  CHECK(tolerated_violations(spec).count(Invariant::mutual_exclusion) ==
+        1);  // a paused holder cannot know
 
   // careful round-trips, and a spec saved before careful clients reads as not careful.
   nlohmann::json j = to_json(spec);
@@ -104,7 +109,8 @@ TEST_CASE("careful seeds are drawn, without pauses or client clock faults", "[sw
   CHECK(careful < 80);
 }
 
-TEST_CASE("careful clients catch a Redlock that ignores the time spent acquiring", "[sweep][careful][shrink]") {
+TEST_CASE("careful clients catch a Redlock that ignores the time spent acquiring",
+          "[sweep][careful][shrink]") {
   register_known_bad_adapters();
   const auto dir = fresh_dir("no-elapsed");
   const SweepConfig config{.adapter = "bad-redlock-no-elapsed", .report_dir = dir.string()};
@@ -129,12 +135,14 @@ TEST_CASE("a fault list restricts the kinds a spec draws", "[sweep]") {
       if (k != FaultKind::partition) CHECK_FALSE(spec.has_fault(k));
     }
   }
-  CHECK(parse_fault_list("pause,crash") == std::vector<FaultKind>{FaultKind::pause, FaultKind::crash});
+  CHECK(parse_fault_list("pause,crash") ==
+        std::vector<FaultKind>{FaultKind::pause, FaultKind::crash});
   CHECK_THROWS_WITH(parse_fault_list("pause,meteor"), Catch::Contains("valid kinds: pause, crash"));
 }
 
-TEST_CASE("shrinking gives a smaller spec that still violates, and its replay file reproduces the hash",
-          "[sweep][shrink]") {
+TEST_CASE(
+    "shrinking gives a smaller spec that still violates, and its replay file reproduces the hash",
+    "[sweep][shrink]") {
   register_known_bad_adapters();
   const auto dir = fresh_dir("shrink");
   const SweepConfig config{.adapter = "bad-del-release", .report_dir = dir.string()};
@@ -142,7 +150,8 @@ TEST_CASE("shrinking gives a smaller spec that still violates, and its replay fi
   const Counterexample cx = shrink_counterexample(config, original);
   CHECK(cx.invariant == original.target());
   CHECK(cx.shrunk_ops <= cx.ops);
-  CHECK(cx.shrunk.step_count() + cx.shrunk.faults.size() <= original.spec.step_count() + original.spec.faults.size());
+  CHECK(cx.shrunk.step_count() + cx.shrunk.faults.size() <=
+        original.spec.step_count() + original.spec.faults.size());
   CHECK(cx.shrunk_ops <= 20);
   const SeedOutcome again = run_swarm_spec(config.adapter, cx.shrunk, cx.seed, true);
   CHECK(again.violates());
@@ -159,7 +168,8 @@ TEST_CASE("shrinking gives a smaller spec that still violates, and its replay fi
 TEST_CASE("shrink stops within its run budget and never grows a spec", "[shrink]") {
   const SwarmSpec spec = draw_swarm_spec(swarm_capabilities("memory"), 11);
   int calls = 0;
-  const ShrinkResult r = shrink(spec, [&](const SwarmSpec&) { return ++calls % 2 == 0; }, {.runs_max = 30});
+  const ShrinkResult r =
+      shrink(spec, [&](const SwarmSpec&) { return ++calls % 2 == 0; }, {.runs_max = 30});
   CHECK(r.runs <= 30);
   CHECK(calls == r.runs);
   CHECK(r.spec.clients.size() <= spec.clients.size());
@@ -174,7 +184,8 @@ TEST_CASE("shards cover every seed exactly once and the merge adds them up", "[s
       CHECK(owners == 1);
     }
   }
-  SweepConfig config{.adapter = "memory", .first_seed = 5, .seeds = 30, .keep_going = true, .report_dir = ""};
+  SweepConfig config{
+      .adapter = "memory", .first_seed = 5, .seeds = 30, .keep_going = true, .report_dir = ""};
   const SweepResult whole = run_sweep(config);
   std::vector<nlohmann::json> shards;
   int seeds = 0;
@@ -192,7 +203,8 @@ TEST_CASE("shards cover every seed exactly once and the merge adds them up", "[s
   CHECK(merged.at("stats").at("ops") == whole.ops);
   CHECK(merged.at("tolerated") == to_json(whole).at("tolerated"));
   CHECK_THROWS_WITH(merge_sweeps({shards[0], shards[2]}), Catch::Contains("missing shards: 1/3"));
-  CHECK_THROWS_WITH(merge_sweeps({shards[0], shards[0], shards[1], shards[2]}), Catch::Contains("given twice"));
+  CHECK_THROWS_WITH(merge_sweeps({shards[0], shards[0], shards[1], shards[2]}),
+                    Catch::Contains("given twice"));
   CHECK(parse_shard("2/4") == std::pair<int, int>{2, 4});
   CHECK_THROWS_AS(parse_shard("4/4"), UsageError);
   CHECK_THROWS_AS(parse_shard("x"), UsageError);
@@ -208,13 +220,15 @@ TEST_CASE("median seeds and time to the first counterexample", "[calibrate]") {
   CHECK_FALSE(median_first_catch({false, false, false}, {1, 1, 1}).median_seeds);
 }
 
-TEST_CASE("sweep exit codes: 0 no violation, 1 violation with a replay line, 2 bad usage", "[sweep][cli]") {
+TEST_CASE("sweep exit codes: 0 no violation, 1 violation with a replay line, 2 bad usage",
+          "[sweep][cli]") {
   const auto dir = fresh_dir("cli");
   const CommandResult ok = lockstep_cli("sweep --adapter memory --seeds 20");
   CHECK(ok.exit_code == 0);
   CHECK(ok.out.find("0 violating") != std::string::npos);
 
-  const CommandResult bad = lockstep_cli("sweep --adapter bad-memory-no-owner-check --seeds 1000 --report " + dir.string());
+  const CommandResult bad = lockstep_cli(
+      "sweep --adapter bad-memory-no-owner-check --seeds 1000 --report " + dir.string());
   CHECK(bad.exit_code == 1);
   const size_t at = bad.out.find("replay: lockstep replay ");
   REQUIRE(at != std::string::npos);
@@ -241,8 +255,8 @@ TEST_CASE("no progress line when stderr is not a terminal", "[sweep][cli]") {
 TEST_CASE("sweep-merge of shard reports written by the command", "[sweep][cli]") {
   const auto dir = fresh_dir("merge");
   for (int i = 0; i < 2; ++i) {
-    const CommandResult r =
-        lockstep_cli("sweep --adapter memory --seeds 20 --shard " + std::to_string(i) + "/2 --report " + dir.string());
+    const CommandResult r = lockstep_cli("sweep --adapter memory --seeds 20 --shard " +
+                                         std::to_string(i) + "/2 --report " + dir.string());
     REQUIRE(r.exit_code == 0);
   }
   const CommandResult merged = lockstep_cli("sweep-merge " + dir.string() + " --json");

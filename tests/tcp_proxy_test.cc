@@ -37,7 +37,8 @@ struct ProxiedServer {
   RedisServerProcess server;
   TcpProxy proxy{{.upstream_port = server.port()}};
   HiredisConnection direct{{.port = server.port()}};
-  HiredisConnection via_proxy{{.port = proxy.port(), .connect_timeout_ms = 300, .command_timeout_ms = 300}};
+  HiredisConnection via_proxy{
+      {.port = proxy.port(), .connect_timeout_ms = 300, .command_timeout_ms = 300}};
 };
 
 TEST_CASE("the proxy passes traffic through", "[real][proxy]") {
@@ -78,7 +79,8 @@ TEST_CASE("delay adds latency per direction and heal removes it", "[real][proxy]
   CHECK(ping_ms(patient) < 50);
 }
 
-TEST_CASE("drop to the server: the command times out and never reaches the server", "[real][proxy]") {
+TEST_CASE("drop to the server: the command times out and never reaches the server",
+          "[real][proxy]") {
   testing::require_redis_server();
   ProxiedServer world;
   must(world.via_proxy, {"PING"});
@@ -97,7 +99,8 @@ TEST_CASE("drop to the client: the command runs but its reply is lost", "[real][
   must(world.via_proxy, {"PING"});
   world.proxy.set_drop(Direction::to_client, true);
   CHECK(world.via_proxy.command({"SET", "k", "applied"}).status == IoStatus::timeout);
-  CHECK(must(world.direct, {"GET", "k"}) == RedisReply::string_of("applied"));  // the lock-client trap
+  CHECK(must(world.direct, {"GET", "k"}) ==
+        RedisReply::string_of("applied"));  // the lock-client trap
 
   world.proxy.heal();
   CHECK(must(world.via_proxy, {"GET", "k"}) == RedisReply::string_of("applied"));

@@ -61,7 +61,8 @@ class LockAdapter {
   // TTL gives it: a server cannot start it before the request is sent, so this never overstates
   // it (clock faults aside). Adapters that compute a validity of their own (Redlock: TTL minus the
   // time spent acquiring and the clock drift) report that instead.
-  virtual int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us, int64_t ttl_ms) const {
+  virtual int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us,
+                                  int64_t ttl_ms) const {
     (void)spec;
     return requested_at_us + ttl_ms * 1000;
   }

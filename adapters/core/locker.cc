@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <string_view>
 
-#include "base/check.h"
 #include "adapters/core/errors.h"
+#include "base/check.h"
 
 namespace lockstep {
 namespace {
@@ -47,7 +47,8 @@ std::optional<int64_t> next_delay_ms(const RetrySettings& settings, Random& rand
                                      const RetryProgress& progress) {
   if (!settings.retry_delay_fn) {
     const int64_t jitter_ms = settings.retry_jitter_ms;
-    const uint64_t extra_ms = jitter_ms > 0 ? random.below(static_cast<uint64_t>(jitter_ms) + 1) : 0;
+    const uint64_t extra_ms =
+        jitter_ms > 0 ? random.below(static_cast<uint64_t>(jitter_ms) + 1) : 0;
     return settings.retry_delay_ms.value_or(0) + static_cast<int64_t>(extra_ms);
   }
   bool stopped = false;
@@ -124,7 +125,8 @@ Lock::Lock(LockerOptions options, std::string key, int64_t ttl_ms) : options_(st
   validate_key(key);
   validate_ttl_ms(ttl_ms);
   // Drawn only after validation, so a rejected lock does not consume randomness.
-  spec_ = LockSpec{.key = std::move(key), .value = options_.random->hex_token(16), .ttl_ms = ttl_ms};
+  spec_ =
+      LockSpec{.key = std::move(key), .value = options_.random->hex_token(16), .ttl_ms = ttl_ms};
 }
 
 Lock& Lock::acquire() {
@@ -173,16 +175,14 @@ Lock& Lock::acquire() {
 bool Lock::release(ReleaseOptions options) {
   const AdapterResult result = options_.adapter->release_lock(spec_);
   switch (result.status) {
-    case AdapterStatus::ok:
-      return true;
+    case AdapterStatus::ok: return true;
     case AdapterStatus::not_owner:
       if (options.throw_on_fail) {
         throw LockReleaseError("lock " + quoted(spec_.key) +
                                " was not released: it expired or is held by another owner");
       }
       return false;
-    default:
-      throw_backend_error(*options_.adapter, "release", spec_, result);
+    default: throw_backend_error(*options_.adapter, "release", spec_, result);
   }
 }
 
@@ -225,9 +225,7 @@ Lock Lock::with_retry(RetrySettings settings) const {
   return copy;
 }
 
-Locker::Locker(LockerOptions options) : options_(std::move(options)) {
-  validate_options(options_);
-}
+Locker::Locker(LockerOptions options) : options_(std::move(options)) { validate_options(options_); }
 
 Lock Locker::lock(std::string key, int64_t ttl_ms) const {
   return Lock(options_, std::move(key), ttl_ms);

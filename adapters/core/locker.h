@@ -6,7 +6,8 @@
 //   Lock lock = locker.lock("user:123", 3000);
 //   lock.acquire();                    // throws RetryError when it gives up
 //   lock.extend(2000);                 // from now; throws LockExtendError when no longer ours
-//   lock.release();                    // silent if already gone; {.throw_on_fail = true} reports it
+//   lock.release();                    // silent if already gone;
+//                                      // {.throw_on_fail = true} reports it
 //   int r = locker.lock("k", 3000).acquire([](Lock& held) { return 42; });  // released after
 //
 // Invariants: a Lock has one unique value for its whole life (drawn from the Random seam at

@@ -5,7 +5,8 @@
 namespace lockstep {
 
 bool is_mongo_date(const MongoDocument& value) {
-  return value.is_object() && value.size() == 1 && value.contains("$date") && value["$date"].is_number_integer();
+  return value.is_object() && value.size() == 1 && value.contains("$date") &&
+         value["$date"].is_number_integer();
 }
 
 int64_t mongo_date_ms(const MongoDocument& value) {

@@ -57,7 +57,7 @@ class MongoConnection {
 // Well-known server error codes the adapter and the simulated mongod share.
 namespace mongo_error {
 inline constexpr int kDuplicateKey = 11000;
-inline constexpr int kWriteConcernFailed = 64;   // WriteConcernFailed (wtimeout)
+inline constexpr int kWriteConcernFailed = 64;  // WriteConcernFailed (wtimeout)
 inline constexpr int kNotWritablePrimary = 10107;
 inline constexpr int kNotPrimaryOrSecondary = 13436;
 inline constexpr int kPrimarySteppedDown = 189;

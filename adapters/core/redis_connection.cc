@@ -11,7 +11,8 @@ std::string describe(const RedisReply& reply) {
     case RedisReply::Type::string: return "\"" + reply.str + "\"";
     case RedisReply::Type::array: {
       std::string out = "[";
-      for (size_t i = 0; i < reply.elements.size(); ++i) out += (i ? ", " : "") + describe(reply.elements[i]);
+      for (size_t i = 0; i < reply.elements.size(); ++i)
+        out += (i ? ", " : "") + describe(reply.elements[i]);
       return out + "]";
     }
   }

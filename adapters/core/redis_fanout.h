@@ -3,9 +3,9 @@
 // every reply or a deadline, whichever comes first. Redlock asks its N nodes in parallel through
 // it, so one slow or dead node costs the request timeout once, not once per node.
 //
-// Real: non-blocking hiredis sockets polled by the calling thread (adapters/redlock/polling_fanout.h).
-// Sim: every request sent over the simulated network, then the calling fiber parks once until all
-// replies or the deadline (sim/redis/sim_redis_fanout.h).
+// Real: non-blocking hiredis sockets polled by the calling thread
+// (adapters/redlock/polling_fanout.h). Sim: every request sent over the simulated network, then the
+// calling fiber parks once until all replies or the deadline (sim/redis/sim_redis_fanout.h).
 //
 // Invariants: command_all() returns exactly size() results, result i for connection i, and blocks
 // at most timeout_us of the caller's clock (plus, in the real world, a reconnect bounded by the
@@ -33,6 +33,8 @@ class RedisFanout {
 };
 
 // The result for a connection whose argv was empty.
-inline RedisResult not_sent_result() { return {.status = IoStatus::ok, .reply = RedisReply::nil(), .message = "not sent"}; }
+inline RedisResult not_sent_result() {
+  return {.status = IoStatus::ok, .reply = RedisReply::nil(), .message = "not sent"};
+}
 
 }  // namespace lockstep

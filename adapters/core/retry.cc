@@ -54,7 +54,8 @@ void validate_ranges(const RetrySettings& s) {
 void validate_intent(const RetrySettings& s) {
   const bool retries_possible = s.retry_delay_ms || s.retry_delay_fn;
   if (s.retry_jitter_ms > 0 && !s.retry_delay_ms) {
-    throw ValidationError("retry_jitter_ms", "needs retry_delay_ms: jitter is added to a fixed delay");
+    throw ValidationError("retry_jitter_ms",
+                          "needs retry_delay_ms: jitter is added to a fixed delay");
   }
   if (s.total_time_ms && !retries_possible) {
     throw ValidationError("total_time_ms",

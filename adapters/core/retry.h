@@ -23,7 +23,7 @@ struct RetryAttempt {
   int64_t started_at_ms = 0;      // local time when acquire began
   int64_t previous_delay_ms = 0;  // the delay returned for the previous attempt (0 at first)
   const RetrySettings* settings = nullptr;
-  std::function<void()> stop{};   // call to stop retrying; the returned delay is then ignored
+  std::function<void()> stop{};  // call to stop retrying; the returned delay is then ignored
 };
 
 struct RetrySettings {

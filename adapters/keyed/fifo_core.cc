@@ -33,7 +33,8 @@ std::optional<RequestId> FifoCore::try_acquire(const KeyRef& key) {
 
 RequestId FifoCore::release(const KeyRef& key, RequestId holder) {
   const size_t pos = keys_.find(key);
-  LOCKSTEP_CHECK(pos != kAbsent && keys_.at(pos).state.holder == holder, "only the holder releases a key");
+  LOCKSTEP_CHECK(pos != kAbsent && keys_.at(pos).state.holder == holder,
+                 "only the holder releases a key");
   KeyState& state = keys_.at(pos).state;
   if (state.queue.empty()) {
     keys_.erase(pos);

@@ -25,8 +25,10 @@ RequestId FifoLock::acquire_hashed(const KeyRef& hashed, const WithLockOptions& 
   const FifoAdmission admission = core_.request(hashed);
   switch (admission.admit) {
     case FifoAdmit::granted: return admission.id;
-    case FifoAdmit::invalid_key: throw KeyedLockError::invalid_key(key, core_.limits().max_key_length);
-    case FifoAdmit::queue_full: throw KeyedLockError::queue_full(key, core_.limits().max_waiters_per_key);
+    case FifoAdmit::invalid_key:
+      throw KeyedLockError::invalid_key(key, core_.limits().max_key_length);
+    case FifoAdmit::queue_full:
+      throw KeyedLockError::queue_full(key, core_.limits().max_waiters_per_key);
     case FifoAdmit::queued: break;
   }
   return wait(lock, key, admission.id, options);
@@ -45,10 +47,12 @@ RequestId FifoLock::wait(std::unique_lock<std::mutex>& lock, std::string_view ke
   if (!options.max_wait_ms) {
     waiter.cv.wait(lock, done);
   } else {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(*options.max_wait_ms);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(*options.max_wait_ms);
     if (!waiter.cv.wait_until(lock, deadline, done)) {
       // Still waiting: withdraw. Nobody else was touched, the holder keeps the key.
-      LOCKSTEP_CHECK(core_.cancel(key, id), "a waiter that was neither granted nor cleared is queued");
+      LOCKSTEP_CHECK(core_.cancel(key, id),
+                     "a waiter that was neither granted nor cleared is queued");
       waiters_.erase(id);
       throw KeyedLockError::timeout(key, *options.max_wait_ms);
     }
@@ -57,7 +61,9 @@ RequestId FifoLock::wait(std::unique_lock<std::mutex>& lock, std::string_view ke
   return id;
 }
 
-void FifoLock::release(const std::string& key, RequestId id) noexcept { release_hashed(key, KeyRef(key).hash, id); }
+void FifoLock::release(const std::string& key, RequestId id) noexcept {
+  release_hashed(key, KeyRef(key).hash, id);
+}
 
 void FifoLock::release_hashed(const std::string& key, size_t key_hash, RequestId id) noexcept {
   std::lock_guard lock(mutex_);

@@ -1,7 +1,7 @@
 #pragma once
 // fifo: a FIFO keyed lock (after the svelte-adapter-uws lock seed), in idiomatic C++.
 //
-//   FifoLock lock;                                         // {.max_key_length, .max_waiters_per_key}
+//   FifoLock lock;  // options: {.max_key_length, .max_waiters_per_key}
 //   Order o = lock.with_lock("order:42", [&] { return process(); });
 //   try {
 //     lock.with_lock("order:42", fn, {.max_wait_ms = 5000});
@@ -26,8 +26,8 @@
 // a too long key or a full queue changes nothing for the holder or the waiters already queued.
 //
 // KeyedFifoLock is the API; FifoLock runs the core (fifo_core.h) with real threads, SimFifoLock
-// (scenarios/backends/keyed_sim.h) with simulator fibers. Not reentrant (fn locking its own key waits for
-// itself until its max wait runs out, or forever without one).
+// (scenarios/backends/keyed_sim.h) with simulator fibers. Not reentrant (fn locking its own key
+// waits for itself until its max wait runs out, or forever without one).
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -106,7 +106,8 @@ class KeyedFifoLock {
 class FifoLock final : public KeyedFifoLock {
  public:
   explicit FifoLock(FifoLockOptions options = {})
-      : core_({.max_key_length = options.max_key_length, .max_waiters_per_key = options.max_waiters_per_key}) {}
+      : core_({.max_key_length = options.max_key_length,
+               .max_waiters_per_key = options.max_waiters_per_key}) {}
 
   bool held(std::string_view key) const override;
   size_t waiting(std::string_view key) const override;

@@ -68,9 +68,9 @@ inline size_t key_hash(std::string_view key) noexcept {
 // A key with its hash, computed once per operation and reused for the shard choice, the lookup
 // and the insertion. Converts implicitly from anything that names a key.
 struct KeyRef {
-  KeyRef(std::string_view k) : key(k), hash(key_hash(k)) {}  // NOLINT: implicit
-  KeyRef(const std::string& k) : KeyRef(std::string_view(k)) {}                    // NOLINT: implicit
-  KeyRef(const char* k) : KeyRef(std::string_view(k)) {}                           // NOLINT: implicit
+  KeyRef(std::string_view k) : key(k), hash(key_hash(k)) {}      // NOLINT: implicit
+  KeyRef(const std::string& k) : KeyRef(std::string_view(k)) {}  // NOLINT: implicit
+  KeyRef(const char* k) : KeyRef(std::string_view(k)) {}         // NOLINT: implicit
   // A key whose hash is already known (a handle keeps it from the acquire). known_hash must be
   // key_hash(k): every table compares hashes first.
   KeyRef(std::string_view k, size_t known_hash) : key(k), hash(known_hash) {}
@@ -110,7 +110,7 @@ template <class State>
 class KeyTable {
  public:
   static constexpr size_t npos = std::numeric_limits<size_t>::max();
-  static constexpr size_t kSlotsMin = 16;    // power of two; holds kEntriesMin at load 1/2
+  static constexpr size_t kSlotsMin = 16;  // power of two; holds kEntriesMin at load 1/2
   static constexpr size_t kEntriesMin = 8;
   static constexpr size_t kSpareKeysMax = 8;
   static constexpr size_t kSpareKeyMaxBytes = 512;
@@ -125,7 +125,8 @@ class KeyTable {
     std::string key;
     State state{};
   };
-  static_assert(std::is_nothrow_move_constructible_v<Entry> && std::is_nothrow_move_assignable_v<Entry>,
+  static_assert(std::is_nothrow_move_constructible_v<Entry> &&
+                    std::is_nothrow_move_assignable_v<Entry>,
                 "swap-and-pop and regrowth move entries and must not throw");
 
   KeyTable() = default;
@@ -169,10 +170,12 @@ class KeyTable {
     for (size_t probes = 0; probes <= mask_; ++probes, s = (s + 1) & mask_) {
       const Slot slot = slots_[s];
       if (slot.pos() == kEmpty) break;
-      LOCKSTEP_CHECK(slot.tag() != tag || entries_[slot.pos()].hash != key.hash || !same_key(entries_[slot.pos()].key, key.key),
+      LOCKSTEP_CHECK(slot.tag() != tag || entries_[slot.pos()].hash != key.hash ||
+                         !same_key(entries_[slot.pos()].key, key.key),
                      "insert only keys that are absent");
     }
-    LOCKSTEP_CHECK(slots_[s].pos() == kEmpty, "load <= 1/2 leaves an empty slot on every probe path");
+    LOCKSTEP_CHECK(slots_[s].pos() == kEmpty,
+                   "load <= 1/2 leaves an empty slot on every probe path");
     const size_t pos = entries_.size();
     if (key.key.size() <= kSsoCapacity) {
       entries_.emplace_back(key.hash, key.key);  // capacity is reserved: no allocation, no throw
@@ -213,9 +216,12 @@ class KeyTable {
       if (slot.pos() == kEmpty) continue;
       ++used;
       LOCKSTEP_CHECK(slot.pos() < entries_.size(), "a slot points at an entry");
-      LOCKSTEP_CHECK(tag_of(entries_[slot.pos()].hash) == slot.tag(), "a slot's tag is its entry's hash");
+      LOCKSTEP_CHECK(tag_of(entries_[slot.pos()].hash) == slot.tag(),
+                     "a slot's tag is its entry's hash");
       LOCKSTEP_CHECK(slot_of(slot.pos()) == s, "an entry has one slot, reachable from its home");
-      LOCKSTEP_CHECK(find(KeyRef(entries_[slot.pos()].key, entries_[slot.pos()].hash)) == slot.pos(), "keys are unique");
+      LOCKSTEP_CHECK(
+          find(KeyRef(entries_[slot.pos()].key, entries_[slot.pos()].hash)) == slot.pos(),
+          "keys are unique");
     }
     LOCKSTEP_CHECK(used == entries_.size(), "every entry has a slot");
     LOCKSTEP_CHECK(entries_.size() * 2 <= slots_.size() || slots_.empty(), "load <= 1/2");
@@ -229,7 +235,9 @@ class KeyTable {
   // defeats store-to-load forwarding and stalls.
   struct Slot {
     uint64_t bits = uint64_t{kEmpty} << 32;
-    static Slot make(uint32_t tag, size_t pos) { return Slot{.bits = tag | (uint64_t{static_cast<uint32_t>(pos)} << 32)}; }
+    static Slot make(uint32_t tag, size_t pos) {
+      return Slot{.bits = tag | (uint64_t{static_cast<uint32_t>(pos)} << 32)};
+    }
     uint32_t tag() const { return static_cast<uint32_t>(bits); }
     uint32_t pos() const { return static_cast<uint32_t>(bits >> 32); }
   };
@@ -244,8 +252,12 @@ class KeyTable {
     if (n != b.size()) return false;
     const char* x = a.data();
     const char* y = b.data();
-    if (n >= 8 && n <= 16) return load<uint64_t>(x) == load<uint64_t>(y) && load<uint64_t>(x + n - 8) == load<uint64_t>(y + n - 8);
-    if (n >= 4 && n < 8) return load<uint32_t>(x) == load<uint32_t>(y) && load<uint32_t>(x + n - 4) == load<uint32_t>(y + n - 4);
+    if (n >= 8 && n <= 16)
+      return load<uint64_t>(x) == load<uint64_t>(y) &&
+             load<uint64_t>(x + n - 8) == load<uint64_t>(y + n - 8);
+    if (n >= 4 && n < 8)
+      return load<uint32_t>(x) == load<uint32_t>(y) &&
+             load<uint32_t>(x + n - 4) == load<uint32_t>(y + n - 4);
     if (n < 4) {
       for (size_t i = 0; i < n; ++i) {  // at most 3 rounds
         if (x[i] != y[i]) return false;
@@ -300,7 +312,8 @@ class KeyTable {
     for (size_t pos = 0; pos < entries_.size(); ++pos) {
       const uint32_t tag = tag_of(entries_[pos].hash);
       size_t s = tag & mask;
-      for (size_t probes = 0; probes <= mask && fresh[s].pos() != kEmpty; ++probes) s = (s + 1) & mask;
+      for (size_t probes = 0; probes <= mask && fresh[s].pos() != kEmpty; ++probes)
+        s = (s + 1) & mask;
       fresh[s] = Slot::make(tag, pos);
     }
     slots_.swap(fresh);
@@ -318,9 +331,12 @@ class KeyTable {
   // capacity. Strong guarantee.
   [[gnu::noinline]] void grow() {
     // Every insert past a power of two comes here, so positions stay below 2^31 < kEmpty.
-    LOCKSTEP_CHECK(entries_.size() < (size_t{1} << 31), "positions fit a slot (at most 2^31 keys per table)");
-    if (slots_.empty() || (entries_.size() + 1) * 2 > slots_.size()) rebuild(std::max(kSlotsMin, slots_.size() * 2));
-    if (entries_.size() == entries_.capacity()) reserve_entries(std::max(kEntriesMin, entries_.capacity() * 2));
+    LOCKSTEP_CHECK(entries_.size() < (size_t{1} << 31),
+                   "positions fit a slot (at most 2^31 keys per table)");
+    if (slots_.empty() || (entries_.size() + 1) * 2 > slots_.size())
+      rebuild(std::max(kSlotsMin, slots_.size() * 2));
+    if (entries_.size() == entries_.capacity())
+      reserve_entries(std::max(kEntriesMin, entries_.capacity() * 2));
   }
 
   // Gives memory back when the table is sparse: the index at load < 1/8 halves, the entry vector
@@ -328,7 +344,8 @@ class KeyTable {
   // larger storage stays, which is still correct.
   [[gnu::noinline]] void shrink() noexcept {
     try {
-      if (slots_.size() > kSlotsMin && entries_.size() * 8 < slots_.size()) rebuild(slots_.size() / 2);
+      if (slots_.size() > kSlotsMin && entries_.size() * 8 < slots_.size())
+        rebuild(slots_.size() / 2);
       if (entries_.capacity() > kEntriesMin && entries_.size() * 4 < entries_.capacity()) {
         reserve_entries(std::max(kEntriesMin, entries_.capacity() / 2));
       }
@@ -378,7 +395,8 @@ class WaitQueue {
  public:
   WaitQueue() = default;
   // Moves leave the source empty (table entries move on erase and regrowth).
-  WaitQueue(WaitQueue&& other) noexcept : items_(std::move(other.items_)), head_(std::exchange(other.head_, 0)) {
+  WaitQueue(WaitQueue&& other) noexcept
+      : items_(std::move(other.items_)), head_(std::exchange(other.head_, 0)) {
     other.items_.clear();
   }
   WaitQueue& operator=(WaitQueue&& other) noexcept {

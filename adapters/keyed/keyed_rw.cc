@@ -43,7 +43,7 @@ void KeyedRwMutex::wake_granted(Shard& shard) {
 
 RwHandle KeyedRwMutex::acquire(std::string_view key_text, RwMode mode) {
   const KeyRef key(key_text);  // the one hash of this lock+unlock
-  RwHandle handle(key);        // the key's copy, allocated before the grant: nothing throws after it
+  RwHandle handle(key);  // the key's copy, allocated before the grant: nothing throws after it
   Shard& shard = shard_for(key);
   std::unique_lock lock(shard.mutex);
   const RwAdmission admission = shard.core.request(key, mode);

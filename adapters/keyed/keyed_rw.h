@@ -89,8 +89,12 @@ class KeyedRwLock {
 
   RwHandle lock(std::string_view key) { return acquire(key, RwMode::exclusive); }
   RwHandle lock_shared(std::string_view key) { return acquire(key, RwMode::shared); }
-  std::optional<RwHandle> try_lock(std::string_view key) { return try_acquire(key, RwMode::exclusive); }
-  std::optional<RwHandle> try_lock_shared(std::string_view key) { return try_acquire(key, RwMode::shared); }
+  std::optional<RwHandle> try_lock(std::string_view key) {
+    return try_acquire(key, RwMode::exclusive);
+  }
+  std::optional<RwHandle> try_lock_shared(std::string_view key) {
+    return try_acquire(key, RwMode::shared);
+  }
 
   // Runs fn() under the lock and returns its result; releases when fn returns or throws (and
   // rethrows fn's exception unchanged).

@@ -14,7 +14,9 @@ RwCore::KeyView RwCore::view(const KeyState& state) {
           .waiting = state.queue.size()};
 }
 
-bool RwCore::admits_shared_now(const KeyView& key) const { return !key.exclusive_held && key.waiting == 0; }
+bool RwCore::admits_shared_now(const KeyView& key) const {
+  return !key.exclusive_held && key.waiting == 0;
+}
 
 bool RwCore::grantable_now(const KeyState& state, RwMode mode) const {
   if (mode == RwMode::shared) return admits_shared_now(view(state));
@@ -23,7 +25,8 @@ bool RwCore::grantable_now(const KeyState& state, RwMode mode) const {
 
 void RwCore::grant(KeyState& state, RequestId id, RwMode mode) {
   if (mode == RwMode::shared) {
-    LOCKSTEP_CHECK(state.exclusive_holder == kNoRequest, "a shared grant never overlaps an exclusive");
+    LOCKSTEP_CHECK(state.exclusive_holder == kNoRequest,
+                   "a shared grant never overlaps an exclusive");
     ++state.shared_holders;
   } else {
     LOCKSTEP_CHECK(state.exclusive_holder == kNoRequest && state.shared_holders == 0,
@@ -45,7 +48,8 @@ void RwCore::serve_queue(KeyState& state, std::vector<RequestId>& granted) {
 
 void RwCore::free_if_idle(size_t pos) {
   const KeyState& state = keys_.at(pos).state;
-  if (state.shared_holders == 0 && state.exclusive_holder == kNoRequest && state.queue.empty()) keys_.erase(pos);
+  if (state.shared_holders == 0 && state.exclusive_holder == kNoRequest && state.queue.empty())
+    keys_.erase(pos);
 }
 
 size_t RwCore::find_or_throw(const KeyRef& key) {
@@ -76,7 +80,8 @@ std::optional<RequestId> RwCore::try_acquire(const KeyRef& key, RwMode mode) {
   return id;
 }
 
-void RwCore::release(const KeyRef& key, RequestId id, RwMode mode, std::vector<RequestId>& granted) {
+void RwCore::release(const KeyRef& key, RequestId id, RwMode mode,
+                     std::vector<RequestId>& granted) {
   const size_t pos = find_or_throw(key);
   KeyState& state = keys_.at(pos).state;
   if (mode == RwMode::shared) {

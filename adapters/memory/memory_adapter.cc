@@ -2,8 +2,8 @@
 
 #include <utility>
 
-#include "base/check.h"
 #include "adapters/core/locker.h"
+#include "base/check.h"
 
 namespace lockstep {
 namespace {
@@ -95,9 +95,8 @@ AdapterResult MemoryAdapter::is_valid_lock(const LockSpec& spec) {
 size_t MemoryAdapter::purge_expired() {
   std::lock_guard<std::mutex> guard(mutex_);
   const int64_t now_us = options_.clock->now_us();
-  return std::erase_if(locks_, [now_us](const auto& item) {
-    return now_us >= item.second.expires_at_us;
-  });
+  return std::erase_if(locks_,
+                       [now_us](const auto& item) { return now_us >= item.second.expires_at_us; });
 }
 
 size_t MemoryAdapter::size() {

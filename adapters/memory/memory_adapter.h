@@ -22,9 +22,9 @@
 namespace lockstep {
 
 struct MemoryAdapterOptions {
-  Clock* clock = nullptr;                // required
-  LeaseObserver* observer = nullptr;     // optional: the harness's server-side view
-  std::string server_name = "memory";    // how the observer names this store
+  Clock* clock = nullptr;              // required
+  LeaseObserver* observer = nullptr;   // optional: the harness's server-side view
+  std::string server_name = "memory";  // how the observer names this store
 };
 
 class MemoryAdapter final : public LockAdapter {

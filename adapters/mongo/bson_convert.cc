@@ -14,12 +14,14 @@ namespace {
 bool is_oid(const MongoDocument& value) {
   if (!value.is_object() || value.size() != 1 || !value.contains("$oid")) return false;
   const MongoDocument& hex = value["$oid"];
-  return hex.is_string() && bson_oid_is_valid(hex.get_ref<const std::string&>().c_str(), hex.get_ref<const std::string&>().size());
+  return hex.is_string() && bson_oid_is_valid(hex.get_ref<const std::string&>().c_str(),
+                                              hex.get_ref<const std::string&>().size());
 }
 
 int key_length(const std::string& key) {
   LOCKSTEP_CHECK(key.find('\0') == std::string::npos, "BSON keys cannot contain NUL bytes");
-  LOCKSTEP_CHECK(key.size() < static_cast<size_t>(std::numeric_limits<int>::max()), "a key of sane length");
+  LOCKSTEP_CHECK(key.size() < static_cast<size_t>(std::numeric_limits<int>::max()),
+                 "a key of sane length");
   return static_cast<int>(key.size());
 }
 
@@ -43,10 +45,13 @@ void append_value(bson_t* out, const std::string& key, const MongoDocument& valu
   bool appended = true;
   switch (value.type()) {
     case MongoDocument::value_t::null: appended = bson_append_null(out, name, length); break;
-    case MongoDocument::value_t::boolean: appended = bson_append_bool(out, name, length, value.get<bool>()); break;
+    case MongoDocument::value_t::boolean:
+      appended = bson_append_bool(out, name, length, value.get<bool>());
+      break;
     case MongoDocument::value_t::number_integer: {
       const auto number = value.get<int64_t>();
-      appended = number >= std::numeric_limits<int32_t>::min() && number <= std::numeric_limits<int32_t>::max()
+      appended = number >= std::numeric_limits<int32_t>::min() &&
+                         number <= std::numeric_limits<int32_t>::max()
                      ? bson_append_int32(out, name, length, static_cast<int32_t>(number))
                      : bson_append_int64(out, name, length, number);
       break;
@@ -60,10 +65,13 @@ void append_value(bson_t* out, const std::string& key, const MongoDocument& valu
                      : bson_append_int64(out, name, length, static_cast<int64_t>(number));
       break;
     }
-    case MongoDocument::value_t::number_float: appended = bson_append_double(out, name, length, value.get<double>()); break;
+    case MongoDocument::value_t::number_float:
+      appended = bson_append_double(out, name, length, value.get<double>());
+      break;
     case MongoDocument::value_t::string: {
       const auto& text = value.get_ref<const std::string&>();
-      LOCKSTEP_CHECK(text.size() < static_cast<size_t>(std::numeric_limits<int>::max()), "a string of sane length");
+      LOCKSTEP_CHECK(text.size() < static_cast<size_t>(std::numeric_limits<int>::max()),
+                     "a string of sane length");
       appended = bson_append_utf8(out, name, length, text.data(), static_cast<int>(text.size()));
       break;
     }
@@ -83,8 +91,10 @@ void append_value(bson_t* out, const std::string& key, const MongoDocument& valu
       }
       break;
     }
-    case MongoDocument::value_t::binary: LOCKSTEP_CHECK(false, "JSON binary values are not part of the Mongo seam");
-    case MongoDocument::value_t::discarded: LOCKSTEP_CHECK(false, "a discarded JSON value cannot be sent");
+    case MongoDocument::value_t::binary:
+      LOCKSTEP_CHECK(false, "JSON binary values are not part of the Mongo seam");
+    case MongoDocument::value_t::discarded:
+      LOCKSTEP_CHECK(false, "a discarded JSON value cannot be sent");
   }
   LOCKSTEP_CHECK(appended, "the BSON document stays under its maximum size");
 }
@@ -195,7 +205,8 @@ std::vector<uint8_t> to_bson_bytes(const MongoDocument& document) {
 
 MongoDocument from_bson_bytes(const uint8_t* data, size_t length) {
   bson_t view;
-  if (data == nullptr || !bson_init_static(&view, data, length) || !bson_validate(&view, BSON_VALIDATE_NONE, nullptr)) {
+  if (data == nullptr || !bson_init_static(&view, data, length) ||
+      !bson_validate(&view, BSON_VALIDATE_NONE, nullptr)) {
     return MongoDocument(MongoDocument::value_t::discarded);
   }
   return from_bson(view);

@@ -29,10 +29,13 @@ MongoAdapter::MongoAdapter(MongoAdapterOptions options) : options_(std::move(opt
   LOCKSTEP_CHECK(options_.connection != nullptr, "MongoAdapter needs a connection");
   LOCKSTEP_CHECK(options_.time_source != MongoTimeSource::client || options_.clock != nullptr,
                  "time_source client reads the client's clock");
-  LOCKSTEP_CHECK(!options_.database.empty() && !options_.collection.empty() && !options_.fencing_collection.empty(),
+  LOCKSTEP_CHECK(!options_.database.empty() && !options_.collection.empty() &&
+                     !options_.fencing_collection.empty(),
                  "a database and two collections");
-  LOCKSTEP_CHECK(options_.collection != options_.fencing_collection, "lock documents and fencing counters apart");
-  LOCKSTEP_CHECK(options_.write_concern != MongoWriteConcern::majority || options_.write_concern_timeout_ms > 0,
+  LOCKSTEP_CHECK(options_.collection != options_.fencing_collection,
+                 "lock documents and fencing counters apart");
+  LOCKSTEP_CHECK(options_.write_concern != MongoWriteConcern::majority ||
+                     options_.write_concern_timeout_ms > 0,
                  "w:majority needs a bounded wtimeout");
 }
 
@@ -57,7 +60,8 @@ AdapterResult MongoAdapter::failure(const char* op, const char* command, const S
   const std::string where = fmt::format("{} on {}", op, options_.connection->endpoint());
   if (!sent.result.ok()) {
     return {.status = AdapterStatus::backend_error,
-            .message = fmt::format("{}: {} {} ({})", where, command, to_string(sent.result.status), sent.result.message)};
+            .message = fmt::format("{}: {} {} ({})", where, command, to_string(sent.result.status),
+                                   sent.result.message)};
   }
   const char* what = "unexpected reply";
   switch (sent.outcome.kind) {
@@ -68,8 +72,10 @@ AdapterResult MongoAdapter::failure(const char* op, const char* command, const S
     case Kind::malformed:
     case Kind::ok: break;
   }
-  const std::string detail = sent.outcome.message.empty() ? sent.result.reply.dump() : sent.outcome.message;
-  return {.status = AdapterStatus::backend_error, .message = fmt::format("{}: {} {}: {}", where, command, what, detail)};
+  const std::string detail =
+      sent.outcome.message.empty() ? sent.result.reply.dump() : sent.outcome.message;
+  return {.status = AdapterStatus::backend_error,
+          .message = fmt::format("{}: {} {}: {}", where, command, what, detail)};
 }
 
 std::optional<AdapterResult> MongoAdapter::ensure_indexes(const char* op) {
@@ -83,8 +89,10 @@ std::optional<AdapterResult> MongoAdapter::ensure_indexes(const char* op) {
 }
 
 std::string MongoAdapter::best_effort_release(const LockSpec& spec, const MongoNow& at) {
-  const Sent sent = send(cmd::release(options_.collection, spec.key, spec.value, at, cmd::w1_write_concern()));
-  if (!sent.result.ok()) return fmt::format("best-effort release failed: {}", to_string(sent.result.status));
+  const Sent sent =
+      send(cmd::release(options_.collection, spec.key, spec.value, at, cmd::w1_write_concern()));
+  if (!sent.result.ok())
+    return fmt::format("best-effort release failed: {}", to_string(sent.result.status));
   if (sent.outcome.kind != Kind::ok) return "best-effort release failed: " + sent.outcome.message;
   return sent.outcome.n == 1 ? "lock document deleted again" : "lock document already gone";
 }
@@ -97,12 +105,14 @@ AdapterResult MongoAdapter::create_lock(const LockSpec& spec) {
     AdapterResult result = failure("acquire", command, sent);
     // Only when the server answered: after a transport failure the next command would most
     // likely fail the same way, and the TTL frees the key anyway.
-    if (sent.result.ok()) result.message += "; not reported as held (" + best_effort_release(spec, at) + ")";
+    if (sent.result.ok())
+      result.message += "; not reported as held (" + best_effort_release(spec, at) + ")";
     return result;
   };
 
   // 1. The lock document: an expired one is taken over, a live one makes the upsert collide.
-  const Sent upsert = send(cmd::acquire_upsert(options_.collection, spec.key, spec.value, spec.ttl_ms, at, write_concern()));
+  const Sent upsert = send(cmd::acquire_upsert(options_.collection, spec.key, spec.value,
+                                               spec.ttl_ms, at, write_concern()));
   if (!upsert.result.ok()) return failure("acquire", "update", upsert);
   if (upsert.outcome.kind == Kind::duplicate_key) return {.status = AdapterStatus::contended};
   // Applied on the primary but not acknowledged as asked (e.g. no majority): not a grant.
@@ -111,13 +121,16 @@ AdapterResult MongoAdapter::create_lock(const LockSpec& spec) {
   if (upsert.outcome.n != 1) return not_held("update", upsert);
 
   // 2. The next fencing token of the key.
-  const Sent counter = send(cmd::next_token(options_.fencing_collection, spec.key, write_concern()));
-  const std::optional<int64_t> token = counter.result.ok() ? token_of(counter.result.reply) : std::nullopt;
-  if (!counter.result.ok() || counter.outcome.kind != Kind::ok || !token) return not_held("findAndModify", counter);
+  const Sent counter =
+      send(cmd::next_token(options_.fencing_collection, spec.key, write_concern()));
+  const std::optional<int64_t> token =
+      counter.result.ok() ? token_of(counter.result.reply) : std::nullopt;
+  if (!counter.result.ok() || counter.outcome.kind != Kind::ok || !token)
+    return not_held("findAndModify", counter);
 
   // 3. Confirm: the token goes on the lock document only while the lease still lives.
-  const Sent confirm =
-      send(cmd::confirm_token(options_.collection, spec.key, spec.value, *token, at, write_concern()));
+  const Sent confirm = send(
+      cmd::confirm_token(options_.collection, spec.key, spec.value, *token, at, write_concern()));
   if (!confirm.result.ok() || confirm.outcome.kind != Kind::ok) return not_held("update", confirm);
   if (confirm.outcome.n == 0) {
     return {.status = AdapterStatus::contended,
@@ -128,7 +141,8 @@ AdapterResult MongoAdapter::create_lock(const LockSpec& spec) {
   return {.fencing_token = static_cast<uint64_t>(*token)};
 }
 
-AdapterResult MongoAdapter::owner_checked(const char* op, const char* command, const MongoDocument& sent_command) {
+AdapterResult MongoAdapter::owner_checked(const char* op, const char* command,
+                                          const MongoDocument& sent_command) {
   const Sent sent = send(sent_command);
   if (sent.result.ok() && sent.outcome.kind == Kind::ok) {
     if (sent.outcome.n == 1) return {};
@@ -139,21 +153,26 @@ AdapterResult MongoAdapter::owner_checked(const char* op, const char* command, c
 
 AdapterResult MongoAdapter::release_lock(const LockSpec& spec) {
   if (auto failed = ensure_indexes("release")) return *failed;
-  return owner_checked("release", "delete", cmd::release(options_.collection, spec.key, spec.value, now(), write_concern()));
+  return owner_checked(
+      "release", "delete",
+      cmd::release(options_.collection, spec.key, spec.value, now(), write_concern()));
 }
 
 AdapterResult MongoAdapter::extend_lock(const LockSpec& spec, int64_t ttl_ms) {
   LOCKSTEP_CHECK(ttl_ms > 0, "an extend needs a positive TTL");
   if (auto failed = ensure_indexes("extend")) return *failed;
-  return owner_checked("extend", "update",
-                       cmd::extend(options_.collection, spec.key, spec.value, ttl_ms, now(), write_concern()));
+  return owner_checked(
+      "extend", "update",
+      cmd::extend(options_.collection, spec.key, spec.value, ttl_ms, now(), write_concern()));
 }
 
 AdapterResult MongoAdapter::is_valid_lock(const LockSpec& spec) {
   if (auto failed = ensure_indexes("is_locked")) return *failed;
-  const Sent sent = send(cmd::find_owned(options_.collection, spec.key, spec.value, now(), options_.read_majority));
+  const Sent sent = send(
+      cmd::find_owned(options_.collection, spec.key, spec.value, now(), options_.read_majority));
   if (sent.result.ok() && sent.outcome.kind == Kind::ok) {
-    if (const auto found = first_batch_size(sent.result.reply)) return *found > 0 ? AdapterResult{} : AdapterResult{.status = AdapterStatus::not_owner};
+    if (const auto found = first_batch_size(sent.result.reply))
+      return *found > 0 ? AdapterResult{} : AdapterResult{.status = AdapterStatus::not_owner};
   }
   return failure("is_locked", "find", sent);
 }

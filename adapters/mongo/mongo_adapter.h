@@ -58,7 +58,7 @@ struct MongoAdapterOptions {
   MongoTimeSource time_source = MongoTimeSource::server;
   MongoWriteConcern write_concern = MongoWriteConcern::majority;
   int64_t write_concern_timeout_ms = 5000;  // wtimeout for w:majority
-  bool read_majority = false;              // is_valid reads at readConcern majority
+  bool read_majority = false;               // is_valid reads at readConcern majority
 };
 
 class MongoAdapter final : public LockAdapter {
@@ -91,7 +91,8 @@ class MongoAdapter final : public LockAdapter {
   // createIndexes unless done; an error result when it failed (retried on the next operation).
   std::optional<AdapterResult> ensure_indexes(const char* op);
   // release/extend: n == 1 -> ok, n == 0 -> not_owner, anything else -> backend_error.
-  AdapterResult owner_checked(const char* op, const char* command, const MongoDocument& sent_command);
+  AdapterResult owner_checked(const char* op, const char* command,
+                              const MongoDocument& sent_command);
   // After a create wrote the lock document but cannot report it held: delete it again (owner-
   // checked, w:1, so it does not wait for the majority that just failed), so the key is not left
   // blocked until the TTL. Returns what happened, for the error message.

@@ -26,8 +26,8 @@ MongoDocument set_with_expiry(MongoDocument fields, int64_t ttl_ms, const MongoN
   return MongoDocument::array({MongoDocument{{"$set", std::move(fields)}}});
 }
 
-MongoDocument update_one(const std::string& collection, MongoDocument filter, MongoDocument update, bool upsert,
-                         const MongoDocument& write_concern) {
+MongoDocument update_one(const std::string& collection, MongoDocument filter, MongoDocument update,
+                         bool upsert, const MongoDocument& write_concern) {
   MongoDocument statement{{"q", std::move(filter)}, {"u", std::move(update)}, {"upsert", upsert}};
   return MongoDocument{{"update", collection},
                        {"updates", MongoDocument::array({std::move(statement)})},
@@ -57,16 +57,20 @@ MongoDocument expired_filter(const std::string& key, const MongoNow& now) {
 
 MongoDocument create_indexes(const std::string& collection, const MongoDocument& write_concern) {
   MongoDocument key_index{{"key", {{"key", 1}}}, {"name", "key_1"}, {"unique", true}};
-  MongoDocument ttl_index{{"key", {{"expire_at", 1}}}, {"name", "expire_at_1"}, {"expireAfterSeconds", 0}};
-  return MongoDocument{{"createIndexes", collection},
-                       {"indexes", MongoDocument::array({std::move(key_index), std::move(ttl_index)})},
-                       {"writeConcern", write_concern}};
+  MongoDocument ttl_index{
+      {"key", {{"expire_at", 1}}}, {"name", "expire_at_1"}, {"expireAfterSeconds", 0}};
+  return MongoDocument{
+      {"createIndexes", collection},
+      {"indexes", MongoDocument::array({std::move(key_index), std::move(ttl_index)})},
+      {"writeConcern", write_concern}};
 }
 
-MongoDocument acquire_upsert(const std::string& collection, const std::string& key, const std::string& value,
-                             int64_t ttl_ms, const MongoNow& now, const MongoDocument& write_concern) {
-  return update_one(collection, expired_filter(key, now), set_with_expiry(MongoDocument{{"value", value}}, ttl_ms, now),
-                    true, write_concern);
+MongoDocument acquire_upsert(const std::string& collection, const std::string& key,
+                             const std::string& value, int64_t ttl_ms, const MongoNow& now,
+                             const MongoDocument& write_concern) {
+  return update_one(collection, expired_filter(key, now),
+                    set_with_expiry(MongoDocument{{"value", value}}, ttl_ms, now), true,
+                    write_concern);
 }
 
 MongoDocument next_token(const std::string& fencing_collection, const std::string& key,
@@ -79,14 +83,16 @@ MongoDocument next_token(const std::string& fencing_collection, const std::strin
                        {"writeConcern", write_concern}};
 }
 
-MongoDocument confirm_token(const std::string& collection, const std::string& key, const std::string& value,
-                            int64_t token, const MongoNow& now, const MongoDocument& write_concern) {
-  return update_one(collection, owner_filter(key, value, now), MongoDocument{{"$set", {{"token", token}}}}, false,
-                    write_concern);
+MongoDocument confirm_token(const std::string& collection, const std::string& key,
+                            const std::string& value, int64_t token, const MongoNow& now,
+                            const MongoDocument& write_concern) {
+  return update_one(collection, owner_filter(key, value, now),
+                    MongoDocument{{"$set", {{"token", token}}}}, false, write_concern);
 }
 
-MongoDocument release(const std::string& collection, const std::string& key, const std::string& value,
-                      const MongoNow& now, const MongoDocument& write_concern) {
+MongoDocument release(const std::string& collection, const std::string& key,
+                      const std::string& value, const MongoNow& now,
+                      const MongoDocument& write_concern) {
   MongoDocument statement{{"q", owner_filter(key, value, now)}, {"limit", 1}};
   return MongoDocument{{"delete", collection},
                        {"deletes", MongoDocument::array({std::move(statement)})},
@@ -94,14 +100,15 @@ MongoDocument release(const std::string& collection, const std::string& key, con
                        {"writeConcern", write_concern}};
 }
 
-MongoDocument extend(const std::string& collection, const std::string& key, const std::string& value, int64_t ttl_ms,
-                     const MongoNow& now, const MongoDocument& write_concern) {
-  return update_one(collection, owner_filter(key, value, now), set_with_expiry(MongoDocument::object(), ttl_ms, now),
-                    false, write_concern);
+MongoDocument extend(const std::string& collection, const std::string& key,
+                     const std::string& value, int64_t ttl_ms, const MongoNow& now,
+                     const MongoDocument& write_concern) {
+  return update_one(collection, owner_filter(key, value, now),
+                    set_with_expiry(MongoDocument::object(), ttl_ms, now), false, write_concern);
 }
 
-MongoDocument find_owned(const std::string& collection, const std::string& key, const std::string& value,
-                         const MongoNow& now, bool read_majority) {
+MongoDocument find_owned(const std::string& collection, const std::string& key,
+                         const std::string& value, const MongoNow& now, bool read_majority) {
   MongoDocument command{{"find", collection},
                         {"filter", owner_filter(key, value, now)},
                         {"limit", 1},
@@ -134,7 +141,8 @@ std::string describe_error(const MongoDocument& error) {
   const int64_t code = integer_or(error, "code", 0);
   const std::string name = string_or(error, "codeName", "");
   const std::string text = string_or(error, "errmsg", "(no errmsg)");
-  return name.empty() ? fmt::format("code {}: {}", code, text) : fmt::format("code {} ({}): {}", code, name, text);
+  return name.empty() ? fmt::format("code {}: {}", code, text)
+                      : fmt::format("code {} ({}): {}", code, name, text);
 }
 
 }  // namespace
@@ -142,10 +150,13 @@ std::string describe_error(const MongoDocument& error) {
 MongoReplyOutcome read_reply(const MongoDocument& reply) {
   using Kind = MongoReplyOutcome::Kind;
   if (!reply.is_object() || !reply.contains("ok") || !reply["ok"].is_number()) {
-    return {.kind = Kind::malformed, .message = "a reply without a numeric \"ok\": " + reply.dump()};
+    return {.kind = Kind::malformed,
+            .message = "a reply without a numeric \"ok\": " + reply.dump()};
   }
   if (reply["ok"] != 1) {
-    return {.kind = Kind::command_error, .code = integer_or(reply, "code", 0), .message = describe_error(reply)};
+    return {.kind = Kind::command_error,
+            .code = integer_or(reply, "code", 0),
+            .message = describe_error(reply)};
   }
   const auto write_errors = reply.find("writeErrors");
   if (write_errors != reply.end() && write_errors->is_array() && !write_errors->empty()) {

@@ -30,47 +30,53 @@ MongoDocument w1_write_concern();
 
 // Filter fragments. Server: {"$expr": {"$lt"|"$gt": ["$expire_at", "$$NOW"]}}; client:
 // {"expire_at": {"$lt"|"$gt": {"$date": now}}}.
-MongoDocument owner_filter(const std::string& key, const std::string& value, const MongoNow& now);  // live, ours
-MongoDocument expired_filter(const std::string& key, const MongoNow& now);                          // expired, anyone's
+MongoDocument owner_filter(const std::string& key, const std::string& value,
+                           const MongoNow& now);                            // live, ours
+MongoDocument expired_filter(const std::string& key, const MongoNow& now);  // expired, anyone's
 
 // createIndexes on the lock collection: unique `key`, TTL (expireAfterSeconds 0) on `expire_at`.
 MongoDocument create_indexes(const std::string& collection, const MongoDocument& write_concern);
 
 // create step 1: upsert {key, expired} -> {value, expire_at: now + ttl}. 11000 = contended.
-MongoDocument acquire_upsert(const std::string& collection, const std::string& key, const std::string& value,
-                             int64_t ttl_ms, const MongoNow& now, const MongoDocument& write_concern);
+MongoDocument acquire_upsert(const std::string& collection, const std::string& key,
+                             const std::string& value, int64_t ttl_ms, const MongoNow& now,
+                             const MongoDocument& write_concern);
 // create step 2: findAndModify {_id: key} $inc n, new, upsert, on the fencing collection.
 MongoDocument next_token(const std::string& fencing_collection, const std::string& key,
                          const MongoDocument& write_concern);
 // create step 3: update {key, value, live} -> $set token, no upsert.
-MongoDocument confirm_token(const std::string& collection, const std::string& key, const std::string& value,
-                            int64_t token, const MongoNow& now, const MongoDocument& write_concern);
+MongoDocument confirm_token(const std::string& collection, const std::string& key,
+                            const std::string& value, int64_t token, const MongoNow& now,
+                            const MongoDocument& write_concern);
 // release: delete {key, value, live}, limit 1.
-MongoDocument release(const std::string& collection, const std::string& key, const std::string& value,
-                      const MongoNow& now, const MongoDocument& write_concern);
+MongoDocument release(const std::string& collection, const std::string& key,
+                      const std::string& value, const MongoNow& now,
+                      const MongoDocument& write_concern);
 // extend: update {key, value, live} -> expire_at: now + ttl, no upsert.
-MongoDocument extend(const std::string& collection, const std::string& key, const std::string& value, int64_t ttl_ms,
-                     const MongoNow& now, const MongoDocument& write_concern);
+MongoDocument extend(const std::string& collection, const std::string& key,
+                     const std::string& value, int64_t ttl_ms, const MongoNow& now,
+                     const MongoDocument& write_concern);
 // is_valid: find {key, value, live}, limit 1, single batch; readConcern majority when asked.
-MongoDocument find_owned(const std::string& collection, const std::string& key, const std::string& value,
-                         const MongoNow& now, bool read_majority);
+MongoDocument find_owned(const std::string& collection, const std::string& key,
+                         const std::string& value, const MongoNow& now, bool read_majority);
 
 }  // namespace mongo_commands
 
 // What a reply says, in the terms the adapter decides on.
 struct MongoReplyOutcome {
   enum class Kind {
-    ok,                   // ok: 1, no write error, no write-concern error
-    duplicate_key,        // writeErrors[0].code == 11000
-    write_error,          // any other write error
-    write_concern_error,  // writeConcernError (the write may have been applied, but not acknowledged as asked)
-    command_error,        // ok: 0
-    malformed,            // no "ok", or not a document
+    ok,             // ok: 1, no write error, no write-concern error
+    duplicate_key,  // writeErrors[0].code == 11000
+    write_error,    // any other write error
+    // writeConcernError: the write may have been applied, but not acknowledged as asked
+    write_concern_error,
+    command_error,  // ok: 0
+    malformed,      // no "ok", or not a document
   };
   Kind kind = Kind::malformed;
-  int64_t n = 0;               // ok: "n" of an update/delete (0 when absent)
-  int64_t code = 0;            // the error code, when there is one
-  std::string message{};       // "code 64 (WriteConcernFailed): waiting for replication timed out"
+  int64_t n = 0;          // ok: "n" of an update/delete (0 when absent)
+  int64_t code = 0;       // the error code, when there is one
+  std::string message{};  // "code 64 (WriteConcernFailed): waiting for replication timed out"
 };
 MongoReplyOutcome read_reply(const MongoDocument& reply);
 

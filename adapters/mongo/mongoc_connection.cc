@@ -9,8 +9,8 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "base/check.h"
 #include "adapters/mongo/bson_convert.h"
+#include "base/check.h"
 
 namespace lockstep {
 namespace {
@@ -37,17 +37,20 @@ class BsonGuard {
 };
 
 int32_t as_int32_ms(int64_t ms) {
-  LOCKSTEP_CHECK(ms > 0 && ms <= std::numeric_limits<int32_t>::max(), "a timeout in (0, INT32_MAX] ms");
+  LOCKSTEP_CHECK(ms > 0 && ms <= std::numeric_limits<int32_t>::max(),
+                 "a timeout in (0, INT32_MAX] ms");
   return static_cast<int32_t>(ms);
 }
 
 void set_int32(mongoc_uri_t* uri, const char* option, int64_t ms) {
-  LOCKSTEP_CHECK(mongoc_uri_set_option_as_int32(uri, option, as_int32_ms(ms)), "a settable URI option");
+  LOCKSTEP_CHECK(mongoc_uri_set_option_as_int32(uri, option, as_int32_ms(ms)),
+                 "a settable URI option");
 }
 
 std::string hosts_of(const mongoc_uri_t* uri) {
   std::string hosts;
-  for (const mongoc_host_list_t* host = mongoc_uri_get_hosts(uri); host != nullptr; host = host->next) {
+  for (const mongoc_host_list_t* host = mongoc_uri_get_hosts(uri); host != nullptr;
+       host = host->next) {
     if (!hosts.empty()) hosts += ",";
     hosts += host->host_and_port;
   }
@@ -57,12 +60,15 @@ std::string hosts_of(const mongoc_uri_t* uri) {
 // A reply the server sent, reported by libmongoc as a failure: a command error or a write
 // concern error. Everything else (stream, protocol, server selection, client) is transport.
 bool server_answered(const bson_error_t& error, const bson_t& reply) {
-  const bool server_domain = error.domain == MONGOC_ERROR_SERVER || error.domain == MONGOC_ERROR_WRITE_CONCERN ||
+  const bool server_domain = error.domain == MONGOC_ERROR_SERVER ||
+                             error.domain == MONGOC_ERROR_WRITE_CONCERN ||
                              error.domain == MONGOC_ERROR_QUERY;
   return server_domain && !bson_empty(&reply);
 }
 
-bool mentions(const std::string& text, const char* word) { return text.find(word) != std::string::npos; }
+bool mentions(const std::string& text, const char* word) {
+  return text.find(word) != std::string::npos;
+}
 
 }  // namespace
 
@@ -75,17 +81,21 @@ std::string default_mongo_uri() {
 MongocConnection::MongocConnection(MongocOptions options) : options_(std::move(options)) {
   init_mongoc_once();
   bson_error_t error;
-  std::unique_ptr<mongoc_uri_t, UriDeleter> uri(mongoc_uri_new_with_error(options_.uri.c_str(), &error));
-  if (uri == nullptr) throw std::invalid_argument("bad MongoDB URI \"" + options_.uri + "\": " + error.message);
+  std::unique_ptr<mongoc_uri_t, UriDeleter> uri(
+      mongoc_uri_new_with_error(options_.uri.c_str(), &error));
+  if (uri == nullptr)
+    throw std::invalid_argument("bad MongoDB URI \"" + options_.uri + "\": " + error.message);
   set_int32(uri.get(), MONGOC_URI_CONNECTTIMEOUTMS, options_.connect_timeout_ms);
   set_int32(uri.get(), MONGOC_URI_SOCKETTIMEOUTMS, options_.socket_timeout_ms);
   set_int32(uri.get(), MONGOC_URI_SERVERSELECTIONTIMEOUTMS, options_.server_selection_timeout_ms);
   if (!options_.app_name.empty()) {
-    LOCKSTEP_CHECK(mongoc_uri_set_appname(uri.get(), options_.app_name.c_str()), "an appname of at most 128 bytes");
+    LOCKSTEP_CHECK(mongoc_uri_set_appname(uri.get(), options_.app_name.c_str()),
+                   "an appname of at most 128 bytes");
   }
   endpoint_ = hosts_of(uri.get());
   client_ = mongoc_client_new_from_uri_with_error(uri.get(), &error);
-  if (client_ == nullptr) throw std::invalid_argument("MongoDB client for \"" + endpoint_ + "\": " + error.message);
+  if (client_ == nullptr)
+    throw std::invalid_argument("MongoDB client for \"" + endpoint_ + "\": " + error.message);
   // Error API 2: command errors come back in the MONGOC_ERROR_SERVER domain, apart from the
   // client-side MONGOC_ERROR_QUERY ones.
   mongoc_client_set_error_api(client_, MONGOC_ERROR_API_VERSION_2);
@@ -97,16 +107,20 @@ MongocConnection::~MongocConnection() {
 
 std::string MongocConnection::endpoint() const { return endpoint_; }
 
-MongoResult MongocConnection::run_command(const std::string& database, const MongoDocument& command) {
+MongoResult MongocConnection::run_command(const std::string& database,
+                                          const MongoDocument& command) {
   LOCKSTEP_CHECK(!database.empty(), "a database to run the command on");
-  LOCKSTEP_CHECK(command.is_object() && !command.empty(), "a command is a document whose first key names it");
+  LOCKSTEP_CHECK(command.is_object() && !command.empty(),
+                 "a command is a document whose first key names it");
   const BsonGuard request(to_bson(command));
   bson_t reply;
   bson_error_t error;
   const auto started = std::chrono::steady_clock::now();
-  const bool succeeded = mongoc_client_command_simple(client_, database.c_str(), request.get(), nullptr, &reply, &error);
-  const auto elapsed_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
+  const bool succeeded = mongoc_client_command_simple(client_, database.c_str(), request.get(),
+                                                      nullptr, &reply, &error);
+  const auto elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now() - started)
+                              .count();
   const BsonGuard reply_guard(&reply);  // command_simple always initialises it
   if (succeeded || server_answered(error, reply)) return {.reply = from_bson(reply)};
 
@@ -116,16 +130,18 @@ MongoResult MongocConnection::run_command(const std::string& database, const Mon
   if (error.domain == MONGOC_ERROR_STREAM) {
     // "Failed to read 4 bytes: socket error or timeout" is libmongoc's wording for both.
     const bool waited_out = elapsed_ms * 10 >= options_.socket_timeout_ms * 9;
-    if (waited_out || mentions(message, "timed out") || mentions(message, "Timed out")) status = IoStatus::timeout;
+    if (waited_out || mentions(message, "timed out") || mentions(message, "Timed out"))
+      status = IoStatus::timeout;
   } else if (error.domain == MONGOC_ERROR_SERVER_SELECTION) {
-    if (mentions(message, "timed out") || mentions(message, "Timed out") || mentions(message, "timeout")) {
+    if (mentions(message, "timed out") || mentions(message, "Timed out") ||
+        mentions(message, "timeout")) {
       status = IoStatus::timeout;
     }
   }
   return {.status = status,
-          .message = name + " on " + endpoint_ + " after " + std::to_string(elapsed_ms) + " ms: " + message +
-                     " (libmongoc error domain " + std::to_string(error.domain) + ", code " +
-                     std::to_string(error.code) + ")"};
+          .message = name + " on " + endpoint_ + " after " + std::to_string(elapsed_ms) +
+                     " ms: " + message + " (libmongoc error domain " +
+                     std::to_string(error.domain) + ", code " + std::to_string(error.code) + ")"};
 }
 
 }  // namespace lockstep

@@ -12,8 +12,8 @@
 //   built (with its own writeConcern / readConcern) is exactly what is sent, plus what the wire
 //   protocol needs ($db, and lsid / $clusterTime when the deployment has sessions).
 // - The URI's timeouts and appname are set from the options (they override the same options in the
-//   URI string); everything else in the URI (replicaSet, directConnection, credentials, tls) is kept.
-//   serverSelectionTryOnce stays libmongoc's default for a single-threaded client (true): an
+//   URI string); everything else in the URI (replicaSet, directConnection, credentials, tls) is
+//   kept. serverSelectionTryOnce stays libmongoc's default for a single-threaded client (true): an
 //   unreachable server fails at once instead of after server_selection_timeout_ms, and a server
 //   whose check failed is skipped for libmongoc's 5 s cooldown.
 // - A socket timeout (the server did not answer within socket_timeout_ms) is IoStatus::timeout;

@@ -32,9 +32,9 @@ timeval to_timeval(int64_t duration_ms) {
 // hiredis reports a socket timeout as an I/O error with errno EAGAIN (SO_RCVTIMEO/SO_SNDTIMEO)
 // or ETIMEDOUT (connect); its message alone does not say so reliably.
 IoStatus classify(const redisContext& context, int saved_errno) {
-  const bool timed_out = context.err == REDIS_ERR_IO &&
-                         (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK ||
-                          saved_errno == ETIMEDOUT || saved_errno == EINPROGRESS);
+  const bool timed_out =
+      context.err == REDIS_ERR_IO && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK ||
+                                      saved_errno == ETIMEDOUT || saved_errno == EINPROGRESS);
   return timed_out ? IoStatus::timeout : IoStatus::connection_error;
 }
 
@@ -57,7 +57,8 @@ RedisReply convert_hiredis_reply(const redisReply& reply) {
     case REDIS_REPLY_ARRAY: {
       std::vector<RedisReply> items;
       items.reserve(reply.elements);
-      for (size_t i = 0; i < reply.elements; ++i) items.push_back(convert_hiredis_reply(*reply.element[i]));
+      for (size_t i = 0; i < reply.elements; ++i)
+        items.push_back(convert_hiredis_reply(*reply.element[i]));
       return RedisReply::array_of(std::move(items));
     }
     default: LOCKSTEP_CHECK(false, "hiredis 0.14 returns only the six RESP2 reply types");
@@ -89,15 +90,18 @@ RedisResult HiredisConnection::connect() {
                                      to_timeval(options_.connect_timeout_ms));
   const int saved_errno = errno;
   if (context_ == nullptr) {
-    return {.status = IoStatus::connection_error, .message = "hiredis could not allocate a context"};
+    return {.status = IoStatus::connection_error,
+            .message = "hiredis could not allocate a context"};
   }
   // redisSetTimeout sets SO_RCVTIMEO/SO_SNDTIMEO; on failure it records the error in the context.
-  if (context_->err == 0 && redisSetTimeout(context_, to_timeval(options_.command_timeout_ms)) == REDIS_OK) {
+  if (context_->err == 0 &&
+      redisSetTimeout(context_, to_timeval(options_.command_timeout_ms)) == REDIS_OK) {
     return {};
   }
   const IoStatus status = classify(*context_, saved_errno);
-  RedisResult failed{.status = status, .message = "connect to " + endpoint() + ": " +
-                                                  describe_failure(status, *context_, options_.connect_timeout_ms)};
+  RedisResult failed{.status = status,
+                     .message = "connect to " + endpoint() + ": " +
+                                describe_failure(status, *context_, options_.connect_timeout_ms)};
   disconnect();
   return failed;
 }
@@ -117,17 +121,19 @@ RedisResult HiredisConnection::command(const std::vector<std::string>& argv) {
     lengths.push_back(arg.size());
   }
   errno = 0;
-  void* raw = redisCommandArgv(context_, static_cast<int>(argv.size()), args.data(), lengths.data());
+  void* raw =
+      redisCommandArgv(context_, static_cast<int>(argv.size()), args.data(), lengths.data());
   const int saved_errno = errno;
   if (raw == nullptr) {
     const IoStatus status = classify(*context_, saved_errno);
-    RedisResult failed{.status = status, .message = argv.front() + " on " + endpoint() + ": " +
-                                                    describe_failure(status, *context_, options_.command_timeout_ms)};
+    RedisResult failed{.status = status,
+                       .message = argv.front() + " on " + endpoint() + ": " +
+                                  describe_failure(status, *context_, options_.command_timeout_ms)};
     disconnect();
     return failed;
   }
   const std::unique_ptr<redisReply, void (*)(void*)> reply(static_cast<redisReply*>(raw),
-                                                          freeReplyObject);
+                                                           freeReplyObject);
   return {.reply = convert_hiredis_reply(*reply)};
 }
 

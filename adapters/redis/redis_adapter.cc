@@ -2,25 +2,26 @@
 
 #include <fmt/format.h>
 
-#include "base/check.h"
 #include "adapters/redis/scripts.h"
+#include "base/check.h"
 
 namespace lockstep {
 
 RedisAdapter::RedisAdapter(RedisAdapterOptions options) : options_(std::move(options)) {
   LOCKSTEP_CHECK(options_.connection != nullptr, "RedisAdapter needs a connection");
-  LOCKSTEP_CHECK(options_.key_prefix != options_.fencing_prefix, "lock and fencing keys must not collide");
+  LOCKSTEP_CHECK(options_.key_prefix != options_.fencing_prefix,
+                 "lock and fencing keys must not collide");
 }
 
 AdapterResult RedisAdapter::failure(const RedisResult& result, const char* op) const {
   if (!result.ok()) {
     return {.status = AdapterStatus::backend_error,
-            .message = fmt::format("{} on {}: {} ({})", op, options_.connection->endpoint(), to_string(result.status),
-                                   result.message)};
+            .message = fmt::format("{} on {}: {} ({})", op, options_.connection->endpoint(),
+                                   to_string(result.status), result.message)};
   }
   return {.status = AdapterStatus::backend_error,
-          .message = fmt::format("{} on {}: unexpected reply {}", op, options_.connection->endpoint(),
-                                 describe(result.reply))};
+          .message = fmt::format("{} on {}: unexpected reply {}", op,
+                                 options_.connection->endpoint(), describe(result.reply))};
 }
 
 AdapterResult RedisAdapter::owner_checked(const RedisResult& result, const char* op) const {
@@ -32,8 +33,9 @@ AdapterResult RedisAdapter::owner_checked(const RedisResult& result, const char*
 }
 
 AdapterResult RedisAdapter::create_lock(const LockSpec& spec) {
-  const RedisResult result = run_script(*options_.connection, grant_script(), {lock_key(spec.key), fencing_key(spec.key)},
-                                        {spec.value, std::to_string(spec.ttl_ms)});
+  const RedisResult result =
+      run_script(*options_.connection, grant_script(), {lock_key(spec.key), fencing_key(spec.key)},
+                 {spec.value, std::to_string(spec.ttl_ms)});
   if (result.ok() && result.reply.is_nil()) return {.status = AdapterStatus::contended};
   if (result.ok() && result.reply.type == RedisReply::Type::integer && result.reply.integer > 0) {
     return {.fencing_token = static_cast<uint64_t>(result.reply.integer)};
@@ -42,8 +44,9 @@ AdapterResult RedisAdapter::create_lock(const LockSpec& spec) {
 }
 
 AdapterResult RedisAdapter::release_lock(const LockSpec& spec) {
-  return owner_checked(run_script(*options_.connection, release_script(), {lock_key(spec.key)}, {spec.value}),
-                       "release");
+  return owner_checked(
+      run_script(*options_.connection, release_script(), {lock_key(spec.key)}, {spec.value}),
+      "release");
 }
 
 AdapterResult RedisAdapter::extend_lock(const LockSpec& spec, int64_t ttl_ms) {

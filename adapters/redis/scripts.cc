@@ -12,7 +12,8 @@ RedisScript make_script(std::string name, std::string source) {
 }
 
 std::vector<std::string> script_argv(const std::string& verb, const std::string& script_ref,
-                                     const std::vector<std::string>& keys, const std::vector<std::string>& args) {
+                                     const std::vector<std::string>& keys,
+                                     const std::vector<std::string>& args) {
   std::vector<std::string> argv = {verb, script_ref, std::to_string(keys.size())};
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
@@ -26,7 +27,8 @@ bool is_noscript(const RedisResult& result) {
 }  // namespace
 
 const RedisScript& grant_script() {
-  static const RedisScript script = make_script("grant", R"lua(if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  static const RedisScript script =
+      make_script("grant", R"lua(if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return redis.call('INCR', KEYS[2])
 end
 return false
@@ -35,7 +37,8 @@ return false
 }
 
 const RedisScript& release_script() {
-  static const RedisScript script = make_script("release", R"lua(if redis.call('GET', KEYS[1]) == ARGV[1] then
+  static const RedisScript script =
+      make_script("release", R"lua(if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
 return 0
@@ -44,7 +47,8 @@ return 0
 }
 
 const RedisScript& extend_script() {
-  static const RedisScript script = make_script("extend", R"lua(if redis.call('GET', KEYS[1]) == ARGV[1] then
+  static const RedisScript script =
+      make_script("extend", R"lua(if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0
@@ -52,8 +56,8 @@ return 0
   return script;
 }
 
-RedisResult run_script(RedisConnection& connection, const RedisScript& script, const std::vector<std::string>& keys,
-                       const std::vector<std::string>& args) {
+RedisResult run_script(RedisConnection& connection, const RedisScript& script,
+                       const std::vector<std::string>& keys, const std::vector<std::string>& args) {
   RedisResult result = connection.command(script_argv("EVALSHA", script.sha1, keys, args));
   if (!is_noscript(result)) return result;
   return connection.command(script_argv("EVAL", script.source, keys, args));

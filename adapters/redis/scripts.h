@@ -25,7 +25,7 @@ const RedisScript& release_script();
 const RedisScript& extend_script();
 
 // EVALSHA, then EVAL on NOSCRIPT. The transport result of the last command sent.
-RedisResult run_script(RedisConnection& connection, const RedisScript& script, const std::vector<std::string>& keys,
-                       const std::vector<std::string>& args);
+RedisResult run_script(RedisConnection& connection, const RedisScript& script,
+                       const std::vector<std::string>& keys, const std::vector<std::string>& args);
 
 }  // namespace lockstep

@@ -10,8 +10,8 @@
 #include <chrono>
 #include <cstring>
 
-#include "base/check.h"
 #include "adapters/redis/hiredis_connection.h"
+#include "base/check.h"
 
 namespace lockstep {
 
@@ -45,7 +45,8 @@ struct PollingFanout::Link {
   std::string name() const { return endpoint.host + ":" + std::to_string(endpoint.port); }
 };
 
-PollingFanout::PollingFanout(PollingFanoutOptions options) : connect_timeout_ms_(options.connect_timeout_ms) {
+PollingFanout::PollingFanout(PollingFanoutOptions options)
+    : connect_timeout_ms_(options.connect_timeout_ms) {
   LOCKSTEP_CHECK(!options.endpoints.empty(), "a fan-out needs at least one endpoint");
   LOCKSTEP_CHECK(options.connect_timeout_ms > 0, "connect_timeout_ms must be positive");
   for (FanoutEndpoint& e : options.endpoints) {
@@ -73,13 +74,15 @@ bool ensure_connected(PollingFanout::Link& link, int64_t connect_timeout_ms) {
   }
   const int flags = fcntl(link.context->fd, F_GETFL);
   if (flags < 0 || fcntl(link.context->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-    link.fail(IoStatus::connection_error, "fcntl O_NONBLOCK on " + link.name() + ": " + std::strerror(errno));
+    link.fail(IoStatus::connection_error,
+              "fcntl O_NONBLOCK on " + link.name() + ": " + std::strerror(errno));
     return false;
   }
   return true;
 }
 
-void start_request(PollingFanout::Link& link, const std::vector<std::string>& argv, int64_t connect_timeout_ms) {
+void start_request(PollingFanout::Link& link, const std::vector<std::string>& argv,
+                   int64_t connect_timeout_ms) {
   link.result = {};
   link.written = 0;
   if (argv.empty()) {
@@ -95,7 +98,8 @@ void start_request(PollingFanout::Link& link, const std::vector<std::string>& ar
     lengths.push_back(a.size());
   }
   char* command = nullptr;
-  const int length = redisFormatCommandArgv(&command, static_cast<int>(args.size()), args.data(), lengths.data());
+  const int length =
+      redisFormatCommandArgv(&command, static_cast<int>(args.size()), args.data(), lengths.data());
   LOCKSTEP_CHECK(length > 0 && command != nullptr, "hiredis could not format a command");
   link.out.assign(command, static_cast<size_t>(length));
   redisFreeCommand(command);
@@ -103,8 +107,8 @@ void start_request(PollingFanout::Link& link, const std::vector<std::string>& ar
 }
 
 void on_writable(PollingFanout::Link& link) {
-  const ssize_t n = ::send(link.context->fd, link.out.data() + link.written, link.out.size() - link.written,
-                           MSG_NOSIGNAL);
+  const ssize_t n = ::send(link.context->fd, link.out.data() + link.written,
+                           link.out.size() - link.written, MSG_NOSIGNAL);
   if (n < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
     link.fail(IoStatus::connection_error, "write to " + link.name() + ": " + std::strerror(errno));
@@ -117,10 +121,13 @@ void on_writable(PollingFanout::Link& link) {
 void on_readable(PollingFanout::Link& link) {
   std::array<char, 16 * 1024> buffer;  // not zeroed: recv fills what it reports
   const ssize_t n = ::recv(link.context->fd, buffer.data(), buffer.size(), 0);
-  if (n == 0) return link.fail(IoStatus::connection_error, "connection to " + link.name() + " closed by the server");
+  if (n == 0)
+    return link.fail(IoStatus::connection_error,
+                     "connection to " + link.name() + " closed by the server");
   if (n < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
-    return link.fail(IoStatus::connection_error, "read from " + link.name() + ": " + std::strerror(errno));
+    return link.fail(IoStatus::connection_error,
+                     "read from " + link.name() + ": " + std::strerror(errno));
   }
   if (redisReaderFeed(link.context->reader, buffer.data(), static_cast<size_t>(n)) != REDIS_OK) {
     return link.fail(IoStatus::connection_error, "protocol error from " + link.name());
@@ -137,8 +144,8 @@ void on_readable(PollingFanout::Link& link) {
 
 }  // namespace
 
-std::vector<RedisResult> PollingFanout::command_all(const std::vector<std::vector<std::string>>& argvs,
-                                                    int64_t timeout_us) {
+std::vector<RedisResult> PollingFanout::command_all(
+    const std::vector<std::vector<std::string>>& argvs, int64_t timeout_us) {
   LOCKSTEP_CHECK(argvs.size() == links_.size(), "one argv per connection");
   LOCKSTEP_CHECK(timeout_us > 0, "the fan-out timeout must be positive");
   const auto deadline = SteadyClock::now() + std::chrono::microseconds(timeout_us);
@@ -159,22 +166,28 @@ std::vector<RedisResult> PollingFanout::command_all(const std::vector<std::vecto
       polled.push_back(link.get());
     }
     if (fds.empty()) break;
-    const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - SteadyClock::now()).count();
+    const auto left =
+        std::chrono::duration_cast<std::chrono::microseconds>(deadline - SteadyClock::now())
+            .count();
     if (left <= 0) break;
-    const timespec wait{.tv_sec = static_cast<time_t>(left / 1'000'000), .tv_nsec = static_cast<long>((left % 1'000'000) * 1000)};
+    const timespec wait{.tv_sec = static_cast<time_t>(left / 1'000'000),
+                        .tv_nsec = static_cast<long>((left % 1'000'000) * 1000)};
     const int ready = ::ppoll(fds.data(), fds.size(), &wait, nullptr);
     if (ready < 0 && errno != EINTR) LOCKSTEP_CHECK(false, "poll failed");
     for (size_t i = 0; ready > 0 && i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
-      if (polled[i]->phase == Phase::writing) on_writable(*polled[i]);
-      else on_readable(*polled[i]);
+      if (polled[i]->phase == Phase::writing)
+        on_writable(*polled[i]);
+      else
+        on_readable(*polled[i]);
     }
   }
   std::vector<RedisResult> results;
   results.reserve(links_.size());
   for (auto& link : links_) {
     if (link->phase != Phase::done) {
-      link->fail(IoStatus::timeout, "no reply from " + link->name() + " within " + std::to_string(timeout_us) + "us");
+      link->fail(IoStatus::timeout,
+                 "no reply from " + link->name() + " within " + std::to_string(timeout_us) + "us");
     }
     link->phase = Phase::idle;
     results.push_back(std::move(link->result));

@@ -22,7 +22,8 @@ RedlockSettings RedlockAdapter::settings_for(int64_t ttl_ms) const {
 
 AdapterResult RedlockAdapter::create_lock(const LockSpec& spec) {
   if (held_.size() >= kHeldLocksMax) {
-    return {.status = AdapterStatus::backend_error, .message = "this client holds too many Redlock locks"};
+    return {.status = AdapterStatus::backend_error,
+            .message = "this client holds too many Redlock locks"};
   }
   RedlockAttempt attempt = manager_.try_acquire(spec.key, spec.value, settings_for(spec.ttl_ms));
   if (attempt.lock) {
@@ -34,18 +35,22 @@ AdapterResult RedlockAdapter::create_lock(const LockSpec& spec) {
 
 AdapterResult RedlockAdapter::release_lock(const LockSpec& spec) {
   held_.erase(spec.value);
-  const NodeVotes votes = manager_.release_value(spec.key, spec.value, settings_for(spec.ttl_ms).request_timeout_ms);
+  const NodeVotes votes =
+      manager_.release_value(spec.key, spec.value, settings_for(spec.ttl_ms).request_timeout_ms);
   if (votes.yes >= manager_.quorum()) return {};
   if (votes.answered() >= manager_.quorum()) return {.status = AdapterStatus::not_owner};
   return {.status = AdapterStatus::backend_error,
-          .message = std::string(to_string(RedlockErrorCause::release_failure)) + ": " + votes.failures};
+          .message =
+              std::string(to_string(RedlockErrorCause::release_failure)) + ": " + votes.failures};
 }
 
 AdapterResult RedlockAdapter::extend_lock(const LockSpec& spec, int64_t ttl_ms) {
   auto it = held_.find(spec.value);
-  if (it == held_.end()) return {.status = AdapterStatus::not_owner, .message = "no lock held with this value"};
+  if (it == held_.end())
+    return {.status = AdapterStatus::not_owner, .message = "no lock held with this value"};
   try {
-    it->second.extend({.duration_ms = ttl_ms, .request_timeout_ms = settings_for(ttl_ms).request_timeout_ms});
+    it->second.extend(
+        {.duration_ms = ttl_ms, .request_timeout_ms = settings_for(ttl_ms).request_timeout_ms});
     return {};
   } catch (const RedlockError& e) {
     held_.erase(it);
@@ -55,15 +60,18 @@ AdapterResult RedlockAdapter::extend_lock(const LockSpec& spec, int64_t ttl_ms) 
 
 AdapterResult RedlockAdapter::is_valid_lock(const LockSpec& spec) {
   auto it = held_.find(spec.value);
-  if (it == held_.end() || it->second.remaining_ms() <= 0) return {.status = AdapterStatus::not_owner};
+  if (it == held_.end() || it->second.remaining_ms() <= 0)
+    return {.status = AdapterStatus::not_owner};
   const int64_t timeout_ms = settings_for(spec.ttl_ms).request_timeout_ms;
-  const NodeVotes votes = check_all(manager_.fanout(), manager_.lock_key(spec.key), spec.value, timeout_ms * 1000);
+  const NodeVotes votes =
+      check_all(manager_.fanout(), manager_.lock_key(spec.key), spec.value, timeout_ms * 1000);
   if (votes.yes >= manager_.quorum()) return {};
   if (votes.answered() >= manager_.quorum()) return {.status = AdapterStatus::not_owner};
   return {.status = AdapterStatus::backend_error, .message = votes.failures};
 }
 
-int64_t RedlockAdapter::validity_end_us(const LockSpec& spec, int64_t requested_at_us, int64_t /*ttl_ms*/) const {
+int64_t RedlockAdapter::validity_end_us(const LockSpec& spec, int64_t requested_at_us,
+                                        int64_t /*ttl_ms*/) const {
   auto it = held_.find(spec.value);
   // Released, or failed to extend (and was released everywhere): no validity left.
   if (it == held_.end()) return requested_at_us;

@@ -11,16 +11,17 @@ namespace lockstep {
 namespace {
 
 std::string counts(const NodeVotes& v, int nodes, int quorum) {
-  std::string out = fmt::format("{} of {} node(s) granted, {} refused, {} failed (a majority is {})", v.yes, nodes,
-                                v.no, v.failed, quorum);
+  std::string out =
+      fmt::format("{} of {} node(s) granted, {} refused, {} failed (a majority is {})", v.yes,
+                  nodes, v.no, v.failed, quorum);
   if (!v.failures.empty()) out += ": " + v.failures;
   return out;
 }
 
 }  // namespace
 
-RedlockLock::RedlockLock(RedlockManager& manager, std::string key, std::string value, RedlockSettings settings,
-                         int64_t start_us, int64_t valid_until_us)
+RedlockLock::RedlockLock(RedlockManager& manager, std::string key, std::string value,
+                         RedlockSettings settings, int64_t start_us, int64_t valid_until_us)
     : manager_(&manager),
       key_(std::move(key)),
       value_(std::move(value)),
@@ -41,16 +42,19 @@ void RedlockLock::extend(const RedlockOverrides& overrides) {
   Clock& clock = manager_->clock();
   const int64_t started_us = clock.now_us();
   if (started_us >= valid_until_us_) {
-    throw RedlockError(RedlockErrorCause::no_longer_valid,
-                       fmt::format("lock \"{}\" ran out {} ms ago", key_, (started_us - valid_until_us_) / 1000));
+    throw RedlockError(
+        RedlockErrorCause::no_longer_valid,
+        fmt::format("lock \"{}\" ran out {} ms ago", key_, (started_us - valid_until_us_) / 1000));
   }
   if (started_us + s.duration_ms * 1000 > start_us_ + settings_.max_hold_time_ms * 1000) {
-    throw RedlockError(RedlockErrorCause::max_hold_exceeded,
-                       fmt::format("extending lock \"{}\" by {} ms would hold it past its max hold time of {} ms",
-                                   key_, s.duration_ms, settings_.max_hold_time_ms));
+    throw RedlockError(
+        RedlockErrorCause::max_hold_exceeded,
+        fmt::format("extending lock \"{}\" by {} ms would hold it past its max hold time of {} ms",
+                    key_, s.duration_ms, settings_.max_hold_time_ms));
   }
   const int64_t timeout_us = std::min(s.request_timeout_ms, s.duration_ms - 1) * 1000;
-  const NodeVotes votes = extend_all(manager_->fanout(), manager_->lock_key(key_), value_, s.duration_ms, timeout_us);
+  const NodeVotes votes =
+      extend_all(manager_->fanout(), manager_->lock_key(key_), value_, s.duration_ms, timeout_us);
   const int64_t validity = validity_us(s.duration_ms, clock.now_us() - started_us, s);
   if (votes.yes >= manager_->quorum() && validity > 0) {
     valid_until_us_ = started_us + validity;
@@ -59,7 +63,8 @@ void RedlockLock::extend(const RedlockOverrides& overrides) {
   manager_->release_value(key_, value_, s.request_timeout_ms);
   valid_until_us_ = started_us;
   throw RedlockError(RedlockErrorCause::no_longer_valid,
-                     fmt::format("extend of lock \"{}\": {}", key_, counts(votes, manager_->nodes(), manager_->quorum())));
+                     fmt::format("extend of lock \"{}\": {}", key_,
+                                 counts(votes, manager_->nodes(), manager_->quorum())));
 }
 
 bool RedlockLock::release() {
@@ -67,8 +72,8 @@ bool RedlockLock::release() {
   valid_until_us_ = std::min(valid_until_us_, manager_->clock().now_us());
   if (votes.answered() < manager_->quorum()) {
     throw RedlockError(RedlockErrorCause::release_failure,
-                       fmt::format("lock \"{}\": only {} of {} node(s) answered: {}", key_, votes.answered(),
-                                   manager_->nodes(), votes.failures));
+                       fmt::format("lock \"{}\": only {} of {} node(s) answered: {}", key_,
+                                   votes.answered(), manager_->nodes(), votes.failures));
   }
   return votes.yes > 0;
 }
@@ -86,17 +91,20 @@ RedlockAttempt RedlockManager::try_acquire(const std::string& key, const std::st
                                            const RedlockSettings& s) {
   Clock& clock = *options_.clock;
   const int64_t started_us = clock.now_us();
-  const NodeVotes votes = lock_all(*options_.fanout, lock_key(key), value, s.duration_ms, s.request_timeout_ms * 1000);
+  const NodeVotes votes =
+      lock_all(*options_.fanout, lock_key(key), value, s.duration_ms, s.request_timeout_ms * 1000);
   const int64_t validity = validity_us(s.duration_ms, clock.now_us() - started_us, s);
   if (votes.yes >= quorum() && validity > 0) {
     return {.lock = RedlockLock(*this, key, value, s, started_us, started_us + validity)};
   }
   // Step 5: unlock everywhere, also where no answer came (a grant may have landed there).
   release_value(key, value, s.request_timeout_ms);
-  RedlockAttempt failed{.message = fmt::format("lock \"{}\": {}", key, counts(votes, nodes(), quorum()))};
+  RedlockAttempt failed{.message =
+                            fmt::format("lock \"{}\": {}", key, counts(votes, nodes(), quorum()))};
   if (votes.yes >= quorum()) {
     failed.cause = RedlockErrorCause::took_too_long;
-    failed.message += fmt::format("; acquiring took {} us, leaving no validity", clock.now_us() - started_us);
+    failed.message +=
+        fmt::format("; acquiring took {} us, leaving no validity", clock.now_us() - started_us);
   } else if (votes.answered() < quorum()) {
     failed.cause = RedlockErrorCause::not_enough_clients;
   }
@@ -111,16 +119,19 @@ RedlockLock RedlockManager::acquire(const std::string& key, const RedlockOverrid
   RedlockAttempt attempt;
   for (int i = 0; i <= s.retry_count; ++i) {
     if (i > 0) {
-      const auto delay_ms = static_cast<int64_t>(options_.random->below(static_cast<uint64_t>(s.retry_delay_ms) + 1));
+      const auto delay_ms =
+          static_cast<int64_t>(options_.random->below(static_cast<uint64_t>(s.retry_delay_ms) + 1));
       options_.clock->sleep_for_ms(delay_ms);
     }
     attempt = try_acquire(key, value, s);
     if (attempt.lock) return std::move(*attempt.lock);
   }
-  throw RedlockError(attempt.cause, attempt.message + fmt::format(" (after {} attempt(s))", s.retry_count + 1));
+  throw RedlockError(attempt.cause,
+                     attempt.message + fmt::format(" (after {} attempt(s))", s.retry_count + 1));
 }
 
-NodeVotes RedlockManager::release_value(const std::string& key, const std::string& value, int64_t timeout_ms) {
+NodeVotes RedlockManager::release_value(const std::string& key, const std::string& value,
+                                        int64_t timeout_ms) {
   return unlock_all(*options_.fanout, lock_key(key), value, timeout_ms * 1000);
 }
 

@@ -49,7 +49,9 @@ class RedlockLock {
   const std::string& value() const { return value_; }  // the lock's unique value (Redis-DLM: uid)
   int64_t duration_ms() const { return settings_.duration_ms; }
   int64_t max_hold_time_ms() const { return settings_.max_hold_time_ms; }
-  int64_t start_time_ms() const { return start_us_ / 1000; }  // local time the first grant's attempt began
+  int64_t start_time_ms() const {
+    return start_us_ / 1000;
+  }  // local time the first grant's attempt began
   int64_t start_time_us() const { return start_us_; }
   int64_t valid_until_us() const { return valid_until_us_; }
   // Validity left now, by this node's clock; 0 once it ended.
@@ -65,8 +67,8 @@ class RedlockLock {
 
  private:
   friend class RedlockManager;
-  RedlockLock(RedlockManager& manager, std::string key, std::string value, RedlockSettings settings, int64_t start_us,
-              int64_t valid_until_us);
+  RedlockLock(RedlockManager& manager, std::string key, std::string value, RedlockSettings settings,
+              int64_t start_us, int64_t valid_until_us);
 
   RedlockManager* manager_;
   std::string key_;
@@ -92,7 +94,8 @@ class RedlockManager {
   // RedlockError with the last attempt's cause.
   RedlockLock acquire(const std::string& key, const RedlockOverrides& overrides = {});
   // One attempt with a given value and validated settings; never throws for an expected outcome.
-  RedlockAttempt try_acquire(const std::string& key, const std::string& value, const RedlockSettings& settings);
+  RedlockAttempt try_acquire(const std::string& key, const std::string& value,
+                             const RedlockSettings& settings);
 
   // Releases value's lock on every node (see RedlockLock::release), returning the votes.
   NodeVotes release_value(const std::string& key, const std::string& value, int64_t timeout_ms);

@@ -22,19 +22,20 @@ RedlockSettings apply(const RedlockSettings& defaults, const RedlockOverrides& o
 void validate(const RedlockSettings& s) {
   validate_ttl_ms(s.duration_ms, "duration_ms");
   if (s.retry_count < 0 || s.retry_count > kMaxRetryTimes) {
-    throw ValidationError("retry_count", "must be in [0, " + std::to_string(kMaxRetryTimes) + "], got " +
-                                             std::to_string(s.retry_count));
+    throw ValidationError("retry_count", "must be in [0, " + std::to_string(kMaxRetryTimes) +
+                                             "], got " + std::to_string(s.retry_count));
   }
   if (s.retry_delay_ms < 0 || s.retry_delay_ms > kRetryDelayMaxMs) {
-    throw ValidationError("retry_delay_ms", "must be in [0, " + std::to_string(kRetryDelayMaxMs) + "] ms, got " +
-                                                std::to_string(s.retry_delay_ms));
+    throw ValidationError("retry_delay_ms", "must be in [0, " + std::to_string(kRetryDelayMaxMs) +
+                                                "] ms, got " + std::to_string(s.retry_delay_ms));
   }
   if (s.max_hold_time_ms < s.duration_ms || s.max_hold_time_ms > kTtlMaxMs) {
     throw ValidationError("max_hold_time_ms", "must be in [duration_ms, 24 h], got " +
                                                   std::to_string(s.max_hold_time_ms));
   }
   if (!(s.drift_factor >= 0.0 && s.drift_factor < 1.0)) {
-    throw ValidationError("drift_factor", "must be in [0, 1), got " + std::to_string(s.drift_factor));
+    throw ValidationError("drift_factor",
+                          "must be in [0, 1), got " + std::to_string(s.drift_factor));
   }
   if (s.drift_constant_ms < 0 || s.drift_constant_ms > s.duration_ms) {
     throw ValidationError("drift_constant_ms", "must be in [0, duration_ms], got " +
@@ -47,7 +48,8 @@ void validate(const RedlockSettings& s) {
 }
 
 int64_t drift_allowance_us(int64_t duration_ms, double drift_factor, int64_t drift_constant_ms) {
-  const double proportional_us = std::ceil(static_cast<double>(duration_ms) * 1000.0 * drift_factor);
+  const double proportional_us =
+      std::ceil(static_cast<double>(duration_ms) * 1000.0 * drift_factor);
   return static_cast<int64_t>(proportional_us) + drift_constant_ms * 1000;
 }
 

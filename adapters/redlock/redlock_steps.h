@@ -17,9 +17,9 @@ namespace lockstep {
 
 // How the nodes answered one round.
 struct NodeVotes {
-  int yes = 0;      // granted / deleted / extended / holds our value
-  int no = 0;       // answered, but not for us (held by another owner, or gone)
-  int failed = 0;   // timeout, connection error, or an error reply
+  int yes = 0;           // granted / deleted / extended / holds our value
+  int no = 0;            // answered, but not for us (held by another owner, or gone)
+  int failed = 0;        // timeout, connection error, or an error reply
   std::string failures;  // "sim:redis-2: timeout (...); ..." for messages
 
   int answered() const { return yes + no; }
@@ -28,12 +28,14 @@ struct NodeVotes {
 // N/2 + 1: the smallest majority of n nodes.
 int majority_of(size_t nodes);
 
-NodeVotes lock_all(RedisFanout& fanout, const std::string& lock_key, const std::string& value, int64_t ttl_ms,
-                   int64_t timeout_us);
-NodeVotes unlock_all(RedisFanout& fanout, const std::string& lock_key, const std::string& value, int64_t timeout_us);
-NodeVotes extend_all(RedisFanout& fanout, const std::string& lock_key, const std::string& value, int64_t ttl_ms,
+NodeVotes lock_all(RedisFanout& fanout, const std::string& lock_key, const std::string& value,
+                   int64_t ttl_ms, int64_t timeout_us);
+NodeVotes unlock_all(RedisFanout& fanout, const std::string& lock_key, const std::string& value,
                      int64_t timeout_us);
+NodeVotes extend_all(RedisFanout& fanout, const std::string& lock_key, const std::string& value,
+                     int64_t ttl_ms, int64_t timeout_us);
 // GET on every node: yes where it holds value.
-NodeVotes check_all(RedisFanout& fanout, const std::string& lock_key, const std::string& value, int64_t timeout_us);
+NodeVotes check_all(RedisFanout& fanout, const std::string& lock_key, const std::string& value,
+                    int64_t timeout_us);
 
 }  // namespace lockstep

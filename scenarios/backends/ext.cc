@@ -45,23 +45,28 @@ struct ExtLibrary {
 
 constexpr ExtLibrary kLibraries[] = {
     {"ext:locco-redis", "locco-redis",
-     "@kontsedal/locco 0.1.0 (npm, Node driver) with its ioredis adapter: SET NX PX, Lua compare-and-delete "
+     "@kontsedal/locco 0.1.0 (npm, Node driver) with its ioredis adapter: SET NX PX, Lua "
+     "compare-and-delete "
      "release, compare-and-set extend; random lock value, no fencing token",
      false, false},
     {"ext:locco-memory", "locco-memory",
-     "@kontsedal/locco 0.1.0 (npm, Node driver) with its in-memory adapter; every client shares one driver "
+     "@kontsedal/locco 0.1.0 (npm, Node driver) with its in-memory adapter; every client shares "
+     "one driver "
      "process; random lock value, no fencing token",
      false, true},
     {"ext:node-redlock", "node-redlock",
-     "redlock 5.0.0-beta.2 (npm node-redlock, Node driver) over N redis-servers (nodes: 3, 5, 7); random lock "
+     "redlock 5.0.0-beta.2 (npm node-redlock, Node driver) over N redis-servers (nodes: 3, 5, 7); "
+     "random lock "
      "value, no fencing token",
      true, false},
     {"ext:redis-semaphore", "redis-semaphore",
-     "redis-semaphore 5.8.0 Mutex (npm, Node driver): SET NX PX, refreshed every 0.8 TTL while its process runs; "
+     "redis-semaphore 5.8.0 Mutex (npm, Node driver): SET NX PX, refreshed every 0.8 TTL while its "
+     "process runs; "
      "no extend, release does not report its result; random identifier, no fencing token",
      false, false},
     {"ext:redis-semaphore-redlock", "redis-semaphore-redlock",
-     "redis-semaphore 5.8.0 RedlockMutex (npm, Node driver) over N redis-servers (nodes: 3, 5, 7), refreshed "
+     "redis-semaphore 5.8.0 RedlockMutex (npm, Node driver) over N redis-servers (nodes: 3, 5, 7), "
+     "refreshed "
      "every 0.8 TTL; random identifier, no fencing token",
      true, false},
 };
@@ -69,17 +74,20 @@ constexpr ExtLibrary kLibraries[] = {
 // One client's view of a driver (its own, or a shared one with `client` set).
 class ExtAdapter final : public LockAdapter {
  public:
-  ExtAdapter(std::string name, ext::DriverProcess& driver, int client, std::function<void(std::string)> trace)
+  ExtAdapter(std::string name, ext::DriverProcess& driver, int client,
+             std::function<void(std::string)> trace)
       : name_(std::move(name)), driver_(driver), client_(client), trace_(std::move(trace)) {}
 
   std::string_view name() const override { return name_; }
   FencingSupport fencing() const override {
-    return driver_.ready().capabilities.token == ext::TokenKind::monotonic ? FencingSupport::monotonic
-                                                                            : FencingSupport::none;
+    return driver_.ready().capabilities.token == ext::TokenKind::monotonic
+               ? FencingSupport::monotonic
+               : FencingSupport::none;
   }
 
   AdapterResult create_lock(const LockSpec& spec) override {
-    const ext::Response r = call({.op = ext::Op::acquire, .handle = spec.value, .key = spec.key, .ttl_ms = spec.ttl_ms});
+    const ext::Response r = call(
+        {.op = ext::Op::acquire, .handle = spec.value, .key = spec.key, .ttl_ms = spec.ttl_ms});
     switch (r.status) {
       case ext::Status::ok: return {.fencing_token = token_of(r)};
       case ext::Status::contended: return {.status = AdapterStatus::contended};
@@ -95,7 +103,8 @@ class ExtAdapter final : public LockAdapter {
     return owner_checked("release", r);
   }
   AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override {
-    return owner_checked("extend", call({.op = ext::Op::extend, .handle = spec.value, .ttl_ms = ttl_ms}));
+    return owner_checked("extend",
+                         call({.op = ext::Op::extend, .handle = spec.value, .ttl_ms = ttl_ms}));
   }
   AdapterResult is_valid_lock(const LockSpec& spec) override {
     return owner_checked("is_locked", call({.op = ext::Op::is_locked, .handle = spec.value}));
@@ -107,11 +116,12 @@ class ExtAdapter final : public LockAdapter {
     ext::CallResult result = driver_.call(request);
     if (!result.ok()) throw ext::DriverFailed(result.message);
     const ext::Response& r = result.response;
-    trace_(fmt::format("{} {} {} {}{}{} (library {} us, round trip {} us)", name_, to_string(request.op),
-                       request.key.empty() ? request.handle.substr(0, 8) : request.key, to_string(r.status),
-                       r.token.empty() ? "" : " token=" + r.token.substr(0, 12),
-                       r.err ? fmt::format(" {}: {:.120}", r.err->name, r.err->message) : std::string(),
-                       (r.t1_ns - r.t0_ns) / 1000, (result.received_ns - result.sent_ns) / 1000));
+    trace_(fmt::format(
+        "{} {} {} {}{}{} (library {} us, round trip {} us)", name_, to_string(request.op),
+        request.key.empty() ? request.handle.substr(0, 8) : request.key, to_string(r.status),
+        r.token.empty() ? "" : " token=" + r.token.substr(0, 12),
+        r.err ? fmt::format(" {}: {:.120}", r.err->name, r.err->message) : std::string(),
+        (r.t1_ns - r.t0_ns) / 1000, (result.received_ns - result.sent_ns) / 1000));
     if (r.status == ext::Status::bad_request) {
       throw ext::DriverFailed(fmt::format("driver {} refused a request as bad: {}", name_,
                                           r.err ? r.err->message : std::string("(no message)")));
@@ -124,7 +134,8 @@ class ExtAdapter final : public LockAdapter {
     uint64_t token = 0;
     const auto [end, ec] = std::from_chars(r.token.data(), r.token.data() + r.token.size(), token);
     if (ec != std::errc() || end != r.token.data() + r.token.size()) {
-      throw ext::DriverFailed(fmt::format("driver {} promised monotonic tokens and sent \"{}\"", name_, r.token));
+      throw ext::DriverFailed(
+          fmt::format("driver {} promised monotonic tokens and sent \"{}\"", name_, r.token));
     }
     return token;
   }
@@ -138,8 +149,9 @@ class ExtAdapter final : public LockAdapter {
   }
 
   AdapterResult failed(const char* op, const ext::Response& r) const {
-    std::string message = r.status == ext::Status::unsupported ? fmt::format("the library offers no {}", op)
-                                                               : fmt::format("{} {}", op, to_string(r.status));
+    std::string message = r.status == ext::Status::unsupported
+                              ? fmt::format("the library offers no {}", op)
+                              : fmt::format("{} {}", op, to_string(r.status));
     if (r.err) message += fmt::format(": {}: {}", r.err->name, r.err->message);
     return {.status = AdapterStatus::backend_error, .message = std::move(message)};
   }
@@ -161,8 +173,9 @@ class ExtBackend final : public Backend {
         use_proxies_(cuts_clients_off(env.options)) {
     if (!library.in_memory) {
       const int64_t nodes = library.over_nodes ? env.options.get_int("nodes") : 1;
-      const real::RedisServerOptions server_options{.persistence = real::persistence_from_name(env.options.get("persistence")),
-                                                    .clock_jumps = env.options.has("jump_ms")};
+      const real::RedisServerOptions server_options{
+          .persistence = real::persistence_from_name(env.options.get("persistence")),
+          .clock_jumps = env.options.has("jump_ms")};
       for (int64_t i = 0; i < nodes; ++i) {
         servers_.push_back(std::make_unique<real::RedisServerProcess>(server_options));
         env.world.trace_line(fmt::format("server redis-{} pid {} at {}", i, servers_.back()->pid(),
@@ -171,8 +184,9 @@ class ExtBackend final : public Backend {
     }
     if (env.options.has("clients") && env.options.get_int("clients") > kDriverProcessesMax) {
       pooled_ = true;
-      env.world.trace_line(fmt::format("{}: {} clients share {} driver processes (no client pauses here)",
-                                       library.adapter, env.options.get_int("clients"), kDriverProcessesMax));
+      env.world.trace_line(
+          fmt::format("{}: {} clients share {} driver processes (no client pauses here)",
+                      library.adapter, env.options.get_int("clients"), kDriverProcessesMax));
     }
     if (library.in_memory) shared_.push_back(start_driver("shared", {}));
   }
@@ -180,7 +194,8 @@ class ExtBackend final : public Backend {
   LockAdapter& adapter_for(int client, int node) override {
     auto trace = [this](std::string line) { env_.world.trace_line(line); };
     if (library_.in_memory) {
-      adapters_.push_back(std::make_unique<ExtAdapter>(library_.adapter, *shared_.front(), client, trace));
+      adapters_.push_back(
+          std::make_unique<ExtAdapter>(library_.adapter, *shared_.front(), client, trace));
       return *adapters_.back();
     }
     std::vector<int> ports;
@@ -188,7 +203,8 @@ class ExtBackend final : public Backend {
     for (auto& server : servers_) {
       int port = server->port();
       if (use_proxies_) {
-        proxies.push_back(std::make_unique<real::TcpProxy>(real::TcpProxyOptions{.upstream_port = port}));
+        proxies.push_back(
+            std::make_unique<real::TcpProxy>(real::TcpProxyOptions{.upstream_port = port}));
         port = proxies.back()->port();
       }
       ports.push_back(port);
@@ -214,10 +230,12 @@ class ExtBackend final : public Backend {
   bool records_leases() const override { return false; }
 
   void partition(int client_node, bool two_way) override {
-    for (int i = 0; i < static_cast<int>(servers_.size()); ++i) partition_server(client_node, i, two_way);
+    for (int i = 0; i < static_cast<int>(servers_.size()); ++i)
+      partition_server(client_node, i, two_way);
   }
   void partition_server(int client_node, int server, bool two_way) override {
-    if (!use_proxies_) throw WorldUnsupported("partitions need the per-server proxies of a partition scenario");
+    if (!use_proxies_)
+      throw WorldUnsupported("partitions need the per-server proxies of a partition scenario");
     real::TcpProxy& proxy = *proxies_.at(client_node).at(static_cast<size_t>(server));
     proxy.set_drop(real::Direction::to_client, true);
     if (two_way) proxy.set_drop(real::Direction::to_upstream, true);
@@ -242,7 +260,8 @@ class ExtBackend final : public Backend {
   }
 
  private:
-  std::unique_ptr<ext::DriverProcess> start_driver(const std::string& who, const std::vector<int>& ports) {
+  std::unique_ptr<ext::DriverProcess> start_driver(const std::string& who,
+                                                   const std::vector<int>& ports) {
     const std::string name = fmt::format("{} ({})", library_.adapter, who);
     try {
       auto driver = std::make_unique<ext::DriverProcess>(ext::DriverOptions{
@@ -251,12 +270,13 @@ class ExtBackend final : public Backend {
           .name = name,
           .request_deadline_ms = deadline_ms_,
           .on_event = [this, name](const ext::Event& e) {
-            env_.world.trace_line(fmt::format("{} event {} key={} handle={:.8}{}", name, e.event, e.key, e.handle,
+            env_.world.trace_line(fmt::format("{} event {} key={} handle={:.8}{}", name, e.event,
+                                              e.key, e.handle,
                                               e.err ? ": " + e.err->message : std::string()));
           }});
-      env_.world.trace_line(fmt::format("driver {} pid {}: {} protocol {} token {}", name, driver->pid(),
-                                        driver->ready().version, driver->ready().protocol,
-                                        to_string(driver->ready().capabilities.token)));
+      env_.world.trace_line(fmt::format(
+          "driver {} pid {}: {} protocol {} token {}", name, driver->pid(), driver->ready().version,
+          driver->ready().protocol, to_string(driver->ready().capabilities.token)));
       return driver;
     } catch (const ext::DriverStartError& e) {
       throw real::ServerStartError(e.what());
@@ -274,7 +294,8 @@ class ExtBackend final : public Backend {
   bool pooled_ = false;
   real::KeeperThread keeper_;  // before servers_: outlives the processes it restarted
   std::vector<std::unique_ptr<real::RedisServerProcess>> servers_;
-  std::map<int, std::vector<std::unique_ptr<real::TcpProxy>>> proxies_;  // by client node, one per server
+  std::map<int, std::vector<std::unique_ptr<real::TcpProxy>>>
+      proxies_;  // by client node, one per server
   // Drivers after servers: they go first, while their servers still answer their shutdown.
   std::vector<std::unique_ptr<ext::DriverProcess>> shared_;
   std::vector<std::unique_ptr<ext::DriverProcess>> own_;
@@ -282,19 +303,29 @@ class ExtBackend final : public Backend {
 };
 
 std::vector<OptionSpec> ext_options(const ExtLibrary& library) {
-  std::vector<OptionSpec> options = {
-      {.name = "ext_deadline_ms", .default_value = "10000", .help = "longest wait for one driver reply", .min = 1,
-       .max = 600'000}};
+  std::vector<OptionSpec> options = {{.name = "ext_deadline_ms",
+                                      .default_value = "10000",
+                                      .help = "longest wait for one driver reply",
+                                      .min = 1,
+                                      .max = 600'000}};
   if (!library.in_memory) {
-    options.push_back({.name = "persistence", .default_value = "none", .help = "server persistence across a crash",
+    options.push_back({.name = "persistence",
+                       .default_value = "none",
+                       .help = "server persistence across a crash",
                        .choices = {"none", "everysec", "always"}});
-    options.push_back({.name = "ext_command_timeout_ms", .default_value = "0",
-                       .help = "the driver's Redis command timeout (ioredis commandTimeout; 0: its default, none)",
-                       .min = 0, .max = 600'000});
+    options.push_back(
+        {.name = "ext_command_timeout_ms",
+         .default_value = "0",
+         .help =
+             "the driver's Redis command timeout (ioredis commandTimeout; 0: its default, none)",
+         .min = 0,
+         .max = 600'000});
   }
   if (library.over_nodes) {
-    options.push_back(
-        {.name = "nodes", .default_value = "5", .help = "independent Redis nodes", .choices = {"3", "5", "7"}});
+    options.push_back({.name = "nodes",
+                       .default_value = "5",
+                       .help = "independent Redis nodes",
+                       .choices = {"3", "5", "7"}});
   }
   return options;
 }

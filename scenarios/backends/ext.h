@@ -35,7 +35,7 @@ namespace lockstep {
 
 inline constexpr int kDriverProcessesMax = 16;
 
-// The registry entries of every ext adapter (backend.cc appends them).
+// The registry entries of every ext adapter (registry.cc appends them).
 std::vector<AdapterEntry> ext_adapter_entries();
 // Every ext adapter, and those that run Redlock over N nodes.
 std::vector<std::string> ext_family();

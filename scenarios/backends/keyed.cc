@@ -23,7 +23,8 @@ class KeyedSimBackend::LeaseView final : public LockAdapter {
   AdapterResult create_lock(const LockSpec& spec) override {
     if (owned(spec)) return {.status = AdapterStatus::contended};
     if (backend_.rw_) {
-      std::optional<keyed::RwHandle> handle = backend_.rw_->try_acquire(spec.key, RwMode::exclusive);
+      std::optional<keyed::RwHandle> handle =
+          backend_.rw_->try_acquire(spec.key, RwMode::exclusive);
       if (!handle) return {.status = AdapterStatus::contended};
       rw_holds_.emplace(owner(spec), std::move(*handle));
       return {};
@@ -70,7 +71,8 @@ class KeyedSimBackend::LeaseView final : public LockAdapter {
 namespace {
 
 sim::World& simulator(BackendEnv& env) {
-  if (env.sim == nullptr) throw WorldUnsupported("the keyed locks' scenarios run in the sim world only");
+  if (env.sim == nullptr)
+    throw WorldUnsupported("the keyed locks' scenarios run in the sim world only");
   return *env.sim;
 }
 
@@ -101,7 +103,9 @@ KeyedSimBackend::~KeyedSimBackend() {
 
 KeyStateHook KeyedSimBackend::key_state_hook() {
   return [this](std::string_view key, size_t entries) {
-    recorder_.record({.kind = EventKind::key_state, .key = std::string(key), .counter = static_cast<int64_t>(entries)});
+    recorder_.record({.kind = EventKind::key_state,
+                      .key = std::string(key),
+                      .counter = static_cast<int64_t>(entries)});
   };
 }
 
@@ -112,20 +116,27 @@ LockAdapter& KeyedSimBackend::adapter_for(int, int node) {
 
 size_t KeyedSimBackend::key_count() const { return rw_ ? rw_->key_count() : fifo_->size(); }
 
-std::unique_ptr<Backend> make_keyed_rw_sim_backend(BackendEnv& env, std::unique_ptr<keyed::RwCore> core) {
+std::unique_ptr<Backend> make_keyed_rw_sim_backend(BackendEnv& env,
+                                                   std::unique_ptr<keyed::RwCore> core) {
   if (!core) core = std::make_unique<keyed::RwCore>();
   return std::make_unique<KeyedSimBackend>(env, std::move(core));
 }
 
 std::vector<OptionSpec> fifo_backend_options() {
-  return {{.name = "max_key_length", .default_value = "256", .help = "fifo: longest key in bytes", .min = 0},
-          {.name = "max_waiters_per_key", .default_value = "1000", .help = "fifo: waiters per key before LOCK_QUEUE_FULL",
+  return {{.name = "max_key_length",
+           .default_value = "256",
+           .help = "fifo: longest key in bytes",
+           .min = 0},
+          {.name = "max_waiters_per_key",
+           .default_value = "1000",
+           .help = "fifo: waiters per key before LOCK_QUEUE_FULL",
            .min = 0}};
 }
 
 std::unique_ptr<Backend> make_fifo_sim_backend(BackendEnv& env) {
   keyed::FifoLockOptions options;
-  if (env.options.has("max_key_length")) options.max_key_length = static_cast<size_t>(env.options.get_int("max_key_length"));
+  if (env.options.has("max_key_length"))
+    options.max_key_length = static_cast<size_t>(env.options.get_int("max_key_length"));
   if (env.options.has("max_waiters_per_key")) {
     options.max_waiters_per_key = static_cast<size_t>(env.options.get_int("max_waiters_per_key"));
   }
@@ -134,14 +145,15 @@ std::unique_ptr<Backend> make_fifo_sim_backend(BackendEnv& env) {
 
 KeyedSimBackend& keyed_backend(Backend& backend) {
   auto* keyed = dynamic_cast<KeyedSimBackend*>(&backend);
-  if (keyed == nullptr) throw std::logic_error("this scenario needs a keyed lock adapter (keyed-rw, fifo)");
+  if (keyed == nullptr)
+    throw std::logic_error("this scenario needs a keyed lock adapter (keyed-rw, fifo)");
   return *keyed;
 }
 
 // --- steps ---
 
-void KeyedSteps::record(EventKind kind, const Client& c, const std::string& key, Op op, Outcome outcome, bool shared,
-                        std::string detail) {
+void KeyedSteps::record(EventKind kind, const Client& c, const std::string& key, Op op,
+                        Outcome outcome, bool shared, std::string detail) {
   recorder_.record({.kind = kind,
                     .client = c.id(),
                     .key = key,
@@ -161,12 +173,14 @@ keyed::RwHandle KeyedSteps::rw_acquire(Client& c, const std::string& key, RwMode
   return handle;
 }
 
-std::optional<keyed::RwHandle> KeyedSteps::rw_try_acquire(Client& c, const std::string& key, RwMode mode) {
+std::optional<keyed::RwHandle> KeyedSteps::rw_try_acquire(Client& c, const std::string& key,
+                                                          RwMode mode) {
   LOCKSTEP_SIM_CHECK(backend_.rw() != nullptr, "keyed-rw steps need the keyed-rw adapter");
   const bool shared = mode == RwMode::shared;
   record(EventKind::invoke, c, key, Op::acquire, Outcome::none, shared);
   std::optional<keyed::RwHandle> handle = backend_.rw()->try_acquire(key, mode);
-  record(EventKind::complete, c, key, Op::acquire, handle ? Outcome::ok : Outcome::contended, shared, "try");
+  record(EventKind::complete, c, key, Op::acquire, handle ? Outcome::ok : Outcome::contended,
+         shared, "try");
   if (handle) record(EventKind::cs_enter, c, key, Op::none, Outcome::none, shared);
   return handle;
 }
@@ -186,22 +200,23 @@ void KeyedSteps::rw_hold(Client& c, const std::string& key, RwMode mode, int64_t
   rw_release(c, handle);
 }
 
-bool KeyedSteps::fifo_hold(Client& c, const std::string& key, int64_t hold_ms, std::optional<int64_t> max_wait_ms) {
+bool KeyedSteps::fifo_hold(Client& c, const std::string& key, int64_t hold_ms,
+                           std::optional<int64_t> max_wait_ms) {
   LOCKSTEP_SIM_CHECK(backend_.fifo() != nullptr, "fifo steps need the fifo adapter");
   record(EventKind::invoke, c, key, Op::acquire);
   try {
-    backend_.fifo()->with_lock(
-        key,
-        [&] {
-          record(EventKind::complete, c, key, Op::acquire, Outcome::ok);
-          record(EventKind::cs_enter, c, key, Op::none);
-          c.sleep_ms(hold_ms);
-          record(EventKind::cs_exit, c, key, Op::none);
-          record(EventKind::invoke, c, key, Op::release);
-        },
-        {.max_wait_ms = max_wait_ms});
+    backend_.fifo()->with_lock(key,
+                               [&] {
+                                 record(EventKind::complete, c, key, Op::acquire, Outcome::ok);
+                                 record(EventKind::cs_enter, c, key, Op::none);
+                                 c.sleep_ms(hold_ms);
+                                 record(EventKind::cs_exit, c, key, Op::none);
+                                 record(EventKind::invoke, c, key, Op::release);
+                               },
+                               {.max_wait_ms = max_wait_ms});
   } catch (const keyed::KeyedLockError& e) {
-    const Outcome outcome = e.code() == keyed::KeyedLockCode::lock_timeout ? Outcome::fail : Outcome::error;
+    const Outcome outcome =
+        e.code() == keyed::KeyedLockCode::lock_timeout ? Outcome::fail : Outcome::error;
     record(EventKind::complete, c, key, Op::acquire, outcome, false, std::string(e.code_name()));
     return false;
   }

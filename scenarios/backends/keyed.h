@@ -2,10 +2,10 @@
 // The in-process keyed locks (`keyed-rw`, `fifo`) as simulated backends, and the client steps
 // keyed scenarios are written in.
 //
-// A KeyedSimBackend owns one simulator driver (scenarios/backends/keyed_sim.h) shared by every client, as
-// an in-process lock is shared by the threads of a process. It marks the history as keyed (so
-// fifo, writer_preference and no_leak are judged) and records a key_state event after every
-// operation that touched a key. These locks are not TTL leases: the lease scenarios of the
+// A KeyedSimBackend owns one simulator driver (scenarios/backends/keyed_sim.h) shared by every
+// client, as an in-process lock is shared by the threads of a process. It marks the history as
+// keyed (so fifo, writer_preference and no_leak are judged) and records a key_state event after
+// every operation that touched a key. These locks are not TTL leases: the lease scenarios of the
 // catalogue do not apply to them (catalogue.cc restricts those to lease_family()). adapter_for()
 // still hands out a LockAdapter, because every simulated client gets one: a lease-shaped view of
 // the lock (create = exclusive try-lock, release = unlock if this owner holds it, extend and
@@ -22,9 +22,9 @@
 #include <string>
 
 #include "adapters/keyed/rw_core.h"
+#include "scenarios/backends/keyed_sim.h"
 #include "scenarios/harness/backend.h"
 #include "scenarios/harness/client.h"
-#include "scenarios/backends/keyed_sim.h"
 
 namespace lockstep {
 
@@ -32,23 +32,26 @@ class KeyedSimBackend;
 
 class KeyedSteps {
  public:
-  KeyedSteps(Recorder& recorder, KeyedSimBackend& backend) : recorder_(recorder), backend_(backend) {}
+  KeyedSteps(Recorder& recorder, KeyedSimBackend& backend)
+      : recorder_(recorder), backend_(backend) {}
 
   // keyed-rw: blocks until granted; then the client is inside.
   keyed::RwHandle rw_acquire(Client& c, const std::string& key, keyed::RwMode mode);
   // keyed-rw: granted at once or nullopt (recorded as contended).
-  std::optional<keyed::RwHandle> rw_try_acquire(Client& c, const std::string& key, keyed::RwMode mode);
+  std::optional<keyed::RwHandle> rw_try_acquire(Client& c, const std::string& key,
+                                                keyed::RwMode mode);
   // keyed-rw: leaves the critical section and unlocks.
   void rw_release(Client& c, keyed::RwHandle& handle);
   // keyed-rw: acquire, work hold_ms, release.
   void rw_hold(Client& c, const std::string& key, keyed::RwMode mode, int64_t hold_ms);
 
   // fifo: with_lock(key, work hold_ms, {.max_wait_ms}). Whether fn ran.
-  bool fifo_hold(Client& c, const std::string& key, int64_t hold_ms, std::optional<int64_t> max_wait_ms = {});
+  bool fifo_hold(Client& c, const std::string& key, int64_t hold_ms,
+                 std::optional<int64_t> max_wait_ms = {});
 
  private:
-  void record(EventKind kind, const Client& c, const std::string& key, Op op, Outcome outcome = Outcome::none,
-              bool shared = false, std::string detail = {});
+  void record(EventKind kind, const Client& c, const std::string& key, Op op,
+              Outcome outcome = Outcome::none, bool shared = false, std::string detail = {});
 
   Recorder& recorder_;
   KeyedSimBackend& backend_;
@@ -64,7 +67,7 @@ class KeyedSimBackend final : public Backend {
   ~KeyedSimBackend() override;
 
   LockAdapter& adapter_for(int client, int node) override;
-  int server_count() const override { return 0; }  // the lock lives in the clients' process
+  int server_count() const override { return 0; }        // the lock lives in the clients' process
   bool records_leases() const override { return true; }  // it grants no leases: none to derive
 
   SimKeyedRw* rw() { return rw_.get(); }
@@ -87,7 +90,8 @@ class KeyedSimBackend final : public Backend {
 };
 
 // Registry entries for keyed-rw and fifo (backend.cc lists them), and the options they take.
-std::unique_ptr<Backend> make_keyed_rw_sim_backend(BackendEnv& env, std::unique_ptr<keyed::RwCore> core = nullptr);
+std::unique_ptr<Backend> make_keyed_rw_sim_backend(BackendEnv& env,
+                                                   std::unique_ptr<keyed::RwCore> core = nullptr);
 std::unique_ptr<Backend> make_fifo_sim_backend(BackendEnv& env);
 std::vector<OptionSpec> fifo_backend_options();
 

@@ -11,7 +11,8 @@ using keyed::RwMode;
 
 // --- SimKeyedRw ---
 
-SimKeyedRw::SimKeyedRw(sim::World& world, std::unique_ptr<keyed::RwCore> core, KeyStateHook on_key_state)
+SimKeyedRw::SimKeyedRw(sim::World& world, std::unique_ptr<keyed::RwCore> core,
+                       KeyStateHook on_key_state)
     : world_(world), core_(std::move(core)), on_key_state_(std::move(on_key_state)) {
   LOCKSTEP_SIM_CHECK(core_ != nullptr, "a SimKeyedRw needs a core");
 }
@@ -75,9 +76,11 @@ void SimKeyedRw::release(const keyed::KeyRef& key, RequestId id, RwMode mode) no
 
 // --- SimFifoLock ---
 
-SimFifoLock::SimFifoLock(sim::World& world, keyed::FifoLockOptions options, KeyStateHook on_key_state)
+SimFifoLock::SimFifoLock(sim::World& world, keyed::FifoLockOptions options,
+                         KeyStateHook on_key_state)
     : world_(world),
-      core_({.max_key_length = options.max_key_length, .max_waiters_per_key = options.max_waiters_per_key}),
+      core_({.max_key_length = options.max_key_length,
+             .max_waiters_per_key = options.max_waiters_per_key}),
       on_key_state_(std::move(on_key_state)) {}
 
 void SimFifoLock::note(std::string_view key) {
@@ -94,8 +97,10 @@ void SimFifoLock::wake(RequestId id, WaitEnd end) {
 RequestId SimFifoLock::acquire(std::string_view key, const keyed::WithLockOptions& options) {
   const keyed::FifoAdmission admission = core_.request(key);
   switch (admission.admit) {
-    case FifoAdmit::invalid_key: throw KeyedLockError::invalid_key(key, core_.limits().max_key_length);
-    case FifoAdmit::queue_full: throw KeyedLockError::queue_full(key, core_.limits().max_waiters_per_key);
+    case FifoAdmit::invalid_key:
+      throw KeyedLockError::invalid_key(key, core_.limits().max_key_length);
+    case FifoAdmit::queue_full:
+      throw KeyedLockError::queue_full(key, core_.limits().max_waiters_per_key);
     case FifoAdmit::granted: note(key); return admission.id;
     case FifoAdmit::queued: break;
   }
@@ -103,13 +108,15 @@ RequestId SimFifoLock::acquire(std::string_view key, const keyed::WithLockOption
   return wait(key, admission.id, options);
 }
 
-RequestId SimFifoLock::wait(std::string_view key, RequestId id, const keyed::WithLockOptions& options) {
+RequestId SimFifoLock::wait(std::string_view key, RequestId id,
+                            const keyed::WithLockOptions& options) {
   LOCKSTEP_SIM_CHECK(world_.in_fiber(), "only a fiber can wait for a keyed lock");
   const sim::Waiter waiter = world_.prepare_park();
   parked_[id] = Parked{.waiter = waiter};
   const sim::TimeUs deadline_us =
-      options.max_wait_ms ? world_.now_us() + std::max<int64_t>(*options.max_wait_ms, 0) * sim::kUsPerMs
-                          : sim::kTimeNever;
+      options.max_wait_ms
+          ? world_.now_us() + std::max<int64_t>(*options.max_wait_ms, 0) * sim::kUsPerMs
+          : sim::kTimeNever;
   try {
     world_.park(waiter, deadline_us);
   } catch (...) {  // ProcessKilled: a dead fiber must not keep or block the key
@@ -127,7 +134,8 @@ RequestId SimFifoLock::wait(std::string_view key, RequestId id, const keyed::Wit
   if (end == WaitEnd::granted) return id;
   if (end == WaitEnd::cleared) throw KeyedLockError::cleared(key);
   // The deadline passed while still queued: withdraw; the holder and the others are untouched.
-  LOCKSTEP_SIM_CHECK(core_.cancel(key, id), "a waiter that was neither granted nor cleared is queued");
+  LOCKSTEP_SIM_CHECK(core_.cancel(key, id),
+                     "a waiter that was neither granted nor cleared is queued");
   note(key);
   throw KeyedLockError::timeout(key, *options.max_wait_ms);
 }

@@ -29,7 +29,8 @@ using KeyStateHook = std::function<void(std::string_view key, size_t entries)>;
 
 class SimKeyedRw final : public keyed::KeyedRwLock {
  public:
-  SimKeyedRw(sim::World& world, std::unique_ptr<keyed::RwCore> core, KeyStateHook on_key_state = {});
+  SimKeyedRw(sim::World& world, std::unique_ptr<keyed::RwCore> core,
+             KeyStateHook on_key_state = {});
 
   keyed::RwHandle acquire(std::string_view key, keyed::RwMode mode) override;
   std::optional<keyed::RwHandle> try_acquire(std::string_view key, keyed::RwMode mode) override;
@@ -57,7 +58,8 @@ class SimKeyedRw final : public keyed::KeyedRwLock {
 
 class SimFifoLock final : public keyed::KeyedFifoLock {
  public:
-  SimFifoLock(sim::World& world, keyed::FifoLockOptions options = {}, KeyStateHook on_key_state = {});
+  SimFifoLock(sim::World& world, keyed::FifoLockOptions options = {},
+              KeyStateHook on_key_state = {});
 
   bool held(std::string_view key) const override { return core_.held(key); }
   size_t waiting(std::string_view key) const override { return core_.waiting(key); }
@@ -78,7 +80,8 @@ class SimFifoLock final : public keyed::KeyedFifoLock {
     sim::Waiter waiter;
     WaitEnd end = WaitEnd::waiting;
   };
-  keyed::RequestId wait(std::string_view key, keyed::RequestId id, const keyed::WithLockOptions& options);
+  keyed::RequestId wait(std::string_view key, keyed::RequestId id,
+                        const keyed::WithLockOptions& options);
   void wake(keyed::RequestId id, WaitEnd end);
   void note(std::string_view key);
 

@@ -11,10 +11,13 @@ constexpr int64_t kUsPerMs = 1000;
 
 }  // namespace
 
-std::optional<HistoryEvent> lease_event_from(std::string_view node_name, const sim::KeyspaceEvent& e,
+std::optional<HistoryEvent> lease_event_from(std::string_view node_name,
+                                             const sim::KeyspaceEvent& e,
                                              std::string_view lock_prefix) {
   if (e.key.rfind(lock_prefix, 0) != 0) return std::nullopt;  // fencing counters and other keys
-  HistoryEvent event{.client = e.client, .key = e.key.substr(lock_prefix.size()), .server = std::string(node_name),
+  HistoryEvent event{.client = e.client,
+                     .key = e.key.substr(lock_prefix.size()),
+                     .server = std::string(node_name),
                      .value = e.value};
   switch (e.kind) {
     case sim::KeyspaceEvent::Kind::set:

@@ -14,7 +14,8 @@
 namespace lockstep {
 
 // The history event for e on node_name, or nullopt when it is no lease fact.
-std::optional<HistoryEvent> lease_event_from(std::string_view node_name, const sim::KeyspaceEvent& e,
+std::optional<HistoryEvent> lease_event_from(std::string_view node_name,
+                                             const sim::KeyspaceEvent& e,
                                              std::string_view lock_prefix);
 
 }  // namespace lockstep

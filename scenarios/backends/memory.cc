@@ -14,9 +14,8 @@ class MemoryBackend final : public Backend {
       server_ = sim_->add_node("memory");
       clock = &sim_->clock(server_);
     }
-    adapter_ = std::make_unique<MemoryAdapter>(MemoryAdapterOptions{.clock = clock,
-                                                                   .observer = &env.recorder,
-                                                                   .server_name = "memory"});
+    adapter_ = std::make_unique<MemoryAdapter>(
+        MemoryAdapterOptions{.clock = clock, .observer = &env.recorder, .server_name = "memory"});
     if (wrap) wrapped_ = wrap(*adapter_);
   }
 

@@ -14,7 +14,8 @@ namespace lockstep {
 // thread-safe store on the machine's clock. `wrap`, when given, builds the adapter the clients use
 // around the store (a known-bad variant); the store is the production MemoryAdapter either way.
 using MemoryAdapterWrapper = std::function<std::unique_ptr<LockAdapter>(MemoryAdapter& store)>;
-std::unique_ptr<Backend> make_memory_backend(BackendEnv& env, const MemoryAdapterWrapper& wrap = {});
+std::unique_ptr<Backend> make_memory_backend(BackendEnv& env,
+                                             const MemoryAdapterWrapper& wrap = {});
 
 // The store sits on a server node of its own, reached without a network: only its clock drifts.
 inline constexpr FaultCapabilities kMemorySimFaults{.server_clock = true};

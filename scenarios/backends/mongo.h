@@ -19,8 +19,8 @@
 namespace lockstep {
 
 // Builds the adapter a client uses over its connection and clock (production or known-bad).
-using MongoAdapterFactory =
-    std::function<std::unique_ptr<LockAdapter>(MongoConnection& connection, Clock& clock, const Options& options)>;
+using MongoAdapterFactory = std::function<std::unique_ptr<LockAdapter>(
+    MongoConnection& connection, Clock& clock, const Options& options)>;
 
 // Adapter options every Mongo-backed adapter takes (`--set`): time_source, write_concern,
 // read_majority, command_timeout_ms, and the simulated replica set's replication_delay_ms,

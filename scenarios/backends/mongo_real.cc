@@ -14,11 +14,11 @@
 
 #include "adapters/mongo/mongo_adapter.h"
 #include "adapters/mongo/mongoc_connection.h"
-#include "scenarios/backends/mongo.h"
 #include "real/keeper_thread.h"
 #include "real/mongod_server.h"
 #include "real/server_errors.h"
 #include "real/tcp_proxy.h"
+#include "scenarios/backends/mongo.h"
 
 namespace lockstep {
 
@@ -41,7 +41,8 @@ class MongoRealBackend final : public Backend {
       : world_(env.world), options_(env.options), make_adapter_(std::move(make_adapter)) {
     if (uri_from_environment()) {
       uri_ = default_mongo_uri();
-      env.world.trace_line(fmt::format("server mongo at LOCKSTEP_MONGO_URI ({})", MongocConnection({.uri = uri_}).endpoint()));
+      env.world.trace_line(fmt::format("server mongo at LOCKSTEP_MONGO_URI ({})",
+                                       MongocConnection({.uri = uri_}).endpoint()));
     } else {
       real::MongodProcess::binary_path();  // ServerUnavailable, saying how to provide one
       keeper_.run([this] { mongod_ = std::make_unique<real::MongodProcess>(); });
@@ -55,11 +56,13 @@ class MongoRealBackend final : public Backend {
     ClientLink& link = links_[node];
     std::string uri = uri_;
     if (mongod_) {
-      link.proxy = std::make_unique<real::TcpProxy>(real::TcpProxyOptions{.upstream_port = mongod_->port()});
+      link.proxy =
+          std::make_unique<real::TcpProxy>(real::TcpProxyOptions{.upstream_port = mongod_->port()});
       uri = fmt::format("mongodb://127.0.0.1:{}/?directConnection=true", link.proxy->port());
     }
     const int64_t timeout_ms = options_.get_int("command_timeout_ms");
-    link.connection = std::make_unique<MongocConnection>(MongocOptions{.uri = uri, .socket_timeout_ms = timeout_ms});
+    link.connection = std::make_unique<MongocConnection>(
+        MongocOptions{.uri = uri, .socket_timeout_ms = timeout_ms});
     link.adapter = make_adapter_(*link.connection, world_.clock(node), options_);
     return *link.adapter;
   }
@@ -101,17 +104,21 @@ class MongoRealBackend final : public Backend {
     MongocConnection admin({.uri = uri_});
     const MongoAdapterOptions layout;
     for (const std::string& collection : {layout.collection, layout.fencing_collection}) {
-      const MongoResult dropped = admin.run_command(layout.database, MongoDocument{{"drop", collection}});
+      const MongoResult dropped =
+          admin.run_command(layout.database, MongoDocument{{"drop", collection}});
       if (!dropped.ok()) {
-        throw real::ServerStartError(fmt::format("mongo at {} did not answer: {}", admin.endpoint(), dropped.message));
+        throw real::ServerStartError(
+            fmt::format("mongo at {} did not answer: {}", admin.endpoint(), dropped.message));
       }
       // ok:0 with NamespaceNotFound (26): there was nothing to drop.
     }
   }
 
   real::MongodProcess& started_server(int server) {
-    if (!mongod_) throw WorldUnsupported("a deployment given by LOCKSTEP_MONGO_URI takes no server faults");
-    if (server != 0) throw WorldUnsupported(fmt::format("no mongod {} (the harness starts one)", server));
+    if (!mongod_)
+      throw WorldUnsupported("a deployment given by LOCKSTEP_MONGO_URI takes no server faults");
+    if (server != 0)
+      throw WorldUnsupported(fmt::format("no mongod {} (the harness starts one)", server));
     return *mongod_;
   }
 
@@ -134,7 +141,8 @@ class MongoRealBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_mongo_real_backend(BackendEnv& env, MongoAdapterFactory make_adapter) {
+std::unique_ptr<Backend> make_mongo_real_backend(BackendEnv& env,
+                                                 MongoAdapterFactory make_adapter) {
   return std::make_unique<MongoRealBackend>(env, std::move(make_adapter));
 }
 

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "base/check.h"
 #include "adapters/mongo/mongo_adapter.h"
+#include "base/check.h"
 #include "sim/mongo/replica_set.h"
 #include "sim/mongo/sim_mongo_connection.h"
 #include "sim/world.h"
@@ -35,7 +35,8 @@ int64_t lease_us(const MongoDocument& doc, int64_t now_ms) {
 // (inserted, or an expired one taken over) is a grant; the same owner's new expiry is an extend;
 // a client's delete is a revoke. TTL-monitor deletes end nothing (the lease had run out by the
 // member's clock), and the token written by the confirming update is not a lease fact.
-std::optional<HistoryEvent> lease_event_from(std::string_view member, const sim::MongoWriteEvent& e) {
+std::optional<HistoryEvent> lease_event_from(std::string_view member,
+                                             const sim::MongoWriteEvent& e) {
   HistoryEvent event{.client = e.client, .server = std::string(member)};
   switch (e.kind) {
     case sim::MongoWriteEvent::Kind::insert:
@@ -48,7 +49,8 @@ std::optional<HistoryEvent> lease_event_from(std::string_view member, const sim:
       event.key = string_field(e.after, "key");
       event.value = string_field(e.after, "value");
       const bool new_owner = event.value != string_field(e.before, "value");
-      const bool new_expiry = e.before.value("expire_at", MongoDocument()) != e.after.value("expire_at", MongoDocument());
+      const bool new_expiry = e.before.value("expire_at", MongoDocument()) !=
+                              e.after.value("expire_at", MongoDocument());
       if (!new_owner && !new_expiry) return std::nullopt;
       event.kind = new_owner ? EventKind::grant : EventKind::extend;
       event.ttl_us = lease_us(e.after, e.now_ms);
@@ -60,8 +62,7 @@ std::optional<HistoryEvent> lease_event_from(std::string_view member, const sim:
       event.value = string_field(e.before, "value");
       event.detail = "delete";
       return event;
-    case sim::MongoWriteEvent::Kind::ttl_remove:
-      return std::nullopt;
+    case sim::MongoWriteEvent::Kind::ttl_remove: return std::nullopt;
   }
   return std::nullopt;
 }
@@ -69,7 +70,10 @@ std::optional<HistoryEvent> lease_event_from(std::string_view member, const sim:
 class MongoSimBackend final : public Backend, public sim::MongoObserver {
  public:
   MongoSimBackend(BackendEnv& env, MongoAdapterFactory make_adapter)
-      : world_(*env.sim), recorder_(env.recorder), options_(env.options), make_adapter_(std::move(make_adapter)),
+      : world_(*env.sim),
+        recorder_(env.recorder),
+        options_(env.options),
+        make_adapter_(std::move(make_adapter)),
         lock_ns_(lock_namespace()) {
     LOCKSTEP_CHECK(env.sim != nullptr, "the simulated mongod needs the sim world");
     replica_set_ = std::make_unique<sim::MongoReplicaSet>(
@@ -84,7 +88,8 @@ class MongoSimBackend final : public Backend, public sim::MongoObserver {
   LockAdapter& adapter_for(int client, int node) override {
     connections_.push_back(std::make_unique<sim::SimMongoConnection>(
         world_, node, *replica_set_, client,
-        sim::SimMongoConnectionOptions{.command_timeout_us = options_.get_int("command_timeout_ms") * kUsPerMs}));
+        sim::SimMongoConnectionOptions{.command_timeout_us =
+                                           options_.get_int("command_timeout_ms") * kUsPerMs}));
     adapters_.push_back(make_adapter_(*connections_.back(), world_.clock(node), options_));
     return *adapters_.back();
   }
@@ -101,7 +106,8 @@ class MongoSimBackend final : public Backend, public sim::MongoObserver {
   }
 
   void set_server_drift(int64_t drift_ppm) override {
-    for (int m = 0; m < replica_set_->members(); ++m) world_.set_drift(replica_set_->node(m), drift_ppm);
+    for (int m = 0; m < replica_set_->members(); ++m)
+      world_.set_drift(replica_set_->node(m), drift_ppm);
   }
 
   // The client is cut off from whichever member is primary now.
@@ -113,7 +119,9 @@ class MongoSimBackend final : public Backend, public sim::MongoObserver {
 
   void heal() override { world_.network().heal_all(); }
 
-  void set_fixed_latency(int64_t latency_us) override { world_.network().set_fixed_latency(latency_us); }
+  void set_fixed_latency(int64_t latency_us) override {
+    world_.network().set_fixed_latency(latency_us);
+  }
 
   void crash_server(int server) override { replica_set_->crash(checked(server)); }
   void restart_server(int server) override { replica_set_->restart(checked(server)); }
@@ -131,13 +139,15 @@ class MongoSimBackend final : public Backend, public sim::MongoObserver {
 
   void on_mongo_write(std::string_view member, const sim::MongoWriteEvent& e) override {
     if (e.ns != lock_ns_) return;  // the fencing counters
-    if (std::optional<HistoryEvent> event = lease_event_from(member, e)) recorder_.record(std::move(*event));
+    if (std::optional<HistoryEvent> event = lease_event_from(member, e))
+      recorder_.record(std::move(*event));
   }
 
  private:
   int checked(int server) const {
     if (server < 0 || server >= replica_set_->members()) {
-      throw WorldUnsupported(fmt::format("no mongod {} (the replica set has {})", server, replica_set_->members()));
+      throw WorldUnsupported(
+          fmt::format("no mongod {} (the replica set has {})", server, replica_set_->members()));
     }
     return server;
   }
@@ -156,33 +166,56 @@ class MongoSimBackend final : public Backend, public sim::MongoObserver {
 
 std::vector<OptionSpec> mongo_backend_options() {
   return {
-      {.name = "time_source", .default_value = "server",
+      {.name = "time_source",
+       .default_value = "server",
        .help = "where `now` comes from: the server's $$NOW, or the client's clock (locco)",
        .choices = {"server", "client"}},
-      {.name = "write_concern", .default_value = "majority", .help = "write concern of every lock write",
+      {.name = "write_concern",
+       .default_value = "majority",
+       .help = "write concern of every lock write",
        .choices = {"majority", "1"}},
-      {.name = "read_majority", .default_value = "off", .help = "is_locked reads at readConcern majority",
+      {.name = "read_majority",
+       .default_value = "off",
+       .help = "is_locked reads at readConcern majority",
        .choices = {"off", "on"}},
-      {.name = "command_timeout_ms", .default_value = "100", .help = "client socket timeout per command", .min = 1,
+      {.name = "command_timeout_ms",
+       .default_value = "100",
+       .help = "client socket timeout per command",
+       .min = 1,
        .max = 600'000},
-      {.name = "wtimeout_ms", .default_value = "2000", .help = "w:majority wait before a write-concern error",
-       .min = 1, .max = 600'000},
-      {.name = "replication_delay_ms", .default_value = "0", .help = "secondaries' apply lag (sim)", .min = 0,
+      {.name = "wtimeout_ms",
+       .default_value = "2000",
+       .help = "w:majority wait before a write-concern error",
+       .min = 1,
        .max = 600'000},
-      {.name = "election_timeout_ms", .default_value = "10000", .help = "replica set election timeout (sim)",
-       .min = 1, .max = 600'000},
-      {.name = "ttl_monitor_period_ms", .default_value = "60000", .help = "TTL monitor pass period (sim)", .min = 1,
+      {.name = "replication_delay_ms",
+       .default_value = "0",
+       .help = "secondaries' apply lag (sim)",
+       .min = 0,
+       .max = 600'000},
+      {.name = "election_timeout_ms",
+       .default_value = "10000",
+       .help = "replica set election timeout (sim)",
+       .min = 1,
+       .max = 600'000},
+      {.name = "ttl_monitor_period_ms",
+       .default_value = "60000",
+       .help = "TTL monitor pass period (sim)",
+       .min = 1,
        .max = 86'400'000},
   };
 }
 
 MongoAdapterFactory production_mongo_adapter() {
-  return [](MongoConnection& connection, Clock& clock, const Options& options) -> std::unique_ptr<LockAdapter> {
+  return [](MongoConnection& connection, Clock& clock,
+            const Options& options) -> std::unique_ptr<LockAdapter> {
     return std::make_unique<MongoAdapter>(MongoAdapterOptions{
         .connection = &connection,
         .clock = &clock,
-        .time_source = options.get("time_source") == "client" ? MongoTimeSource::client : MongoTimeSource::server,
-        .write_concern = options.get("write_concern") == "1" ? MongoWriteConcern::one : MongoWriteConcern::majority,
+        .time_source = options.get("time_source") == "client" ? MongoTimeSource::client
+                                                              : MongoTimeSource::server,
+        .write_concern = options.get("write_concern") == "1" ? MongoWriteConcern::one
+                                                             : MongoWriteConcern::majority,
         .write_concern_timeout_ms = options.get_int("wtimeout_ms"),
         .read_majority = options.get("read_majority") == "on",
     });

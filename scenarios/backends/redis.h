@@ -18,7 +18,8 @@
 namespace lockstep {
 
 // Builds the adapter a client uses over its connection (the production one, or a known-bad one).
-using RedisAdapterFactory = std::function<std::unique_ptr<LockAdapter>(RedisConnection& connection)>;
+using RedisAdapterFactory =
+    std::function<std::unique_ptr<LockAdapter>(RedisConnection& connection)>;
 
 // Adapter options every Redis-backed adapter takes (`--set`).
 std::vector<OptionSpec> redis_backend_options();
@@ -33,6 +34,7 @@ std::unique_ptr<Backend> make_redis_real_backend(BackendEnv& env, RedisAdapterFa
 RedisAdapterFactory production_redis_adapter();
 
 // A Redis node over the simulated network, with an asynchronous replica to fail over to.
-inline constexpr FaultCapabilities kRedisSimFaults{.network = true, .server_clock = true, .failover = true};
+inline constexpr FaultCapabilities kRedisSimFaults{
+    .network = true, .server_clock = true, .failover = true};
 
 }  // namespace lockstep

@@ -22,7 +22,9 @@ class SwitchableConnection final : public RedisConnection {
  public:
   explicit SwitchableConnection(RedisConnection& first) : active_(&first) {}
   void switch_to(RedisConnection& next) { active_ = &next; }
-  RedisResult command(const std::vector<std::string>& argv) override { return active_->command(argv); }
+  RedisResult command(const std::vector<std::string>& argv) override {
+    return active_->command(argv);
+  }
   std::string endpoint() const override { return active_->endpoint(); }
 
  private:
@@ -30,9 +32,9 @@ class SwitchableConnection final : public RedisConnection {
 };
 
 struct ClientLink {
-  std::unique_ptr<real::TcpProxy> proxy;                // client <-> primary, for partitions
-  std::unique_ptr<HiredisConnection> to_primary;        // through the proxy
-  std::unique_ptr<HiredisConnection> to_replica;        // direct, used after failover
+  std::unique_ptr<real::TcpProxy> proxy;          // client <-> primary, for partitions
+  std::unique_ptr<HiredisConnection> to_primary;  // through the proxy
+  std::unique_ptr<HiredisConnection> to_replica;  // direct, used after failover
   std::unique_ptr<SwitchableConnection> connection;
   std::unique_ptr<LockAdapter> adapter;
 };
@@ -40,21 +42,26 @@ struct ClientLink {
 class RedisRealBackend final : public Backend {
  public:
   RedisRealBackend(BackendEnv& env, RedisAdapterFactory make_adapter)
-      : make_adapter_(std::move(make_adapter)), command_timeout_ms_(env.options.get_int("command_timeout_ms")) {
-    real::RedisServerOptions server_options{.persistence = real::persistence_from_name(env.options.get("persistence"))};
-    // A server's clock rate is fixed when it starts (libfaketime), so a scenario's drift is read here.
+      : make_adapter_(std::move(make_adapter)),
+        command_timeout_ms_(env.options.get_int("command_timeout_ms")) {
+    real::RedisServerOptions server_options{
+        .persistence = real::persistence_from_name(env.options.get("persistence"))};
+    // A server's clock rate is fixed when it starts (libfaketime), so a scenario's drift is read
+    // here.
     if (env.options.has("drift_ppm")) {
       drift_ppm_ = env.options.get_int("drift_ppm");
       if (drift_ppm_ != 0) server_options.clock_rate = faketime_rate(drift_ppm_);
     }
     primary_ = std::make_unique<real::RedisServerProcess>(server_options);
-    env.world.trace_line(fmt::format("server redis-0 pid {} at {}", primary_->pid(), primary_->endpoint()));
+    env.world.trace_line(
+        fmt::format("server redis-0 pid {} at {}", primary_->pid(), primary_->endpoint()));
     if (env.options.get_int("replicas") > 0) start_lagging_replica(env);
   }
 
   LockAdapter& adapter_for(int, int node) override {
     ClientLink& link = links_[node];
-    link.proxy = std::make_unique<real::TcpProxy>(real::TcpProxyOptions{.upstream_port = primary_->port()});
+    link.proxy =
+        std::make_unique<real::TcpProxy>(real::TcpProxyOptions{.upstream_port = primary_->port()});
     link.to_primary = std::make_unique<HiredisConnection>(
         HiredisOptions{.port = link.proxy->port(), .command_timeout_ms = command_timeout_ms_});
     if (replica_) {
@@ -75,14 +82,16 @@ class RedisRealBackend final : public Backend {
     HiredisConnection admin({.port = replica_->port()});
     const RedisResult promoted = admin.command({"REPLICAOF", "NO", "ONE"});
     if (!promoted.ok() || promoted.reply.is_error()) {
-      throw std::runtime_error("could not promote the replica: " + describe(promoted.reply) + promoted.message);
+      throw std::runtime_error("could not promote the replica: " + describe(promoted.reply) +
+                               promoted.message);
     }
     for (auto& [node, link] : links_) link.connection->switch_to(*link.to_replica);
   }
 
   void set_server_drift(int64_t drift_ppm) override {
     if (drift_ppm != drift_ppm_) {
-      throw WorldUnsupported("a real server's clock rate is set when it starts: give drift_ppm as a scenario option");
+      throw WorldUnsupported(
+          "a real server's clock rate is set when it starts: give drift_ppm as a scenario option");
     }
   }
 
@@ -102,7 +111,8 @@ class RedisRealBackend final : public Backend {
   // replica with SIGSTOP would not do: its kernel buffers the stream and it applies it on resume.)
   void start_lagging_replica(BackendEnv& env) {
     replica_ = std::make_unique<real::RedisServerProcess>(real::RedisServerOptions{});
-    replication_proxy_ = std::make_unique<real::TcpProxy>(real::TcpProxyOptions{.upstream_port = primary_->port()});
+    replication_proxy_ =
+        std::make_unique<real::TcpProxy>(real::TcpProxyOptions{.upstream_port = primary_->port()});
     // Redis 7 waits repl-diskless-sync-delay (5 s) for more replicas before a full sync.
     HiredisConnection primary_admin({.port = primary_->port()});
     primary_admin.command({"CONFIG", "SET", "repl-diskless-sync-delay", "0"});
@@ -112,11 +122,13 @@ class RedisRealBackend final : public Backend {
     while (true) {
       const RedisResult info = admin.command({"INFO", "replication"});
       if (info.ok() && info.reply.str.find("master_link_status:up") != std::string::npos) break;
-      if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("the replica did not sync in 5 s");
+      if (std::chrono::steady_clock::now() > deadline)
+        throw std::runtime_error("the replica did not sync in 5 s");
     }
     replication_proxy_->set_drop(real::Direction::to_client, true);
-    env.world.trace_line(fmt::format("server redis-1 pid {} at {} (replica, lagging: replication cut)",
-                                     replica_->pid(), replica_->endpoint()));
+    env.world.trace_line(
+        fmt::format("server redis-1 pid {} at {} (replica, lagging: replication cut)",
+                    replica_->pid(), replica_->endpoint()));
   }
 
   RedisAdapterFactory make_adapter_;
@@ -130,7 +142,8 @@ class RedisRealBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_redis_real_backend(BackendEnv& env, RedisAdapterFactory make_adapter) {
+std::unique_ptr<Backend> make_redis_real_backend(BackendEnv& env,
+                                                 RedisAdapterFactory make_adapter) {
   return std::make_unique<RedisRealBackend>(env, std::move(make_adapter));
 }
 

@@ -2,13 +2,13 @@
 
 #include <fmt/format.h>
 
-#include "base/check.h"
 #include "adapters/redis/redis_adapter.h"
+#include "base/check.h"
 #include "scenarios/backends/lease_events.h"
-#include "sim/world.h"
 #include "sim/redis/commands.h"
 #include "sim/redis/redis_node.h"
 #include "sim/redis/sim_redis_connection.h"
+#include "sim/world.h"
 
 namespace lockstep {
 
@@ -38,15 +38,18 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
     servers_.push_back(primary_->node());
     current_ = primary_.get();
     if (options.get_int("replicas") > 0) {
-      replica_ = std::make_unique<sim::RedisNode>(world_, sim::RedisNodeOptions{.name = "redis-1", .observer = this});
-      primary_->add_replica(*replica_, {.replication_delay_ms = options.get_int("replication_delay_ms")});
+      replica_ = std::make_unique<sim::RedisNode>(
+          world_, sim::RedisNodeOptions{.name = "redis-1", .observer = this});
+      primary_->add_replica(*replica_,
+                            {.replication_delay_ms = options.get_int("replication_delay_ms")});
       servers_.push_back(replica_->node());
     }
   }
 
   LockAdapter& adapter_for(int client, int node) override {
     connections_.push_back(std::make_unique<sim::SimRedisConnection>(
-        world_, node, *primary_, client, sim::SimRedisConnectionOptions{.command_timeout_us = command_timeout_us_}));
+        world_, node, *primary_, client,
+        sim::SimRedisConnectionOptions{.command_timeout_us = command_timeout_us_}));
     adapters_.push_back(make_adapter_(*connections_.back()));
     return *adapters_.back();
   }
@@ -73,14 +76,16 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
 
   void heal() override { world_.network().heal_all(); }
 
-  void set_fixed_latency(int64_t latency_us) override { world_.network().set_fixed_latency(latency_us); }
+  void set_fixed_latency(int64_t latency_us) override {
+    world_.network().set_fixed_latency(latency_us);
+  }
 
   // The grant script sets the lock and then INCRs its fencing counter in the same command: a
   // grant is held back until that INCR (or the end of the instant) so it carries its token, and
   // the fencing checker can order grants by what the server issued.
   void on_keyspace_event(std::string_view node_name, const sim::KeyspaceEvent& e) override {
-    if (pending_grant_ && e.kind == sim::KeyspaceEvent::Kind::set && e.client == pending_grant_->client &&
-        e.key == kFencingPrefix + pending_grant_->key) {
+    if (pending_grant_ && e.kind == sim::KeyspaceEvent::Kind::set &&
+        e.client == pending_grant_->client && e.key == kFencingPrefix + pending_grant_->key) {
       int64_t token = 0;
       if (sim::parse_int64(e.value, token) && token > 0) {
         pending_grant_->has_token = true;
@@ -124,12 +129,25 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
 
 std::vector<OptionSpec> redis_backend_options() {
   return {
-      {.name = "command_timeout_ms", .default_value = "100", .help = "client command timeout", .min = 1,
+      {.name = "command_timeout_ms",
+       .default_value = "100",
+       .help = "client command timeout",
+       .min = 1,
        .max = 60'000},
-      {.name = "persistence", .default_value = "none", .help = "server persistence across a crash",
+      {.name = "persistence",
+       .default_value = "none",
+       .help = "server persistence across a crash",
        .choices = {"none", "everysec", "always"}},
-      {.name = "replicas", .default_value = "0", .help = "asynchronous replicas (failover)", .min = 0, .max = 1},
-      {.name = "replication_delay_ms", .default_value = "1000", .help = "replica lag", .min = 0, .max = 600'000},
+      {.name = "replicas",
+       .default_value = "0",
+       .help = "asynchronous replicas (failover)",
+       .min = 0,
+       .max = 1},
+      {.name = "replication_delay_ms",
+       .default_value = "1000",
+       .help = "replica lag",
+       .min = 0,
+       .max = 600'000},
   };
 }
 

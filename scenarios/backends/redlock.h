@@ -3,15 +3,15 @@
 // one connection to each node bundled in a fan-out, and one adapter.
 //
 // Sim: N simulated redis-servers ("redis-0".."redis-N-1"); their keyspace events on lock keys are
-// the history's lease facts (scenarios/backends/lease_events.h), one server each, and quorum() = N/2+1, so
-// lease_exclusion is violated exactly when two owners hold live leases on majorities at once.
-// Per-node faults: crash and restart (persistence: option), pause, clock jump, partition of one
-// client from one node; drift and partition apply to every node.
-// Real: N redis-server processes the backend starts on loopback and always stops; each client a
-// PollingFanout, through one TCP proxy per node when the scenario cuts clients off from nodes;
-// clock jumps through libfaketime when the scenario jumps clocks (jump_ms); pause by SIGSTOP;
-// crash by SIGKILL and restart. Real servers report no leases: the runner derives them from the
-// clients, one derived lease per lock, so the real quorum() is 1.
+// the history's lease facts (scenarios/backends/lease_events.h), one server each, and quorum() =
+// N/2+1, so lease_exclusion is violated exactly when two owners hold live leases on majorities at
+// once. Per-node faults: crash and restart (persistence: option), pause, clock jump, partition of
+// one client from one node; drift and partition apply to every node. Real: N redis-server processes
+// the backend starts on loopback and always stops; each client a PollingFanout, through one TCP
+// proxy per node when the scenario cuts clients off from nodes; clock jumps through libfaketime
+// when the scenario jumps clocks (jump_ms); pause by SIGSTOP; crash by SIGKILL and restart. Real
+// servers report no leases: the runner derives them from the clients, one derived lease per lock,
+// so the real quorum() is 1.
 #include <functional>
 #include <memory>
 #include <vector>
@@ -32,7 +32,8 @@ struct RedlockAdapterParts {
   Random& random;
   RedlockSettings settings;
 };
-using RedlockAdapterFactory = std::function<std::unique_ptr<LockAdapter>(RedlockAdapterParts& parts)>;
+using RedlockAdapterFactory =
+    std::function<std::unique_ptr<LockAdapter>(RedlockAdapterParts& parts)>;
 
 // Adapter options every Redlock-backed adapter takes (`--set`): nodes, persistence,
 // request_timeout_ms, drift_factor_ppm, drift_constant_ms, max_hold_time_ms.
@@ -40,9 +41,11 @@ std::vector<OptionSpec> redlock_backend_options();
 // The Redlock settings those options give.
 RedlockSettings redlock_settings_from(const Options& options);
 
-std::unique_ptr<Backend> make_redlock_sim_backend(BackendEnv& env, RedlockAdapterFactory make_adapter);
+std::unique_ptr<Backend> make_redlock_sim_backend(BackendEnv& env,
+                                                  RedlockAdapterFactory make_adapter);
 // Throws real::ServerUnavailable when redis-server (or, for clock jumps, libfaketime) is missing.
-std::unique_ptr<Backend> make_redlock_real_backend(BackendEnv& env, RedlockAdapterFactory make_adapter);
+std::unique_ptr<Backend> make_redlock_real_backend(BackendEnv& env,
+                                                   RedlockAdapterFactory make_adapter);
 // Whether a scenario's options cut clients off from some nodes (partition, and the Redlock
 // scenarios whose clients each reach only some nodes): then each client gets a proxy per node;
 // otherwise clients connect directly, so a storm of clients does not start a proxy per node each.

@@ -19,7 +19,8 @@ namespace lockstep {
 namespace {
 
 struct RealClientLink {
-  std::vector<std::unique_ptr<real::TcpProxy>> proxies;  // one per node, when the scenario partitions
+  std::vector<std::unique_ptr<real::TcpProxy>>
+      proxies;  // one per node, when the scenario partitions
   std::unique_ptr<PollingFanout> fanout;
   SystemClock clock;
   SystemRandom random;
@@ -33,8 +34,9 @@ class RedlockRealBackend final : public Backend {
         settings_(redlock_settings_from(env.options)),
         use_proxies_(cuts_clients_off(env.options)) {
     // libfaketime must be preloaded at start for a later jump; only scenarios that jump ask for it.
-    const real::RedisServerOptions server_options{.persistence = real::persistence_from_name(env.options.get("persistence")),
-                                                  .clock_jumps = env.options.has("jump_ms")};
+    const real::RedisServerOptions server_options{
+        .persistence = real::persistence_from_name(env.options.get("persistence")),
+        .clock_jumps = env.options.has("jump_ms")};
     const int64_t nodes = env.options.get_int("nodes");
     for (int64_t i = 0; i < nodes; ++i) {
       servers_.push_back(std::make_unique<real::RedisServerProcess>(server_options));
@@ -49,13 +51,15 @@ class RedlockRealBackend final : public Backend {
     for (auto& server : servers_) {
       int port = server->port();
       if (use_proxies_) {
-        link.proxies.push_back(std::make_unique<real::TcpProxy>(real::TcpProxyOptions{.upstream_port = port}));
+        link.proxies.push_back(
+            std::make_unique<real::TcpProxy>(real::TcpProxyOptions{.upstream_port = port}));
         port = link.proxies.back()->port();
       }
       options.endpoints.push_back({.port = port});
     }
     link.fanout = std::make_unique<PollingFanout>(std::move(options));
-    RedlockAdapterParts parts{.fanout = *link.fanout, .clock = link.clock, .random = link.random, .settings = settings_};
+    RedlockAdapterParts parts{
+        .fanout = *link.fanout, .clock = link.clock, .random = link.random, .settings = settings_};
     link.adapter = make_adapter_(parts);
     return *link.adapter;
   }
@@ -67,7 +71,8 @@ class RedlockRealBackend final : public Backend {
     for (int i = 0; i < server_count(); ++i) partition_server(client_node, i, two_way);
   }
   void partition_server(int client_node, int server, bool two_way) override {
-    if (!use_proxies_) throw WorldUnsupported("partitions need the per-node proxies of a partition scenario");
+    if (!use_proxies_)
+      throw WorldUnsupported("partitions need the per-node proxies of a partition scenario");
     real::TcpProxy& proxy = *links_.at(client_node).proxies.at(static_cast<size_t>(server));
     proxy.set_drop(real::Direction::to_client, true);
     if (two_way) proxy.set_drop(real::Direction::to_upstream, true);
@@ -89,7 +94,8 @@ class RedlockRealBackend final : public Backend {
     at(server).resume();
   }
   void jump_server_clock(int server, int64_t delta_us) override {
-    const int64_t seconds = (delta_us + (delta_us >= 0 ? 999'999 : -999'999)) / 1'000'000;  // whole seconds, away from 0
+    const int64_t seconds = (delta_us + (delta_us >= 0 ? 999'999 : -999'999)) /
+                            1'000'000;  // whole seconds, away from 0
     at(server).jump_clock_s(seconds);
   }
 
@@ -106,7 +112,8 @@ class RedlockRealBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_redlock_real_backend(BackendEnv& env, RedlockAdapterFactory make_adapter) {
+std::unique_ptr<Backend> make_redlock_real_backend(BackendEnv& env,
+                                                   RedlockAdapterFactory make_adapter) {
   return std::make_unique<RedlockRealBackend>(env, std::move(make_adapter));
 }
 
@@ -116,6 +123,5 @@ bool cuts_clients_off(const Options& options) {
   }
   return false;
 }
-
 
 }  // namespace lockstep

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "base/check.h"
 #include "adapters/redlock/redlock_adapter.h"
+#include "base/check.h"
 #include "scenarios/backends/lease_events.h"
 #include "sim/redis/redis_node.h"
 #include "sim/redis/sim_redis_connection.h"
@@ -33,15 +33,18 @@ struct SimClientLink {
 class RedlockSimBackend final : public Backend, public sim::KeyspaceObserver {
  public:
   RedlockSimBackend(BackendEnv& env, RedlockAdapterFactory make_adapter)
-      : world_(*env.sim), recorder_(env.recorder), make_adapter_(std::move(make_adapter)),
+      : world_(*env.sim),
+        recorder_(env.recorder),
+        make_adapter_(std::move(make_adapter)),
         settings_(redlock_settings_from(env.options)) {
     LOCKSTEP_CHECK(env.sim != nullptr, "the simulated Redlock needs the sim world");
     const int nodes = static_cast<int>(env.options.get_int("nodes"));
     for (int i = 0; i < nodes; ++i) {
       nodes_.push_back(std::make_unique<sim::RedisNode>(
-          world_, sim::RedisNodeOptions{.name = fmt::format("redis-{}", i),
-                                        .persistence = sim_persistence(env.options.get("persistence")),
-                                        .observer = this}));
+          world_,
+          sim::RedisNodeOptions{.name = fmt::format("redis-{}", i),
+                                .persistence = sim_persistence(env.options.get("persistence")),
+                                .observer = this}));
     }
   }
 
@@ -51,12 +54,15 @@ class RedlockSimBackend final : public Backend, public sim::KeyspaceObserver {
     for (auto& server : nodes_) {
       link->connections.push_back(std::make_unique<sim::SimRedisConnection>(
           world_, node, *server, client,
-          sim::SimRedisConnectionOptions{.command_timeout_us = settings_.request_timeout_ms * 1000}));
+          sim::SimRedisConnectionOptions{.command_timeout_us =
+                                             settings_.request_timeout_ms * 1000}));
       raw.push_back(link->connections.back().get());
     }
     link->fanout = std::make_unique<sim::SimRedisFanout>(world_, std::move(raw));
     link->random = std::make_unique<SeededRandom>(static_cast<uint64_t>(client) + 1);
-    RedlockAdapterParts parts{.fanout = *link->fanout, .clock = world_.clock(node), .random = *link->random,
+    RedlockAdapterParts parts{.fanout = *link->fanout,
+                              .clock = world_.clock(node),
+                              .random = *link->random,
                               .settings = settings_};
     link->adapter = make_adapter_(parts);
     links_.push_back(std::move(link));
@@ -74,12 +80,18 @@ class RedlockSimBackend final : public Backend, public sim::KeyspaceObserver {
     for (int i = 0; i < server_count(); ++i) partition_server(client_node, i, two_way);
   }
   void heal() override { world_.network().heal_all(); }
-  void set_fixed_latency(int64_t latency_us) override { world_.network().set_fixed_latency(latency_us); }
+  void set_fixed_latency(int64_t latency_us) override {
+    world_.network().set_fixed_latency(latency_us);
+  }
 
   void crash_server(int server) override { world_.crash(node_of(server)); }
   void restart_server(int server) override { world_.restart(node_of(server)); }
-  void pause_server(int server, int64_t duration_us) override { world_.pause(node_of(server), duration_us); }
-  void jump_server_clock(int server, int64_t delta_us) override { world_.jump_clock(node_of(server), delta_us); }
+  void pause_server(int server, int64_t duration_us) override {
+    world_.pause(node_of(server), duration_us);
+  }
+  void jump_server_clock(int server, int64_t delta_us) override {
+    world_.jump_clock(node_of(server), delta_us);
+  }
   void partition_server(int client_node, int server, bool two_way) override {
     world_.network().partition(node_of(server), client_node);  // replies to the client are lost
     if (two_way) world_.network().partition(client_node, node_of(server));
@@ -109,15 +121,33 @@ class RedlockSimBackend final : public Backend, public sim::KeyspaceObserver {
 
 std::vector<OptionSpec> redlock_backend_options() {
   return {
-      {.name = "nodes", .default_value = "5", .help = "independent Redis nodes", .choices = {"3", "5", "7"}},
-      {.name = "persistence", .default_value = "none", .help = "every node's persistence across a crash",
+      {.name = "nodes",
+       .default_value = "5",
+       .help = "independent Redis nodes",
+       .choices = {"3", "5", "7"}},
+      {.name = "persistence",
+       .default_value = "none",
+       .help = "every node's persistence across a crash",
        .choices = {"none", "everysec", "always"}},
-      {.name = "request_timeout_ms", .default_value = "50", .help = "one round of requests to the nodes", .min = 1,
+      {.name = "request_timeout_ms",
+       .default_value = "50",
+       .help = "one round of requests to the nodes",
+       .min = 1,
        .max = 60'000},
-      {.name = "drift_factor_ppm", .default_value = "1000", .help = "drift allowance per ms of lease (1000: 0.001)",
-       .min = 0, .max = 999'999},
-      {.name = "drift_constant_ms", .default_value = "5", .help = "fixed drift allowance", .min = 0, .max = 60'000},
-      {.name = "max_hold_time_ms", .default_value = "60000", .help = "longest hold across extends", .min = 1,
+      {.name = "drift_factor_ppm",
+       .default_value = "1000",
+       .help = "drift allowance per ms of lease (1000: 0.001)",
+       .min = 0,
+       .max = 999'999},
+      {.name = "drift_constant_ms",
+       .default_value = "5",
+       .help = "fixed drift allowance",
+       .min = 0,
+       .max = 60'000},
+      {.name = "max_hold_time_ms",
+       .default_value = "60000",
+       .help = "longest hold across extends",
+       .min = 1,
        .max = 86'400'000},
   };
 }
@@ -131,12 +161,15 @@ RedlockSettings redlock_settings_from(const Options& options) {
 
 RedlockAdapterFactory production_redlock_adapter() {
   return [](RedlockAdapterParts& parts) -> std::unique_ptr<LockAdapter> {
-    return std::make_unique<RedlockAdapter>(RedlockAdapterOptions{
-        .fanout = &parts.fanout, .clock = &parts.clock, .random = &parts.random, .settings = parts.settings});
+    return std::make_unique<RedlockAdapter>(RedlockAdapterOptions{.fanout = &parts.fanout,
+                                                                  .clock = &parts.clock,
+                                                                  .random = &parts.random,
+                                                                  .settings = parts.settings});
   };
 }
 
-std::unique_ptr<Backend> make_redlock_sim_backend(BackendEnv& env, RedlockAdapterFactory make_adapter) {
+std::unique_ptr<Backend> make_redlock_sim_backend(BackendEnv& env,
+                                                  RedlockAdapterFactory make_adapter) {
   return std::make_unique<RedlockSimBackend>(env, std::move(make_adapter));
 }
 

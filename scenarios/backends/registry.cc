@@ -19,51 +19,73 @@ namespace {
 std::vector<AdapterEntry>& registry() {
   static std::vector<AdapterEntry> entries = {
       {.name = "memory",
-       .description = "in-process TTL lease table with owner-checked release/extend and monotonic fencing tokens",
+       .description = "in-process TTL lease table with owner-checked release/extend and monotonic "
+                      "fencing tokens",
        .worlds = {"sim", "real"},
        .sim_faults = kMemorySimFaults,
        .make_sim = [](BackendEnv& env) { return make_memory_backend(env); },
        .make_real = [](BackendEnv& env) { return make_memory_backend(env); }},
       {.name = "redis",
-       .description = "single Redis: SET NX PX with a fencing token in the same script, Lua compare-and-delete "
+       .description = "single Redis: SET NX PX with a fencing token in the same script, Lua "
+                      "compare-and-delete "
                       "release and compare-and-pexpire extend",
        .worlds = {"sim", "real"},
        .sim_faults = kRedisSimFaults,
        .options = redis_backend_options(),
-       .make_sim = [](BackendEnv& env) { return make_redis_sim_backend(env, production_redis_adapter()); },
-       .make_real = [](BackendEnv& env) { return make_redis_real_backend(env, production_redis_adapter()); }},
+       .make_sim =
+           [](BackendEnv& env) { return make_redis_sim_backend(env, production_redis_adapter()); },
+       .make_real =
+           [](BackendEnv& env) {
+             return make_redis_real_backend(env, production_redis_adapter());
+           }},
       {.name = "redlock",
-       .description = "Redlock over N independent Redis nodes (nodes: 3, 5, 7): SET NX PX on all in parallel, a "
-                      "majority and positive validity after elapsed time and drift, release everywhere on failure; "
+       .description = "Redlock over N independent Redis nodes (nodes: 3, 5, 7): SET NX PX on all "
+                      "in parallel, a "
+                      "majority and positive validity after elapsed time and drift, release "
+                      "everywhere on failure; "
                       "no fencing token",
        .worlds = {"sim", "real"},
        .sim_faults = kRedlockSimFaults,
        .options = redlock_backend_options(),
-       .make_sim = [](BackendEnv& env) { return make_redlock_sim_backend(env, production_redlock_adapter()); },
-       .make_real = [](BackendEnv& env) { return make_redlock_real_backend(env, production_redlock_adapter()); }},
+       .make_sim =
+           [](BackendEnv& env) {
+             return make_redlock_sim_backend(env, production_redlock_adapter());
+           },
+       .make_real =
+           [](BackendEnv& env) {
+             return make_redlock_real_backend(env, production_redlock_adapter());
+           }},
       {.name = "mongo",
-       .description = "MongoDB: upsert against a unique index on key, expiry by the server's $$NOW (or the "
-                      "client's clock), TTL index, owner-checked release and extend, a fencing counter per key",
+       .description =
+           "MongoDB: upsert against a unique index on key, expiry by the server's $$NOW (or the "
+           "client's clock), TTL index, owner-checked release and extend, a fencing counter per "
+           "key",
        .worlds = {"sim", "real"},
        .sim_faults = kMongoSimFaults,
        .options = mongo_backend_options(),
-       .make_sim = [](BackendEnv& env) { return make_mongo_sim_backend(env, production_mongo_adapter()); },
-       .make_real = [](BackendEnv& env) { return make_mongo_real_backend(env, production_mongo_adapter()); }},
+       .make_sim =
+           [](BackendEnv& env) { return make_mongo_sim_backend(env, production_mongo_adapter()); },
+       .make_real =
+           [](BackendEnv& env) {
+             return make_mongo_real_backend(env, production_mongo_adapter());
+           }},
       {.name = "keyed-rw",
-       .description = "in-process keyed shared/exclusive mutex: writer preference, exclusives in request order, "
+       .description = "in-process keyed shared/exclusive mutex: writer preference, exclusives in "
+                      "request order, "
                       "per-key state freed when idle",
        .worlds = {"sim"},
        .family = LockFamily::keyed_rw,
        .make_sim = [](BackendEnv& env) { return make_keyed_rw_sim_backend(env); }},
       {.name = "fifo",
-       .description = "in-process FIFO keyed lock: one caller per key in arrival order, max wait, bounded queues, "
+       .description = "in-process FIFO keyed lock: one caller per key in arrival order, max wait, "
+                      "bounded queues, "
                       "clear() that keeps exclusion",
        .worlds = {"sim"},
        .family = LockFamily::keyed_fifo,
        .options = fifo_backend_options(),
        .make_sim = [](BackendEnv& env) { return make_fifo_sim_backend(env); }},
   };
-  // Lock libraries in other languages, driven through the ext process protocol (ext_backend.h).
+  // Lock libraries in other languages, driven through the ext process protocol (backends/ext.h).
   static const bool ext_added = [] {
     for (AdapterEntry& entry : ext_adapter_entries()) entries.push_back(std::move(entry));
     return true;

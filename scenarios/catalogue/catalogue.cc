@@ -1,9 +1,10 @@
-// The named scenarios of docs/DESIGN.md. Each is a timeline in true milliseconds, with its numbers taken
-// from options so `--set` can move them, and the expectation per adapter that `matrix` judges.
+// The named scenarios of docs/DESIGN.md. Each is a timeline in true milliseconds, with its numbers
+// taken from options so `--set` can move them, and the expectation per adapter that `matrix`
+// judges.
 #include <fmt/format.h>
 
-#include "scenarios/catalogue/catalogue.h"
 #include "scenarios/backends/ext.h"
+#include "scenarios/catalogue/catalogue.h"
 #include "scenarios/catalogue/keyed_scenarios.h"
 #include "scenarios/harness/scenario.h"
 
@@ -11,7 +12,8 @@ namespace lockstep {
 
 namespace {
 
-constexpr int64_t kStartJitterUs = 200;  // seeded start jitter: keeps scripted timelines, varies traces
+constexpr int64_t kStartJitterUs =
+    200;  // seeded start jitter: keeps scripted timelines, varies traces
 
 // Known-bad adapters whose release deletes whatever lock is there.
 bool releases_without_owner_check(const std::string& adapter) {
@@ -23,7 +25,8 @@ Scenario sequential() {
   return {
       .name = "sequential",
       .description = "two clients take the same key one after the other: both succeed, no overlap",
-      .options = {int_option("ttl_ms", 1000, "lock TTL", 1), int_option("hold_ms", 100, "work inside the lock"),
+      .options = {int_option("ttl_ms", 1000, "lock TTL", 1),
+                  int_option("hold_ms", 100, "work inside the lock"),
                   int_option("retry_delay_ms", 50, "delay between attempts", 1),
                   int_option("retry_times", 20, "retries after the first attempt")},
       .adapters = lease_and_ext_family(),
@@ -32,7 +35,9 @@ Scenario sequential() {
           [](ScenarioEnv& env) {
             const int64_t ttl_ms = env.option("ttl_ms");
             const int64_t hold_ms = env.option("hold_ms");
-            auto program = [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); };
+            auto program = [&env, ttl_ms, hold_ms](Client& c) {
+              take_work_release(c, env, ttl_ms, hold_ms);
+            };
             env.start(env.add_client("a"), 0, program, kStartJitterUs);
             env.start(env.add_client("b"), 2 * hold_ms + 10, program, kStartJitterUs);
             env.meta().liveness_bound_us = (hold_ms + 2 * env.option("retry_delay_ms")) * 1000;
@@ -43,9 +48,11 @@ Scenario sequential() {
 Scenario concurrent_race() {
   return {
       .name = "concurrent-race",
-      .description = "two clients ask for the same free key in the same instant: exactly one wins, the other "
-                     "gets contention, not an error",
-      .options = {int_option("ttl_ms", 1000, "lock TTL", 1), int_option("hold_ms", 100, "work inside the lock")},
+      .description =
+          "two clients ask for the same free key in the same instant: exactly one wins, the other "
+          "gets contention, not an error",
+      .options = {int_option("ttl_ms", 1000, "lock TTL", 1),
+                  int_option("hold_ms", 100, "work inside the lock")},
       .adapters = race_family(),
       .expected =
           [](const std::string& adapter, const Options&, bool fencing_on) {
@@ -75,17 +82,22 @@ Scenario concurrent_race() {
 Scenario crash_holder() {
   return {
       .name = "crash-holder",
-      .description = "the holder dies without releasing: the TTL is the safety net, another client acquires "
-                     "after expiry (liveness); crash_at=in-acquire kills it while its acquire is on the wire",
-      .options = {int_option("ttl_ms", 1500, "lock TTL", 1), int_option("hold_ms", 100, "work before the crash"),
+      .description =
+          "the holder dies without releasing: the TTL is the safety net, another client acquires "
+          "after expiry (liveness); crash_at=in-acquire kills it while its acquire is on the wire",
+      .options = {int_option("ttl_ms", 1500, "lock TTL", 1),
+                  int_option("hold_ms", 100, "work before the crash"),
                   int_option("retry_delay_ms", 200, "delay between attempts", 1),
                   int_option("retry_times", 20, "retries after the first attempt"),
-                  {.name = "crash_at", .default_value = "after-work", .help = "when the holder dies",
+                  {.name = "crash_at",
+                   .default_value = "after-work",
+                   .help = "when the holder dies",
                    .choices = {"after-work", "in-acquire"}}},
       .adapters = lease_and_ext_family(),
       .expected =
           [](const std::string& adapter, const Options& options, bool) {
-            // A lock set without expiry (SETNX, then PEXPIRE in a second call) outlives its dead owner.
+            // A lock set without expiry (SETNX, then PEXPIRE in a second call) outlives its dead
+            // owner.
             if (adapter == "bad-setnx-expire" && options.get("crash_at") == "in-acquire") {
               return Expectation{Invariant::liveness};
             }
@@ -106,20 +118,23 @@ Scenario crash_holder() {
                 std::optional<Lock> lock = c.acquire("resource", ttl_ms);
                 if (lock) c.increment(*lock, hold_ms);
               });
-              env.schedule_client_kill_us(3 * kLatency_us / 2, a, "crash a during its acquire", [&env, &a] {
-                env.world().crash(a.node());
-              });
+              env.schedule_client_kill_us(3 * kLatency_us / 2, a, "crash a during its acquire",
+                                          [&env, &a] { env.world().crash(a.node()); });
             } else {
-              env.start(a, 0, [ttl_ms, hold_ms](Client& c) {
-                std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-                if (!lock) return;
-                c.increment(*lock, hold_ms);
-                c.crash();
-              }, kStartJitterUs);
+              env.start(
+                  a, 0,
+                  [ttl_ms, hold_ms](Client& c) {
+                    std::optional<Lock> lock = c.acquire("resource", ttl_ms);
+                    if (!lock) return;
+                    c.increment(*lock, hold_ms);
+                    c.crash();
+                  },
+                  kStartJitterUs);
             }
-            env.start(env.add_client("b"), 2 * hold_ms,
-                      [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
-                      kStartJitterUs);
+            env.start(
+                env.add_client("b"), 2 * hold_ms,
+                [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
+                kStartJitterUs);
             env.meta().liveness_bound_us = (ttl_ms + 2 * env.option("retry_delay_ms")) * 1000;
           },
   };
@@ -128,9 +143,12 @@ Scenario crash_holder() {
 Scenario stolen_lock() {
   return {
       .name = "stolen-lock",
-      .description = "A holds (TTL 500) and pauses 800; B acquires after expiry; A releases, then extends: both fail "
-                     "and leave B's lock intact (ownership); a third client C finds B's lock still there",
-      .options = {int_option("ttl_ms", 500, "lock TTL", 1), int_option("pause_ms", 800, "A's stop-the-world pause"),
+      .description =
+          "A holds (TTL 500) and pauses 800; B acquires after expiry; A releases, then extends: "
+          "both fail "
+          "and leave B's lock intact (ownership); a third client C finds B's lock still there",
+      .options = {int_option("ttl_ms", 500, "lock TTL", 1),
+                  int_option("pause_ms", 800, "A's stop-the-world pause"),
                   int_option("hold_ms", 1000, "B's work inside the lock"),
                   int_option("retry_delay_ms", 50, "delay between attempts", 1),
                   int_option("retry_times", 20, "retries after the first attempt")},
@@ -139,8 +157,10 @@ Scenario stolen_lock() {
           [](const std::string& adapter, const Options& options, bool fencing_on) {
             Expectation e;
             // A's pause outlasts its lease while A still believes it holds: exclusion is lost.
-            if (options.get_int("pause_ms") > options.get_int("ttl_ms")) e.insert(Invariant::mutual_exclusion);
-            if (adapter == "bad-pexpire-extend") e.insert(Invariant::ownership);  // A's extend lengthens B's lock
+            if (options.get_int("pause_ms") > options.get_int("ttl_ms"))
+              e.insert(Invariant::mutual_exclusion);
+            if (adapter == "bad-pexpire-extend")
+              e.insert(Invariant::ownership);  // A's extend lengthens B's lock
             if (releases_without_owner_check(adapter)) {
               // A's release deletes B's lock, so C gets in while B works: C's write is then
               // overwritten by B's, unless fencing refuses B's stale write.
@@ -154,26 +174,36 @@ Scenario stolen_lock() {
             const int64_t ttl_ms = env.option("ttl_ms");
             const int64_t pause_ms = env.option("pause_ms");
             const int64_t hold_ms = env.option("hold_ms");
-            env.start(env.add_client("a"), 0, [ttl_ms, pause_ms](Client& c) {
-              std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-              if (!lock) return;
-              c.pause(pause_ms);
-              c.release(*lock);
-              c.extend(*lock, ttl_ms);
-            }, kStartJitterUs);
-            env.start(env.add_client("b"), ttl_ms + 100, [&env, ttl_ms, hold_ms](Client& c) {
-              std::optional<Lock> lock = c.acquire("resource", ttl_ms + hold_ms + 1000, retry_from(env));
-              if (!lock) return;
-              c.increment(*lock, hold_ms);
-              c.release(*lock);
-            }, kStartJitterUs);
+            env.start(
+                env.add_client("a"), 0,
+                [ttl_ms, pause_ms](Client& c) {
+                  std::optional<Lock> lock = c.acquire("resource", ttl_ms);
+                  if (!lock) return;
+                  c.pause(pause_ms);
+                  c.release(*lock);
+                  c.extend(*lock, ttl_ms);
+                },
+                kStartJitterUs);
+            env.start(
+                env.add_client("b"), ttl_ms + 100,
+                [&env, ttl_ms, hold_ms](Client& c) {
+                  std::optional<Lock> lock =
+                      c.acquire("resource", ttl_ms + hold_ms + 1000, retry_from(env));
+                  if (!lock) return;
+                  c.increment(*lock, hold_ms);
+                  c.release(*lock);
+                },
+                kStartJitterUs);
             // C arrives after A's release while B still works: it must find the key taken.
-            env.start(env.add_client("c"), pause_ms + 100, [ttl_ms](Client& c) {
-              std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-              if (!lock) return;
-              c.increment(*lock, 0);
-              c.release(*lock);
-            }, kStartJitterUs);
+            env.start(
+                env.add_client("c"), pause_ms + 100,
+                [ttl_ms](Client& c) {
+                  std::optional<Lock> lock = c.acquire("resource", ttl_ms);
+                  if (!lock) return;
+                  c.increment(*lock, 0);
+                  c.release(*lock);
+                },
+                kStartJitterUs);
           },
   };
 }
@@ -181,9 +211,12 @@ Scenario stolen_lock() {
 Scenario extend_after_expiry() {
   return {
       .name = "extend-after-expiry",
-      .description = "A's lock expires, B takes it and releases, A extends: the extend fails and must not bring "
-                     "A's lock back (B gets the key again at once)",
-      .options = {int_option("ttl_ms", 500, "lock TTL", 1), int_option("hold_ms", 50, "B's work inside the lock"),
+      .description =
+          "A's lock expires, B takes it and releases, A extends: the extend fails and must not "
+          "bring "
+          "A's lock back (B gets the key again at once)",
+      .options = {int_option("ttl_ms", 500, "lock TTL", 1),
+                  int_option("hold_ms", 50, "B's work inside the lock"),
                   int_option("retry_delay_ms", 20, "delay between attempts", 1),
                   int_option("retry_times", 50, "retries after the first attempt")},
       .adapters = lease_and_ext_family(),
@@ -192,27 +225,34 @@ Scenario extend_after_expiry() {
           [](ScenarioEnv& env) {
             const int64_t ttl_ms = env.option("ttl_ms");
             const int64_t hold_ms = env.option("hold_ms");
-            env.start(env.add_client("a"), 0, [ttl_ms, hold_ms](Client& c) {
-              std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-              if (!lock) return;
-              // Works until its validity ends by its own clock, and knows it.
-              c.clock().sleep_for_us(lock->acquired_at_us() + ttl_ms * 1000 - c.clock().now_us());
-              c.leave(*lock);
-              c.sleep_ms(2 * hold_ms + 100);
-              c.extend(*lock, ttl_ms);
-              c.is_locked(*lock);
-            }, kStartJitterUs);
-            env.start(env.add_client("b"), ttl_ms + 10, [&env, ttl_ms, hold_ms](Client& c) {
-              std::optional<Lock> first = c.acquire("resource", ttl_ms, retry_from(env));
-              if (!first) return;
-              c.increment(*first, hold_ms);
-              c.release(*first);
-              c.sleep_ms(hold_ms + 200);  // past A's extend
-              std::optional<Lock> again = c.acquire("resource", ttl_ms, retry_from(env));
-              if (!again) return;
-              c.increment(*again, hold_ms);
-              c.release(*again);
-            }, kStartJitterUs);
+            env.start(
+                env.add_client("a"), 0,
+                [ttl_ms, hold_ms](Client& c) {
+                  std::optional<Lock> lock = c.acquire("resource", ttl_ms);
+                  if (!lock) return;
+                  // Works until its validity ends by its own clock, and knows it.
+                  c.clock().sleep_for_us(lock->acquired_at_us() + ttl_ms * 1000 -
+                                         c.clock().now_us());
+                  c.leave(*lock);
+                  c.sleep_ms(2 * hold_ms + 100);
+                  c.extend(*lock, ttl_ms);
+                  c.is_locked(*lock);
+                },
+                kStartJitterUs);
+            env.start(
+                env.add_client("b"), ttl_ms + 10,
+                [&env, ttl_ms, hold_ms](Client& c) {
+                  std::optional<Lock> first = c.acquire("resource", ttl_ms, retry_from(env));
+                  if (!first) return;
+                  c.increment(*first, hold_ms);
+                  c.release(*first);
+                  c.sleep_ms(hold_ms + 200);  // past A's extend
+                  std::optional<Lock> again = c.acquire("resource", ttl_ms, retry_from(env));
+                  if (!again) return;
+                  c.increment(*again, hold_ms);
+                  c.release(*again);
+                },
+                kStartJitterUs);
             // B's second acquire must not wait: a resurrected lock would make it wait out a TTL.
             env.meta().liveness_bound_us = (ttl_ms / 2) * 1000;
           },
@@ -222,10 +262,13 @@ Scenario extend_after_expiry() {
 Scenario gc_pause() {
   return {
       .name = "gc-pause",
-      .description = "A acquires (TTL 10000), reads, pauses 15000; B acquires, reads and writes; A wakes and "
-                     "writes: every lease lock loses mutual_exclusion; with fencing on the resource refuses A's "
-                     "stale write and no update is lost",
-      .options = {int_option("ttl_ms", 10000, "lock TTL", 1), int_option("pause_ms", 15000, "A's GC pause"),
+      .description =
+          "A acquires (TTL 10000), reads, pauses 15000; B acquires, reads and writes; A wakes and "
+          "writes: every lease lock loses mutual_exclusion; with fencing on the resource refuses "
+          "A's "
+          "stale write and no update is lost",
+      .options = {int_option("ttl_ms", 10000, "lock TTL", 1),
+                  int_option("pause_ms", 15000, "A's GC pause"),
                   int_option("hold_ms", 100, "B's work inside the lock"),
                   int_option("retry_delay_ms", 100, "delay between attempts", 1),
                   int_option("retry_times", 100, "retries after the first attempt")},
@@ -235,7 +278,8 @@ Scenario gc_pause() {
             Expectation e;
             if (options.get_int("pause_ms") <= options.get_int("ttl_ms")) return e;
             e.insert(Invariant::mutual_exclusion);
-            const bool monotonic = adapter != "redlock" && adapter != "bad-random-token" && !is_ext_adapter(adapter);
+            const bool monotonic =
+                adapter != "redlock" && adapter != "bad-random-token" && !is_ext_adapter(adapter);
             if (!fencing_on || !monotonic) e.insert(Invariant::no_lost_update);
             return e;
           },
@@ -244,38 +288,61 @@ Scenario gc_pause() {
             const int64_t ttl_ms = env.option("ttl_ms");
             const int64_t pause_ms = env.option("pause_ms");
             const int64_t hold_ms = env.option("hold_ms");
-            env.start(env.add_client("a"), 0, [ttl_ms, pause_ms](Client& c) {
-              std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-              if (!lock) return;
-              std::optional<int64_t> value = c.read(*lock);
-              c.pause(pause_ms);
-              if (value) c.write(*lock, *value + 1);
-              c.release(*lock);
-            }, kStartJitterUs);
-            env.start(env.add_client("b"), ttl_ms + 500,
-                      [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
-                      kStartJitterUs);
+            env.start(
+                env.add_client("a"), 0,
+                [ttl_ms, pause_ms](Client& c) {
+                  std::optional<Lock> lock = c.acquire("resource", ttl_ms);
+                  if (!lock) return;
+                  std::optional<int64_t> value = c.read(*lock);
+                  c.pause(pause_ms);
+                  if (value) c.write(*lock, *value + 1);
+                  c.release(*lock);
+                },
+                kStartJitterUs);
+            env.start(
+                env.add_client("b"), ttl_ms + 500,
+                [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
+                kStartJitterUs);
           },
   };
 }
 
 std::vector<Scenario> build_catalogue() {
-  return {sequential(),          concurrent_race(),         crash_holder(),       stolen_lock(),
-          extend_after_expiry(), gc_pause(),                slow_acquire_scenario(), clock_drift_scenario(),
-          failover_scenario(),   partition_scenario(),      pause_in_release_scenario(), retry_storm_scenario(),
-          writer_starvation_scenario(), fifo_queue_scenario(), clock_jump_scenario(), crash_restart_scenario(),
-          split_vote_scenario(), node_pause_scenario(), client_clock_ahead_scenario()};
+  return {sequential(),
+          concurrent_race(),
+          crash_holder(),
+          stolen_lock(),
+          extend_after_expiry(),
+          gc_pause(),
+          slow_acquire_scenario(),
+          clock_drift_scenario(),
+          failover_scenario(),
+          partition_scenario(),
+          pause_in_release_scenario(),
+          retry_storm_scenario(),
+          writer_starvation_scenario(),
+          fifo_queue_scenario(),
+          clock_jump_scenario(),
+          crash_restart_scenario(),
+          split_vote_scenario(),
+          node_pause_scenario(),
+          client_clock_ahead_scenario()};
 }
 
 }  // namespace
 
-OptionSpec int_option(std::string name, int64_t default_value, std::string help, int64_t min, int64_t max) {
-  return {.name = std::move(name), .default_value = std::to_string(default_value), .help = std::move(help),
-          .min = min, .max = max};
+OptionSpec int_option(std::string name, int64_t default_value, std::string help, int64_t min,
+                      int64_t max) {
+  return {.name = std::move(name),
+          .default_value = std::to_string(default_value),
+          .help = std::move(help),
+          .min = min,
+          .max = max};
 }
 
 RetrySettings retry_from(const ScenarioEnv& env) {
-  return {.retry_delay_ms = env.option("retry_delay_ms"), .retry_times = static_cast<int>(env.option("retry_times"))};
+  return {.retry_delay_ms = env.option("retry_delay_ms"),
+          .retry_times = static_cast<int>(env.option("retry_times"))};
 }
 
 void take_work_release(Client& c, const ScenarioEnv& env, int64_t ttl_ms, int64_t hold_ms) {
@@ -286,7 +353,8 @@ void take_work_release(Client& c, const ScenarioEnv& env, int64_t ttl_ms, int64_
 }
 
 std::vector<std::string> redis_family() {
-  return {"redis", "bad-del-release", "bad-get-del-release", "bad-pexpire-extend", "bad-setnx-expire"};
+  return {"redis", "bad-del-release", "bad-get-del-release", "bad-pexpire-extend",
+          "bad-setnx-expire"};
 }
 
 std::vector<std::string> redlock_family() {

@@ -27,7 +27,7 @@ std::vector<std::string> redlock_family();
 // The lease family plus bad-random-token, which needs many grants to show (retry-storm), and the
 // ext adapters.
 std::vector<std::string> storm_family();
-// The lease family plus the lock libraries in other languages (ext_backend.h), and Redlock's family
+// The lease family plus the lock libraries in other languages (backends/ext.h), and Redlock's family
 // plus the ext libraries that run Redlock over N nodes.
 std::vector<std::string> lease_and_ext_family();
 // The lease and ext families plus the known-bad variants a same-instant race exposes

@@ -2,14 +2,15 @@
 
 #include <fmt/format.h>
 
-#include "scenarios/catalogue/catalogue.h"
 #include "scenarios/backends/keyed.h"
+#include "scenarios/catalogue/catalogue.h"
 
 namespace lockstep {
 
 namespace {
 
-constexpr int64_t kStartJitterUs = 200;  // seeded start jitter, far below every gap of the timelines
+constexpr int64_t kStartJitterUs =
+    200;  // seeded start jitter, far below every gap of the timelines
 
 bool prefers_readers(const std::string& adapter) { return adapter == "bad-rw-reader-preference"; }
 
@@ -21,8 +22,10 @@ std::vector<std::string> fifo_family() { return {"fifo"}; }
 Scenario writer_starvation_scenario() {
   return {
       .name = "writer-starvation",
-      .description = "keyed-rw: a new reader every 70 (each holds 100), a writer arrives at 10: with writer "
-                     "preference the writer gets in at 100; a lock that lets readers pass a queued writer starves it",
+      .description =
+          "keyed-rw: a new reader every 70 (each holds 100), a writer arrives at 10: with writer "
+          "preference the writer gets in at 100; a lock that lets readers pass a queued writer "
+          "starves it",
       .options = {int_option("reader_every_ms", 70, "gap between readers", 1),
                   int_option("hold_ms", 100, "how long each reader and the writer hold", 1),
                   int_option("writer_at_ms", 10, "when the writer asks"),
@@ -31,7 +34,8 @@ Scenario writer_starvation_scenario() {
       .expected =
           [](const std::string& adapter, const Options& options, bool) {
             // Readers overlap only if a new one comes before the last leaves.
-            if (!prefers_readers(adapter) || options.get_int("reader_every_ms") >= options.get_int("hold_ms")) {
+            if (!prefers_readers(adapter) ||
+                options.get_int("reader_every_ms") >= options.get_int("hold_ms")) {
               return Expectation{};
             }
             return Expectation{Invariant::writer_preference, Invariant::liveness};
@@ -42,13 +46,19 @@ Scenario writer_starvation_scenario() {
             const int64_t every_ms = env.option("reader_every_ms");
             const int64_t hold_ms = env.option("hold_ms");
             for (int64_t i = 0; i < env.option("readers"); ++i) {
-              env.start(env.add_client(fmt::format("reader{}", i)), i * every_ms, [&steps, hold_ms](Client& c) {
-                steps.rw_hold(c, "resource", keyed::RwMode::shared, hold_ms);
-              }, kStartJitterUs);
+              env.start(
+                  env.add_client(fmt::format("reader{}", i)), i * every_ms,
+                  [&steps, hold_ms](Client& c) {
+                    steps.rw_hold(c, "resource", keyed::RwMode::shared, hold_ms);
+                  },
+                  kStartJitterUs);
             }
-            env.start(env.add_client("writer"), env.option("writer_at_ms"), [&steps, hold_ms](Client& c) {
-              steps.rw_hold(c, "resource", keyed::RwMode::exclusive, hold_ms);
-            }, kStartJitterUs);
+            env.start(
+                env.add_client("writer"), env.option("writer_at_ms"),
+                [&steps, hold_ms](Client& c) {
+                  steps.rw_hold(c, "resource", keyed::RwMode::exclusive, hold_ms);
+                },
+                kStartJitterUs);
             // The writer waits for at most the readers already inside; a reader for at most one
             // reader and the writer. A starved writer waits for every reader.
             env.meta().liveness_bound_us = (2 * hold_ms + 1) * 1000;
@@ -59,9 +69,12 @@ Scenario writer_starvation_scenario() {
 Scenario fifo_queue_scenario() {
   return {
       .name = "fifo-queue",
-      .description = "fifo: callers of one key queue in arrival order; one gives up (max wait) without disturbing "
-                     "the holder or the others; clear() rejects a waiter while a holder runs and a caller after "
-                     "clear() still waits for that holder; another key runs in parallel",
+      .description =
+          "fifo: callers of one key queue in arrival order; one gives up (max wait) without "
+          "disturbing "
+          "the holder or the others; clear() rejects a waiter while a holder runs and a caller "
+          "after "
+          "clear() still waits for that holder; another key runs in parallel",
       .options = {int_option("hold_ms", 100, "how long each caller holds", 1),
                   int_option("max_wait_ms", 50, "the impatient caller's max wait"),
                   int_option("clear_at_ms", 260, "when clear() is called")},
@@ -80,13 +93,16 @@ Scenario fifo_queue_scenario() {
             };
             env.start(env.add_client("a"), 0, caller("order", {}), kStartJitterUs);
             env.start(env.add_client("b"), 10, caller("order", {}), kStartJitterUs);
-            env.start(env.add_client("impatient"), 20, caller("order", max_wait_ms), kStartJitterUs);
+            env.start(env.add_client("impatient"), 20, caller("order", max_wait_ms),
+                      kStartJitterUs);
             env.start(env.add_client("d"), 30, caller("order", {}), kStartJitterUs);
             env.start(env.add_client("other-key"), 40, caller("other", {}), kStartJitterUs);
-            env.start(env.add_client("cleared"), 2 * hold_ms + 50, caller("order", {}), kStartJitterUs);
-            env.start(env.add_client("after-clear"), env.option("clear_at_ms") + 10, caller("order", {}),
+            env.start(env.add_client("cleared"), 2 * hold_ms + 50, caller("order", {}),
                       kStartJitterUs);
-            env.schedule_fault(env.option("clear_at_ms"), "fifo clear()", [&backend] { backend.fifo()->clear(); });
+            env.start(env.add_client("after-clear"), env.option("clear_at_ms") + 10,
+                      caller("order", {}), kStartJitterUs);
+            env.schedule_fault(env.option("clear_at_ms"), "fifo clear()",
+                               [&backend] { backend.fifo()->clear(); });
           },
   };
 }

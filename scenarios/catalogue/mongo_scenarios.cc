@@ -9,9 +9,13 @@ namespace lockstep {
 Scenario client_clock_ahead_scenario() {
   return {
       .name = "client-clock-ahead",
-      .description = "A holds (TTL 10000) and works 5000; B's clock is 15000 ahead: with time_source=client B's "
-                     "expiry filter finds A's live lock expired and takes it over; with the server's $$NOW, B waits",
-      .options = {int_option("ttl_ms", 10000, "lock TTL", 1), int_option("hold_ms", 5000, "A's work inside the lock"),
+      .description =
+          "A holds (TTL 10000) and works 5000; B's clock is 15000 ahead: with time_source=client "
+          "B's "
+          "expiry filter finds A's live lock expired and takes it over; with the server's $$NOW, B "
+          "waits",
+      .options = {int_option("ttl_ms", 10000, "lock TTL", 1),
+                  int_option("hold_ms", 5000, "A's work inside the lock"),
                   int_option("clock_ahead_ms", 15000, "how far B's clock runs ahead of true time"),
                   int_option("b_start_ms", 1000, "when B starts asking"),
                   int_option("retry_delay_ms", 100, "delay between attempts", 1),
@@ -21,9 +25,10 @@ Scenario client_clock_ahead_scenario() {
           [](const std::string&, const Options& options, bool fencing_on) {
             // B's first attempt sees A's expiry (TTL from A's start) as past on its own clock.
             const int64_t b_start_ms = options.get_int("b_start_ms");
-            const bool takes_over = options.get("time_source") == "client" &&
-                                    b_start_ms + options.get_int("clock_ahead_ms") > options.get_int("ttl_ms") &&
-                                    b_start_ms < options.get_int("hold_ms");
+            const bool takes_over =
+                options.get("time_source") == "client" &&
+                b_start_ms + options.get_int("clock_ahead_ms") > options.get_int("ttl_ms") &&
+                b_start_ms < options.get_int("hold_ms");
             if (!takes_over) return Expectation{};
             Expectation e{Invariant::mutual_exclusion, Invariant::lease_exclusion};
             // Tokens still follow grant order (B's is larger): fencing refuses A's late write.
@@ -34,11 +39,14 @@ Scenario client_clock_ahead_scenario() {
           [](ScenarioEnv& env) {
             const int64_t ttl_ms = env.option("ttl_ms");
             const int64_t hold_ms = env.option("hold_ms");
-            env.start(env.add_client("a"), 0,
-                      [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); }, 200);
+            env.start(
+                env.add_client("a"), 0,
+                [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
+                200);
             Client& b = env.add_client("b", env.option("clock_ahead_ms") * 1000);
-            env.start(b, env.option("b_start_ms"), [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); },
-                      200);
+            env.start(
+                b, env.option("b_start_ms"),
+                [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); }, 200);
           },
   };
 }

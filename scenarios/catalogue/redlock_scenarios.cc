@@ -25,13 +25,18 @@ void cut_a_and_b(ScenarioEnv& env, Client& a, Client& b) {
 void a_holds_b_tries(ScenarioEnv& env, Client& a, Client& b, int64_t b_start_ms) {
   const int64_t ttl_ms = env.option("ttl_ms");
   const int64_t hold_ms = env.option("hold_ms");
-  env.start(a, 0, [ttl_ms, hold_ms](Client& c) {
-    std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-    if (!lock) return;
-    c.increment(*lock, hold_ms);
-    c.release(*lock);
-  }, kStartJitterUs);
-  env.start(b, b_start_ms, [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); }, kStartJitterUs);
+  env.start(
+      a, 0,
+      [ttl_ms, hold_ms](Client& c) {
+        std::optional<Lock> lock = c.acquire("resource", ttl_ms);
+        if (!lock) return;
+        c.increment(*lock, hold_ms);
+        c.release(*lock);
+      },
+      kStartJitterUs);
+  env.start(
+      b, b_start_ms, [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); },
+      kStartJitterUs);
 }
 
 }  // namespace
@@ -39,9 +44,12 @@ void a_holds_b_tries(ScenarioEnv& env, Client& a, Client& b, int64_t b_start_ms)
 Scenario clock_jump_scenario() {
   return {
       .name = "clock-jump",
-      .description = "Redlock, 5 nodes: A locks 3 of them; one of those jumps its clock forward past the TTL; B "
-                     "locks that node and the 2 others: two majorities at once (Kleppmann)",
-      .options = {int_option("ttl_ms", 5000, "lock TTL", 1), int_option("hold_ms", 2000, "A's work inside the lock"),
+      .description =
+          "Redlock, 5 nodes: A locks 3 of them; one of those jumps its clock forward past the TTL; "
+          "B "
+          "locks that node and the 2 others: two majorities at once (Kleppmann)",
+      .options = {int_option("ttl_ms", 5000, "lock TTL", 1),
+                  int_option("hold_ms", 2000, "A's work inside the lock"),
                   int_option("jump_at_ms", 200, "when node 2's clock jumps"),
                   int_option("jump_ms", 10'000, "how far node 2's clock jumps forward", 0),
                   int_option("retry_delay_ms", 50, "delay between B's attempts", 1),
@@ -50,7 +58,8 @@ Scenario clock_jump_scenario() {
       .expected =
           [](const std::string& adapter, const Options& options, bool) {
             if (options.get_int("jump_ms") < options.get_int("ttl_ms")) {
-              // Without the jump only N/2 grants let B in (on nodes 3 and 4): exclusion, not two majorities.
+              // Without the jump only N/2 grants let B in (on nodes 3 and 4): exclusion, not two
+              // majorities.
               if (adapter != "bad-redlock-half-quorum") return Expectation{};
               return Expectation{Invariant::mutual_exclusion, Invariant::no_lost_update};
             }
@@ -60,14 +69,16 @@ Scenario clock_jump_scenario() {
           },
       .build =
           [](ScenarioEnv& env) {
-            if (env.backend().server_count() != 5) throw WorldUnsupported("clock-jump is written for 5 nodes (--set nodes=5)");
+            if (env.backend().server_count() != 5)
+              throw WorldUnsupported("clock-jump is written for 5 nodes (--set nodes=5)");
             const int64_t jump_at_ms = env.option("jump_at_ms");
             const int64_t jump_ms = env.option("jump_ms");
             Client& a = env.add_client("a");
             Client& b = env.add_client("b");
             cut_a_and_b(env, a, b);
-            env.schedule_fault(jump_at_ms, fmt::format("node redis-2's clock jumps {}ms forward", jump_ms),
-                               [&env, jump_ms] { env.backend().jump_server_clock(2, jump_ms * 1000); });
+            env.schedule_fault(
+                jump_at_ms, fmt::format("node redis-2's clock jumps {}ms forward", jump_ms),
+                [&env, jump_ms] { env.backend().jump_server_clock(2, jump_ms * 1000); });
             a_holds_b_tries(env, a, b, jump_at_ms + 100);
           },
   };
@@ -76,14 +87,18 @@ Scenario clock_jump_scenario() {
 Scenario crash_restart_scenario() {
   return {
       .name = "crash-restart",
-      .description = "Redlock: a node that granted A's lock crashes and restarts; restarted at once and empty "
-                     "(persistence none or everysec), it lets B win a majority while A holds; restarted after the "
-                     "max TTL (restart_delay_ms), or with persistence always, it is safe",
+      .description =
+          "Redlock: a node that granted A's lock crashes and restarts; restarted at once and empty "
+          "(persistence none or everysec), it lets B win a majority while A holds; restarted after "
+          "the "
+          "max TTL (restart_delay_ms), or with persistence always, it is safe",
       .options = {int_option("ttl_ms", 5000, "lock TTL (the max TTL in this scenario)", 1),
                   int_option("hold_ms", 2000, "A's work inside the lock"),
                   int_option("crash_at_ms", 200, "when node 2 crashes"),
                   int_option("restart_delay_ms", 0, "how long node 2 stays down"),
-                  {.name = "persistence", .default_value = "none", .help = "every node's persistence across a crash",
+                  {.name = "persistence",
+                   .default_value = "none",
+                   .help = "every node's persistence across a crash",
                    .choices = {"none", "everysec", "always"}},
                   int_option("retry_delay_ms", 50, "delay between B's attempts", 1),
                   int_option("retry_times", 40, "B's retries after the first attempt")},
@@ -92,20 +107,24 @@ Scenario crash_restart_scenario() {
           [](const std::string&, const Options& options, bool) {
             // everysec loses A's grant too: the crash comes well within the fsync period after it.
             const bool loses_grant = options.get("persistence") != "always";
-            const bool back_in_time = options.get_int("restart_delay_ms") < options.get_int("ttl_ms");
+            const bool back_in_time =
+                options.get_int("restart_delay_ms") < options.get_int("ttl_ms");
             if (!loses_grant || !back_in_time) return Expectation{};
-            return Expectation{Invariant::mutual_exclusion, Invariant::lease_exclusion, Invariant::no_lost_update};
+            return Expectation{Invariant::mutual_exclusion, Invariant::lease_exclusion,
+                               Invariant::no_lost_update};
           },
       .build =
           [](ScenarioEnv& env) {
-            if (env.backend().server_count() != 5) throw WorldUnsupported("crash-restart is written for 5 nodes (--set nodes=5)");
+            if (env.backend().server_count() != 5)
+              throw WorldUnsupported("crash-restart is written for 5 nodes (--set nodes=5)");
             const int64_t crash_at_ms = env.option("crash_at_ms");
             const int64_t delay_ms = env.option("restart_delay_ms");
             Client& a = env.add_client("a");
             Client& b = env.add_client("b");
             cut_a_and_b(env, a, b);
-            env.schedule_fault(crash_at_ms, fmt::format("node redis-2 crashes, restarts after {}ms", delay_ms),
-                               [&env] { env.backend().crash_server(2); }, delay_ms);
+            env.schedule_fault(
+                crash_at_ms, fmt::format("node redis-2 crashes, restarts after {}ms", delay_ms),
+                [&env] { env.backend().crash_server(2); }, delay_ms);
             env.schedule_fault(crash_at_ms + delay_ms, "node redis-2 restarts",
                                [&env] { env.backend().restart_server(2); });
             a_holds_b_tries(env, a, b, crash_at_ms + delay_ms + 50);
@@ -120,10 +139,13 @@ namespace lockstep {
 Scenario split_vote_scenario() {
   return {
       .name = "split-vote",
-      .description = "Redlock: three clients reach only a minority of nodes each ({0,1}, {2,3}, {4}) until the "
-                     "partitions heal; every first attempt fails and must be cleaned up, then each gets in "
-                     "(liveness); locks left on a minority block everyone until their TTL",
-      .options = {int_option("ttl_ms", 3000, "lock TTL", 1), int_option("hold_ms", 100, "work inside the lock"),
+      .description =
+          "Redlock: three clients reach only a minority of nodes each ({0,1}, {2,3}, {4}) until "
+          "the "
+          "partitions heal; every first attempt fails and must be cleaned up, then each gets in "
+          "(liveness); locks left on a minority block everyone until their TTL",
+      .options = {int_option("ttl_ms", 3000, "lock TTL", 1),
+                  int_option("hold_ms", 100, "work inside the lock"),
                   int_option("heal_at_ms", 100, "when the partitions heal"),
                   int_option("retry_delay_ms", 50, "delay between attempts", 1),
                   int_option("retry_jitter_ms", 50, "random extra delay", 0),
@@ -140,7 +162,8 @@ Scenario split_vote_scenario() {
           },
       .build =
           [](ScenarioEnv& env) {
-            if (env.backend().server_count() != 5) throw WorldUnsupported("split-vote is written for 5 nodes (--set nodes=5)");
+            if (env.backend().server_count() != 5)
+              throw WorldUnsupported("split-vote is written for 5 nodes (--set nodes=5)");
             const int64_t ttl_ms = env.option("ttl_ms");
             const int64_t hold_ms = env.option("hold_ms");
             const int64_t heal_at_ms = env.option("heal_at_ms");
@@ -151,20 +174,29 @@ Scenario split_vote_scenario() {
             for (size_t i = 0; i < reach.size(); ++i) {
               Client& c = env.add_client(std::string(1, static_cast<char>('a' + i)));
               for (int server = 0; server < 5; ++server) {
-                const bool reachable = std::find(reach[i].begin(), reach[i].end(), server) != reach[i].end();
+                const bool reachable =
+                    std::find(reach[i].begin(), reach[i].end(), server) != reach[i].end();
                 if (!reachable) env.backend().partition_server(c.node(), server, /*two_way=*/true);
               }
-              env.start(c, 0, [ttl_ms, hold_ms, retry](Client& client) {
-                std::optional<Lock> lock = client.acquire("resource", ttl_ms, retry);
-                if (!lock) return;
-                client.increment(*lock, hold_ms);
-                client.release(*lock);
-              }, kStartJitterUs);
+              env.start(
+                  c, 0,
+                  [ttl_ms, hold_ms, retry](Client& client) {
+                    std::optional<Lock> lock = client.acquire("resource", ttl_ms, retry);
+                    if (!lock) return;
+                    client.increment(*lock, hold_ms);
+                    client.release(*lock);
+                  },
+                  kStartJitterUs);
             }
-            env.schedule_fault(0, "clients a, b, c each cut off from all but a minority of nodes", [] {}, heal_at_ms);
-            env.schedule_fault(heal_at_ms, "heal every partition", [&env] { env.backend().heal(); });
-            // After the heal, three holds one after the other, with retry gaps: far less than a TTL.
-            const int64_t round_ms = hold_ms + env.option("retry_delay_ms") + env.option("retry_jitter_ms") + 60;
+            env.schedule_fault(
+                0, "clients a, b, c each cut off from all but a minority of nodes", [] {},
+                heal_at_ms);
+            env.schedule_fault(heal_at_ms, "heal every partition",
+                               [&env] { env.backend().heal(); });
+            // After the heal, three holds one after the other, with retry gaps: far less than a
+            // TTL.
+            const int64_t round_ms =
+                hold_ms + env.option("retry_delay_ms") + env.option("retry_jitter_ms") + 60;
             env.meta().liveness_bound_us = 4 * round_ms * 1000;
           },
   };

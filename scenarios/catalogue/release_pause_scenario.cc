@@ -8,17 +8,26 @@ namespace lockstep {
 
 namespace {
 
-constexpr int64_t kFixedLatency_us = 500;  // one way: makes "the middle of the release" a known instant
+constexpr int64_t kFixedLatency_us =
+    500;  // one way: makes "the middle of the release" a known instant
 
 }  // namespace
 
 Scenario pause_in_release_scenario() {
   return {
       .name = "pause-in-release",
-      .description = "A releases just before its lease ends and is paused between the calls of its release; B "
-                     "takes the expired lock and C arrives later: a two-step release deletes B's lock",
-      .options = {{.name = "ttl_ms", .default_value = "500", .help = "lock TTL", .min = 10, .max = 86'400'000},
-                  {.name = "pause_ms", .default_value = "300", .help = "A's pause mid-release", .min = 0,
+      .description =
+          "A releases just before its lease ends and is paused between the calls of its release; B "
+          "takes the expired lock and C arrives later: a two-step release deletes B's lock",
+      .options = {{.name = "ttl_ms",
+                   .default_value = "500",
+                   .help = "lock TTL",
+                   .min = 10,
+                   .max = 86'400'000},
+                  {.name = "pause_ms",
+                   .default_value = "300",
+                   .help = "A's pause mid-release",
+                   .min = 0,
                    .max = 86'400'000}},
       .adapters = redis_family(),
       .worlds = {"sim"},
@@ -38,7 +47,8 @@ Scenario pause_in_release_scenario() {
             const int64_t release_at_ms = ttl_ms - ttl_ms / 5;
             Client& a = env.add_client("a");
             env.start(a, 0, [ttl_ms, release_at_ms](Client& c) {
-              // A starts at true time 0 with a true clock: its release begins exactly at release_at_ms.
+              // A starts at true time 0 with a true clock: its release begins exactly at
+              // release_at_ms.
               const int64_t started_us = c.clock().now_us();
               std::optional<Lock> lock = c.acquire("resource", ttl_ms);
               if (!lock) return;
@@ -50,9 +60,10 @@ Scenario pause_in_release_scenario() {
             // 0.5 ms later: stop A while that first reply is on its way. (A one-script release is
             // already done by then, or retries the same atomic script after NOSCRIPT.)
             const int64_t pause_at_us = release_at_ms * 1000 + 3 * kFixedLatency_us / 2;
-            env.schedule_fault_us(pause_at_us, fmt::format("pause a for {}ms mid-release", pause_ms),
-                                  [&env, &a, pause_ms] { env.world().pause(a.node(), pause_ms * 1000); },
-                                  pause_ms * 1000);
+            env.schedule_fault_us(
+                pause_at_us, fmt::format("pause a for {}ms mid-release", pause_ms),
+                [&env, &a, pause_ms] { env.world().pause(a.node(), pause_ms * 1000); },
+                pause_ms * 1000);
             auto retry = RetrySettings{.retry_delay_ms = 20, .retry_times = 100};
             env.start(env.add_client("b"), ttl_ms + 10, [ttl_ms, pause_ms, retry](Client& c) {
               std::optional<Lock> lock = c.acquire("resource", ttl_ms + pause_ms + 1000, retry);

@@ -8,15 +8,32 @@ namespace lockstep {
 Scenario retry_storm_scenario() {
   return {
       .name = "retry-storm",
-      .description = "200 clients want one key at once, each holding it briefly: no violation, every client gets "
-                     "in, jittered retry makes progress (and random fencing tokens show up as out of order)",
-      .options = {{.name = "clients", .default_value = "200", .help = "contenders", .min = 1, .max = 2000},
-                  {.name = "ttl_ms", .default_value = "1000", .help = "lock TTL", .min = 1, .max = 86'400'000},
-                  {.name = "hold_ms", .default_value = "2", .help = "work inside the lock", .min = 0, .max = 60'000},
-                  {.name = "retry_delay_ms", .default_value = "20", .help = "delay between attempts", .min = 1,
-                   .max = 60'000},
-                  {.name = "retry_jitter_ms", .default_value = "20", .help = "random extra delay", .min = 0,
-                   .max = 60'000}},
+      .description =
+          "200 clients want one key at once, each holding it briefly: no violation, every client "
+          "gets "
+          "in, jittered retry makes progress (and random fencing tokens show up as out of order)",
+      .options =
+          {{.name = "clients", .default_value = "200", .help = "contenders", .min = 1, .max = 2000},
+           {.name = "ttl_ms",
+            .default_value = "1000",
+            .help = "lock TTL",
+            .min = 1,
+            .max = 86'400'000},
+           {.name = "hold_ms",
+            .default_value = "2",
+            .help = "work inside the lock",
+            .min = 0,
+            .max = 60'000},
+           {.name = "retry_delay_ms",
+            .default_value = "20",
+            .help = "delay between attempts",
+            .min = 1,
+            .max = 60'000},
+           {.name = "retry_jitter_ms",
+            .default_value = "20",
+            .help = "random extra delay",
+            .min = 0,
+            .max = 60'000}},
       .adapters = storm_family(),
       .expected =
           [](const std::string& adapter, const Options&, bool) {
@@ -31,15 +48,19 @@ Scenario retry_storm_scenario() {
                                       .retry_times = 100'000,
                                       .retry_jitter_ms = env.option("retry_jitter_ms")};
             for (int64_t i = 0; i < clients; ++i) {
-              env.start(env.add_client(fmt::format("s{}", i)), 0, [ttl_ms, hold_ms, retry](Client& c) {
-                std::optional<Lock> lock = c.acquire("resource", ttl_ms, retry);
-                if (!lock) return;
-                c.increment(*lock, hold_ms);
-                c.release(*lock);
-              }, 1000);
+              env.start(
+                  env.add_client(fmt::format("s{}", i)), 0,
+                  [ttl_ms, hold_ms, retry](Client& c) {
+                    std::optional<Lock> lock = c.acquire("resource", ttl_ms, retry);
+                    if (!lock) return;
+                    c.increment(*lock, hold_ms);
+                    c.release(*lock);
+                  },
+                  1000);
             }
             // Everyone gets in: the last one waits for all the others' holds and round trips.
-            const int64_t round_us = (hold_ms + env.option("retry_delay_ms") + env.option("retry_jitter_ms")) * 1000;
+            const int64_t round_us =
+                (hold_ms + env.option("retry_delay_ms") + env.option("retry_jitter_ms")) * 1000;
             env.meta().liveness_bound_us = 2 * clients * round_us + ttl_ms * 1000;
           },
   };

@@ -19,7 +19,8 @@ std::vector<std::string> slow_acquire_family() {
 // (Lock::acquire); Redlock also subtracts the drift allowance, unless it ignores the time spent
 // (bad-redlock-no-elapsed). If A accepts and then works past B's start (ttl + 100, when A's lease
 // has run out), both are inside.
-Expectation slow_acquire_expected(const std::string& adapter, const Options& options, bool fencing_on) {
+Expectation slow_acquire_expected(const std::string& adapter, const Options& options,
+                                  bool fencing_on) {
   const int64_t ttl_ms = options.get_int("ttl_ms");
   const int64_t pause_ms = options.get_int("pause_ms");
   const int64_t a_hold_ms = options.get_int("a_hold_ms");
@@ -28,7 +29,8 @@ Expectation slow_acquire_expected(const std::string& adapter, const Options& opt
   const bool accepts = pause_ms + drift_ms < ttl_ms;
   if (!accepts || a_hold_ms == 0 || pause_ms + a_hold_ms <= ttl_ms + 100) return Expectation{};
   Expectation e{Invariant::mutual_exclusion};
-  if (!fencing_on || redlock) e.insert(Invariant::no_lost_update);  // Redlock has no token to refuse A's write
+  if (!fencing_on || redlock)
+    e.insert(Invariant::no_lost_update);  // Redlock has no token to refuse A's write
   return e;
 }
 
@@ -52,11 +54,15 @@ std::vector<std::string> partition_family() {
 Scenario slow_acquire_scenario() {
   return {
       .name = "slow-acquire",
-      .description = "A's acquire reply arrives after a pause longer than the TTL: the acquire must fail and never "
-                     "return an expired lock; B then takes the key",
-      .options = {int_option("ttl_ms", 500, "lock TTL", 1), int_option("pause_ms", 800, "A's pause while its reply is in flight"),
+      .description =
+          "A's acquire reply arrives after a pause longer than the TTL: the acquire must fail and "
+          "never "
+          "return an expired lock; B then takes the key",
+      .options = {int_option("ttl_ms", 500, "lock TTL", 1),
+                  int_option("pause_ms", 800, "A's pause while its reply is in flight"),
                   int_option("hold_ms", 100, "B's work inside the lock"),
-                  int_option("a_hold_ms", 0, "A's work inside the lock, if it accepts its late grant"),
+                  int_option("a_hold_ms", 0,
+                             "A's work inside the lock, if it accepts its late grant"),
                   int_option("retry_delay_ms", 50, "delay between attempts", 1),
                   int_option("retry_times", 40, "retries after the first attempt")},
       .adapters = slow_acquire_family(),
@@ -71,18 +77,23 @@ Scenario slow_acquire_scenario() {
             Client& a = env.add_client("a");
             const int64_t a_hold_ms = env.option("a_hold_ms");
             const int64_t a_start_us = env.start(a, 0, [ttl_ms, a_hold_ms](Client& c) {
-              std::optional<Lock> lock = c.acquire("resource", ttl_ms);  // one attempt: the late grant must not count
+              std::optional<Lock> lock =
+                  c.acquire("resource", ttl_ms);  // one attempt: the late grant must not count
               if (!lock) return;
               c.increment(*lock, a_hold_ms);
               c.release(*lock);
             });
             // The request is on the wire (the network's minimum latency is larger): stop A until
             // long after its lease would have run out.
-            env.schedule_fault_us(a_start_us + 50, fmt::format("pause a for {}ms with its acquire in flight", pause_ms),
-                                  [&env, &a, pause_ms] { env.world().pause(a.node(), pause_ms * 1000); },
-                                  pause_ms * 1000);
-            env.start(env.add_client("b"), ttl_ms + 100,
-                      [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); }, 200);
+            env.schedule_fault_us(
+                a_start_us + 50,
+                fmt::format("pause a for {}ms with its acquire in flight", pause_ms),
+                [&env, &a, pause_ms] { env.world().pause(a.node(), pause_ms * 1000); },
+                pause_ms * 1000);
+            env.start(
+                env.add_client("b"), ttl_ms + 100,
+                [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
+                200);
           },
   };
 }
@@ -90,9 +101,12 @@ Scenario slow_acquire_scenario() {
 Scenario clock_drift_scenario() {
   return {
       .name = "clock-drift",
-      .description = "the server's clock runs 25% fast: A's lease ends early by the server's clock while A still "
-                     "believes it holds; B gets the key inside A's promised lease",
-      .options = {int_option("ttl_ms", 1000, "lock TTL", 1), int_option("drift_ppm", 250'000, "server clock drift", 0, 900'000),
+      .description =
+          "the server's clock runs 25% fast: A's lease ends early by the server's clock while A "
+          "still "
+          "believes it holds; B gets the key inside A's promised lease",
+      .options = {int_option("ttl_ms", 1000, "lock TTL", 1),
+                  int_option("drift_ppm", 250'000, "server clock drift", 0, 900'000),
                   int_option("hold_ms", 900, "A's work inside the lock"),
                   int_option("retry_delay_ms", 20, "delay between attempts", 1),
                   int_option("retry_times", 100, "retries after the first attempt")},
@@ -101,13 +115,15 @@ Scenario clock_drift_scenario() {
           [](const std::string& adapter, const Options& options, bool fencing_on) {
             // The server expires the key at ttl / (1 + drift): is A still working then?
             const int64_t ttl_ms = options.get_int("ttl_ms");
-            const int64_t server_ttl_ms = ttl_ms * 1'000'000 / (1'000'000 + options.get_int("drift_ppm"));
+            const int64_t server_ttl_ms =
+                ttl_ms * 1'000'000 / (1'000'000 + options.get_int("drift_ppm"));
             if (options.get_int("hold_ms") <= server_ttl_ms) return Expectation{};
             Expectation e{Invariant::mutual_exclusion, Invariant::lease_exclusion};
             // Fencing refuses A's late write only with monotonic tokens; Redlock has none.
             if (!fencing_on || adapter == "redlock") e.insert(Invariant::no_lost_update);
             // A's late release then deletes B's lock unless the release checks the owner.
-            if (adapter == "bad-del-release" || adapter == "bad-memory-no-owner-check") e.insert(Invariant::ownership);
+            if (adapter == "bad-del-release" || adapter == "bad-memory-no-owner-check")
+              e.insert(Invariant::ownership);
             return e;
           },
       .build =
@@ -115,17 +131,21 @@ Scenario clock_drift_scenario() {
             const int64_t ttl_ms = env.option("ttl_ms");
             const int64_t hold_ms = env.option("hold_ms");
             const int64_t drift_ppm = env.option("drift_ppm");
-            // Set now, so a backend that cannot make its servers drift refuses before anything runs;
-            // the fault at 0 records it in the history (setting the same drift again is a no-op).
+            // Set now, so a backend that cannot make its servers drift refuses before anything
+            // runs; the fault at 0 records it in the history (setting the same drift again is a
+            // no-op).
             env.backend().set_server_drift(drift_ppm);
             env.schedule_fault(0, fmt::format("server clock drift {:+}ppm", drift_ppm),
                                [&env, drift_ppm] { env.backend().set_server_drift(drift_ppm); });
-            env.start(env.add_client("a"), 1,
-                      [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); }, 200);
+            env.start(
+                env.add_client("a"), 1,
+                [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
+                200);
             // B keeps trying from just before the server would expire A's lease.
             const int64_t server_ttl_ms = ttl_ms * 1'000'000 / (1'000'000 + drift_ppm);
-            env.start(env.add_client("b"), std::max<int64_t>(2, server_ttl_ms - 50),
-                      [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); }, 200);
+            env.start(
+                env.add_client("b"), std::max<int64_t>(2, server_ttl_ms - 50),
+                [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); }, 200);
           },
   };
 }
@@ -133,45 +153,60 @@ Scenario clock_drift_scenario() {
 Scenario failover_scenario() {
   return {
       .name = "failover",
-      .description = "A locks on a primary whose replica has not received it; the primary dies and the replica is "
-                     "promoted (Mongo: elected); B acquires on it while A still works: asynchronous replication (Mongo "
-                     "w:1) loses the lock and reissues A's fencing token; Mongo w:majority is safe",
-      .options = {int_option("ttl_ms", 5000, "lock TTL", 1), int_option("hold_ms", 1000, "A's work inside the lock"),
-                  int_option("failover_at_ms", 100, "when the primary dies and the replica takes over"),
+      .description =
+          "A locks on a primary whose replica has not received it; the primary dies and the "
+          "replica is "
+          "promoted (Mongo: elected); B acquires on it while A still works: asynchronous "
+          "replication (Mongo "
+          "w:1) loses the lock and reissues A's fencing token; Mongo w:majority is safe",
+      .options = {int_option("ttl_ms", 5000, "lock TTL", 1),
+                  int_option("hold_ms", 1000, "A's work inside the lock"),
+                  int_option("failover_at_ms", 100,
+                             "when the primary dies and the replica takes over"),
                   int_option("retry_delay_ms", 50, "delay between attempts", 1),
                   int_option("retry_times", 40, "retries after the first attempt"),
                   int_option("replicas", 1, "asynchronous replicas", 1, 1),
                   int_option("replication_delay_ms", 1000, "replica lag"),
-                  int_option("command_timeout_ms", 5000, "client command timeout (Mongo: a w:majority write waits "
-                             "for the replication delay)", 1, 60'000),
-                  int_option("election_timeout_ms", 500, "Mongo: how long the secondaries wait before electing "
-                             "a new primary (mongod's default is 10000)", 1)},
+                  int_option("command_timeout_ms", 5000,
+                             "client command timeout (Mongo: a w:majority write waits "
+                             "for the replication delay)",
+                             1, 60'000),
+                  int_option("election_timeout_ms", 500,
+                             "Mongo: how long the secondaries wait before electing "
+                             "a new primary (mongod's default is 10000)",
+                             1)},
       .adapters = failover_family(),
       .expected =
           [](const std::string& adapter, const Options& options, bool) {
-            if (options.get_int("replication_delay_ms") < options.get_int("failover_at_ms")) return Expectation{};
+            if (options.get_int("replication_delay_ms") < options.get_int("failover_at_ms"))
+              return Expectation{};
             if (adapter == "mongo") {
               // w:majority acknowledges only what the next primary has; w:1 loses A's lock if the
               // election is over while A still works.
               if (options.get("write_concern") == "majority") return Expectation{};
-              const int64_t elected_by_ms = options.get_int("failover_at_ms") + options.get_int("election_timeout_ms");
+              const int64_t elected_by_ms =
+                  options.get_int("failover_at_ms") + options.get_int("election_timeout_ms");
               if (elected_by_ms >= options.get_int("hold_ms")) return Expectation{};
             }
             // The replica reissues token 1 to B: fencing cannot refuse A's write either.
-            return Expectation{Invariant::mutual_exclusion, Invariant::lease_exclusion, Invariant::fencing,
-                               Invariant::no_lost_update};
+            return Expectation{Invariant::mutual_exclusion, Invariant::lease_exclusion,
+                               Invariant::fencing, Invariant::no_lost_update};
           },
       .build =
           [](ScenarioEnv& env) {
             const int64_t ttl_ms = env.option("ttl_ms");
             const int64_t hold_ms = env.option("hold_ms");
             const int64_t failover_at_ms = env.option("failover_at_ms");
-            env.start(env.add_client("a"), 0,
-                      [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); }, 200);
-            env.schedule_fault(failover_at_ms, "failover: the primary crashes, a replica takes over",
+            env.start(
+                env.add_client("a"), 0,
+                [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
+                200);
+            env.schedule_fault(failover_at_ms,
+                               "failover: the primary crashes, a replica takes over",
                                [&env] { env.backend().failover(); });
-            env.start(env.add_client("b"), failover_at_ms + 100,
-                      [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); }, 200);
+            env.start(
+                env.add_client("b"), failover_at_ms + 100,
+                [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); }, 200);
           },
   };
 }
@@ -179,12 +214,18 @@ Scenario failover_scenario() {
 Scenario partition_scenario() {
   return {
       .name = "partition",
-      .description = "the holder is cut off from the server, its lease expires, B proceeds, the partition heals: "
-                     "no double grant, A's release fails cleanly, and A acquires again after the heal (liveness)",
-      .options = {int_option("ttl_ms", 500, "lock TTL", 1), int_option("hold_ms", 300, "A's work inside the lock"),
+      .description =
+          "the holder is cut off from the server, its lease expires, B proceeds, the partition "
+          "heals: "
+          "no double grant, A's release fails cleanly, and A acquires again after the heal "
+          "(liveness)",
+      .options = {int_option("ttl_ms", 500, "lock TTL", 1),
+                  int_option("hold_ms", 300, "A's work inside the lock"),
                   int_option("partition_at_ms", 100, "when A is cut off"),
                   int_option("partition_ms", 1000, "how long the partition lasts"),
-                  {.name = "direction", .default_value = "two-way", .help = "two-way, or one-way (replies to A lost)",
+                  {.name = "direction",
+                   .default_value = "two-way",
+                   .help = "two-way, or one-way (replies to A lost)",
                    .choices = {"two-way", "one-way"}},
                   int_option("retry_delay_ms", 50, "delay between attempts", 1),
                   int_option("retry_times", 40, "retries after the first attempt")},
@@ -198,17 +239,26 @@ Scenario partition_scenario() {
             const int64_t length_ms = env.option("partition_ms");
             const bool two_way = env.options().get("direction") == "two-way";
             Client& a = env.add_client("a");
-            env.start(a, 0, [&env, ttl_ms, hold_ms, at_ms, length_ms](Client& c) {
-              const int64_t started_ms = c.clock().now_ms();  // A's clock runs true here
-              take_work_release(c, env, ttl_ms, hold_ms);     // its release falls inside the partition
-              c.sleep_ms(std::max<int64_t>(0, started_ms + at_ms + length_ms + 100 - c.clock().now_ms()));
-              take_work_release(c, env, ttl_ms, 50);          // after the heal: must get in (liveness)
-            }, 200);
-            env.schedule_fault(at_ms, fmt::format("partition a {} server for {}ms", two_way ? "<->" : "<-", length_ms),
-                               [&env, &a, two_way] { env.backend().partition(a.node(), two_way); }, length_ms);
-            env.schedule_fault(at_ms + length_ms, "heal partition", [&env] { env.backend().heal(); });
-            env.start(env.add_client("b"), ttl_ms + 100,
-                      [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); }, 200);
+            env.start(
+                a, 0,
+                [&env, ttl_ms, hold_ms, at_ms, length_ms](Client& c) {
+                  const int64_t started_ms = c.clock().now_ms();  // A's clock runs true here
+                  take_work_release(c, env, ttl_ms,
+                                    hold_ms);  // its release falls inside the partition
+                  c.sleep_ms(std::max<int64_t>(
+                      0, started_ms + at_ms + length_ms + 100 - c.clock().now_ms()));
+                  take_work_release(c, env, ttl_ms, 50);  // after the heal: must get in (liveness)
+                },
+                200);
+            env.schedule_fault(
+                at_ms,
+                fmt::format("partition a {} server for {}ms", two_way ? "<->" : "<-", length_ms),
+                [&env, &a, two_way] { env.backend().partition(a.node(), two_way); }, length_ms);
+            env.schedule_fault(at_ms + length_ms, "heal partition",
+                               [&env] { env.backend().heal(); });
+            env.start(
+                env.add_client("b"), ttl_ms + 100,
+                [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); }, 200);
             env.meta().liveness_bound_us = 4 * env.option("retry_delay_ms") * 1000 + ttl_ms * 1000;
           },
   };

@@ -49,7 +49,8 @@ inline std::vector<size_t> event_list(std::vector<size_t> events) {
 }
 
 inline Violation make_violation(Invariant invariant, TimeUs time_us, std::string_view key,
-                         std::vector<int> clients, std::vector<size_t> events, std::string detail) {
+                                std::vector<int> clients, std::vector<size_t> events,
+                                std::string detail) {
   Violation v;
   v.invariant = invariant;
   v.time_us = time_us;
@@ -101,6 +102,5 @@ struct ServerValueHash {
     return hash(sv.first) * 31 + hash(sv.second);
   }
 };
-
 
 }  // namespace lockstep::checker_support

@@ -30,9 +30,15 @@ std::optional<Invariant> invariant_from_string(std::string_view name) {
 
 const std::vector<Invariant>& all_invariants() {
   static const std::vector<Invariant> kAll = {
-      Invariant::mutual_exclusion, Invariant::lease_exclusion, Invariant::ownership,
-      Invariant::fencing,          Invariant::no_lost_update,  Invariant::liveness,
-      Invariant::fifo,             Invariant::writer_preference, Invariant::no_leak,
+      Invariant::mutual_exclusion,
+      Invariant::lease_exclusion,
+      Invariant::ownership,
+      Invariant::fencing,
+      Invariant::no_lost_update,
+      Invariant::liveness,
+      Invariant::fifo,
+      Invariant::writer_preference,
+      Invariant::no_leak,
   };
   return kAll;
 }
@@ -40,9 +46,9 @@ const std::vector<Invariant>& all_invariants() {
 std::vector<Violation> check_all(const History& history, const CheckOptions& options) {
   using Checker = std::vector<Violation> (*)(const History&, const CheckOptions&);
   static constexpr Checker kCheckers[] = {
-      check_mutual_exclusion, check_lease_exclusion, check_ownership,
-      check_fencing,          check_no_lost_update,  check_liveness,
-      check_fifo,             check_writer_preference, check_no_leak,
+      check_mutual_exclusion, check_lease_exclusion, check_ownership, check_fencing,
+      check_no_lost_update,   check_liveness,        check_fifo,      check_writer_preference,
+      check_no_leak,
   };
   static_assert(std::size(kCheckers) == 9, "one checker per Invariant, in all_invariants() order");
   std::vector<Violation> all;

@@ -25,11 +25,13 @@
 //                   mode) invoked earlier on that key is still pending: writers never pass anyone,
 //                   so exclusives (and FIFO-lock callers) are served in request order.
 // writer_preference If meta.keyed: no shared acquire on a key succeeds while an exclusive acquire
-//                   invoked earlier on that key is still pending: readers never pass a queued writer.
+//                   invoked earlier on that key is still pending: readers never pass a queued
+//                   writer.
 // no_leak           If meta.keyed: whenever a key has no client waiting for it or holding it (an
-//                   acquire pending, or one that succeeded and whose release has not completed), the
-//                   lock's latest key_state for it says 0 entries; judged when the last one leaves
-//                   and at the end of the run. (Each checker is in the file named after its invariant.)
+//                   acquire pending, or one that succeeded and whose release has not completed),
+//                   the lock's latest key_state for it says 0 entries; judged when the last one
+//                   leaves and at the end of the run. (Each checker is in the file named after its
+//                   invariant.)
 //
 // Every checker is O(n log n) in the history length and reports at most per_invariant_max
 // violations (the earliest ones).
@@ -60,24 +62,28 @@ const std::vector<Invariant>& all_invariants();
 struct Violation {
   Invariant invariant = Invariant::mutual_exclusion;
   TimeUs time_us = 0;
-  std::vector<int> clients;     // sorted, distinct
+  std::vector<int> clients;  // sorted, distinct
   std::string key;
-  std::string detail;           // one sentence for people
-  std::vector<size_t> events;   // history indices that show it, ascending
+  std::string detail;          // one sentence for people
+  std::vector<size_t> events;  // history indices that show it, ascending
 };
 
 struct CheckOptions {
   size_t per_invariant_max = 10;
 };
 
-std::vector<Violation> check_mutual_exclusion(const History& history, const CheckOptions& options = {});
-std::vector<Violation> check_lease_exclusion(const History& history, const CheckOptions& options = {});
+std::vector<Violation> check_mutual_exclusion(const History& history,
+                                              const CheckOptions& options = {});
+std::vector<Violation> check_lease_exclusion(const History& history,
+                                             const CheckOptions& options = {});
 std::vector<Violation> check_ownership(const History& history, const CheckOptions& options = {});
 std::vector<Violation> check_fencing(const History& history, const CheckOptions& options = {});
-std::vector<Violation> check_no_lost_update(const History& history, const CheckOptions& options = {});
+std::vector<Violation> check_no_lost_update(const History& history,
+                                            const CheckOptions& options = {});
 std::vector<Violation> check_liveness(const History& history, const CheckOptions& options = {});
 std::vector<Violation> check_fifo(const History& history, const CheckOptions& options = {});
-std::vector<Violation> check_writer_preference(const History& history, const CheckOptions& options = {});
+std::vector<Violation> check_writer_preference(const History& history,
+                                               const CheckOptions& options = {});
 std::vector<Violation> check_no_leak(const History& history, const CheckOptions& options = {});
 
 // All of the above, in the order of all_invariants(), violations of each sorted by time.

@@ -58,8 +58,8 @@ struct KeyFencing {
   // grant that client got before it (an earlier grant may have been given up: it arrived after
   // its TTL). Judged in grant order, so a client that sees its reply late (a pause, a slow clock)
   // is not mistaken for one that got an older token.
-  std::map<int, size_t> last_grant;                      // client -> its latest unmatched grant
-  std::vector<std::pair<size_t, size_t>> received;       // (grant index, acquire completion index)
+  std::map<int, size_t> last_grant;                 // client -> its latest unmatched grant
+  std::vector<std::pair<size_t, size_t>> received;  // (grant index, acquire completion index)
 };
 
 void match_received_token(KeyFencing& key, const HistoryEvent& e) {
@@ -67,7 +67,9 @@ void match_received_token(KeyFencing& key, const HistoryEvent& e) {
     key.last_grant[e.client] = e.index;
     return;
   }
-  if (e.kind != EventKind::complete || e.op != Op::acquire || e.outcome != Outcome::ok || !e.has_token) return;
+  if (e.kind != EventKind::complete || e.op != Op::acquire || e.outcome != Outcome::ok ||
+      !e.has_token)
+    return;
   auto it = key.last_grant.find(e.client);
   if (it == key.last_grant.end()) return;
   key.received.emplace_back(it->second, e.index);
@@ -81,7 +83,8 @@ TokenSequence received_in_grant_order(const History& history, KeyFencing& key, s
   std::sort(key.received.begin(), key.received.end());
   TokenSequence sequence;
   for (const auto& [grant, completion] : key.received) {
-    const bool as_issued = history[grant].has_token && history[grant].token == history[completion].token;
+    const bool as_issued =
+        history[grant].has_token && history[grant].token == history[completion].token;
     sequence.see(history[completion], true, !as_issued, FencingKind::acquire_order, max);
   }
   return sequence;
@@ -139,11 +142,13 @@ std::vector<Violation> check_fencing(const History& history, const CheckOptions&
       // Grants are the servers' own record; what clients received must follow their order too
       // (a client handed another token than the server issued). Without grants, acquires alone.
       if (fencing.grants.any) {
-        breaches.insert(breaches.end(), fencing.grants.breaches.begin(), fencing.grants.breaches.end());
+        breaches.insert(breaches.end(), fencing.grants.breaches.begin(),
+                        fencing.grants.breaches.end());
         const TokenSequence received = received_in_grant_order(history, fencing, max);
         breaches.insert(breaches.end(), received.breaches.begin(), received.breaches.end());
       } else {
-        breaches.insert(breaches.end(), fencing.acquires.breaches.begin(), fencing.acquires.breaches.end());
+        breaches.insert(breaches.end(), fencing.acquires.breaches.begin(),
+                        fencing.acquires.breaches.end());
       }
     }
     if (history.meta.fencing_on) {

@@ -32,7 +32,7 @@ struct LeaseStretch {
 };
 
 struct KeyLeases {
-  std::vector<LeaseStretch> stretches;          // in the order of their events
+  std::vector<LeaseStretch> stretches;                            // in the order of their events
   std::unordered_map<ServerValue, size_t, ServerValueHash> open;  // a server's current stretch
   std::unordered_map<ServerValue, int, ServerValueHash> owner;    // who its latest grant went to
 };

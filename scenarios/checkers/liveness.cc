@@ -62,9 +62,10 @@ Violation liveness_violation(const History& history, const SlowAcquire& slow) {
   const std::string since = wait_start_text(history, slow);
   std::string detail;
   if (slow.complete == kNoEvent) {
-    detail = fmt::format("{}, waiting since {}, was still pending at the end of the run at {}us "
-                         "(bound {}us)",
-                         who, since, history.meta.end_us, bound_us);
+    detail = fmt::format(
+        "{}, waiting since {}, was still pending at the end of the run at {}us "
+        "(bound {}us)",
+        who, since, history.meta.end_us, bound_us);
   } else {
     const HistoryEvent& done = history[slow.complete];
     const std::string how = done.outcome == Outcome::ok
@@ -86,7 +87,8 @@ std::vector<Violation> check_liveness(const History& history, const CheckOptions
   // A client that died while it waited will never complete: nothing to wait for.
   std::map<int, TimeUs> died_us;
   for (const HistoryEvent& e : history.events()) {
-    if (e.kind == EventKind::fault && e.kills_client && e.client >= 0) died_us.try_emplace(e.client, e.time_us);
+    if (e.kind == EventKind::fault && e.kills_client && e.client >= 0)
+      died_us.try_emplace(e.client, e.time_us);
     if (e.op != Op::acquire) continue;
     std::map<int, size_t>& on_key = waiting[e.key];
     if (e.kind == EventKind::invoke) on_key.try_emplace(e.client, e.index);  // keep the first

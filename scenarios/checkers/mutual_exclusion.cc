@@ -58,7 +58,8 @@ class MutualExclusionSweep {
     KeyHolders& key = keys_[e.key];
     auto it = key.by_client.find(e.client);
     if (it == key.by_client.end()) return;  // an exit without an enter shows nothing
-    for (size_t overlap : it->second.overlaps_awaiting_exit) overlaps_[overlap].other_exit = e.index;
+    for (size_t overlap : it->second.overlaps_awaiting_exit)
+      overlaps_[overlap].other_exit = e.index;
     key.all_by_entry.erase(it->second.enter);
     key.exclusive_by_entry.erase(it->second.enter);
     key.by_client.erase(it);
@@ -98,10 +99,9 @@ class MutualExclusionSweep {
         "and {})",
         holder_name(other), holder_name(enter), enter.key, enter.time_us, client_name(other.client),
         other.time_us, left);
-    return make_violation(Invariant::mutual_exclusion, enter.time_us, enter.key,
-                          {other.client, enter.client},
-                          {overlap.other_enter, overlap.enter, overlap.other_exit},
-                          std::move(detail));
+    return make_violation(
+        Invariant::mutual_exclusion, enter.time_us, enter.key, {other.client, enter.client},
+        {overlap.other_enter, overlap.enter, overlap.other_exit}, std::move(detail));
   }
 
   const History& history_;

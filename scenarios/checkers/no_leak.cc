@@ -42,10 +42,12 @@ Violation leak(const History& history, const std::string& key, const KeyUse& use
   v.key = key;
   if (e.client >= 0) v.clients = {e.client};
   v.events = {at};
-  if (use.last_state_event != static_cast<size_t>(-1)) v.events.insert(v.events.begin(), use.last_state_event);
+  if (use.last_state_event != static_cast<size_t>(-1))
+    v.events.insert(v.events.begin(), use.last_state_event);
   std::sort(v.events.begin(), v.events.end());
-  v.detail = fmt::format("no client held or waited for key {} from {}us, but the lock still kept {} entries for it",
-                         key, e.time_us, use.entries);
+  v.detail = fmt::format(
+      "no client held or waited for key {} from {}us, but the lock still kept {} entries for it",
+      key, e.time_us, use.entries);
   return v;
 }
 
@@ -75,7 +77,8 @@ std::vector<Violation> check_no_leak(const History& history, const CheckOptions&
   // At the end: a key nobody uses must have no state, whatever happened last.
   for (const auto& [key, use] : keys) {
     if (use.active == 0 && use.entries != 0 && use.last_state_event != static_cast<size_t>(-1)) {
-      const bool reported = std::any_of(found.begin(), found.end(), [&](const Violation& v) { return v.key == key; });
+      const bool reported =
+          std::any_of(found.begin(), found.end(), [&](const Violation& v) { return v.key == key; });
       if (!reported) found.push_back(leak(history, key, use, use.last_state_event));
     }
   }

@@ -24,9 +24,9 @@ using namespace checker_support;
 struct WriteTally {
   size_t accepted = 0;
   size_t last_write = kNoEvent;
-  size_t first_flat = kNoEvent;        // first accepted write not above the previous one
+  size_t first_flat = kNoEvent;         // first accepted write not above the previous one
   size_t before_first_flat = kNoEvent;  // the previous accepted write
-  size_t final_event = kNoEvent;       // the last final_value event for this counter
+  size_t final_event = kNoEvent;        // the last final_value event for this counter
 
   void see_write(const History& history, const HistoryEvent& e) {
     ++accepted;
@@ -51,13 +51,13 @@ Violation lost_update_violation(const History& history, const WriteTally& tally,
   const HistoryEvent& flat = history[tally.first_flat];
   const HistoryEvent& before = history[tally.before_first_flat];
   std::string detail = fmt::format(
-      "{}'s write of {} on key {} at {}us did not raise the counter ({} had written {} at {}us); {}",
+      "{}'s write of {} on key {} at {}us did not raise the counter ({} had written {} at {}us); "
+      "{}",
       client_name(flat.client), flat.counter, flat.key, flat.time_us, client_name(before.client),
       before.counter, before.time_us, totals);
-  return make_violation(Invariant::no_lost_update, flat.time_us, flat.key,
-                        {before.client, flat.client},
-                        {tally.before_first_flat, tally.first_flat, final_event.index},
-                        std::move(detail));
+  return make_violation(
+      Invariant::no_lost_update, flat.time_us, flat.key, {before.client, flat.client},
+      {tally.before_first_flat, tally.first_flat, final_event.index}, std::move(detail));
 }
 
 }  // namespace

@@ -27,7 +27,9 @@ struct KeyRequests {
   std::map<int, size_t> invoke_of_client;
 };
 
-inline bool is_acquire(const HistoryEvent& e, EventKind kind) { return e.kind == kind && e.op == Op::acquire; }
+inline bool is_acquire(const HistoryEvent& e, EventKind kind) {
+  return e.kind == kind && e.op == Op::acquire;
+}
 
 inline std::string mode_name(bool shared) { return shared ? "shared" : "exclusive"; }
 
@@ -46,7 +48,8 @@ inline void sweep_grants(const History& history, Judge judge) {
     if (!is_acquire(e, EventKind::complete)) continue;
     KeyRequests& key = keys[e.key];
     auto it = key.invoke_of_client.find(e.client);
-    if (it == key.invoke_of_client.end()) continue;  // a completion without an invocation shows nothing
+    if (it == key.invoke_of_client.end())
+      continue;  // a completion without an invocation shows nothing
     const size_t invoke = it->second;
     if (e.outcome == Outcome::ok) judge(e, history[invoke], key);
     key.by_invoke.erase(invoke);
@@ -55,8 +58,9 @@ inline void sweep_grants(const History& history, Judge judge) {
   }
 }
 
-inline Violation overtake(const History& history, Invariant invariant, const HistoryEvent& grant, const HistoryEvent& invoke,
-                   size_t earlier_invoke, const Pending& earlier) {
+inline Violation overtake(const History& history, Invariant invariant, const HistoryEvent& grant,
+                          const HistoryEvent& invoke, size_t earlier_invoke,
+                          const Pending& earlier) {
   Violation v;
   v.invariant = invariant;
   v.time_us = grant.time_us;
@@ -66,10 +70,11 @@ inline Violation overtake(const History& history, Invariant invariant, const His
   v.events = {earlier_invoke, invoke.index, grant.index};
   std::sort(v.events.begin(), v.events.end());
   v.detail = fmt::format(
-      "c{}'s {} acquire of key {} (asked at {}us) was granted at {}us while c{}'s earlier {} acquire (asked at "
+      "c{}'s {} acquire of key {} (asked at {}us) was granted at {}us while c{}'s earlier {} "
+      "acquire (asked at "
       "{}us) was still waiting",
-      grant.client, mode_name(invoke.shared), grant.key, invoke.time_us, grant.time_us, earlier.client,
-      mode_name(earlier.shared), history[earlier_invoke].time_us);
+      grant.client, mode_name(invoke.shared), grant.key, invoke.time_us, grant.time_us,
+      earlier.client, mode_name(earlier.shared), history[earlier_invoke].time_us);
   return v;
 }
 

@@ -21,14 +21,16 @@ std::optional<double> median(std::vector<double> values) {
   return m;
 }
 
-std::string maybe(const std::optional<double>& v, const char* format_spec_unused, double scale, const char* unit) {
+std::string maybe(const std::optional<double>& v, const char* format_spec_unused, double scale,
+                  const char* unit) {
   (void)format_spec_unused;
   return v ? fmt::format("{:.1f}{}", *v / scale, unit) : std::string("never");
 }
 
 }  // namespace
 
-FirstCatch median_first_catch(const std::vector<bool>& caught, const std::vector<int64_t>& wall_us) {
+FirstCatch median_first_catch(const std::vector<bool>& caught,
+                              const std::vector<int64_t>& wall_us) {
   const size_t n = caught.size();
   std::vector<double> seeds(n, std::numeric_limits<double>::infinity());
   std::vector<double> times(n, std::numeric_limits<double>::infinity());
@@ -50,19 +52,23 @@ FirstCatch median_first_catch(const std::vector<bool>& caught, const std::vector
 }
 
 bool CalibrationRow::meets_targets(const CalibrateConfig& config) const {
-  return caught > 0 && median_time_us && *median_time_us < static_cast<double>(config.target_median_us) && first &&
+  return caught > 0 && median_time_us &&
+         *median_time_us < static_cast<double>(config.target_median_us) && first &&
          first->shrunk_ops <= config.target_shrunk_ops;
 }
 
 bool CalibrationResult::all_meet_targets() const {
-  return std::all_of(rows.begin(), rows.end(), [this](const CalibrationRow& r) { return r.meets_targets(config); });
+  return std::all_of(rows.begin(), rows.end(),
+                     [this](const CalibrationRow& r) { return r.meets_targets(config); });
 }
 
 namespace {
 
 CalibrationRow calibrate_adapter(const CalibrateConfig& config, const AdapterEntry& adapter) {
   const auto start = std::chrono::steady_clock::now();
-  const SweepConfig sweep{.adapter = adapter.name, .first_seed = config.first_seed, .seeds = config.seeds,
+  const SweepConfig sweep{.adapter = adapter.name,
+                          .first_seed = config.first_seed,
+                          .seeds = config.seeds,
                           .report_dir = config.report_dir};
   const SwarmCapabilities caps = swarm_capabilities(adapter.name);
   CalibrationRow row{.adapter = adapter.name, .breaks = adapter.breaks};
@@ -72,8 +78,9 @@ CalibrationRow calibrate_adapter(const CalibrateConfig& config, const AdapterEnt
   for (int i = 0; i < config.seeds; ++i) {
     const auto seed_start = std::chrono::steady_clock::now();
     SeedOutcome o = run_sweep_seed(sweep, caps, config.first_seed + static_cast<uint64_t>(i));
-    wall_us.push_back(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
-                                                                            seed_start).count());
+    wall_us.push_back(std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::steady_clock::now() - seed_start)
+                          .count());
     caught.push_back(o.violates());
     ++row.seeds_run;
     if (!o.violates()) continue;
@@ -84,8 +91,9 @@ CalibrationRow calibrate_adapter(const CalibrateConfig& config, const AdapterEnt
   row.median_seeds = fc.median_seeds;
   row.median_time_us = fc.median_time_us;
   if (first) row.first = shrink_counterexample(sweep, *first);
-  row.wall_time_us =
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
+  row.wall_time_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
   return row;
 }
 
@@ -94,9 +102,11 @@ CalibrationRow calibrate_adapter(const CalibrateConfig& config, const AdapterEnt
 CalibrationResult run_calibration(const CalibrateConfig& config) {
   CalibrationResult result{.config = config};
   for (const AdapterEntry& entry : adapters()) {
-    if (!entry.known_bad || std::find(entry.worlds.begin(), entry.worlds.end(), "sim") == entry.worlds.end()) continue;
-    if (!config.adapters.empty() &&
-        std::find(config.adapters.begin(), config.adapters.end(), entry.name) == config.adapters.end()) {
+    if (!entry.known_bad ||
+        std::find(entry.worlds.begin(), entry.worlds.end(), "sim") == entry.worlds.end())
+      continue;
+    if (!config.adapters.empty() && std::find(config.adapters.begin(), config.adapters.end(),
+                                              entry.name) == config.adapters.end()) {
       continue;
     }
     result.rows.push_back(calibrate_adapter(config, entry));
@@ -107,15 +117,16 @@ CalibrationResult run_calibration(const CalibrateConfig& config) {
 nlohmann::json to_json(const CalibrationResult& result) {
   nlohmann::json rows = nlohmann::json::array();
   for (const CalibrationRow& r : result.rows) {
-    nlohmann::json row = {{"adapter", r.adapter},
-                          {"breaks", r.breaks},
-                          {"seeds_run", r.seeds_run},
-                          {"caught", r.caught},
-                          {"detection_rate", r.seeds_run > 0 ? static_cast<double>(r.caught) / r.seeds_run : 0.0},
-                          {"median_seeds_to_first", r.median_seeds ? nlohmann::json(*r.median_seeds) : nullptr},
-                          {"median_time_to_first_us", r.median_time_us ? nlohmann::json(*r.median_time_us) : nullptr},
-                          {"wall_time_us", r.wall_time_us},
-                          {"meets_targets", r.meets_targets(result.config)}};
+    nlohmann::json row = {
+        {"adapter", r.adapter},
+        {"breaks", r.breaks},
+        {"seeds_run", r.seeds_run},
+        {"caught", r.caught},
+        {"detection_rate", r.seeds_run > 0 ? static_cast<double>(r.caught) / r.seeds_run : 0.0},
+        {"median_seeds_to_first", r.median_seeds ? nlohmann::json(*r.median_seeds) : nullptr},
+        {"median_time_to_first_us", r.median_time_us ? nlohmann::json(*r.median_time_us) : nullptr},
+        {"wall_time_us", r.wall_time_us},
+        {"meets_targets", r.meets_targets(result.config)}};
     if (r.first) {
       row["first_counterexample"] = {{"seed", r.first->seed},
                                      {"invariant", r.first->invariant},
@@ -137,20 +148,23 @@ nlohmann::json to_json(const CalibrationResult& result) {
 }
 
 std::string to_text(const CalibrationResult& result) {
-  std::string out = fmt::format("calibration over seeds {}..{} (targets: caught, median time < {:.1f}s, shrunk <= {} ops)\n",
-                                result.config.first_seed, result.config.first_seed + static_cast<uint64_t>(result.config.seeds) - 1,
-                                static_cast<double>(result.config.target_median_us) / 1e6, result.config.target_shrunk_ops);
-  out += fmt::format("  {:<28} {:<18} {:>7} {:>8} {:>9} {:>9} {:>6}  {}\n", "adapter", "breaks", "rate", "med.seeds",
-                     "med.time", "shrunk", "orig", "verdict");
+  std::string out = fmt::format(
+      "calibration over seeds {}..{} (targets: caught, median time < {:.1f}s, shrunk <= {} ops)\n",
+      result.config.first_seed,
+      result.config.first_seed + static_cast<uint64_t>(result.config.seeds) - 1,
+      static_cast<double>(result.config.target_median_us) / 1e6, result.config.target_shrunk_ops);
+  out += fmt::format("  {:<28} {:<18} {:>7} {:>8} {:>9} {:>9} {:>6}  {}\n", "adapter", "breaks",
+                     "rate", "med.seeds", "med.time", "shrunk", "orig", "verdict");
   for (const CalibrationRow& r : result.rows) {
     const double rate = r.seeds_run > 0 ? 100.0 * r.caught / r.seeds_run : 0.0;
     out += fmt::format("  {:<28} {:<18} {:>6.1f}% {:>8} {:>9} {:>9} {:>6}  {}\n", r.adapter,
-                       r.first ? r.first->invariant : r.breaks, rate, maybe(r.median_seeds, "", 1, ""),
-                       maybe(r.median_time_us, "", 1000, "ms"),
+                       r.first ? r.first->invariant : r.breaks, rate,
+                       maybe(r.median_seeds, "", 1, ""), maybe(r.median_time_us, "", 1000, "ms"),
                        r.first ? fmt::format("{} ops", r.first->shrunk_ops) : "-",
                        r.first ? fmt::format("{}", r.first->ops) : "-",
                        r.meets_targets(result.config) ? "ok" : "MISSED");
-    if (r.first && !r.first->replay_file.empty()) out += fmt::format("      replay: lockstep replay {}\n", r.first->replay_file);
+    if (r.first && !r.first->replay_file.empty())
+      out += fmt::format("      replay: lockstep replay {}\n", r.first->replay_file);
   }
   return out;
 }

@@ -22,17 +22,17 @@ struct CalibrateConfig {
   std::vector<std::string> adapters;  // empty: every known-bad adapter
   uint64_t first_seed = 1;
   int seeds = 200;
-  std::string report_dir;             // replay files of the shrunk counterexamples, when set
+  std::string report_dir;  // replay files of the shrunk counterexamples, when set
   int64_t target_median_us = 1'000'000;
   uint64_t target_shrunk_ops = 20;
 };
 
 struct CalibrationRow {
   std::string adapter;
-  std::string breaks;                   // what the registry says it breaks
+  std::string breaks;  // what the registry says it breaks
   int seeds_run = 0;
   int caught = 0;
-  std::optional<double> median_seeds;   // nullopt: most starts never reach a counterexample
+  std::optional<double> median_seeds;  // nullopt: most starts never reach a counterexample
   std::optional<double> median_time_us;
   std::optional<Counterexample> first;  // the shrunk first counterexample
   int64_t wall_time_us = 0;

@@ -14,15 +14,18 @@ namespace {
 std::vector<const AdapterEntry*> selected_adapters(const MatrixConfig& config) {
   std::vector<const AdapterEntry*> out;
   for (const AdapterEntry& entry : adapters()) {
-    const bool runs_here = std::find(entry.worlds.begin(), entry.worlds.end(), config.world) != entry.worlds.end();
+    const bool runs_here =
+        std::find(entry.worlds.begin(), entry.worlds.end(), config.world) != entry.worlds.end();
     const bool chosen = config.adapters.empty() ||
-                        std::find(config.adapters.begin(), config.adapters.end(), entry.name) != config.adapters.end();
+                        std::find(config.adapters.begin(), config.adapters.end(), entry.name) !=
+                            config.adapters.end();
     if (runs_here && chosen) out.push_back(&entry);
   }
   return out;
 }
 
-MatrixCell run_cell(const MatrixConfig& config, const Scenario& scenario, const AdapterEntry& adapter, bool fencing_on) {
+MatrixCell run_cell(const MatrixConfig& config, const Scenario& scenario,
+                    const AdapterEntry& adapter, bool fencing_on) {
   MatrixCell cell{.scenario = scenario.name, .adapter = adapter.name, .fencing_on = fencing_on};
   for (int i = 0; i < config.seeds; ++i) {
     RunConfig run{.scenario = scenario.name,
@@ -64,12 +67,14 @@ bool MatrixResult::all_match() const {
   return std::all_of(cells.begin(), cells.end(), [](const MatrixCell& c) { return c.matches; });
 }
 
-MatrixResult run_matrix(const MatrixConfig& config, const std::function<void(size_t, size_t)>& progress) {
+MatrixResult run_matrix(const MatrixConfig& config,
+                        const std::function<void(size_t, size_t)>& progress) {
   if (config.seeds < 1) throw UsageError("--seeds must be at least 1");
   std::vector<std::pair<const Scenario*, const AdapterEntry*>> plan;
   for (const Scenario& scenario : scenarios()) {
     for (const AdapterEntry* adapter : selected_adapters(config)) {
-      if (scenario.applies_to(adapter->name) && scenario.runs_in(config.world)) plan.emplace_back(&scenario, adapter);
+      if (scenario.applies_to(adapter->name) && scenario.runs_in(config.world))
+        plan.emplace_back(&scenario, adapter);
     }
   }
   MatrixResult result;
@@ -100,33 +105,40 @@ nlohmann::json to_json(const MatrixResult& result) {
 }
 
 std::string to_text(const MatrixResult& result) {
-  std::string out = fmt::format("{:<22} {:<28} {:<8} {:<44} {}\n", "scenario", "adapter", "fencing", "observed", "");
+  std::string out = fmt::format("{:<22} {:<28} {:<8} {:<44} {}\n", "scenario", "adapter", "fencing",
+                                "observed", "");
   for (const MatrixCell& c : result.cells) {
     if (!c.not_applicable.empty()) {
-      out += fmt::format("{:<22} {:<28} {:<8} {:<44} {}\n", c.scenario, c.adapter, c.fencing_on ? "on" : "off",
-                         "n/a", "(this world lacks the fault)");
+      out += fmt::format("{:<22} {:<28} {:<8} {:<44} {}\n", c.scenario, c.adapter,
+                         c.fencing_on ? "on" : "off", "n/a", "(this world lacks the fault)");
       continue;
     }
-    out += fmt::format("{:<22} {:<28} {:<8} {:<44} {}\n", c.scenario, c.adapter, c.fencing_on ? "on" : "off",
-                       describe(c.observed), c.matches ? "as expected" : "EXPECTED " + describe(c.expected));
+    out += fmt::format("{:<22} {:<28} {:<8} {:<44} {}\n", c.scenario, c.adapter,
+                       c.fencing_on ? "on" : "off", describe(c.observed),
+                       c.matches ? "as expected" : "EXPECTED " + describe(c.expected));
     if (!c.matches) out += fmt::format("    replay: {}\n", c.first_mismatch);
   }
-  const size_t matched = static_cast<size_t>(
-      std::count_if(result.cells.begin(), result.cells.end(), [](const MatrixCell& c) { return c.matches; }));
-  const size_t not_applicable = static_cast<size_t>(std::count_if(
-      result.cells.begin(), result.cells.end(), [](const MatrixCell& c) { return !c.not_applicable.empty(); }));
-  out += fmt::format("{} of {} cells as expected", matched - not_applicable, result.cells.size() - not_applicable);
-  out += not_applicable > 0 ? fmt::format(" ({} not applicable in this world)\n", not_applicable) : "\n";
+  const size_t matched = static_cast<size_t>(std::count_if(
+      result.cells.begin(), result.cells.end(), [](const MatrixCell& c) { return c.matches; }));
+  const size_t not_applicable = static_cast<size_t>(
+      std::count_if(result.cells.begin(), result.cells.end(),
+                    [](const MatrixCell& c) { return !c.not_applicable.empty(); }));
+  out += fmt::format("{} of {} cells as expected", matched - not_applicable,
+                     result.cells.size() - not_applicable);
+  out += not_applicable > 0 ? fmt::format(" ({} not applicable in this world)\n", not_applicable)
+                            : "\n";
   return out;
 }
 
 std::string to_markdown(const MatrixResult& result) {
-  std::string out = "| scenario | adapter | fencing | observed | expected | matches |\n|---|---|---|---|---|---|\n";
+  std::string out =
+      "| scenario | adapter | fencing | observed | expected | matches "
+      "|\n|---|---|---|---|---|---|\n";
   for (const MatrixCell& c : result.cells) {
     const bool applies = c.not_applicable.empty();
-    out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", c.scenario, c.adapter, c.fencing_on ? "on" : "off",
-                       applies ? describe(c.observed) : "n/a", describe(c.expected),
-                       applies ? (c.matches ? "yes" : "**no**") : "n/a");
+    out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", c.scenario, c.adapter,
+                       c.fencing_on ? "on" : "off", applies ? describe(c.observed) : "n/a",
+                       describe(c.expected), applies ? (c.matches ? "yes" : "**no**") : "n/a");
   }
   return out;
 }

@@ -25,12 +25,13 @@ struct MatrixCell {
   std::string adapter;
   bool fencing_on = false;
   Expectation expected;
-  Expectation observed;         // union over seeds
-  bool matches = true;          // every seed matched (a cell that does not apply matches)
+  Expectation observed;  // union over seeds
+  bool matches = true;   // every seed matched (a cell that does not apply matches)
   int seeds_run = 0;
-  std::string first_mismatch;   // replay command of the first seed that differed
-  int64_t wall_time_us = 0;     // summed over seeds (for JUnit; never part of a verdict)
-  std::string not_applicable;   // why the world cannot produce this scenario's faults here ("" if run)
+  std::string first_mismatch;  // replay command of the first seed that differed
+  int64_t wall_time_us = 0;    // summed over seeds (for JUnit; never part of a verdict)
+  std::string
+      not_applicable;  // why the world cannot produce this scenario's faults here ("" if run)
 };
 
 struct MatrixResult {
@@ -39,7 +40,8 @@ struct MatrixResult {
 };
 
 // progress(done, total) is called after each cell.
-MatrixResult run_matrix(const MatrixConfig& config, const std::function<void(size_t, size_t)>& progress = {});
+MatrixResult run_matrix(const MatrixConfig& config,
+                        const std::function<void(size_t, size_t)>& progress = {});
 
 nlohmann::json to_json(const MatrixResult& result);
 std::string to_text(const MatrixResult& result);

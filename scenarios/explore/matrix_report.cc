@@ -11,13 +11,13 @@ namespace lockstep {
 namespace {
 
 std::string cell_row(const MatrixCell& c) {
-  return fmt::format("<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td>"
-                     "<td>{}</td></tr>\n",
-                     c.matches ? "match" : "differs", html_escape(c.scenario), html_escape(c.adapter),
-                     c.fencing_on ? "on" : "off", c.observed.empty() ? "safe" : "unsafe",
-                     html_escape(describe(c.observed)),
-                     html_escape(describe(c.expected)),
-                     c.matches ? "yes" : "<b>no</b>: <code>" + html_escape(c.first_mismatch) + "</code>");
+  return fmt::format(
+      "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td>"
+      "<td>{}</td></tr>\n",
+      c.matches ? "match" : "differs", html_escape(c.scenario), html_escape(c.adapter),
+      c.fencing_on ? "on" : "off", c.observed.empty() ? "safe" : "unsafe",
+      html_escape(describe(c.observed)), html_escape(describe(c.expected)),
+      c.matches ? "yes" : "<b>no</b>: <code>" + html_escape(c.first_mismatch) + "</code>");
 }
 
 constexpr std::string_view kMatrixStyle = R"css(<style>
@@ -32,9 +32,12 @@ td.unsafe { color: #b71c1c; font-weight: 600; } td.safe { color: #1b5e20; }
 
 std::string matrix_html(const MatrixResult& result) {
   std::string body(kMatrixStyle);
-  body += fmt::format("<h1>lockstep matrix: {}</h1>\n", result.all_match() ? "every cell as expected" : "cells DIFFER");
-  body += "<table class=\"matrix\">\n<tr><th>scenario</th><th>adapter</th><th>fencing</th><th>observed</th>"
-          "<th>expected</th><th>matches</th></tr>\n";
+  body += fmt::format("<h1>lockstep matrix: {}</h1>\n",
+                      result.all_match() ? "every cell as expected" : "cells DIFFER");
+  body +=
+      "<table "
+      "class=\"matrix\">\n<tr><th>scenario</th><th>adapter</th><th>fencing</th><th>observed</th>"
+      "<th>expected</th><th>matches</th></tr>\n";
   for (const MatrixCell& c : result.cells) body += cell_row(c);
   body += "</table>\n";
   return html_page("lockstep matrix", body);
@@ -48,7 +51,8 @@ std::vector<JUnitCase> junit_cases(const MatrixResult& result) {
                 .passed = cell.matches,
                 .time_s = static_cast<double>(cell.wall_time_us) / 1e6};
     if (!c.passed) {
-      c.failure_message = fmt::format("observed {}, expected {}", describe(cell.observed), describe(cell.expected));
+      c.failure_message =
+          fmt::format("observed {}, expected {}", describe(cell.observed), describe(cell.expected));
       c.failure_text = fmt::format("{}\nreplay: {}\n", c.failure_message, cell.first_mismatch);
     }
     cases.push_back(std::move(c));

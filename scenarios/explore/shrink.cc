@@ -42,7 +42,8 @@ SwarmSpec without_client(const SwarmSpec& spec, size_t i) {
 }
 
 void removals(std::vector<SwarmSpec>& out, const SwarmSpec& spec) {
-  for (size_t i = 0; spec.clients.size() > 1 && i < spec.clients.size(); ++i) out.push_back(without_client(spec, i));
+  for (size_t i = 0; spec.clients.size() > 1 && i < spec.clients.size(); ++i)
+    out.push_back(without_client(spec, i));
   for (size_t i = 0; i < spec.faults.size(); ++i) {
     SwarmSpec c = spec;
     c.faults.erase(c.faults.begin() + static_cast<std::ptrdiff_t>(i));
@@ -98,7 +99,8 @@ void step_simplifications(std::vector<SwarmSpec>& out, const SwarmSpec& spec, si
   vary(out, spec, [&](SwarmSpec& x) -> int64_t& { return step(x).gap_ms; });
   vary(out, spec, [&](SwarmSpec& x) -> int64_t& { return step(x).hold_ms; });
   if (s.release_pause_after_us >= 0) {
-    vary(out, spec, [&](SwarmSpec& x) -> int64_t& { return step(x).release_pause_ms; }, 1);
+    vary(
+        out, spec, [&](SwarmSpec& x) -> int64_t& { return step(x).release_pause_ms; }, 1);
   }
 }
 
@@ -127,7 +129,8 @@ void number_simplifications(std::vector<SwarmSpec>& out, const SwarmSpec& spec) 
     out.push_back(std::move(c));
   }
   vary(out, spec, [](SwarmSpec& x) -> int64_t& { return x.retry_jitter_ms; });
-  vary(out, spec, [](SwarmSpec& x) -> int64_t& { return x.safety_ms; }, 1);
+  vary(
+      out, spec, [](SwarmSpec& x) -> int64_t& { return x.safety_ms; }, 1);
   if (spec.retry_times > 0) {
     SwarmSpec c = spec;
     c.retry_times /= 2;
@@ -152,7 +155,8 @@ std::vector<SwarmSpec> shrink_candidates(const SwarmSpec& spec) {
   return valid;
 }
 
-ShrinkResult shrink(const SwarmSpec& failing, const std::function<bool(const SwarmSpec&)>& still_fails,
+ShrinkResult shrink(const SwarmSpec& failing,
+                    const std::function<bool(const SwarmSpec&)>& still_fails,
                     const ShrinkOptions& options) {
   ShrinkResult result{.spec = failing};
   bool improved = true;
@@ -168,7 +172,8 @@ ShrinkResult shrink(const SwarmSpec& failing, const std::function<bool(const Swa
       break;
     }
   }
-  LOCKSTEP_CHECK(result.spec.clients.size() <= failing.clients.size(), "shrinking never adds clients");
+  LOCKSTEP_CHECK(result.spec.clients.size() <= failing.clients.size(),
+                 "shrinking never adds clients");
   return result;
 }
 

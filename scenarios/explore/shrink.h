@@ -27,7 +27,8 @@ struct ShrinkResult {
 };
 
 // still_fails(candidate) runs the candidate and says whether it violates what the original did.
-ShrinkResult shrink(const SwarmSpec& failing, const std::function<bool(const SwarmSpec&)>& still_fails,
+ShrinkResult shrink(const SwarmSpec& failing,
+                    const std::function<bool(const SwarmSpec&)>& still_fails,
                     const ShrinkOptions& options = {});
 
 }  // namespace lockstep

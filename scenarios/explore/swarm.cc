@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "base/check.h"
 #include "adapters/core/random.h"
+#include "base/check.h"
 #include "scenarios/backends/keyed.h"
 #include "scenarios/backends/registry.h"
 #include "scenarios/runner.h"
@@ -85,11 +85,12 @@ SwarmCapabilities swarm_capabilities(const AdapterEntry& adapter) {
 SwarmCapabilities swarm_capabilities(const std::string& adapter) {
   const AdapterEntry* entry = find_adapter(adapter);
   if (entry == nullptr) {
-    throw UsageError(fmt::format("unknown adapter \"{}\"; valid adapters: {}", adapter, adapter_names()));
+    throw UsageError(
+        fmt::format("unknown adapter \"{}\"; valid adapters: {}", adapter, adapter_names()));
   }
   if (std::find(entry->worlds.begin(), entry->worlds.end(), "sim") == entry->worlds.end()) {
-    throw UsageError(fmt::format("adapter \"{}\" does not run in world \"sim\"; its worlds: {}", adapter,
-                                 fmt::join(entry->worlds, ", ")));
+    throw UsageError(fmt::format("adapter \"{}\" does not run in world \"sim\"; its worlds: {}",
+                                 adapter, fmt::join(entry->worlds, ", ")));
   }
   return swarm_capabilities(*entry);
 }
@@ -99,29 +100,39 @@ SwarmCapabilities swarm_capabilities(const std::string& adapter) {
 
 void SwarmSpec::validate() const {
   auto fail = [](const std::string& what) { throw std::invalid_argument("swarm spec: " + what); };
-  if (family != "lease" && family != "keyed-rw" && family != "keyed-fifo") fail("unknown family " + family);
+  if (family != "lease" && family != "keyed-rw" && family != "keyed-fifo")
+    fail("unknown family " + family);
   if (keys < 1 || keys > kKeysMax) fail(fmt::format("keys must be in [1, {}]", kKeysMax));
-  if (ttl_ms < 1 || retry_delay_ms < 1 || retry_times < 0 || retry_jitter_ms < 0) fail("bad ttl or retry settings");
-  if (fixed_latency_us < 0 || safety_ms < 1 || heal_clients < 0 || heal_clients > kClientsMax) fail("bad run shape");
+  if (ttl_ms < 1 || retry_delay_ms < 1 || retry_times < 0 || retry_jitter_ms < 0)
+    fail("bad ttl or retry settings");
+  if (fixed_latency_us < 0 || safety_ms < 1 || heal_clients < 0 || heal_clients > kClientsMax)
+    fail("bad run shape");
   if (clients.empty() || clients.size() > static_cast<size_t>(kClientsMax)) {
     fail(fmt::format("clients must be in [1, {}]", kClientsMax));
   }
-  if (faults.size() > static_cast<size_t>(kFaultsMax)) fail(fmt::format("more than {} faults", kFaultsMax));
+  if (faults.size() > static_cast<size_t>(kFaultsMax))
+    fail(fmt::format("more than {} faults", kFaultsMax));
   for (const SwarmClient& c : clients) {
-    if (c.steps.size() > static_cast<size_t>(kStepsMax)) fail(fmt::format("a client has more than {} steps", kStepsMax));
+    if (c.steps.size() > static_cast<size_t>(kStepsMax))
+      fail(fmt::format("a client has more than {} steps", kStepsMax));
     if (c.start_ms < 0 || c.drift_ppm <= -1'000'000) fail("bad client start or drift");
     for (const SwarmStep& s : c.steps) {
       if (s.key < 0 || s.key >= keys) fail("a step names a key outside [0, keys)");
-      if (s.gap_ms < 0 || s.hold_ms < 0 || s.pause_ms < 0 || s.release_pause_ms < 0) fail("negative duration");
+      if (s.gap_ms < 0 || s.hold_ms < 0 || s.pause_ms < 0 || s.release_pause_ms < 0)
+        fail("negative duration");
     }
   }
   for (const SwarmFault& f : faults) {
-    if (f.client < 0 || f.client >= static_cast<int>(clients.size())) fail("a fault names a client that is not there");
-    if (f.at_ms < 0 || f.duration_ms < 0 || f.at_ms >= safety_ms) fail("a fault outside the safety phase");
-    if (f.kind == FaultKind::server_drift && f.amount <= -1'000'000) fail("server drift must stay above -100%");
+    if (f.client < 0 || f.client >= static_cast<int>(clients.size()))
+      fail("a fault names a client that is not there");
+    if (f.at_ms < 0 || f.duration_ms < 0 || f.at_ms >= safety_ms)
+      fail("a fault outside the safety phase");
+    if (f.kind == FaultKind::server_drift && f.amount <= -1'000'000)
+      fail("server drift must stay above -100%");
     if (f.kind == FaultKind::loss && (f.amount < 0 || f.amount > 100)) fail("loss is a percentage");
     if (f.kind == FaultKind::latency && f.amount < 1) fail("latency must be positive");
-    if (f.kind == FaultKind::failover && replication_delay_ms < 0) fail("a failover needs a replica");
+    if (f.kind == FaultKind::failover && replication_delay_ms < 0)
+      fail("a failover needs a replica");
   }
 }
 
@@ -132,7 +143,8 @@ bool SwarmSpec::has_fault(FaultKind kind) const {
   for (const SwarmClient& c : clients) {
     if (kind == FaultKind::clock_drift && c.drift_ppm != 0) return true;
     for (const SwarmStep& s : c.steps) {
-      if (kind == FaultKind::pause && (s.pause_ms > 0 || s.release_pause_after_us >= 0)) return true;
+      if (kind == FaultKind::pause && (s.pause_ms > 0 || s.release_pause_after_us >= 0))
+        return true;
       if (kind == FaultKind::crash && s.acquire_crash_after_us >= 0) return true;
     }
   }
@@ -152,8 +164,10 @@ int64_t SwarmSpec::liveness_bound_us() const {
   }
   // After the heal each safety client has at most one step left (an acquire still retrying, a
   // hold, an extend or a walked-away lease: at most two TTLs), and each healed acquire one hold.
-  const int64_t round_ms = 2 * ttl_ms + longest_hold_ms + retry_delay_ms + retry_jitter_ms + kRoundSlack_ms;
-  const int64_t holders = static_cast<int64_t>(clients.size()) + static_cast<int64_t>(heal_clients) * keys + 1;
+  const int64_t round_ms =
+      2 * ttl_ms + longest_hold_ms + retry_delay_ms + retry_jitter_ms + kRoundSlack_ms;
+  const int64_t holders =
+      static_cast<int64_t>(clients.size()) + static_cast<int64_t>(heal_clients) * keys + 1;
   const int64_t retry_budget_ms = retry_times * (retry_delay_ms + retry_jitter_ms + kRoundSlack_ms);
   return (holders * round_ms + retry_budget_ms + ttl_ms) * 1000;
 }
@@ -163,7 +177,8 @@ Expectation tolerated_violations(const SwarmSpec& spec) {
   Expectation e;
   const bool failover = spec.has_fault(FaultKind::failover);
   bool fast_server = false;
-  for (const SwarmFault& f : spec.faults) fast_server |= f.kind == FaultKind::server_drift && f.amount > 0;
+  for (const SwarmFault& f : spec.faults)
+    fast_server |= f.kind == FaultKind::server_drift && f.amount > 0;
   // A holder that stops, sees time wrongly, or hears late can outlive its lease. A careful holder
   // does not hear late: it stops at the validity its adapter reported, so only an adapter that
   // overstates validity loses exclusion to latency alone.
@@ -213,7 +228,9 @@ bool producible(const SwarmCapabilities& caps, FaultKind kind) {
   }
 }
 
-uint64_t rate(Prng& rng, bool on) { return on && rng.chance(1, 2) ? static_cast<uint64_t>(rng.between(1, 4)) : 0; }
+uint64_t rate(Prng& rng, bool on) {
+  return on && rng.chance(1, 2) ? static_cast<uint64_t>(rng.between(1, 4)) : 0;
+}
 
 SwarmStep draw_step(Prng& rng, const SwarmSpec& spec, const StepRates& r, bool storm) {
   const int64_t ttl = spec.ttl_ms;
@@ -270,10 +287,12 @@ SwarmFault draw_fault(Prng& rng, SwarmSpec& spec, FaultKind kind) {
   return f;
 }
 
-void draw_faults(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps, const SwarmDrawOptions& options) {
+void draw_faults(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps,
+                 const SwarmDrawOptions& options) {
   std::vector<FaultKind> kinds;  // clock drift is per client, drawn with the clients
   for (FaultKind k : all_fault_kinds()) {
-    if (k != FaultKind::clock_drift && allowed(options, k) && producible(caps, k)) kinds.push_back(k);
+    if (k != FaultKind::clock_drift && allowed(options, k) && producible(caps, k))
+      kinds.push_back(k);
   }
   if (kinds.empty()) return;
   const int64_t count = rng.between(0, 4);
@@ -288,7 +307,8 @@ void draw_faults(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps, cons
             [](const SwarmFault& a, const SwarmFault& b) { return a.at_ms < b.at_ms; });
 }
 
-StepRates draw_rates(Prng& rng, const SwarmSpec& spec, const SwarmCapabilities& caps, const SwarmDrawOptions& o) {
+StepRates draw_rates(Prng& rng, const SwarmSpec& spec, const SwarmCapabilities& caps,
+                     const SwarmDrawOptions& o) {
   const bool pause = allowed(o, FaultKind::pause) && producible(caps, FaultKind::pause);
   const bool lease = spec.family == "lease";
   StepRates r;
@@ -303,10 +323,12 @@ StepRates draw_rates(Prng& rng, const SwarmSpec& spec, const SwarmCapabilities& 
   return r;
 }
 
-void draw_clients(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps, const SwarmDrawOptions& options) {
+void draw_clients(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps,
+                  const SwarmDrawOptions& options) {
   const bool storm = rng.chance(1, 3);  // many short critical sections: the wire is busy
   const StepRates rates = draw_rates(rng, spec, caps, options);
-  const bool drift = allowed(options, FaultKind::clock_drift) && producible(caps, FaultKind::clock_drift);
+  const bool drift =
+      allowed(options, FaultKind::clock_drift) && producible(caps, FaultKind::clock_drift);
   const int64_t count = rng.between(1, storm ? 8 : 5);
   for (int64_t i = 0; i < count; ++i) {
     SwarmClient c;
@@ -320,7 +342,8 @@ void draw_clients(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps, con
 
 }  // namespace
 
-SwarmSpec draw_swarm_spec(const SwarmCapabilities& caps, uint64_t seed, const SwarmDrawOptions& options) {
+SwarmSpec draw_swarm_spec(const SwarmCapabilities& caps, uint64_t seed,
+                          const SwarmDrawOptions& options) {
   Prng rng(seed ^ 0x5357'4152'4d00'0001ULL);  // "SWARM": the spec's own stream of the seed
   SwarmSpec spec;
   spec.family = caps.keyed_rw ? "keyed-rw" : caps.keyed_fifo ? "keyed-fifo" : "lease";
@@ -329,7 +352,8 @@ SwarmSpec draw_swarm_spec(const SwarmCapabilities& caps, uint64_t seed, const Sw
   spec.retry_delay_ms = rng.between(5, std::max<int64_t>(5, spec.ttl_ms / 4));
   spec.retry_times = static_cast<int>(rng.between(0, 20));
   spec.retry_jitter_ms = rng.chance(1, 2) ? rng.between(0, spec.retry_delay_ms) : 0;
-  if (allowed(options, FaultKind::latency) && producible(caps, FaultKind::latency) && rng.chance(1, 3)) {
+  if (allowed(options, FaultKind::latency) && producible(caps, FaultKind::latency) &&
+      rng.chance(1, 3)) {
     spec.fixed_latency_us = rng.between(100, 3000);
   }
   draw_clients(rng, spec, caps, options);
@@ -373,7 +397,8 @@ std::string describe_step(const SwarmStep& s) {
   if (s.release_pause_after_us >= 0) {
     out += fmt::format(" release-pause={}ms@+{}us", s.release_pause_ms, s.release_pause_after_us);
   }
-  if (s.acquire_crash_after_us >= 0) out += fmt::format(" acquire-crash@+{}us", s.acquire_crash_after_us);
+  if (s.acquire_crash_after_us >= 0)
+    out += fmt::format(" acquire-crash@+{}us", s.acquire_crash_after_us);
   return out;
 }
 
@@ -383,11 +408,13 @@ std::string describe_fault(const SwarmFault& f) {
     case FaultKind::pause: return out + fmt::format(" c{} for={}ms", f.client, f.duration_ms);
     case FaultKind::crash: return out + fmt::format(" c{}", f.client);
     case FaultKind::clock_jump: return out + fmt::format(" c{} by={}ms", f.client, f.amount);
-    case FaultKind::server_drift: return out + fmt::format(" {}ppm for={}ms", f.amount, f.duration_ms);
+    case FaultKind::server_drift:
+      return out + fmt::format(" {}ppm for={}ms", f.amount, f.duration_ms);
     case FaultKind::latency: return out + fmt::format(" {}us for={}ms", f.amount, f.duration_ms);
     case FaultKind::loss: return out + fmt::format(" {}% for={}ms", f.amount, f.duration_ms);
     case FaultKind::partition:
-      return out + fmt::format(" c{} {} for={}ms", f.client, f.amount != 0 ? "two-way" : "one-way", f.duration_ms);
+      return out + fmt::format(" c{} {} for={}ms", f.client, f.amount != 0 ? "two-way" : "one-way",
+                               f.duration_ms);
     default: return out;
   }
 }
@@ -407,13 +434,14 @@ std::vector<std::string> describe_params(const SwarmSpec& spec) {
       fmt::format("swarm.safety_ms={}", spec.safety_ms),
       fmt::format("swarm.heal_clients={}", spec.heal_clients),
       fmt::format("swarm.careful={}", spec.careful ? 1 : 0),
-      fmt::format("swarm.liveness_bound_us={}", spec.family == "lease" ? spec.liveness_bound_us() : 0),
+      fmt::format("swarm.liveness_bound_us={}",
+                  spec.family == "lease" ? spec.liveness_bound_us() : 0),
       fmt::format("swarm.clients={}", spec.clients.size()),
   };
   for (size_t i = 0; i < spec.clients.size(); ++i) {
     const SwarmClient& c = spec.clients[i];
-    lines.push_back(fmt::format("swarm.c{}.start_ms={} drift_ppm={} steps={}", i, c.start_ms, c.drift_ppm,
-                                c.steps.size()));
+    lines.push_back(fmt::format("swarm.c{}.start_ms={} drift_ppm={} steps={}", i, c.start_ms,
+                                c.drift_ppm, c.steps.size()));
     for (size_t j = 0; j < c.steps.size(); ++j) {
       lines.push_back(fmt::format("swarm.c{}.step{}={}", i, j, describe_step(c.steps[j])));
     }
@@ -435,8 +463,13 @@ nlohmann::json to_json(const SwarmSpec& spec) {
   for (const SwarmClient& c : spec.clients) {
     nlohmann::json steps = nlohmann::json::array();
     for (const SwarmStep& s : c.steps) {
-      steps.push_back({{"key", s.key}, {"gap_ms", s.gap_ms}, {"hold_ms", s.hold_ms}, {"pause_ms", s.pause_ms},
-                       {"extend", s.extend}, {"release", s.release}, {"shared", s.shared},
+      steps.push_back({{"key", s.key},
+                       {"gap_ms", s.gap_ms},
+                       {"hold_ms", s.hold_ms},
+                       {"pause_ms", s.pause_ms},
+                       {"extend", s.extend},
+                       {"release", s.release},
+                       {"shared", s.shared},
                        {"release_pause_after_us", s.release_pause_after_us},
                        {"release_pause_ms", s.release_pause_ms},
                        {"acquire_crash_after_us", s.acquire_crash_after_us}});
@@ -445,8 +478,11 @@ nlohmann::json to_json(const SwarmSpec& spec) {
   }
   nlohmann::json faults = nlohmann::json::array();
   for (const SwarmFault& f : spec.faults) {
-    faults.push_back({{"kind", to_string(f.kind)}, {"at_ms", f.at_ms}, {"duration_ms", f.duration_ms},
-                      {"client", f.client}, {"amount", f.amount}});
+    faults.push_back({{"kind", to_string(f.kind)},
+                      {"at_ms", f.at_ms},
+                      {"duration_ms", f.duration_ms},
+                      {"client", f.client},
+                      {"amount", f.amount}});
   }
   return {{"kind", "swarm"},
           {"family", spec.family},
@@ -480,24 +516,28 @@ SwarmSpec swarm_spec_from_json(const nlohmann::json& j) {
     spec.heal_clients = j.at("heal_clients").get<int>();
     spec.careful = j.value("careful", false);  // absent in specs saved before careful clients
     for (const auto& jc : j.at("clients")) {
-      SwarmClient c{.start_ms = jc.at("start_ms").get<int64_t>(), .drift_ppm = jc.at("drift_ppm").get<int64_t>()};
+      SwarmClient c{.start_ms = jc.at("start_ms").get<int64_t>(),
+                    .drift_ppm = jc.at("drift_ppm").get<int64_t>()};
       for (const auto& js : jc.at("steps")) {
-        c.steps.push_back({.key = js.at("key").get<int>(),
-                           .gap_ms = js.at("gap_ms").get<int64_t>(),
-                           .hold_ms = js.at("hold_ms").get<int64_t>(),
-                           .pause_ms = js.at("pause_ms").get<int64_t>(),
-                           .extend = js.at("extend").get<bool>(),
-                           .release = js.at("release").get<bool>(),
-                           .shared = js.at("shared").get<bool>(),
-                           .release_pause_after_us = js.at("release_pause_after_us").get<int64_t>(),
-                           .release_pause_ms = js.at("release_pause_ms").get<int64_t>(),
-                           .acquire_crash_after_us = js.at("acquire_crash_after_us").get<int64_t>()});
+        c.steps.push_back(
+            {.key = js.at("key").get<int>(),
+             .gap_ms = js.at("gap_ms").get<int64_t>(),
+             .hold_ms = js.at("hold_ms").get<int64_t>(),
+             .pause_ms = js.at("pause_ms").get<int64_t>(),
+             .extend = js.at("extend").get<bool>(),
+             .release = js.at("release").get<bool>(),
+             .shared = js.at("shared").get<bool>(),
+             .release_pause_after_us = js.at("release_pause_after_us").get<int64_t>(),
+             .release_pause_ms = js.at("release_pause_ms").get<int64_t>(),
+             .acquire_crash_after_us = js.at("acquire_crash_after_us").get<int64_t>()});
       }
       spec.clients.push_back(std::move(c));
     }
     for (const auto& jf : j.at("faults")) {
-      const std::optional<FaultKind> kind = fault_kind_from_string(jf.at("kind").get<std::string>());
-      if (!kind) throw std::invalid_argument("unknown fault kind " + jf.at("kind").get<std::string>());
+      const std::optional<FaultKind> kind =
+          fault_kind_from_string(jf.at("kind").get<std::string>());
+      if (!kind)
+        throw std::invalid_argument("unknown fault kind " + jf.at("kind").get<std::string>());
       spec.faults.push_back({.kind = *kind,
                              .at_ms = jf.at("at_ms").get<int64_t>(),
                              .duration_ms = jf.at("duration_ms").get<int64_t>(),
@@ -527,7 +567,8 @@ struct SwarmRun {
   sim::World& sim() { return *env->sim(); }
   bool safety_over() { return env->world().now_us() >= spec.safety_ms * 1000; }
   RetrySettings retry() const {
-    return {.retry_delay_ms = spec.retry_delay_ms, .retry_times = spec.retry_times,
+    return {.retry_delay_ms = spec.retry_delay_ms,
+            .retry_times = spec.retry_times,
             .retry_jitter_ms = spec.retry_jitter_ms};
   }
 };
@@ -535,7 +576,8 @@ struct SwarmRun {
 // A fault timed from a call the client is about to make.
 void aim_at_call(SwarmRun& run, int64_t after_us, std::string what, std::function<void()> action,
                  int64_t duration_us = 0) {
-  run.env->schedule_fault_us(run.env->world().now_us() + after_us, std::move(what), std::move(action), duration_us);
+  run.env->schedule_fault_us(run.env->world().now_us() + after_us, std::move(what),
+                             std::move(action), duration_us);
 }
 
 // A careful holder's work: sleeps duration_ms, but only until the lock's validity ends (by the
@@ -600,13 +642,15 @@ void lease_step(SwarmRun& run, Client& c, const SwarmStep& step) {
     if (!step.release) return c.leave(*lock);
     if (step.release_pause_after_us >= 0) {
       const int64_t pause_us = step.release_pause_ms * 1000;
-      aim_at_call(run, step.release_pause_after_us,
-                  fmt::format("pause {} for {}ms mid-release", c.name(), step.release_pause_ms),
-                  [&world, node, pause_us] { world.pause(node, pause_us); }, pause_us);
+      aim_at_call(
+          run, step.release_pause_after_us,
+          fmt::format("pause {} for {}ms mid-release", c.name(), step.release_pause_ms),
+          [&world, node, pause_us] { world.pause(node, pause_us); }, pause_us);
     }
     c.release(*lock);
   } catch (...) {
-    c.leave(*lock);  // killed from outside mid-section: it is no longer inside (as Client::crash says)
+    c.leave(
+        *lock);  // killed from outside mid-section: it is no longer inside (as Client::crash says)
     throw;
   }
 }
@@ -640,7 +684,8 @@ void client_program(SwarmRun& run, Client& c, const SwarmClient& plan) {
 void heal_program(SwarmRun& run, Client& c) {
   const int64_t delay_ms = std::max<int64_t>(10, run.spec.ttl_ms / 10);
   const int64_t attempts = run.spec.liveness_bound_us() / 1000 / delay_ms + 2;
-  const RetrySettings retry{.retry_delay_ms = delay_ms, .retry_times = static_cast<int>(std::min<int64_t>(attempts, 100'000))};
+  const RetrySettings retry{.retry_delay_ms = delay_ms,
+                            .retry_times = static_cast<int>(std::min<int64_t>(attempts, 100'000))};
   for (int key = 0; key < run.spec.keys; ++key) {
     std::optional<Lock> lock = c.acquire(key_name(key), run.spec.ttl_ms, retry);
     if (!lock) continue;
@@ -649,7 +694,9 @@ void heal_program(SwarmRun& run, Client& c) {
   }
 }
 
-void set_network(SwarmRun& run, sim::NetworkOptions options) { run.sim().network().set_options(options); }
+void set_network(SwarmRun& run, sim::NetworkOptions options) {
+  run.sim().network().set_options(options);
+}
 
 void schedule_fault(SwarmRun& run, const SwarmFault& f) {
   ScenarioEnv& env = *run.env;
@@ -661,34 +708,46 @@ void schedule_fault(SwarmRun& run, const SwarmFault& f) {
   SwarmRun* r = &run;
   switch (f.kind) {
     case FaultKind::pause:
-      return env.schedule_fault(f.at_ms, what, [&world, node, f] { world.pause(node, f.duration_ms * 1000); },
-                                f.duration_ms);
+      return env.schedule_fault(
+          f.at_ms, what, [&world, node, f] { world.pause(node, f.duration_ms * 1000); },
+          f.duration_ms);
     case FaultKind::crash:
-      return env.schedule_client_kill_us(f.at_ms * 1000, *run.clients[static_cast<size_t>(f.client)], what,
+      return env.schedule_client_kill_us(f.at_ms * 1000,
+                                         *run.clients[static_cast<size_t>(f.client)], what,
                                          [&world, node] { world.crash(node); });
     case FaultKind::clock_jump:
-      return env.schedule_fault(f.at_ms, what, [r, node, f] { r->sim().jump_clock(node, f.amount * 1000); });
-    case FaultKind::failover: return env.schedule_fault(f.at_ms, what, [&backend] { backend.failover(); });
+      return env.schedule_fault(f.at_ms, what,
+                                [r, node, f] { r->sim().jump_clock(node, f.amount * 1000); });
+    case FaultKind::failover:
+      return env.schedule_fault(f.at_ms, what, [&backend] { backend.failover(); });
     case FaultKind::server_drift:
-      env.schedule_fault(f.at_ms, what, [&backend, f] { backend.set_server_drift(f.amount); }, f.duration_ms);
+      env.schedule_fault(
+          f.at_ms, what, [&backend, f] { backend.set_server_drift(f.amount); }, f.duration_ms);
       return world.at(end_ms * 1000, [&backend] { backend.set_server_drift(0); });
     case FaultKind::latency:
-      env.schedule_fault(f.at_ms, what, [r, f] {
-        sim::NetworkOptions o = r->base_network;
-        o.latency_us_min = o.latency_us_max = f.amount;
-        set_network(*r, o);
-      }, f.duration_ms);
+      env.schedule_fault(
+          f.at_ms, what,
+          [r, f] {
+            sim::NetworkOptions o = r->base_network;
+            o.latency_us_min = o.latency_us_max = f.amount;
+            set_network(*r, o);
+          },
+          f.duration_ms);
       return world.at(end_ms * 1000, [r] { set_network(*r, r->base_network); });
     case FaultKind::loss:
-      env.schedule_fault(f.at_ms, what, [r, f] {
-        sim::NetworkOptions o = r->base_network;
-        o.loss = {static_cast<uint64_t>(f.amount), 100};
-        set_network(*r, o);
-      }, f.duration_ms);
+      env.schedule_fault(
+          f.at_ms, what,
+          [r, f] {
+            sim::NetworkOptions o = r->base_network;
+            o.loss = {static_cast<uint64_t>(f.amount), 100};
+            set_network(*r, o);
+          },
+          f.duration_ms);
       return world.at(end_ms * 1000, [r] { set_network(*r, r->base_network); });
     case FaultKind::partition:
-      env.schedule_fault(f.at_ms, what, [&backend, node, f] { backend.partition(node, f.amount != 0); },
-                         f.duration_ms);
+      env.schedule_fault(
+          f.at_ms, what, [&backend, node, f] { backend.partition(node, f.amount != 0); },
+          f.duration_ms);
       return world.at(end_ms * 1000, [&backend] { backend.heal(); });
     case FaultKind::clock_drift: return;  // per client, at creation
   }

@@ -1,7 +1,7 @@
 #pragma once
-// Swarm testing: every seed draws its own workload and fault mix (a SwarmSpec), and a spec is
-// plain data, so a sweep can run it, shrink it (scenarios/explore/shrink.h), print it, save it in a report
-// and replay it.
+// Swarm testing: every seed draws its own workload and fault mix (a SwarmSpec), and a spec is plain
+// data, so a sweep can run it, shrink it (scenarios/explore/shrink.h), print it, save it in a
+// report and replay it.
 //
 // A run of a spec has two phases. The safety phase (true time [0, safety_ms)): the clients run
 // their steps (a step starts only inside the phase) and the faults strike. At safety_ms every fault
@@ -41,13 +41,13 @@ std::optional<FaultKind> fault_kind_from_string(std::string_view name);
 const std::vector<FaultKind>& all_fault_kinds();
 std::string fault_kind_names();  // "pause, crash, ..." for error messages
 
-// What an adapter's backend can do, found by probing it once (swarm_capabilities).
+// What a sweep may do to an adapter, from its declaration (swarm_capabilities).
 struct SwarmCapabilities {
   bool keyed_rw = false;    // an in-process keyed shared/exclusive lock: steps take a mode
   bool keyed_fifo = false;  // an in-process FIFO keyed lock
   bool network = false;     // partitions, loss, latency reach it
   bool server_clock = false;
-  bool failover = false;    // with replicas=1
+  bool failover = false;  // with replicas=1
   bool keyed() const { return keyed_rw || keyed_fifo; }
 };
 // From the adapter's declaration (AdapterEntry::family and sim_faults). By name: UsageError for an
@@ -57,14 +57,15 @@ SwarmCapabilities swarm_capabilities(const std::string& adapter);
 
 struct SwarmStep {
   int key = 0;
-  int64_t gap_ms = 0;            // before the acquire
-  int64_t hold_ms = 0;           // work inside the critical section
-  int64_t pause_ms = 0;          // stop-the-world inside the critical section (0: none)
-  bool extend = false;           // extend by the TTL after the pause, before the write
-  bool release = true;           // false: walk away and let the lease expire
-  bool shared = false;           // keyed-rw: a reader
+  int64_t gap_ms = 0;    // before the acquire
+  int64_t hold_ms = 0;   // work inside the critical section
+  int64_t pause_ms = 0;  // stop-the-world inside the critical section (0: none)
+  bool extend = false;   // extend by the TTL after the pause, before the write
+  bool release = true;   // false: walk away and let the lease expire
+  bool shared = false;   // keyed-rw: a reader
   // Faults timed from the step's own calls, so they stay aimed when shrinking moves the step.
-  int64_t release_pause_after_us = -1;  // pause release_pause_ms this long after the release is sent
+  int64_t release_pause_after_us =
+      -1;  // pause release_pause_ms this long after the release is sent
   int64_t release_pause_ms = 0;
   int64_t acquire_crash_after_us = -1;  // die this long after the acquire is sent
 };
@@ -80,7 +81,8 @@ struct SwarmFault {
   int64_t at_ms = 0;        // true time, inside the safety phase
   int64_t duration_ms = 0;  // pause, server_drift, latency, loss, partition
   int client = 0;           // pause, crash, clock_jump, partition
-  // clock_jump: delta ms; server_drift: ppm; latency: one-way us; loss: percent; partition: 1 two-way.
+  // clock_jump: delta ms; server_drift: ppm; latency: one-way us; loss: percent; partition: 1
+  // two-way.
   int64_t amount = 0;
 };
 
@@ -123,7 +125,8 @@ struct SwarmDrawOptions {
 };
 
 // The spec of a sweep seed: a pure function of (capabilities, seed, options).
-SwarmSpec draw_swarm_spec(const SwarmCapabilities& caps, uint64_t seed, const SwarmDrawOptions& options = {});
+SwarmSpec draw_swarm_spec(const SwarmCapabilities& caps, uint64_t seed,
+                          const SwarmDrawOptions& options = {});
 
 // The invariants a spec's faults are allowed to break for a TTL lease (a pause or clock fault
 // loses exclusion, and so does latency unless the clients are careful; a fast server clock or a

@@ -14,7 +14,9 @@ namespace lockstep {
 namespace {
 
 int64_t wall_us_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                               start)
+      .count();
 }
 
 std::vector<std::string> fault_names(const std::vector<FaultKind>& kinds) {
@@ -34,7 +36,8 @@ std::vector<FaultKind> parse_fault_list(const std::string& list) {
     const std::string name = list.substr(start, comma - start);
     const std::optional<FaultKind> kind = fault_kind_from_string(name);
     if (!kind) {
-      throw UsageError(fmt::format("unknown fault kind \"{}\" in --faults; valid kinds: {}", name, fault_kind_names()));
+      throw UsageError(fmt::format("unknown fault kind \"{}\" in --faults; valid kinds: {}", name,
+                                   fault_kind_names()));
     }
     if (std::find(kinds.begin(), kinds.end(), *kind) == kinds.end()) kinds.push_back(*kind);
     start = comma + 1;
@@ -49,7 +52,8 @@ std::pair<int, int> parse_shard(const std::string& text) {
     size_t used_i = 0, used_n = 0;
     const int index = std::stoi(text.substr(0, slash), &used_i);
     const int count = std::stoi(text.substr(slash + 1), &used_n);
-    if (used_i != slash || used_n != text.size() - slash - 1 || count < 1 || index < 0 || index >= count) {
+    if (used_i != slash || used_n != text.size() - slash - 1 || count < 1 || index < 0 ||
+        index >= count) {
       throw std::invalid_argument("out of range");
     }
     return {index, count};
@@ -67,25 +71,27 @@ std::string SeedOutcome::target() const {
   return report.end == "complete" ? "" : "incomplete";
 }
 
-SeedOutcome run_swarm_spec(const std::string& adapter, const SwarmSpec& spec, uint64_t seed, bool fencing_on,
-                           bool keep_trace) {
+SeedOutcome run_swarm_spec(const std::string& adapter, const SwarmSpec& spec, uint64_t seed,
+                           bool fencing_on, bool keep_trace) {
   SeedOutcome out{.seed = seed, .spec = spec};
   out.report = run_scenario(make_swarm_scenario(spec), {.adapter = adapter,
-                                                       .seed = seed,
-                                                       .fencing_on = fencing_on,
-                                                       .sets = swarm_sets(spec),
-                                                       .keep_trace = keep_trace});
+                                                        .seed = seed,
+                                                        .fencing_on = fencing_on,
+                                                        .sets = swarm_sets(spec),
+                                                        .keep_trace = keep_trace});
   Expectation excused = tolerated_violations(spec);
   // Without monotonic tokens the resource cannot refuse a stale holder: where exclusion may be
   // lost, so may an update (gc-pause's expectation for such adapters).
   if (!out.report.history.meta.monotonic_tokens && excused.count(Invariant::mutual_exclusion)) {
     excused.insert(Invariant::no_lost_update);
   }
-  for (Invariant i : out.report.violated()) (excused.count(i) ? out.tolerated : out.untolerated).insert(i);
+  for (Invariant i : out.report.violated())
+    (excused.count(i) ? out.tolerated : out.untolerated).insert(i);
   return out;
 }
 
-SeedOutcome run_sweep_seed(const SweepConfig& config, const SwarmCapabilities& caps, uint64_t seed) {
+SeedOutcome run_sweep_seed(const SweepConfig& config, const SwarmCapabilities& caps,
+                           uint64_t seed) {
   const SwarmSpec spec = draw_swarm_spec(caps, seed, {.faults = config.faults});
   return run_swarm_spec(config.adapter, spec, seed, config.fencing_on);
 }
@@ -93,20 +99,28 @@ SeedOutcome run_sweep_seed(const SweepConfig& config, const SwarmCapabilities& c
 Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcome& outcome) {
   const auto start = std::chrono::steady_clock::now();
   const std::string target = outcome.target();
-  Counterexample cx{.seed = outcome.seed, .invariant = target, .trace_hash = outcome.report.trace_hash,
+  Counterexample cx{.seed = outcome.seed,
+                    .invariant = target,
+                    .trace_hash = outcome.report.trace_hash,
                     .ops = outcome.report.stats.ops};
-  const ShrinkResult shrunk = shrink(outcome.spec, [&](const SwarmSpec& candidate) {
-    const SeedOutcome o = run_swarm_spec(config.adapter, candidate, outcome.seed, config.fencing_on);
-    return o.violates() && o.target() == target;
-  }, config.shrink);
-  const SeedOutcome final_run = run_swarm_spec(config.adapter, shrunk.spec, outcome.seed, config.fencing_on, true);
+  const ShrinkResult shrunk = shrink(
+      outcome.spec,
+      [&](const SwarmSpec& candidate) {
+        const SeedOutcome o =
+            run_swarm_spec(config.adapter, candidate, outcome.seed, config.fencing_on);
+        return o.violates() && o.target() == target;
+      },
+      config.shrink);
+  const SeedOutcome final_run =
+      run_swarm_spec(config.adapter, shrunk.spec, outcome.seed, config.fencing_on, true);
   LOCKSTEP_CHECK(final_run.target() == target, "a shrunk spec violates what the original did");
   cx.shrunk = shrunk.spec;
   cx.shrunk_ops = final_run.report.stats.ops;
   cx.shrunk_trace_hash = final_run.report.trace_hash;
   cx.shrink_runs = shrunk.runs;
   if (!config.report_dir.empty()) {
-    cx.replay_file = write_report(final_run.report, config.report_dir, to_json(shrunk.spec)).string();
+    cx.replay_file =
+        write_report(final_run.report, config.report_dir, to_json(shrunk.spec)).string();
   }
   cx.shrink_wall_us = wall_us_since(start);
   return cx;
@@ -122,20 +136,22 @@ void tally(SweepResult& result, const SeedOutcome& o) {
   for (Invariant i : o.tolerated) ++result.tolerated[std::string(to_string(i))];
   if (!o.violates()) return;
   ++result.violating_seeds;
-  if (result.violating_seed_list.size() < SweepResult::kListedMax) result.violating_seed_list.push_back(o.seed);
+  if (result.violating_seed_list.size() < SweepResult::kListedMax)
+    result.violating_seed_list.push_back(o.seed);
   for (Invariant i : o.untolerated) ++result.violations[std::string(to_string(i))];
   if (o.report.end != "complete") ++result.violations["incomplete"];
 }
 
 }  // namespace
 
-SweepResult run_sweep(const SweepConfig& config, const std::function<void(const SweepProgress&)>& progress) {
+SweepResult run_sweep(const SweepConfig& config,
+                      const std::function<void(const SweepProgress&)>& progress) {
   const auto start = std::chrono::steady_clock::now();
   const SwarmCapabilities caps = swarm_capabilities(config.adapter);
   SweepResult result{.config = config};
   for (int i = 0; i < config.seeds; ++i) {
-    if (seed_in_shard(config.first_seed + static_cast<uint64_t>(i), config.first_seed, config.shard_index,
-                      config.shard_count)) {
+    if (seed_in_shard(config.first_seed + static_cast<uint64_t>(i), config.first_seed,
+                      config.shard_index, config.shard_count)) {
       ++result.seeds_in_shard;
     }
   }
@@ -148,7 +164,9 @@ SweepResult run_sweep(const SweepConfig& config, const std::function<void(const 
       result.counterexamples.push_back(shrink_counterexample(config, outcome));
     }
     if (progress) {
-      progress({.done = result.seeds_run, .total = result.seeds_in_shard, .violations = result.violating_seeds,
+      progress({.done = result.seeds_run,
+                .total = result.seeds_in_shard,
+                .violations = result.violating_seeds,
                 .elapsed_us = wall_us_since(start)});
     }
     if (outcome.violates() && !config.keep_going) break;
@@ -159,7 +177,8 @@ SweepResult run_sweep(const SweepConfig& config, const std::function<void(const 
 
 std::string sweep_report_name(const SweepConfig& c) {
   return fmt::format("sweep.{}.seeds{}-{}.shard{}of{}.json", c.adapter, c.first_seed,
-                     c.first_seed + static_cast<uint64_t>(c.seeds) - 1, c.shard_index, c.shard_count);
+                     c.first_seed + static_cast<uint64_t>(c.seeds) - 1, c.shard_index,
+                     c.shard_count);
 }
 
 nlohmann::json to_json(const SweepResult& r) {
@@ -195,36 +214,44 @@ nlohmann::json to_json(const SweepResult& r) {
           {"tolerated", r.tolerated},
           {"counterexamples", cxs},
           {"stats",
-           {{"events", r.events}, {"ops", r.ops}, {"sim_time_us", r.sim_time_us}, {"wall_time_us", r.wall_time_us}}}};
+           {{"events", r.events},
+            {"ops", r.ops},
+            {"sim_time_us", r.sim_time_us},
+            {"wall_time_us", r.wall_time_us}}}};
 }
 
 namespace {
 
 std::string counts_text(const nlohmann::json& counts) {
   std::vector<std::string> parts;
-  for (const auto& [name, n] : counts.items()) parts.push_back(fmt::format("{} {}", name, n.get<int>()));
+  for (const auto& [name, n] : counts.items())
+    parts.push_back(fmt::format("{} {}", name, n.get<int>()));
   return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
 std::string summary_text(const nlohmann::json& j) {
   const double wall_s = static_cast<double>(j.at("stats").at("wall_time_us").get<int64_t>()) / 1e6;
   const int run = j.at("seeds_run").get<int>();
-  std::string out = fmt::format(
-      "sweep {} seeds {}..{} (faults: {}; fencing {}): {}\n", j.at("adapter").get<std::string>(),
-      j.at("first_seed").get<uint64_t>(), j.at("first_seed").get<uint64_t>() + j.at("seeds").get<uint64_t>() - 1,
-      fmt::join(j.at("faults").get<std::vector<std::string>>(), ","), j.at("fencing").get<std::string>(),
-      j.at("verdict").get<std::string>());
+  std::string out =
+      fmt::format("sweep {} seeds {}..{} (faults: {}; fencing {}): {}\n",
+                  j.at("adapter").get<std::string>(), j.at("first_seed").get<uint64_t>(),
+                  j.at("first_seed").get<uint64_t>() + j.at("seeds").get<uint64_t>() - 1,
+                  fmt::join(j.at("faults").get<std::vector<std::string>>(), ","),
+                  j.at("fencing").get<std::string>(), j.at("verdict").get<std::string>());
   out += fmt::format("  {} seeds run, {} violating ({}); excused by their faults: {}\n", run,
                      j.at("violating_seeds").get<int>(), counts_text(j.at("violations")),
                      counts_text(j.at("tolerated")));
-  out += fmt::format("  {} ops, {:.1f}s simulated in {:.2f}s wall ({:.0f} seeds/s)\n", j.at("stats").at("ops").get<uint64_t>(),
-                     static_cast<double>(j.at("stats").at("sim_time_us").get<int64_t>()) / 1e6, wall_s,
-                     wall_s > 0 ? run / wall_s : 0.0);
+  out += fmt::format("  {} ops, {:.1f}s simulated in {:.2f}s wall ({:.0f} seeds/s)\n",
+                     j.at("stats").at("ops").get<uint64_t>(),
+                     static_cast<double>(j.at("stats").at("sim_time_us").get<int64_t>()) / 1e6,
+                     wall_s, wall_s > 0 ? run / wall_s : 0.0);
   for (const auto& cx : j.at("counterexamples")) {
-    out += fmt::format("  seed {} breaks {}: {} ops, shrunk to {} ops in {} runs\n", cx.at("seed").get<uint64_t>(),
-                       cx.at("invariant").get<std::string>(), cx.at("ops").get<uint64_t>(),
-                       cx.at("shrunk_ops").get<uint64_t>(), cx.at("shrink_runs").get<int>());
-    if (!cx.at("replay").get<std::string>().empty()) out += "  replay: " + cx.at("replay").get<std::string>() + "\n";
+    out += fmt::format("  seed {} breaks {}: {} ops, shrunk to {} ops in {} runs\n",
+                       cx.at("seed").get<uint64_t>(), cx.at("invariant").get<std::string>(),
+                       cx.at("ops").get<uint64_t>(), cx.at("shrunk_ops").get<uint64_t>(),
+                       cx.at("shrink_runs").get<int>());
+    if (!cx.at("replay").get<std::string>().empty())
+      out += "  replay: " + cx.at("replay").get<std::string>() + "\n";
   }
   return out;
 }
@@ -252,34 +279,39 @@ nlohmann::json merge_sweeps(const std::vector<nlohmann::json>& shards) {
   for (const nlohmann::json& s : shards) {
     for (const char* field : {"adapter", "first_seed", "seeds", "faults", "fencing"}) {
       if (s.at(field) != first.at(field)) {
-        throw UsageError(fmt::format("sweep-merge: the reports are not shards of one sweep ({} differs: {} vs {})",
-                                     field, s.at(field).dump(), first.at(field).dump()));
+        throw UsageError(fmt::format(
+            "sweep-merge: the reports are not shards of one sweep ({} differs: {} vs {})", field,
+            s.at(field).dump(), first.at(field).dump()));
       }
     }
     const int index = s.at("shard").at("index").get<int>();
     if (s.at("shard").at("count").get<int>() != count || index < 0 || index >= count) {
       throw UsageError("sweep-merge: the reports disagree on the shard count");
     }
-    if (seen[static_cast<size_t>(index)]++ > 0) throw UsageError(fmt::format("sweep-merge: shard {}/{} given twice", index, count));
+    if (seen[static_cast<size_t>(index)]++ > 0)
+      throw UsageError(fmt::format("sweep-merge: shard {}/{} given twice", index, count));
     for (const char* field : {"seeds_in_shard", "seeds_run", "violating_seeds"}) {
       merged[field] = merged[field].get<int>() + s.at(field).get<int>();
     }
     add_counts(merged["violations"], s.at("violations"));
     add_counts(merged["tolerated"], s.at("tolerated"));
     for (const auto& cx : s.at("counterexamples")) merged["counterexamples"].push_back(cx);
-    for (const auto& seed : s.at("violating_seed_list")) merged["violating_seed_list"].push_back(seed);
+    for (const auto& seed : s.at("violating_seed_list"))
+      merged["violating_seed_list"].push_back(seed);
     for (const char* field : {"events", "ops", "sim_time_us"}) {
-      merged["stats"][field] = merged["stats"][field].get<int64_t>() + s.at("stats").at(field).get<int64_t>();
+      merged["stats"][field] =
+          merged["stats"][field].get<int64_t>() + s.at("stats").at(field).get<int64_t>();
     }
     // Shards run side by side: the sweep took as long as its slowest shard.
-    merged["stats"]["wall_time_us"] =
-        std::max(merged["stats"]["wall_time_us"].get<int64_t>(), s.at("stats").at("wall_time_us").get<int64_t>());
+    merged["stats"]["wall_time_us"] = std::max(merged["stats"]["wall_time_us"].get<int64_t>(),
+                                               s.at("stats").at("wall_time_us").get<int64_t>());
   }
   std::vector<std::string> missing;
   for (int i = 0; i < count; ++i) {
     if (seen[static_cast<size_t>(i)] == 0) missing.push_back(fmt::format("{}/{}", i, count));
   }
-  if (!missing.empty()) throw UsageError(fmt::format("sweep-merge: missing shards: {}", fmt::join(missing, ", ")));
+  if (!missing.empty())
+    throw UsageError(fmt::format("sweep-merge: missing shards: {}", fmt::join(missing, ", ")));
   std::vector<uint64_t> seeds = merged["violating_seed_list"].get<std::vector<uint64_t>>();
   std::sort(seeds.begin(), seeds.end());
   merged["violating_seed_list"] = seeds;

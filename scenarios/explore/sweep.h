@@ -3,11 +3,11 @@
 //
 // Seed s runs draw_swarm_spec(s) with seed s, fencing on by default. A seed violates when the run
 // breaks an invariant its faults do not excuse (tolerated_violations), or hits a bound. The first
-// counterexamples are shrunk (scenarios/explore/shrink.h) to the smallest spec that still breaks the same
-// invariant with the same seed, and saved as replay reports (`lockstep replay FILE` reruns them
-// and compares the trace hash). Shards split the seeds: seed s belongs to shard
-// (s - first_seed) % count == index; merge_sweeps() adds shard results up and checks that the
-// shards cover the range exactly once.
+// counterexamples are shrunk (scenarios/explore/shrink.h) to the smallest spec that still breaks
+// the same invariant with the same seed, and saved as replay reports (`lockstep replay FILE` reruns
+// them and compares the trace hash). Shards split the seeds: seed s belongs to shard (s -
+// first_seed) % count == index; merge_sweeps() adds shard results up and checks that the shards
+// cover the range exactly once.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -17,9 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "scenarios/runner.h"
 #include "scenarios/explore/shrink.h"
 #include "scenarios/explore/swarm.h"
+#include "scenarios/runner.h"
 
 namespace lockstep {
 
@@ -55,21 +55,21 @@ struct SeedOutcome {
   std::string target() const;
 };
 
-SeedOutcome run_swarm_spec(const std::string& adapter, const SwarmSpec& spec, uint64_t seed, bool fencing_on,
-                           bool keep_trace = false);
+SeedOutcome run_swarm_spec(const std::string& adapter, const SwarmSpec& spec, uint64_t seed,
+                           bool fencing_on, bool keep_trace = false);
 SeedOutcome run_sweep_seed(const SweepConfig& config, const SwarmCapabilities& caps, uint64_t seed);
 
 struct Counterexample {
   uint64_t seed = 0;
   std::string invariant;
-  std::string trace_hash;      // of the unshrunk run
-  uint64_t ops = 0;            // of the unshrunk run
+  std::string trace_hash;  // of the unshrunk run
+  uint64_t ops = 0;        // of the unshrunk run
   uint64_t shrunk_ops = 0;
   std::string shrunk_trace_hash;
   int shrink_runs = 0;
   int64_t shrink_wall_us = 0;
   SwarmSpec shrunk;
-  std::string replay_file;     // empty when not saved
+  std::string replay_file;  // empty when not saved
 };
 
 // Shrinks a violating seed's spec and saves the shrunk run as a replay report (if dir is set).
@@ -87,9 +87,9 @@ struct SweepResult {
   int seeds_in_shard = 0;
   int seeds_run = 0;
   int violating_seeds = 0;
-  std::vector<uint64_t> violating_seed_list;       // ascending, at most kListedMax
-  std::map<std::string, int> violations;           // invariant -> seeds that broke it (untolerated)
-  std::map<std::string, int> tolerated;            // invariant -> seeds where faults excused it
+  std::vector<uint64_t> violating_seed_list;  // ascending, at most kListedMax
+  std::map<std::string, int> violations;      // invariant -> seeds that broke it (untolerated)
+  std::map<std::string, int> tolerated;       // invariant -> seeds where faults excused it
   std::vector<Counterexample> counterexamples;
   uint64_t events = 0;
   uint64_t ops = 0;
@@ -99,7 +99,8 @@ struct SweepResult {
   bool ok() const { return violating_seeds == 0; }
 };
 
-SweepResult run_sweep(const SweepConfig& config, const std::function<void(const SweepProgress&)>& progress = {});
+SweepResult run_sweep(const SweepConfig& config,
+                      const std::function<void(const SweepProgress&)>& progress = {});
 
 nlohmann::json to_json(const SweepResult& result);
 std::string to_text(const SweepResult& result);

@@ -15,11 +15,11 @@
 namespace lockstep {
 
 struct WorkloadStep {
-  int key = 0;               // index into the workload's keys
-  int64_t gap_ms = 0;        // before the acquire
-  int64_t hold_ms = 0;       // work inside the critical section
-  int64_t pause_ms = 0;      // stop-the-world inside the critical section (0: none)
-  bool release = true;       // false: walk away and let the lease expire
+  int key = 0;           // index into the workload's keys
+  int64_t gap_ms = 0;    // before the acquire
+  int64_t hold_ms = 0;   // work inside the critical section
+  int64_t pause_ms = 0;  // stop-the-world inside the critical section (0: none)
+  bool release = true;   // false: walk away and let the lease expire
 };
 
 struct WorkloadSpec {

@@ -3,14 +3,28 @@
 namespace lockstep {
 
 void Backend::failover() { throw WorldUnsupported("this adapter has no replica to fail over to"); }
-void Backend::set_server_drift(int64_t) { throw WorldUnsupported("this adapter's server clock cannot drift here"); }
-void Backend::partition(int, bool) { throw WorldUnsupported("this adapter has no network to partition"); }
+void Backend::set_server_drift(int64_t) {
+  throw WorldUnsupported("this adapter's server clock cannot drift here");
+}
+void Backend::partition(int, bool) {
+  throw WorldUnsupported("this adapter has no network to partition");
+}
 void Backend::heal() { throw WorldUnsupported("this adapter has no network to heal"); }
-void Backend::set_fixed_latency(int64_t) { throw WorldUnsupported("this world's latency cannot be fixed"); }
-void Backend::crash_server(int) { throw WorldUnsupported("this adapter's servers cannot be crashed one by one here"); }
-void Backend::restart_server(int) { throw WorldUnsupported("this adapter's servers cannot be restarted one by one here"); }
-void Backend::pause_server(int, int64_t) { throw WorldUnsupported("this adapter's servers cannot be paused here"); }
-void Backend::jump_server_clock(int, int64_t) { throw WorldUnsupported("this adapter's server clocks cannot jump here"); }
+void Backend::set_fixed_latency(int64_t) {
+  throw WorldUnsupported("this world's latency cannot be fixed");
+}
+void Backend::crash_server(int) {
+  throw WorldUnsupported("this adapter's servers cannot be crashed one by one here");
+}
+void Backend::restart_server(int) {
+  throw WorldUnsupported("this adapter's servers cannot be restarted one by one here");
+}
+void Backend::pause_server(int, int64_t) {
+  throw WorldUnsupported("this adapter's servers cannot be paused here");
+}
+void Backend::jump_server_clock(int, int64_t) {
+  throw WorldUnsupported("this adapter's server clocks cannot jump here");
+}
 void Backend::partition_server(int, int, bool) {
   throw WorldUnsupported("this adapter has no per-server network to partition");
 }

@@ -35,19 +35,20 @@ class Backend {
   virtual bool records_leases() const = 0;
 
   // Faults. Each throws WorldUnsupported unless this backend can produce it in its world.
-  virtual void failover();                              // primary dies, its replica takes over
-  virtual void set_server_drift(int64_t drift_ppm);     // every server's clock, from now on
+  virtual void failover();                                // primary dies, its replica takes over
+  virtual void set_server_drift(int64_t drift_ppm);       // every server's clock, from now on
   virtual void partition(int client_node, bool two_way);  // one-way: replies to the client lost
-  virtual void heal();                                  // every partition
-  virtual void set_fixed_latency(int64_t latency_us);   // makes "on the wire" a known instant
+  virtual void heal();                                    // every partition
+  virtual void set_fixed_latency(int64_t latency_us);     // makes "on the wire" a known instant
 
   // Faults aimed at one server, by index in [0, server_count()) (Redlock's nodes; a single Redis
   // is server 0). Same rule: WorldUnsupported where this backend cannot produce them.
-  virtual void crash_server(int server);                           // dies at once (persistence applies)
-  virtual void restart_server(int server);                         // back on its own, empty or not
-  virtual void pause_server(int server, int64_t duration_us);      // stop-the-world of the server
-  virtual void jump_server_clock(int server, int64_t delta_us);    // its wall clock jumps, from now
-  virtual void partition_server(int client_node, int server, bool two_way);  // one client from one server
+  virtual void crash_server(int server);                       // dies at once (persistence applies)
+  virtual void restart_server(int server);                     // back on its own, empty or not
+  virtual void pause_server(int server, int64_t duration_us);  // stop-the-world of the server
+  virtual void jump_server_clock(int server, int64_t delta_us);  // its wall clock jumps, from now
+  virtual void partition_server(int client_node, int server,
+                                bool two_way);  // one client from one server
 };
 
 struct BackendEnv {
@@ -75,14 +76,14 @@ struct FaultCapabilities {
 struct AdapterEntry {
   std::string name;
   std::string description;
-  std::vector<std::string> worlds;   // "sim", "real"
+  std::vector<std::string> worlds;  // "sim", "real"
   LockFamily family = LockFamily::lease;
-  FaultCapabilities sim_faults;      // what its simulated backend can do to it
+  FaultCapabilities sim_faults;  // what its simulated backend can do to it
   bool known_bad = false;
-  std::string breaks;                // known-bad: the invariant it is expected to break
-  std::vector<OptionSpec> options;   // adapter options, settable with --set
+  std::string breaks;               // known-bad: the invariant it is expected to break
+  std::vector<OptionSpec> options;  // adapter options, settable with --set
   BackendFactory make_sim;
-  BackendFactory make_real;          // empty when the adapter has no real world
+  BackendFactory make_real;  // empty when the adapter has no real world
 };
 
 }  // namespace lockstep

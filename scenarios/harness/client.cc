@@ -9,14 +9,17 @@ namespace lockstep {
 Client::Client(ClientSetup setup)
     : setup_(std::move(setup)),
       random_(setup_.random_seed),
-      locker_({.adapter = setup_.adapter, .clock = &setup_.world->clock(setup_.node), .random = &random_}) {}
+      locker_({.adapter = setup_.adapter,
+               .clock = &setup_.world->clock(setup_.node),
+               .random = &random_}) {}
 
 size_t Client::record_invoke(Op op, const std::string& key) {
-  return setup_.recorder->record({.kind = EventKind::invoke, .client = setup_.id, .key = key, .op = op});
+  return setup_.recorder->record(
+      {.kind = EventKind::invoke, .client = setup_.id, .key = key, .op = op});
 }
 
-void Client::record_complete(Op op, const std::string& key, Outcome outcome, std::optional<uint64_t> token,
-                             std::string detail) {
+void Client::record_complete(Op op, const std::string& key, Outcome outcome,
+                             std::optional<uint64_t> token, std::string detail) {
   setup_.recorder->record({.kind = EventKind::complete,
                            .client = setup_.id,
                            .key = key,
@@ -34,13 +37,15 @@ std::optional<Lock> Client::acquire(const std::string& key, int64_t ttl_ms, Retr
   try {
     lock.acquire();
   } catch (const RetryError& e) {
-    record_complete(Op::acquire, key, Outcome::contended, {}, fmt::format("gave up after {} attempts", e.attempts()));
+    record_complete(Op::acquire, key, Outcome::contended, {},
+                    fmt::format("gave up after {} attempts", e.attempts()));
     return std::nullopt;
   } catch (const LockError& e) {
     record_complete(Op::acquire, key, Outcome::error, {}, e.what());
     return std::nullopt;
   }
-  record_complete(Op::acquire, key, Outcome::ok, lock.fencing_token(), fmt::format("attempts={}", lock.attempts()));
+  record_complete(Op::acquire, key, Outcome::ok, lock.fencing_token(),
+                  fmt::format("attempts={}", lock.attempts()));
   if (setup_.leases != nullptr) setup_.leases->acquired(setup_.id, lock, invoked_us);
   lease_starts_.insert_or_assign(lock.unique_value(), LeaseStart{lock.acquired_at_us(), ttl_ms});
   enter(lock);
@@ -151,8 +156,9 @@ void Client::crash() {
                            .end_us = world.now_us(),
                            .detail = fmt::format("crash {}", setup_.name)});
   if (inside_key_) exit_critical_section(*inside_key_);
-  world.crash(setup_.node);  // from our own code: unwinds us (ProcessKilled in sim, ClientKilled in real)
-  throw ClientKilled{};      // not reached; keeps [[noreturn]] true whatever crash() does
+  world.crash(
+      setup_.node);  // from our own code: unwinds us (ProcessKilled in sim, ClientKilled in real)
+  throw ClientKilled{};  // not reached; keeps [[noreturn]] true whatever crash() does
 }
 
 }  // namespace lockstep

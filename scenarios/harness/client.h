@@ -43,7 +43,8 @@ class Client {
   FencingSupport fencing() const { return setup_.adapter->fencing(); }
 
   // Acquires key, retrying per `retry`. On success the client is inside the critical section.
-  std::optional<Lock> acquire(const std::string& key, int64_t ttl_ms, RetrySettings retry = RetrySettings::none());
+  std::optional<Lock> acquire(const std::string& key, int64_t ttl_ms,
+                              RetrySettings retry = RetrySettings::none());
   // Leaves the critical section (if inside) and releases. Whether the release removed the lock.
   bool release(Lock& lock);
   // Extends; false (recorded as fail) when the lock is no longer ours.
@@ -77,8 +78,8 @@ class Client {
   void enter(const Lock& lock);
   void exit_critical_section(const std::string& key);
   size_t record_invoke(Op op, const std::string& key);
-  void record_complete(Op op, const std::string& key, Outcome outcome, std::optional<uint64_t> token = {},
-                       std::string detail = {});
+  void record_complete(Op op, const std::string& key, Outcome outcome,
+                       std::optional<uint64_t> token = {}, std::string detail = {});
 
   ClientSetup setup_;
   SeededRandom random_;

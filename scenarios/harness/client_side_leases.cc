@@ -10,7 +10,8 @@ constexpr const char* kServer = "server";
 
 }  // namespace
 
-const ClientSideLeases::Grant* ClientSideLeases::last_grant_before(const std::string& key, TimeUs t_us) const {
+const ClientSideLeases::Grant* ClientSideLeases::last_grant_before(const std::string& key,
+                                                                   TimeUs t_us) const {
   auto it = grants_.find(key);
   if (it == grants_.end()) return nullptr;
   const Grant* last = nullptr;
@@ -23,7 +24,8 @@ const ClientSideLeases::Grant* ClientSideLeases::last_grant_before(const std::st
 void ClientSideLeases::acquired(int client, const Lock& lock, TimeUs invoked_us) {
   std::lock_guard<std::mutex> guard(mutex_);
   const TimeUs now_us = recorder_.now_us();
-  grants_[lock.key()].push_back({.client = client, .value = lock.unique_value(), .completed_us = now_us});
+  grants_[lock.key()].push_back(
+      {.client = client, .value = lock.unique_value(), .completed_us = now_us});
   recorder_.record({.kind = EventKind::grant,
                     .client = client,
                     .key = lock.key(),
@@ -48,13 +50,15 @@ void ClientSideLeases::release_sent(int client, const Lock& lock) {
 void ClientSideLeases::released(int client, const Lock& lock, TimeUs invoked_us) {
   std::lock_guard<std::mutex> guard(mutex_);
   const Grant* holder = last_grant_before(lock.key(), invoked_us);
-  if (holder == nullptr || holder->value == lock.unique_value()) return;  // ours, already ended when sent
-  recorder_.record({.kind = EventKind::revoke,
-                    .client = client,
-                    .key = lock.key(),
-                    .server = kServer,
-                    .value = holder->value,
-                    .detail = "a successful release after another client's grant (derived from the clients)"});
+  if (holder == nullptr || holder->value == lock.unique_value())
+    return;  // ours, already ended when sent
+  recorder_.record(
+      {.kind = EventKind::revoke,
+       .client = client,
+       .key = lock.key(),
+       .server = kServer,
+       .value = holder->value,
+       .detail = "a successful release after another client's grant (derived from the clients)"});
 }
 
 void ClientSideLeases::extended(int client, const Lock& lock, int64_t ttl_ms, TimeUs invoked_us) {

@@ -25,7 +25,8 @@ void Options::declare(const OptionSpec& spec) {
   auto it = specs_.find(spec.name);
   if (it != specs_.end()) {
     if (it->second.choices != spec.choices) {
-      throw std::logic_error(fmt::format("option {} declared twice with different kinds", spec.name));
+      throw std::logic_error(
+          fmt::format("option {} declared twice with different kinds", spec.name));
     }
     return;
   }
@@ -37,7 +38,8 @@ void Options::declare(const OptionSpec& spec) {
 void Options::set(const std::string& assignment) {
   const size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
-    throw OptionError(fmt::format("--set expects KEY=VALUE, got \"{}\"; keys: {}", assignment, known_names()));
+    throw OptionError(
+        fmt::format("--set expects KEY=VALUE, got \"{}\"; keys: {}", assignment, known_names()));
   }
   set(assignment.substr(0, eq), assignment.substr(eq + 1));
 }
@@ -54,13 +56,15 @@ void Options::set(const std::string& name, const std::string& value) {
 int64_t Options::get_int(const std::string& name) const {
   const std::string& text = get(name);
   int64_t value = 0;
-  if (!parse_int(text, value)) throw std::logic_error(fmt::format("option {} is not an integer", name));
+  if (!parse_int(text, value))
+    throw std::logic_error(fmt::format("option {} is not an integer", name));
   return value;
 }
 
 const std::string& Options::get(const std::string& name) const {
   auto it = values_.find(name);
-  if (it == values_.end()) throw std::logic_error(fmt::format("option {} was never declared", name));
+  if (it == values_.end())
+    throw std::logic_error(fmt::format("option {} was never declared", name));
   return it->second;
 }
 
@@ -85,7 +89,8 @@ void Options::check_value(const OptionSpec& spec, const std::string& value) cons
     throw OptionError(fmt::format("option {}: \"{}\" is not an integer", spec.name, value));
   }
   if (number < spec.min || number > spec.max) {
-    throw OptionError(fmt::format("option {}: {} is outside [{}, {}]", spec.name, number, spec.min, spec.max));
+    throw OptionError(
+        fmt::format("option {}: {} is outside [{}, {}]", spec.name, number, spec.min, spec.max));
   }
 }
 

@@ -12,25 +12,31 @@ namespace {
 thread_local int current_node_id = -1;
 
 int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
 }  // namespace
 
-RealScenarioWorld::RealScenarioWorld(RealWorldOptions options) : options_(options), prng_(options.seed) {}
+RealScenarioWorld::RealScenarioWorld(RealWorldOptions options)
+    : options_(options), prng_(options.seed) {}
 
 RealScenarioWorld::~RealScenarioWorld() = default;
 
-TimeUs RealScenarioWorld::now_us() { return origin_ns_ == 0 ? 0 : (steady_ns() - origin_ns_) / 1000; }
+TimeUs RealScenarioWorld::now_us() {
+  return origin_ns_ == 0 ? 0 : (steady_ns() - origin_ns_) / 1000;
+}
 
 size_t RealScenarioWorld::trace_line(std::string_view text) {
   std::lock_guard<std::mutex> guard(mutex_);
   return trace_.add(now_us(), text);
 }
 
-int RealScenarioWorld::add_client_node(const std::string& name, int64_t clock_offset_us, int64_t drift_ppm) {
-  if (drift_ppm != 0) throw WorldUnsupported("the real world cannot make a client clock drift; use --world sim");
+int RealScenarioWorld::add_client_node(const std::string& name, int64_t clock_offset_us,
+                                       int64_t drift_ppm) {
+  if (drift_ppm != 0)
+    throw WorldUnsupported("the real world cannot make a client clock drift; use --world sim");
   nodes_.push_back({.name = name, .clock = std::make_unique<SystemClock>(clock_offset_us)});
   return static_cast<int>(nodes_.size()) - 1;
 }
@@ -47,19 +53,24 @@ uint64_t RealScenarioWorld::draw_u64() {
   return prng_.next_u64();
 }
 
-void RealScenarioWorld::spawn(int node, const std::string& name, std::function<void()> body, TimeUs start_us) {
+void RealScenarioWorld::spawn(int node, const std::string& name, std::function<void()> body,
+                              TimeUs start_us) {
   processes_.push_back({.node = node, .name = name, .body = std::move(body), .start_us = start_us});
 }
 
-void RealScenarioWorld::at(TimeUs t_us, std::function<void()> fn) { faults_.emplace(t_us, std::move(fn)); }
+void RealScenarioWorld::at(TimeUs t_us, std::function<void()> fn) {
+  faults_.emplace(t_us, std::move(fn));
+}
 
 void RealScenarioWorld::pause(int node, TimeUs duration_us) {
   if (current_node() != node) {
-    throw WorldUnsupported("the real world cannot stop another client's thread from outside; use --world sim");
+    throw WorldUnsupported(
+        "the real world cannot stop another client's thread from outside; use --world sim");
   }
   auto [first, last] = client_processes_.equal_range(node);
   for (auto it = first; it != last; ++it) it->second.stop();
-  std::this_thread::sleep_for(std::chrono::microseconds(duration_us));  // this client stops; others run
+  std::this_thread::sleep_for(
+      std::chrono::microseconds(duration_us));  // this client stops; others run
   for (auto it = first; it != last; ++it) it->second.resume();
 }
 
@@ -69,7 +80,8 @@ void RealScenarioWorld::attach_client_process(int node, ClientProcessHooks hooks
 
 void RealScenarioWorld::crash(int node) {
   if (current_node() != node) {
-    throw WorldUnsupported("the real world cannot kill another client's thread from outside; use --world sim");
+    throw WorldUnsupported(
+        "the real world cannot kill another client's thread from outside; use --world sim");
   }
   auto [first, last] = client_processes_.equal_range(node);
   for (auto it = first; it != last; ++it) it->second.kill();
@@ -117,7 +129,8 @@ RealRunResult RealScenarioWorld::run() {
   std::vector<std::thread> threads;
   threads.reserve(processes_.size() + 1);
   threads.emplace_back([this] { run_faults(); });
-  for (const Process& process : processes_) threads.emplace_back([this, &process] { run_process(process); });
+  for (const Process& process : processes_)
+    threads.emplace_back([this, &process] { run_process(process); });
   // Every client's waits are bounded (command timeouts, retry limits), so every thread ends.
   for (std::thread& thread : threads) thread.join();
   RealRunResult result{.time_us = now_us()};

@@ -26,7 +26,8 @@ struct RealWorldOptions {
 
 struct RealRunResult {
   bool complete = true;
-  std::string message;  // what went wrong: a client's escaped exception, a fault that failed, the bound
+  std::string
+      message;  // what went wrong: a client's escaped exception, a fault that failed, the bound
   TimeUs time_us = 0;
 };
 
@@ -42,7 +43,8 @@ class RealScenarioWorld final : public ScenarioWorld {
   Clock& clock(int node) override;
   int64_t draw_between(int64_t lo, int64_t hi) override;
   uint64_t draw_u64() override;
-  void spawn(int node, const std::string& name, std::function<void()> body, TimeUs start_us) override;
+  void spawn(int node, const std::string& name, std::function<void()> body,
+             TimeUs start_us) override;
   void at(TimeUs t_us, std::function<void()> fn) override;
   void pause(int node, TimeUs duration_us) override;
   void crash(int node) override;

@@ -12,8 +12,8 @@ size_t Recorder::record(HistoryEvent e) {
   return history_.add(std::move(e));
 }
 
-void Recorder::on_grant(std::string_view server, std::string_view key, std::string_view value, int64_t ttl_us,
-                        uint64_t fencing_token) {
+void Recorder::on_grant(std::string_view server, std::string_view key, std::string_view value,
+                        int64_t ttl_us, uint64_t fencing_token) {
   record({.kind = EventKind::grant,
           .client = hooks_.current_client(),
           .key = std::string(key),
@@ -24,7 +24,8 @@ void Recorder::on_grant(std::string_view server, std::string_view key, std::stri
           .ttl_us = ttl_us});
 }
 
-void Recorder::on_extend(std::string_view server, std::string_view key, std::string_view value, int64_t ttl_us) {
+void Recorder::on_extend(std::string_view server, std::string_view key, std::string_view value,
+                         int64_t ttl_us) {
   record({.kind = EventKind::extend,
           .client = hooks_.current_client(),
           .key = std::string(key),
@@ -33,7 +34,8 @@ void Recorder::on_extend(std::string_view server, std::string_view key, std::str
           .ttl_us = ttl_us});
 }
 
-void Recorder::on_revoke(std::string_view server, std::string_view key, std::string_view value, RevokeCause cause) {
+void Recorder::on_revoke(std::string_view server, std::string_view key, std::string_view value,
+                         RevokeCause cause) {
   record({.kind = EventKind::revoke,
           .client = hooks_.current_client(),
           .key = std::string(key),

@@ -17,9 +17,9 @@
 namespace lockstep {
 
 struct RecorderHooks {
-  std::function<TimeUs()> now_us;                       // true time
-  std::function<size_t(std::string_view)> trace_line;   // appends a trace line, returns its index
-  std::function<int()> current_client;                  // the client running now, or -1
+  std::function<TimeUs()> now_us;                      // true time
+  std::function<size_t(std::string_view)> trace_line;  // appends a trace line, returns its index
+  std::function<int()> current_client;                 // the client running now, or -1
 };
 
 class Recorder final : public LeaseObserver {
@@ -35,10 +35,12 @@ class Recorder final : public LeaseObserver {
   const History& history() const { return history_; }
   TimeUs now_us() const { return hooks_.now_us(); }
 
-  void on_grant(std::string_view server, std::string_view key, std::string_view value, int64_t ttl_us,
-                uint64_t fencing_token) override;
-  void on_extend(std::string_view server, std::string_view key, std::string_view value, int64_t ttl_us) override;
-  void on_revoke(std::string_view server, std::string_view key, std::string_view value, RevokeCause cause) override;
+  void on_grant(std::string_view server, std::string_view key, std::string_view value,
+                int64_t ttl_us, uint64_t fencing_token) override;
+  void on_extend(std::string_view server, std::string_view key, std::string_view value,
+                 int64_t ttl_us) override;
+  void on_revoke(std::string_view server, std::string_view key, std::string_view value,
+                 RevokeCause cause) override;
 
  private:
   RecorderHooks hooks_;

@@ -11,7 +11,8 @@ bool GuardedResource::admit(Cell& cell, std::optional<uint64_t> token) const {
   return true;
 }
 
-std::optional<int64_t> GuardedResource::read(int client, const std::string& key, std::optional<uint64_t> token) {
+std::optional<int64_t> GuardedResource::read(int client, const std::string& key,
+                                             std::optional<uint64_t> token) {
   std::lock_guard<std::mutex> guard(mutex_);
   Cell& cell = cells_[key];
   const bool served = admit(cell, token);
@@ -20,7 +21,8 @@ std::optional<int64_t> GuardedResource::read(int client, const std::string& key,
   return cell.counter;
 }
 
-bool GuardedResource::write(int client, const std::string& key, std::optional<uint64_t> token, int64_t value) {
+bool GuardedResource::write(int client, const std::string& key, std::optional<uint64_t> token,
+                            int64_t value) {
   std::lock_guard<std::mutex> guard(mutex_);
   Cell& cell = cells_[key];
   const bool served = admit(cell, token);

@@ -24,7 +24,8 @@ struct ResourceOptions {
 
 class GuardedResource {
  public:
-  GuardedResource(Recorder& recorder, ResourceOptions options) : recorder_(recorder), options_(options) {}
+  GuardedResource(Recorder& recorder, ResourceOptions options)
+      : recorder_(recorder), options_(options) {}
 
   // The counter, or nothing if the access was refused.
   std::optional<int64_t> read(int client, const std::string& key, std::optional<uint64_t> token);
@@ -41,8 +42,8 @@ class GuardedResource {
     uint64_t token_seen_max = 0;
   };
   bool admit(Cell& cell, std::optional<uint64_t> token) const;
-  void record_access(int client, const std::string& key, Op op, bool served, std::optional<uint64_t> token,
-                     int64_t counter);
+  void record_access(int client, const std::string& key, Op op, bool served,
+                     std::optional<uint64_t> token, int64_t counter);
 
   Recorder& recorder_;
   ResourceOptions options_;

@@ -4,9 +4,9 @@
 
 namespace lockstep {
 
-ScenarioEnv::ScenarioEnv(ScenarioWorld& world, Recorder& recorder, GuardedResource& resource, Backend& backend,
-                         const AdapterEntry& adapter, const Options& options, ClientSideLeases* leases,
-                         sim::World* sim)
+ScenarioEnv::ScenarioEnv(ScenarioWorld& world, Recorder& recorder, GuardedResource& resource,
+                         Backend& backend, const AdapterEntry& adapter, const Options& options,
+                         ClientSideLeases* leases, sim::World* sim)
     : world_(world),
       recorder_(recorder),
       resource_(resource),
@@ -16,34 +16,40 @@ ScenarioEnv::ScenarioEnv(ScenarioWorld& world, Recorder& recorder, GuardedResour
       leases_(leases),
       sim_(sim) {}
 
-Client& ScenarioEnv::add_client(const std::string& name, int64_t clock_offset_us, int64_t drift_ppm) {
+Client& ScenarioEnv::add_client(const std::string& name, int64_t clock_offset_us,
+                                int64_t drift_ppm) {
   const int id = static_cast<int>(clients_.size());
   const int node = world_.add_client_node(name, clock_offset_us, drift_ppm);
-  clients_.push_back(std::make_unique<Client>(ClientSetup{.id = id,
-                                                          .name = name,
-                                                          .node = node,
-                                                          .world = &world_,
-                                                          .recorder = &recorder_,
-                                                          .resource = &resource_,
-                                                          .adapter = &backend_.adapter_for(id, node),
-                                                          .random_seed = world_.draw_u64(),
-                                                          .leases = leases_}));
+  clients_.push_back(
+      std::make_unique<Client>(ClientSetup{.id = id,
+                                           .name = name,
+                                           .node = node,
+                                           .world = &world_,
+                                           .recorder = &recorder_,
+                                           .resource = &resource_,
+                                           .adapter = &backend_.adapter_for(id, node),
+                                           .random_seed = world_.draw_u64(),
+                                           .leases = leases_}));
   recorder_.history().meta.clients = static_cast<int>(clients_.size());
   world_.trace_line(fmt::format("client c{} is {} on node {}", id, name, node));
   return *clients_.back();
 }
 
-int64_t ScenarioEnv::start(Client& client, int64_t start_ms, std::function<void(Client&)> program, int64_t jitter_us) {
+int64_t ScenarioEnv::start(Client& client, int64_t start_ms, std::function<void(Client&)> program,
+                           int64_t jitter_us) {
   const int64_t drawn_us = jitter_us > 0 ? world_.draw_between(0, jitter_us) : 0;
   const TimeUs start_us = start_ms * 1000 + drawn_us;
-  world_.trace_line(fmt::format("param {}.start_us={} (jitter {}us of at most {}us)", client.name(), start_us,
-                                drawn_us, jitter_us));
+  world_.trace_line(fmt::format("param {}.start_us={} (jitter {}us of at most {}us)", client.name(),
+                                start_us, drawn_us, jitter_us));
   Client* target = &client;
-  world_.spawn(client.node(), client.name(), [target, body = std::move(program)] { body(*target); }, start_us);
+  world_.spawn(
+      client.node(), client.name(), [target, body = std::move(program)] { body(*target); },
+      start_us);
   return start_us;
 }
 
-void ScenarioEnv::schedule_fault_us(int64_t at_us, std::string what, std::function<void()> action, int64_t duration_us) {
+void ScenarioEnv::schedule_fault_us(int64_t at_us, std::string what, std::function<void()> action,
+                                    int64_t duration_us) {
   world_.at(at_us, [this, at_us, duration_us, what = std::move(what), act = std::move(action)] {
     recorder_.record({.kind = EventKind::fault, .end_us = at_us + duration_us, .detail = what});
     act();
@@ -52,10 +58,15 @@ void ScenarioEnv::schedule_fault_us(int64_t at_us, std::string what, std::functi
 
 void ScenarioEnv::schedule_client_kill_us(int64_t at_us, const Client& client, std::string what,
                                           std::function<void()> action) {
-  world_.at(at_us, [this, at_us, id = client.id(), what = std::move(what), act = std::move(action)] {
-    recorder_.record({.kind = EventKind::fault, .client = id, .kills_client = true, .end_us = at_us, .detail = what});
-    act();
-  });
+  world_.at(at_us,
+            [this, at_us, id = client.id(), what = std::move(what), act = std::move(action)] {
+              recorder_.record({.kind = EventKind::fault,
+                                .client = id,
+                                .kills_client = true,
+                                .end_us = at_us,
+                                .detail = what});
+              act();
+            });
 }
 
 void ScenarioEnv::require_sim(const std::string& why) const {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/harness/backend.h"
 #include "scenarios/checkers/checkers.h"
+#include "scenarios/harness/backend.h"
 #include "scenarios/harness/client.h"
 #include "scenarios/harness/options.h"
 #include "scenarios/harness/resource.h"
@@ -26,7 +26,8 @@ using Expectation = std::set<Invariant>;
 class ScenarioEnv {
  public:
   ScenarioEnv(ScenarioWorld& world, Recorder& recorder, GuardedResource& resource, Backend& backend,
-              const AdapterEntry& adapter, const Options& options, ClientSideLeases* leases, sim::World* sim);
+              const AdapterEntry& adapter, const Options& options, ClientSideLeases* leases,
+              sim::World* sim);
 
   ScenarioWorld& world() { return world_; }
   Backend& backend() { return backend_; }
@@ -42,13 +43,17 @@ class ScenarioEnv {
   Client& add_client(const std::string& name, int64_t clock_offset_us = 0, int64_t drift_ppm = 0);
   // Runs program as the client's process from true time start_ms (plus a seeded jitter of at most
   // jitter_us, printed in the trace). Returns the start time in true microseconds.
-  int64_t start(Client& client, int64_t start_ms, std::function<void(Client&)> program, int64_t jitter_us = 0);
+  int64_t start(Client& client, int64_t start_ms, std::function<void(Client&)> program,
+                int64_t jitter_us = 0);
   // A fault at true time at_us, recorded in the history (lasting duration_us) and the trace.
-  void schedule_fault_us(int64_t at_us, std::string what, std::function<void()> action, int64_t duration_us = 0);
+  void schedule_fault_us(int64_t at_us, std::string what, std::function<void()> action,
+                         int64_t duration_us = 0);
   // A fault that kills `client` at at_us (action does the killing): recorded as its death, so a
   // checker does not wait for the operation it had in flight.
-  void schedule_client_kill_us(int64_t at_us, const Client& client, std::string what, std::function<void()> action);
-  void schedule_fault(int64_t at_ms, std::string what, std::function<void()> action, int64_t duration_ms = 0) {
+  void schedule_client_kill_us(int64_t at_us, const Client& client, std::string what,
+                               std::function<void()> action);
+  void schedule_fault(int64_t at_ms, std::string what, std::function<void()> action,
+                      int64_t duration_ms = 0) {
     schedule_fault_us(at_ms * 1000, std::move(what), std::move(action), duration_ms * 1000);
   }
 
@@ -78,7 +83,8 @@ struct Scenario {
   std::vector<std::string> adapters;
   // The worlds whose faults it needs (a client paused from outside exists only in the simulator).
   std::vector<std::string> worlds = {"sim", "real"};
-  std::function<Expectation(const std::string& adapter, const Options& options, bool fencing_on)> expected;
+  std::function<Expectation(const std::string& adapter, const Options& options, bool fencing_on)>
+      expected;
   std::function<void(ScenarioEnv& env)> build;
 
   bool applies_to(const std::string& adapter) const;

@@ -37,14 +37,16 @@ class ScenarioWorld {
   virtual size_t trace_line(std::string_view text) = 0;
 
   // A client process node with its own clock (offset and drift only where the world can).
-  virtual int add_client_node(const std::string& name, int64_t clock_offset_us = 0, int64_t drift_ppm = 0) = 0;
+  virtual int add_client_node(const std::string& name, int64_t clock_offset_us = 0,
+                              int64_t drift_ppm = 0) = 0;
   virtual Clock& clock(int node) = 0;
   // Deterministic draws from the run's seed (jitter, client seeds).
   virtual int64_t draw_between(int64_t lo, int64_t hi) = 0;
   virtual uint64_t draw_u64() = 0;
 
   // Runs body as the node's process from true time start_us.
-  virtual void spawn(int node, const std::string& name, std::function<void()> body, TimeUs start_us) = 0;
+  virtual void spawn(int node, const std::string& name, std::function<void()> body,
+                     TimeUs start_us) = 0;
   // Runs fn at true time t_us (faults).
   virtual void at(TimeUs t_us, std::function<void()> fn) = 0;
   // Stop-the-world of a client for duration_us. From the client's own code it returns when the

@@ -2,19 +2,24 @@
 
 namespace lockstep {
 
-int SimScenarioWorld::add_client_node(const std::string& name, int64_t clock_offset_us, int64_t drift_ppm) {
+int SimScenarioWorld::add_client_node(const std::string& name, int64_t clock_offset_us,
+                                      int64_t drift_ppm) {
   return world_.add_node(name, {.offset_us = clock_offset_us, .drift_ppm = drift_ppm});
 }
 
-void SimScenarioWorld::spawn(int node, const std::string& name, std::function<void()> body, TimeUs start_us) {
+void SimScenarioWorld::spawn(int node, const std::string& name, std::function<void()> body,
+                             TimeUs start_us) {
   // A client killed by a fault unwinds with ProcessKilled (sim) or ClientKilled (its own crash()):
   // both end the process quietly.
-  world_.spawn(node, name, [fn = std::move(body)] {
-    try {
-      fn();
-    } catch (const ClientKilled&) {
-    }
-  }, start_us);
+  world_.spawn(
+      node, name,
+      [fn = std::move(body)] {
+        try {
+          fn();
+        } catch (const ClientKilled&) {
+        }
+      },
+      start_us);
 }
 
 }  // namespace lockstep

@@ -20,9 +20,14 @@ class SimScenarioWorld final : public ScenarioWorld {
   Clock& clock(int node) override { return world_.clock(node); }
   int64_t draw_between(int64_t lo, int64_t hi) override { return world_.prng().between(lo, hi); }
   uint64_t draw_u64() override { return world_.prng().next_u64(); }
-  void spawn(int node, const std::string& name, std::function<void()> body, TimeUs start_us) override;
-  void at(TimeUs t_us, std::function<void()> fn) override { world_.scheduler().at(t_us, std::move(fn)); }
-  void pause(int node, TimeUs duration_us) override { world_.pause(node, duration_us, "stop-the-world"); }
+  void spawn(int node, const std::string& name, std::function<void()> body,
+             TimeUs start_us) override;
+  void at(TimeUs t_us, std::function<void()> fn) override {
+    world_.scheduler().at(t_us, std::move(fn));
+  }
+  void pause(int node, TimeUs duration_us) override {
+    world_.pause(node, duration_us, "stop-the-world");
+  }
   void crash(int node) override { world_.crash(node); }
   int current_node() override { return world_.in_fiber() ? world_.current_node() : -1; }
 

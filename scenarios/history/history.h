@@ -27,7 +27,8 @@ enum class EventKind {
   fault,        // a fault happened (detail says what); ends at end_us if it has a duration
   heal,         // every fault has healed: the liveness clock starts
   final_value,  // the guarded resource's counter at the end (counter)
-  key_state,    // an in-process keyed lock now keeps `counter` entries (holders + waiters) for key; 0: freed
+  // an in-process keyed lock now keeps `counter` entries (holders + waiters) for key; 0: freed
+  key_state,
 };
 std::string_view to_string(EventKind kind);
 
@@ -47,14 +48,15 @@ struct HistoryEvent {
   Outcome outcome = Outcome::none;
   bool has_token = false;
   uint64_t token = 0;
-  bool shared = false;       // cs_enter/cs_exit: a shared (reader) hold
-  bool kills_client = false; // fault: it killed `client` (whose pending operation then never completes)
-  std::string server;        // grant/extend/revoke: which server
-  std::string value;         // grant/extend/revoke: the lease owner's unique value
-  int64_t ttl_us = 0;        // grant/extend: promised lease length in true time
-  int64_t counter = 0;       // access: the value read or written; final_value: the final count
-  TimeUs end_us = 0;         // fault: when it ends (== time_us for instant faults)
-  std::string detail;        // free text for people
+  bool shared = false;  // cs_enter/cs_exit: a shared (reader) hold
+  bool kills_client =
+      false;            // fault: it killed `client` (whose pending operation then never completes)
+  std::string server;   // grant/extend/revoke: which server
+  std::string value;    // grant/extend/revoke: the lease owner's unique value
+  int64_t ttl_us = 0;   // grant/extend: promised lease length in true time
+  int64_t counter = 0;  // access: the value read or written; final_value: the final count
+  TimeUs end_us = 0;    // fault: when it ends (== time_us for instant faults)
+  std::string detail;   // free text for people
   size_t trace_line = static_cast<size_t>(-1);
 };
 
@@ -62,13 +64,13 @@ struct HistoryEvent {
 struct HistoryMeta {
   int clients = 0;
   int servers = 1;
-  int quorum = 1;                  // servers whose leases make a grant (Redlock: N/2+1)
-  bool fencing_on = false;         // the resource refuses stale tokens
-  bool monotonic_tokens = false;   // the adapter claims strictly increasing tokens per key
-  TimeUs end_us = 0;               // when the run ended
-  TimeUs heal_us = 0;              // faults healed by then (0: none)
-  TimeUs liveness_bound_us = 0;    // 0: liveness not judged
-  bool keyed = false;              // an in-process keyed lock: fifo, writer_preference, no_leak judged
+  int quorum = 1;                 // servers whose leases make a grant (Redlock: N/2+1)
+  bool fencing_on = false;        // the resource refuses stale tokens
+  bool monotonic_tokens = false;  // the adapter claims strictly increasing tokens per key
+  TimeUs end_us = 0;              // when the run ended
+  TimeUs heal_us = 0;             // faults healed by then (0: none)
+  TimeUs liveness_bound_us = 0;   // 0: liveness not judged
+  bool keyed = false;  // an in-process keyed lock: fifo, writer_preference, no_leak judged
 };
 
 class History {

@@ -36,8 +36,10 @@ std::string testcase_xml(const JUnitCase& c) {
   std::string out = fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.6f}\"",
                                 xml_attribute(c.classname), xml_attribute(c.name), c.time_s);
   if (c.passed) return out + "/>\n";
-  return out + fmt::format(">\n      <failure message=\"{}\" type=\"failure\">{}</failure>\n    </testcase>\n",
-                           xml_attribute(c.failure_message), xml_escape(c.failure_text));
+  return out +
+         fmt::format(
+             ">\n      <failure message=\"{}\" type=\"failure\">{}</failure>\n    </testcase>\n",
+             xml_attribute(c.failure_message), xml_escape(c.failure_text));
 }
 
 std::string violations_line(const RunReport& report) {
@@ -68,29 +70,33 @@ std::string xml_escape(std::string_view text) {
 }
 
 std::string to_junit_xml(std::string_view suite, const std::vector<JUnitCase>& cases) {
-  const auto failures = std::count_if(cases.begin(), cases.end(), [](const JUnitCase& c) { return !c.passed; });
+  const auto failures =
+      std::count_if(cases.begin(), cases.end(), [](const JUnitCase& c) { return !c.passed; });
   double total_s = 0;
   for (const JUnitCase& c : cases) total_s += c.time_s;
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += fmt::format("<testsuites tests=\"{0}\" failures=\"{1}\" errors=\"0\" time=\"{2:.6f}\">\n"
-                     "  <testsuite name=\"{3}\" tests=\"{0}\" failures=\"{1}\" errors=\"0\" skipped=\"0\""
-                     " time=\"{2:.6f}\">\n",
-                     cases.size(), failures, total_s, xml_attribute(suite));
+  out += fmt::format(
+      "<testsuites tests=\"{0}\" failures=\"{1}\" errors=\"0\" time=\"{2:.6f}\">\n"
+      "  <testsuite name=\"{3}\" tests=\"{0}\" failures=\"{1}\" errors=\"0\" skipped=\"0\""
+      " time=\"{2:.6f}\">\n",
+      cases.size(), failures, total_s, xml_attribute(suite));
   for (const JUnitCase& c : cases) out += testcase_xml(c);
   return out + "  </testsuite>\n</testsuites>\n";
 }
 
-void write_junit(const std::filesystem::path& path, std::string_view suite, const std::vector<JUnitCase>& cases) {
+void write_junit(const std::filesystem::path& path, std::string_view suite,
+                 const std::vector<JUnitCase>& cases) {
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
   std::ofstream out(path);
   out << to_junit_xml(suite, cases);
-  if (ec || !out) throw std::runtime_error(fmt::format("cannot write JUnit XML to {}", path.string()));
+  if (ec || !out)
+    throw std::runtime_error(fmt::format("cannot write JUnit XML to {}", path.string()));
 }
 
 JUnitCase junit_case(const RunReport& report) {
-  JUnitCase c{.name = fmt::format("{}/{}/seed{}", report.config.scenario, fencing_name(report.config.fencing_on),
-                                  report.config.seed),
+  JUnitCase c{.name = fmt::format("{}/{}/seed{}", report.config.scenario,
+                                  fencing_name(report.config.fencing_on), report.config.seed),
               .classname = report.config.adapter,
               .passed = report.ok(),
               .time_s = static_cast<double>(report.stats.wall_time_us) / 1e6};

@@ -3,9 +3,10 @@
 // the command that replays it.
 //
 // to_junit_xml is generic (sweep and anything else that yields pass/fail cases can use it); the
-// junit_case turns a run into a case (explore/matrix_report.h turns a matrix into cases). The XML is well-formed whatever the
-// strings hold: text and attributes are escaped, and characters XML 1.0 cannot carry at all
-// (control characters other than tab, newline, carriage return) are written as '?'.
+// junit_case turns a run into a case (explore/matrix_report.h turns a matrix into cases). The XML
+// is well-formed whatever the strings hold: text and attributes are escaped, and characters XML 1.0
+// cannot carry at all (control characters other than tab, newline, carriage return) are written as
+// '?'.
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -28,11 +29,11 @@ struct JUnitCase {
 std::string to_junit_xml(std::string_view suite, const std::vector<JUnitCase>& cases);
 
 // Writes to_junit_xml to path (creating its directory). Throws std::runtime_error when it cannot.
-void write_junit(const std::filesystem::path& path, std::string_view suite, const std::vector<JUnitCase>& cases);
+void write_junit(const std::filesystem::path& path, std::string_view suite,
+                 const std::vector<JUnitCase>& cases);
 
 // A run: classname = adapter, name = scenario/fencing-X/seedN; fails when the run was not ok.
 JUnitCase junit_case(const RunReport& report);
-
 
 // "fencing-on" or "fencing-off", as case names spell it.
 std::string fencing_name(bool on);

@@ -71,22 +71,29 @@ nlohmann::json to_json(const RunReport& r) {
 }
 
 std::string to_text(const RunReport& r) {
-  std::string out = fmt::format("{} with {} ({}, seed {}, fencing {}): {}\n", r.config.scenario, r.config.adapter,
-                                r.config.world, r.config.seed, r.config.fencing_on ? "on" : "off", verdict(r));
+  std::string out =
+      fmt::format("{} with {} ({}, seed {}, fencing {}): {}\n", r.config.scenario, r.config.adapter,
+                  r.config.world, r.config.seed, r.config.fencing_on ? "on" : "off", verdict(r));
   if (r.end != "complete") out += fmt::format("  run did not complete: {}\n", r.end_message);
   for (const ReportedViolation& rv : r.violations) {
     const Violation& v = rv.violation;
-    out += fmt::format("  {} at {} on key {}: {}\n", to_string(v.invariant), ms(v.time_us), v.key, v.detail);
+    out += fmt::format("  {} at {} on key {}: {}\n", to_string(v.invariant), ms(v.time_us), v.key,
+                       v.detail);
     for (const std::string& line : rv.excerpt) out += fmt::format("      | {}\n", line);
   }
   const std::vector<std::string> expected = invariant_names(r.expected);
-  out += fmt::format("  expected: {} ({})\n", expected.empty() ? "safe" : "violation: " + fmt::format("{}", fmt::join(expected, ", ")),
-                     r.matches_expectation() ? "matches" : "DIFFERS");
-  out += fmt::format("  trace_hash {}; {} events, {} ops, {} acquisitions; {} simulated in {} wall\n", r.trace_hash,
-                     r.stats.events, r.stats.ops, r.stats.acquisitions, ms(r.stats.sim_time_us),
-                     ms(r.stats.wall_time_us));
+  out += fmt::format(
+      "  expected: {} ({})\n",
+      expected.empty() ? "safe" : "violation: " + fmt::format("{}", fmt::join(expected, ", ")),
+      r.matches_expectation() ? "matches" : "DIFFERS");
+  out +=
+      fmt::format("  trace_hash {}; {} events, {} ops, {} acquisitions; {} simulated in {} wall\n",
+                  r.trace_hash, r.stats.events, r.stats.ops, r.stats.acquisitions,
+                  ms(r.stats.sim_time_us), ms(r.stats.wall_time_us));
   if (!r.violations.empty() && r.config.scenario == kSwarmScenarioName) {
-    out += "  replay: lockstep replay REPORT.json (a generated workload: its report carries the spec)\n";
+    out +=
+        "  replay: lockstep replay REPORT.json (a generated workload: its report carries the "
+        "spec)\n";
   } else if (!r.violations.empty()) {
     out += fmt::format("  replay: {}\n", r.replay_command());
   }
@@ -101,7 +108,9 @@ std::filesystem::path write_report(const RunReport& report, const std::filesyste
                                    const nlohmann::json& workload) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) throw std::runtime_error(fmt::format("cannot create report dir {}: {}", dir.string(), ec.message()));
+  if (ec)
+    throw std::runtime_error(
+        fmt::format("cannot create report dir {}: {}", dir.string(), ec.message()));
   const std::filesystem::path json_path = dir / (file_stem(report) + ".json");
   const std::filesystem::path trace_path = dir / (file_stem(report) + ".trace");
   nlohmann::json j = to_json(report);
@@ -133,12 +142,14 @@ ReplaySpec read_replay_spec(const std::filesystem::path& report_json) {
     spec.config.world = j.at("world").get<std::string>();
     spec.config.seed = j.at("seed").get<uint64_t>();
     spec.config.fencing_on = j.at("fencing").get<std::string>() == "on";
-    for (const auto& assignment : j.at("overrides")) spec.config.sets.push_back(assignment.get<std::string>());
+    for (const auto& assignment : j.at("overrides"))
+      spec.config.sets.push_back(assignment.get<std::string>());
     spec.trace_hash = j.at("trace_hash").get<std::string>();
     if (j.contains("workload")) spec.workload = j.at("workload");
     return spec;
   } catch (const nlohmann::json::exception& e) {
-    throw UsageError(fmt::format("{} is not a lockstep report: {}", report_json.string(), e.what()));
+    throw UsageError(
+        fmt::format("{} is not a lockstep report: {}", report_json.string(), e.what()));
   }
 }
 

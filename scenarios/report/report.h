@@ -1,6 +1,6 @@
 #pragma once
-// Reports of runs: the JSON object of docs/DESIGN.md's contract, a text summary for people, files in a
-// report directory, and reading a report back to replay it.
+// Reports of runs: the JSON object of docs/DESIGN.md's contract, a text summary for people, files
+// in a report directory, and reading a report back to replay it.
 #include <filesystem>
 #include <string>
 

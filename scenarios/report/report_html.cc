@@ -332,7 +332,10 @@ constexpr std::string_view kLegend = R"html(<div class="legend">
 )html";
 
 nlohmann::json event_json(const HistoryEvent& e) {
-  nlohmann::json j = {{"index", e.index}, {"time_us", e.time_us}, {"kind", to_string(e.kind)}, {"text", describe(e)}};
+  nlohmann::json j = {{"index", e.index},
+                      {"time_us", e.time_us},
+                      {"kind", to_string(e.kind)},
+                      {"text", describe(e)}};
   if (e.client >= 0) j["client"] = e.client;
   if (!e.key.empty()) j["key"] = e.key;
   if (e.op != Op::none) j["op"] = to_string(e.op);
@@ -367,9 +370,10 @@ nlohmann::json timeline_data(const RunReport& report) {
 }  // namespace
 
 std::string html_page(std::string_view title, std::string_view body) {
-  return fmt::format("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n"
-                     "<style>{}</style>\n</head>\n<body>\n{}</body>\n</html>\n",
-                     html_escape(title), kStyle, body);
+  return fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n"
+      "<style>{}</style>\n</head>\n<body>\n{}</body>\n</html>\n",
+      html_escape(title), kStyle, body);
 }
 
 std::string html_escape(std::string_view text) { return xml_escape(text); }
@@ -390,14 +394,18 @@ std::string script_safe_json(const nlohmann::json& value) {
 
 std::string timeline_html(const RunReport& report) {
   const RunConfig& run = report.config;
-  const std::string title = fmt::format("lockstep: {} with {} seed {} fencing {}", run.scenario, run.adapter, run.seed,
-                                        run.fencing_on ? "on" : "off");
+  const std::string title = fmt::format("lockstep: {} with {} seed {} fencing {}", run.scenario,
+                                        run.adapter, run.seed, run.fencing_on ? "on" : "off");
   std::string body = "<div id=\"header\"></div>\n";
   body += kLegend;
-  body += "<div id=\"timeline\"></div>\n<details id=\"log\"><summary>history</summary><pre></pre></details>\n";
-  body += "<noscript>This timeline is drawn by an inline script; its data is in #lockstep-data.</noscript>\n";
-  body += "<script type=\"application/json\" id=\"lockstep-data\">" + script_safe_json(timeline_data(report)) +
-          "</script>\n";
+  body +=
+      "<div id=\"timeline\"></div>\n<details "
+      "id=\"log\"><summary>history</summary><pre></pre></details>\n";
+  body +=
+      "<noscript>This timeline is drawn by an inline script; its data is in "
+      "#lockstep-data.</noscript>\n";
+  body += "<script type=\"application/json\" id=\"lockstep-data\">" +
+          script_safe_json(timeline_data(report)) + "</script>\n";
   body += fmt::format("<script>{}</script>\n", kScript);
   return html_page(title, body);
 }

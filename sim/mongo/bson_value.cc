@@ -41,7 +41,8 @@ int compare_numbers(const Doc& a, const Doc& b) {
   if (a.is_number_float() || b.is_number_float()) {
     const double x = a.get<double>();
     const double y = b.get<double>();
-    if (std::isnan(x) || std::isnan(y)) return std::isnan(x) ? (std::isnan(y) ? 0 : -1) : 1;  // NaN first
+    if (std::isnan(x) || std::isnan(y))
+      return std::isnan(x) ? (std::isnan(y) ? 0 : -1) : 1;  // NaN first
     return x < y ? -1 : (x > y ? 1 : 0);
   }
   if (a.is_number_unsigned() && b.is_number_unsigned()) {
@@ -85,7 +86,8 @@ std::string quote(const std::string& s) {
 std::string render_number(const Doc& value) {
   if (value.is_number_float()) {
     const double d = value.get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 1e15) return fmt::format("{}.0", static_cast<int64_t>(d));
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 1e15)
+      return fmt::format("{}.0", static_cast<int64_t>(d));
     return fmt::format("{}", d);
   }
   if (value.is_number_unsigned()) return fmt::format("{}", value.get<uint64_t>());
@@ -94,7 +96,8 @@ std::string render_number(const Doc& value) {
 
 }  // namespace
 
-MongoError::MongoError(int code, std::string message) : std::runtime_error(std::move(message)), code_(code) {}
+MongoError::MongoError(int code, std::string message)
+    : std::runtime_error(std::move(message)), code_(code) {}
 
 Doc MongoError::reply() const {
   return Doc{{"ok", 0.0}, {"errmsg", what()}, {"code", code_}, {"codeName", code_name(code_)}};
@@ -106,7 +109,8 @@ std::string code_name(int code) {
 }
 
 bool is_object_id(const Doc& value) {
-  return value.is_object() && value.size() == 1 && value.contains("$oid") && value["$oid"].is_string();
+  return value.is_object() && value.size() == 1 && value.contains("$oid") &&
+         value["$oid"].is_string();
 }
 
 TypeRank type_rank(const Doc* value) {
@@ -152,7 +156,8 @@ int compare_values(const Doc* a, const Doc* b) {
     case TypeRank::null:
     case TypeRank::other: return 0;
     case TypeRank::number: return compare_numbers(*a, *b);
-    case TypeRank::string: return compare_strings(a->get_ref<const std::string&>(), b->get_ref<const std::string&>());
+    case TypeRank::string:
+      return compare_strings(a->get_ref<const std::string&>(), b->get_ref<const std::string&>());
     case TypeRank::boolean: return a->get<bool>() == b->get<bool>() ? 0 : (a->get<bool>() ? 1 : -1);
     case TypeRank::date: {
       const int64_t x = mongo_date_ms(*a);
@@ -160,7 +165,8 @@ int compare_values(const Doc* a, const Doc* b) {
       return x < y ? -1 : (x > y ? 1 : 0);
     }
     case TypeRank::object_id:
-      return compare_strings((*a)["$oid"].get_ref<const std::string&>(), (*b)["$oid"].get_ref<const std::string&>());
+      return compare_strings((*a)["$oid"].get_ref<const std::string&>(),
+                             (*b)["$oid"].get_ref<const std::string&>());
     case TypeRank::array: {
       const size_t n = std::min(a->size(), b->size());
       for (size_t i = 0; i < n; ++i) {
@@ -206,7 +212,8 @@ void set_path(Doc& doc, std::string_view path, Doc value) {
   while (true) {
     const size_t dot = path.find('.');
     const std::string step(path.substr(0, dot));
-    if (step.empty()) throw MongoError(56, fmt::format("An empty update path is not valid: '{}'", full));
+    if (step.empty())
+      throw MongoError(56, fmt::format("An empty update path is not valid: '{}'", full));
     if (dot == std::string_view::npos) {
       (*at)[step] = std::move(value);
       return;
@@ -214,9 +221,10 @@ void set_path(Doc& doc, std::string_view path, Doc value) {
     Doc& next = (*at)[step];  // creates null when absent
     if (next.is_null()) next = Doc::object();
     if (!next.is_object() || is_mongo_date(next) || is_object_id(next)) {
-      throw MongoError(28, fmt::format("Cannot create field '{}' in element {{{}: {}}}",
-                                       std::string(path.substr(dot + 1, path.find('.', dot + 1) - dot - 1)), step,
-                                       render(next)));
+      throw MongoError(
+          28, fmt::format("Cannot create field '{}' in element {{{}: {}}}",
+                          std::string(path.substr(dot + 1, path.find('.', dot + 1) - dot - 1)),
+                          step, render(next)));
     }
     at = &next;
     path.remove_prefix(dot + 1);
@@ -245,7 +253,8 @@ std::string render(const Doc& value) {
     case TypeRank::string: return quote(value.get<std::string>());
     case TypeRank::boolean: return value.get<bool>() ? "true" : "false";
     case TypeRank::date: return fmt::format("new Date({})", mongo_date_ms(value));
-    case TypeRank::object_id: return fmt::format("ObjectId('{}')", value["$oid"].get<std::string>());
+    case TypeRank::object_id:
+      return fmt::format("ObjectId('{}')", value["$oid"].get<std::string>());
     case TypeRank::array: {
       std::string out = "[";
       for (size_t i = 0; i < value.size(); ++i) out += (i ? ", " : " ") + render(value[i]);
@@ -274,7 +283,8 @@ std::string canonical_key(const Doc* value) {
     case TypeRank::number: {
       if (value->is_number_float()) {
         const double d = value->get<double>();
-        if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15) return out + fmt::format("{}", static_cast<int64_t>(d));
+        if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15)
+          return out + fmt::format("{}", static_cast<int64_t>(d));
         return out + fmt::format("{}", d);
       }
       return out + render_number(*value);
@@ -284,7 +294,8 @@ std::string canonical_key(const Doc* value) {
       return out;
     }
     case TypeRank::object: {
-      for (auto it = value->begin(); it != value->end(); ++it) out += quote(it.key()) + "=" + canonical_key(&it.value()) + ",";
+      for (auto it = value->begin(); it != value->end(); ++it)
+        out += quote(it.key()) + "=" + canonical_key(&it.value()) + ",";
       return out;
     }
     default: return out + render(*value);
@@ -307,8 +318,9 @@ int64_t as_int64(const Doc& number) {
   }
   if (number.is_number_unsigned()) {
     const auto u = number.get<uint64_t>();
-    return u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max()
-                                                                            : static_cast<int64_t>(u);
+    return u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+               ? std::numeric_limits<int64_t>::max()
+               : static_cast<int64_t>(u);
   }
   return number.get<int64_t>();
 }
@@ -318,7 +330,8 @@ bool truthy(const Doc* value) {
     case TypeRank::missing:
     case TypeRank::null: return false;
     case TypeRank::boolean: return value->get<bool>();
-    case TypeRank::number: return value->is_number_float() ? value->get<double>() != 0.0 : as_int64(*value) != 0;
+    case TypeRank::number:
+      return value->is_number_float() ? value->get<double>() != 0.0 : as_int64(*value) != 0;
     default: return true;
   }
 }

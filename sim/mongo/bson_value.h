@@ -34,15 +34,26 @@ class MongoError : public std::runtime_error {
   int code_;
 };
 
-// mongod's name for an error code ("DuplicateKey"), or "Location<code>" as mongod prints unnamed ones.
+// mongod's name for an error code ("DuplicateKey"), or "Location<code>" as mongod prints unnamed
+// ones.
 std::string code_name(int code);
 
 // BSON canonical type order; `missing` is a field that does not exist.
-enum class TypeRank { missing = 0, null = 5, number = 10, string = 15, object = 20, array = 25,
-                      object_id = 35, boolean = 40, date = 45, other = 100 };
+enum class TypeRank {
+  missing = 0,
+  null = 5,
+  number = 10,
+  string = 15,
+  object = 20,
+  array = 25,
+  object_id = 35,
+  boolean = 40,
+  date = 45,
+  other = 100
+};
 
 bool is_object_id(const Doc& value);
-TypeRank type_rank(const Doc* value);  // nullptr: missing
+TypeRank type_rank(const Doc* value);          // nullptr: missing
 std::string_view type_name(const Doc* value);  // "date", "string", ... for messages
 
 // Total BSON order (<0, 0, >0); nullptr is a missing value and sorts first.
@@ -51,13 +62,14 @@ inline bool values_equal(const Doc& a, const Doc& b) { return compare_values(&a,
 
 // The value at a dotted path, or nullptr when some step is missing or not an object.
 const Doc* lookup(const Doc& doc, std::string_view path);
-// Sets the value at a dotted path, creating objects on the way. Throws MongoError (28 PathNotViable)
-// when a step is a non-object value.
+// Sets the value at a dotted path, creating objects on the way. Throws MongoError (28
+// PathNotViable) when a step is a non-object value.
 void set_path(Doc& doc, std::string_view path, Doc value);
 // Removes the value at a dotted path; false if it was not there.
 bool unset_path(Doc& doc, std::string_view path);
 
-// Mongo shell rendering: "k", 12, new Date(1767225600000), ObjectId('...'), { a: 1 }, [ 1, 2 ], null.
+// Mongo shell rendering: "k", 12, new Date(1767225600000), ObjectId('...'), { a: 1 }, [ 1, 2 ],
+// null.
 std::string render(const Doc& value);
 // A string that is equal for two values exactly when compare_values says they are equal (1 and
 // 1.0 give the same), for unique-index maps.

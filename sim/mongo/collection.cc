@@ -16,7 +16,8 @@ std::optional<int64_t> ttl_date(const Doc* value) {
   if (!value->is_array()) return std::nullopt;
   std::optional<int64_t> earliest;
   for (const Doc& item : *value) {
-    if (is_mongo_date(item) && (!earliest || mongo_date_ms(item) < *earliest)) earliest = mongo_date_ms(item);
+    if (is_mongo_date(item) && (!earliest || mongo_date_ms(item) < *earliest))
+      earliest = mongo_date_ms(item);
   }
   return earliest;
 }
@@ -42,7 +43,8 @@ Collection::Collection() {
 
 std::string Collection::key_of(const IndexSpec& index, const Doc& doc) {
   std::string key;
-  for (auto it = index.key.begin(); it != index.key.end(); ++it) key += canonical_key(lookup(doc, it.key())) + "|";
+  for (auto it = index.key.begin(); it != index.key.end(); ++it)
+    key += canonical_key(lookup(doc, it.key())) + "|";
   return key;
 }
 
@@ -62,13 +64,15 @@ std::optional<int64_t> Collection::find_id(const Doc& id) const {
   return found->second;
 }
 
-std::optional<DuplicateKey> Collection::duplicate(const Doc& doc, std::optional<int64_t> self) const {
+std::optional<DuplicateKey> Collection::duplicate(const Doc& doc,
+                                                  std::optional<int64_t> self) const {
   for (const IndexSpec& index : indexes_) {
     if (!index.unique) continue;
     const auto& entries = unique_.at(index.name);
     const auto found = entries.find(key_of(index, doc));
     if (found != entries.end() && (!self || found->second != *self)) {
-      return DuplicateKey{.index = index.name, .key_pattern = index.key, .key_value = key_value_of(index, doc)};
+      return DuplicateKey{
+          .index = index.name, .key_pattern = index.key, .key_value = key_value_of(index, doc)};
     }
   }
   return std::nullopt;
@@ -130,7 +134,8 @@ std::optional<DuplicateKey> Collection::add_index(IndexSpec spec) {
     std::map<std::string, int64_t> entries;
     for (const auto& [rid, doc] : records_) {
       if (!entries.emplace(key_of(spec, doc), rid).second) {
-        return DuplicateKey{.index = spec.name, .key_pattern = spec.key, .key_value = key_value_of(spec, doc)};
+        return DuplicateKey{
+            .index = spec.name, .key_pattern = spec.key, .key_value = key_value_of(spec, doc)};
       }
     }
     unique_[spec.name] = std::move(entries);
@@ -254,8 +259,8 @@ void Database::undo(const MongoOp& op) {
 }
 
 std::string duplicate_key_message(const std::string& ns, const DuplicateKey& dup) {
-  return fmt::format("E11000 duplicate key error collection: {} index: {} dup key: {}", ns, dup.index,
-                     render(dup.key_value));
+  return fmt::format("E11000 duplicate key error collection: {} index: {} dup key: {}", ns,
+                     dup.index, render(dup.key_value));
 }
 
 }  // namespace lockstep::sim::mongo

@@ -48,7 +48,8 @@ class Collection {
   size_t size() const { return records_.size(); }
   std::optional<int64_t> find_id(const Doc& id) const;
   // A duplicate key `doc` would cause (ignoring record `self`), if any.
-  std::optional<DuplicateKey> duplicate(const Doc& doc, std::optional<int64_t> self = std::nullopt) const;
+  std::optional<DuplicateKey> duplicate(const Doc& doc,
+                                        std::optional<int64_t> self = std::nullopt) const;
 
   // Preconditions: doc has an _id and duplicate(doc) is empty (for replace: duplicate(doc, rid)).
   int64_t insert(Doc doc);
@@ -86,10 +87,10 @@ class Collection {
 struct MongoOp {
   enum class Kind { insert, update, remove, create_collection, create_index };
   Kind kind = Kind::insert;
-  std::string ns;     // "db.coll"
-  Doc before;         // update/remove: the pre-image
-  Doc after;          // insert/update: the post-image
-  IndexSpec index;    // create_index
+  std::string ns;   // "db.coll"
+  Doc before;       // update/remove: the pre-image
+  Doc after;        // insert/update: the post-image
+  IndexSpec index;  // create_index
 };
 
 std::string_view to_string(MongoOp::Kind kind);

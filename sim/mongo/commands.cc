@@ -10,18 +10,21 @@ namespace {
 
 // Fields a driver adds to every command; accepted and ignored.
 bool is_generic_field(const std::string& name) {
-  return name == "$db" || name == "lsid" || name == "$clusterTime" || name == "comment" || name == "$readPreference";
+  return name == "$db" || name == "lsid" || name == "$clusterTime" || name == "comment" ||
+         name == "$readPreference";
 }
 
-void check_fields(const Doc& object, std::string_view where, std::initializer_list<std::string_view> allowed,
-                  bool generic) {
+void check_fields(const Doc& object, std::string_view where,
+                  std::initializer_list<std::string_view> allowed, bool generic) {
   for (auto it = object.begin(); it != object.end(); ++it) {
     bool known = generic && is_generic_field(it.key());
     for (std::string_view a : allowed) known = known || it.key() == a;
     if (!known) {
-      throw MongoError(9, fmt::format("BSON field '{}.{}' is an unknown field (lockstep's simulated mongod supports "
-                                      "only what the lock adapter sends)",
-                                      where, it.key()));
+      throw MongoError(
+          9, fmt::format(
+                 "BSON field '{}.{}' is an unknown field (lockstep's simulated mongod supports "
+                 "only what the lock adapter sends)",
+                 where, it.key()));
     }
   }
 }
@@ -31,8 +34,9 @@ bool bool_field(const Doc& object, const char* name, std::string_view where, boo
   if (found == object.end()) return fallback;
   if (found->is_boolean()) return found->get<bool>();
   if (found->is_number()) return as_int64(*found) != 0;
-  throw MongoError(14, fmt::format("BSON field '{}.{}' is the wrong type '{}', expected type 'bool'", where, name,
-                                   type_name(&*found)));
+  throw MongoError(
+      14, fmt::format("BSON field '{}.{}' is the wrong type '{}', expected type 'bool'", where,
+                      name, type_name(&*found)));
 }
 
 std::string collection_of(const Doc& command, CommandContext& ctx) {
@@ -52,8 +56,9 @@ WriteConcern parse_write_concern(const Doc& command, int members) {
   if (const auto w = found->find("w"); w != found->end()) {
     if (w->is_string()) {
       if (w->get<std::string>() != "majority") {
-        throw MongoError(79, fmt::format("No write concern mode named '{}' found in replica set configuration",
-                                         w->get<std::string>()));
+        throw MongoError(
+            79, fmt::format("No write concern mode named '{}' found in replica set configuration",
+                            w->get<std::string>()));
       }
       wc.majority = true;
     } else if (w->is_number()) {
@@ -81,7 +86,8 @@ Doc write_error(size_t index, const MongoError& e) {
 class DuplicateKeyError : public MongoError {
  public:
   DuplicateKeyError(const std::string& ns, DuplicateKey dup, std::string prefix = "")
-      : MongoError(mongo_error::kDuplicateKey, prefix + duplicate_key_message(ns, dup)), dup_(std::move(dup)) {}
+      : MongoError(mongo_error::kDuplicateKey, prefix + duplicate_key_message(ns, dup)),
+        dup_(std::move(dup)) {}
   Doc reply_doc() const {
     Doc r = reply();
     r["keyPattern"] = dup_.key_pattern;
@@ -95,7 +101,8 @@ class DuplicateKeyError : public MongoError {
 
 // Inserts an upserted document: the collection is created first when needed (its own op, as mongod
 // logs an implicit create).
-void insert_document(CommandContext& ctx, const std::string& ns, Doc doc, std::vector<MongoOp>& ops) {
+void insert_document(CommandContext& ctx, const std::string& ns, Doc doc,
+                     std::vector<MongoOp>& ops) {
   if (ctx.db.find(ns) == nullptr) {
     ctx.db.get_or_create(ns);
     ops.push_back(MongoOp{.kind = MongoOp::Kind::create_collection, .ns = ns});
@@ -112,7 +119,8 @@ Doc upsert_document(const Doc& filter, const Doc& update, CommandContext& ctx) {
   return doc;
 }
 
-std::vector<int64_t> matching(const Collection* coll, const Doc& filter, const ExprContext& ectx, size_t limit) {
+std::vector<int64_t> matching(const Collection* coll, const Doc& filter, const ExprContext& ectx,
+                              size_t limit) {
   std::vector<int64_t> out;
   if (coll == nullptr) return out;
   for (const auto& [rid, doc] : coll->records()) {
@@ -125,18 +133,21 @@ std::vector<int64_t> matching(const Collection* coll, const Doc& filter, const E
 // --- update ---
 
 // One update statement; throws MongoError (a writeError) or returns after applying it.
-void update_statement(const Doc& stmt, size_t index, const std::string& ns, CommandContext& ctx, CommandResult& result,
-                      int64_t& n, int64_t& modified, Doc& upserted) {
+void update_statement(const Doc& stmt, size_t index, const std::string& ns, CommandContext& ctx,
+                      CommandResult& result, int64_t& n, int64_t& modified, Doc& upserted) {
   check_fields(stmt, "update.updates", {"q", "u", "upsert", "multi"}, false);
-  if (!stmt.contains("q") || !stmt["q"].is_object()) throw MongoError(9, "BSON field 'update.updates.q' is missing but a required field");
-  if (!stmt.contains("u")) throw MongoError(9, "BSON field 'update.updates.u' is missing but a required field");
+  if (!stmt.contains("q") || !stmt["q"].is_object())
+    throw MongoError(9, "BSON field 'update.updates.q' is missing but a required field");
+  if (!stmt.contains("u"))
+    throw MongoError(9, "BSON field 'update.updates.u' is missing but a required field");
   const Doc& q = stmt["q"];
   const Doc& u = stmt["u"];
   const bool upsert = bool_field(stmt, "upsert", "update.updates", false);
   const bool multi = bool_field(stmt, "multi", "update.updates", false);
   validate_filter(q);
   validate_update(u);
-  if (multi && !u.is_array() && !(u.is_object() && !u.empty() && u.begin().key().starts_with('$'))) {
+  if (multi && !u.is_array() &&
+      !(u.is_object() && !u.empty() && u.begin().key().starts_with('$'))) {
     throw MongoError(9, "multi update is not supported for replacement-style update");
   }
   const ExprContext ectx{.now_ms = ctx.now_ms};
@@ -147,7 +158,8 @@ void update_statement(const Doc& stmt, size_t index, const std::string& ns, Comm
     Doc doc = upsert_document(q, u, ctx);
     const Collection* target = ctx.db.find(ns);
     if (target != nullptr) {
-      if (std::optional<DuplicateKey> dup = target->duplicate(doc)) throw DuplicateKeyError(ns, *dup);
+      if (std::optional<DuplicateKey> dup = target->duplicate(doc))
+        throw DuplicateKeyError(ns, *dup);
     }
     const Doc id = doc["_id"];
     insert_document(ctx, ns, std::move(doc), result.ops);
@@ -161,20 +173,24 @@ void update_statement(const Doc& stmt, size_t index, const std::string& ns, Comm
     apply_update(u, after, false, ectx);
     ++n;
     if (after == before) continue;  // a no-op: no oplog entry, as in mongod
-    if (std::optional<DuplicateKey> dup = coll->duplicate(after, rid)) throw DuplicateKeyError(ns, *dup);
+    if (std::optional<DuplicateKey> dup = coll->duplicate(after, rid))
+      throw DuplicateKeyError(ns, *dup);
     coll->replace(rid, after);
     ++modified;
-    result.ops.push_back(MongoOp{.kind = MongoOp::Kind::update, .ns = ns, .before = before, .after = std::move(after)});
+    result.ops.push_back(MongoOp{
+        .kind = MongoOp::Kind::update, .ns = ns, .before = before, .after = std::move(after)});
   }
 }
 
 void run_update(const Doc& command, CommandContext& ctx, CommandResult& result) {
-  check_fields(command, "update", {"update", "updates", "ordered", "writeConcern", "bypassDocumentValidation"}, true);
+  check_fields(command, "update",
+               {"update", "updates", "ordered", "writeConcern", "bypassDocumentValidation"}, true);
   const std::string ns = collection_of(command, ctx);
   if (!command.contains("updates") || !command["updates"].is_array()) {
     throw MongoError(9, "BSON field 'update.updates' is missing but a required field");
   }
-  if (command["updates"].empty()) throw MongoError(9, "Write batch sizes must be between 1 and 100000. Got 0 operations.");
+  if (command["updates"].empty())
+    throw MongoError(9, "Write batch sizes must be between 1 and 100000. Got 0 operations.");
   const bool ordered = bool_field(command, "ordered", "update", true);
   result.write_concern = parse_write_concern(command, ctx.members);
   result.is_write = true;
@@ -185,12 +201,16 @@ void run_update(const Doc& command, CommandContext& ctx, CommandResult& result) 
   const Doc& updates = command["updates"];
   for (size_t i = 0; i < updates.size(); ++i) {
     try {
-      if (!updates[i].is_object()) throw MongoError(14, "BSON field 'update.updates' elements must be objects");
+      if (!updates[i].is_object())
+        throw MongoError(14, "BSON field 'update.updates' elements must be objects");
       update_statement(updates[i], i, ns, ctx, result, n, modified, upserted);
     } catch (const DuplicateKeyError& e) {
       const Doc full = e.reply_doc();
-      errors.push_back(Doc{{"index", i}, {"code", e.code()}, {"keyPattern", full["keyPattern"]},
-                           {"keyValue", full["keyValue"]}, {"errmsg", e.what()}});
+      errors.push_back(Doc{{"index", i},
+                           {"code", e.code()},
+                           {"keyPattern", full["keyPattern"]},
+                           {"keyValue", full["keyValue"]},
+                           {"errmsg", e.what()}});
       if (ordered) break;
     } catch (const MongoError& e) {
       errors.push_back(write_error(i, e));
@@ -211,7 +231,8 @@ void run_delete(const Doc& command, CommandContext& ctx, CommandResult& result) 
   if (!command.contains("deletes") || !command["deletes"].is_array()) {
     throw MongoError(9, "BSON field 'delete.deletes' is missing but a required field");
   }
-  if (command["deletes"].empty()) throw MongoError(9, "Write batch sizes must be between 1 and 100000. Got 0 operations.");
+  if (command["deletes"].empty())
+    throw MongoError(9, "Write batch sizes must be between 1 and 100000. Got 0 operations.");
   const bool ordered = bool_field(command, "ordered", "delete", true);
   result.write_concern = parse_write_concern(command, ctx.members);
   result.is_write = true;
@@ -221,20 +242,26 @@ void run_delete(const Doc& command, CommandContext& ctx, CommandResult& result) 
   for (size_t i = 0; i < deletes.size(); ++i) {
     try {
       const Doc& stmt = deletes[i];
-      if (!stmt.is_object()) throw MongoError(14, "BSON field 'delete.deletes' elements must be objects");
+      if (!stmt.is_object())
+        throw MongoError(14, "BSON field 'delete.deletes' elements must be objects");
       check_fields(stmt, "delete.deletes", {"q", "limit"}, false);
-      if (!stmt.contains("q") || !stmt["q"].is_object()) throw MongoError(9, "BSON field 'delete.deletes.q' is missing but a required field");
+      if (!stmt.contains("q") || !stmt["q"].is_object())
+        throw MongoError(9, "BSON field 'delete.deletes.q' is missing but a required field");
       if (!stmt.contains("limit") || !stmt["limit"].is_number()) {
         throw MongoError(9, "BSON field 'delete.deletes.limit' is missing but a required field");
       }
       const int64_t limit = as_int64(stmt["limit"]);
-      if (limit != 0 && limit != 1) throw MongoError(9, fmt::format("The limit field in delete objects must be 0 or 1. Got {}", limit));
+      if (limit != 0 && limit != 1)
+        throw MongoError(
+            9, fmt::format("The limit field in delete objects must be 0 or 1. Got {}", limit));
       validate_filter(stmt["q"]);
       Collection* coll = ctx.db.find(ns);
-      for (const int64_t rid : matching(coll, stmt["q"], ExprContext{.now_ms = ctx.now_ms}, static_cast<size_t>(limit))) {
+      for (const int64_t rid : matching(coll, stmt["q"], ExprContext{.now_ms = ctx.now_ms},
+                                        static_cast<size_t>(limit))) {
         Doc before = coll->records().at(rid);
         coll->remove(rid);
-        result.ops.push_back(MongoOp{.kind = MongoOp::Kind::remove, .ns = ns, .before = std::move(before)});
+        result.ops.push_back(
+            MongoOp{.kind = MongoOp::Kind::remove, .ns = ns, .before = std::move(before)});
         ++n;
       }
     } catch (const MongoError& e) {
@@ -251,17 +278,22 @@ void run_delete(const Doc& command, CommandContext& ctx, CommandResult& result) 
 
 void run_find_and_modify(const Doc& command, CommandContext& ctx, CommandResult& result) {
   const std::string name = command_name(command);
-  check_fields(command, name, {name, "query", "update", "remove", "new", "upsert", "writeConcern", "bypassDocumentValidation"},
+  check_fields(command, name,
+               {name, "query", "update", "remove", "new", "upsert", "writeConcern",
+                "bypassDocumentValidation"},
                true);
   const std::string ns = collection_of(command, ctx);
   const Doc query = command.contains("query") ? command["query"] : Doc::object();
-  if (!query.is_object()) throw MongoError(14, "BSON field 'findAndModify.query' must be an object");
+  if (!query.is_object())
+    throw MongoError(14, "BSON field 'findAndModify.query' must be an object");
   const bool remove = bool_field(command, "remove", name, false);
   const bool return_new = bool_field(command, "new", name, false);
   const bool upsert = bool_field(command, "upsert", name, false);
   const bool has_update = command.contains("update");
-  if (remove == has_update) throw MongoError(9, "Either an update or remove=true must be specified");
-  if (remove && (upsert || return_new)) throw MongoError(9, "Cannot specify both upsert=true and remove=true");
+  if (remove == has_update)
+    throw MongoError(9, "Either an update or remove=true must be specified");
+  if (remove && (upsert || return_new))
+    throw MongoError(9, "Cannot specify both upsert=true and remove=true");
   result.write_concern = parse_write_concern(command, ctx.members);
   result.is_write = true;
   validate_filter(query);
@@ -277,7 +309,8 @@ void run_find_and_modify(const Doc& command, CommandContext& ctx, CommandResult&
     if (upsert) {
       Doc doc = upsert_document(query, update, ctx);
       if (coll != nullptr) {
-        if (std::optional<DuplicateKey> dup = coll->duplicate(doc)) throw DuplicateKeyError(ns, *dup);
+        if (std::optional<DuplicateKey> dup = coll->duplicate(doc))
+          throw DuplicateKeyError(ns, *dup);
       }
       last_error["n"] = 1;
       last_error["upserted"] = doc["_id"];
@@ -291,55 +324,70 @@ void run_find_and_modify(const Doc& command, CommandContext& ctx, CommandResult&
     if (remove) {
       coll->remove(rid);
       value = before;
-      result.ops.push_back(MongoOp{.kind = MongoOp::Kind::remove, .ns = ns, .before = std::move(before)});
+      result.ops.push_back(
+          MongoOp{.kind = MongoOp::Kind::remove, .ns = ns, .before = std::move(before)});
     } else {
       last_error["updatedExisting"] = true;
       Doc after = before;
       apply_update(update, after, false, ectx);
       if (after != before) {
-        if (std::optional<DuplicateKey> dup = coll->duplicate(after, rid)) throw DuplicateKeyError(ns, *dup);
+        if (std::optional<DuplicateKey> dup = coll->duplicate(after, rid))
+          throw DuplicateKeyError(ns, *dup);
         coll->replace(rid, after);
-        result.ops.push_back(MongoOp{.kind = MongoOp::Kind::update, .ns = ns, .before = before, .after = after});
+        result.ops.push_back(
+            MongoOp{.kind = MongoOp::Kind::update, .ns = ns, .before = before, .after = after});
       }
       value = return_new ? after : before;
     }
   }
-  result.reply = Doc{{"lastErrorObject", std::move(last_error)}, {"value", std::move(value)}, {"ok", 1.0}};
+  result.reply =
+      Doc{{"lastErrorObject", std::move(last_error)}, {"value", std::move(value)}, {"ok", 1.0}};
 }
 
 // --- find ---
 
 void run_find(const Doc& command, CommandContext& ctx, CommandResult& result) {
-  check_fields(command, "find", {"find", "filter", "limit", "singleBatch", "batchSize", "skip", "readConcern"}, true);
+  check_fields(command, "find",
+               {"find", "filter", "limit", "singleBatch", "batchSize", "skip", "readConcern"},
+               true);
   const std::string ns = collection_of(command, ctx);
   const Doc filter = command.contains("filter") ? command["filter"] : Doc::object();
-  if (!filter.is_object()) throw MongoError(14, "BSON field 'find.filter' is the wrong type, expected type 'object'");
+  if (!filter.is_object())
+    throw MongoError(14, "BSON field 'find.filter' is the wrong type, expected type 'object'");
   int64_t limit = 0;
   if (command.contains("limit")) {
-    if (!command["limit"].is_number()) throw MongoError(14, "BSON field 'find.limit' is the wrong type");
+    if (!command["limit"].is_number())
+      throw MongoError(14, "BSON field 'find.limit' is the wrong type");
     limit = as_int64(command["limit"]);
-    if (limit < 0) throw MongoError(51024, fmt::format("BSON field 'limit' value must be >= 0, actual value '{}'", limit));
+    if (limit < 0)
+      throw MongoError(
+          51024, fmt::format("BSON field 'limit' value must be >= 0, actual value '{}'", limit));
   }
   int64_t skip = 0;
   if (command.contains("skip")) {
-    if (!command["skip"].is_number() || as_int64(command["skip"]) < 0) throw MongoError(51024, "BSON field 'skip' value must be >= 0");
+    if (!command["skip"].is_number() || as_int64(command["skip"]) < 0)
+      throw MongoError(51024, "BSON field 'skip' value must be >= 0");
     skip = as_int64(command["skip"]);
   }
   bool_field(command, "singleBatch", "find", false);
   bool majority = false;
   if (command.contains("readConcern")) {
     const Doc& rc = command["readConcern"];
-    if (!rc.is_object()) throw MongoError(14, "BSON field 'find.readConcern' is the wrong type, expected type 'object'");
+    if (!rc.is_object())
+      throw MongoError(14,
+                       "BSON field 'find.readConcern' is the wrong type, expected type 'object'");
     check_fields(rc, "readConcern", {"level"}, false);
     if (rc.contains("level")) {
-      if (!rc["level"].is_string()) throw MongoError(14, "BSON field 'readConcern.level' is the wrong type");
+      if (!rc["level"].is_string())
+        throw MongoError(14, "BSON field 'readConcern.level' is the wrong type");
       const std::string level = rc["level"].get<std::string>();
       if (level == "majority") {
         majority = true;
       } else if (level != "local" && level != "available") {
-        throw MongoError(2, fmt::format("readConcern level '{}' is not supported by lockstep's simulated mongod "
-                                        "(local, available, majority)",
-                                        level));
+        throw MongoError(
+            2, fmt::format("readConcern level '{}' is not supported by lockstep's simulated mongod "
+                           "(local, available, majority)",
+                           level));
       }
     }
   }
@@ -359,7 +407,8 @@ void run_find(const Doc& command, CommandContext& ctx, CommandResult& result) {
   } else if (const Collection* coll = ctx.db.find(ns)) {
     scan(*coll);
   }
-  result.reply = Doc{{"cursor", {{"firstBatch", std::move(batch)}, {"id", int64_t{0}}, {"ns", ns}}}, {"ok", 1.0}};
+  result.reply = Doc{{"cursor", {{"firstBatch", std::move(batch)}, {"id", int64_t{0}}, {"ns", ns}}},
+                     {"ok", 1.0}};
 }
 
 // --- createIndexes ---
@@ -369,26 +418,34 @@ IndexSpec parse_index(const Doc& spec) {
   for (auto it = spec.begin(); it != spec.end(); ++it) {
     const std::string& f = it.key();
     if (f != "key" && f != "name" && f != "unique" && f != "expireAfterSeconds" && f != "v") {
-      throw MongoError(197, fmt::format("The field '{}' is not valid for an index specification. Specification: {}", f,
-                                        render(spec)));
+      throw MongoError(
+          197,
+          fmt::format("The field '{}' is not valid for an index specification. Specification: {}",
+                      f, render(spec)));
     }
   }
   if (!spec.contains("key") || !spec["key"].is_object() || spec["key"].empty()) {
-    throw MongoError(9, fmt::format("Error in specification {} :: caused by :: The 'key' field is a required property "
-                                    "of an index specification",
-                                    render(spec)));
+    throw MongoError(
+        9, fmt::format(
+               "Error in specification {} :: caused by :: The 'key' field is a required property "
+               "of an index specification",
+               render(spec)));
   }
   if (!spec.contains("name") || !spec["name"].is_string()) {
-    throw MongoError(9, fmt::format("Error in specification {} :: caused by :: The 'name' field is a required property "
-                                    "of an index specification",
-                                    render(spec)));
+    throw MongoError(
+        9, fmt::format(
+               "Error in specification {} :: caused by :: The 'name' field is a required property "
+               "of an index specification",
+               render(spec)));
   }
   IndexSpec out{.name = spec["name"].get<std::string>(), .key = spec["key"]};
   for (auto it = out.key.begin(); it != out.key.end(); ++it) {
     if (!it.value().is_number() || (as_int64(it.value()) != 1 && as_int64(it.value()) != -1)) {
-      throw MongoError(67, fmt::format("Error in specification {} :: caused by :: Values in the index key pattern can "
-                                       "only be 1 or -1 in lockstep's simulated mongod",
-                                       render(spec)));
+      throw MongoError(
+          67, fmt::format(
+                  "Error in specification {} :: caused by :: Values in the index key pattern can "
+                  "only be 1 or -1 in lockstep's simulated mongod",
+                  render(spec)));
     }
   }
   if (spec.contains("unique")) out.unique = bool_field(spec, "unique", "index", false);
@@ -397,16 +454,20 @@ IndexSpec parse_index(const Doc& spec) {
     if (!e.is_number() || as_int64(e) < 0) {
       throw MongoError(67, "TTL index 'expireAfterSeconds' option must be a non-negative number");
     }
-    if (out.key.size() != 1) throw MongoError(67, "TTL indexes are single-field indexes, compound indexes do not support TTL.");
+    if (out.key.size() != 1)
+      throw MongoError(
+          67, "TTL indexes are single-field indexes, compound indexes do not support TTL.");
     out.expire_after_seconds = as_int64(e);
   }
   return out;
 }
 
 void run_create_indexes(const Doc& command, CommandContext& ctx, CommandResult& result) {
-  check_fields(command, "createIndexes", {"createIndexes", "indexes", "writeConcern", "commitQuorum"}, true);
+  check_fields(command, "createIndexes",
+               {"createIndexes", "indexes", "writeConcern", "commitQuorum"}, true);
   const std::string ns = collection_of(command, ctx);
-  if (!command.contains("indexes") || !command["indexes"].is_array() || command["indexes"].empty()) {
+  if (!command.contains("indexes") || !command["indexes"].is_array() ||
+      command["indexes"].empty()) {
     throw MongoError(9, "Must specify at least one index to create");
   }
   result.write_concern = parse_write_concern(command, ctx.members);
@@ -421,28 +482,37 @@ void run_create_indexes(const Doc& command, CommandContext& ctx, CommandResult& 
     const IndexSpec* same_name = existing ? existing->index_named(spec.name) : nullptr;
     const IndexSpec* same_key = existing ? existing->index_with_key(spec.key) : nullptr;
     if (same_name != nullptr && same_name->key != spec.key) {
-      throw MongoError(86, fmt::format("An existing index has the same name as the requested index. Requested index: "
-                                       "{}, existing index: {}",
-                                       render(spec.to_doc()), render(same_name->to_doc())));
+      throw MongoError(
+          86, fmt::format(
+                  "An existing index has the same name as the requested index. Requested index: "
+                  "{}, existing index: {}",
+                  render(spec.to_doc()), render(same_name->to_doc())));
     }
     if (same_key != nullptr && same_key->name != spec.name) {
-      throw MongoError(85, fmt::format("Index already exists with a different name: {}", same_key->name));
+      throw MongoError(
+          85, fmt::format("Index already exists with a different name: {}", same_key->name));
     }
     if (same_key != nullptr && !same_key->same_options(spec)) {
-      throw MongoError(85, fmt::format("An equivalent index already exists with the same name but different options. "
-                                       "Requested index: {}, existing index: {}",
-                                       render(spec.to_doc()), render(same_key->to_doc())));
+      throw MongoError(
+          85, fmt::format(
+                  "An equivalent index already exists with the same name but different options. "
+                  "Requested index: {}, existing index: {}",
+                  render(spec.to_doc()), render(same_key->to_doc())));
     }
     if (same_key != nullptr) continue;
     for (const IndexSpec& earlier : to_build) {
       if (earlier.name == spec.name || earlier.key == spec.key) {
-        throw MongoError(85, fmt::format("Index with name: {} already exists with different options", spec.name));
+        throw MongoError(
+            85,
+            fmt::format("Index with name: {} already exists with different options", spec.name));
       }
     }
     to_build.push_back(std::move(spec));
   }
   if (to_build.empty()) {
-    result.reply = Doc{{"numIndexesBefore", before}, {"numIndexesAfter", before}, {"note", "all indexes already exist"},
+    result.reply = Doc{{"numIndexesBefore", before},
+                       {"numIndexesAfter", before},
+                       {"note", "all indexes already exist"},
                        {"ok", 1.0}};
     return;
   }
@@ -455,7 +525,8 @@ void run_create_indexes(const Doc& command, CommandContext& ctx, CommandResult& 
   Collection& coll = ctx.db.get_or_create(ns);
   for (const IndexSpec& spec : to_build) {
     if (std::optional<DuplicateKey> dup = coll.add_index(spec)) {
-      for (auto op = ops.rbegin(); op != ops.rend(); ++op) ctx.db.undo(*op);  // an index build is all or nothing
+      for (auto op = ops.rbegin(); op != ops.rend(); ++op)
+        ctx.db.undo(*op);  // an index build is all or nothing
       throw DuplicateKeyError(ns, *dup, "Index build failed: ");
     }
     ops.push_back(MongoOp{.kind = MongoOp::Kind::create_index, .ns = ns, .index = spec});
@@ -523,9 +594,11 @@ std::string summarize(const Doc& command) {
   const std::string name = command_name(command);
   if (name.empty()) return "(empty)";
   const Doc& target = command.begin().value();
-  std::string out = name + " " + (target.is_string() ? target.get<std::string>() : short_json(target));
+  std::string out =
+      name + " " + (target.is_string() ? target.get<std::string>() : short_json(target));
   auto first_of = [&](const char* field) -> const Doc* {
-    if (!command.contains(field) || !command[field].is_array() || command[field].empty()) return nullptr;
+    if (!command.contains(field) || !command[field].is_array() || command[field].empty())
+      return nullptr;
     return &command[field][0];
   };
   if (name == "update") {
@@ -534,14 +607,18 @@ std::string summarize(const Doc& command) {
       if (s->value("upsert", false)) out += " upsert";
     }
   } else if (name == "delete") {
-    if (const Doc* s = first_of("deletes"); s != nullptr && s->is_object()) out += " q=" + short_json(s->value("q", Doc()));
+    if (const Doc* s = first_of("deletes"); s != nullptr && s->is_object())
+      out += " q=" + short_json(s->value("q", Doc()));
   } else if (name == "findAndModify" || name == "findandmodify") {
-    out += " q=" + short_json(command.value("query", Doc())) + " u=" + short_json(command.value("update", Doc()));
+    out += " q=" + short_json(command.value("query", Doc())) +
+           " u=" + short_json(command.value("update", Doc()));
   } else if (name == "find") {
     out += " " + short_json(command.value("filter", Doc::object()));
     if (command.contains("readConcern")) out += " rc=" + short_json(command["readConcern"]);
   } else if (name == "createIndexes") {
-    out += fmt::format(" {} indexes", command.contains("indexes") && command["indexes"].is_array() ? command["indexes"].size() : 0);
+    out += fmt::format(" {} indexes", command.contains("indexes") && command["indexes"].is_array()
+                                          ? command["indexes"].size()
+                                          : 0);
   }
   if (command.contains("writeConcern")) out += " wc=" + short_json(command["writeConcern"]);
   return out;

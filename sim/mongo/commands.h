@@ -23,8 +23,8 @@
 namespace lockstep::sim::mongo {
 
 struct WriteConcern {
-  bool majority = true;   // mongod 5.0+'s implicit default is {w: "majority"}
-  int w = 1;              // when !majority: how many members must have applied the write
+  bool majority = true;     // mongod 5.0+'s implicit default is {w: "majority"}
+  int w = 1;                // when !majority: how many members must have applied the write
   int64_t wtimeout_ms = 0;  // 0: wait without a bound
   Doc to_doc() const;
 };
@@ -36,8 +36,8 @@ std::string command_name(const Doc& command);  // the first key, or "" when ther
 struct CommandContext {
   Database& db;
   std::string database;
-  int64_t now_ms = 0;  // $$NOW: the executing node's wall clock
-  int members = 1;     // for w: n > members (100 UnsatisfiableWriteConcern)
+  int64_t now_ms = 0;            // $$NOW: the executing node's wall clock
+  int members = 1;               // for w: n > members (100 UnsatisfiableWriteConcern)
   std::function<Doc()> next_id;  // a fresh {"$oid": ...}
   // The collection as of the majority commit point (readConcern majority).
   std::function<Collection(const std::string& ns)> majority_view;

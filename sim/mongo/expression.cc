@@ -13,16 +13,17 @@ namespace {
 using Value = std::optional<Doc>;
 
 const std::set<std::string, std::less<>>& operators() {
-  static const std::set<std::string, std::less<>> names{"$add", "$subtract", "$lt",  "$lte",  "$gt",     "$gte",
-                                                        "$eq",  "$ne",       "$cmp", "$and",  "$or",     "$not",
-                                                        "$cond", "$ifNull",  "$literal"};
+  static const std::set<std::string, std::less<>> names{
+      "$add", "$subtract", "$lt", "$lte", "$gt",   "$gte",    "$eq",     "$ne",
+      "$cmp", "$and",      "$or", "$not", "$cond", "$ifNull", "$literal"};
   return names;
 }
 
 bool is_literal_object(const Doc& value) { return is_mongo_date(value) || is_object_id(value); }
 
 bool is_operator_object(const Doc& expr) {
-  return expr.is_object() && !expr.empty() && !is_literal_object(expr) && expr.begin().key().starts_with('$');
+  return expr.is_object() && !expr.empty() && !is_literal_object(expr) &&
+         expr.begin().key().starts_with('$');
 }
 
 // The arguments of an operator: an array as is, anything else as a one-element list.
@@ -39,7 +40,9 @@ std::vector<const Doc*> arguments(const Doc& args) {
 void expect_arity(std::string_view op, const Doc& args, size_t n) {
   const size_t got = args.is_array() ? args.size() : 1;
   if (got != n) {
-    throw MongoError(16020, fmt::format("Expression {} takes exactly {} arguments. {} were passed in.", op, n, got));
+    throw MongoError(
+        16020,
+        fmt::format("Expression {} takes exactly {} arguments. {} were passed in.", op, n, got));
   }
 }
 
@@ -60,7 +63,8 @@ Value add(const Doc& args, const Doc& root, const ExprContext& ctx) {
       continue;
     }
     if (rank != TypeRank::number) {
-      throw MongoError(16554, fmt::format("$add only supports numeric or date types, not {}", type_name(&*v)));
+      throw MongoError(
+          16554, fmt::format("$add only supports numeric or date types, not {}", type_name(&*v)));
     }
     if (v->is_number_float()) any_double = true;
     int_sum += as_int64(*v);
@@ -78,15 +82,19 @@ Value subtract(const Doc& args, const Doc& root, const ExprContext& ctx) {
   const TypeRank ra = type_rank(a ? &*a : nullptr);
   const TypeRank rb = type_rank(b ? &*b : nullptr);
   if (ra <= TypeRank::null || rb <= TypeRank::null) return Doc(nullptr);
-  if (ra == TypeRank::date && rb == TypeRank::date) return Doc(mongo_date_ms(*a) - mongo_date_ms(*b));
+  if (ra == TypeRank::date && rb == TypeRank::date)
+    return Doc(mongo_date_ms(*a) - mongo_date_ms(*b));
   if (ra == TypeRank::date && rb == TypeRank::number) {
-    return mongo_date(mongo_date_ms(*a) - (b->is_number_float() ? std::llround(b->get<double>()) : as_int64(*b)));
+    return mongo_date(mongo_date_ms(*a) -
+                      (b->is_number_float() ? std::llround(b->get<double>()) : as_int64(*b)));
   }
   if (ra == TypeRank::number && rb == TypeRank::number) {
-    if (a->is_number_float() || b->is_number_float()) return Doc(a->get<double>() - b->get<double>());
+    if (a->is_number_float() || b->is_number_float())
+      return Doc(a->get<double>() - b->get<double>());
     return Doc(as_int64(*a) - as_int64(*b));
   }
-  throw MongoError(16556, fmt::format("cant $subtract a {} from a {}", type_name(&*b), type_name(&*a)));
+  throw MongoError(16556,
+                   fmt::format("cant $subtract a {} from a {}", type_name(&*b), type_name(&*a)));
 }
 
 Value compare(std::string_view op, const Doc& args, const Doc& root, const ExprContext& ctx) {
@@ -130,7 +138,8 @@ Value operate(std::string_view op, const Doc& args, const Doc& root, const ExprC
       then = &args[1];
       otherwise = &args[2];
     } else {
-      if (!args.is_object() || !args.contains("if") || !args.contains("then") || !args.contains("else")) {
+      if (!args.is_object() || !args.contains("if") || !args.contains("then") ||
+          !args.contains("else")) {
         throw MongoError(17080, "Missing 'if' parameter to $cond");
       }
       cond = &args["if"];
@@ -157,7 +166,8 @@ void validate_expression(const Doc& expr) {
   if (expr.is_string()) {
     const auto& s = expr.get_ref<const std::string&>();
     if (s.starts_with("$$")) {
-      const std::string var = s.substr(2, s.find('.') == std::string::npos ? std::string::npos : s.find('.') - 2);
+      const std::string var =
+          s.substr(2, s.find('.') == std::string::npos ? std::string::npos : s.find('.') - 2);
       if (var != "NOW" && var != "ROOT" && var != "CURRENT" && var != "REMOVE") {
         throw MongoError(17276, fmt::format("Use of undefined variable: {}", var));
       }
@@ -173,19 +183,26 @@ void validate_expression(const Doc& expr) {
   if (!expr.is_object() || is_literal_object(expr)) return;
   if (is_operator_object(expr)) {
     if (expr.size() != 1) {
-      throw MongoError(15983, "an expression specification must contain exactly one field, the name of the "
-                              "expression. Found " + std::to_string(expr.size()) + " fields in " + render(expr));
+      throw MongoError(
+          15983,
+          "an expression specification must contain exactly one field, the name of the "
+          "expression. Found " +
+              std::to_string(expr.size()) + " fields in " + render(expr));
     }
     const std::string& op = expr.begin().key();
-    if (operators().count(op) == 0) throw MongoError(168, fmt::format("Unrecognized expression '{}'", op));
+    if (operators().count(op) == 0)
+      throw MongoError(168, fmt::format("Unrecognized expression '{}'", op));
     if (op == "$literal") return;
     validate_expression(expr.begin().value());
     return;
   }
   for (auto it = expr.begin(); it != expr.end(); ++it) {
     if (it.key().starts_with('$')) {
-      throw MongoError(16410, fmt::format("FieldPath field names may not start with '$'. Consider using $getField or "
-                                          "$setField. (field {})", it.key()));
+      throw MongoError(
+          16410,
+          fmt::format("FieldPath field names may not start with '$'. Consider using $getField or "
+                      "$setField. (field {})",
+                      it.key()));
     }
     validate_expression(it.value());
   }
@@ -199,7 +216,8 @@ std::optional<Doc> evaluate(const Doc& expr, const Doc& root, const ExprContext&
       const std::string_view rest = std::string_view(s).substr(2);
       const size_t dot = rest.find('.');
       const std::string_view var = rest.substr(0, dot);
-      if (var == "NOW") return dot == std::string_view::npos ? Value(mongo_date(ctx.now_ms)) : Value();
+      if (var == "NOW")
+        return dot == std::string_view::npos ? Value(mongo_date(ctx.now_ms)) : Value();
       if (var == "REMOVE") return std::nullopt;
       if (var == "ROOT" || var == "CURRENT") {
         if (dot == std::string_view::npos) return root;

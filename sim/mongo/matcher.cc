@@ -15,9 +15,11 @@ bool is_comparison(std::string_view op) {
 }
 
 void validate_clauses(std::string_view op, const Doc& clauses) {
-  if (!clauses.is_array() || clauses.empty()) throw MongoError(2, fmt::format("{} must be a nonempty array", op));
+  if (!clauses.is_array() || clauses.empty())
+    throw MongoError(2, fmt::format("{} must be a nonempty array", op));
   for (const Doc& clause : clauses) {
-    if (!clause.is_object()) throw MongoError(2, fmt::format("{} argument's entries must be objects", op));
+    if (!clause.is_object())
+      throw MongoError(2, fmt::format("{} argument's entries must be objects", op));
     validate_filter(clause);
   }
 }

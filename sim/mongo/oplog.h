@@ -32,7 +32,9 @@ struct OplogEntry {
 using EntryPtr = std::shared_ptr<const OplogEntry>;
 using Oplog = std::vector<EntryPtr>;
 
-inline OpTime last_optime(const Oplog& oplog) { return oplog.empty() ? OpTime{} : oplog.back()->optime(); }
+inline OpTime last_optime(const Oplog& oplog) {
+  return oplog.empty() ? OpTime{} : oplog.back()->optime();
+}
 // The optime of entry `index` (1-based), or {} for 0 / out of range.
 inline OpTime optime_at(const Oplog& oplog, int64_t index) {
   if (index <= 0 || index > static_cast<int64_t>(oplog.size())) return {};

@@ -14,8 +14,8 @@ namespace lockstep::sim {
 using mongo::Doc;
 using mongo::EntryPtr;
 using mongo::MongoOp;
-using mongo::OpTime;
 using mongo::Oplog;
+using mongo::OpTime;
 
 namespace {
 
@@ -37,7 +37,9 @@ Doc with_field_before_ok(const Doc& reply, const char* field, Doc value) {
   return out;
 }
 
-bool reply_ok(const Doc& reply) { return reply.is_object() && reply.contains("ok") && reply["ok"] == 1; }
+bool reply_ok(const Doc& reply) {
+  return reply.is_object() && reply.contains("ok") && reply["ok"] == 1;
+}
 
 }  // namespace
 
@@ -109,7 +111,7 @@ struct MongoReplicaSet::Member {
   std::array<Timer, 3> timers;
   // As primary.
   int64_t released = 0;
-  std::vector<int64_t> match;          // per member: the last entry known applied there
+  std::vector<int64_t> match;           // per member: the last entry known applied there
   std::vector<TimeUs> last_contact_us;  // per member: when it was last heard from
   std::vector<PendingWrite> waiting;
   // As candidate.
@@ -125,13 +127,15 @@ struct MongoReplicaSet::Member {
 
 MongoReplicaSet::MongoReplicaSet(World& world, MongoReplicaSetOptions options)
     : world_(world), options_(std::move(options)) {
-  LOCKSTEP_SIM_CHECK(options_.members >= 1 && options_.members <= 50, "a replica set has 1 to 50 members");
+  LOCKSTEP_SIM_CHECK(options_.members >= 1 && options_.members <= 50,
+                     "a replica set has 1 to 50 members");
   LOCKSTEP_SIM_CHECK(options_.replication_delay_ms >= 0, "replication_delay_ms must be >= 0");
   LOCKSTEP_SIM_CHECK(options_.election_timeout_ms > 0, "election_timeout_ms must be positive");
   LOCKSTEP_SIM_CHECK(options_.heartbeat_interval_ms > 0, "heartbeat_interval_ms must be positive");
   LOCKSTEP_SIM_CHECK(options_.ttl_monitor_period_ms > 0, "ttl_monitor_period_ms must be positive");
   const int n = options_.members;
-  auto initiate = std::make_shared<const mongo::OplogEntry>(mongo::OplogEntry{.term = 1, .index = 1, .what = "initiate"});
+  auto initiate = std::make_shared<const mongo::OplogEntry>(
+      mongo::OplogEntry{.term = 1, .index = 1, .what = "initiate"});
   for (int i = 0; i < n; ++i) {
     auto m = std::make_unique<Member>();
     m->id = i;
@@ -155,7 +159,8 @@ MongoReplicaSet::MongoReplicaSet(World& world, MongoReplicaSetOptions options)
   p.role = MongoRole::primary;
   p.released = 1;
   p.match.assign(static_cast<size_t>(n), 1);
-  world_.trace_line(fmt::format("mongo {} initiated: {} members, {} primary in term 1", options_.name, n, p.name));
+  world_.trace_line(fmt::format("mongo {} initiated: {} members, {} primary in term 1",
+                                options_.name, n, p.name));
   for (auto& m : members_) {
     const TimeUs interval_us = oscillator_us(*m, options_.heartbeat_interval_ms);
     start_timers(*m, world_.now_us() + interval_us * (m->id + 1) / n);
@@ -165,12 +170,14 @@ MongoReplicaSet::MongoReplicaSet(World& world, MongoReplicaSetOptions options)
 MongoReplicaSet::~MongoReplicaSet() = default;
 
 MongoReplicaSet::Member& MongoReplicaSet::at(int member) {
-  LOCKSTEP_SIM_CHECK(member >= 0 && member < members(), fmt::format("no member {} in {}", member, options_.name));
+  LOCKSTEP_SIM_CHECK(member >= 0 && member < members(),
+                     fmt::format("no member {} in {}", member, options_.name));
   return *members_[static_cast<size_t>(member)];
 }
 
 const MongoReplicaSet::Member& MongoReplicaSet::at(int member) const {
-  LOCKSTEP_SIM_CHECK(member >= 0 && member < members(), fmt::format("no member {} in {}", member, options_.name));
+  LOCKSTEP_SIM_CHECK(member >= 0 && member < members(),
+                     fmt::format("no member {} in {}", member, options_.name));
   return *members_[static_cast<size_t>(member)];
 }
 
@@ -183,7 +190,9 @@ OpTime MongoReplicaSet::last_optime(int member) const { return at(member).last()
 int64_t MongoReplicaSet::commit_index(int member) const { return at(member).commit; }
 const Oplog& MongoReplicaSet::oplog(int member) const { return at(member).oplog; }
 
-int64_t MongoReplicaSet::local_ms(int member) const { return floor_div(world_.local_us(at(member).node), 1000); }
+int64_t MongoReplicaSet::local_ms(int member) const {
+  return floor_div(world_.local_us(at(member).node), 1000);
+}
 
 std::vector<MongoDocument> MongoReplicaSet::documents(int member, const std::string& ns) const {
   std::vector<MongoDocument> out;
@@ -198,7 +207,8 @@ std::vector<int> MongoReplicaSet::claiming_primary() const {
   for (const auto& m : members_) {
     if (m->role == MongoRole::primary && world_.alive(m->node)) out.push_back(m->id);
   }
-  std::stable_sort(out.begin(), out.end(), [this](int a, int b) { return at(a).term > at(b).term; });
+  std::stable_sort(out.begin(), out.end(),
+                   [this](int a, int b) { return at(a).term > at(b).term; });
   return out;
 }
 
@@ -275,8 +285,10 @@ void MongoReplicaSet::start_timers(Member& m, TimeUs first_heartbeat_us) {
   if (!world_.alive(m.node)) return;
   if (!m.timers[kHeartbeat].armed) arm(m, kHeartbeat, first_heartbeat_us);
   if (m.role != MongoRole::primary && !m.timers[kElection].armed) {
-    m.jitter_us = static_cast<TimeUs>(world_.prng().below(static_cast<uint64_t>(oscillator_us(m, options_.election_timeout_ms) * 15 / 100 + 1)));
-    arm(m, kElection, m.last_heard_primary_us + oscillator_us(m, options_.election_timeout_ms) + m.jitter_us);
+    m.jitter_us = static_cast<TimeUs>(world_.prng().below(
+        static_cast<uint64_t>(oscillator_us(m, options_.election_timeout_ms) * 15 / 100 + 1)));
+    arm(m, kElection,
+        m.last_heard_primary_us + oscillator_us(m, options_.election_timeout_ms) + m.jitter_us);
   }
   arm_ttl(m);
 }
@@ -292,7 +304,8 @@ void MongoReplicaSet::wake_up() {
     if (!world_.alive(m->node)) continue;
     m->last_heard_primary_us = now;
     std::fill(m->last_contact_us.begin(), m->last_contact_us.end(), now);
-    start_timers(*m, now + oscillator_us(*m, options_.heartbeat_interval_ms) * (m->id + 1) / members());
+    start_timers(*m,
+                 now + oscillator_us(*m, options_.heartbeat_interval_ms) * (m->id + 1) / members());
   }
 }
 
@@ -326,7 +339,8 @@ bool MongoReplicaSet::settle() {
     disarm(*m, kHeartbeat);
     disarm(*m, kElection);
   }
-  world_.trace_line(fmt::format("mongo {} goes quiet: nothing else is scheduled ({})", options_.name,
+  world_.trace_line(fmt::format("mongo {} goes quiet: nothing else is scheduled ({})",
+                                options_.name,
                                 is_stable ? "stable" : "not settled after 3 election timeouts"));
   return true;
 }
@@ -335,8 +349,12 @@ bool MongoReplicaSet::settle() {
 
 MongoReplicaSet::Status MongoReplicaSet::status_of(const Member& m) const {
   const bool is_primary = m.role == MongoRole::primary;
-  return Status{.from = m.id, .term = m.term, .primary = is_primary, .last = m.last(),
-                .released = is_primary ? mongo::optime_at(m.oplog, m.released) : OpTime{}, .commit = m.commit};
+  return Status{.from = m.id,
+                .term = m.term,
+                .primary = is_primary,
+                .last = m.last(),
+                .released = is_primary ? mongo::optime_at(m.oplog, m.released) : OpTime{},
+                .commit = m.commit};
 }
 
 void MongoReplicaSet::heartbeat_tick(Member& m) {
@@ -348,10 +366,13 @@ void MongoReplicaSet::heartbeat_tick(Member& m) {
     const TimeUs timeout_us = oscillator_us(m, options_.election_timeout_ms);
     int seen = 1;
     for (int other = 0; other < members(); ++other) {
-      if (other != m.id && world_.now_us() - m.last_contact_us[static_cast<size_t>(other)] < timeout_us) ++seen;
+      if (other != m.id &&
+          world_.now_us() - m.last_contact_us[static_cast<size_t>(other)] < timeout_us)
+        ++seen;
     }
     if (seen < majority()) {
-      step_down(m, fmt::format("sees {} of {} members within the election timeout", seen, members()));
+      step_down(m,
+                fmt::format("sees {} of {} members within the election timeout", seen, members()));
     }
   }
   arm(m, kHeartbeat, world_.now_us() + oscillator_us(m, options_.heartbeat_interval_ms));
@@ -370,7 +391,8 @@ void MongoReplicaSet::send_heartbeat(Member& from, int to) {
 }
 
 void MongoReplicaSet::receive_status(Member& me, const Status& s) {
-  if (s.term > me.term) adopt_term(me, s.term, fmt::format("saw term {} from {}", s.term, at(s.from).name));
+  if (s.term > me.term)
+    adopt_term(me, s.term, fmt::format("saw term {} from {}", s.term, at(s.from).name));
   if (me.role == MongoRole::primary) {
     me.last_contact_us[static_cast<size_t>(s.from)] = world_.now_us();
     if (s.term == me.term) note_applied(me, s.from, s.last);
@@ -381,7 +403,8 @@ void MongoReplicaSet::receive_status(Member& me, const Status& s) {
   // The primary's commit point applies to our log only where it is a prefix of the primary's: an
   // entry of its term came from it (log matching), and so did its last or released entry.
   const OpTime mine = me.last();
-  if (mine.term == s.term || mine == s.released || mine == s.last) learn_commit(me, s.commit, mine.index);
+  if (mine.term == s.term || mine == s.released || mine == s.last)
+    learn_commit(me, s.commit, mine.index);
   // Every push sent before this message came first (FIFO links): a difference means a lost push
   // or a divergent history.
   if (me.last() != s.released &&
@@ -404,9 +427,11 @@ void MongoReplicaSet::adopt_term(Member& me, int64_t term, std::string_view why)
 void MongoReplicaSet::follow(Member& me, int primary) {
   if (me.role == MongoRole::candidate) {
     me.role = MongoRole::secondary;
-    trace(me, fmt::format("gives up its candidacy: {} is primary in term {}", at(primary).name, me.term));
+    trace(me, fmt::format("gives up its candidacy: {} is primary in term {}", at(primary).name,
+                          me.term));
   }
-  if (me.known_primary != primary) trace(me, fmt::format("follows {} in term {}", at(primary).name, me.term));
+  if (me.known_primary != primary)
+    trace(me, fmt::format("follows {} in term {}", at(primary).name, me.term));
   me.known_primary = primary;
   me.last_heard_primary_us = world_.now_us();
 }
@@ -416,7 +441,8 @@ void MongoReplicaSet::step_down(Member& me, std::string_view why) {
   me.role = MongoRole::secondary;
   me.known_primary = -1;
   me.last_heard_primary_us = world_.now_us();
-  trace(me, fmt::format("steps down from term {}: {} ({} writes waiting)", me.term, why, me.waiting.size()));
+  trace(me, fmt::format("steps down from term {}: {} ({} writes waiting)", me.term, why,
+                        me.waiting.size()));
   std::vector<PendingWrite> waiting = std::exchange(me.waiting, {});
   for (PendingWrite& w : waiting) {
     world_.scheduler().cancel(w.timeout_event);
@@ -427,7 +453,8 @@ void MongoReplicaSet::step_down(Member& me, std::string_view why) {
             {"errmsg", "Primary stepped down while waiting for replication"}}));
   }
   if (!quiet_ && !me.timers[kElection].armed) {
-    arm(me, kElection, world_.now_us() + oscillator_us(me, options_.election_timeout_ms) + me.jitter_us);
+    arm(me, kElection,
+        world_.now_us() + oscillator_us(me, options_.election_timeout_ms) + me.jitter_us);
   }
 }
 
@@ -436,11 +463,14 @@ void MongoReplicaSet::step_down(Member& me, std::string_view why) {
 void MongoReplicaSet::election_timer(Member& m) {
   if (quiet_ || m.role == MongoRole::primary) return;  // re-armed on wake-up and on step-down
   const TimeUs timeout_us = oscillator_us(m, options_.election_timeout_ms);
-  const TimeUs due = std::max(m.last_heard_primary_us, m.last_election_us) + timeout_us + m.jitter_us;
+  const TimeUs due =
+      std::max(m.last_heard_primary_us, m.last_election_us) + timeout_us + m.jitter_us;
   if (world_.now_us() < due) return arm(m, kElection, due);
   m.last_election_us = world_.now_us();
-  m.jitter_us = static_cast<TimeUs>(world_.prng().below(static_cast<uint64_t>(timeout_us * 15 / 100 + 1)));
-  if (m.role == MongoRole::candidate) m.role = MongoRole::secondary;  // the last attempt got nowhere
+  m.jitter_us =
+      static_cast<TimeUs>(world_.prng().below(static_cast<uint64_t>(timeout_us * 15 / 100 + 1)));
+  if (m.role == MongoRole::candidate)
+    m.role = MongoRole::secondary;  // the last attempt got nowhere
   start_election(m, true);
   arm(m, kElection, world_.now_us() + timeout_us + m.jitter_us);
 }
@@ -452,7 +482,8 @@ void MongoReplicaSet::start_election(Member& m, bool dry_run) {
   m.granted[static_cast<size_t>(m.id)] = true;
   if (dry_run) {
     m.election_term = m.term + 1;
-    trace(m, fmt::format("dry-run election for term {} (last {})", m.election_term, optime_text(m.last())));
+    trace(m, fmt::format("dry-run election for term {} (last {})", m.election_term,
+                         optime_text(m.last())));
   } else {
     m.term += 1;
     m.election_term = m.term;
@@ -460,7 +491,8 @@ void MongoReplicaSet::start_election(Member& m, bool dry_run) {
     m.voted_term = m.term;
     m.role = MongoRole::candidate;
     m.known_primary = -1;
-    trace(m, fmt::format("stands for election in term {} (last {})", m.term, optime_text(m.last())));
+    trace(m,
+          fmt::format("stands for election in term {} (last {})", m.term, optime_text(m.last())));
   }
   if (majority() == 1) {
     if (dry_run) return start_election(m, false);
@@ -469,49 +501,64 @@ void MongoReplicaSet::start_election(Member& m, bool dry_run) {
   const OpTime last = m.last();
   for (int other = 0; other < members(); ++other) {
     if (other == m.id) continue;
-    world_.network().send(m.node, at(other).node,
-                          fmt::format("mongo {}vote t{}", dry_run ? "dry " : "", m.election_term),
-                          [this, other, candidate = m.id, term = m.election_term, last, dry_run, round = m.round] {
-                            request_vote(at(other), candidate, term, last, dry_run, round);
-                          });
+    world_.network().send(
+        m.node, at(other).node,
+        fmt::format("mongo {}vote t{}", dry_run ? "dry " : "", m.election_term),
+        [this, other, candidate = m.id, term = m.election_term, last, dry_run, round = m.round] {
+          request_vote(at(other), candidate, term, last, dry_run, round);
+        });
   }
 }
 
-void MongoReplicaSet::request_vote(Member& voter, int candidate, int64_t term, OpTime last, bool dry_run, uint64_t round) {
+void MongoReplicaSet::request_vote(Member& voter, int candidate, int64_t term, OpTime last,
+                                   bool dry_run, uint64_t round) {
   bool granted = false;
   std::string why;
   if (dry_run) {
-    const bool heard_primary = voter.role == MongoRole::primary ||
-                               (voter.known_primary >= 0 && world_.now_us() - voter.last_heard_primary_us <
-                                                                oscillator_us(voter, options_.election_timeout_ms));
+    const bool heard_primary =
+        voter.role == MongoRole::primary ||
+        (voter.known_primary >= 0 && world_.now_us() - voter.last_heard_primary_us <
+                                         oscillator_us(voter, options_.election_timeout_ms));
     granted = term > voter.term && last >= voter.last() && !heard_primary;
-    why = granted ? "" : (term <= voter.term ? "stale term" : (heard_primary ? "a primary is alive" : "candidate behind"));
+    why = granted
+              ? ""
+              : (term <= voter.term ? "stale term"
+                                    : (heard_primary ? "a primary is alive" : "candidate behind"));
   } else {
-    if (term > voter.term) adopt_term(voter, term, fmt::format("vote request from {}", at(candidate).name));
+    if (term > voter.term)
+      adopt_term(voter, term, fmt::format("vote request from {}", at(candidate).name));
     const bool free_vote = voter.voted_term != voter.term || voter.voted_for == candidate;
     granted = term == voter.term && free_vote && last >= voter.last();
-    why = granted ? "" : (term < voter.term ? "stale term" : (!free_vote ? "already voted" : "candidate behind"));
+    why = granted ? ""
+                  : (term < voter.term ? "stale term"
+                                       : (!free_vote ? "already voted" : "candidate behind"));
     if (granted) {
       voter.voted_for = candidate;
       voter.voted_term = term;
       voter.last_heard_primary_us = world_.now_us();  // a granted vote restarts the election timer
     }
   }
-  trace(voter, fmt::format("{} {}vote for {} in term {}{}", granted ? "grants" : "refuses", dry_run ? "dry-run " : "",
-                           at(candidate).name, term, why.empty() ? "" : " (" + why + ")"));
-  world_.network().send(voter.node, at(candidate).node, fmt::format("mongo {}vote reply t{}", dry_run ? "dry " : "", term),
-                        [this, candidate, voter_id = voter.id, voter_term = voter.term, granted, dry_run, round] {
-                          receive_vote(at(candidate), voter_id, voter_term, granted, dry_run, round);
-                        });
+  trace(voter, fmt::format("{} {}vote for {} in term {}{}", granted ? "grants" : "refuses",
+                           dry_run ? "dry-run " : "", at(candidate).name, term,
+                           why.empty() ? "" : " (" + why + ")"));
+  world_.network().send(
+      voter.node, at(candidate).node,
+      fmt::format("mongo {}vote reply t{}", dry_run ? "dry " : "", term),
+      [this, candidate, voter_id = voter.id, voter_term = voter.term, granted, dry_run, round] {
+        receive_vote(at(candidate), voter_id, voter_term, granted, dry_run, round);
+      });
 }
 
-void MongoReplicaSet::receive_vote(Member& c, int voter, int64_t term, bool granted, bool dry_run, uint64_t round) {
+void MongoReplicaSet::receive_vote(Member& c, int voter, int64_t term, bool granted, bool dry_run,
+                                   uint64_t round) {
   if (term > c.term) {
     adopt_term(c, term, fmt::format("saw term {} from {}", term, at(voter).name));
     return;
   }
   if (round != c.round || dry_run != c.dry_run || !granted) return;
-  if (dry_run ? c.role != MongoRole::secondary : (c.role != MongoRole::candidate || c.term != c.election_term)) return;
+  if (dry_run ? c.role != MongoRole::secondary
+              : (c.role != MongoRole::candidate || c.term != c.election_term))
+    return;
   if (c.granted[static_cast<size_t>(voter)]) return;  // a duplicated reply
   c.granted[static_cast<size_t>(voter)] = true;
   if (std::count(c.granted.begin(), c.granted.end(), true) != majority()) return;
@@ -538,14 +585,15 @@ void MongoReplicaSet::become_primary(Member& m) {
 
 void MongoReplicaSet::append(Member& p, std::string what, std::vector<MongoOp> ops) {
   const int64_t index = p.last().index + 1;
-  p.oplog.push_back(std::make_shared<const mongo::OplogEntry>(
-      mongo::OplogEntry{.term = p.term, .index = index, .what = std::move(what), .ops = std::move(ops)}));
+  p.oplog.push_back(std::make_shared<const mongo::OplogEntry>(mongo::OplogEntry{
+      .term = p.term, .index = index, .what = std::move(what), .ops = std::move(ops)}));
   p.match[static_cast<size_t>(p.id)] = index;
   if (options_.replication_delay_ms == 0) {
     release(p, index, p.term);
   } else {
     // Pushed later from this node: lost if it crashes first, held while it is paused.
-    world_.deliver_at(p.node, world_.incarnation(p.node), world_.now_us() + options_.replication_delay_ms * kUsPerMs,
+    world_.deliver_at(p.node, world_.incarnation(p.node),
+                      world_.now_us() + options_.replication_delay_ms * kUsPerMs,
                       [this, id = p.id, index, term = p.term] { release(at(id), index, term); });
   }
   advance_commit(p);
@@ -559,14 +607,17 @@ void MongoReplicaSet::release(Member& p, int64_t index, int64_t term) {
   const OpTime prev = mongo::optime_at(p.oplog, index - 1);
   for (int other = 0; other < members(); ++other) {
     if (other == p.id) continue;
-    world_.network().send(p.node, at(other).node, fmt::format("mongo oplog ({}, {}) {}", entry->term, entry->index, entry->what),
-                          [this, other, from = p.id, term, prev, entry, commit = p.commit] {
-                            receive_push(at(other), from, term, prev, entry, commit);
-                          });
+    world_.network().send(
+        p.node, at(other).node,
+        fmt::format("mongo oplog ({}, {}) {}", entry->term, entry->index, entry->what),
+        [this, other, from = p.id, term, prev, entry, commit = p.commit] {
+          receive_push(at(other), from, term, prev, entry, commit);
+        });
   }
 }
 
-void MongoReplicaSet::receive_push(Member& s, int from, int64_t term, OpTime prev, const EntryPtr& entry, int64_t commit) {
+void MongoReplicaSet::receive_push(Member& s, int from, int64_t term, OpTime prev,
+                                   const EntryPtr& entry, int64_t commit) {
   if (term < s.term) return ack(s, from);  // tells the sender about the newer term
   if (term > s.term) adopt_term(s, term, fmt::format("saw term {} from {}", term, at(from).name));
   if (s.role == MongoRole::primary) return;
@@ -575,8 +626,10 @@ void MongoReplicaSet::receive_push(Member& s, int from, int64_t term, OpTime pre
   if (s.last() == prev) {
     s.oplog.push_back(entry);
     mongo::apply_entry(s.db, *entry);
-  } else if (entry->index > have || s.oplog[static_cast<size_t>(entry->index - 1)]->optime() != entry->optime()) {
-    if (world_.now_us() - s.sync_requested_us >= oscillator_us(s, options_.heartbeat_interval_ms)) request_sync(s, from);
+  } else if (entry->index > have ||
+             s.oplog[static_cast<size_t>(entry->index - 1)]->optime() != entry->optime()) {
+    if (world_.now_us() - s.sync_requested_us >= oscillator_us(s, options_.heartbeat_interval_ms))
+      request_sync(s, from);
     return;
   }
   learn_commit(s, commit, entry->index);
@@ -585,7 +638,8 @@ void MongoReplicaSet::receive_push(Member& s, int from, int64_t term, OpTime pre
 
 void MongoReplicaSet::ack(Member& s, int primary) {
   const Status st = status_of(s);
-  world_.network().send(s.node, at(primary).node, fmt::format("mongo ack ({}, {})", st.last.term, st.last.index),
+  world_.network().send(s.node, at(primary).node,
+                        fmt::format("mongo ack ({}, {})", st.last.term, st.last.index),
                         [this, st, primary] { receive_status(at(primary), st); });
 }
 
@@ -605,20 +659,22 @@ void MongoReplicaSet::send_sync(Member& p, int to) {
                         });
 }
 
-void MongoReplicaSet::receive_sync(Member& s, int from, int64_t term, const std::shared_ptr<const Oplog>& entries,
-                                   int64_t commit) {
+void MongoReplicaSet::receive_sync(Member& s, int from, int64_t term,
+                                   const std::shared_ptr<const Oplog>& entries, int64_t commit) {
   if (term < s.term) return;
   if (term > s.term) adopt_term(s, term, fmt::format("saw term {} from {}", term, at(from).name));
   if (s.role == MongoRole::primary) return;
   follow(s, from);
   const Oplog& theirs = *entries;
   size_t common = 0;
-  while (common < s.oplog.size() && common < theirs.size() && s.oplog[common]->optime() == theirs[common]->optime()) {
+  while (common < s.oplog.size() && common < theirs.size() &&
+         s.oplog[common]->optime() == theirs[common]->optime()) {
     ++common;
   }
   // Entries past the snapshot that the same primary sent since are newer, not divergent.
   bool newer_only = common == theirs.size();
-  for (size_t i = common; i < s.oplog.size() && newer_only; ++i) newer_only = s.oplog[i]->term == term;
+  for (size_t i = common; i < s.oplog.size() && newer_only; ++i)
+    newer_only = s.oplog[i]->term == term;
   if (!newer_only) {
     const size_t undone = s.oplog.size() - common;
     if (undone > 0) {
@@ -626,8 +682,9 @@ void MongoReplicaSet::receive_sync(Member& s, int from, int64_t term, const std:
         trace(s, fmt::format("rollback below its commit point {} (should not happen)", s.commit));
       }
       for (size_t i = s.oplog.size(); i > common; --i) mongo::undo_entry(s.db, *s.oplog[i - 1]);
-      trace(s, fmt::format("rollback {} entries {}..{} to common point {}", undone, optime_text(s.oplog[common]->optime()),
-                           optime_text(s.last()), optime_text(mongo::optime_at(s.oplog, static_cast<int64_t>(common)))));
+      trace(s, fmt::format("rollback {} entries {}..{} to common point {}", undone,
+                           optime_text(s.oplog[common]->optime()), optime_text(s.last()),
+                           optime_text(mongo::optime_at(s.oplog, static_cast<int64_t>(common)))));
       s.oplog.resize(common);
       s.commit = std::min<int64_t>(s.commit, static_cast<int64_t>(common));
     }
@@ -636,7 +693,9 @@ void MongoReplicaSet::receive_sync(Member& s, int from, int64_t term, const std:
       s.oplog.push_back(theirs[i]);
       mongo::apply_entry(s.db, *theirs[i]);
     }
-    if (applied > 0) trace(s, fmt::format("synced {} entries from {} to {}", applied, at(from).name, optime_text(s.last())));
+    if (applied > 0)
+      trace(s, fmt::format("synced {} entries from {} to {}", applied, at(from).name,
+                           optime_text(s.last())));
   }
   s.sync_requested_us = kNever;
   learn_commit(s, commit, static_cast<int64_t>(theirs.size()));
@@ -666,7 +725,8 @@ void MongoReplicaSet::learn_commit(Member& s, int64_t commit, int64_t matching) 
 
 bool MongoReplicaSet::concern_satisfied(const Member& p, const PendingWrite& w) const {
   if (w.concern.majority) return p.commit >= w.index;
-  const auto have = std::count_if(p.match.begin(), p.match.end(), [&](int64_t m) { return m >= w.index; });
+  const auto have =
+      std::count_if(p.match.begin(), p.match.end(), [&](int64_t m) { return m >= w.index; });
   return have >= w.concern.w;
 }
 
@@ -675,10 +735,12 @@ void MongoReplicaSet::await_write_concern(Member& p, PendingWrite w) {
   w.id = ++next_write_id_;
   if (w.concern.wtimeout_ms > 0) {
     const TimeUs due = world_.now_us() + oscillator_us(p, w.concern.wtimeout_ms);
-    w.timeout_event = world_.scheduler().at(due, [this, id = p.id, write = w.id, incarnation = world_.incarnation(p.node)] {
-      world_.deliver_at(at(id).node, incarnation, world_.now_us(), [this, id, write] { write_timeout(id, write); },
-                        [] {});
-    });
+    w.timeout_event = world_.scheduler().at(
+        due, [this, id = p.id, write = w.id, incarnation = world_.incarnation(p.node)] {
+          world_.deliver_at(
+              at(id).node, incarnation, world_.now_us(),
+              [this, id, write] { write_timeout(id, write); }, [] {});
+        });
   }
   p.waiting.push_back(std::move(w));
 }
@@ -699,17 +761,19 @@ void MongoReplicaSet::release_waiters(Member& p) {
 
 void MongoReplicaSet::write_timeout(int member, uint64_t id) {
   Member& p = at(member);
-  const auto found = std::find_if(p.waiting.begin(), p.waiting.end(), [id](const PendingWrite& w) { return w.id == id; });
+  const auto found = std::find_if(p.waiting.begin(), p.waiting.end(),
+                                  [id](const PendingWrite& w) { return w.id == id; });
   if (found == p.waiting.end()) return;
   PendingWrite w = std::move(*found);
   p.waiting.erase(found);
-  trace(p, fmt::format("write concern {} timed out after {}ms at entry {}", mongo::compact(w.concern.to_doc()),
-                       w.concern.wtimeout_ms, w.index));
-  w.respond(with_field_before_ok(w.reply, "writeConcernError",
-                                 Doc{{"code", mongo_error::kWriteConcernFailed},
-                                     {"codeName", "WriteConcernFailed"},
-                                     {"errmsg", "waiting for replication timed out"},
-                                     {"errInfo", {{"wtimeout", true}, {"writeConcern", w.concern.to_doc()}}}}));
+  trace(p, fmt::format("write concern {} timed out after {}ms at entry {}",
+                       mongo::compact(w.concern.to_doc()), w.concern.wtimeout_ms, w.index));
+  w.respond(with_field_before_ok(
+      w.reply, "writeConcernError",
+      Doc{{"code", mongo_error::kWriteConcernFailed},
+          {"codeName", "WriteConcernFailed"},
+          {"errmsg", "waiting for replication timed out"},
+          {"errInfo", {{"wtimeout", true}, {"writeConcern", w.concern.to_doc()}}}}));
 }
 
 mongo::Collection MongoReplicaSet::majority_view(const Member& m, const std::string& ns) const {
@@ -744,12 +808,15 @@ MongoDocument MongoReplicaSet::hello_reply(const Member& m, const std::string& c
 
 MongoDocument MongoReplicaSet::next_object_id(Member& m) {
   const int64_t seconds = floor_div(world_.local_us(m.node), kUsPerSec);
-  const uint64_t process = (static_cast<uint64_t>(m.id) << 16) | (world_.incarnation(m.node) & 0xffff);
+  const uint64_t process =
+      (static_cast<uint64_t>(m.id) << 16) | (world_.incarnation(m.node) & 0xffff);
   const uint64_t counter = m.next_oid++ & 0xffffff;
-  return Doc{{"$oid", fmt::format("{:08x}{:010x}{:06x}", static_cast<uint32_t>(seconds), process, counter)}};
+  return Doc{{"$oid", fmt::format("{:08x}{:010x}{:06x}", static_cast<uint32_t>(seconds), process,
+                                  counter)}};
 }
 
-void MongoReplicaSet::handle_command(int member, int client, const std::string& database, const MongoDocument& command,
+void MongoReplicaSet::handle_command(int member, int client, const std::string& database,
+                                     const MongoDocument& command,
                                      std::function<void(MongoDocument)> respond) {
   Member& m = at(member);
   LOCKSTEP_SIM_CHECK(world_.alive(m.node), m.name + " is down: it executes nothing");
@@ -759,7 +826,9 @@ void MongoReplicaSet::handle_command(int member, int client, const std::string& 
     case mongo::CommandKind::hello: return respond(hello_reply(m, name));
     case mongo::CommandKind::ping: return respond(Doc{{"ok", 1.0}});
     case mongo::CommandKind::unknown:
-      return respond(mongo::MongoError(mongo_error::kCommandNotFound, fmt::format("no such command: '{}'", name)).reply());
+      return respond(mongo::MongoError(mongo_error::kCommandNotFound,
+                                       fmt::format("no such command: '{}'", name))
+                         .reply());
     case mongo::CommandKind::write:
       if (m.role != MongoRole::primary) {
         Doc reply = mongo::MongoError(mongo_error::kNotWritablePrimary, "not primary").reply();
@@ -773,28 +842,33 @@ void MongoReplicaSet::handle_command(int member, int client, const std::string& 
       break;
   }
   const int64_t now_ms = local_ms(member);
-  mongo::CommandContext ctx{.db = m.db,
-                            .database = database,
-                            .now_ms = now_ms,
-                            .members = members(),
-                            .next_id = [this, &m] { return next_object_id(m); },
-                            .majority_view = [this, &m](const std::string& ns) { return majority_view(m, ns); }};
+  mongo::CommandContext ctx{
+      .db = m.db,
+      .database = database,
+      .now_ms = now_ms,
+      .members = members(),
+      .next_id = [this, &m] { return next_object_id(m); },
+      .majority_view = [this, &m](const std::string& ns) { return majority_view(m, ns); }};
   mongo::CommandResult result = mongo::run_data_command(command, ctx);
   if (!result.ops.empty()) {
     const Doc& target = command.begin().value();
-    commit_write(m, std::move(result.ops), name + " " + (target.is_string() ? target.get<std::string>() : "?"), client,
+    commit_write(m, std::move(result.ops),
+                 name + " " + (target.is_string() ? target.get<std::string>() : "?"), client,
                  now_ms, false);
   }
   if (!result.is_write || !reply_ok(result.reply)) return respond(std::move(result.reply));
-  await_write_concern(m, PendingWrite{.index = m.last().index, .concern = result.write_concern,
-                                      .reply = std::move(result.reply), .respond = std::move(respond)});
+  await_write_concern(m, PendingWrite{.index = m.last().index,
+                                      .concern = result.write_concern,
+                                      .reply = std::move(result.reply),
+                                      .respond = std::move(respond)});
 }
 
-void MongoReplicaSet::commit_write(Member& p, std::vector<MongoOp> ops, const std::string& what, int client,
-                                   int64_t now_ms, bool ttl) {
+void MongoReplicaSet::commit_write(Member& p, std::vector<MongoOp> ops, const std::string& what,
+                                   int client, int64_t now_ms, bool ttl) {
   if (options_.observer != nullptr) {
     for (const MongoOp& op : ops) {
-      MongoWriteEvent e{.ns = op.ns, .before = Doc(), .after = Doc(), .client = client, .now_ms = now_ms};
+      MongoWriteEvent e{
+          .ns = op.ns, .before = Doc(), .after = Doc(), .client = client, .now_ms = now_ms};
       switch (op.kind) {
         case MongoOp::Kind::insert:
           e.kind = MongoWriteEvent::Kind::insert;
@@ -856,8 +930,9 @@ void MongoReplicaSet::on_crash(Member& m) {
   m.role = MongoRole::secondary;
   m.known_primary = -1;
   for (const TimerKind kind : {kHeartbeat, kElection, kTtl}) disarm(m, kind);
-  trace(m, fmt::format("crash: term {}, oplog {}, data kept (journaled); {} waiting writes get no reply", m.term,
-                       optime_text(m.last()), dropped));
+  trace(m, fmt::format(
+               "crash: term {}, oplog {}, data kept (journaled); {} waiting writes get no reply",
+               m.term, optime_text(m.last()), dropped));
   wake_up();
 }
 

@@ -149,8 +149,8 @@ class MongoReplicaSet {
   // The connection's entry point, on the member's node when a request arrives: runs `command` on
   // `database` for `client` and calls respond once with the reply (now, or later for a write that
   // waits for its write concern), or never if the member crashes first.
-  void handle_command(int member, int client, const std::string& database, const MongoDocument& command,
-                      std::function<void(MongoDocument)> respond);
+  void handle_command(int member, int client, const std::string& database,
+                      const MongoDocument& command, std::function<void(MongoDocument)> respond);
 
  private:
   struct Member;
@@ -185,17 +185,20 @@ class MongoReplicaSet {
   // elections
   void election_timer(Member& m);
   void start_election(Member& m, bool dry_run);
-  void request_vote(Member& voter, int candidate, int64_t term, mongo::OpTime last, bool dry_run, uint64_t round);
+  void request_vote(Member& voter, int candidate, int64_t term, mongo::OpTime last, bool dry_run,
+                    uint64_t round);
   void receive_vote(Member& c, int voter, int64_t term, bool granted, bool dry_run, uint64_t round);
   void become_primary(Member& m);
 
   // replication
   void append(Member& p, std::string what, std::vector<mongo::MongoOp> ops);
   void release(Member& p, int64_t index, int64_t term);
-  void receive_push(Member& s, int from, int64_t term, mongo::OpTime prev, const mongo::EntryPtr& entry, int64_t commit);
+  void receive_push(Member& s, int from, int64_t term, mongo::OpTime prev,
+                    const mongo::EntryPtr& entry, int64_t commit);
   void request_sync(Member& s, int primary);
   void send_sync(Member& p, int to);
-  void receive_sync(Member& s, int from, int64_t term, const std::shared_ptr<const mongo::Oplog>& entries, int64_t commit);
+  void receive_sync(Member& s, int from, int64_t term,
+                    const std::shared_ptr<const mongo::Oplog>& entries, int64_t commit);
   void ack(Member& s, int primary);
   void note_applied(Member& p, int member, mongo::OpTime op);
   void advance_commit(Member& p);
@@ -203,8 +206,8 @@ class MongoReplicaSet {
   void learn_commit(Member& s, int64_t commit, int64_t matching);
 
   // commands and write concern
-  void commit_write(Member& p, std::vector<mongo::MongoOp> ops, const std::string& what, int client, int64_t now_ms,
-                    bool ttl);
+  void commit_write(Member& p, std::vector<mongo::MongoOp> ops, const std::string& what, int client,
+                    int64_t now_ms, bool ttl);
   bool concern_satisfied(const Member& p, const PendingWrite& w) const;
   void await_write_concern(Member& p, PendingWrite w);
   void release_waiters(Member& p);

@@ -18,12 +18,14 @@ std::string label_of(const MongoDocument& command) {
   const std::string name = mongo::command_name(command);
   if (name.empty()) return "mongo (empty)";
   const MongoDocument& target = command.begin().value();
-  return target.is_string() ? fmt::format("mongo {} {}", name, target.get<std::string>()) : "mongo " + name;
+  return target.is_string() ? fmt::format("mongo {} {}", name, target.get<std::string>())
+                            : "mongo " + name;
 }
 
 bool is_not_primary_code(int64_t code) {
-  return code == mongo_error::kNotWritablePrimary || code == 13435 || code == mongo_error::kNotPrimaryOrSecondary ||
-         code == mongo_error::kPrimarySteppedDown || code == mongo_error::kInterruptedDueToReplStateChange || code == 91;
+  return code == mongo_error::kNotWritablePrimary || code == 13435 ||
+         code == mongo_error::kNotPrimaryOrSecondary || code == mongo_error::kPrimarySteppedDown ||
+         code == mongo_error::kInterruptedDueToReplStateChange || code == 91;
 }
 
 int64_t code_of(const MongoDocument& doc) {
@@ -34,12 +36,15 @@ int64_t code_of(const MongoDocument& doc) {
 // The reply says the member is not (or no longer) primary: forget it.
 bool says_not_primary(const MongoDocument& reply) {
   if (is_not_primary_code(code_of(reply))) return true;
-  return reply.is_object() && reply.contains("writeConcernError") && is_not_primary_code(code_of(reply["writeConcernError"]));
+  return reply.is_object() && reply.contains("writeConcernError") &&
+         is_not_primary_code(code_of(reply["writeConcernError"]));
 }
 
 // The term in a hello reply's electionId ("7fffffff" + 16 hex digits), -1 if absent.
 int64_t term_of(const MongoDocument& hello) {
-  if (!hello.is_object() || !hello.contains("electionId") || !mongo::is_object_id(hello["electionId"])) return -1;
+  if (!hello.is_object() || !hello.contains("electionId") ||
+      !mongo::is_object_id(hello["electionId"]))
+    return -1;
   const std::string hex = hello["electionId"]["$oid"].get<std::string>();
   if (hex.size() != 24) return -1;
   return static_cast<int64_t>(std::strtoull(hex.substr(8).c_str(), nullptr, 16));
@@ -47,11 +52,17 @@ int64_t term_of(const MongoDocument& hello) {
 
 }  // namespace
 
-SimMongoConnection::SimMongoConnection(World& world, NodeId client_node, MongoReplicaSet& replica_set, int client,
+SimMongoConnection::SimMongoConnection(World& world, NodeId client_node,
+                                       MongoReplicaSet& replica_set, int client,
                                        SimMongoConnectionOptions options)
-    : world_(world), client_node_(client_node), replica_set_(replica_set), client_(client), options_(options) {
+    : world_(world),
+      client_node_(client_node),
+      replica_set_(replica_set),
+      client_(client),
+      options_(options) {
   LOCKSTEP_SIM_CHECK(options_.command_timeout_us > 0, "command_timeout_us must be positive");
-  LOCKSTEP_SIM_CHECK(options_.server_selection_timeout_us >= 0, "server_selection_timeout_us must be >= 0");
+  LOCKSTEP_SIM_CHECK(options_.server_selection_timeout_us >= 0,
+                     "server_selection_timeout_us must be >= 0");
   world_.node_name(client_node_);  // checks the id
 }
 
@@ -62,9 +73,9 @@ TimeUs SimMongoConnection::deadline_after(int64_t local_us) const {
   return span >= kTimeNever - world_.now_us() ? kTimeNever : world_.now_us() + span;
 }
 
-std::shared_ptr<SimMongoConnection::Request> SimMongoConnection::send(int member, const std::string& database,
-                                                                      const MongoDocument& command,
-                                                                      std::function<void()> on_reply) {
+std::shared_ptr<SimMongoConnection::Request> SimMongoConnection::send(
+    int member, const std::string& database, const MongoDocument& command,
+    std::function<void()> on_reply) {
   LOCKSTEP_SIM_CHECK(world_.in_fiber() && world_.current_node() == client_node_,
                      "run_command() runs on a fiber of the client's node");
   auto request = std::make_shared<Request>();
@@ -72,33 +83,38 @@ std::shared_ptr<SimMongoConnection::Request> SimMongoConnection::send(int member
   request->member = member;
   request->on_reply = std::move(on_reply);
   const std::string label = label_of(command);
-  world_.trace_line(fmt::format("mongo c{} #{} -> {}: {}", client_, request->id, replica_set_.member_name(member),
-                                mongo::summarize(command)));
+  world_.trace_line(fmt::format("mongo c{} #{} -> {}: {}", client_, request->id,
+                                replica_set_.member_name(member), mongo::summarize(command)));
   World& world = world_;
   MongoReplicaSet& rs = replica_set_;
   const NodeId client_node = client_node_;
   const NodeId server_node = rs.node(member);
   const int client = client_;
-  world_.network().send(client_node, server_node, label, [&world, &rs, member, server_node, client_node, client, label,
-                                                          database, command, request] {
-    if (std::exchange(request->executed, true)) return;  // a duplicate: TCP delivers once
-    rs.handle_command(member, client, database, command, [&world, server_node, client_node, client, label,
-                                                          request](MongoDocument reply) {
-      world.network().send(server_node, client_node, "reply " + label,
-                           [&world, client, request, reply = std::move(reply)] {
-                             if (request->answered || request->abandoned) {
-                               world.trace_line(fmt::format("mongo c{} #{} {} reply discarded: {}", client, request->id,
-                                                            request->answered ? "duplicate" : "late",
-                                                            mongo::compact(reply, kTraceReplyBytes)));
-                               return;
-                             }
-                             request->answered = true;
-                             request->reply = reply;
-                             if (request->on_reply) request->on_reply();
-                           },
-                           Delivery::buffer);  // the client's kernel takes it even while the client is paused
-    });
-  });
+  world_.network().send(
+      client_node, server_node, label,
+      [&world, &rs, member, server_node, client_node, client, label, database, command, request] {
+        if (std::exchange(request->executed, true)) return;  // a duplicate: TCP delivers once
+        rs.handle_command(
+            member, client, database, command,
+            [&world, server_node, client_node, client, label, request](MongoDocument reply) {
+              world.network().send(
+                  server_node, client_node, "reply " + label,
+                  [&world, client, request, reply = std::move(reply)] {
+                    if (request->answered || request->abandoned) {
+                      world.trace_line(fmt::format("mongo c{} #{} {} reply discarded: {}", client,
+                                                   request->id,
+                                                   request->answered ? "duplicate" : "late",
+                                                   mongo::compact(reply, kTraceReplyBytes)));
+                      return;
+                    }
+                    request->answered = true;
+                    request->reply = reply;
+                    if (request->on_reply) request->on_reply();
+                  },
+                  Delivery::
+                      buffer);  // the client's kernel takes it even while the client is paused
+            });
+      });
   return request;
 }
 
@@ -111,11 +127,14 @@ bool SimMongoConnection::select(TimeUs deadline_us) {
       World& world = world_;
       std::vector<std::shared_ptr<Request>> probes;
       for (const int member : candidates) {
-        probes.push_back(send(member, "admin", MongoDocument{{"hello", 1}}, [&world, waiter] { world.wake(*waiter); }));
+        probes.push_back(send(member, "admin", MongoDocument{{"hello", 1}},
+                              [&world, waiter] { world.wake(*waiter); }));
       }
-      const TimeUs probe_deadline = std::min(deadline_us, deadline_after(options_.command_timeout_us));
+      const TimeUs probe_deadline =
+          std::min(deadline_us, deadline_after(options_.command_timeout_us));
       while (true) {
-        const bool all = std::all_of(probes.begin(), probes.end(), [](const auto& p) { return p->answered; });
+        const bool all =
+            std::all_of(probes.begin(), probes.end(), [](const auto& p) { return p->answered; });
         if (all || world_.now_us() >= probe_deadline) break;
         *waiter = world_.prepare_park();
         if (world_.park(*waiter, probe_deadline) == ParkResult::deadline) break;
@@ -130,9 +149,10 @@ bool SimMongoConnection::select(TimeUs deadline_us) {
         }
         const int64_t term = term_of(probe->reply);
         const bool writable = probe->reply.value("isWritablePrimary", false);
-        world_.trace_line(fmt::format("mongo c{} #{} <- {}: hello {}", client_, probe->id,
-                                      replica_set_.member_name(probe->member),
-                                      writable ? fmt::format("primary term {}", term) : "not primary"));
+        world_.trace_line(
+            fmt::format("mongo c{} #{} <- {}: hello {}", client_, probe->id,
+                        replica_set_.member_name(probe->member),
+                        writable ? fmt::format("primary term {}", term) : "not primary"));
         if (writable && term > best_term) {
           best = probe->member;
           best_term = term;
@@ -140,36 +160,42 @@ bool SimMongoConnection::select(TimeUs deadline_us) {
       }
       if (best >= 0) {
         selected_ = best;
-        world_.trace_line(fmt::format("mongo c{} selects {} (term {})", client_, replica_set_.member_name(best), best_term));
+        world_.trace_line(fmt::format("mongo c{} selects {} (term {})", client_,
+                                      replica_set_.member_name(best), best_term));
         return true;
       }
     }
     if (world_.now_us() >= deadline_us) return false;
-    const int64_t remaining_local = world_.node_clock(client_node_).local_duration(deadline_us - world_.now_us());
+    const int64_t remaining_local =
+        world_.node_clock(client_node_).local_duration(deadline_us - world_.now_us());
     world_.trace_line(fmt::format("mongo c{} server selection: no primary yet", client_));
     world_.sleep_for_us(std::max<int64_t>(1, std::min(kReselectWaitUs, remaining_local)));
   }
 }
 
-MongoResult SimMongoConnection::run_command(const std::string& database, const MongoDocument& command) {
+MongoResult SimMongoConnection::run_command(const std::string& database,
+                                            const MongoDocument& command) {
   if (selected_ < 0) {
     const TimeUs selection_deadline = deadline_after(options_.server_selection_timeout_us);
     if (!select(selection_deadline)) {
-      world_.trace_line(fmt::format("mongo c{} server selection timeout after {}us: no primary", client_,
-                                    options_.server_selection_timeout_us));
-      return MongoResult{.status = IoStatus::timeout,
-                         .message = fmt::format("no primary: server selection in {} timed out after {}us", endpoint(),
-                                                options_.server_selection_timeout_us)};
+      world_.trace_line(fmt::format("mongo c{} server selection timeout after {}us: no primary",
+                                    client_, options_.server_selection_timeout_us));
+      return MongoResult{
+          .status = IoStatus::timeout,
+          .message = fmt::format("no primary: server selection in {} timed out after {}us",
+                                 endpoint(), options_.server_selection_timeout_us)};
     }
   }
   const int member = selected_;
   const Waiter waiter = world_.prepare_park();
   World& world = world_;
-  std::shared_ptr<Request> request = send(member, database, command, [&world, waiter] { world.wake(waiter); });
+  std::shared_ptr<Request> request =
+      send(member, database, command, [&world, waiter] { world.wake(waiter); });
   const TimeUs deadline_us = deadline_after(options_.command_timeout_us);
   const ParkResult woke = world_.park(waiter, deadline_us);
   if (woke == ParkResult::woken && request->answered) {
-    world_.trace_line(fmt::format("mongo c{} #{} <- {}: {}", client_, request->id, replica_set_.member_name(member),
+    world_.trace_line(fmt::format("mongo c{} #{} <- {}: {}", client_, request->id,
+                                  replica_set_.member_name(member),
                                   mongo::compact(request->reply, kTraceReplyBytes)));
     if (says_not_primary(request->reply)) selected_ = -1;
     return MongoResult{.status = IoStatus::ok, .reply = std::move(request->reply)};
@@ -178,11 +204,13 @@ MongoResult SimMongoConnection::run_command(const std::string& database, const M
   // if it came after the deadline, it is still a timeout.
   request->abandoned = true;
   selected_ = -1;
-  world_.trace_line(fmt::format("mongo c{} #{} timeout after {}us{}", client_, request->id, options_.command_timeout_us,
-                                request->answered ? " (reply came after the deadline: discarded)" : ""));
-  return MongoResult{.status = IoStatus::timeout,
-                     .message = fmt::format("no reply from {} ({}) within {}us", endpoint(),
-                                            replica_set_.member_name(member), options_.command_timeout_us)};
+  world_.trace_line(fmt::format(
+      "mongo c{} #{} timeout after {}us{}", client_, request->id, options_.command_timeout_us,
+      request->answered ? " (reply came after the deadline: discarded)" : ""));
+  return MongoResult{
+      .status = IoStatus::timeout,
+      .message = fmt::format("no reply from {} ({}) within {}us", endpoint(),
+                             replica_set_.member_name(member), options_.command_timeout_us)};
 }
 
 }  // namespace lockstep::sim

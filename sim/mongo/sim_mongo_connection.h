@@ -33,7 +33,7 @@
 namespace lockstep::sim {
 
 struct SimMongoConnectionOptions {
-  int64_t command_timeout_us = 1'000'000;             // on the client's clock
+  int64_t command_timeout_us = 1'000'000;            // on the client's clock
   int64_t server_selection_timeout_us = 30'000'000;  // on the client's clock
 };
 
@@ -43,7 +43,7 @@ class SimMongoConnection final : public MongoConnection {
                      SimMongoConnectionOptions options = {});
 
   MongoResult run_command(const std::string& database, const MongoDocument& command) override;
-  std::string endpoint() const override;  // "sim:rs0"
+  std::string endpoint() const override;      // "sim:rs0"
   int selected() const { return selected_; }  // the member believed primary, -1 if none
 
  private:
@@ -57,8 +57,8 @@ class SimMongoConnection final : public MongoConnection {
     std::function<void()> on_reply;
   };
 
-  std::shared_ptr<Request> send(int member, const std::string& database, const MongoDocument& command,
-                                std::function<void()> on_reply);
+  std::shared_ptr<Request> send(int member, const std::string& database,
+                                const MongoDocument& command, std::function<void()> on_reply);
   // Selects a primary, or returns false once deadline_us (true time) has passed.
   bool select(TimeUs deadline_us);
   TimeUs deadline_after(int64_t local_us) const;

@@ -12,46 +12,56 @@ bool is_operator_update(const Doc& update) {
   return update.is_object() && !update.empty() && update.begin().key().starts_with('$');
 }
 
-bool is_modifier(std::string_view op) { return op == "$set" || op == "$setOnInsert" || op == "$inc" || op == "$unset"; }
+bool is_modifier(std::string_view op) {
+  return op == "$set" || op == "$setOnInsert" || op == "$inc" || op == "$unset";
+}
 
 // "a" conflicts with "a" and "a.b" (one is a prefix of the other at a dot).
 bool paths_conflict(const std::string& a, const std::string& b) {
   const std::string& shorter = a.size() <= b.size() ? a : b;
   const std::string& longer = a.size() <= b.size() ? b : a;
-  return longer.compare(0, shorter.size(), shorter) == 0 && (longer.size() == shorter.size() || longer[shorter.size()] == '.');
+  return longer.compare(0, shorter.size(), shorter) == 0 &&
+         (longer.size() == shorter.size() || longer[shorter.size()] == '.');
 }
 
 void validate_operators(const Doc& update) {
   std::vector<std::string> paths;
   for (auto op = update.begin(); op != update.end(); ++op) {
     if (!op.key().starts_with('$')) {
-      throw MongoError(9, fmt::format("Unknown modifier: {}. Expected a valid update modifier or pipeline-style update "
-                                      "specified as an array",
-                                      op.key()));
+      throw MongoError(
+          9, fmt::format(
+                 "Unknown modifier: {}. Expected a valid update modifier or pipeline-style update "
+                 "specified as an array",
+                 op.key()));
     }
     if (!is_modifier(op.key())) {
-      throw MongoError(9, fmt::format("Unknown modifier: {}. Expected a valid update modifier or pipeline-style update "
-                                      "specified as an array",
-                                      op.key()));
+      throw MongoError(
+          9, fmt::format(
+                 "Unknown modifier: {}. Expected a valid update modifier or pipeline-style update "
+                 "specified as an array",
+                 op.key()));
     }
     if (!op.value().is_object()) {
-      throw MongoError(9, fmt::format("Modifiers operate on fields but we found type {} instead. For example: {{$mod: "
-                                      "{{<field>: ...}}}} not {{{}: {}}}",
-                                      type_name(&op.value()), op.key(), render(op.value())));
+      throw MongoError(
+          9, fmt::format(
+                 "Modifiers operate on fields but we found type {} instead. For example: {{$mod: "
+                 "{{<field>: ...}}}} not {{{}: {}}}",
+                 type_name(&op.value()), op.key(), render(op.value())));
     }
     for (auto field = op.value().begin(); field != op.value().end(); ++field) {
       const std::string& path = field.key();
-      if (path.empty() || path.starts_with('.') || path.ends_with('.') || path.find("..") != std::string::npos) {
+      if (path.empty() || path.starts_with('.') || path.ends_with('.') ||
+          path.find("..") != std::string::npos) {
         throw MongoError(56, fmt::format("An empty update path is not valid: '{}'", path));
       }
       if (op.key() == "$inc" && !field.value().is_number()) {
-        throw MongoError(14, fmt::format("Cannot increment with non-numeric argument: {{{}: {}}}", path,
-                                         render(field.value())));
+        throw MongoError(14, fmt::format("Cannot increment with non-numeric argument: {{{}: {}}}",
+                                         path, render(field.value())));
       }
       for (const std::string& seen : paths) {
         if (paths_conflict(seen, path)) {
-          throw MongoError(40, fmt::format("Updating the path '{}' would create a conflict at '{}'", path,
-                                           seen.size() <= path.size() ? seen : path));
+          throw MongoError(40, fmt::format("Updating the path '{}' would create a conflict at '{}'",
+                                           path, seen.size() <= path.size() ? seen : path));
         }
       }
       paths.push_back(path);
@@ -62,27 +72,36 @@ void validate_operators(const Doc& update) {
 void validate_pipeline(const Doc& pipeline) {
   for (const Doc& stage : pipeline) {
     if (!stage.is_object() || stage.size() != 1) {
-      throw MongoError(40323, "A pipeline stage specification object must contain exactly one field.");
+      throw MongoError(40323,
+                       "A pipeline stage specification object must contain exactly one field.");
     }
     const std::string& name = stage.begin().key();
     const Doc& spec = stage.begin().value();
     if (name == "$set" || name == "$addFields") {
-      if (!spec.is_object()) throw MongoError(40272, fmt::format("{} specification stage must be an object", name));
+      if (!spec.is_object())
+        throw MongoError(40272, fmt::format("{} specification stage must be an object", name));
       for (auto it = spec.begin(); it != spec.end(); ++it) {
         if (it.key().starts_with('$')) {
-          throw MongoError(16410, fmt::format("FieldPath field names may not start with '$'. (field {})", it.key()));
+          throw MongoError(
+              16410,
+              fmt::format("FieldPath field names may not start with '$'. (field {})", it.key()));
         }
         validate_expression(it.value());
       }
     } else if (name == "$unset") {
-      const bool ok = spec.is_string() || (spec.is_array() && std::all_of(spec.begin(), spec.end(), [](const Doc& f) {
-                                             return f.is_string();
-                                           }));
-      if (!ok) throw MongoError(31002, "$unset specification must be a string or an array containing only string values");
+      const bool ok = spec.is_string() ||
+                      (spec.is_array() && std::all_of(spec.begin(), spec.end(),
+                                                      [](const Doc& f) { return f.is_string(); }));
+      if (!ok)
+        throw MongoError(
+            31002,
+            "$unset specification must be a string or an array containing only string values");
     } else {
-      throw MongoError(72, fmt::format("{} is not allowed to be used within an update (lockstep's simulated mongod "
-                                       "supports $set, $addFields and $unset)",
-                                       name));
+      throw MongoError(
+          72,
+          fmt::format("{} is not allowed to be used within an update (lockstep's simulated mongod "
+                      "supports $set, $addFields and $unset)",
+                      name));
     }
   }
 }
@@ -92,11 +111,14 @@ void inc(Doc& doc, const std::string& path, const Doc& by) {
   if (current == nullptr) return set_path(doc, path, by);
   if (!current->is_number()) {
     const Doc* id = lookup(doc, "_id");
-    throw MongoError(14, fmt::format("Cannot apply $inc to a value of non-numeric type. {{_id: {}}} has the field '{}' "
-                                     "of non-numeric type {}",
-                                     id ? render(*id) : "null", path, type_name(current)));
+    throw MongoError(
+        14, fmt::format(
+                "Cannot apply $inc to a value of non-numeric type. {{_id: {}}} has the field '{}' "
+                "of non-numeric type {}",
+                id ? render(*id) : "null", path, type_name(current)));
   }
-  if (current->is_number_float() || by.is_number_float()) return set_path(doc, path, Doc(current->get<double>() + by.get<double>()));
+  if (current->is_number_float() || by.is_number_float())
+    return set_path(doc, path, Doc(current->get<double>() + by.get<double>()));
   set_path(doc, path, Doc(as_int64(*current) + as_int64(by)));
 }
 
@@ -143,12 +165,14 @@ void apply_pipeline(const Doc& pipeline, Doc& doc, const ExprContext& ctx) {
 
 void validate_update(const Doc& update) {
   if (update.is_array()) return validate_pipeline(update);
-  if (!update.is_object()) throw MongoError(9, "the update must be an object or a pipeline (an array)");
+  if (!update.is_object())
+    throw MongoError(9, "the update must be an object or a pipeline (an array)");
   if (!is_operator_update(update)) {
     for (auto it = update.begin(); it != update.end(); ++it) {
       if (it.key().starts_with('$')) {
-        throw MongoError(52, fmt::format("The dollar ($) prefixed field '{}' in '{}' is not valid for storage.", it.key(),
-                                         it.key()));
+        throw MongoError(
+            52, fmt::format("The dollar ($) prefixed field '{}' in '{}' is not valid for storage.",
+                            it.key(), it.key()));
       }
     }
     return;
@@ -167,10 +191,13 @@ void apply_update(const Doc& update, Doc& doc, bool inserting, const ExprContext
   } else {
     Doc replacement = update;
     if (had_id) {
-      if (const Doc* new_id = lookup(replacement, "_id"); new_id != nullptr && !values_equal(*new_id, old_id)) {
-        throw MongoError(66, fmt::format("After applying the update, the (immutable) field '_id' was found to have been "
-                                         "altered to _id: {}",
-                                         render(*new_id)));
+      if (const Doc* new_id = lookup(replacement, "_id");
+          new_id != nullptr && !values_equal(*new_id, old_id)) {
+        throw MongoError(
+            66, fmt::format(
+                    "After applying the update, the (immutable) field '_id' was found to have been "
+                    "altered to _id: {}",
+                    render(*new_id)));
       }
     }
     doc = std::move(replacement);
@@ -182,7 +209,9 @@ void apply_update(const Doc& update, Doc& doc, bool inserting, const ExprContext
   if (id_after == nullptr) {
     put_id_first(doc, old_id);  // a pipeline that dropped _id: mongod keeps it
   } else if (!values_equal(*id_after, old_id)) {
-    throw MongoError(66, fmt::format("Performing an update on the path '_id' would modify the immutable field '_id'"));
+    throw MongoError(
+        66, fmt::format(
+                "Performing an update on the path '_id' would modify the immutable field '_id'"));
   }
 }
 

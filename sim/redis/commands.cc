@@ -17,7 +17,7 @@ struct CommandSpec {
   std::string_view name;  // lowercase, as Redis prints it in errors
   int arity;              // Redis's: n means exactly n, -n means at least n (name included)
   bool write;
-  bool noscript;          // refused inside scripts
+  bool noscript;  // refused inside scripts
   Handler run;
 };
 
@@ -30,7 +30,9 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-bool iequals(std::string_view a, std::string_view b) { return a.size() == b.size() && lower(a) == lower(b); }
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && lower(a) == lower(b);
+}
 
 RedisReply err(std::string text) { return RedisReply::error_of("ERR " + std::move(text)); }
 RedisReply ok() { return RedisReply::status_of("OK"); }
@@ -44,7 +46,8 @@ RedisReply invalid_expire(std::string_view name) {
 }
 // Redis replaces CR and LF in errors that quote user input, to keep the protocol intact.
 std::string no_newlines(std::string s) {
-  std::replace_if(s.begin(), s.end(), [](char c) { return c == '\r' || c == '\n'; }, ' ');
+  std::replace_if(
+      s.begin(), s.end(), [](char c) { return c == '\r' || c == '\n'; }, ' ');
   return s;
 }
 
@@ -80,7 +83,10 @@ bool parse_set_options(const Argv& argv, size_t first, SetArgs& a) {
       a.keepttl = true;
     } else if ((opt == "ex" || opt == "px" || opt == "exat" || opt == "pxat") && has_next &&
                !a.keepttl) {
-      const Unit u = opt == "ex" ? Unit::ex : opt == "px" ? Unit::px : opt == "exat" ? Unit::exat : Unit::pxat;
+      const Unit u = opt == "ex"     ? Unit::ex
+                     : opt == "px"   ? Unit::px
+                     : opt == "exat" ? Unit::exat
+                                     : Unit::pxat;
       if (any_ttl && a.unit != u) return false;
       a.unit = u;
       a.expire = &argv[++j];
@@ -181,7 +187,8 @@ bool parse_expire_flags(const Argv& argv, ExpireFlags& f, RedisReply& error) {
   if (f.nx && (f.xx || f.gt || f.lt)) {
     return error = err("NX and XX, GT or LT options at the same time are not compatible"), false;
   }
-  if (f.gt && f.lt) return error = err("GT and LT options at the same time are not compatible"), false;
+  if (f.gt && f.lt)
+    return error = err("GT and LT options at the same time are not compatible"), false;
   return true;
 }
 
@@ -196,7 +203,8 @@ bool expire_allowed(const ExpireFlags& f, int64_t current_ms, int64_t when_ms) {
 }
 
 // expireGenericCommand: a relative expiry from now; one at or before now deletes the key.
-RedisReply expire_generic(const Argv& argv, CommandContext& ctx, bool seconds, std::string_view name) {
+RedisReply expire_generic(const Argv& argv, CommandContext& ctx, bool seconds,
+                          std::string_view name) {
   ExpireFlags f;
   RedisReply error;
   if (!parse_expire_flags(argv, f, error)) return error;
@@ -218,8 +226,12 @@ RedisReply expire_generic(const Argv& argv, CommandContext& ctx, bool seconds, s
   return RedisReply::integer_of(1);
 }
 
-RedisReply cmd_pexpire(const Argv& argv, CommandContext& ctx) { return expire_generic(argv, ctx, false, "pexpire"); }
-RedisReply cmd_expire(const Argv& argv, CommandContext& ctx) { return expire_generic(argv, ctx, true, "expire"); }
+RedisReply cmd_pexpire(const Argv& argv, CommandContext& ctx) {
+  return expire_generic(argv, ctx, false, "pexpire");
+}
+RedisReply cmd_expire(const Argv& argv, CommandContext& ctx) {
+  return expire_generic(argv, ctx, true, "expire");
+}
 
 RedisReply ttl_generic(const Argv& argv, CommandContext& ctx, bool seconds) {
   const Entry* e = ctx.keyspace.lookup(argv[1], ctx.now_ms, ctx.sink);
@@ -250,11 +262,16 @@ RedisReply eval_generic(const Argv& argv, CommandContext& ctx, bool by_sha) {
   const std::span<const std::string> all(argv);
   const auto keys = all.subspan(3, static_cast<size_t>(numkeys));
   const auto args = all.subspan(3 + static_cast<size_t>(numkeys));
-  return by_sha ? ctx.lua->evalsha(argv[1], keys, args, ctx) : ctx.lua->eval(argv[1], keys, args, ctx);
+  return by_sha ? ctx.lua->evalsha(argv[1], keys, args, ctx)
+                : ctx.lua->eval(argv[1], keys, args, ctx);
 }
 
-RedisReply cmd_eval(const Argv& argv, CommandContext& ctx) { return eval_generic(argv, ctx, false); }
-RedisReply cmd_evalsha(const Argv& argv, CommandContext& ctx) { return eval_generic(argv, ctx, true); }
+RedisReply cmd_eval(const Argv& argv, CommandContext& ctx) {
+  return eval_generic(argv, ctx, false);
+}
+RedisReply cmd_evalsha(const Argv& argv, CommandContext& ctx) {
+  return eval_generic(argv, ctx, true);
+}
 
 RedisReply cmd_script(const Argv& argv, CommandContext& ctx) {
   const std::string sub = lower(argv[1]);
@@ -266,11 +283,13 @@ RedisReply cmd_script(const Argv& argv, CommandContext& ctx) {
   if (sub == "exists") {
     if (argv.size() < 3) return arity_error("script|exists");
     std::vector<RedisReply> found;
-    for (size_t i = 2; i < argv.size(); ++i) found.push_back(RedisReply::integer_of(ctx.lua->exists(argv[i])));
+    for (size_t i = 2; i < argv.size(); ++i)
+      found.push_back(RedisReply::integer_of(ctx.lua->exists(argv[i])));
     return RedisReply::array_of(std::move(found));
   }
   if (sub == "flush") {
-    if (argv.size() > 3 || (argv.size() == 3 && !iequals(argv[2], "sync") && !iequals(argv[2], "async"))) {
+    if (argv.size() > 3 ||
+        (argv.size() == 3 && !iequals(argv[2], "sync") && !iequals(argv[2], "async"))) {
       return err("SCRIPT FLUSH only support SYNC|ASYNC option");
     }
     ctx.lua->flush();
@@ -281,20 +300,13 @@ RedisReply cmd_script(const Argv& argv, CommandContext& ctx) {
 
 // Sorted by name.
 constexpr CommandSpec kCommands[] = {
-    {"del", -2, true, false, cmd_del},
-    {"eval", -3, false, true, cmd_eval},
-    {"evalsha", -3, false, true, cmd_evalsha},
-    {"exists", -2, false, false, cmd_exists},
-    {"expire", -3, true, false, cmd_expire},
-    {"get", 2, false, false, cmd_get},
-    {"incr", 2, true, false, cmd_incr},
-    {"pexpire", -3, true, false, cmd_pexpire},
-    {"ping", -1, false, false, cmd_ping},
-    {"pttl", 2, false, false, cmd_pttl},
-    {"script", -2, false, true, cmd_script},
-    {"set", -3, true, false, cmd_set},
-    {"setnx", 3, true, false, cmd_setnx},
-    {"ttl", 2, false, false, cmd_ttl},
+    {"del", -2, true, false, cmd_del},         {"eval", -3, false, true, cmd_eval},
+    {"evalsha", -3, false, true, cmd_evalsha}, {"exists", -2, false, false, cmd_exists},
+    {"expire", -3, true, false, cmd_expire},   {"get", 2, false, false, cmd_get},
+    {"incr", 2, true, false, cmd_incr},        {"pexpire", -3, true, false, cmd_pexpire},
+    {"ping", -1, false, false, cmd_ping},      {"pttl", 2, false, false, cmd_pttl},
+    {"script", -2, false, true, cmd_script},   {"set", -3, true, false, cmd_set},
+    {"setnx", 3, true, false, cmd_setnx},      {"ttl", 2, false, false, cmd_ttl},
 };
 
 const CommandSpec* find_command(std::string_view name) {
@@ -358,7 +370,8 @@ RedisReply run_command(const Argv& argv, CommandContext& ctx) {
   if (ctx.from_script) {
     // scriptCall's checks and wording (Redis 7.0 script.c).
     if (spec == nullptr) return err("Unknown Redis command called from script");
-    if (!arity_ok(*spec, argv.size())) return err("Wrong number of args calling Redis command from script");
+    if (!arity_ok(*spec, argv.size()))
+      return err("Wrong number of args calling Redis command from script");
     if (spec->noscript) return err("This Redis command is not allowed from script");
   } else {
     if (spec == nullptr) return unknown_command(argv);

@@ -16,20 +16,23 @@ const Entry* Keyspace::lookup(const std::string& key, int64_t now_ms, ChangeSink
   if (it == entries_.end()) return nullptr;
   if (!is_expired(it->second, now_ms)) return &it->second;
   if (!expire_on_access_) return nullptr;
-  KeyChange change{.kind = KeyChange::Kind::expired, .key = key,
-                   .value = std::move(it->second.value)};
+  KeyChange change{
+      .kind = KeyChange::Kind::expired, .key = key, .value = std::move(it->second.value)};
   entries_.erase(it);
   sink.on_change(change);
   return nullptr;
 }
 
-void Keyspace::set(const std::string& key, std::string value, int64_t expire_at_ms,
-                   int64_t now_ms, ChangeSink& sink) {
+void Keyspace::set(const std::string& key, std::string value, int64_t expire_at_ms, int64_t now_ms,
+                   ChangeSink& sink) {
   Entry& e = entries_[key];
   e.value = std::move(value);
   e.expire_at_ms = expire_at_ms;
-  sink.on_change({.kind = KeyChange::Kind::set, .key = key, .value = e.value,
-                  .expire_at_ms = expire_at_ms, .ttl_ms = ttl_of(expire_at_ms, now_ms)});
+  sink.on_change({.kind = KeyChange::Kind::set,
+                  .key = key,
+                  .value = e.value,
+                  .expire_at_ms = expire_at_ms,
+                  .ttl_ms = ttl_of(expire_at_ms, now_ms)});
 }
 
 bool Keyspace::del(const std::string& key, int64_t now_ms, ChangeSink& sink) {
@@ -46,8 +49,11 @@ bool Keyspace::set_expire(const std::string& key, int64_t expire_at_ms, int64_t 
   if (lookup(key, now_ms, sink) == nullptr) return false;
   Entry& e = entries_.find(key)->second;
   e.expire_at_ms = expire_at_ms;
-  sink.on_change({.kind = KeyChange::Kind::pexpire, .key = key, .value = e.value,
-                  .expire_at_ms = expire_at_ms, .ttl_ms = ttl_of(expire_at_ms, now_ms)});
+  sink.on_change({.kind = KeyChange::Kind::pexpire,
+                  .key = key,
+                  .value = e.value,
+                  .expire_at_ms = expire_at_ms,
+                  .ttl_ms = ttl_of(expire_at_ms, now_ms)});
   return true;
 }
 
@@ -62,9 +68,7 @@ void Keyspace::apply(const KeyChange& change) {
       return;
     }
     case KeyChange::Kind::del:
-    case KeyChange::Kind::expired:
-      entries_.erase(change.key);
-      return;
+    case KeyChange::Kind::expired: entries_.erase(change.key); return;
   }
 }
 

@@ -8,10 +8,10 @@
 #include <utility>
 #include <vector>
 
+#include "adapters/core/sha1.h"
 #include "sim/assert.h"
 #include "sim/redis/commands.h"
 #include "sim/redis/lua_internal.h"
-#include "adapters/core/sha1.h"
 
 namespace lockstep::sim {
 namespace {
@@ -21,10 +21,11 @@ constexpr int kHookEvery = 1000;
 
 // Redis 7.0.15's global allow list, less cjson, bit, cmsgpack and struct (not built in here).
 constexpr std::string_view kAllowedGlobals[] = {
-    "string", "math", "table", "xpcall", "tostring", "getfenv", "setmetatable", "next", "assert",
-    "tonumber", "rawequal", "collectgarbage", "getmetatable", "rawset", "pcall", "coroutine",
-    "type", "_G", "select", "unpack", "gcinfo", "pairs", "rawget", "loadstring", "ipairs",
-    "_VERSION", "setfenv", "load", "error", "newproxy"};
+    "string",       "math",     "table",   "xpcall",    "tostring", "getfenv",
+    "setmetatable", "next",     "assert",  "tonumber",  "rawequal", "collectgarbage",
+    "getmetatable", "rawset",   "pcall",   "coroutine", "type",     "_G",
+    "select",       "unpack",   "gcinfo",  "pairs",     "rawget",   "loadstring",
+    "ipairs",       "_VERSION", "setfenv", "load",      "error",    "newproxy"};
 
 int nonexistent_global(lua_State* lua) {
   return luaL_error(lua, "Script attempted to access nonexistent global variable '%s'",
@@ -93,7 +94,8 @@ std::pair<int, int> protect_globals(lua_State* lua) {
 
 std::string no_newlines(std::string s) {
   while (!s.empty() && (s.back() == '\r' || s.back() == '\n')) s.pop_back();
-  std::replace_if(s.begin(), s.end(), [](char c) { return c == '\r' || c == '\n'; }, ' ');
+  std::replace_if(
+      s.begin(), s.end(), [](char c) { return c == '\r' || c == '\n'; }, ' ');
   return s;
 }
 
@@ -119,7 +121,8 @@ RedisReply script_failure(lua_State* lua, const std::string& sha) {
   if (text.empty()) text = "ERR unknown error";
   const std::string source = field_string(lua, top, "source");
   const std::string line = field_string(lua, top, "line");
-  if (!source.empty() && !line.empty()) text += " script: " + sha + ", on " + source + ":" + line + ".";
+  if (!source.empty() && !line.empty())
+    text += " script: " + sha + ", on " + source + ":" + line + ".";
   return RedisReply::error_of(no_newlines(std::move(text)));
 }
 
@@ -202,7 +205,8 @@ LuaEngine::~LuaEngine() {
 bool LuaEngine::exists(const std::string& sha) const { return scripts_.count(lower(sha)) > 0; }
 
 void LuaEngine::flush() {
-  for (const auto& [sha, script] : scripts_) luaL_unref(lua_, LUA_REGISTRYINDEX, script.function_ref);
+  for (const auto& [sha, script] : scripts_)
+    luaL_unref(lua_, LUA_REGISTRYINDEX, script.function_ref);
   scripts_.clear();
   lua_gc(lua_, LUA_GCCOLLECT, 0);
 }
@@ -243,7 +247,8 @@ RedisReply LuaEngine::eval(const std::string& body, std::span<const std::string>
 RedisReply LuaEngine::evalsha(const std::string& sha, std::span<const std::string> keys,
                               std::span<const std::string> args, CommandContext& ctx) {
   const auto it = scripts_.find(lower(sha));
-  if (it == scripts_.end()) return RedisReply::error_of("NOSCRIPT No matching script. Please use EVAL.");
+  if (it == scripts_.end())
+    return RedisReply::error_of("NOSCRIPT No matching script. Please use EVAL.");
   return run(it->second, it->first, keys, args, ctx);
 }
 
@@ -275,8 +280,12 @@ RedisReply LuaEngine::run(const Script& script, const std::string& sha,
                           std::span<const std::string> keys, std::span<const std::string> args,
                           CommandContext& ctx) {
   LOCKSTEP_SIM_CHECK(ctx_ == nullptr, "scripts do not nest");
-  CommandContext script_ctx{.keyspace = ctx.keyspace, .now_ms = ctx.now_ms, .sink = ctx.sink,
-                            .lua = nullptr, .from_script = true, .read_only = ctx.read_only};
+  CommandContext script_ctx{.keyspace = ctx.keyspace,
+                            .now_ms = ctx.now_ms,
+                            .sink = ctx.sink,
+                            .lua = nullptr,
+                            .from_script = true,
+                            .read_only = ctx.read_only};
   ctx_ = &script_ctx;
   set_globals_array("KEYS", keys);
   set_globals_array("ARGV", args);
@@ -287,7 +296,8 @@ RedisReply LuaEngine::run(const Script& script, const std::string& sha,
   arm_bounds();
   const int status = lua_pcall(lua_, 0, 1, base + 1);
   disarm_bounds();
-  RedisReply reply = status == 0 ? Internal::to_reply(lua_, lua_gettop(lua_)) : script_failure(lua_, sha);
+  RedisReply reply =
+      status == 0 ? Internal::to_reply(lua_, lua_gettop(lua_)) : script_failure(lua_, sha);
   lua_settop(lua_, base);
   ctx_ = nullptr;
   if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));

@@ -82,7 +82,8 @@ class LuaEngine {
 
   // State of the running script, for the C functions.
   CommandContext* ctx_ = nullptr;
-  std::exception_ptr failure_;  // a C++ exception raised under redis.call, rethrown after the script
+  std::exception_ptr
+      failure_;  // a C++ exception raised under redis.call, rethrown after the script
   uint64_t instructions_ = 0;
   bool over_limit_ = false;
   size_t heap_bytes_ = 0;

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "adapters/core/sha1.h"
 #include "sim/redis/commands.h"
 #include "sim/redis/lua_internal.h"
-#include "adapters/core/sha1.h"
 
 namespace lockstep::sim {
 namespace {
@@ -31,7 +31,8 @@ int64_t truncate_number(double d) {
   return static_cast<int64_t>(d);
 }
 
-// Numbers become command arguments with "%.17g" (redis-server 7.0.15: 0.1 -> "0.10000000000000001").
+// Numbers become command arguments with "%.17g" (redis-server 7.0.15: 0.1 ->
+// "0.10000000000000001").
 std::string number_argument(double d) {
   char buf[64];
   const int n = std::snprintf(buf, sizeof buf, "%.17g", d);
@@ -57,7 +58,8 @@ bool call_into_node(lua_State* lua) {
       const char* s = lua_tolstring(lua, i, &len);
       argv.emplace_back(s, len);
     } else {
-      Internal::push_error_table(lua, "Lua redis lib command arguments must be strings or integers");
+      Internal::push_error_table(lua,
+                                 "Lua redis lib command arguments must be strings or integers");
       return true;
     }
   }
@@ -142,11 +144,10 @@ int redis_false(lua_State* lua) {
 // Redis's math.random over its lrand48.
 int math_random(lua_State* lua) {
   LuaEngine& e = LuaEngine::Internal::engine(lua);
-  const double r = static_cast<double>(LuaEngine::Internal::next_random(e) % kRand48Max) / kRand48Max;
+  const double r =
+      static_cast<double>(LuaEngine::Internal::next_random(e) % kRand48Max) / kRand48Max;
   switch (lua_gettop(lua)) {
-    case 0:
-      lua_pushnumber(lua, r);
-      return 1;
+    case 0: lua_pushnumber(lua, r); return 1;
     case 1: {
       const int u = luaL_checkint(lua, 1);
       luaL_argcheck(lua, 1 <= u, 1, "interval is empty");
@@ -160,8 +161,7 @@ int math_random(lua_State* lua) {
       lua_pushnumber(lua, std::floor(r * (u - l + 1)) + l);
       return 1;
     }
-    default:
-      return luaL_error(lua, "wrong number of arguments");
+    default: return luaL_error(lua, "wrong number of arguments");
   }
 }
 
@@ -185,14 +185,9 @@ void push_error_text(lua_State* lua, int idx) {
   lua_pushstring(lua, "ERR ");
   switch (lua_type(lua, idx)) {
     case LUA_TSTRING:
-    case LUA_TNUMBER:
-      lua_pushvalue(lua, idx);
-      break;
-    case LUA_TBOOLEAN:
-      lua_pushstring(lua, lua_toboolean(lua, idx) ? "true" : "false");
-      break;
-    default:
-      lua_pushstring(lua, luaL_typename(lua, idx));
+    case LUA_TNUMBER: lua_pushvalue(lua, idx); break;
+    case LUA_TBOOLEAN: lua_pushstring(lua, lua_toboolean(lua, idx) ? "true" : "false"); break;
+    default: lua_pushstring(lua, luaL_typename(lua, idx));
   }
   lua_concat(lua, 2);
 }
@@ -271,20 +266,14 @@ void LuaEngine::Internal::push_reply(lua_State* lua, const RedisReply& reply) {
     case RedisReply::Type::integer:
       lua_pushnumber(lua, static_cast<lua_Number>(reply.integer));
       return;
-    case RedisReply::Type::string:
-      lua_pushlstring(lua, reply.str.data(), reply.str.size());
-      return;
-    case RedisReply::Type::nil:
-      lua_pushboolean(lua, 0);
-      return;
+    case RedisReply::Type::string: lua_pushlstring(lua, reply.str.data(), reply.str.size()); return;
+    case RedisReply::Type::nil: lua_pushboolean(lua, 0); return;
     case RedisReply::Type::status:
       lua_newtable(lua);
       lua_pushlstring(lua, reply.str.data(), reply.str.size());
       lua_setfield(lua, -2, "ok");
       return;
-    case RedisReply::Type::error:
-      push_error_table(lua, "-" + reply.str);
-      return;
+    case RedisReply::Type::error: push_error_table(lua, "-" + reply.str); return;
     case RedisReply::Type::array:
       luaL_checkstack(lua, 4, "reply too deep");
       lua_createtable(lua, static_cast<int>(reply.elements.size()), 0);
@@ -323,12 +312,9 @@ RedisReply LuaEngine::Internal::to_reply(lua_State* lua, int idx, int depth) {
     }
     case LUA_TBOOLEAN:
       return lua_toboolean(lua, idx) ? RedisReply::integer_of(1) : RedisReply::nil();
-    case LUA_TNUMBER:
-      return RedisReply::integer_of(truncate_number(lua_tonumber(lua, idx)));
-    case LUA_TTABLE:
-      break;
-    default:
-      return RedisReply::nil();  // nil, functions, userdata, threads
+    case LUA_TNUMBER: return RedisReply::integer_of(truncate_number(lua_tonumber(lua, idx)));
+    case LUA_TTABLE: break;
+    default: return RedisReply::nil();  // nil, functions, userdata, threads
   }
   if (depth >= kReplyDepthMax || !lua_checkstack(lua, 4)) {
     return RedisReply::error_of("ERR reached lua stack limit");

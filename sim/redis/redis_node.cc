@@ -61,8 +61,10 @@ void RedisNode::Recorder::on_change(const KeyChange& change) {
   batch_.push_back(change);
   if (node_.is_replica() || node_.options_.observer == nullptr) return;
   const bool timed = change.kind == KeyChange::Kind::set || change.kind == KeyChange::Kind::pexpire;
-  const KeyspaceEvent event{.kind = event_kind(change.kind), .key = change.key,
-                            .value = change.value, .ttl_ms = timed ? change.ttl_ms : -1,
+  const KeyspaceEvent event{.kind = event_kind(change.kind),
+                            .key = change.key,
+                            .value = change.value,
+                            .ttl_ms = timed ? change.ttl_ms : -1,
                             .client = client_};
   node_.options_.observer->on_keyspace_event(node_.options_.name, event);
 }
@@ -70,8 +72,11 @@ void RedisNode::Recorder::on_change(const KeyChange& change) {
 RedisReply RedisNode::execute(const std::vector<std::string>& argv, int client) {
   LOCKSTEP_SIM_CHECK(world_.alive(node_), options_.name + " is down: it executes nothing");
   recorder_.begin(client);
-  CommandContext ctx{.keyspace = keyspace_, .now_ms = local_ms(), .sink = recorder_,
-                     .lua = &lua_, .read_only = is_replica()};
+  CommandContext ctx{.keyspace = keyspace_,
+                     .now_ms = local_ms(),
+                     .sink = recorder_,
+                     .lua = &lua_,
+                     .read_only = is_replica()};
   RedisReply reply = run_command(argv, ctx);
   commit(recorder_.take());
   return reply;
@@ -144,8 +149,8 @@ void RedisNode::add_replica(RedisNode& replica, ReplicationOptions options) {
   replica.primary_ = this;
   replica.link_id_ = ++replica.next_link_id_;
   replica.keyspace_.set_expire_on_access(false);
-  replicas_.push_back({.replica = &replica, .delay_ms = options.replication_delay_ms,
-                       .link_id = replica.link_id_});
+  replicas_.push_back(
+      {.replica = &replica, .delay_ms = options.replication_delay_ms, .link_id = replica.link_id_});
   replica.resync("attached");
 }
 
@@ -177,7 +182,8 @@ void RedisNode::replicate(const std::shared_ptr<const Batch>& batch) {
   }
 }
 
-void RedisNode::send_batch(const ReplicaLink& link, uint64_t seq, std::shared_ptr<const Batch> batch) {
+void RedisNode::send_batch(const ReplicaLink& link, uint64_t seq,
+                           std::shared_ptr<const Batch> batch) {
   RedisNode* replica = link.replica;
   const std::string label = fmt::format("repl {} #{} {} {}", options_.name, seq, batch->size(),
                                         batch->size() == 1 ? batch->front().key : "keys");
@@ -188,7 +194,8 @@ void RedisNode::send_batch(const ReplicaLink& link, uint64_t seq, std::shared_pt
 }
 
 void RedisNode::receive(const RedisNode* from, uint64_t link_id, uint64_t seq, const Batch& batch) {
-  if (from != primary_ || link_id != link_id_) return trace(fmt::format("ignore repl #{}: stale link", seq));
+  if (from != primary_ || link_id != link_id_)
+    return trace(fmt::format("ignore repl #{}: stale link", seq));
   if (needs_full_sync_) return resync(fmt::format("due, at #{}", seq));
   if (seq <= repl_seq_) return;  // a duplicate, or already covered by a full sync
   if (seq != repl_seq_ + 1) return resync(fmt::format("gap before #{}", seq));
@@ -203,7 +210,8 @@ void RedisNode::receive(const RedisNode* from, uint64_t link_id, uint64_t seq, c
 void RedisNode::resync(std::string_view why) {
   if (!world_.alive(primary_->node_)) {
     needs_full_sync_ = true;
-    return trace(fmt::format("full sync from {} postponed ({}): primary down", primary_->name(), why));
+    return trace(
+        fmt::format("full sync from {} postponed ({}): primary down", primary_->name(), why));
   }
   needs_full_sync_ = false;
   keyspace_ = primary_->keyspace_;

@@ -51,7 +51,7 @@ struct KeyspaceEvent {
   enum class Kind { set, del, pexpire, expired };
   Kind kind = Kind::set;
   std::string key;
-  std::string value;  // the value written, or the value removed/extended
+  std::string value;    // the value written, or the value removed/extended
   int64_t ttl_ms = -1;  // set/pexpire: the key's TTL right after the command (-1: none)
   int client = -1;      // who sent the command (or the script's caller)
 };
@@ -100,7 +100,9 @@ class RedisNode {
   const Keyspace& keyspace() const { return keyspace_; }
   const LuaEngine& lua() const { return lua_; }
   int64_t local_ms() const;
-  uint64_t replication_seq() const { return repl_seq_; }  // batches sent (primary) or applied (replica)
+  uint64_t replication_seq() const {
+    return repl_seq_;
+  }  // batches sent (primary) or applied (replica)
 
  private:
   using Batch = std::vector<KeyChange>;
@@ -148,7 +150,7 @@ class RedisNode {
   // Replication. On a primary, repl_seq_ counts batches sent; on a replica, batches applied.
   std::vector<ReplicaLink> replicas_;
   RedisNode* primary_ = nullptr;
-  uint64_t link_id_ = 0;  // the current link to primary_
+  uint64_t link_id_ = 0;          // the current link to primary_
   bool needs_full_sync_ = false;  // a full sync was due while the primary was down
   uint64_t next_link_id_ = 0;
   uint64_t repl_seq_ = 0;

@@ -46,7 +46,11 @@ std::string summarize_command(const std::vector<std::string>& argv) {
 
 SimRedisConnection::SimRedisConnection(World& world, NodeId client_node, RedisNode& target,
                                        int client, SimRedisConnectionOptions options)
-    : world_(world), client_node_(client_node), target_(&target), client_(client), options_(options) {
+    : world_(world),
+      client_node_(client_node),
+      target_(&target),
+      client_(client),
+      options_(options) {
   LOCKSTEP_SIM_CHECK(options_.command_timeout_us > 0, "command_timeout_us must be positive");
   world_.node_name(client_node_);  // checks the id
 }
@@ -67,34 +71,38 @@ std::shared_ptr<SimRedisRequest> SimRedisConnection::send(const std::vector<std:
   World& world = world_;
   const NodeId client_node = client_node_;
   const int client = client_;
-  world_.network().send(client_node, server->node(), label, [&world, server, client_node, client, label,
-                                                             argv, request] {
-    if (std::exchange(request->executed, true)) return;  // a duplicate: TCP delivers once
-    RedisReply reply = server->execute(argv, client);
-    world.network().send(server->node(), client_node, "reply " + label,
-                         [&world, client, request, reply = std::move(reply)] {
-                           if (request->answered || request->abandoned) {
-                             world.trace_line(fmt::format("redis c{} #{} {} reply discarded: {}", client,
-                                                          request->id, request->answered ? "duplicate" : "late",
-                                                          describe(reply)));
-                             return;
-                           }
-                           request->answered = true;
-                           request->reply = reply;
-                           if (request->on_reply) request->on_reply();
-                         },
-                         Delivery::buffer);  // the client's kernel takes it even while the client is paused
-  });
+  world_.network().send(
+      client_node, server->node(), label,
+      [&world, server, client_node, client, label, argv, request] {
+        if (std::exchange(request->executed, true)) return;  // a duplicate: TCP delivers once
+        RedisReply reply = server->execute(argv, client);
+        world.network().send(
+            server->node(), client_node, "reply " + label,
+            [&world, client, request, reply = std::move(reply)] {
+              if (request->answered || request->abandoned) {
+                world.trace_line(fmt::format("redis c{} #{} {} reply discarded: {}", client,
+                                             request->id, request->answered ? "duplicate" : "late",
+                                             describe(reply)));
+                return;
+              }
+              request->answered = true;
+              request->reply = reply;
+              if (request->on_reply) request->on_reply();
+            },
+            Delivery::buffer);  // the client's kernel takes it even while the client is paused
+      });
   return request;
 }
 
 RedisResult SimRedisConnection::finish(SimRedisRequest& request, int64_t waited_us) {
   if (request.answered) {
-    world_.trace_line(fmt::format("redis c{} #{} <- {}", client_, request.id, describe(request.reply)));
+    world_.trace_line(
+        fmt::format("redis c{} #{} <- {}", client_, request.id, describe(request.reply)));
     return RedisResult{.status = IoStatus::ok, .reply = std::move(request.reply)};
   }
   request.abandoned = true;
-  world_.trace_line(fmt::format("redis c{} #{} timeout after {}us", client_, request.id, waited_us));
+  world_.trace_line(
+      fmt::format("redis c{} #{} timeout after {}us", client_, request.id, waited_us));
   return RedisResult{.status = IoStatus::timeout,
                      .message = fmt::format("no reply from {} within {}us", endpoint(), waited_us)};
 }
@@ -103,16 +111,19 @@ RedisResult SimRedisConnection::command(const std::vector<std::string>& argv) {
   const Waiter waiter = world_.prepare_park();
   World& world = world_;
   std::shared_ptr<SimRedisRequest> request = send(argv, [&world, waiter] { world.wake(waiter); });
-  const TimeUs timeout_us = world_.node_clock(client_node_).true_duration_for(options_.command_timeout_us);
-  const TimeUs deadline_us = timeout_us >= kTimeNever - world_.now_us() ? kTimeNever : world_.now_us() + timeout_us;
+  const TimeUs timeout_us =
+      world_.node_clock(client_node_).true_duration_for(options_.command_timeout_us);
+  const TimeUs deadline_us =
+      timeout_us >= kTimeNever - world_.now_us() ? kTimeNever : world_.now_us() + timeout_us;
   const ParkResult woke = world_.park(waiter, deadline_us);
-  if (woke == ParkResult::woken && request->answered) return finish(*request, options_.command_timeout_us);
+  if (woke == ParkResult::woken && request->answered)
+    return finish(*request, options_.command_timeout_us);
   // A reply can have been buffered while this fiber's resumption waited out a pause of its node:
   // if it came after the deadline, it is still a timeout.
   request->abandoned = true;
-  world_.trace_line(fmt::format("redis c{} #{} timeout after {}us{}", client_, request->id,
-                                options_.command_timeout_us,
-                                request->answered ? " (reply came after the deadline: discarded)" : ""));
+  world_.trace_line(fmt::format(
+      "redis c{} #{} timeout after {}us{}", client_, request->id, options_.command_timeout_us,
+      request->answered ? " (reply came after the deadline: discarded)" : ""));
   return RedisResult{.status = IoStatus::timeout,
                      .message = fmt::format("no reply from {} within {}us", endpoint(),
                                             options_.command_timeout_us)};

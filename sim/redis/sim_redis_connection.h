@@ -50,13 +50,15 @@ class SimRedisConnection final : public RedisConnection {
   // The two halves of command(), for a fan-out that waits on several connections at once.
   // send(): traces and sends argv now; when the reply arrives before finish(), it is stored in the
   // request and on_reply runs (buffered like a kernel would, even while the client is paused).
-  std::shared_ptr<SimRedisRequest> send(const std::vector<std::string>& argv, std::function<void()> on_reply);
+  std::shared_ptr<SimRedisRequest> send(const std::vector<std::string>& argv,
+                                        std::function<void()> on_reply);
   // The caller stops waiting: the reply if it came, else a timeout after waited_us (traced).
   RedisResult finish(SimRedisRequest& request, int64_t waited_us);
   int64_t command_timeout_us() const { return options_.command_timeout_us; }
   NodeId client_node() const { return client_node_; }
   std::string endpoint() const override;  // "sim:<node name>"
-  // Later commands go to `target` (clients reconnect after a failover); one in flight is unaffected.
+  // Later commands go to `target` (clients reconnect after a failover); one in flight is
+  // unaffected.
   void set_target(RedisNode& target) { target_ = &target; }
   RedisNode& target() const { return *target_; }
 

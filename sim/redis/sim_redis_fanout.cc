@@ -10,13 +10,14 @@ SimRedisFanout::SimRedisFanout(World& world, std::vector<SimRedisConnection*> co
     : world_(world), connections_(std::move(connections)) {
   LOCKSTEP_SIM_CHECK(!connections_.empty(), "a fan-out needs at least one connection");
   for (const SimRedisConnection* connection : connections_) {
-    LOCKSTEP_SIM_CHECK(connection != nullptr && connection->client_node() == connections_.front()->client_node(),
-                       "every connection of a fan-out belongs to one client node");
+    LOCKSTEP_SIM_CHECK(
+        connection != nullptr && connection->client_node() == connections_.front()->client_node(),
+        "every connection of a fan-out belongs to one client node");
   }
 }
 
-std::vector<RedisResult> SimRedisFanout::command_all(const std::vector<std::vector<std::string>>& argvs,
-                                                     int64_t timeout_us) {
+std::vector<RedisResult> SimRedisFanout::command_all(
+    const std::vector<std::vector<std::string>>& argvs, int64_t timeout_us) {
   LOCKSTEP_SIM_CHECK(argvs.size() == connections_.size(), "one argv per connection");
   LOCKSTEP_SIM_CHECK(timeout_us > 0, "the fan-out timeout must be positive");
   const Waiter waiter = world_.prepare_park();
@@ -34,13 +35,15 @@ std::vector<RedisResult> SimRedisFanout::command_all(const std::vector<std::vect
   if (*outstanding > 0) {
     const NodeId client = connections_.front()->client_node();
     const TimeUs true_us = world_.node_clock(client).true_duration_for(timeout_us);
-    const TimeUs deadline_us = true_us >= kTimeNever - world_.now_us() ? kTimeNever : world_.now_us() + true_us;
+    const TimeUs deadline_us =
+        true_us >= kTimeNever - world_.now_us() ? kTimeNever : world_.now_us() + true_us;
     world_.park(waiter, deadline_us);
   }
   std::vector<RedisResult> results;
   results.reserve(argvs.size());
   for (size_t i = 0; i < argvs.size(); ++i) {
-    results.push_back(requests[i] ? connections_[i]->finish(*requests[i], timeout_us) : not_sent_result());
+    results.push_back(requests[i] ? connections_[i]->finish(*requests[i], timeout_us)
+                                  : not_sent_result());
   }
   return results;
 }
