@@ -157,6 +157,7 @@ class RunAssembly {
   RunAssembly(ScenarioWorld& world, const Scenario& scenario, const AdapterEntry& adapter,
               RunReport& report, sim::World* sim)
       : world_(world),
+        adapter_(adapter),
         recorder_({.now_us = [&world] { return world.now_us(); },
                    .trace_line = [&world](std::string_view text) { return world.trace_line(text); },
                    .current_client = [this]() -> int {
@@ -185,6 +186,22 @@ class RunAssembly {
         !env_->clients().empty() && env_->clients().front()->fencing() == FencingSupport::monotonic;
   }
 
+  // A lease lock whose grants nobody recorded would pass every lease check by default: a run in
+  // which acquires succeeded but no lease was seen is an error, never an "ok".
+  void refuse_blind_lease_checks(RunReport& report) const {
+    if (adapter_.family != LockFamily::lease || report.end != "complete") return;
+    if (report.stats.acquisitions == 0) return;
+    for (const HistoryEvent& e : report.history.events()) {
+      if (e.kind == EventKind::grant) return;
+    }
+    report.end = "no_leases";
+    report.end_message = fmt::format(
+        "{} acquires succeeded but the servers recorded no lease, so lease_exclusion and ownership "
+        "could not be judged: the adapter's lock keys must get a TTL when granted (SET PX, or "
+        "PEXPIRE), or its backend must report grants to the recorder",
+        report.stats.acquisitions);
+  }
+
   // After the run: the final counters, the heal time, and the verdict.
   void judge(RunReport& report, const sim::Trace& trace) {
     resource_.record_final_values();
@@ -200,10 +217,12 @@ class RunAssembly {
     report.stats = collect_stats(recorder_.history(), world_.now_us());
     if (report.config.keep_trace) report.trace = trace.lines();
     report.history = recorder_.history();
+    refuse_blind_lease_checks(report);
   }
 
  private:
   ScenarioWorld& world_;
+  const AdapterEntry& adapter_;
   Recorder recorder_;
   GuardedResource resource_;
   BackendEnv backend_env_;

@@ -62,7 +62,9 @@ struct RunReport {
   std::string trace_hash;
   std::vector<ReportedViolation> violations;
   RunStats stats;
-  std::string end;  // how the run ended: "complete", or which bound it hit
+  // How the run ended: "complete", which bound it hit, or "no_leases" (a lease lock whose grants
+  // no server recorded, so its lease checks would have been blind).
+  std::string end;
   std::string end_message;
   Expectation expected;
   std::vector<std::string> trace;  // every trace line (when kept)

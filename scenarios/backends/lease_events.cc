@@ -6,33 +6,68 @@ namespace lockstep {
 
 namespace {
 
-constexpr int64_t kLeaseForever_us = INT64_MAX / 4;  // a lock key written without PX
+constexpr int64_t kLeaseForeverUs = INT64_MAX / 4;  // a lease made permanent (SET without PX)
 constexpr int64_t kUsPerMs = 1000;
 
 }  // namespace
 
-std::optional<HistoryEvent> lease_event_from(std::string_view node_name,
-                                             const sim::KeyspaceEvent& e,
-                                             std::string_view lock_prefix) {
-  if (e.key.rfind(lock_prefix, 0) != 0) return std::nullopt;  // fencing counters and other keys
+std::string RedisLeaseEvents::shown_key(const std::string& key) const {
+  if (!lock_prefix_.empty() && key.rfind(lock_prefix_, 0) == 0) {
+    return key.substr(lock_prefix_.size());
+  }
+  return key;
+}
+
+std::optional<HistoryEvent> RedisLeaseEvents::on_event(std::string_view node_name,
+                                                       const sim::KeyspaceEvent& e) {
+  auto node = leased_.find(node_name);
+  if (node == leased_.end()) {
+    node = leased_.emplace(std::string(node_name), std::map<std::string, std::string>{}).first;
+  }
+  std::map<std::string, std::string>& leased = node->second;
+  const auto lease = leased.find(e.key);
+  const bool held = lease != leased.end();
   HistoryEvent event{.client = e.client,
-                     .key = e.key.substr(lock_prefix.size()),
+                     .key = shown_key(e.key),
                      .server = std::string(node_name),
                      .value = e.value};
   switch (e.kind) {
     case sim::KeyspaceEvent::Kind::set:
-      event.kind = EventKind::grant;
-      event.ttl_us = e.ttl_ms >= 0 ? e.ttl_ms * kUsPerMs : kLeaseForever_us;
+      if (e.ttl_ms >= 0) {
+        // Over another owner's lease too: the checkers see the overlap from the two grants.
+        leased[e.key] = e.value;
+        event.kind = EventKind::grant;
+        event.ttl_us = e.ttl_ms * kUsPerMs;
+        return event;
+      }
+      if (!held) return std::nullopt;  // a counter or data: no lease
+      if (lease->second == e.value) {  // made permanent by its owner
+        event.kind = EventKind::extend;
+        event.ttl_us = kLeaseForeverUs;
+        return event;
+      }
+      event.value = lease->second;  // overwritten without expiry: the lease is gone
+      leased.erase(lease);
+      event.kind = EventKind::revoke;
+      event.detail = "overwritten";
       return event;
     case sim::KeyspaceEvent::Kind::pexpire:
-      event.kind = EventKind::extend;
       event.ttl_us = e.ttl_ms * kUsPerMs;
+      if (held && lease->second == e.value) {
+        event.kind = EventKind::extend;
+        return event;
+      }
+      leased[e.key] = e.value;  // SETNX then PEXPIRE: the lease starts now
+      event.kind = EventKind::grant;
       return event;
     case sim::KeyspaceEvent::Kind::del:
+      if (!held) return std::nullopt;
+      leased.erase(lease);
       event.kind = EventKind::revoke;
       event.detail = "del";
       return event;
     case sim::KeyspaceEvent::Kind::expired:
+      if (held) leased.erase(lease);
       return std::nullopt;  // the lease ran out by the server's clock: nothing was revoked
   }
   return std::nullopt;

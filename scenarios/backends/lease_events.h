@@ -1,11 +1,18 @@
 #pragma once
 // Lease facts from a simulated Redis node's keyspace events: what the Redis and Redlock sim
-// backends record, so both judge leases the same way.
+// backends record, so both judge leases the same way, for whatever keys an adapter uses.
 //
-// On keys under the lock prefix: a SET is a grant for its PX (no PX: a lease that never ends), a
-// PEXPIRE an extend, a DEL a revoke by whoever sent it; an expiry ends nothing (the promise simply
-// ran out). The event's server is the node's name, so a checker can count servers per owner.
+// A key holds a lease while it has a TTL: a write that leaves a key with a TTL grants a lease to
+// the value written (SET ... PX, or PEXPIRE on a key that held no lease: SETNX then PEXPIRE); a
+// PEXPIRE on the key's current lease extends it; a DEL, or a write of another value, revokes it
+// on behalf of whoever sent the command; an expiry ends nothing (the promise simply ran out).
+// Keys without a TTL (fencing counters, data) are no leases. So a user's lock is judged whatever
+// its keys are called. The event's server is the node's name, so a checker can count servers per
+// owner; the event's key drops the adapter's lock prefix when it has one, so it reads as the
+// key the client asked for.
+#include <map>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "scenarios/history/history.h"
@@ -13,9 +20,20 @@
 
 namespace lockstep {
 
-// The history event for e on node_name, or nullopt when it is no lease fact.
-std::optional<HistoryEvent> lease_event_from(std::string_view node_name,
-                                             const sim::KeyspaceEvent& e,
-                                             std::string_view lock_prefix);
+class RedisLeaseEvents {
+ public:
+  // lock_prefix: the adapter's lock key prefix, dropped from the keys recorded ("" for none).
+  explicit RedisLeaseEvents(std::string lock_prefix) : lock_prefix_(std::move(lock_prefix)) {}
+
+  // The history event for e on node_name, or nullopt when it is no lease fact.
+  std::optional<HistoryEvent> on_event(std::string_view node_name, const sim::KeyspaceEvent& e);
+
+ private:
+  std::string shown_key(const std::string& key) const;
+
+  std::string lock_prefix_;
+  // Per node, per key: the value whose lease the key holds now (ordered: nothing walks it by hash).
+  std::map<std::string, std::map<std::string, std::string>, std::less<>> leased_;
+};
 
 }  // namespace lockstep

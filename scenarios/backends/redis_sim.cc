@@ -95,7 +95,7 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
       return;
     }
     flush_pending_grant();
-    std::optional<HistoryEvent> event = lease_event_from(node_name, e, kLockPrefix);
+    std::optional<HistoryEvent> event = leases_.on_event(node_name, e);
     if (!event) return;
     if (event->kind == EventKind::grant) {
       pending_grant_ = std::move(event);
@@ -114,6 +114,7 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
 
   sim::World& world_;
   Recorder& recorder_;
+  RedisLeaseEvents leases_{kLockPrefix};
   std::optional<HistoryEvent> pending_grant_;
   RedisAdapterFactory make_adapter_;
   int64_t command_timeout_us_ = 0;

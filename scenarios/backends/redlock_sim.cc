@@ -98,7 +98,7 @@ class RedlockSimBackend final : public Backend, public sim::KeyspaceObserver {
   }
 
   void on_keyspace_event(std::string_view node_name, const sim::KeyspaceEvent& e) override {
-    if (std::optional<HistoryEvent> event = lease_event_from(node_name, e, kLockPrefix)) {
+    if (std::optional<HistoryEvent> event = leases_.on_event(node_name, e)) {
       recorder_.record(std::move(*event));
     }
   }
@@ -111,6 +111,7 @@ class RedlockSimBackend final : public Backend, public sim::KeyspaceObserver {
 
   sim::World& world_;
   Recorder& recorder_;
+  RedisLeaseEvents leases_{kLockPrefix};
   RedlockAdapterFactory make_adapter_;
   RedlockSettings settings_;
   std::vector<std::unique_ptr<sim::RedisNode>> nodes_;
