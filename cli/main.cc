@@ -79,11 +79,16 @@ nlohmann::json list_json() {
   for (const Scenario& s : scenarios()) {
     nlohmann::json options = nlohmann::json::object();
     for (const OptionSpec& spec : s.options) options[spec.name] = spec.default_value;
+    std::vector<std::string> fitting;  // the adapters of this binary it applies to
+    for (const AdapterEntry& a : adapters()) {
+      if (s.judges_in_matrix(a)) fitting.push_back(a.name);
+    }
     out["scenarios"].push_back({{"name", s.name},
                                 {"description", s.description},
                                 {"options", options},
                                 {"worlds", s.worlds},
-                                {"adapters", s.adapters}});
+                                {"fits", s.fits_text},
+                                {"adapters", fitting}});
   }
   return out;
 }

@@ -16,83 +16,112 @@ namespace lockstep {
 
 namespace {
 
+// The scenarios whose cells judge each family of known-bad locks: where the one bug shows, and
+// where the correct sibling's safety must still show (docs/DESIGN.md, "Known-bad adapters").
+const std::vector<std::string> kLeaseScenarios = {
+    "sequential",          "concurrent-race", "crash-holder", "stolen-lock",
+    "extend-after-expiry", "gc-pause",        "clock-drift",  "retry-storm"};
+const std::vector<std::string> kRedisScenarios = {
+    "sequential",          "concurrent-race", "crash-holder", "stolen-lock",
+    "extend-after-expiry", "gc-pause",        "clock-drift",  "retry-storm",
+    "slow-acquire",        "failover",        "partition",    "pause-in-release"};
+const std::vector<std::string> kRedlockScenarios = {"clock-jump", "crash-restart", "split-vote",
+                                                    "slow-acquire"};
+
+// A known-bad lock: its sibling's traits with the one thing it gets wrong.
 struct KnownBad {
   const char* name;
   const char* breaks;
   const char* description;
+  void (*wrong)(AdapterTraits& traits);
+  const std::vector<std::string>* judged_in;
 };
 
-constexpr KnownBad kKnownBadRedis[] = {
-    {"bad-del-release", "ownership", "known-bad: release by plain DEL"},
-    {"bad-get-del-release", "ownership", "known-bad: release by GET, then DEL in a second call"},
-    {"bad-pexpire-extend", "ownership", "known-bad: extend by plain PEXPIRE"},
+const KnownBad kKnownBadRedis[] = {
+    {"bad-del-release", "ownership", "known-bad: release by plain DEL",
+     [](AdapterTraits& t) { t.release = OwnerCheck::none; }, &kRedisScenarios},
+    {"bad-get-del-release", "ownership", "known-bad: release by GET, then DEL in a second call",
+     [](AdapterTraits& t) { t.release = OwnerCheck::check_then_act; }, &kRedisScenarios},
+    {"bad-pexpire-extend", "ownership", "known-bad: extend by plain PEXPIRE",
+     [](AdapterTraits& t) { t.extend = OwnerCheck::none; }, &kRedisScenarios},
     {"bad-setnx-expire", "liveness",
-     "known-bad: SETNX, then PEXPIRE in a second call (a crash between leaks)"},
-    {"bad-random-token", "fencing", "known-bad: random instead of monotonic fencing tokens"},
+     "known-bad: SETNX, then PEXPIRE in a second call (a crash between leaks)",
+     [](AdapterTraits& t) { t.expiry_with_grant = false; }, &kRedisScenarios},
 };
 
-constexpr KnownBad kKnownBadRedlock[] = {
+const std::vector<std::string> kRandomTokenScenarios = {"retry-storm"};
+const KnownBad kBadRandomToken = {
+    "bad-random-token", "fencing", "known-bad: random instead of monotonic fencing tokens",
+    [](AdapterTraits& t) { t.tokens = TokenKind::random; }, &kRandomTokenScenarios};
+
+const KnownBad kKnownBadRedlock[] = {
     {"bad-redlock-half-quorum", "mutual_exclusion",
-     "known-bad: Redlock that counts N/2 grants as a majority"},
+     "known-bad: Redlock that counts N/2 grants as a majority",
+     [](AdapterTraits& t) { t.majority_quorum = false; }, &kRedlockScenarios},
     {"bad-redlock-no-elapsed", "mutual_exclusion",
-     "known-bad: Redlock whose validity ignores the time spent acquiring"},
+     "known-bad: Redlock whose validity ignores the time spent acquiring",
+     [](AdapterTraits& t) { t.validity = ValidityRule::ttl_ignoring_elapsed; }, &kRedlockScenarios},
     {"bad-redlock-no-cleanup", "liveness",
-     "known-bad: Redlock that leaves partial locks after a failed attempt"},
+     "known-bad: Redlock that leaves partial locks after a failed attempt",
+     [](AdapterTraits& t) { t.releases_partial_grants = false; }, &kRedlockScenarios},
 };
 
-// Registers a family of simulator-only known-bad adapters; make_sim(name) builds each backend.
-template <size_t N>
-void register_family(const KnownBad (&family)[N], FaultCapabilities sim_faults,
-                     const std::vector<OptionSpec>& options,
-                     const std::function<BackendFactory(const std::string& name)>& make_sim) {
-  for (const KnownBad& bad : family) {
-    register_adapter({.name = bad.name,
-                      .description = bad.description,
-                      .worlds = {"sim"},
-                      .sim_faults = sim_faults,
-                      .known_bad = true,
-                      .breaks = bad.breaks,
-                      .options = options,
-                      .make_sim = make_sim(bad.name)});
-  }
+AdapterTraits with_wrong(AdapterTraits traits, const KnownBad& bad) {
+  bad.wrong(traits);
+  return traits;
 }
 
-void register_known_bad_redis() {
-  register_family(kKnownBadRedis, kRedisSimFaults, redis_backend_options(),
-                  [](const std::string& name) -> BackendFactory {
-                    return [name](BackendEnv& env) {
+void register_redis(const KnownBad& bad) {
+  const std::string name = bad.name;
+  register_adapter({.name = name,
+                    .description = bad.description,
+                    .worlds = {"sim"},
+                    .traits = with_wrong(kRedisTraits, bad),
+                    .known_bad = true,
+                    .breaks = bad.breaks,
+                    .judged_in = *bad.judged_in,
+                    .options = redis_backend_options(),
+                    .make_sim = [name](BackendEnv& env) {
                       return make_redis_sim_backend(env, [name](RedisConnection& connection) {
                         return make_known_bad_redis_adapter(name, connection);
                       });
-                    };
-                  });
+                    }});
 }
 
-void register_known_bad_redlock() {
-  register_family(kKnownBadRedlock, kRedlockSimFaults, redlock_backend_options(),
-                  [](const std::string& name) -> BackendFactory {
-                    return [name](BackendEnv& env) {
+void register_redlock(const KnownBad& bad) {
+  const std::string name = bad.name;
+  register_adapter({.name = name,
+                    .description = bad.description,
+                    .worlds = {"sim"},
+                    .traits = with_wrong(kRedlockTraits, bad),
+                    .known_bad = true,
+                    .breaks = bad.breaks,
+                    .judged_in = *bad.judged_in,
+                    .options = redlock_backend_options(),
+                    .make_sim = [name](BackendEnv& env) {
                       return make_redlock_sim_backend(env, [name](RedlockAdapterParts& parts) {
                         return make_known_bad_redlock_adapter(name, parts);
                       });
-                    };
-                  });
+                    }});
 }
 
 }  // namespace
 
 void register_known_bad_adapters() {
   if (find_adapter("bad-memory-no-owner-check") != nullptr) return;
-  register_known_bad_redis();
-  register_known_bad_redlock();
+  for (const KnownBad& bad : kKnownBadRedis) register_redis(bad);
+  register_redis(kBadRandomToken);
+  for (const KnownBad& bad : kKnownBadRedlock) register_redlock(bad);
   register_adapter({
       .name = "bad-memory-no-owner-check",
       .description =
           "known-bad: the in-memory lock whose release deletes whatever lock holds the key",
       .worlds = {"sim"},
-      .sim_faults = kMemorySimFaults,
+      .traits = with_wrong(kMemoryTraits,
+                           {.wrong = [](AdapterTraits& t) { t.release = OwnerCheck::none; }}),
       .known_bad = true,
       .breaks = "ownership",
+      .judged_in = kLeaseScenarios,
       .make_sim =
           [](BackendEnv& env) {
             return make_memory_backend(env, [](MemoryAdapter& store) {
@@ -105,9 +134,11 @@ void register_known_bad_adapters() {
       .description =
           "known-bad: the Mongo lock without the unique index on key (two upserts both insert)",
       .worlds = {"sim"},
-      .sim_faults = kMongoSimFaults,
+      .traits =
+          with_wrong(kMongoTraits, {.wrong = [](AdapterTraits& t) { t.exclusive_grant = false; }}),
       .known_bad = true,
       .breaks = "mutual_exclusion",
+      .judged_in = {"concurrent-race"},
       .options = mongo_backend_options(),
       .make_sim =
           [](BackendEnv& env) { return make_mongo_sim_backend(env, make_bad_mongo_no_unique); },
@@ -117,7 +148,8 @@ void register_known_bad_adapters() {
       .description = "known-bad: keyed-rw whose readers pass a queued writer (reader preference "
                      "starves writers)",
       .worlds = {"sim"},
-      .family = LockFamily::keyed_rw,
+      .traits =
+          with_wrong(kKeyedRwTraits, {.wrong = [](AdapterTraits& t) { t.writers_first = false; }}),
       .known_bad = true,
       .breaks = "writer_preference",
       .make_sim =

@@ -120,10 +120,9 @@ Options resolve_options(const RunConfig& config) {
 
 Options resolve_options(const Scenario& scenario, const RunConfig& config) {
   const AdapterEntry& adapter = adapter_or_throw(config.adapter);
-  if (!scenario.applies_to(adapter.name)) {
-    throw UsageError(
-        fmt::format("scenario \"{}\" does not apply to adapter \"{}\"; it applies to: {}",
-                    scenario.name, adapter.name, fmt::join(scenario.adapters, ", ")));
+  if (!scenario.applies_to(adapter)) {
+    throw UsageError(fmt::format("scenario \"{}\" does not apply to adapter \"{}\"; it is for {}",
+                                 scenario.name, adapter.name, scenario.fits_text));
   }
   if (!scenario.runs_in(config.world)) {
     throw UsageError(fmt::format("scenario \"{}\" needs faults that only exist in: {}",
@@ -189,7 +188,7 @@ class RunAssembly {
   // A lease lock whose grants nobody recorded would pass every lease check by default: a run in
   // which acquires succeeded but no lease was seen is an error, never an "ok".
   void refuse_blind_lease_checks(RunReport& report) const {
-    if (adapter_.family != LockFamily::lease || report.end != "complete") return;
+    if (adapter_.traits.family != LockFamily::lease || report.end != "complete") return;
     if (report.stats.acquisitions == 0) return;
     for (const HistoryEvent& e : report.history.events()) {
       if (e.kind == EventKind::grant) return;
@@ -262,7 +261,7 @@ RunReport run_scenario(const Scenario& scenario, const RunConfig& config) {
   RunReport report{.config = config, .options = resolve_options(scenario, config)};
   report.config.scenario = scenario.name;
   const AdapterEntry& adapter = *find_adapter(config.adapter);
-  report.expected = scenario.expected(adapter.name, report.options, config.fencing_on);
+  report.expected = scenario.expected(adapter.traits, report.options, config.fencing_on);
   if (config.world == "sim") {
     run_in_sim(scenario, adapter, report);
   } else {

@@ -25,6 +25,8 @@ bool works(Fn&& fault) {
   }
 }
 
+constexpr TimeUs kFailoverProbeUs = 20'000'000;
+
 struct Observed {
   LockFamily family = LockFamily::lease;
   FaultCapabilities faults;
@@ -34,7 +36,7 @@ Scenario probe(Observed* seen) {
   return {.name = "capability-probe",
           .description = "tries each fault on the adapter's simulated backend",
           .worlds = {"sim"},
-          .expected = [](const std::string&, const Options&, bool) { return Expectation{}; },
+          .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
           .build =
               [seen](ScenarioEnv& env) {
                 Backend& backend = env.backend();
@@ -45,10 +47,11 @@ Scenario probe(Observed* seen) {
                 }
                 seen->faults.network = works([&] { backend.heal(); });
                 seen->faults.server_clock = works([&] { backend.set_server_drift(0); });
-                // The sweep's failover runs with replicas=1; last, since it kills this run's
-                // primary.
-                if (env.options().has("replicas"))
+                // Once the servers are up (a replica set elects its first primary within
+                // seconds), and last, since it kills this run's primary.
+                env.world().at(kFailoverProbeUs, [seen, &backend] {
                   seen->faults.failover = works([&] { backend.failover(); });
+                });
               }};
 }
 
@@ -63,10 +66,10 @@ TEST_CASE("every adapter's declared simulator faults are what its backend does",
     if (resolve_options(scenario, config).has("replicas")) config.sets = {"replicas=1"};
     run_scenario(scenario, config);
     INFO("adapter " << entry.name);
-    CHECK(seen.family == entry.family);
-    CHECK(seen.faults.network == entry.sim_faults.network);
-    CHECK(seen.faults.server_clock == entry.sim_faults.server_clock);
-    CHECK(seen.faults.failover == entry.sim_faults.failover);
+    CHECK(seen.family == entry.traits.family);
+    CHECK(seen.faults.network == entry.traits.sim_faults.network);
+    CHECK(seen.faults.server_clock == entry.traits.sim_faults.server_clock);
+    CHECK(seen.faults.failover == entry.traits.sim_faults.failover);
     ++checked;
   }
   CHECK(checked >= 17);  // 6 production adapters and 11 known-bad ones run in the simulator

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "known_bad/known_bad.h"
+#include "scenarios/backends/registry.h"
 #include "scenarios/report/report.h"
 #include "scenarios/runner.h"
 
@@ -57,7 +58,7 @@ TEST_CASE("failover: w:1 loses the lock in the rollback, w:majority keeps it", "
 
 TEST_CASE("every scenario for mongo matches its expectation, fencing off and on", "[mongo]") {
   for (const Scenario& scenario : scenarios()) {
-    if (!scenario.applies_to("mongo")) continue;
+    if (!scenario.applies_to(*find_adapter("mongo"))) continue;
     for (bool fencing_on : {false, true}) {
       const RunReport r = run(scenario.name, "mongo", {}, fencing_on);
       INFO(to_text(r));

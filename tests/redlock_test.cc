@@ -11,6 +11,7 @@
 #include "adapters/redlock/redlock_adapter.h"
 #include "adapters/redlock/redlock_manager.h"
 #include "known_bad/known_bad.h"
+#include "scenarios/backends/registry.h"
 #include "scenarios/report/report.h"
 #include "scenarios/runner.h"
 #include "sim/redis/redis_node.h"
@@ -247,7 +248,7 @@ TEST_CASE("each known-bad Redlock variant is caught in the simulator",
 TEST_CASE("redlock: every scenario that applies matches its expectation in the simulator",
           "[redlock][runner]") {
   for (const Scenario& scenario : scenarios()) {
-    if (!scenario.applies_to("redlock") || !scenario.runs_in("sim")) continue;
+    if (!scenario.applies_to(*find_adapter("redlock")) || !scenario.runs_in("sim")) continue;
     for (bool fencing_on : {false, true}) {
       const RunReport r =
           run_scenario({.scenario = scenario.name, .adapter = "redlock", .fencing_on = fencing_on});

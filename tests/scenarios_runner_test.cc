@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "known_bad/known_bad.h"
+#include "scenarios/backends/registry.h"
 #include "scenarios/report/report.h"
 #include "scenarios/runner.h"
 
@@ -30,7 +31,7 @@ bool violates(const RunReport& r, Invariant invariant) {
 TEST_CASE("every catalogue scenario matches its expectation for memory, fencing off and on",
           "[runner]") {
   for (const Scenario& scenario : scenarios()) {
-    if (!scenario.applies_to("memory")) continue;
+    if (!scenario.applies_to(*find_adapter("memory"))) continue;
     for (bool fencing_on : {false, true}) {
       for (uint64_t seed : {1, 2, 3}) {
         RunReport r = run(scenario.name, "memory", seed, fencing_on);
@@ -46,7 +47,7 @@ TEST_CASE("every catalogue scenario matches its expectation for memory, fencing 
 TEST_CASE("the same seed gives the same trace hash, different seeds give different hashes",
           "[runner][determinism]") {
   for (const Scenario& scenario : scenarios()) {
-    if (!scenario.applies_to("memory")) continue;
+    if (!scenario.applies_to(*find_adapter("memory"))) continue;
     INFO(scenario.name);
     const RunReport first = run(scenario.name, "memory", 7);
     const RunReport second = run(scenario.name, "memory", 7);

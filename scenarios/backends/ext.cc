@@ -302,6 +302,15 @@ class ExtBackend final : public Backend {
   std::vector<std::unique_ptr<ExtAdapter>> adapters_;
 };
 
+// What each library claims to be (owner-checked release and extend, no fencing token), judged as
+// such: a library whose claims do not hold shows it as a violation. No simulated backend yet.
+AdapterTraits ext_traits(const ExtLibrary& library) {
+  const BackendKind backend = library.over_nodes  ? BackendKind::redlock
+                              : library.in_memory ? BackendKind::in_process
+                                                  : BackendKind::redis;
+  return {.backend = backend, .tokens = TokenKind::none};
+}
+
 std::vector<OptionSpec> ext_options(const ExtLibrary& library) {
   std::vector<OptionSpec> options = {{.name = "ext_deadline_ms",
                                       .default_value = "10000",
@@ -338,6 +347,7 @@ std::vector<AdapterEntry> ext_adapter_entries() {
     entries.push_back({.name = library.adapter,
                        .description = library.description,
                        .worlds = {"real"},
+                       .traits = ext_traits(library),
                        .options = ext_options(library),
                        .make_real = [&library](BackendEnv& env) -> std::unique_ptr<Backend> {
                          return std::make_unique<ExtBackend>(env, library);

@@ -6,7 +6,7 @@
 // client, as an in-process lock is shared by the threads of a process. It marks the history as
 // keyed (so fifo, writer_preference and no_leak are judged) and records a key_state event after
 // every operation that touched a key. These locks are not TTL leases: the lease scenarios of the
-// catalogue do not apply to them (catalogue.cc restricts those to lease_family()). adapter_for()
+// catalogue do not apply to them (they fit lease locks only: catalogue.h). adapter_for()
 // still hands out a LockAdapter, because every simulated client gets one: a lease-shaped view of
 // the lock (create = exclusive try-lock, release = unlock if this owner holds it, extend and
 // is_valid = whether this owner still holds it; a hold never expires; no fencing tokens).
@@ -97,5 +97,11 @@ std::vector<OptionSpec> fifo_backend_options();
 
 // The backend of a run with a keyed adapter; throws std::logic_error for any other backend.
 KeyedSimBackend& keyed_backend(Backend& backend);
+
+// The in-process keyed locks: no servers, no clocks, no network.
+inline constexpr AdapterTraits kKeyedRwTraits{.family = LockFamily::keyed_rw,
+                                              .backend = BackendKind::in_process};
+inline constexpr AdapterTraits kFifoTraits{.family = LockFamily::keyed_fifo,
+                                           .backend = BackendKind::in_process};
 
 }  // namespace lockstep

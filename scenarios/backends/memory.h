@@ -17,7 +17,10 @@ using MemoryAdapterWrapper = std::function<std::unique_ptr<LockAdapter>(MemoryAd
 std::unique_ptr<Backend> make_memory_backend(BackendEnv& env,
                                              const MemoryAdapterWrapper& wrap = {});
 
-// The store sits on a server node of its own, reached without a network: only its clock drifts.
-inline constexpr FaultCapabilities kMemorySimFaults{.server_clock = true};
+// The in-memory lock: owner-checked, monotonic tokens. Its store sits on a server node of its own,
+// reached without a network: only its clock drifts.
+inline constexpr AdapterTraits kMemoryTraits{.backend = BackendKind::in_process,
+                                             .sim_faults = {.server_clock = true},
+                                             .tokens = TokenKind::monotonic};
 
 }  // namespace lockstep

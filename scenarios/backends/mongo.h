@@ -33,9 +33,12 @@ std::unique_ptr<Backend> make_mongo_real_backend(BackendEnv& env, MongoAdapterFa
 // The production adapter's factory: MongoAdapterOptions from the options above.
 MongoAdapterFactory production_mongo_adapter();
 
-// A replica set of three over the simulated network. Its elections are produced by the catalogue's
-// failover scenario; the sweep does not draw them (its failover fault needs `replicas=1`, the
-// Redis backend's option).
-inline constexpr FaultCapabilities kMongoSimFaults{.network = true, .server_clock = true};
+// The Mongo lock: a unique index on key, owner-checked release and extend, a fencing counter per
+// key. A replica set of three over the simulated network, whose primary can be replaced by an
+// election.
+inline constexpr AdapterTraits kMongoTraits{
+    .backend = BackendKind::mongo,
+    .sim_faults = {.network = true, .server_clock = true, .failover = true},
+    .tokens = TokenKind::monotonic};
 
 }  // namespace lockstep

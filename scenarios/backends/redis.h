@@ -33,8 +33,11 @@ std::unique_ptr<Backend> make_redis_real_backend(BackendEnv& env, RedisAdapterFa
 // The production adapter's factory.
 RedisAdapterFactory production_redis_adapter();
 
-// A Redis node over the simulated network, with an asynchronous replica to fail over to.
-inline constexpr FaultCapabilities kRedisSimFaults{
-    .network = true, .server_clock = true, .failover = true};
+// The Redis lock: owner-checked by Lua scripts, a fencing counter per key. A Redis node over the
+// simulated network, with an asynchronous replica to fail over to (replicas=1).
+inline constexpr AdapterTraits kRedisTraits{
+    .backend = BackendKind::redis,
+    .sim_faults = {.network = true, .server_clock = true, .failover = true},
+    .tokens = TokenKind::monotonic};
 
 }  // namespace lockstep

@@ -54,8 +54,12 @@ bool cuts_clients_off(const Options& options);
 
 RedlockAdapterFactory production_redlock_adapter();
 
-// N independent Redis nodes over the simulated network; no replicas (a node's crash is Redlock's
-// failure mode, produced by the catalogue's crash-restart, not by the sweep).
-inline constexpr FaultCapabilities kRedlockSimFaults{.network = true, .server_clock = true};
+// Redlock: no fencing token; validity is the TTL less the time spent acquiring and the drift
+// allowance. N independent Redis nodes over the simulated network, no replicas (a node's crash is
+// Redlock's own failure mode, produced by crash-restart).
+inline constexpr AdapterTraits kRedlockTraits{
+    .backend = BackendKind::redlock,
+    .sim_faults = {.network = true, .server_clock = true},
+    .validity = ValidityRule::ttl_minus_elapsed_and_drift};
 
 }  // namespace lockstep

@@ -22,7 +22,7 @@ std::vector<AdapterEntry>& registry() {
        .description = "in-process TTL lease table with owner-checked release/extend and monotonic "
                       "fencing tokens",
        .worlds = {"sim", "real"},
-       .sim_faults = kMemorySimFaults,
+       .traits = kMemoryTraits,
        .make_sim = [](BackendEnv& env) { return make_memory_backend(env); },
        .make_real = [](BackendEnv& env) { return make_memory_backend(env); }},
       {.name = "redis",
@@ -30,7 +30,7 @@ std::vector<AdapterEntry>& registry() {
                       "compare-and-delete "
                       "release and compare-and-pexpire extend",
        .worlds = {"sim", "real"},
-       .sim_faults = kRedisSimFaults,
+       .traits = kRedisTraits,
        .options = redis_backend_options(),
        .make_sim =
            [](BackendEnv& env) { return make_redis_sim_backend(env, production_redis_adapter()); },
@@ -45,7 +45,7 @@ std::vector<AdapterEntry>& registry() {
                       "everywhere on failure; "
                       "no fencing token",
        .worlds = {"sim", "real"},
-       .sim_faults = kRedlockSimFaults,
+       .traits = kRedlockTraits,
        .options = redlock_backend_options(),
        .make_sim =
            [](BackendEnv& env) {
@@ -61,7 +61,7 @@ std::vector<AdapterEntry>& registry() {
            "client's clock), TTL index, owner-checked release and extend, a fencing counter per "
            "key",
        .worlds = {"sim", "real"},
-       .sim_faults = kMongoSimFaults,
+       .traits = kMongoTraits,
        .options = mongo_backend_options(),
        .make_sim =
            [](BackendEnv& env) { return make_mongo_sim_backend(env, production_mongo_adapter()); },
@@ -74,14 +74,14 @@ std::vector<AdapterEntry>& registry() {
                       "request order, "
                       "per-key state freed when idle",
        .worlds = {"sim"},
-       .family = LockFamily::keyed_rw,
+       .traits = kKeyedRwTraits,
        .make_sim = [](BackendEnv& env) { return make_keyed_rw_sim_backend(env); }},
       {.name = "fifo",
        .description = "in-process FIFO keyed lock: one caller per key in arrival order, max wait, "
                       "bounded queues, "
                       "clear() that keeps exclusion",
        .worlds = {"sim"},
-       .family = LockFamily::keyed_fifo,
+       .traits = kFifoTraits,
        .options = fifo_backend_options(),
        .make_sim = [](BackendEnv& env) { return make_fifo_sim_backend(env); }},
   };

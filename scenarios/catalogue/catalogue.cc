@@ -3,7 +3,6 @@
 // judges.
 #include <fmt/format.h>
 
-#include "scenarios/backends/ext.h"
 #include "scenarios/catalogue/catalogue.h"
 #include "scenarios/catalogue/keyed_scenarios.h"
 #include "scenarios/harness/scenario.h"
@@ -15,12 +14,6 @@ namespace {
 constexpr int64_t kStartJitterUs =
     200;  // seeded start jitter: keeps scripted timelines, varies traces
 
-// Known-bad adapters whose release deletes whatever lock is there.
-bool releases_without_owner_check(const std::string& adapter) {
-  // bad-get-del-release compares before it deletes: only a pause between its two calls exposes it.
-  return adapter == "bad-memory-no-owner-check" || adapter == "bad-del-release";
-}
-
 Scenario sequential() {
   return {
       .name = "sequential",
@@ -29,8 +22,9 @@ Scenario sequential() {
                   int_option("hold_ms", 100, "work inside the lock"),
                   int_option("retry_delay_ms", 50, "delay between attempts", 1),
                   int_option("retry_times", 20, "retries after the first attempt")},
-      .adapters = lease_and_ext_family(),
-      .expected = [](const std::string&, const Options&, bool) { return Expectation{}; },
+      .fits = is_lease,
+      .fits_text = "a lease lock",
+      .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
       .build =
           [](ScenarioEnv& env) {
             const int64_t ttl_ms = env.option("ttl_ms");
@@ -53,10 +47,11 @@ Scenario concurrent_race() {
           "gets contention, not an error",
       .options = {int_option("ttl_ms", 1000, "lock TTL", 1),
                   int_option("hold_ms", 100, "work inside the lock")},
-      .adapters = race_family(),
+      .fits = is_lease,
+      .fits_text = "a lease lock",
       .expected =
-          [](const std::string& adapter, const Options&, bool fencing_on) {
-            if (adapter != "bad-mongo-no-unique") return Expectation{};
+          [](const AdapterTraits& lock, const Options&, bool fencing_on) {
+            if (lock.exclusive_grant) return Expectation{};
             // Without a unique index both upserts insert a lock document: both hold. Tokens still
             // increase, so fencing refuses the stale write.
             Expectation e{Invariant::mutual_exclusion, Invariant::lease_exclusion};
@@ -93,12 +88,13 @@ Scenario crash_holder() {
                    .default_value = "after-work",
                    .help = "when the holder dies",
                    .choices = {"after-work", "in-acquire"}}},
-      .adapters = lease_and_ext_family(),
+      .fits = is_lease,
+      .fits_text = "a lease lock",
       .expected =
-          [](const std::string& adapter, const Options& options, bool) {
+          [](const AdapterTraits& lock, const Options& options, bool) {
             // A lock set without expiry (SETNX, then PEXPIRE in a second call) outlives its dead
             // owner.
-            if (adapter == "bad-setnx-expire" && options.get("crash_at") == "in-acquire") {
+            if (!lock.expiry_with_grant && options.get("crash_at") == "in-acquire") {
               return Expectation{Invariant::liveness};
             }
             return Expectation{};
@@ -152,16 +148,19 @@ Scenario stolen_lock() {
                   int_option("hold_ms", 1000, "B's work inside the lock"),
                   int_option("retry_delay_ms", 50, "delay between attempts", 1),
                   int_option("retry_times", 20, "retries after the first attempt")},
-      .adapters = lease_and_ext_family(),
+      .fits = is_lease,
+      .fits_text = "a lease lock",
       .expected =
-          [](const std::string& adapter, const Options& options, bool fencing_on) {
+          [](const AdapterTraits& lock, const Options& options, bool fencing_on) {
             Expectation e;
             // A's pause outlasts its lease while A still believes it holds: exclusion is lost.
             if (options.get_int("pause_ms") > options.get_int("ttl_ms"))
               e.insert(Invariant::mutual_exclusion);
-            if (adapter == "bad-pexpire-extend")
+            if (lock.extend == OwnerCheck::none)
               e.insert(Invariant::ownership);  // A's extend lengthens B's lock
-            if (releases_without_owner_check(adapter)) {
+            // A check-then-delete release compares first: only a pause between its two calls
+            // exposes it (pause-in-release).
+            if (lock.release == OwnerCheck::none) {
               // A's release deletes B's lock, so C gets in while B works: C's write is then
               // overwritten by B's, unless fencing refuses B's stale write.
               e.insert(Invariant::ownership);
@@ -219,8 +218,9 @@ Scenario extend_after_expiry() {
                   int_option("hold_ms", 50, "B's work inside the lock"),
                   int_option("retry_delay_ms", 20, "delay between attempts", 1),
                   int_option("retry_times", 50, "retries after the first attempt")},
-      .adapters = lease_and_ext_family(),
-      .expected = [](const std::string&, const Options&, bool) { return Expectation{}; },
+      .fits = is_lease,
+      .fits_text = "a lease lock",
+      .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
       .build =
           [](ScenarioEnv& env) {
             const int64_t ttl_ms = env.option("ttl_ms");
@@ -272,15 +272,15 @@ Scenario gc_pause() {
                   int_option("hold_ms", 100, "B's work inside the lock"),
                   int_option("retry_delay_ms", 100, "delay between attempts", 1),
                   int_option("retry_times", 100, "retries after the first attempt")},
-      .adapters = lease_and_ext_family(),
+      .fits = is_lease,
+      .fits_text = "a lease lock",
       .expected =
-          [](const std::string& adapter, const Options& options, bool fencing_on) {
+          [](const AdapterTraits& lock, const Options& options, bool fencing_on) {
             Expectation e;
             if (options.get_int("pause_ms") <= options.get_int("ttl_ms")) return e;
             e.insert(Invariant::mutual_exclusion);
-            const bool monotonic =
-                adapter != "redlock" && adapter != "bad-random-token" && !is_ext_adapter(adapter);
-            if (!fencing_on || !monotonic) e.insert(Invariant::no_lost_update);
+            if (!fencing_on || lock.tokens != TokenKind::monotonic)
+              e.insert(Invariant::no_lost_update);
             return e;
           },
       .build =
@@ -352,48 +352,21 @@ void take_work_release(Client& c, const ScenarioEnv& env, int64_t ttl_ms, int64_
   c.release(*lock);
 }
 
-std::vector<std::string> redis_family() {
-  return {"redis", "bad-del-release", "bad-get-del-release", "bad-pexpire-extend",
-          "bad-setnx-expire"};
+bool is_lease(const AdapterTraits& lock) { return lock.family == LockFamily::lease; }
+bool is_keyed_rw(const AdapterTraits& lock) { return lock.family == LockFamily::keyed_rw; }
+bool is_keyed_fifo(const AdapterTraits& lock) { return lock.family == LockFamily::keyed_fifo; }
+bool is_networked_lease(const AdapterTraits& lock) {
+  return is_lease(lock) && lock.sim_faults.network;
 }
-
-std::vector<std::string> redlock_family() {
-  return {"redlock", "bad-redlock-half-quorum", "bad-redlock-no-elapsed", "bad-redlock-no-cleanup"};
+bool has_drifting_servers(const AdapterTraits& lock) {
+  return is_lease(lock) && lock.sim_faults.server_clock;
 }
-
-std::vector<std::string> storm_family() {
-  std::vector<std::string> family = lease_family();
-  family.push_back("bad-random-token");
-  for (std::string& name : ext_family()) family.push_back(std::move(name));
-  return family;
+bool can_fail_over(const AdapterTraits& lock) { return is_lease(lock) && lock.sim_faults.failover; }
+bool talks_to_redis(const AdapterTraits& lock) { return lock.backend == BackendKind::redis; }
+bool talks_to_redlock_nodes(const AdapterTraits& lock) {
+  return lock.backend == BackendKind::redlock;
 }
-
-// Lock libraries in other languages (ext_backend.h) run the lease scenarios too, in the real world.
-std::vector<std::string> lease_and_ext_family() {
-  std::vector<std::string> family = lease_family();
-  for (std::string& name : ext_family()) family.push_back(std::move(name));
-  return family;
-}
-
-std::vector<std::string> redlock_and_ext_family() {
-  std::vector<std::string> family = redlock_family();
-  for (std::string& name : ext_redlock_family()) family.push_back(std::move(name));
-  return family;
-}
-
-std::vector<std::string> lease_family() {
-  std::vector<std::string> family = {"memory", "bad-memory-no-owner-check"};
-  for (std::string& name : redis_family()) family.push_back(std::move(name));
-  family.push_back("redlock");
-  family.push_back("mongo");
-  return family;
-}
-
-std::vector<std::string> race_family() {
-  std::vector<std::string> family = lease_and_ext_family();
-  family.push_back("bad-mongo-no-unique");
-  return family;
-}
+bool talks_to_mongo(const AdapterTraits& lock) { return lock.backend == BackendKind::mongo; }
 
 const std::vector<Scenario>& scenarios() {
   static const std::vector<Scenario> catalogue = build_catalogue();

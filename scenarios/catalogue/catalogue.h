@@ -1,6 +1,6 @@
 #pragma once
 // Pieces of the scenario catalogue kept in their own files (one family of faults each), and the
-// adapter families they apply to. scenarios() in catalogue.cc lists them all.
+// predicates on adapter traits they apply by. scenarios() in catalogue.cc lists them all.
 #include <string>
 #include <vector>
 
@@ -17,23 +17,19 @@ RetrySettings retry_from(const ScenarioEnv& env);
 // counter over hold_ms of work, release.
 void take_work_release(Client& c, const ScenarioEnv& env, int64_t ttl_ms, int64_t hold_ms);
 
-// Adapters that talk to one Redis server: the production one and the known-bad variants whose
-// outcome in a scripted timeline does not depend on the seed.
-std::vector<std::string> redis_family();
-// Every TTL-lease adapter (memory and the Redis family).
-std::vector<std::string> lease_family();
-// Redlock and its known-bad variants (their scenarios need N nodes).
-std::vector<std::string> redlock_family();
-// The lease family plus bad-random-token, which needs many grants to show (retry-storm), and the
-// ext adapters.
-std::vector<std::string> storm_family();
-// The lease family plus the lock libraries in other languages (backends/ext.h), and Redlock's family
-// plus the ext libraries that run Redlock over N nodes.
-std::vector<std::string> lease_and_ext_family();
-// The lease and ext families plus the known-bad variants a same-instant race exposes
-// (bad-mongo-no-unique).
-std::vector<std::string> race_family();
-std::vector<std::string> redlock_and_ext_family();
+// The adapters scenarios apply to, by what they are (AdapterTraits), never by name.
+bool is_lease(const AdapterTraits& lock);
+bool is_keyed_rw(const AdapterTraits& lock);
+bool is_keyed_fifo(const AdapterTraits& lock);
+// A lease lock whose servers are across the simulated network (a reply can be late or cut off).
+bool is_networked_lease(const AdapterTraits& lock);
+// A lease lock whose servers' clocks can be made to drift.
+bool has_drifting_servers(const AdapterTraits& lock);
+// A lease lock whose primary can die and be replaced (a Redis replica, a Mongo election).
+bool can_fail_over(const AdapterTraits& lock);
+bool talks_to_redis(const AdapterTraits& lock);
+bool talks_to_redlock_nodes(const AdapterTraits& lock);
+bool talks_to_mongo(const AdapterTraits& lock);
 
 // Server faults: scenarios/catalogue/server_fault_scenarios.cc.
 Scenario slow_acquire_scenario();

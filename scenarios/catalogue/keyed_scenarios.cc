@@ -9,15 +9,10 @@ namespace lockstep {
 
 namespace {
 
-constexpr int64_t kStartJitterUs =
-    200;  // seeded start jitter, far below every gap of the timelines
-
-bool prefers_readers(const std::string& adapter) { return adapter == "bad-rw-reader-preference"; }
+// Seeded start jitter, far below every gap of the timelines.
+constexpr int64_t kStartJitterUs = 200;
 
 }  // namespace
-
-std::vector<std::string> keyed_rw_family() { return {"keyed-rw", "bad-rw-reader-preference"}; }
-std::vector<std::string> fifo_family() { return {"fifo"}; }
 
 Scenario writer_starvation_scenario() {
   return {
@@ -30,11 +25,12 @@ Scenario writer_starvation_scenario() {
                   int_option("hold_ms", 100, "how long each reader and the writer hold", 1),
                   int_option("writer_at_ms", 10, "when the writer asks"),
                   int_option("readers", 8, "how many readers arrive", 1, 64)},
-      .adapters = keyed_rw_family(),
+      .fits = is_keyed_rw,
+      .fits_text = "an in-process keyed shared/exclusive lock",
       .expected =
-          [](const std::string& adapter, const Options& options, bool) {
+          [](const AdapterTraits& lock, const Options& options, bool) {
             // Readers overlap only if a new one comes before the last leaves.
-            if (!prefers_readers(adapter) ||
+            if (lock.writers_first ||
                 options.get_int("reader_every_ms") >= options.get_int("hold_ms")) {
               return Expectation{};
             }
@@ -78,8 +74,9 @@ Scenario fifo_queue_scenario() {
       .options = {int_option("hold_ms", 100, "how long each caller holds", 1),
                   int_option("max_wait_ms", 50, "the impatient caller's max wait"),
                   int_option("clear_at_ms", 260, "when clear() is called")},
-      .adapters = fifo_family(),
-      .expected = [](const std::string&, const Options&, bool) { return Expectation{}; },
+      .fits = is_keyed_fifo,
+      .fits_text = "an in-process FIFO keyed lock",
+      .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
       .build =
           [](ScenarioEnv& env) {
             KeyedSimBackend& backend = keyed_backend(env.backend());

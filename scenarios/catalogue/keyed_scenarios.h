@@ -1,17 +1,9 @@
 #pragma once
 // The scenarios of the in-process keyed locks (keyed_scenarios.cc); catalogue.cc lists them.
 // They are written in KeyedSteps (scenarios/backends/keyed.h) and apply only to keyed adapters.
-#include <string>
-#include <vector>
-
 #include "scenarios/harness/scenario.h"
 
 namespace lockstep {
-
-// keyed-rw and its known-bad variants.
-std::vector<std::string> keyed_rw_family();
-// fifo (no known-bad variant yet).
-std::vector<std::string> fifo_family();
 
 // writer-starvation: keyed-rw; a new reader every 70 ms (each holds 100), a writer arrives at 10:
 // with writer preference the writer gets in at 100 (when the first reader leaves).

@@ -20,9 +20,10 @@ Scenario client_clock_ahead_scenario() {
                   int_option("b_start_ms", 1000, "when B starts asking"),
                   int_option("retry_delay_ms", 100, "delay between attempts", 1),
                   int_option("retry_times", 100, "retries after the first attempt")},
-      .adapters = {"mongo"},
+      .fits = talks_to_mongo,
+      .fits_text = "a lock on a MongoDB replica set",
       .expected =
-          [](const std::string&, const Options& options, bool fencing_on) {
+          [](const AdapterTraits&, const Options& options, bool fencing_on) {
             // B's first attempt sees A's expiry (TTL from A's start) as past on its own clock.
             const int64_t b_start_ms = options.get_int("b_start_ms");
             const bool takes_over =

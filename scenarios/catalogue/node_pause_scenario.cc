@@ -4,7 +4,6 @@
 // liveness is judged during it.
 #include <fmt/format.h>
 
-#include "scenarios/backends/ext.h"
 #include "scenarios/catalogue/catalogue.h"
 
 namespace lockstep {
@@ -16,8 +15,6 @@ constexpr int64_t kStartJitterUs = 200;
 }  // namespace
 
 Scenario node_pause_scenario() {
-  std::vector<std::string> family = {"redlock"};
-  for (std::string& name : ext_redlock_family()) family.push_back(std::move(name));
   return {
       .name = "node-pause",
       .description =
@@ -29,8 +26,9 @@ Scenario node_pause_scenario() {
                   int_option("pause_ms", 3000, "how long node 2 stays stopped"),
                   int_option("retry_delay_ms", 50, "delay between attempts", 1),
                   int_option("retry_times", 40, "retries after the first attempt")},
-      .adapters = family,
-      .expected = [](const std::string&, const Options&, bool) { return Expectation{}; },
+      .fits = talks_to_redlock_nodes,
+      .fits_text = "a lock over N independent Redis nodes (Redlock)",
+      .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
       .build =
           [](ScenarioEnv& env) {
             if (env.backend().server_count() != 5)

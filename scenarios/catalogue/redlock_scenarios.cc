@@ -54,13 +54,14 @@ Scenario clock_jump_scenario() {
                   int_option("jump_ms", 10'000, "how far node 2's clock jumps forward", 0),
                   int_option("retry_delay_ms", 50, "delay between B's attempts", 1),
                   int_option("retry_times", 40, "B's retries after the first attempt")},
-      .adapters = redlock_family(),
+      .fits = talks_to_redlock_nodes,
+      .fits_text = "a lock over N independent Redis nodes (Redlock)",
       .expected =
-          [](const std::string& adapter, const Options& options, bool) {
+          [](const AdapterTraits& lock, const Options& options, bool) {
             if (options.get_int("jump_ms") < options.get_int("ttl_ms")) {
               // Without the jump only N/2 grants let B in (on nodes 3 and 4): exclusion, not two
               // majorities.
-              if (adapter != "bad-redlock-half-quorum") return Expectation{};
+              if (lock.majority_quorum) return Expectation{};
               return Expectation{Invariant::mutual_exclusion, Invariant::no_lost_update};
             }
             Expectation e{Invariant::mutual_exclusion, Invariant::lease_exclusion};
@@ -102,9 +103,10 @@ Scenario crash_restart_scenario() {
                    .choices = {"none", "everysec", "always"}},
                   int_option("retry_delay_ms", 50, "delay between B's attempts", 1),
                   int_option("retry_times", 40, "B's retries after the first attempt")},
-      .adapters = redlock_and_ext_family(),
+      .fits = talks_to_redlock_nodes,
+      .fits_text = "a lock over N independent Redis nodes (Redlock)",
       .expected =
-          [](const std::string&, const Options& options, bool) {
+          [](const AdapterTraits&, const Options& options, bool) {
             // everysec loses A's grant too: the crash comes well within the fsync period after it.
             const bool loses_grant = options.get("persistence") != "always";
             const bool back_in_time =
@@ -150,14 +152,15 @@ Scenario split_vote_scenario() {
                   int_option("retry_delay_ms", 50, "delay between attempts", 1),
                   int_option("retry_jitter_ms", 50, "random extra delay", 0),
                   int_option("retry_times", 200, "retries after the first attempt")},
-      .adapters = redlock_family(),
+      .fits = talks_to_redlock_nodes,
+      .fits_text = "a lock over N independent Redis nodes (Redlock)",
       .expected =
-          [](const std::string& adapter, const Options&, bool) {
+          [](const AdapterTraits& lock, const Options&, bool) {
             // N/2 grants count as a majority: {0,1} and {2,3} both win at once.
-            if (adapter == "bad-redlock-half-quorum") {
+            if (!lock.majority_quorum) {
               return Expectation{Invariant::mutual_exclusion, Invariant::no_lost_update};
             }
-            if (adapter == "bad-redlock-no-cleanup") return Expectation{Invariant::liveness};
+            if (!lock.releases_partial_grants) return Expectation{Invariant::liveness};
             return Expectation{};
           },
       .build =

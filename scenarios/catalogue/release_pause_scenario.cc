@@ -29,11 +29,12 @@ Scenario pause_in_release_scenario() {
                    .help = "A's pause mid-release",
                    .min = 0,
                    .max = 86'400'000}},
-      .adapters = redis_family(),
+      .fits = talks_to_redis,
+      .fits_text = "a lock on a single Redis primary",
       .worlds = {"sim"},
       .expected =
-          [](const std::string& adapter, const Options&, bool fencing_on) {
-            if (adapter != "bad-get-del-release") return Expectation{};
+          [](const AdapterTraits& lock, const Options&, bool fencing_on) {
+            if (lock.release != OwnerCheck::check_then_act) return Expectation{};
             Expectation e{Invariant::ownership, Invariant::mutual_exclusion};
             if (!fencing_on) e.insert(Invariant::no_lost_update);
             return e;

@@ -34,10 +34,13 @@ Scenario retry_storm_scenario() {
             .help = "random extra delay",
             .min = 0,
             .max = 60'000}},
-      .adapters = storm_family(),
+      .fits = is_lease,
+      .fits_text = "a lease lock",
       .expected =
-          [](const std::string& adapter, const Options&, bool) {
-            return adapter == "bad-random-token" ? Expectation{Invariant::fencing} : Expectation{};
+          [](const AdapterTraits& lock, const Options&, bool) {
+            // Random tokens claimed as fencing tokens: many grants make a decreasing pair certain.
+            return lock.tokens == TokenKind::random ? Expectation{Invariant::fencing}
+                                                    : Expectation{};
           },
       .build =
           [](ScenarioEnv& env) {

@@ -8,45 +8,25 @@ namespace lockstep {
 
 namespace {
 
-std::vector<std::string> slow_acquire_family() {
-  std::vector<std::string> family = redis_family();
-  for (const std::string& name : redlock_family()) family.push_back(name);
-  family.push_back("mongo");
-  return family;
-}
-
 // A's grant comes back pause_ms after it was sent. Every adapter refuses one older than its TTL
 // (Lock::acquire); Redlock also subtracts the drift allowance, unless it ignores the time spent
 // (bad-redlock-no-elapsed). If A accepts and then works past B's start (ttl + 100, when A's lease
 // has run out), both are inside.
-Expectation slow_acquire_expected(const std::string& adapter, const Options& options,
+Expectation slow_acquire_expected(const AdapterTraits& lock, const Options& options,
                                   bool fencing_on) {
   const int64_t ttl_ms = options.get_int("ttl_ms");
   const int64_t pause_ms = options.get_int("pause_ms");
   const int64_t a_hold_ms = options.get_int("a_hold_ms");
-  const bool redlock = adapter.rfind("redlock", 0) == 0 || adapter.rfind("bad-redlock", 0) == 0;
-  const int64_t drift_ms = redlock && adapter != "bad-redlock-no-elapsed" ? ttl_ms / 1000 + 6 : 0;
+  // Redlock's drift allowance: its default drift_factor (0.001 of the TTL) and drift_constant_ms
+  // (5), and a millisecond of rounding.
+  const int64_t drift_ms =
+      lock.validity == ValidityRule::ttl_minus_elapsed_and_drift ? ttl_ms / 1000 + 6 : 0;
   const bool accepts = pause_ms + drift_ms < ttl_ms;
   if (!accepts || a_hold_ms == 0 || pause_ms + a_hold_ms <= ttl_ms + 100) return Expectation{};
   Expectation e{Invariant::mutual_exclusion};
-  if (!fencing_on || redlock)
-    e.insert(Invariant::no_lost_update);  // Redlock has no token to refuse A's write
+  if (!fencing_on || lock.tokens != TokenKind::monotonic)
+    e.insert(Invariant::no_lost_update);  // without tokens nothing refuses A's write
   return e;
-}
-
-// The single-primary locks: the Redis family (a replica promoted at once) and Mongo (an election).
-std::vector<std::string> failover_family() {
-  std::vector<std::string> family = redis_family();
-  family.push_back("mongo");
-  return family;
-}
-
-// Redlock's holder cut off from every node is a minority of one: it holds nothing.
-std::vector<std::string> partition_family() {
-  std::vector<std::string> family = redis_family();
-  family.push_back("redlock");
-  family.push_back("mongo");
-  return family;
 }
 
 }  // namespace
@@ -65,7 +45,8 @@ Scenario slow_acquire_scenario() {
                              "A's work inside the lock, if it accepts its late grant"),
                   int_option("retry_delay_ms", 50, "delay between attempts", 1),
                   int_option("retry_times", 40, "retries after the first attempt")},
-      .adapters = slow_acquire_family(),
+      .fits = is_networked_lease,
+      .fits_text = "a lease lock whose servers are across a network",
       .worlds = {"sim"},
       .expected = slow_acquire_expected,
       .build =
@@ -110,9 +91,10 @@ Scenario clock_drift_scenario() {
                   int_option("hold_ms", 900, "A's work inside the lock"),
                   int_option("retry_delay_ms", 20, "delay between attempts", 1),
                   int_option("retry_times", 100, "retries after the first attempt")},
-      .adapters = lease_family(),
+      .fits = has_drifting_servers,
+      .fits_text = "a lease lock whose server clocks can drift",
       .expected =
-          [](const std::string& adapter, const Options& options, bool fencing_on) {
+          [](const AdapterTraits& lock, const Options& options, bool fencing_on) {
             // The server expires the key at ttl / (1 + drift): is A still working then?
             const int64_t ttl_ms = options.get_int("ttl_ms");
             const int64_t server_ttl_ms =
@@ -120,10 +102,10 @@ Scenario clock_drift_scenario() {
             if (options.get_int("hold_ms") <= server_ttl_ms) return Expectation{};
             Expectation e{Invariant::mutual_exclusion, Invariant::lease_exclusion};
             // Fencing refuses A's late write only with monotonic tokens; Redlock has none.
-            if (!fencing_on || adapter == "redlock") e.insert(Invariant::no_lost_update);
+            if (!fencing_on || lock.tokens != TokenKind::monotonic)
+              e.insert(Invariant::no_lost_update);
             // A's late release then deletes B's lock unless the release checks the owner.
-            if (adapter == "bad-del-release" || adapter == "bad-memory-no-owner-check")
-              e.insert(Invariant::ownership);
+            if (lock.release == OwnerCheck::none) e.insert(Invariant::ownership);
             return e;
           },
       .build =
@@ -175,12 +157,13 @@ Scenario failover_scenario() {
                              "Mongo: how long the secondaries wait before electing "
                              "a new primary (mongod's default is 10000)",
                              1)},
-      .adapters = failover_family(),
+      .fits = can_fail_over,
+      .fits_text = "a lease lock whose primary can fail over",
       .expected =
-          [](const std::string& adapter, const Options& options, bool) {
+          [](const AdapterTraits& lock, const Options& options, bool) {
             if (options.get_int("replication_delay_ms") < options.get_int("failover_at_ms"))
               return Expectation{};
-            if (adapter == "mongo") {
+            if (lock.backend == BackendKind::mongo) {
               // w:majority acknowledges only what the next primary has; w:1 loses A's lock if the
               // election is over while A still works.
               if (options.get("write_concern") == "majority") return Expectation{};
@@ -229,8 +212,9 @@ Scenario partition_scenario() {
                    .choices = {"two-way", "one-way"}},
                   int_option("retry_delay_ms", 50, "delay between attempts", 1),
                   int_option("retry_times", 40, "retries after the first attempt")},
-      .adapters = partition_family(),
-      .expected = [](const std::string&, const Options&, bool) { return Expectation{}; },
+      .fits = is_networked_lease,
+      .fits_text = "a lease lock whose servers are across a network",
+      .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
       .build =
           [](ScenarioEnv& env) {
             const int64_t ttl_ms = env.option("ttl_ms");

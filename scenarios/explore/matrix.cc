@@ -73,7 +73,7 @@ MatrixResult run_matrix(const MatrixConfig& config,
   std::vector<std::pair<const Scenario*, const AdapterEntry*>> plan;
   for (const Scenario& scenario : scenarios()) {
     for (const AdapterEntry* adapter : selected_adapters(config)) {
-      if (scenario.applies_to(adapter->name) && scenario.runs_in(config.world))
+      if (scenario.judges_in_matrix(*adapter) && scenario.runs_in(config.world))
         plan.emplace_back(&scenario, adapter);
     }
   }

@@ -75,11 +75,17 @@ std::string fault_kind_names() {
 // capabilities
 
 SwarmCapabilities swarm_capabilities(const AdapterEntry& adapter) {
-  return {.keyed_rw = adapter.family == LockFamily::keyed_rw,
-          .keyed_fifo = adapter.family == LockFamily::keyed_fifo,
-          .network = adapter.sim_faults.network,
-          .server_clock = adapter.sim_faults.server_clock,
-          .failover = adapter.sim_faults.failover};
+  const AdapterTraits& traits = adapter.traits;
+  // The swarm's failover promotes the replica that `replicas=1` adds (swarm_sets): it is drawn
+  // only for backends with that option (the Redis one), not for the Mongo replica set's elections.
+  const bool takes_a_replica =
+      std::any_of(adapter.options.begin(), adapter.options.end(),
+                  [](const OptionSpec& option) { return option.name == "replicas"; });
+  return {.keyed_rw = traits.family == LockFamily::keyed_rw,
+          .keyed_fifo = traits.family == LockFamily::keyed_fifo,
+          .network = traits.sim_faults.network,
+          .server_clock = traits.sim_faults.server_clock,
+          .failover = traits.sim_faults.failover && takes_a_replica};
 }
 
 SwarmCapabilities swarm_capabilities(const std::string& adapter) {
@@ -775,7 +781,7 @@ void build_swarm(const std::shared_ptr<SwarmRun>& run, ScenarioEnv& env) {
   run->clients.clear();
   const SwarmSpec& spec = run->spec;
   for (const std::string& line : describe_params(spec)) env.world().trace_line("param " + line);
-  run->network = spec.family == "lease" && env.adapter().sim_faults.network;
+  run->network = spec.family == "lease" && env.adapter().traits.sim_faults.network;
   if (spec.fixed_latency_us > 0) env.backend().set_fixed_latency(spec.fixed_latency_us);
   run->base_network = run->sim().network().options();
   for (size_t i = 0; i < spec.clients.size(); ++i) {
@@ -803,7 +809,7 @@ Scenario make_swarm_scenario(SwarmSpec spec) {
       .name = kSwarmScenarioName,
       .description = "a swarm-drawn workload and fault schedule (lockstep sweep)",
       .worlds = {"sim"},
-      .expected = [](const std::string&, const Options&, bool) { return Expectation{}; },
+      .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
       .build = [run](ScenarioEnv& env) { build_swarm(run, env); },
   };
 }

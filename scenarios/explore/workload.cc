@@ -77,7 +77,7 @@ Scenario make_workload_scenario(WorkloadSpec spec) {
   return {
       .name = "random-workload",
       .description = "a generated workload: " + describe(spec),
-      .expected = [](const std::string&, const Options&, bool) { return Expectation{}; },
+      .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
       .build =
           [spec](ScenarioEnv& env) {
             for (size_t i = 0; i < spec.clients.size(); ++i) {

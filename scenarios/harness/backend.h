@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "adapters/core/adapter.h"
+#include "scenarios/harness/adapter_traits.h"
 #include "scenarios/harness/options.h"
 #include "scenarios/harness/recorder.h"
 #include "scenarios/harness/scenario_world.h"
@@ -60,27 +61,18 @@ struct BackendEnv {
 
 using BackendFactory = std::function<std::unique_ptr<Backend>(BackendEnv&)>;
 
-// What kind of lock an adapter is, which decides the workloads that apply to it: TTL leases, or an
-// in-process keyed lock (shared/exclusive, or FIFO).
-enum class LockFamily { lease, keyed_rw, keyed_fifo };
-
-// The faults an adapter's backend produces in the simulator, declared beside the adapter instead
-// of found by trying: a sweep draws only these. tests/backend_capabilities_test.cc holds every
-// registered declaration to what its backend does.
-struct FaultCapabilities {
-  bool network = false;       // latency, loss and partitions between clients and servers
-  bool server_clock = false;  // the servers' clocks drift
-  bool failover = false;      // a primary dies and a replica is promoted (with replicas=1)
-};
-
 struct AdapterEntry {
   std::string name;
   std::string description;
   std::vector<std::string> worlds;  // "sim", "real"
-  LockFamily family = LockFamily::lease;
-  FaultCapabilities sim_faults;  // what its simulated backend can do to it
+  AdapterTraits traits;             // what it is: scenarios apply and expect by these
   bool known_bad = false;
-  std::string breaks;               // known-bad: the invariant it is expected to break
+  std::string breaks;  // known-bad: the invariant the sweep is expected to find broken
+  // Known-bad: the scenarios whose matrix cells judge it (empty: every one its traits fit). A
+  // known-bad lock is meant to be caught, not charted everywhere: outside these its one bug may
+  // show or not by chance of the seed (random tokens), which a cell cannot expect. `run` takes
+  // it in any scenario that fits.
+  std::vector<std::string> judged_in;
   std::vector<OptionSpec> options;  // adapter options, settable with --set
   BackendFactory make_sim;
   BackendFactory make_real;  // empty when the adapter has no real world

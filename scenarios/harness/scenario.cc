@@ -1,5 +1,7 @@
 #include "scenarios/harness/scenario.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace lockstep {
@@ -87,12 +89,15 @@ bool Scenario::runs_in(const std::string& world) const {
   return false;
 }
 
-bool Scenario::applies_to(const std::string& adapter) const {
-  if (adapters.empty()) return true;
-  for (const std::string& candidate : adapters) {
-    if (candidate == adapter) return true;
-  }
-  return false;
+bool Scenario::applies_to(const AdapterEntry& adapter) const {
+  return !fits || fits(adapter.traits);
+}
+
+bool Scenario::judges_in_matrix(const AdapterEntry& adapter) const {
+  if (!applies_to(adapter)) return false;
+  if (adapter.judged_in.empty()) return true;
+  return std::find(adapter.judged_in.begin(), adapter.judged_in.end(), name) !=
+         adapter.judged_in.end();
 }
 
 }  // namespace lockstep

@@ -79,15 +79,21 @@ struct Scenario {
   std::string name;
   std::string description;
   std::vector<OptionSpec> options;
-  // The adapters it is meant for (empty: every adapter).
-  std::vector<std::string> adapters;
+  // The adapters it is meant for, by what they are (empty: every adapter), and the same in words
+  // for the message that refuses another ("a lease lock whose servers can fail over").
+  std::function<bool(const AdapterTraits& traits)> fits;
+  std::string fits_text = "every adapter";
   // The worlds whose faults it needs (a client paused from outside exists only in the simulator).
   std::vector<std::string> worlds = {"sim", "real"};
-  std::function<Expectation(const std::string& adapter, const Options& options, bool fencing_on)>
+  // What it is meant to break for an adapter with these traits (empty: safe).
+  std::function<Expectation(const AdapterTraits& traits, const Options& options, bool fencing_on)>
       expected;
   std::function<void(ScenarioEnv& env)> build;
 
-  bool applies_to(const std::string& adapter) const;
+  // It fits the adapter's traits.
+  bool applies_to(const AdapterEntry& adapter) const;
+  // It applies, and the adapter (a known-bad one) is charted in it (AdapterEntry::judged_in).
+  bool judges_in_matrix(const AdapterEntry& adapter) const;
   bool runs_in(const std::string& world) const;
 };
 

@@ -1,0 +1,56 @@
+#pragma once
+// What an adapter is, declared beside its registry entry (AdapterEntry::traits). Scenarios choose
+// the adapters they apply to, and compute what they expect of each, from these traits: never from
+// adapter names. So a user's lock joins every scenario its traits fit, judged by what it claims.
+//
+// A known-bad adapter is a correct one with one thing wrong, and that one thing is a trait here
+// (a release without owner check, N/2 counted as a majority, ...): its expected breakage follows
+// from the declaration beside it, the same way a correct lock's safety does.
+//
+// The faults a backend can produce (FaultCapabilities) are the same kind of declared data: a sweep
+// draws only those, and tests/backend_capabilities_test.cc holds each declaration to what the
+// backend does.
+namespace lockstep {
+
+// Which workloads apply: TTL leases, or an in-process keyed lock (shared/exclusive, or FIFO).
+enum class LockFamily { lease, keyed_rw, keyed_fifo };
+
+// What the clients talk to. Scenarios written for one kind of server (a Redis primary with a
+// replica, N independent Redlock nodes, a Mongo replica set) apply by it; `custom` is anything else.
+enum class BackendKind { in_process, redis, redlock, mongo, custom };
+
+// The fencing tokens it hands out: none, strictly increasing per key in grant order, or random
+// while claiming to be monotonic (a known-bad lie the fencing checker must catch).
+enum class TokenKind { none, monotonic, random };
+
+// How a release or extend makes sure it acts on its own lock: in one atomic step (compare and
+// delete), by a check and then a second call (a race), or not at all.
+enum class OwnerCheck { atomic, check_then_act, none };
+
+// How long an acquire reports its lock valid: the TTL from when the request was sent; Redlock's
+// TTL less the time spent acquiring and the clock-drift allowance; or (a known-bad Redlock) the
+// TTL less the drift allowance only.
+enum class ValidityRule { ttl, ttl_minus_elapsed_and_drift, ttl_ignoring_elapsed };
+
+struct FaultCapabilities {
+  bool network = false;       // latency, loss and partitions between clients and servers
+  bool server_clock = false;  // the servers' clocks drift
+  bool failover = false;      // a primary dies and a replica is promoted
+};
+
+struct AdapterTraits {
+  LockFamily family = LockFamily::lease;
+  BackendKind backend = BackendKind::custom;
+  FaultCapabilities sim_faults;  // what its simulated backend can do (nothing: no sim world)
+  TokenKind tokens = TokenKind::none;
+  OwnerCheck release = OwnerCheck::atomic;
+  OwnerCheck extend = OwnerCheck::atomic;
+  bool expiry_with_grant = true;  // false: the lock is written, then given its TTL by a 2nd call
+  bool exclusive_grant = true;    // false: two acquires racing for a free key can both win
+  ValidityRule validity = ValidityRule::ttl;
+  bool majority_quorum = true;          // Redlock: false counts N/2 grants as a majority
+  bool releases_partial_grants = true;  // Redlock: a failed attempt releases what it was granted
+  bool writers_first = true;            // keyed-rw: readers never pass a queued writer
+};
+
+}  // namespace lockstep
