@@ -194,6 +194,35 @@ TEST_CASE(
   });
 }
 
+TEST_CASE(
+    "redlock adapter: locks that expired without a release do not count toward its cap, live ones "
+    "do",
+    "[redlock]") {
+  SimRig rig;
+  rig.run([&] {
+    RedlockAdapter adapter(
+        {.fanout = rig.fanout.get(), .clock = &rig.world.clock(rig.client), .random = &rig.random});
+    auto spec = [](size_t i) {
+      return LockSpec{
+          .key = "k" + std::to_string(i), .value = "v" + std::to_string(i), .ttl_ms = 10'000};
+    };
+    for (size_t i = 0; i < kHeldLocksMax; ++i) REQUIRE(adapter.create_lock(spec(i)).ok());
+    CHECK(adapter.held_locks() == kHeldLocksMax);
+    // All still valid: the cap bounds what the adapter tracks.
+    const AdapterResult over = adapter.create_lock(spec(kHeldLocksMax));
+    CHECK(over.status == AdapterStatus::backend_error);
+    CHECK_THAT(over.message, Catch::Contains("too many"));
+
+    // Every one of them runs out by the adapter's clock without a release (their holders walked
+    // away): they are no longer held, so they must not block the next create.
+    rig.world.sleep_for_us(11'000'000);
+    const AdapterResult after = adapter.create_lock(spec(kHeldLocksMax));
+    INFO(after.message);
+    CHECK(after.ok());
+    CHECK(adapter.held_locks() == 1);
+  });
+}
+
 TEST_CASE("redlock: retry delays are drawn in [0, retry_delay_ms]", "[redlock]") {
   SimRig rig;
   rig.occupy("lock:k", 5);
