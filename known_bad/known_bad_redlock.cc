@@ -41,15 +41,15 @@ class RedlockVariant final : public LockAdapter {
     const int64_t started_us = clock_.now_us();
     const NodeVotes votes =
         lock_all(fanout_, key, spec.value, s.duration_ms, s.request_timeout_ms * 1000);
-    const int64_t elapsed_us = flaw_.ignore_elapsed ? 0 : clock_.now_us() - started_us;
+    const int64_t answered_us = clock_.now_us();
+    const int64_t elapsed_us = flaw_.ignore_elapsed ? 0 : answered_us - started_us;
     const int needed =
         flaw_.half_quorum ? static_cast<int>(fanout_.size() / 2) : majority_of(fanout_.size());
     const int64_t validity = validity_us(s.duration_ms, elapsed_us, s);
     if (votes.yes >= needed && validity > 0) {
-      // Validity is counted as production counts it, from the attempt's start; ignoring the time
-      // spent acquiring means counting it from when the grants came back instead.
-      const int64_t from_us = flaw_.ignore_elapsed ? clock_.now_us() : started_us;
-      valid_until_us_.insert_or_assign(spec.value, from_us + validity);
+      // What is left from when the grants came back, as production counts it: the lock ends at
+      // start + ttl - drift. Ignoring the time spent acquiring ends it that much later.
+      valid_until_us_.insert_or_assign(spec.value, answered_us + validity);
       return {};
     }
     if (!flaw_.skip_cleanup) unlock_all(fanout_, key, spec.value, s.request_timeout_ms * 1000);

@@ -129,8 +129,8 @@ class MongoPeer {
 Json reply(Json document) { return Json{{"reply", std::move(document)}}; }
 Json script(std::vector<Json> actions) { return Json{{"actions", std::move(actions)}}; }
 
-// The replies of a successful acquire after createIndexes: upsert inserted, token `token`,
-// confirmed.
+// The replies of a successful acquire after createIndexes: the upsert (statement 1) inserted,
+// token `token`, confirmed.
 std::vector<Json> granted(int64_t token, bool with_indexes = true) {
   std::vector<Json> actions;
   if (with_indexes) {
@@ -142,7 +142,7 @@ std::vector<Json> granted(int64_t token, bool with_indexes = true) {
       reply({{"n", 1},
              {"nModified", 0},
              {"upserted",
-              Json::array({{{"index", 0}, {"_id", {{"$oid", "65a0c0ffee0000000000beef"}}}}})}}));
+              Json::array({{{"index", 1}, {"_id", {{"$oid", "65a0c0ffee0000000000beef"}}}}})}}));
   actions.push_back(reply({{"lastErrorObject", {{"n", 1}, {"updatedExisting", true}}},
                            {"value", {{"_id", "orders"}, {"n", token}}}}));
   actions.push_back(reply({{"n", 1}, {"nModified", 1}}));
@@ -186,7 +186,8 @@ const LockSpec kSpec{.key = "orders", .value = "v-1", .ttl_ms = 3000};
 }  // namespace
 
 TEST_CASE(
-    "contract: acquire sends createIndexes, the $$NOW upsert, findAndModify and the confirmation",
+    "contract: acquire sends createIndexes, the $$NOW take-over and the upsert, findAndModify and "
+    "the confirmation",
     "[mongo][contract]") {
   auto actions = granted(7);
   auto again = granted(8, false);
@@ -206,9 +207,13 @@ TEST_CASE(
   const std::vector<Json> sent = peer.commands();
   REQUIRE(sent.size() == 7);
   CHECK(sent[0] == expected_create_indexes());
+  // $expr only where nothing is upserted: mongod refuses it in an upsert's query (224).
   CHECK(sent[1] == Json::parse(R"({"update": "locks", "updates": [{
       "q": {"key": "orders", "$expr": {"$lt": ["$expire_at", "$$NOW"]}},
       "u": [{"$set": {"value": "v-1", "expire_at": {"$add": ["$$NOW", 3000]}}}],
+      "upsert": false}, {
+      "q": {"key": "orders", "value": "v-1"},
+      "u": [{"$set": {"expire_at": {"$ifNull": ["$expire_at", {"$add": ["$$NOW", 3000]}]}}}],
       "upsert": true}], "ordered": true, "writeConcern": {"w": "majority", "wtimeout": 5000}})"));
   CHECK(sent[2] == Json::parse(R"({"findAndModify": "lock_fencing", "query": {"_id": "orders"},
       "update": {"$inc": {"n": 1}}, "new": true, "upsert": true,
@@ -227,7 +232,7 @@ TEST_CASE("contract: duplicate key 11000 on the upsert is contention, and nothin
        reply({{"n", 0},
               {"nModified", 0},
               {"writeErrors",
-               Json::array({{{"index", 0},
+               Json::array({{{"index", 1},
                              {"code", 11000},
                              {"errmsg",
                               "E11000 duplicate key error collection: "
@@ -236,6 +241,25 @@ TEST_CASE("contract: duplicate key 11000 on the upsert is contention, and nothin
   const AdapterResult result = client.adapter.create_lock(kSpec);
   CHECK(result.status == AdapterStatus::contended);
   CHECK(peer.commands().size() == 2);
+}
+
+TEST_CASE(
+    "contract: an expired lock taken over (n 2) is a grant, and our own live lock (n 1, nothing "
+    "upserted) is contention",
+    "[mongo][contract]") {
+  auto actions = granted(6);
+  actions[1] = reply({{"n", 2}, {"nModified", 1}});        // statement 0 took over, 1 matched it
+  actions.push_back(reply({{"n", 1}, {"nModified", 0}}));  // only statement 1 matched: ours, live
+  MongoPeer peer(script(actions));
+  Client client(peer);
+  const AdapterResult taken = client.adapter.create_lock(kSpec);
+  INFO(taken.message);
+  REQUIRE(taken.ok());
+  CHECK(taken.fencing_token == 6);
+  const AdapterResult again = client.adapter.create_lock(kSpec);
+  CHECK(again.status == AdapterStatus::contended);
+  CHECK_THAT(again.message, Catch::Contains("locked with this value already"));
+  CHECK(peer.commands().size() == 5);  // no token for a lease that is not new
 }
 
 TEST_CASE(
@@ -435,6 +459,9 @@ TEST_CASE("contract: time_source client sends date literals read once per operat
   CHECK(sent[1] == Json::parse(R"({"update": "locks", "updates": [{
       "q": {"key": "orders", "expire_at": {"$lt": {"$date": 1700000000000}}},
       "u": {"$set": {"value": "v-1", "expire_at": {"$date": 1700000003000}}},
+      "upsert": false}, {
+      "q": {"key": "orders", "value": "v-1"},
+      "u": {"$setOnInsert": {"expire_at": {"$date": 1700000003000}}},
       "upsert": true}], "ordered": true, "writeConcern": {"w": 1}})"));
   CHECK(sent[3] == Json::parse(R"({"update": "locks", "updates": [{
       "q": {"key": "orders", "value": "v-1", "expire_at": {"$gt": {"$date": 1700000000000}}},

@@ -26,6 +26,20 @@ bool violates(const RunReport& r, Invariant invariant) {
 
 }  // namespace
 
+TEST_CASE("sequential: the Mongo lock is taken and released twice, with server and client time",
+          "[mongo]") {
+  // What `lockstep run sequential --adapter mongo` does. A simulated mongod that refuses what
+  // mongod refuses (no $expr in an upsert's query) must still grant the lock in either time mode.
+  for (const char* time_source : {"time_source=server", "time_source=client"}) {
+    const RunReport r = run("sequential", "mongo", {time_source});
+    INFO(time_source << "\n" << to_text(r));
+    CHECK(r.end == "complete");
+    CHECK(r.violated().empty());
+    CHECK(r.stats.acquisitions == 2);
+    CHECK(r.ok());
+  }
+}
+
 TEST_CASE("client-clock-ahead: client time takes over a live lock, the server's $$NOW does not",
           "[mongo]") {
   const RunReport client = run("client-clock-ahead", "mongo", {"time_source=client"});

@@ -132,8 +132,17 @@ TEST_CASE("commands: server time uses $$NOW, client time date literals", "[mongo
   const Json wc = cmd::majority_write_concern(250);
   CHECK(wc == Json::parse(R"({"w": "majority", "wtimeout": 250})"));
   CHECK(cmd::w1_write_concern() == Json::parse(R"({"w": 1})"));
-  CHECK(cmd::acquire_upsert("locks", "k", "v", 1000, MongoNow::server(), wc).begin().key() ==
-        "update");
+  CHECK(cmd::acquire("locks", "k", "v", 1000, MongoNow::server(), wc).begin().key() == "update");
+  // mongod refuses $expr in an upsert's query (224): the $$NOW condition is in the statement that
+  // does not upsert, in either time mode.
+  for (const MongoNow& now : {MongoNow::server(), MongoNow::client(10)}) {
+    const Json acquire = cmd::acquire("locks", "k", "v", 1000, now, wc);
+    REQUIRE(acquire["updates"].size() == 2);
+    CHECK(acquire["updates"][0]["upsert"] == false);
+    CHECK(acquire["updates"][0]["q"] == cmd::expired_filter("k", now));
+    CHECK(acquire["updates"][1]["upsert"] == true);
+    CHECK(acquire["updates"][1]["q"] == Json::parse(R"({"key": "k", "value": "v"})"));
+  }
   CHECK(cmd::expired_filter("k", MongoNow::server()) ==
         Json::parse(R"({"key": "k", "$expr": {"$lt": ["$expire_at", "$$NOW"]}})"));
   CHECK(cmd::owner_filter("k", "v", MongoNow::client(10)) ==
@@ -156,6 +165,9 @@ TEST_CASE("replies: ok, write errors, write concern errors, command errors, malf
   using Kind = MongoReplyOutcome::Kind;
   CHECK(read_reply(Json::parse(R"({"ok": 1.0, "n": 1})")).kind == Kind::ok);
   CHECK(read_reply(Json::parse(R"({"ok": 1.0, "n": 1})")).n == 1);
+  CHECK_FALSE(read_reply(Json::parse(R"({"ok": 1.0, "n": 1})")).upserted);
+  CHECK(read_reply(Json::parse(R"({"ok": 1, "n": 1, "upserted": [{"index": 1, "_id": 7}]})"))
+            .upserted);
   const auto dup = read_reply(Json::parse(
       R"({"ok": 1, "n": 0, "writeErrors": [{"index": 0, "code": 11000, "errmsg": "E11000"}]})"));
   CHECK(dup.kind == Kind::duplicate_key);
@@ -199,9 +211,11 @@ TEST_CASE("adapter: preconditions are checked", "[mongo][adapter]") {
 
 TEST_CASE("adapter: decisions over a scripted connection", "[mongo][adapter]") {
   const MongoResult indexes = ok_reply({{"ok", 1}});
+  const MongoResult inserted =
+      ok_reply({{"ok", 1}, {"n", 1}, {"upserted", Json::array({{{"index", 1}, {"_id", "id"}}})}});
   SECTION("a grant runs on the configured database and maps value.n to the token") {
     ScriptedConnection connection(
-        {indexes, ok_reply({{"ok", 1}, {"n", 1}}),
+        {indexes, inserted,
          ok_reply({{"ok", 1}, {"value", {{"_id", "k"}, {"n", 5'000'000'000LL}}}}),
          ok_reply({{"ok", 1}, {"n", 1}})});
     MongoAdapter adapter({.connection = &connection, .database = "app"});
@@ -213,8 +227,7 @@ TEST_CASE("adapter: decisions over a scripted connection", "[mongo][adapter]") {
           Json::parse(R"({"$set": {"token": 5000000000}})"));
   }
   SECTION("a findAndModify without a usable token is not a grant") {
-    ScriptedConnection connection({indexes, ok_reply({{"ok", 1}, {"n", 1}}),
-                                   ok_reply({{"ok", 1}, {"value", nullptr}}),
+    ScriptedConnection connection({indexes, inserted, ok_reply({{"ok", 1}, {"value", nullptr}}),
                                    ok_reply({{"ok", 1}, {"n", 1}})});
     MongoAdapter adapter({.connection = &connection});
     const AdapterResult result = adapter.create_lock(kSpec);

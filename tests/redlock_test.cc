@@ -161,6 +161,69 @@ TEST_CASE("redlock: extend needs a majority, recomputes validity, and stops at t
   });
 }
 
+TEST_CASE(
+    "redlock: grants that come back after 60% of the TTL are valid until start + ttl - drift, for "
+    "acquire and extend",
+    "[redlock]") {
+  // The nodes' leases began after the attempt started, so the lock is valid until start +
+  // duration - drift. Subtracting the time spent acquiring as well ends it before it was reported
+  // (node-redlock #296/#299): here at start + 394 ms, while the grants came back at start + 600 ms.
+  SimRig rig(5, {.latency_us_min = 300'000, .latency_us_max = 300'000});  // 600 ms round trips
+  rig.run([&] {
+    Clock& clock = rig.world.clock(rig.client);
+    RedlockManager manager = rig.manager({.duration_ms = 1000, .request_timeout_ms = 700});
+    const int64_t drift_us = drift_allowance_us(1000, 0.001, 5);  // 1 ms + 5 ms
+    RedlockLock lock = manager.acquire("k");
+    const int64_t granted_us = clock.now_us();
+    REQUIRE(granted_us - lock.start_time_us() >= 600'000);
+    CHECK(lock.valid_until_us() == lock.start_time_us() + 1'000'000 - drift_us);
+    CHECK(lock.valid_until_us() > granted_us);  // not reported already ended by its own book
+    CHECK(lock.remaining_ms() > 0);
+
+    // Extend: load the scripts on fast links first (a first EVALSHA answers NOSCRIPT and costs a
+    // second round), then one 600 ms round.
+    rig.world.network().set_fixed_latency(500);
+    lock.extend();
+    rig.world.network().set_fixed_latency(300'000);
+    const int64_t extend_started_us = clock.now_us();
+    lock.extend();
+    const int64_t extended_us = clock.now_us();
+    REQUIRE(extended_us - extend_started_us >= 600'000);
+    CHECK(lock.valid_until_us() == extend_started_us + 1'000'000 - drift_us);
+    CHECK(lock.valid_until_us() > extended_us);
+    CHECK(lock.remaining_ms() > 0);
+  });
+}
+
+TEST_CASE(
+    "redlock adapter: locks that expired without a release do not count toward its cap, live ones "
+    "do",
+    "[redlock]") {
+  SimRig rig;
+  rig.run([&] {
+    RedlockAdapter adapter(
+        {.fanout = rig.fanout.get(), .clock = &rig.world.clock(rig.client), .random = &rig.random});
+    auto spec = [](size_t i) {
+      return LockSpec{
+          .key = "k" + std::to_string(i), .value = "v" + std::to_string(i), .ttl_ms = 10'000};
+    };
+    for (size_t i = 0; i < kHeldLocksMax; ++i) REQUIRE(adapter.create_lock(spec(i)).ok());
+    CHECK(adapter.held_locks() == kHeldLocksMax);
+    // All still valid: the cap bounds what the adapter tracks.
+    const AdapterResult over = adapter.create_lock(spec(kHeldLocksMax));
+    CHECK(over.status == AdapterStatus::backend_error);
+    CHECK_THAT(over.message, Catch::Contains("too many"));
+
+    // Every one of them runs out by the adapter's clock without a release (their holders walked
+    // away): they are no longer held, so they must not block the next create.
+    rig.world.sleep_for_us(11'000'000);
+    const AdapterResult after = adapter.create_lock(spec(kHeldLocksMax));
+    INFO(after.message);
+    CHECK(after.ok());
+    CHECK(adapter.held_locks() == 1);
+  });
+}
+
 TEST_CASE("redlock: retry delays are drawn in [0, retry_delay_ms]", "[redlock]") {
   SimRig rig;
   rig.occupy("lock:k", 5);

@@ -72,14 +72,22 @@ Doc update(Doc q, Doc u, bool upsert, std::string coll = "locks") {
       {"writeConcern", {{"w", 1}}}};
 }
 
-// The adapter's acquire: upsert {key, expired by $$NOW} -> pipeline {value, expire_at: $$NOW +
-// ttl}.
+// The adapter's acquire, one ordered batch of two statements: take over the key's document if it
+// expired by $$NOW (no upsert, so $expr is allowed), then upsert {key, value}: it matches the
+// document just taken over (and changes nothing), or inserts ours, or collides with another
+// owner's live document on the unique index (11000).
 Doc acquire(const std::string& key, const std::string& value, int64_t ttl_ms) {
-  return update(
-      Doc{{"key", key}, {"$expr", {{"$lt", Doc::array({"$expire_at", "$$NOW"})}}}},
-      Doc::array({Doc{
-          {"$set", {{"value", value}, {"expire_at", {{"$add", Doc::array({"$$NOW", ttl_ms})}}}}}}}),
-      true);
+  const Doc expiry{{"$add", Doc::array({"$$NOW", ttl_ms})}};
+  Doc command =
+      update(Doc{{"key", key}, {"$expr", {{"$lt", Doc::array({"$expire_at", "$$NOW"})}}}},
+             Doc::array({Doc{{"$set", {{"value", value}, {"expire_at", expiry}}}}}), false);
+  command["updates"].push_back(Doc{
+      {"q", {{"key", key}, {"value", value}}},
+      {"u", Doc::array({Doc{
+                {"$set", {{"expire_at", {{"$ifNull", Doc::array({"$expire_at", expiry})}}}}}}})},
+      {"upsert", true},
+      {"multi", false}});
+  return command;
 }
 
 Doc find(Doc filter, std::string coll = "locks") {
@@ -98,17 +106,18 @@ TEST_CASE("commands: a unique index refuses a duplicate key with mongod's E11000
   CHECK(first["n"] == 1);
   CHECK(first["nModified"] == 0);
   REQUIRE(first.contains("upserted"));
-  CHECK(first["upserted"][0]["index"] == 0);
+  CHECK(first["upserted"][0]["index"] == 1);
   CHECK(is_object_id(first["upserted"][0]["_id"]));
 
-  // Live lock: the expired filter matches nothing, so the upsert inserts a second "k".
+  // Live lock: nothing expired to take over, and {key, value} matches nothing, so the upsert
+  // inserts a second "k".
   const Doc second = s.run(acquire("k", "owner-b", 10'000));
   CHECK(second["ok"] == 1);
   CHECK(second["n"] == 0);
   CHECK(second["nModified"] == 0);
   REQUIRE(second.contains("writeErrors"));
   const Doc& e = second["writeErrors"][0];
-  CHECK(e["index"] == 0);
+  CHECK(e["index"] == 1);
   CHECK(e["code"] == 11000);
   CHECK(
       e["errmsg"] ==
@@ -167,10 +176,11 @@ TEST_CASE(
   CHECK(doc["key"] == "k");
   CHECK(doc["expire_at"] == mongo_date(kNowMs + 1500));  // $$NOW + ttl
 
-  // Expired by $$NOW: the same upsert now matches it and takes it over (an update, no insert).
+  // Expired by $$NOW: the first statement takes it over (an update, no insert), the second then
+  // matches it and changes nothing.
   s.now_ms += 1501;
   const Doc taken = s.run(acquire("k", "b", 1500));
-  CHECK(taken["n"] == 1);
+  CHECK(taken["n"] == 2);
   CHECK(taken["nModified"] == 1);
   CHECK_FALSE(taken.contains("upserted"));
   REQUIRE(s.docs().size() == 1);
@@ -181,6 +191,15 @@ TEST_CASE(
   CHECK(s.ops[0].kind == MongoOp::Kind::update);
   CHECK(s.ops[0].before["value"] == "a");
 
+  // Live and already ours: nothing to take over, the upsert matches and changes nothing, inserts
+  // nothing (n 1 without upserted: the caller can tell it from a grant).
+  const Doc again = s.run(acquire("k", "b", 1500));
+  CHECK(again["n"] == 1);
+  CHECK(again["nModified"] == 0);
+  CHECK_FALSE(again.contains("upserted"));
+  CHECK_FALSE(again.contains("writeErrors"));
+  CHECK(s.ops.empty());
+
   // $setOnInsert applies only when inserting; $inc of a missing field sets it.
   s.run(update(Doc{{"key", "c"}}, Doc{{"$setOnInsert", {{"created", 1}}}, {"$inc", {{"n", 5}}}},
                true));
@@ -189,6 +208,73 @@ TEST_CASE(
   const Doc c = s.docs()[1];
   CHECK(c["created"] == 1);
   CHECK(c["n"] == 10);
+}
+
+TEST_CASE(
+    "commands: an upsert whose query holds $expr is refused like mongod's 224 "
+    "QueryFeatureNotAllowed",
+    "[sim][mongo][commands]") {
+  Server s;
+  s.run(lock_indexes());
+  const Doc expired{{"$expr", {{"$lt", Doc::array({"$expire_at", "$$NOW"})}}}};
+  const std::string message = "$expr is not allowed in the query predicate for an upsert";
+  // At top level, and inside $and / $or: mongod parses the whole predicate before it looks at any
+  // document, so it refuses even on an empty collection.
+  std::vector<Doc> queries;
+  queries.push_back(Doc{{"key", "k"}, {"$expr", expired["$expr"]}});
+  queries.push_back(Doc{{"$and", Doc::array({Doc{{"key", "k"}}, expired})}});
+  queries.push_back(Doc{{"key", "k"}, {"$or", Doc::array({Doc{{"value", "v"}}, expired})}});
+  for (const Doc& q : queries) {
+    INFO(q.dump());
+    // update: a writeErrors entry in an {"ok": 1} reply, nothing written.
+    const Doc refused = s.run(update(q, Doc{{"$set", {{"value", "v"}}}}, true));
+    CHECK(refused["ok"] == 1);
+    CHECK(refused["n"] == 0);
+    REQUIRE(refused.contains("writeErrors"));
+    CHECK(refused["writeErrors"][0]["index"] == 0);
+    CHECK(refused["writeErrors"][0]["code"] == 224);
+    CHECK(refused["writeErrors"][0]["errmsg"] == message);
+    CHECK(s.ops.empty());
+    CHECK(s.docs().empty());
+
+    // findAndModify: a command error.
+    const Doc fam = s.run(Doc{{"findAndModify", "locks"},
+                              {"query", q},
+                              {"update", {{"$set", {{"value", "v"}}}}},
+                              {"new", true},
+                              {"upsert", true},
+                              {"writeConcern", {{"w", 1}}}});
+    CHECK(fam == Doc{{"ok", 0.0},
+                     {"errmsg", message},
+                     {"code", 224},
+                     {"codeName", "QueryFeatureNotAllowed"}});
+    CHECK(s.ops.empty());
+    CHECK(s.docs().empty());
+  }
+
+  // An ordered batch stops at the refused statement; what came before it stays applied.
+  Doc batch = update(Doc{{"key", "first"}}, Doc{{"$set", {{"value", "v"}}}}, true);
+  batch["updates"].push_back(
+      Doc{{"q", queries[0]}, {"u", {{"$set", {{"value", "v"}}}}}, {"upsert", true}});
+  const Doc partial = s.run(batch);
+  CHECK(partial["n"] == 1);
+  CHECK(partial["writeErrors"][0]["index"] == 1);
+  CHECK(partial["writeErrors"][0]["code"] == 224);
+  CHECK(s.docs().size() == 1);
+
+  // Without upsert $expr is fine, in update and in findAndModify.
+  s.now_ms += 1;
+  s.run(update(Doc{{"key", "first"}}, Doc{{"$set", {{"expire_at", mongo_date(kNowMs)}}}}, false));
+  const Doc taken = s.run(update(Doc{{"key", "first"}, {"$expr", expired["$expr"]}},
+                                 Doc{{"$set", {{"value", "w"}}}}, false));
+  CHECK_FALSE(taken.contains("writeErrors"));
+  CHECK(taken["nModified"] == 1);
+  const Doc found = s.run(Doc{{"findAndModify", "locks"},
+                              {"query", {{"key", "first"}, {"$expr", expired["$expr"]}}},
+                              {"update", {{"$set", {{"value", "x"}}}}},
+                              {"new", true}});
+  CHECK(found["ok"] == 1);
+  CHECK(found["value"]["value"] == "x");
 }
 
 TEST_CASE("commands: filters follow mongod's comparison rules", "[sim][mongo][commands]") {

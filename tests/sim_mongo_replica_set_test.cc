@@ -70,16 +70,22 @@ Doc write_concern(bool majority, int64_t wtimeout_ms = 5000) {
   return majority ? Doc{{"w", "majority"}, {"wtimeout", wtimeout_ms}} : Doc{{"w", 1}};
 }
 
-// The adapter's acquire (server time): upsert {key, expired by $$NOW} -> {value, expire_at: $$NOW +
-// ttl}.
+// The adapter's acquire (server time): take over {key, expired by $$NOW} -> {value, expire_at:
+// $$NOW + ttl} without upsert, then upsert {key, value} (expire_at: $$NOW + ttl when inserting).
 Doc acquire(const std::string& key, const std::string& value, int64_t ttl_ms, const Doc& wc) {
+  const Doc expiry{{"$add", Doc::array({"$$NOW", ttl_ms})}};
   Doc q{{"key", key}, {"$expr", {{"$lt", Doc::array({"$expire_at", "$$NOW"})}}}};
-  Doc u = Doc::array({Doc{
-      {"$set", {{"value", value}, {"expire_at", {{"$add", Doc::array({"$$NOW", ttl_ms})}}}}}}});
-  return Doc{{"update", "locks"},
-             {"updates", Doc::array({Doc{{"q", q}, {"u", u}, {"upsert", true}, {"multi", false}}})},
-             {"ordered", true},
-             {"writeConcern", wc}};
+  Doc u = Doc::array({Doc{{"$set", {{"value", value}, {"expire_at", expiry}}}}});
+  Doc insert_q{{"key", key}, {"value", value}};
+  Doc insert_u = Doc::array(
+      {Doc{{"$set", {{"expire_at", {{"$ifNull", Doc::array({"$expire_at", expiry})}}}}}}});
+  return Doc{
+      {"update", "locks"},
+      {"updates",
+       Doc::array({Doc{{"q", q}, {"u", u}, {"upsert", false}, {"multi", false}},
+                   Doc{{"q", insert_q}, {"u", insert_u}, {"upsert", true}, {"multi", false}}})},
+      {"ordered", true},
+      {"writeConcern", wc}};
 }
 
 Doc set_doc(const std::string& key, const Doc& wc) {

@@ -110,15 +110,25 @@ AdapterResult MongoAdapter::create_lock(const LockSpec& spec) {
     return result;
   };
 
-  // 1. The lock document: an expired one is taken over, a live one makes the upsert collide.
-  const Sent upsert = send(cmd::acquire_upsert(options_.collection, spec.key, spec.value,
-                                               spec.ttl_ms, at, write_concern()));
+  // 1. The lock document: an expired one is taken over, a missing one inserted, a live one of
+  // another owner makes the upsert collide.
+  const Sent upsert = send(
+      cmd::acquire(options_.collection, spec.key, spec.value, spec.ttl_ms, at, write_concern()));
   if (!upsert.result.ok()) return failure("acquire", "update", upsert);
   if (upsert.outcome.kind == Kind::duplicate_key) return {.status = AdapterStatus::contended};
   // Applied on the primary but not acknowledged as asked (e.g. no majority): not a grant.
   if (upsert.outcome.kind == Kind::write_concern_error) return not_held("update", upsert);
   if (upsert.outcome.kind != Kind::ok) return failure("acquire", "update", upsert);
-  if (upsert.outcome.n != 1) return not_held("update", upsert);
+  const bool inserted = upsert.outcome.upserted && upsert.outcome.n == 1;
+  const bool taken_over = !upsert.outcome.upserted && upsert.outcome.n == 2;
+  if (!upsert.outcome.upserted && upsert.outcome.n == 1) {
+    // Nothing expired to take over and the upsert matched our own live document: this value
+    // holds the key already. Not a new grant (it would get a token without a new lease).
+    return {.status = AdapterStatus::contended,
+            .message = fmt::format("acquire on {}: the key is locked with this value already",
+                                   options_.connection->endpoint())};
+  }
+  if (!inserted && !taken_over) return not_held("update", upsert);
 
   // 2. The next fencing token of the key.
   const Sent counter =

@@ -7,9 +7,12 @@
 // releases and TTL deletions (as long as the deployment keeps its writes: a rolled-back w:1 write
 // can reissue a token, which the fencing checker reports).
 //
-// - create: updateOne({key, expire_at < now}, {value, expire_at: now + ttl}, upsert). A live lock
-//   of another owner makes the upsert insert a second document for the key: duplicate key (11000)
-//   = contended. Then the token: findAndModify $inc on the counter, and a confirming update
+// - create: one update of two ordered statements (mongo_commands::acquire): take over
+//   {key, expire_at < now} -> {value, expire_at: now + ttl} without upsert, then upsert
+//   {key, value} (expire_at: now + ttl when inserting). A live lock of another owner makes the
+//   upsert insert a second document for the key: duplicate key (11000) = contended. The $$NOW
+//   condition sits in the statement that does not upsert, because mongod refuses $expr in an
+//   upsert's query (224). Then the token: findAndModify $inc on the counter, and a confirming update
 //   {key, value, expire_at > now} -> {token}. If the confirmation matches nothing the lease ran out
 //   before its token was issued and the grant is not reported (tokens then strictly increase in
 //   grant order, because a lease is confirmed before it can end and the next grant can begin).

@@ -26,13 +26,34 @@ MongoDocument set_with_expiry(MongoDocument fields, int64_t ttl_ms, const MongoN
   return MongoDocument::array({MongoDocument{{"$set", std::move(fields)}}});
 }
 
-MongoDocument update_one(const std::string& collection, MongoDocument filter, MongoDocument update,
-                         bool upsert, const MongoDocument& write_concern) {
-  MongoDocument statement{{"q", std::move(filter)}, {"u", std::move(update)}, {"upsert", upsert}};
+// expire_at = now + ttl only where the document has none, i.e. on the document an upsert inserts:
+// $setOnInsert with a date literal (client time), or a pipeline with $ifNull (server time:
+// operator updates cannot compute $$NOW + ttl).
+MongoDocument expiry_if_absent(int64_t ttl_ms, const MongoNow& now) {
+  if (now.client_ms)
+    return MongoDocument{{"$setOnInsert", {{"expire_at", mongo_date(*now.client_ms + ttl_ms)}}}};
+  MongoDocument expiry{{"$add", MongoDocument::array({"$$NOW", ttl_ms})}};
+  MongoDocument if_absent{{"$ifNull", MongoDocument::array({"$expire_at", std::move(expiry)})}};
+  return MongoDocument::array({MongoDocument{{"$set", {{"expire_at", std::move(if_absent)}}}}});
+}
+
+MongoDocument statement(MongoDocument filter, MongoDocument update, bool upsert) {
+  return MongoDocument{{"q", std::move(filter)}, {"u", std::move(update)}, {"upsert", upsert}};
+}
+
+MongoDocument update_command(const std::string& collection, MongoDocument statements,
+                             const MongoDocument& write_concern) {
   return MongoDocument{{"update", collection},
-                       {"updates", MongoDocument::array({std::move(statement)})},
+                       {"updates", std::move(statements)},
                        {"ordered", true},
                        {"writeConcern", write_concern}};
+}
+
+MongoDocument update_one(const std::string& collection, MongoDocument filter, MongoDocument update,
+                         bool upsert, const MongoDocument& write_concern) {
+  return update_command(
+      collection, MongoDocument::array({statement(std::move(filter), std::move(update), upsert)}),
+      write_concern);
 }
 
 }  // namespace
@@ -65,12 +86,18 @@ MongoDocument create_indexes(const std::string& collection, const MongoDocument&
       {"writeConcern", write_concern}};
 }
 
-MongoDocument acquire_upsert(const std::string& collection, const std::string& key,
-                             const std::string& value, int64_t ttl_ms, const MongoNow& now,
-                             const MongoDocument& write_concern) {
-  return update_one(collection, expired_filter(key, now),
-                    set_with_expiry(MongoDocument{{"value", value}}, ttl_ms, now), true,
-                    write_concern);
+MongoDocument acquire(const std::string& collection, const std::string& key,
+                      const std::string& value, int64_t ttl_ms, const MongoNow& now,
+                      const MongoDocument& write_concern) {
+  // The expired filter may hold $expr (server time), so it never upserts; the upsert filters on
+  // equalities only.
+  MongoDocument take_over =
+      statement(expired_filter(key, now),
+                set_with_expiry(MongoDocument{{"value", value}}, ttl_ms, now), false);
+  MongoDocument insert =
+      statement(MongoDocument{{"key", key}, {"value", value}}, expiry_if_absent(ttl_ms, now), true);
+  return update_command(collection, MongoDocument::array({std::move(take_over), std::move(insert)}),
+                        write_concern);
 }
 
 MongoDocument next_token(const std::string& fencing_collection, const std::string& key,
@@ -173,7 +200,10 @@ MongoReplyOutcome read_reply(const MongoDocument& reply) {
             .code = integer_or(*concern_error, "code", 0),
             .message = describe_error(*concern_error)};
   }
-  return {.kind = Kind::ok, .n = integer_or(reply, "n", 0)};
+  const auto upserted = reply.find("upserted");
+  return {.kind = Kind::ok,
+          .n = integer_or(reply, "n", 0),
+          .upserted = upserted != reply.end() && upserted->is_array() && !upserted->empty()};
 }
 
 std::optional<int64_t> token_of(const MongoDocument& find_and_modify_reply) {

@@ -6,6 +6,10 @@
 // Time: MongoNow says whose clock decides expiry. Server time uses "$$NOW" in {"$expr": ...}
 // filters and pipeline updates; client time uses {"$date": ms} literals that the adapter computes
 // once per operation.
+//
+// Invariant: no upsert's query holds $expr. mongod refuses that (224 QueryFeatureNotAllowed,
+// "$expr is not allowed in the query predicate for an upsert"), so a $$NOW condition only ever
+// filters statements that do not upsert.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -37,10 +41,16 @@ MongoDocument expired_filter(const std::string& key, const MongoNow& now);  // e
 // createIndexes on the lock collection: unique `key`, TTL (expireAfterSeconds 0) on `expire_at`.
 MongoDocument create_indexes(const std::string& collection, const MongoDocument& write_concern);
 
-// create step 1: upsert {key, expired} -> {value, expire_at: now + ttl}. 11000 = contended.
-MongoDocument acquire_upsert(const std::string& collection, const std::string& key,
-                             const std::string& value, int64_t ttl_ms, const MongoNow& now,
-                             const MongoDocument& write_concern);
+// create step 1, one ordered update of two statements:
+//   0. {key, expired} -> {value, expire_at: now + ttl}, no upsert: takes over an expired lock.
+//   1. {key, value} -> expire_at: now + ttl where it has none, upsert: inserts our lock when the
+//      key has no document, matches (and leaves as it is) the one statement 0 just took over, and
+//      collides with another owner's live document on the unique index: 11000 = contended.
+// So a grant is "upserted" (inserted) or n == 2 (taken over); n == 1 without "upserted" means
+// the key is live under this very value already.
+MongoDocument acquire(const std::string& collection, const std::string& key,
+                      const std::string& value, int64_t ttl_ms, const MongoNow& now,
+                      const MongoDocument& write_concern);
 // create step 2: findAndModify {_id: key} $inc n, new, upsert, on the fencing collection.
 MongoDocument next_token(const std::string& fencing_collection, const std::string& key,
                          const MongoDocument& write_concern);
@@ -75,6 +85,7 @@ struct MongoReplyOutcome {
   };
   Kind kind = Kind::malformed;
   int64_t n = 0;          // ok: "n" of an update/delete (0 when absent)
+  bool upserted = false;  // ok: the reply lists an "upserted" document
   int64_t code = 0;       // the error code, when there is one
   std::string message{};  // "code 64 (WriteConcernFailed): waiting for replication timed out"
 };

@@ -20,7 +20,16 @@ RedlockSettings RedlockAdapter::settings_for(int64_t ttl_ms) const {
   return s;
 }
 
+void RedlockAdapter::prune_expired() {
+  const int64_t now_us = manager_.clock().now_us();
+  std::erase_if(held_,
+                [now_us](const auto& entry) { return entry.second.valid_until_us() <= now_us; });
+}
+
 AdapterResult RedlockAdapter::create_lock(const LockSpec& spec) {
+  // Locks whose holders walked away without a release are not held any more: they must not use
+  // up the cap, which bounds the live ones.
+  if (held_.size() >= kHeldLocksMax) prune_expired();
   if (held_.size() >= kHeldLocksMax) {
     return {.status = AdapterStatus::backend_error,
             .message = "this client holds too many Redlock locks"};

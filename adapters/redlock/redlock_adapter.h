@@ -13,8 +13,10 @@
 // and validity left (and within the max hold time of the lock's first grant), else not_owner.
 // is_valid: our validity has not ended by our clock and a majority holds our value.
 //
-// Invariants: the adapter tracks the locks it granted (value -> validity) until released or
-// failed, at most kHeldLocksMax at once (more is a backend_error, never unbounded growth).
+// Invariants: the adapter tracks the locks it granted (value -> validity) until released, failed,
+// or pruned once their validity ended by the adapter's clock; at most kHeldLocksMax at once. A
+// create at the cap first prunes the expired entries, so only kHeldLocksMax LIVE locks make it a
+// backend_error (never unbounded growth, never a cap used up by locks nobody released).
 #include <map>
 #include <memory>
 #include <string>
@@ -53,6 +55,7 @@ class RedlockAdapter final : public LockAdapter {
 
  private:
   RedlockSettings settings_for(int64_t ttl_ms) const;
+  void prune_expired();  // drops the entries whose validity ended by the clock
 
   RedlockManager manager_;
   std::map<std::string, RedlockLock> held_;  // by value

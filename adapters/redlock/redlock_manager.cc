@@ -55,9 +55,12 @@ void RedlockLock::extend(const RedlockOverrides& overrides) {
   const int64_t timeout_us = std::min(s.request_timeout_ms, s.duration_ms - 1) * 1000;
   const NodeVotes votes =
       extend_all(manager_->fanout(), manager_->lock_key(key_), value_, s.duration_ms, timeout_us);
-  const int64_t validity = validity_us(s.duration_ms, clock.now_us() - started_us, s);
+  const int64_t answered_us = clock.now_us();
+  const int64_t validity = validity_us(s.duration_ms, answered_us - started_us, s);
   if (votes.yes >= manager_->quorum() && validity > 0) {
-    valid_until_us_ = started_us + validity;
+    // What is left from now: started_us + duration - drift (validity already lacks the elapsed
+    // time; counting it from started_us would subtract that twice).
+    valid_until_us_ = answered_us + validity;
     return;
   }
   manager_->release_value(key_, value_, s.request_timeout_ms);
@@ -93,9 +96,13 @@ RedlockAttempt RedlockManager::try_acquire(const std::string& key, const std::st
   const int64_t started_us = clock.now_us();
   const NodeVotes votes =
       lock_all(*options_.fanout, lock_key(key), value, s.duration_ms, s.request_timeout_ms * 1000);
-  const int64_t validity = validity_us(s.duration_ms, clock.now_us() - started_us, s);
+  const int64_t answered_us = clock.now_us();
+  const int64_t validity = validity_us(s.duration_ms, answered_us - started_us, s);
   if (votes.yes >= quorum() && validity > 0) {
-    return {.lock = RedlockLock(*this, key, value, s, started_us, started_us + validity)};
+    // Every node's lease began after started_us, so the lock is valid until started_us +
+    // duration - drift, i.e. `validity` from now (not from started_us: that would subtract the
+    // time spent acquiring twice and report a lock already ended once it exceeds half the TTL).
+    return {.lock = RedlockLock(*this, key, value, s, started_us, answered_us + validity)};
   }
   // Step 5: unlock everywhere, also where no answer came (a grant may have landed there).
   release_value(key, value, s.request_timeout_ms);

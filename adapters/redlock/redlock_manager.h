@@ -16,8 +16,9 @@
 // [0, retry_delay_ms].
 //
 // Invariants: every lock has one random value, the same on every node; a RedlockLock reports
-// held only while its validity (measured from the start of the attempt that won, on this node's
-// clock) has not ended; an extend never runs past max_hold_time_ms from the first grant. Redlock
+// held only while its validity has not ended: it ends at (start of the attempt that won, or of
+// the last extend) + duration - drift allowance, on this node's clock, and is after the moment
+// the grants came back; an extend never runs past max_hold_time_ms from the first grant. Redlock
 // has no fencing token (nothing orders grants across nodes), so none is offered. A manager is
 // used by one thread at a time (its fan-out is), and must outlive its locks.
 #include <cstdint>

@@ -27,6 +27,7 @@ const std::map<int, std::string_view>& code_names() {
       {100, "UnsatisfiableWriteConcern"},
       {168, "InvalidPipelineOperator"},
       {189, "PrimarySteppedDown"},
+      {224, "QueryFeatureNotAllowed"},
       {10107, "NotWritablePrimary"},
       {11000, "DuplicateKey"},
       {11602, "InterruptedDueToReplStateChange"},

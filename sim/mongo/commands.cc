@@ -78,6 +78,13 @@ WriteConcern parse_write_concern(const Doc& command, int members) {
   return wc;
 }
 
+// mongod parses an upsert's query without $expr (its CanonicalUpdate allows every matcher feature
+// but $expr when upsert is set) and rewrites the parser's error into this message.
+void refuse_expr_in_upsert(const Doc& query, bool upsert) {
+  if (upsert && has_expr(query))
+    throw MongoError(224, "$expr is not allowed in the query predicate for an upsert");
+}
+
 Doc write_error(size_t index, const MongoError& e) {
   return Doc{{"index", index}, {"code", e.code()}, {"errmsg", e.what()}};
 }
@@ -145,6 +152,7 @@ void update_statement(const Doc& stmt, size_t index, const std::string& ns, Comm
   const bool upsert = bool_field(stmt, "upsert", "update.updates", false);
   const bool multi = bool_field(stmt, "multi", "update.updates", false);
   validate_filter(q);
+  refuse_expr_in_upsert(q, upsert);
   validate_update(u);
   if (multi && !u.is_array() &&
       !(u.is_object() && !u.empty() && u.begin().key().starts_with('$'))) {
@@ -297,6 +305,7 @@ void run_find_and_modify(const Doc& command, CommandContext& ctx, CommandResult&
   result.write_concern = parse_write_concern(command, ctx.members);
   result.is_write = true;
   validate_filter(query);
+  refuse_expr_in_upsert(query, upsert);
   const Doc update = has_update ? command["update"] : Doc();
   if (has_update) validate_update(update);
   const ExprContext ectx{.now_ms = ctx.now_ms};

@@ -8,8 +8,11 @@
 // Replica-set matters (who may write, waiting for the write concern, the oplog, hello) live in
 // replica_set.h: run_data_command() executes at once on `db`, returns the ops it applied (for the
 // oplog and the observer) and the parsed write concern, and knows nothing of other members.
-// Statement errors of update/delete (a duplicate key, an unknown modifier) are writeErrors in an
-// {"ok": 1} reply; findAndModify and createIndexes errors, and malformed commands, are {"ok": 0}.
+// An upsert (update statement or findAndModify) whose query holds $expr is refused before anything
+// is matched, as mongod refuses it: 224 QueryFeatureNotAllowed, "$expr is not allowed in the query
+// predicate for an upsert".
+// Statement errors of update/delete (a duplicate key, an unknown modifier, $expr in an upsert) are
+// writeErrors in an {"ok": 1} reply; findAndModify and createIndexes errors, and malformed commands, are {"ok": 0}.
 // A command that fails changes nothing it had not already reported in ops (ordered batches stop at
 // the first error; a failed index build is undone).
 #include <cstdint>

@@ -129,6 +129,20 @@ void validate_filter(const Doc& filter) {
   }
 }
 
+bool has_expr(const Doc& filter) {
+  if (!filter.is_object()) return false;
+  for (auto it = filter.begin(); it != filter.end(); ++it) {
+    const std::string& key = it.key();
+    if (key == "$expr") return true;
+    if ((key == "$and" || key == "$or" || key == "$nor") && it.value().is_array()) {
+      for (const Doc& clause : it.value()) {
+        if (has_expr(clause)) return true;
+      }
+    }
+  }
+  return false;
+}
+
 bool matches(const Doc& filter, const Doc& doc, const ExprContext& ctx) {
   for (auto it = filter.begin(); it != filter.end(); ++it) {
     const std::string& key = it.key();

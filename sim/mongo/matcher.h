@@ -21,6 +21,10 @@ void validate_filter(const Doc& filter);
 // Precondition: validate_filter(filter) passed. May throw MongoError from $expr evaluation.
 bool matches(const Doc& filter, const Doc& doc, const ExprContext& ctx);
 
+// Whether the filter holds {"$expr": ...} at top level or inside "$and" / "$or" / "$nor" (where
+// mongod's parser finds it: an upsert refuses it, 224 QueryFeatureNotAllowed).
+bool has_expr(const Doc& filter);
+
 // The document an upsert starts from: the filter's equality fields ({"f": v}, {"f": {"$eq": v}},
 // also inside "$and"), in filter order (mongod's upsert seed).
 Doc equality_fields(const Doc& filter);
