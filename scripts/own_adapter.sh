@@ -36,6 +36,10 @@ expect_exit() {
 
 echo "== install lockstep into a temp prefix"
 cmake --install build --prefix "$tmp/prefix" >/dev/null
+# The package must stand on its own: no path into this source tree or build dir.
+if grep -rl "$repo" "$tmp/prefix/lib/cmake"; then
+  fail "the installed package names the source tree $repo (files above)"
+fi
 
 echo "== build examples/own-adapter against the installed package alone"
 # No package registry and no path but the prefix: the example must not find the build tree.
