@@ -42,7 +42,7 @@ int node_major(const std::string& node) {
 std::string node_driver_dir() {
   if (const char* dir = std::getenv("LOCKSTEP_EXT_NODE_DIR"); dir != nullptr && *dir != '\0')
     return dir;
-  return LOCKSTEP_SOURCE_DIR "/ext/node";
+  return default_node_driver_dir();
 }
 
 std::string require_node_drivers() {
@@ -56,6 +56,13 @@ std::string require_node_drivers() {
         "node {} is older than {} (or did not answer --version)", major, kNodeMajorMin));
   }
   const std::string dir = node_driver_dir();
+  if (dir.empty()) {
+    throw real::ServerUnavailable(
+        "LOCKSTEP_EXT_NODE_DIR is not set: an installed lockstep has no source tree to find the "
+        "Node drivers in; set it to a directory with driver.js and node_modules (the package "
+        "installs them without node_modules in PREFIX/share/lockstep/ext/node: run `npm ci` "
+        "there)");
+  }
   if (!exists(dir + "/driver.js"))
     throw real::ServerUnavailable(fmt::format("no {}/driver.js", dir));
   for (const char* package : kPinned) {

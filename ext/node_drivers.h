@@ -6,8 +6,13 @@
 
 namespace lockstep::ext {
 
-// $LOCKSTEP_EXT_NODE_DIR if set, else the source tree's ext/node (fixed at build time).
+// $LOCKSTEP_EXT_NODE_DIR if set, else default_node_driver_dir().
 std::string node_driver_dir();
+// Where the drivers are when LOCKSTEP_EXT_NODE_DIR is not set. Two libraries define it, and a
+// binary links one: in the build tree lockstep_ext_dir_source_tree (the source tree's ext/node,
+// fixed at build time); in an installed package lockstep::ext_dir_installed, which answers "" (no
+// default): an installed lockstep must not quietly read the source tree it was built from.
+std::string default_node_driver_dir();
 // The absolute path of node on PATH. Throws real::ServerUnavailable, saying how to get it, when
 // node is missing or older than 20, or ext/node/node_modules lacks a pinned package.
 std::string require_node_drivers();

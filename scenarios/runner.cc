@@ -36,18 +36,6 @@ const AdapterEntry& adapter_or_throw(const std::string& name) {
   return *adapter;
 }
 
-std::string shell_quote(const std::string& word) {
-  if (!word.empty() &&
-      word.find_first_not_of(
-          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.:/,") ==
-          std::string::npos) {
-    return word;
-  }
-  std::string out = "'";
-  for (char ch : word) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return out + "'";
-}
-
 std::string run_end_name(sim::RunEnd end) {
   switch (end) {
     case sim::RunEnd::queue_empty: return "complete";
@@ -105,10 +93,34 @@ Expectation RunReport::violated() const {
   return out;
 }
 
+std::string shell_quote(const std::string& word) {
+  if (!word.empty() &&
+      word.find_first_not_of(
+          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.:/,") ==
+          std::string::npos) {
+    return word;
+  }
+  std::string out = "'";
+  for (char ch : word) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+namespace {
+std::string& program_name_storage() {
+  static std::string name = "lockstep";
+  return name;
+}
+}  // namespace
+
+const std::string& program_name() { return program_name_storage(); }
+
+void set_program_name(std::string name) { program_name_storage() = std::move(name); }
+
 std::string RunReport::replay_command() const {
-  std::string cmd = fmt::format("lockstep run {} --adapter {} --world {} --seed {} --fencing {}",
-                                shell_quote(config.scenario), shell_quote(config.adapter),
-                                config.world, config.seed, config.fencing_on ? "on" : "off");
+  std::string cmd = fmt::format("{} run {} --adapter {} --world {} --seed {} --fencing {}",
+                                shell_quote(program_name()), shell_quote(config.scenario),
+                                shell_quote(config.adapter), config.world, config.seed,
+                                config.fencing_on ? "on" : "off");
   for (const std::string& assignment : options.overrides())
     cmd += " --set " + shell_quote(assignment);
   return cmd;

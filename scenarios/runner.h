@@ -78,6 +78,14 @@ struct RunReport {
   std::string replay_command() const;
 };
 
+// The program that replay lines name: "lockstep" unless the command line was started under another
+// name (cli_main sets it from argv[0]), so a user's own binary, with its own adapters registered,
+// prints replay lines that rerun with itself. Set once, before any run.
+const std::string& program_name();
+void set_program_name(std::string name);
+// The word as one shell word: as is when it is plain, else in single quotes.
+std::string shell_quote(const std::string& word);
+
 // Resolves and validates a config: the scenario's and adapter's options with the overrides.
 Options resolve_options(const RunConfig& config);
 Options resolve_options(const Scenario& scenario, const RunConfig& config);

@@ -21,14 +21,16 @@ struct CommandResult {
   std::string err;
 };
 
-// environment: assignments placed before the command with env(1), e.g. "PATH=/nonexistent".
-inline CommandResult run_lockstep(const std::string& args, const std::string& environment = "") {
+// Runs `binary args`. environment: assignments placed before the command with env(1), e.g.
+// "PATH=/nonexistent".
+inline CommandResult run_binary(const std::string& binary, const std::string& args,
+                                const std::string& environment = "") {
   static int counter = 0;
   const auto err_path =
       std::filesystem::temp_directory_path() /
       ("lockstep-cli-" + std::to_string(::getpid()) + "-" + std::to_string(++counter));
-  const std::string command = (environment.empty() ? "" : "env " + environment + " ") +
-                              std::string(LOCKSTEP_BINARY) + " " + args + " 2>" + err_path.string();
+  const std::string command = (environment.empty() ? "" : "env " + environment + " ") + binary +
+                              " " + args + " 2>" + err_path.string();
   CommandResult result;
   FILE* pipe = ::popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
@@ -44,6 +46,11 @@ inline CommandResult run_lockstep(const std::string& args, const std::string& en
   result.err = ss.str();
   std::filesystem::remove(err_path);
   return result;
+}
+
+// The `lockstep` binary with args.
+inline CommandResult run_lockstep(const std::string& args, const std::string& environment = "") {
+  return run_binary(LOCKSTEP_BINARY, args, environment);
 }
 
 }  // namespace lockstep::testing

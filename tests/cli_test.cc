@@ -138,3 +138,69 @@ TEST_CASE("a missing server binary exits 3 and says how to get it", "[cli]") {
   CHECK(count_lines(r.err) == 1);
   CHECK(r.err.find("apt-get install redis-server") != std::string::npos);
 }
+
+TEST_CASE("a negative seed or count is exit 2 with one line, never wrapped to 2^64-1", "[cli]") {
+  for (const char* args :
+       {"run sequential --adapter memory --seed -1", "matrix --adapter memory --first-seed -1",
+        "sweep --adapter memory --seeds -5", "sweep --adapter memory --first-seed -1",
+        "calibrate --seeds -5", "calibrate --first-seed -2"}) {
+    INFO(args);
+    const CommandResult r = cli(args);
+    CHECK(r.exit_code == 2);
+    CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.find("seed") != std::string::npos);
+  }
+}
+
+TEST_CASE("run --help shows each option's default", "[cli]") {
+  const CommandResult r = cli("run --help");
+  CHECK(r.exit_code == 0);
+  INFO(r.out);
+  CHECK(r.out.find("--world TEXT:{sim,real}=sim") != std::string::npos);
+  CHECK(r.out.find("--seed UINT=1") != std::string::npos);
+  CHECK(r.out.find("--fencing TEXT:{on,off}=off") != std::string::npos);
+}
+
+TEST_CASE("matrix --adapter and --scenario run only the chosen cells", "[cli][matrix]") {
+  const CommandResult r =
+      cli("matrix --adapter memory --adapter redis --scenario gc-pause --scenario sequential "
+          "--json");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  // 2 scenarios x 2 adapters x fencing off and on.
+  CHECK(j.at("cells").size() == 8);
+  for (const auto& cell : j.at("cells")) {
+    CHECK((cell.at("adapter") == "memory" || cell.at("adapter") == "redis"));
+    CHECK((cell.at("scenario") == "gc-pause" || cell.at("scenario") == "sequential"));
+  }
+  for (const char* args : {"matrix --adapter nope", "matrix --scenario nope"}) {
+    INFO(args);
+    const CommandResult bad = cli(args);
+    CHECK(bad.exit_code == 2);
+    CHECK(count_lines(bad.err) == 1);
+    CHECK(bad.err.find("nope") != std::string::npos);
+    CHECK((bad.err.find("memory") != std::string::npos ||
+           bad.err.find("gc-pause") != std::string::npos));
+  }
+}
+
+TEST_CASE("replay lines name the program they were printed by", "[cli]") {
+  // A user's own binary (cli/cli.h) must print replay lines that rerun with itself: the same
+  // binary under another name stands in for it.
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("lockstep-cli-name-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto renamed = dir / "my-locks";
+  std::filesystem::create_symlink(LOCKSTEP_BINARY, renamed);
+  const CommandResult r = lockstep::testing::run_binary(
+      renamed.string(), "run gc-pause --adapter memory --seed 3 --json");
+  CHECK(r.exit_code == 1);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("replay").get<std::string>().find("my-locks run gc-pause --adapter memory") == 0);
+  const CommandResult bad = lockstep::testing::run_binary(renamed.string(), "frobnicate");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("my-locks: ") == 0);
+  std::filesystem::remove_all(dir);
+}

@@ -164,7 +164,8 @@ std::string to_text(const CalibrationResult& result) {
                        r.first ? fmt::format("{}", r.first->ops) : "-",
                        r.meets_targets(result.config) ? "ok" : "MISSED");
     if (r.first && !r.first->replay_file.empty())
-      out += fmt::format("      replay: lockstep replay {}\n", r.first->replay_file);
+      out += fmt::format("      replay: {} replay {}\n", shell_quote(program_name()),
+                         r.first->replay_file);
   }
   return out;
 }

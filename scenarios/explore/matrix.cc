@@ -11,17 +11,33 @@ namespace lockstep {
 
 namespace {
 
+bool chosen(const std::vector<std::string>& names, const std::string& name) {
+  return names.empty() || std::find(names.begin(), names.end(), name) != names.end();
+}
+
 std::vector<const AdapterEntry*> selected_adapters(const MatrixConfig& config) {
   std::vector<const AdapterEntry*> out;
   for (const AdapterEntry& entry : adapters()) {
     const bool runs_here =
         std::find(entry.worlds.begin(), entry.worlds.end(), config.world) != entry.worlds.end();
-    const bool chosen = config.adapters.empty() ||
-                        std::find(config.adapters.begin(), config.adapters.end(), entry.name) !=
-                            config.adapters.end();
-    if (runs_here && chosen) out.push_back(&entry);
+    if (runs_here && chosen(config.adapters, entry.name)) out.push_back(&entry);
   }
   return out;
+}
+
+void check_names(const MatrixConfig& config) {
+  for (const std::string& name : config.adapters) {
+    if (find_adapter(name) == nullptr) {
+      throw UsageError(
+          fmt::format("unknown adapter \"{}\"; valid adapters: {}", name, adapter_names()));
+    }
+  }
+  for (const std::string& name : config.scenarios) {
+    if (find_scenario(name) == nullptr) {
+      throw UsageError(
+          fmt::format("unknown scenario \"{}\"; valid scenarios: {}", name, scenario_names()));
+    }
+  }
 }
 
 MatrixCell run_cell(const MatrixConfig& config, const Scenario& scenario,
@@ -70,8 +86,10 @@ bool MatrixResult::all_match() const {
 MatrixResult run_matrix(const MatrixConfig& config,
                         const std::function<void(size_t, size_t)>& progress) {
   if (config.seeds < 1) throw UsageError("--seeds must be at least 1");
+  check_names(config);
   std::vector<std::pair<const Scenario*, const AdapterEntry*>> plan;
   for (const Scenario& scenario : scenarios()) {
+    if (!chosen(config.scenarios, scenario.name)) continue;
     for (const AdapterEntry* adapter : selected_adapters(config)) {
       if (scenario.judges_in_matrix(*adapter) && scenario.runs_in(config.world))
         plan.emplace_back(&scenario, adapter);

@@ -17,7 +17,8 @@ struct MatrixConfig {
   std::string world = "sim";
   int seeds = 1;
   uint64_t first_seed = 1;
-  std::vector<std::string> adapters;  // empty: every adapter that runs in `world`
+  std::vector<std::string> adapters;   // empty: every adapter that runs in `world`
+  std::vector<std::string> scenarios;  // empty: every scenario of the catalogue
 };
 
 struct MatrixCell {
@@ -39,7 +40,8 @@ struct MatrixResult {
   bool all_match() const;
 };
 
-// progress(done, total) is called after each cell.
+// progress(done, total) is called after each cell. An unknown adapter or scenario name in the config
+// throws UsageError naming the valid ones.
 MatrixResult run_matrix(const MatrixConfig& config,
                         const std::function<void(size_t, size_t)>& progress = {});
 

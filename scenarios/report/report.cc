@@ -91,9 +91,9 @@ std::string to_text(const RunReport& r) {
                   r.trace_hash, r.stats.events, r.stats.ops, r.stats.acquisitions,
                   ms(r.stats.sim_time_us), ms(r.stats.wall_time_us));
   if (!r.violations.empty() && r.config.scenario == kSwarmScenarioName) {
-    out +=
-        "  replay: lockstep replay REPORT.json (a generated workload: its report carries the "
-        "spec)\n";
+    out += fmt::format(
+        "  replay: {} replay REPORT.json (a generated workload: its report carries the spec)\n",
+        shell_quote(program_name()));
   } else if (!r.violations.empty()) {
     out += fmt::format("  replay: {}\n", r.replay_command());
   }
@@ -116,7 +116,7 @@ std::filesystem::path write_report(const RunReport& report, const std::filesyste
   nlohmann::json j = to_json(report);
   if (!workload.is_null()) {
     j["workload"] = workload;
-    j["replay"] = "lockstep replay " + json_path.string();
+    j["replay"] = shell_quote(program_name()) + " replay " + json_path.string();
   }
   std::ofstream json_out(json_path);
   json_out << j.dump(2) << "\n";

@@ -1,0 +1,522 @@
+// The `lockstep` command line (cli/cli.h).
+#include "cli/cli.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "real/server_errors.h"
+#include "scenarios/backends/registry.h"
+#include "scenarios/explore/calibrate.h"
+#include "scenarios/explore/matrix.h"
+#include "scenarios/explore/matrix_report.h"
+#include "scenarios/explore/replay.h"
+#include "scenarios/explore/sweep.h"
+#include "scenarios/report/junit.h"
+#include "scenarios/report/report.h"
+#include "scenarios/report/report_html.h"
+#include "scenarios/runner.h"
+
+namespace lockstep {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitViolation = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitEnvironment = 3;
+constexpr int kExitInternal = 70;
+
+struct RunFlags {
+  std::string scenario;
+  std::string adapter;
+  std::string world = "sim";
+  uint64_t seed = 1;
+  std::string fencing = "off";
+  std::vector<std::string> sets;
+  std::string report_dir;
+  std::string junit;
+  bool json = false;
+};
+
+struct MatrixFlags {
+  std::vector<std::string> adapters;
+  std::vector<std::string> scenarios;
+  std::string world = "sim";
+  int seeds = 1;
+  uint64_t first_seed = 1;
+  std::string report_dir;
+  std::string junit;
+  bool json = false;
+};
+
+struct ReplayFlags {
+  std::string report;
+  bool json = false;
+};
+
+// CLI11 reads "-1" into an unsigned option as 2^64-1 (strtoull wraps); a seed is never negative.
+const CLI::Validator kNonNegative(
+    [](std::string& input) -> std::string {
+      if (input.find('-') == std::string::npos) return "";
+      return "must be a non-negative integer, not " + input;
+    },
+    "", "non-negative");
+
+std::string adapter_help() { return fmt::format("adapter name (see `{} list`)", program_name()); }
+
+nlohmann::json list_json() {
+  nlohmann::json out = {{"adapters", nlohmann::json::array()},
+                        {"scenarios", nlohmann::json::array()}};
+  for (const AdapterEntry& a : adapters()) {
+    nlohmann::json options = nlohmann::json::object();
+    for (const OptionSpec& spec : a.options) options[spec.name] = spec.default_value;
+    out["adapters"].push_back({{"name", a.name},
+                               {"description", a.description},
+                               {"worlds", a.worlds},
+                               {"known_bad", a.known_bad},
+                               {"options", options}});
+  }
+  for (const Scenario& s : scenarios()) {
+    nlohmann::json options = nlohmann::json::object();
+    for (const OptionSpec& spec : s.options) options[spec.name] = spec.default_value;
+    std::vector<std::string> fitting;  // the adapters of this binary it charts in the matrix
+    for (const AdapterEntry& a : adapters()) {
+      if (s.judges_in_matrix(a)) fitting.push_back(a.name);
+    }
+    out["scenarios"].push_back({{"name", s.name},
+                                {"description", s.description},
+                                {"options", options},
+                                {"worlds", s.worlds},
+                                {"fits", s.fits_text},
+                                {"adapters", fitting}});
+  }
+  return out;
+}
+
+int cmd_list(bool json) {
+  if (json) {
+    fmt::print("{}\n", list_json().dump(2));
+    return kExitOk;
+  }
+  fmt::print("adapters:\n");
+  for (const AdapterEntry& a : adapters()) {
+    fmt::print("  {:<28} [{}] {}\n", a.name, fmt::join(a.worlds, ","), a.description);
+    if (a.known_bad) continue;  // its options are its production sibling's
+    for (const OptionSpec& spec : a.options) {
+      fmt::print("  {:<28}   --set {}={}  ({})\n", "", spec.name, spec.default_value, spec.help);
+    }
+  }
+  fmt::print("scenarios:\n");
+  for (const Scenario& s : scenarios()) {
+    fmt::print("  {:<22} [{}] {}\n", s.name, fmt::join(s.worlds, ","), s.description);
+    for (const OptionSpec& spec : s.options) {
+      fmt::print("  {:<22}   --set {}={}  ({})\n", "", spec.name, spec.default_value, spec.help);
+    }
+  }
+  return kExitOk;
+}
+
+int print_run(const RunReport& report, bool json, const std::string& report_dir) {
+  if (!report_dir.empty()) {
+    const auto path = write_report(report, report_dir);
+    fmt::print(stderr, "report: {}\n", path.string());
+    fmt::print(stderr, "timeline: {}\n", timeline_path_for(path).string());
+  }
+  if (json) {
+    fmt::print("{}\n", to_json(report).dump(2));
+  } else {
+    fmt::print("{}", to_text(report));
+  }
+  return report.ok() ? kExitOk : kExitViolation;
+}
+
+int cmd_run(const RunFlags& flags) {
+  RunConfig config{.scenario = flags.scenario,
+                   .adapter = flags.adapter,
+                   .world = flags.world,
+                   .seed = flags.seed,
+                   .fencing_on = flags.fencing == "on",
+                   .sets = flags.sets};
+  const RunReport report = run_scenario(config);
+  if (!flags.junit.empty()) write_junit(flags.junit, "lockstep run", {junit_case(report)});
+  return print_run(report, flags.json, flags.report_dir);
+}
+
+int cmd_replay(const ReplayFlags& flags) {
+  const ReplaySpec spec = read_replay_spec(flags.report);
+  const RunReport report = replay_run(spec);  // a catalogue scenario or a generated workload
+  const int code = print_run(report, flags.json, "");
+  if (report.trace_hash != spec.trace_hash) {
+    fmt::print(
+        stderr,
+        "replay: NOT reproduced: trace_hash {} differs from the report's {} (another build?)\n",
+        report.trace_hash, spec.trace_hash);
+    return kExitViolation;
+  }
+  fmt::print(stderr, "replay: reproduced: trace_hash {} matches the report\n", report.trace_hash);
+  return code;
+}
+
+int cmd_matrix(const MatrixFlags& flags) {
+  const bool show_progress = isatty(fileno(stderr)) != 0;
+  MatrixResult result = run_matrix({.world = flags.world,
+                                    .seeds = flags.seeds,
+                                    .first_seed = flags.first_seed,
+                                    .adapters = flags.adapters,
+                                    .scenarios = flags.scenarios},
+                                   [show_progress](size_t done, size_t total) {
+                                     if (show_progress)
+                                       fmt::print(stderr, "\rmatrix: {}/{} cells", done, total);
+                                   });
+  if (show_progress) fmt::print(stderr, "\n");
+  if (result.cells.empty()) {
+    // Not an error (nothing differed), but a CI job must not read it as "tested".
+    fmt::print(stderr,
+               "matrix: no scenario applies to the chosen adapters in the {} world: nothing ran\n",
+               flags.world);
+  }
+  if (!flags.report_dir.empty()) {
+    std::filesystem::create_directories(flags.report_dir);
+    std::ofstream(std::filesystem::path(flags.report_dir) / "matrix.md") << to_markdown(result);
+    std::ofstream(std::filesystem::path(flags.report_dir) / "matrix.json")
+        << to_json(result).dump(2) << "\n";
+    std::ofstream(std::filesystem::path(flags.report_dir) / "matrix.html") << matrix_html(result);
+    fmt::print(stderr, "report: {}/matrix.md, matrix.json, matrix.html\n", flags.report_dir);
+  }
+  if (!flags.junit.empty()) write_junit(flags.junit, "lockstep matrix", junit_cases(result));
+  if (flags.json) {
+    fmt::print("{}\n", to_json(result).dump(2));
+  } else {
+    fmt::print("{}", to_text(result));
+  }
+  return result.all_match() ? kExitOk : kExitViolation;
+}
+
+// --- sweep, sweep-merge, calibrate (random fault schedules; scenarios/explore/sweep.h) ---
+
+struct SweepFlags {
+  std::string adapter;
+  int seeds = 1000;
+  uint64_t first_seed = 1;
+  std::string faults = "all";
+  std::string shard = "0/1";
+  std::string fencing = "on";
+  std::string report_dir;
+  bool keep_going = false;
+  int shrink = 1;
+  bool json = false;
+};
+
+struct MergeFlags {
+  std::vector<std::string> paths;
+  std::string report_dir;
+  bool json = false;
+};
+
+struct CalibrateFlags {
+  std::vector<std::string> adapters;
+  int seeds = 200;
+  uint64_t first_seed = 1;
+  std::string report_dir;
+  bool json = false;
+};
+
+struct SweepCommands {
+  CLI::App* sweep = nullptr;
+  CLI::App* merge = nullptr;
+  CLI::App* calibrate = nullptr;
+  SweepFlags sweep_flags;
+  MergeFlags merge_flags;
+  CalibrateFlags calibrate_flags;
+};
+
+// "\rsweep memory: 120/1000 seeds, 0 violations, 850 seeds/s, 1s left" at most every 100 ms,
+// only when stderr is a terminal.
+class ProgressLine {
+ public:
+  explicit ProgressLine(std::string label)
+      : label_(std::move(label)), on_(isatty(fileno(stderr)) != 0) {}
+  void update(const SweepProgress& p) {
+    if (!on_ || (p.elapsed_us - last_us_ < 100'000 && p.done < p.total)) return;
+    last_us_ = p.elapsed_us;
+    const double rate = p.elapsed_us > 0 ? p.done * 1e6 / static_cast<double>(p.elapsed_us) : 0.0;
+    const double left_s = rate > 0 ? (p.total - p.done) / rate : 0.0;
+    fmt::print(stderr, "\r{}: {}/{} seeds, {} violations, {:.0f} seeds/s, {:.0f}s left   ", label_,
+               p.done, p.total, p.violations, rate, left_s);
+    shown_ = true;
+  }
+  ~ProgressLine() {
+    if (shown_) fmt::print(stderr, "\n");
+  }
+
+ private:
+  std::string label_;
+  bool on_;
+  bool shown_ = false;
+  int64_t last_us_ = -1'000'000;
+};
+
+int cmd_sweep(const SweepFlags& flags) {
+  const AdapterEntry* adapter = find_adapter(flags.adapter);
+  if (adapter == nullptr) {
+    throw UsageError(
+        fmt::format("unknown adapter \"{}\"; valid adapters: {}", flags.adapter, adapter_names()));
+  }
+  const auto [shard_index, shard_count] = parse_shard(flags.shard);
+  SweepConfig config{.adapter = flags.adapter,
+                     .first_seed = flags.first_seed,
+                     .seeds = flags.seeds,
+                     .faults = parse_fault_list(flags.faults),
+                     .shard_index = shard_index,
+                     .shard_count = shard_count,
+                     .fencing_on = flags.fencing == "on",
+                     .keep_going = flags.keep_going,
+                     .shrink_max = flags.shrink,
+                     .report_dir = flags.report_dir.empty() ? "reports/sweep" : flags.report_dir};
+  SweepResult result;
+  {
+    ProgressLine progress("sweep " + flags.adapter);
+    result = run_sweep(config, [&progress](const SweepProgress& p) { progress.update(p); });
+  }
+  if (!flags.report_dir.empty()) {
+    std::filesystem::create_directories(flags.report_dir);
+    const std::filesystem::path path =
+        std::filesystem::path(flags.report_dir) / sweep_report_name(config);
+    std::ofstream(path) << to_json(result).dump(2) << "\n";
+    fmt::print(stderr, "report: {}\n", path.string());
+  }
+  if (flags.json) {
+    fmt::print("{}\n", to_json(result).dump(2));
+  } else {
+    fmt::print("{}", to_text(result));
+  }
+  return result.ok() ? kExitOk : kExitViolation;
+}
+
+std::vector<std::filesystem::path> shard_reports(const std::vector<std::string>& paths) {
+  std::vector<std::filesystem::path> files;
+  for (const std::string& p : paths) {
+    if (!std::filesystem::is_directory(p)) {
+      files.emplace_back(p);
+      continue;
+    }
+    std::vector<std::filesystem::path> in_dir;
+    for (const auto& entry : std::filesystem::directory_iterator(p)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("sweep.", 0) == 0 && name.find(".shard") != std::string::npos)
+        in_dir.push_back(entry.path());
+    }
+    std::sort(in_dir.begin(), in_dir.end());  // directory order is unspecified
+    files.insert(files.end(), in_dir.begin(), in_dir.end());
+  }
+  return files;
+}
+
+int cmd_sweep_merge(const MergeFlags& flags) {
+  std::vector<nlohmann::json> shards;
+  for (const std::filesystem::path& file : shard_reports(flags.paths)) {
+    std::ifstream in(file);
+    if (!in) throw UsageError(fmt::format("sweep-merge: cannot read {}", file.string()));
+    try {
+      shards.push_back(nlohmann::json::parse(in));
+    } catch (const nlohmann::json::exception& e) {
+      throw UsageError(
+          fmt::format("sweep-merge: {} is not a sweep report: {}", file.string(), e.what()));
+    }
+  }
+  nlohmann::json merged;
+  try {
+    merged = merge_sweeps(shards);
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(fmt::format("sweep-merge: not a sweep report: {}", e.what()));
+  }
+  if (!flags.report_dir.empty()) {
+    std::filesystem::create_directories(flags.report_dir);
+    const auto path = std::filesystem::path(flags.report_dir) / "sweep.merged.json";
+    std::ofstream(path) << merged.dump(2) << "\n";
+    fmt::print(stderr, "report: {}\n", path.string());
+  }
+  if (flags.json) {
+    fmt::print("{}\n", merged.dump(2));
+  } else {
+    fmt::print("{}", merged_text(merged));
+  }
+  return merged.at("verdict") == "ok" ? kExitOk : kExitViolation;
+}
+
+int cmd_calibrate(const CalibrateFlags& flags) {
+  for (const std::string& name : flags.adapters) {
+    const AdapterEntry* entry = find_adapter(name);
+    if (entry == nullptr || !entry->known_bad) {
+      throw UsageError(
+          fmt::format("\"{}\" is not a known-bad adapter; see `{} list`", name, program_name()));
+    }
+  }
+  const CalibrationResult result = run_calibration({.adapters = flags.adapters,
+                                                    .first_seed = flags.first_seed,
+                                                    .seeds = flags.seeds,
+                                                    .report_dir = flags.report_dir});
+  if (flags.json) {
+    fmt::print("{}\n", to_json(result).dump(2));
+  } else {
+    fmt::print("{}", to_text(result));
+  }
+  return result.all_meet_targets() ? kExitOk : kExitViolation;
+}
+
+void add_sweep_commands(CLI::App& app, SweepCommands& c) {
+  SweepFlags& s = c.sweep_flags;
+  c.sweep = app.add_subcommand(
+      "sweep", "many seeds of random workloads and fault schedules against one adapter");
+  c.sweep->add_option("--adapter", s.adapter, adapter_help())->required();
+  c.sweep->add_option("--seeds", s.seeds, "how many seeds")->check(CLI::Range(1, 10'000'000));
+  c.sweep->add_option("--first-seed", s.first_seed, "first seed")->check(kNonNegative);
+  c.sweep->add_option("--faults", s.faults,
+                      "comma list of fault kinds to draw: " + fault_kind_names());
+  c.sweep->add_option("--shard", s.shard, "I/N: run only the seeds s with (s - first) % N == I");
+  c.sweep->add_option("--fencing", s.fencing, "on or off")->check(CLI::IsMember({"on", "off"}));
+  c.sweep->add_option(
+      "--report", s.report_dir,
+      "write the shard report and replay files here (replay files default to reports/sweep)");
+  c.sweep->add_flag("--keep-going", s.keep_going,
+                    "run every seed instead of stopping at the first violation");
+  c.sweep->add_option("--shrink", s.shrink, "how many counterexamples to shrink and save")
+      ->check(CLI::Range(0, 1000));
+  c.sweep->add_flag("--json", s.json, "print JSON");
+
+  MergeFlags& m = c.merge_flags;
+  c.merge = app.add_subcommand("sweep-merge",
+                               "add up the shard reports of one sweep (files or directories)");
+  c.merge
+      ->add_option("REPORTS", m.paths,
+                   "shard reports written by sweep --report, or their directories")
+      ->required();
+  c.merge->add_option("--report", m.report_dir, "write sweep.merged.json here");
+  c.merge->add_flag("--json", m.json, "print JSON");
+
+  CalibrateFlags& k = c.calibrate_flags;
+  c.calibrate =
+      app.add_subcommand("calibrate", "how fast the sweep catches each known-bad adapter");
+  c.calibrate->add_option("--adapter", k.adapters,
+                          "known-bad adapters to calibrate (default: all)");
+  c.calibrate->add_option("--seeds", k.seeds, "seeds per adapter")->check(CLI::Range(1, 1'000'000));
+  c.calibrate->add_option("--first-seed", k.first_seed, "first seed")->check(kNonNegative);
+  c.calibrate->add_option("--report", k.report_dir,
+                          "write the shrunk counterexamples' replay files here");
+  c.calibrate->add_flag("--json", k.json, "print JSON");
+}
+
+// -1 when none of them was chosen.
+int dispatch_sweep_commands(const SweepCommands& c) {
+  if (c.sweep->parsed()) return cmd_sweep(c.sweep_flags);
+  if (c.merge->parsed()) return cmd_sweep_merge(c.merge_flags);
+  if (c.calibrate->parsed()) return cmd_calibrate(c.calibrate_flags);
+  return -1;
+}
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"tests lock algorithms under the faults that break them", program_name()};
+  app.require_subcommand(1, 1);
+  app.set_version_flag("--version", "lockstep " LOCKSTEP_VERSION);
+  // --help shows each option's default (subcommands inherit this).
+  app.option_defaults()->always_capture_default();
+
+  bool list_as_json = false;
+  CLI::App* list = app.add_subcommand("list", "list adapters and scenarios with their options");
+  list->add_flag("--json", list_as_json, "print JSON");
+
+  RunFlags run;
+  CLI::App* run_cmd = app.add_subcommand("run", "run one scenario with one adapter");
+  run_cmd
+      ->add_option("SCENARIO", run.scenario,
+                   fmt::format("scenario name (see `{} list`)", program_name()))
+      ->required();
+  run_cmd->add_option("--adapter", run.adapter, adapter_help())->required();
+  run_cmd->add_option("--world", run.world, "sim or real")->check(CLI::IsMember({"sim", "real"}));
+  run_cmd->add_option("--seed", run.seed, "seed of the run")->check(kNonNegative);
+  run_cmd->add_option("--fencing", run.fencing, "on or off")->check(CLI::IsMember({"on", "off"}));
+  run_cmd->add_option("--set", run.sets, "KEY=VALUE: override a scenario or adapter option");
+  run_cmd->add_option("--report", run.report_dir,
+                      "write the JSON report, trace and HTML timeline here");
+  run_cmd->add_option("--junit", run.junit, "write a JUnit XML file (one testcase) for CI");
+  run_cmd->add_flag("--json", run.json, "print JSON");
+
+  MatrixFlags matrix;
+  CLI::App* matrix_cmd =
+      app.add_subcommand("matrix", "adapters against the scenarios that apply to them");
+  matrix_cmd->add_option("--world", matrix.world, "sim or real")
+      ->check(CLI::IsMember({"sim", "real"}));
+  matrix_cmd->add_option("--seeds", matrix.seeds, "seeds per cell")->check(CLI::Range(1, 100000));
+  matrix_cmd->add_option("--first-seed", matrix.first_seed, "first seed of each cell")
+      ->check(kNonNegative);
+  matrix_cmd->add_option("--adapter", matrix.adapters,
+                         "only these adapters (repeatable; default: every adapter of the world)");
+  matrix_cmd->add_option("--scenario", matrix.scenarios,
+                         "only these scenarios (repeatable; default: every scenario that applies)");
+  matrix_cmd->add_option("--report", matrix.report_dir,
+                         "write matrix.md, matrix.json and matrix.html here");
+  matrix_cmd->add_option("--junit", matrix.junit,
+                         "write a JUnit XML file (one testcase per cell) for CI");
+  matrix_cmd->add_flag("--json", matrix.json, "print JSON");
+
+  ReplayFlags replay;
+  CLI::App* replay_cmd =
+      app.add_subcommand("replay", "rerun the run a report describes and compare its trace");
+  replay_cmd->add_option("REPORT", replay.report, "a report JSON written with --report")
+      ->required();
+  replay_cmd->add_flag("--json", replay.json, "print JSON");
+
+  SweepCommands sweep_commands;
+  add_sweep_commands(app, sweep_commands);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    fmt::print(stderr, "{}: {} (try --help)\n", program_name(), e.what());
+    return kExitUsage;
+  }
+
+  if (list->parsed()) return cmd_list(list_as_json);
+  if (run_cmd->parsed()) return cmd_run(run);
+  if (matrix_cmd->parsed()) return cmd_matrix(matrix);
+  if (const int code = dispatch_sweep_commands(sweep_commands); code >= 0) return code;
+  return cmd_replay(replay);
+}
+
+}  // namespace
+
+int cli_main(int argc, char** argv) {
+  if (argc > 0 && argv[0] != nullptr && *argv[0] != '\0') {
+    set_program_name(std::filesystem::path(argv[0]).filename().string());
+  }
+  const std::string& program = program_name();
+  try {
+    return run_cli(argc, argv);
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "{}: {}\n", program, e.what());
+    return kExitUsage;
+  } catch (const real::ServerUnavailable& e) {
+    fmt::print(stderr, "{}: {}\n", program, e.what());  // names what is missing and how to get it
+    return kExitEnvironment;
+  } catch (const real::ServerStartError& e) {
+    fmt::print(stderr, "{}: a server would not start: {}\n", program, e.what());
+    return kExitEnvironment;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}: internal error: {}\n", program, e.what());
+    return kExitInternal;
+  }
+}
+
+}  // namespace lockstep

@@ -1,0 +1,34 @@
+// lockstep's whole command line (list, run, sweep, matrix, replay, calibrate) for my own lock.
+#include <memory>
+#include <string>
+
+#include "cli/cli.h"
+#include "my_lock.h"
+#include "scenarios/backends/redis.h"
+#include "scenarios/backends/registry.h"
+
+void register_my_lock(std::string name, my_lock::MyLock::Extend extend, std::string description) {
+  auto make = [extend](lockstep::RedisConnection& c) -> std::unique_ptr<lockstep::LockAdapter> {
+    return std::make_unique<my_lock::MyLock>(c, extend);
+  };
+  lockstep::register_adapter({
+      .name = std::move(name),
+      .description = std::move(description),
+      .worlds = {"sim", "real"},
+      // What the lock claims to be, so every scenario that fits it judges it by that: a lease lock
+      // on one Redis (the simulated one takes network, clock and failover faults), no fencing
+      // token, owner-checked release and extend. Both variants claim the same; one lies.
+      .traits = {.backend = lockstep::BackendKind::redis,
+                 .sim_faults = lockstep::kRedisTraits.sim_faults,
+                 .tokens = lockstep::TokenKind::none},
+      .options = lockstep::redis_backend_options(),
+      .make_sim = [make](lockstep::BackendEnv& env) { return make_redis_sim_backend(env, make); },
+      .make_real = [make](lockstep::BackendEnv& env) { return make_redis_real_backend(env, make); },
+  });
+}
+
+int main(int argc, char** argv) {
+  register_my_lock("my-correct", my_lock::MyLock::Extend::owner_checked, "my Redis lock");
+  register_my_lock("my-buggy", my_lock::MyLock::Extend::plain_pexpire, "extends by plain PEXPIRE");
+  return lockstep::cli_main(argc, argv);
+}
