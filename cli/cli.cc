@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli/check_command.h"
 #include "real/server_errors.h"
 #include "scenarios/backends/registry.h"
 #include "scenarios/explore/calibrate.h"
@@ -132,6 +133,7 @@ int print_run(const RunReport& report, bool json, const std::string& report_dir)
     const auto path = write_report(report, report_dir);
     fmt::print(stderr, "report: {}\n", path.string());
     fmt::print(stderr, "timeline: {}\n", timeline_path_for(path).string());
+    fmt::print(stderr, "history: {}\n", history_path_for(path).string());
   }
   if (json) {
     fmt::print("{}\n", to_json(report).dump(2));
@@ -477,6 +479,16 @@ int run_cli(int argc, char** argv) {
       ->required();
   replay_cmd->add_flag("--json", replay.json, "print JSON");
 
+  std::string history_path;
+  bool check_json = false;
+  CLI::App* check_cmd = app.add_subcommand(
+      "check",
+      "judge a recorded history (JSON Lines, docs/history.schema.json) with every checker");
+  check_cmd
+      ->add_option("HISTORY", history_path, "a history file, e.g. NAME.history.jsonl of --report")
+      ->required();
+  check_cmd->add_flag("--json", check_json, "print JSON");
+
   SweepCommands sweep_commands;
   add_sweep_commands(app, sweep_commands);
 
@@ -491,6 +503,7 @@ int run_cli(int argc, char** argv) {
   if (list->parsed()) return cmd_list(list_as_json);
   if (run_cmd->parsed()) return cmd_run(run);
   if (matrix_cmd->parsed()) return cmd_matrix(matrix);
+  if (check_cmd->parsed()) return cmd_check(history_path, check_json);
   if (const int code = dispatch_sweep_commands(sweep_commands); code >= 0) return code;
   return cmd_replay(replay);
 }

@@ -2,7 +2,9 @@
 // one-line errors that name the valid choices. Runs the real binary.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -119,6 +121,37 @@ TEST_CASE("replay of a report reproduces its trace hash", "[cli]") {
   const CommandResult replay = cli("replay " + report.string());
   CHECK(replay.exit_code == 1);  // the violation again
   CHECK(replay.err.find("reproduced: trace_hash") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("check judges the history file a run writes as the run did", "[cli][check]") {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("lockstep-cli-check-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const CommandResult run = cli("run gc-pause --adapter redis --json --report " + dir.string());
+  REQUIRE(run.exit_code == 1);
+  const auto history = dir / "gc-pause.redis.seed1.fencing-off.history.jsonl";
+  REQUIRE(std::filesystem::exists(history));
+  const CommandResult check = cli("check " + history.string() + " --json");
+  INFO(check.err);
+  CHECK(check.exit_code == 1);
+  const auto ran = nlohmann::json::parse(run.out).at("violations");
+  const auto judged = nlohmann::json::parse(check.out).at("violations");
+  REQUIRE(judged.size() == ran.size());
+  for (size_t i = 0; i < ran.size(); ++i) {
+    CHECK(judged[i].at("invariant") == ran[i].at("invariant"));
+    CHECK(judged[i].at("time_us") == ran[i].at("time_us"));
+    CHECK(judged[i].at("clients") == ran[i].at("clients"));
+    CHECK(judged[i].at("key") == ran[i].at("key"));
+  }
+  {
+    std::ofstream bad(dir / "bad.jsonl");
+    bad << "{\"meta\": {}}\n{\"time_us\": 1, \"kind\": \"grab\"}\n";
+  }
+  const CommandResult refused = cli("check " + (dir / "bad.jsonl").string());
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.err.find("line 2: \"kind\" is \"grab\"") != std::string::npos);
+  CHECK(std::count(refused.err.begin(), refused.err.end(), '\n') == 1);
   std::filesystem::remove_all(dir);
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "scenarios/history/history_jsonl.h"
 #include "scenarios/report/report_html.h"
 
 namespace lockstep {
@@ -100,6 +101,12 @@ std::string to_text(const RunReport& r) {
   return out;
 }
 
+std::filesystem::path history_path_for(const std::filesystem::path& report_json) {
+  std::filesystem::path out = report_json;
+  out.replace_extension(".history.jsonl");
+  return out;
+}
+
 std::filesystem::path write_report(const RunReport& report, const std::filesystem::path& dir) {
   return write_report(report, dir, nullptr);
 }
@@ -124,7 +131,9 @@ std::filesystem::path write_report(const RunReport& report, const std::filesyste
   for (const std::string& line : report.trace) trace_out << line << "\n";
   std::ofstream html_out(timeline_path_for(json_path));
   html_out << timeline_html(report);
-  if (!json_out || !trace_out || !html_out) {
+  std::ofstream history_out(history_path_for(json_path));
+  write_history_jsonl(report.history, history_out);
+  if (!json_out || !trace_out || !html_out || !history_out) {
     throw std::runtime_error(fmt::format("cannot write report files in {}", dir.string()));
   }
   return json_path;

@@ -23,9 +23,12 @@ nlohmann::json violation_json(const ReportedViolation& violation);
 // replay command when something was violated.
 std::string to_text(const RunReport& report);
 
-// Writes DIR/NAME.json, DIR/NAME.trace and DIR/NAME.html (the timeline, report_html.h; NAME from
-// scenario, adapter, seed, fencing); returns the JSON path. Creates DIR. Throws std::runtime_error
-// when it cannot write.
+// Where write_report puts the history of the report whose JSON is at report_json
+// (NAME.history.jsonl, scenarios/history/history_jsonl.h: what `lockstep check` reads).
+std::filesystem::path history_path_for(const std::filesystem::path& report_json);
+// Writes DIR/NAME.json, DIR/NAME.trace, DIR/NAME.history.jsonl and DIR/NAME.html (the timeline,
+// report_html.h), NAME from scenario, adapter, seed and fencing; returns the JSON path. Creates
+// DIR. Throws std::runtime_error when it cannot write.
 std::filesystem::path write_report(const RunReport& report, const std::filesystem::path& dir);
 // The same for a run of a generated workload: the JSON also carries `workload` (the spec of a
 // generated workload, explore/swarm.h) and its `replay` is `lockstep replay PATH`.

@@ -1,0 +1,57 @@
+#include "cli/check_command.h"
+
+#include <fstream>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "scenarios/checkers/checkers.h"
+#include "scenarios/history/history_jsonl.h"
+#include "scenarios/report/report.h"
+#include "scenarios/runner.h"
+
+namespace lockstep {
+
+namespace {
+
+History read_or_throw(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError(fmt::format("cannot read history {}", path));
+  try {
+    History history = read_history_jsonl(in);
+    if (history.size() == 0) {
+      throw UsageError(fmt::format("{}: the history holds no event: nothing to judge", path));
+    }
+    return history;
+  } catch (const HistoryFormatError& e) {
+    throw UsageError(fmt::format("{} is not a lockstep history: {}", path, e.what()));
+  }
+}
+
+}  // namespace
+
+int cmd_check(const std::string& path, bool json) {
+  const History history = read_or_throw(path);
+  const std::vector<Violation> violations = check_all(history);
+  if (json) {
+    nlohmann::json out = {{"history", path},
+                          {"events", history.size()},
+                          {"verdict", violations.empty() ? "ok" : "violation"},
+                          {"violations", nlohmann::json::array()}};
+    for (const Violation& v : violations) {
+      out["violations"].push_back(violation_json({.violation = v}));
+    }
+    fmt::print("{}\n", out.dump(2));
+  } else {
+    fmt::print("{}: {} events, {}\n", path, history.size(),
+               violations.empty() ? "every invariant held" : "VIOLATION");
+    for (const Violation& v : violations) {
+      fmt::print("  {} at {} us on key {}: {}\n", to_string(v.invariant), v.time_us, v.key,
+                 v.detail);
+    }
+  }
+  return violations.empty() ? 0 : 1;
+}
+
+}  // namespace lockstep

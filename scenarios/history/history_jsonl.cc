@@ -1,0 +1,227 @@
+#include "scenarios/history/history_jsonl.h"
+
+#include <array>
+#include <optional>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace lockstep {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array kEventKinds = {
+    EventKind::invoke, EventKind::complete, EventKind::cs_enter, EventKind::cs_exit,
+    EventKind::access, EventKind::grant,    EventKind::extend,   EventKind::revoke,
+    EventKind::fault,  EventKind::heal,     EventKind::final_value, EventKind::key_state};
+constexpr std::array kOps = {Op::none, Op::acquire, Op::release, Op::extend,
+                             Op::is_locked, Op::read, Op::write};
+constexpr std::array kOutcomes = {Outcome::none,  Outcome::ok,    Outcome::fail,
+                                  Outcome::contended, Outcome::error, Outcome::refused};
+
+template <typename Enum, size_t N>
+std::string names_of(const std::array<Enum, N>& values) {
+  std::string out;
+  for (Enum v : values) out += (out.empty() ? "" : ", ") + std::string(to_string(v));
+  return out;
+}
+
+template <typename Enum, size_t N>
+std::optional<Enum> parse_enum(const std::array<Enum, N>& values, std::string_view name) {
+  for (Enum v : values) {
+    if (to_string(v) == name) return v;
+  }
+  return std::nullopt;
+}
+
+json event_json(const HistoryEvent& e) {
+  json j = {{"time_us", e.time_us}, {"kind", to_string(e.kind)}};
+  if (e.client >= 0) j["client"] = e.client;
+  if (!e.key.empty()) j["key"] = e.key;
+  if (e.op != Op::none) j["op"] = to_string(e.op);
+  if (e.outcome != Outcome::none) j["outcome"] = to_string(e.outcome);
+  if (e.has_token) j["token"] = e.token;
+  if (e.shared) j["shared"] = true;
+  if (e.kills_client) j["kills_client"] = true;
+  if (!e.server.empty()) j["server"] = e.server;
+  if (!e.value.empty()) j["value"] = e.value;
+  if (e.ttl_us != 0) j["ttl_us"] = e.ttl_us;
+  if (e.counter != 0) j["counter"] = e.counter;
+  if (e.end_us != 0) j["end_us"] = e.end_us;
+  if (!e.detail.empty()) j["detail"] = e.detail;
+  return j;
+}
+
+// Reads one line's object field by field, each with its type checked and named on failure.
+class LineReader {
+ public:
+  LineReader(size_t line, const json& object) : line_(line), object_(object) {}
+
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+    throw HistoryFormatError(line_, field, what);
+  }
+  const json* find(const char* field) const {
+    const auto it = object_.find(field);
+    return it == object_.end() ? nullptr : &*it;
+  }
+  int64_t integer(const char* field, int64_t min, int64_t fallback) const {
+    const json* v = find(field);
+    if (v == nullptr) return fallback;
+    if (!v->is_number_integer()) fail(field, "must be an integer");
+    if (v->is_number_unsigned() && v->get<uint64_t>() > INT64_MAX) fail(field, "is too large");
+    const int64_t n = v->get<int64_t>();
+    if (n < min) fail(field, fmt::format("must be at least {}", min));
+    return n;
+  }
+  uint64_t unsigned_integer(const char* field) const {
+    const json* v = find(field);
+    if (v == nullptr || !v->is_number_integer() || (!v->is_number_unsigned() && v->get<int64_t>() < 0))
+      fail(field, "must be a non-negative integer");
+    return v->get<uint64_t>();
+  }
+  std::string text(const char* field) const {
+    const json* v = find(field);
+    if (v == nullptr) return {};
+    if (!v->is_string()) fail(field, "must be a string");
+    return v->get<std::string>();
+  }
+  bool flag(const char* field) const {
+    const json* v = find(field);
+    if (v == nullptr) return false;
+    if (!v->is_boolean()) fail(field, "must be true or false");
+    return v->get<bool>();
+  }
+  template <typename Enum, size_t N>
+  Enum choice(const char* field, const std::array<Enum, N>& values, Enum fallback) const {
+    const json* v = find(field);
+    if (v == nullptr) return fallback;
+    if (!v->is_string()) fail(field, "must be a string");
+    const std::optional<Enum> parsed = parse_enum(values, v->get<std::string>());
+    if (!parsed) fail(field, fmt::format("is \"{}\"; valid: {}", v->get<std::string>(), names_of(values)));
+    return *parsed;
+  }
+  void only(std::initializer_list<std::string_view> known) const {
+    for (const auto& [name, value] : object_.items()) {
+      bool ok = false;
+      for (std::string_view k : known) ok = ok || k == name;
+      if (!ok) fail(name, "is not a field of a history line (docs/history.schema.json)");
+    }
+  }
+
+ private:
+  size_t line_;
+  const json& object_;
+};
+
+HistoryMeta read_meta(const LineReader& r) {
+  r.only({"clients", "servers", "quorum", "fencing_on", "monotonic_tokens", "end_us", "heal_us",
+          "liveness_bound_us", "keyed"});
+  HistoryMeta meta;
+  meta.clients = static_cast<int>(r.integer("clients", 0, 0));
+  meta.servers = static_cast<int>(r.integer("servers", 0, 1));
+  meta.quorum = static_cast<int>(r.integer("quorum", 1, 1));
+  meta.fencing_on = r.flag("fencing_on");
+  meta.monotonic_tokens = r.flag("monotonic_tokens");
+  meta.end_us = r.integer("end_us", 0, 0);
+  meta.heal_us = r.integer("heal_us", 0, 0);
+  meta.liveness_bound_us = r.integer("liveness_bound_us", 0, 0);
+  meta.keyed = r.flag("keyed");
+  return meta;
+}
+
+HistoryEvent read_event(const LineReader& r) {
+  r.only({"time_us", "kind", "client", "key", "op", "outcome", "token", "shared", "kills_client",
+          "server", "value", "ttl_us", "counter", "end_us", "detail"});
+  if (r.find("time_us") == nullptr) r.fail("time_us", "is missing");
+  if (r.find("kind") == nullptr) r.fail("kind", "is missing");
+  HistoryEvent e;
+  e.time_us = r.integer("time_us", 0, 0);
+  e.kind = r.choice("kind", kEventKinds, EventKind::invoke);
+  e.client = static_cast<int>(r.integer("client", 0, -1));
+  e.key = r.text("key");
+  e.op = r.choice("op", kOps, Op::none);
+  e.outcome = r.choice("outcome", kOutcomes, Outcome::none);
+  if (r.find("token") != nullptr) {
+    e.has_token = true;
+    e.token = r.unsigned_integer("token");
+  }
+  e.shared = r.flag("shared");
+  e.kills_client = r.flag("kills_client");
+  e.server = r.text("server");
+  e.value = r.text("value");
+  e.ttl_us = r.integer("ttl_us", 0, 0);
+  e.counter = r.integer("counter", INT64_MIN, 0);
+  e.end_us = r.integer("end_us", 0, 0);
+  e.detail = r.text("detail");
+  return e;
+}
+
+}  // namespace
+
+HistoryFormatError::HistoryFormatError(size_t line, const std::string& field,
+                                       const std::string& what)
+    : std::invalid_argument(field.empty() ? fmt::format("line {}: {}", line, what)
+                                          : fmt::format("line {}: \"{}\" {}", line, field, what)),
+      line_(line) {}
+
+void write_history_jsonl(const History& history, std::ostream& out) {
+  const HistoryMeta& m = history.meta;
+  const json meta = {{"meta",
+                      {{"clients", m.clients},
+                       {"servers", m.servers},
+                       {"quorum", m.quorum},
+                       {"fencing_on", m.fencing_on},
+                       {"monotonic_tokens", m.monotonic_tokens},
+                       {"end_us", m.end_us},
+                       {"heal_us", m.heal_us},
+                       {"liveness_bound_us", m.liveness_bound_us},
+                       {"keyed", m.keyed}}}};
+  out << meta.dump() << "\n";
+  for (const HistoryEvent& e : history.events()) out << event_json(e).dump() << "\n";
+}
+
+History read_history_jsonl(std::istream& in, size_t events_max) {
+  History history;
+  std::string text;
+  size_t line = 0;
+  bool have_meta = false;
+  TimeUs last_us = 0;
+  while (std::getline(in, text)) {
+    ++line;
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines
+    json j;
+    try {
+      j = json::parse(text);
+    } catch (const json::parse_error& e) {
+      throw HistoryFormatError(line, "", fmt::format("is not JSON ({})", e.what()));
+    }
+    if (!j.is_object()) throw HistoryFormatError(line, "", "is not a JSON object");
+    if (!have_meta) {
+      if (!j.contains("meta") || j.size() != 1 || !j["meta"].is_object()) {
+        throw HistoryFormatError(line, "meta", "must come first, alone: {\"meta\": {...}}");
+      }
+      history.meta = read_meta(LineReader(line, j["meta"]));
+      have_meta = true;
+      continue;
+    }
+    if (history.size() >= events_max) {
+      throw HistoryFormatError(line, "", fmt::format("more than {} events", events_max));
+    }
+    HistoryEvent e = read_event(LineReader(line, j));
+    if (e.time_us < last_us) {
+      throw HistoryFormatError(line, "time_us",
+                               fmt::format("goes back in time ({} after {})", e.time_us, last_us));
+    }
+    last_us = e.time_us;
+    history.add(std::move(e));
+  }
+  if (in.bad()) throw HistoryFormatError(line, "", "could not be read");
+  if (!have_meta) throw HistoryFormatError(line, "meta", "is missing: the file has no lines");
+  if (history.meta.end_us < last_us) history.meta.end_us = last_us;
+  return history;
+}
+
+}  // namespace lockstep

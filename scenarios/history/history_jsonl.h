@@ -1,0 +1,34 @@
+#pragma once
+// A history as JSON Lines: what `lockstep run --report` writes beside its report, and what
+// `lockstep check` reads, from lockstep or from any other system that recorded one (the way
+// Jepsen's checkers judge histories they did not make). docs/history.schema.json is the format.
+//
+// Line 1 is {"meta": {...}} (HistoryMeta: clients, servers, quorum, fencing_on,
+// monotonic_tokens, end_us, heal_us, liveness_bound_us, keyed); every further line is one event
+// in true-time order: {"time_us", "kind", ...} with the fields of HistoryEvent that are not at
+// their defaults. Reading is strict: an unknown field or kind, a wrong type, a time that goes
+// backwards or a missing meta line is a HistoryFormatError naming the line and the field.
+#include <cstddef>
+#include <istream>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+
+#include "scenarios/history/history.h"
+
+namespace lockstep {
+
+class HistoryFormatError : public std::invalid_argument {
+ public:
+  HistoryFormatError(size_t line, const std::string& field, const std::string& what);
+  size_t line() const { return line_; }
+
+ private:
+  size_t line_;
+};
+
+void write_history_jsonl(const History& history, std::ostream& out);
+// Events beyond events_max are refused (a bound on what one file can make us hold).
+History read_history_jsonl(std::istream& in, size_t events_max = 50'000'000);
+
+}  // namespace lockstep

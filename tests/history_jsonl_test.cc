@@ -1,0 +1,108 @@
+// Histories as JSON Lines: written and read back, they judge the same; bad lines are refused
+// with the line and the field named.
+#include <sstream>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "scenarios/checkers/checkers.h"
+#include "scenarios/history/history_jsonl.h"
+
+namespace lockstep {
+namespace {
+
+HistoryEvent at(TimeUs t, EventKind kind, int client, std::string key = "k") {
+  return {.time_us = t, .kind = kind, .client = client, .key = std::move(key)};
+}
+
+// Two clients inside at once, a stolen lease extended by the wrong owner, and a stale write.
+History overlapping() {
+  History h;
+  h.meta = {.clients = 2, .fencing_on = true, .monotonic_tokens = true, .end_us = 100};
+  h.add({.time_us = 1, .kind = EventKind::grant, .client = 0, .key = "k", .has_token = true,
+         .token = 1, .server = "s", .value = "a", .ttl_us = 10});
+  h.add(at(2, EventKind::cs_enter, 0));
+  h.add({.time_us = 20, .kind = EventKind::grant, .client = 1, .key = "k", .has_token = true,
+         .token = 2, .server = "s", .value = "b", .ttl_us = 50});
+  h.add(at(21, EventKind::cs_enter, 1));
+  h.add({.time_us = 25, .kind = EventKind::access, .client = 1, .key = "k", .op = Op::write,
+         .outcome = Outcome::ok, .has_token = true, .token = 2, .counter = 1});
+  h.add({.time_us = 30, .kind = EventKind::extend, .client = 0, .key = "k", .server = "s",
+         .value = "b", .ttl_us = 50});
+  h.add({.time_us = 31, .kind = EventKind::access, .client = 0, .key = "k", .op = Op::write,
+         .outcome = Outcome::ok, .has_token = true, .token = 1, .counter = 1,
+         .detail = "a \"quoted\" word"});
+  h.add(at(40, EventKind::cs_exit, 0));
+  h.add(at(41, EventKind::cs_exit, 1));
+  return h;
+}
+
+History round_trip(const History& h) {
+  std::stringstream text;
+  write_history_jsonl(h, text);
+  return read_history_jsonl(text);
+}
+
+std::string error_of(const std::string& text) {
+  std::istringstream in(text);
+  try {
+    read_history_jsonl(in);
+  } catch (const HistoryFormatError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST_CASE("a history written as JSON Lines reads back whole and judges the same",
+          "[history-jsonl]") {
+  const History original = overlapping();
+  const History copy = round_trip(original);
+  REQUIRE(copy.size() == original.size());
+  for (size_t i = 0; i < copy.size(); ++i) CHECK(describe(copy[i]) == describe(original[i]));
+  CHECK(copy.meta.fencing_on);
+  CHECK(copy.meta.monotonic_tokens);
+  const std::vector<Violation> before = check_all(original);
+  const std::vector<Violation> after = check_all(copy);
+  REQUIRE(before.size() >= 3);  // mutual_exclusion, ownership, fencing
+  REQUIRE(after.size() == before.size());
+  for (size_t i = 0; i < after.size(); ++i) {
+    CHECK(after[i].invariant == before[i].invariant);
+    CHECK(after[i].time_us == before[i].time_us);
+    CHECK(after[i].clients == before[i].clients);
+    CHECK(after[i].events == before[i].events);
+  }
+}
+
+TEST_CASE("bad history lines are refused with the line and the field", "[history-jsonl]") {
+  const std::string meta = R"({"meta": {"clients": 1}})"
+                           "\n";
+  CHECK(error_of("") == "line 0: \"meta\" is missing: the file has no lines");
+  CHECK(error_of(R"({"time_us": 1, "kind": "invoke"})") ==
+        "line 1: \"meta\" must come first, alone: {\"meta\": {...}}");
+  CHECK(error_of(meta + "not json\n").rfind("line 2: is not JSON", 0) == 0);
+  CHECK(error_of(meta + R"({"time_us": 1})") == "line 2: \"kind\" is missing");
+  CHECK(error_of(meta + R"({"time_us": 1, "kind": "grab"})") ==
+        "line 2: \"kind\" is \"grab\"; valid: invoke, complete, cs_enter, cs_exit, access, grant, "
+        "extend, revoke, fault, heal, final_value, key_state");
+  CHECK(error_of(meta + R"({"time_us": 1.5, "kind": "invoke"})") ==
+        "line 2: \"time_us\" must be an integer");
+  CHECK(error_of(meta + R"({"time_us": 1, "kind": "invoke", "colour": "red"})") ==
+        "line 2: \"colour\" is not a field of a history line (docs/history.schema.json)");
+  CHECK(error_of(meta + R"({"time_us": 5, "kind": "invoke"})" "\n" +
+                 R"({"time_us": 4, "kind": "invoke"})") ==
+        "line 3: \"time_us\" goes back in time (4 after 5)");
+  CHECK(error_of(meta + R"({"time_us": 1, "kind": "invoke", "token": -3})") ==
+        "line 2: \"token\" must be a non-negative integer");
+  CHECK(error_of(R"({"meta": {"quorum": 0}})") == "line 1: \"quorum\" must be at least 1");
+  CHECK(error_of(meta + R"({"time_us": 1, "kind": "cs_enter", "shared": "yes"})") ==
+        "line 2: \"shared\" must be true or false");
+}
+
+TEST_CASE("a history file holds no more events than its bound", "[history-jsonl]") {
+  std::stringstream text;
+  write_history_jsonl(overlapping(), text);
+  CHECK_THROWS_AS(read_history_jsonl(text, 3), HistoryFormatError);
+}
+
+}  // namespace
+}  // namespace lockstep
