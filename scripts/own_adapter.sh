@@ -3,7 +3,8 @@
 # prefix, builds examples/own-adapter (an outside project: find_package(lockstep)) against that
 # prefix alone in a temp build dir, and holds its binary to this:
 #   sweep --adapter my-buggy --seeds 1000    exit 1, and the shrunk replay file it names replays
-#                                            (the binary's own `replay` reproduces the trace hash)
+#                                            (the binary's own `replay` reproduces the trace hash:
+#                                            exit 0)
 #   sweep --adapter my-correct --seeds 2000  exit 0
 #   matrix --adapter my-correct              exit 0 (every scenario its traits fit: as expected)
 #   run stolen-lock --adapter my-buggy       exit 1 with ownership (its extend lengthens B's lock)
@@ -61,7 +62,7 @@ cat "$tmp/out"
 replay_file=$(sed -n 's/^ *replay: my_lockstep replay //p' "$tmp/out" | head -n 1)
 [ -n "$replay_file" ] || fail "sweep of my-buggy printed no 'replay: my_lockstep replay FILE' line"
 [ -f "$replay_file" ] || fail "the replay file $replay_file does not exist"
-expect_exit 1 "$bin" replay "$replay_file"
+expect_exit 0 "$bin" replay "$replay_file"
 grep -q "replay: reproduced" "$tmp/err" || fail "replay did not reproduce: $(cat "$tmp/err")"
 echo "own_adapter: replay reproduced the shrunk counterexample"
 

@@ -19,18 +19,51 @@ HistoryEvent at(TimeUs t, EventKind kind, int client, std::string key = "k") {
 History overlapping() {
   History h;
   h.meta = {.clients = 2, .fencing_on = true, .monotonic_tokens = true, .end_us = 100};
-  h.add({.time_us = 1, .kind = EventKind::grant, .client = 0, .key = "k", .has_token = true,
-         .token = 1, .server = "s", .value = "a", .ttl_us = 10});
+  h.add({.time_us = 1,
+         .kind = EventKind::grant,
+         .client = 0,
+         .key = "k",
+         .has_token = true,
+         .token = 1,
+         .server = "s",
+         .value = "a",
+         .ttl_us = 10});
   h.add(at(2, EventKind::cs_enter, 0));
-  h.add({.time_us = 20, .kind = EventKind::grant, .client = 1, .key = "k", .has_token = true,
-         .token = 2, .server = "s", .value = "b", .ttl_us = 50});
+  h.add({.time_us = 20,
+         .kind = EventKind::grant,
+         .client = 1,
+         .key = "k",
+         .has_token = true,
+         .token = 2,
+         .server = "s",
+         .value = "b",
+         .ttl_us = 50});
   h.add(at(21, EventKind::cs_enter, 1));
-  h.add({.time_us = 25, .kind = EventKind::access, .client = 1, .key = "k", .op = Op::write,
-         .outcome = Outcome::ok, .has_token = true, .token = 2, .counter = 1});
-  h.add({.time_us = 30, .kind = EventKind::extend, .client = 0, .key = "k", .server = "s",
-         .value = "b", .ttl_us = 50});
-  h.add({.time_us = 31, .kind = EventKind::access, .client = 0, .key = "k", .op = Op::write,
-         .outcome = Outcome::ok, .has_token = true, .token = 1, .counter = 1,
+  h.add({.time_us = 25,
+         .kind = EventKind::access,
+         .client = 1,
+         .key = "k",
+         .op = Op::write,
+         .outcome = Outcome::ok,
+         .has_token = true,
+         .token = 2,
+         .counter = 1});
+  h.add({.time_us = 30,
+         .kind = EventKind::extend,
+         .client = 0,
+         .key = "k",
+         .server = "s",
+         .value = "b",
+         .ttl_us = 50});
+  h.add({.time_us = 31,
+         .kind = EventKind::access,
+         .client = 0,
+         .key = "k",
+         .op = Op::write,
+         .outcome = Outcome::ok,
+         .has_token = true,
+         .token = 1,
+         .counter = 1,
          .detail = "a \"quoted\" word"});
   h.add(at(40, EventKind::cs_exit, 0));
   h.add(at(41, EventKind::cs_exit, 1));
@@ -88,7 +121,9 @@ TEST_CASE("bad history lines are refused with the line and the field", "[history
         "line 2: \"time_us\" must be an integer");
   CHECK(error_of(meta + R"({"time_us": 1, "kind": "invoke", "colour": "red"})") ==
         "line 2: \"colour\" is not a field of a history line (docs/history.schema.json)");
-  CHECK(error_of(meta + R"({"time_us": 5, "kind": "invoke"})" "\n" +
+  CHECK(error_of(meta +
+                 R"({"time_us": 5, "kind": "invoke"})"
+                 "\n" +
                  R"({"time_us": 4, "kind": "invoke"})") ==
         "line 3: \"time_us\" goes back in time (4 after 5)");
   CHECK(error_of(meta + R"({"time_us": 1, "kind": "invoke", "token": -3})") ==
