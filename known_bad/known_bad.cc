@@ -1,5 +1,7 @@
 #include "known_bad/known_bad.h"
 
+#include "known_bad/bad_fifo_clear_admits.h"
+#include "known_bad/bad_rw_lost_wakeup.h"
 #include "known_bad/bad_rw_reader_preference.h"
 #include "known_bad/known_bad_memory.h"
 #include "known_bad/known_bad_mongo.h"
@@ -155,6 +157,40 @@ void register_known_bad_adapters() {
       .make_sim =
           [](BackendEnv& env) {
             return make_keyed_rw_sim_backend(env, std::make_unique<ReaderPreferenceRwCore>());
+          },
+  });
+  register_adapter({
+      .name = "bad-rw-lost-wakeup",
+      .description = "known-bad: keyed-rw whose last release forgets to wake a queued writer (it "
+                     "stays parked for good)",
+      .worlds = {"sim"},
+      .traits =
+          with_wrong(kKeyedRwTraits, {.wrong = [](AdapterTraits& t) { t.wakes_waiters = false; }}),
+      .known_bad = true,
+      .breaks = "liveness",
+      .judged_in = {"writer-starvation"},
+      .make_sim =
+          [](BackendEnv& env) {
+            return make_keyed_rw_sim_backend(env, std::make_unique<LostWakeupRwCore>());
+          },
+  });
+  register_adapter({
+      .name = "bad-fifo-clear-admits",
+      .description = "known-bad: the FIFO keyed lock whose clear() drops the running holders, so a "
+                     "caller after it runs beside one",
+      .worlds = {"sim"},
+      .traits = with_wrong(kFifoTraits,
+                           {.wrong = [](AdapterTraits& t) { t.clear_keeps_exclusion = false; }}),
+      .known_bad = true,
+      .breaks = "mutual_exclusion",
+      .judged_in = {"fifo-queue"},
+      .options = fifo_backend_options(),
+      .make_sim =
+          [](BackendEnv& env) {
+            return make_fifo_sim_backend(env, [](keyed::FifoLimits limits) {
+              return std::unique_ptr<keyed::FifoCore>(
+                  std::make_unique<ClearAdmitsFifoCore>(limits));
+            });
           },
   });
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -213,6 +215,35 @@ class RunAssembly {
         report.stats.acquisitions);
   }
 
+  // A run that ran out of events while client programs were unfinished: each of those clients is
+  // parked with nothing left to wake it (a lost wakeup, a waiter nobody serves), which no bound
+  // would ever end. One `stuck` event per such client, at the end, naming the operation it was in,
+  // lets check_liveness judge it from the history alone. A client a fault killed is not stuck (its
+  // fibers were unwound, and the history says it died); nor is a fiber on a server's node.
+  void record_stuck(const std::vector<int>& unfinished_nodes) {
+    std::set<int> stuck;
+    for (int node : unfinished_nodes) {
+      const int client = env_->client_for_node(node);
+      if (client >= 0) stuck.insert(client);
+    }
+    if (stuck.empty()) return;
+    struct Pending {
+      Op op = Op::none;
+      std::string key;
+    };
+    std::map<int, Pending> pending;  // client -> the operation it invoked and has not completed
+    for (const HistoryEvent& e : recorder_.history().events()) {
+      if (e.kind == EventKind::fault && e.kills_client) stuck.erase(e.client);
+      if (e.client < 0 || stuck.count(e.client) == 0) continue;
+      if (e.kind == EventKind::invoke) pending[e.client] = {.op = e.op, .key = e.key};
+      if (e.kind == EventKind::complete) pending.erase(e.client);
+    }
+    for (int client : stuck) {
+      const Pending& p = pending[client];
+      recorder_.record({.kind = EventKind::stuck, .client = client, .key = p.key, .op = p.op});
+    }
+  }
+
   // After the run: the final counters, the heal time, and the verdict.
   void judge(RunReport& report, const sim::Trace& trace) {
     resource_.record_final_values();
@@ -252,6 +283,8 @@ void run_in_sim(const Scenario& scenario, const AdapterEntry& adapter, RunReport
   const sim::RunResult result = world.run();
   report.end = run_end_name(result.end);
   report.end_message = result.message;
+  // At a bound the run is an error already, and its unfinished clients may just be slow.
+  if (result.end == sim::RunEnd::queue_empty) run.record_stuck(world.unfinished_fiber_nodes());
   run.judge(report, world.trace());
   report.stats.events = result.events;
 }

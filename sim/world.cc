@@ -179,6 +179,14 @@ NodeId World::current_node() const {
 
 size_t World::unfinished_fibers() const { return unfinished_fibers_; }
 
+std::vector<NodeId> World::unfinished_fiber_nodes() const {
+  std::vector<NodeId> nodes;
+  for (const auto& slot : fibers_) {
+    if (slot->state != FiberSlot::State::done) nodes.push_back(slot->node);
+  }
+  return nodes;
+}
+
 World::FiberSlot& World::current_slot() {
   LOCKSTEP_SIM_CHECK(in_fiber(), "park/sleep/prepare_park only from inside a fiber");
   return *fibers_[static_cast<size_t>(current_fiber_)];

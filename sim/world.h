@@ -105,6 +105,9 @@ class World {
   FiberId current_fiber() const { return current_fiber_; }
   NodeId current_node() const;  // the running fiber's node; must be in a fiber
   size_t unfinished_fibers() const;
+  // The nodes of the fibers that have not finished, one entry per fiber, in spawn order. After
+  // run() ended with an empty queue each of them is parked with nothing left to wake it (stuck).
+  std::vector<NodeId> unfinished_fiber_nodes() const;
 
   // In a fiber: sleep for a local duration (drift applies, jumps do not).
   void sleep_for_us(int64_t local_duration_us);

@@ -70,6 +70,11 @@ struct Builder {
                 const std::string& value, int client) {
     return history.add(lease(EventKind::revoke, t_us, server, key, value, client));
   }
+  size_t stuck(TimeUs t_us, int client, const std::string& key = "", Op op = Op::none) {
+    HistoryEvent e = base(EventKind::stuck, t_us, client, key);
+    e.op = op;
+    return history.add(e);
+  }
   size_t final_value(TimeUs t_us, int64_t counter, const std::string& key = "") {
     HistoryEvent e = base(EventKind::final_value, t_us, -1, key);
     e.counter = counter;
@@ -150,6 +155,11 @@ TEST_CASE("describe prints one compact line per event", "[history]") {
   CHECK(describe(h[6]) == "server=memory revoke key=k value=ab12 by=c1");
   CHECK(describe(h[7]) == "final_value counter=5");
   CHECK(describe(h[8]) == "fault crash node=c0 until=100us");
+  b.stuck(9, 2, "k", Op::acquire);
+  b.stuck(9, 3);
+  CHECK(describe(h[9]) == "stuck c2 in acquire key=k");
+  CHECK(describe(h[10]) == "stuck c3");
+  CHECK(to_string(EventKind::stuck) == "stuck");
 }
 
 TEST_CASE("names of enums and invariants", "[history][checkers]") {
@@ -655,6 +665,48 @@ TEST_CASE("liveness", "[checkers]") {
     REQUIRE(found.size() == 2);
     CHECK(found[0].clients == Clients{0});
     CHECK(found[1].clients == Clients{1});
+  }
+}
+
+TEST_CASE("liveness: a client stuck at the end of the run is a violation, bound or none",
+          "[checkers][stuck]") {
+  Builder b;
+  b.history.meta.end_us = 500;
+  SECTION("parked in an acquire: named with its key and the operation's invocation") {
+    b.invoke(10, 2, "k");
+    b.invoke(20, 1, "k");
+    b.complete(30, 1, "k", Outcome::ok);
+    b.stuck(500, 2, "k", Op::acquire);
+    auto found = check_liveness(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::liveness, 500, {2}, "k", {0, 3});
+    CHECK(found[0].detail ==
+          "c2 was still waiting in acquire on key k, invoked at 10us, when the run ended at 500us "
+          "(nothing will ever wake it)");
+  }
+  SECTION("parked outside any operation") {
+    b.stuck(500, 0);
+    auto found = check_liveness(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::liveness, 500, {0}, "", {0});
+    CHECK(found[0].detail ==
+          "c0 was still parked outside any lock operation when the run ended at 500us (nothing "
+          "will ever wake it)");
+  }
+  SECTION("with a bound, a stuck acquire is reported once, as stuck") {
+    b.history.meta.liveness_bound_us = 100;
+    b.invoke(10, 0, "k");
+    b.invoke(20, 1, "k");  // pending past the bound, not stuck (a fault killed it, say)
+    b.stuck(500, 0, "k", Op::acquire);
+    auto found = check_liveness(b.history);
+    REQUIRE(found.size() == 2);
+    require_violation(found[0], Invariant::liveness, 120, {1}, "k", {1});
+    require_violation(found[1], Invariant::liveness, 500, {0}, "k", {0, 2});
+    CHECK_THAT(found[1].detail, Catch::Contains("nothing will ever wake it"));
+  }
+  SECTION("no stuck event, no bound: nothing to judge") {
+    b.invoke(10, 0, "k");
+    CHECK(check_liveness(b.history).empty());
   }
 }
 

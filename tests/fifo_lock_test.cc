@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "adapters/keyed/fifo_lock.h"
+#include "known_bad/bad_fifo_clear_admits.h"
+#include "known_bad/known_bad.h"
 #include "scenarios/report/report.h"
 #include "scenarios/runner.h"
 
@@ -203,6 +205,43 @@ TEST_CASE("fifo-queue scenario: order, a timeout and clear() hold every invarian
     CHECK(cleared == 1);
     CHECK(r.stats.acquisitions == 5);
   }
+}
+
+}  // namespace lockstep
+
+namespace lockstep {
+
+TEST_CASE("the clear-admits core: clear() drops the holders, whose release then does nothing",
+          "[fifo][known-bad]") {
+  ClearAdmitsFifoCore core;
+  const keyed::RequestId a = core.request("k").id;
+  const keyed::RequestId b = core.request("k").id;
+  CHECK(core.clear() == std::vector<keyed::FifoRejection>{{.key = "k", .id = b}});
+  CHECK_FALSE(core.held("k"));  // a still runs, but the lock forgot it
+  const keyed::FifoAdmission c = core.request("k");
+  CHECK(c.admit == keyed::FifoAdmit::granted);  // beside a
+  CHECK(core.release("k", a) == keyed::kNoRequest);
+  CHECK(core.holder("k") == c.id);  // a's release did not end c's hold
+  CHECK(core.release("k", c.id) == keyed::kNoRequest);
+  CHECK(core.size() == 0);
+}
+
+TEST_CASE("fifo-queue catches the lock whose clear() lets a new caller in beside the holder",
+          "[fifo][scenario][known-bad]") {
+  register_known_bad_adapters();
+  for (uint64_t seed : {1, 2, 3}) {
+    const RunReport r =
+        run_scenario({.scenario = "fifo-queue", .adapter = "bad-fifo-clear-admits", .seed = seed});
+    INFO(to_text(r));
+    CHECK(r.violated() == Expectation{Invariant::mutual_exclusion});
+    CHECK(r.matches_expectation());
+  }
+  // The trait, not the name: a clear() after every hold has ended admits no one beside anyone.
+  const RunReport late = run_scenario(
+      {.scenario = "fifo-queue", .adapter = "bad-fifo-clear-admits", .sets = {"clear_at_ms=400"}});
+  INFO(to_text(late));
+  CHECK(late.violated().count(Invariant::mutual_exclusion) == 0);
+  CHECK(late.matches_expectation());
 }
 
 }  // namespace lockstep

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "adapters/keyed/keyed_rw.h"
+#include "known_bad/bad_rw_lost_wakeup.h"
 #include "known_bad/known_bad.h"
 #include "scenarios/report/report.h"
 #include "scenarios/runner.h"
@@ -171,6 +172,52 @@ TEST_CASE("writer-starvation catches the reader-preferring known-bad lock",
     CHECK(r.violated().count(Invariant::mutual_exclusion) == 0);
     CHECK(r.matches_expectation());
   }
+}
+
+TEST_CASE("the lost-wakeup core: the last holder out leaves a queued writer waiting",
+          "[keyed-rw][known-bad]") {
+  LostWakeupRwCore core;
+  const RequestId r1 = core.request("k", RwMode::shared).id;
+  const RequestId r2 = core.request("k", RwMode::shared).id;
+  const keyed::RwAdmission w = core.request("k", RwMode::exclusive);
+  CHECK_FALSE(w.granted);
+  CHECK(release(core, "k", r1, RwMode::shared).empty());  // a reader still holds: right
+  CHECK(release(core, "k", r2, RwMode::shared).empty());  // the last one out: forgets the writer
+  CHECK(core.snapshot("k").waiting.size() == 1);
+  // A queued reader behind an exclusive holder is still served: only writers are forgotten.
+  LostWakeupRwCore other;
+  const RequestId x = other.request("k", RwMode::exclusive).id;
+  const keyed::RwAdmission r = other.request("k", RwMode::shared);
+  CHECK(release(other, "k", x, RwMode::exclusive) == std::vector<RequestId>{r.id});
+}
+
+TEST_CASE("writer-starvation catches the lost-wakeup known-bad lock: the writer is stuck",
+          "[keyed-rw][scenario][known-bad][stuck]") {
+  register_known_bad_adapters();
+  for (uint64_t seed : {1, 2, 3}) {
+    const RunReport r = run_scenario(
+        {.scenario = "writer-starvation", .adapter = "bad-rw-lost-wakeup", .seed = seed});
+    INFO(to_text(r));
+    CHECK(r.end == "complete");
+    CHECK(r.violated() == Expectation{Invariant::liveness});
+    CHECK(r.matches_expectation());
+    const int writer = static_cast<int>(r.history.meta.clients) - 1;
+    bool writer_stuck = false;
+    for (const ReportedViolation& v : r.violations) {
+      if (v.violation.clients == std::vector<int>{writer}) {
+        writer_stuck = v.violation.detail.find("still waiting in acquire on key resource") !=
+                       std::string::npos;
+      }
+    }
+    CHECK(writer_stuck);
+  }
+  // The trait, not the name: readers that never overlap the writer's arrival leave it unqueued.
+  const RunReport late = run_scenario({.scenario = "writer-starvation",
+                                       .adapter = "bad-rw-lost-wakeup",
+                                       .sets = {"writer_at_ms=2000"}});
+  INFO(to_text(late));
+  CHECK(late.ok());
+  CHECK(late.matches_expectation());
 }
 
 TEST_CASE("writer-starvation is deterministic per seed", "[keyed-rw][scenario][determinism]") {

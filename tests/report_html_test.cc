@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "known_bad/known_bad.h"
 #include "scenarios/report/report.h"
 #include "scenarios/report/report_html.h"
 #include "scenarios/runner.h"
@@ -197,6 +198,19 @@ TEST_CASE("the timeline is one self-contained file with the run embedded", "[rep
   }
   // A pure function of the run: the same seed gives the same bytes (no wall time in it).
   CHECK(lockstep::timeline_html(gc_pause_memory()) == page);
+}
+
+TEST_CASE("the timeline carries stuck clients and draws their operation as stuck",
+          "[report][html][stuck]") {
+  lockstep::register_known_bad_adapters();
+  const lockstep::RunReport report = lockstep::run_scenario(
+      lockstep::RunConfig{.scenario = "writer-starvation", .adapter = "bad-rw-lost-wakeup"});
+  REQUIRE_FALSE(report.violations.empty());
+  const std::string page = lockstep::timeline_html(report);
+  CHECK(page.find("\"kind\":\"stuck\"") != std::string::npos);
+  CHECK(page.find("e.kind === \"stuck\"") != std::string::npos);  // the script marks the op
+  CHECK(page.find(".outcome-stuck") != std::string::npos);
+  CHECK(page.find("nothing will ever wake it") != std::string::npos);
 }
 
 TEST_CASE("embedded text cannot break out of the page", "[report][html]") {

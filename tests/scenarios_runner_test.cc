@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "known_bad/known_bad.h"
+#include "scenarios/backends/keyed.h"
 #include "scenarios/backends/registry.h"
 #include "scenarios/report/report.h"
 #include "scenarios/runner.h"
@@ -143,6 +144,73 @@ TEST_CASE("a run that hits the event bound ends with an error, not a verdict of 
   CHECK(verdict(r) == "error");
   CHECK_FALSE(r.ok());
   CHECK_FALSE(r.end_message.empty());
+  // Its unfinished clients may only have been slow: a bound is an error, never "stuck".
+  for (const HistoryEvent& e : r.history.events()) CHECK(e.kind != EventKind::stuck);
+}
+
+namespace {
+
+// keyed-rw: c0 takes k and then waits for something nobody will ever do; c1 queues for k; c2
+// queues for k too and is killed by a fault while it waits; c3 works on another key and finishes.
+Scenario stuck_clients_scenario() {
+  return {
+      .name = "test-stuck-clients",
+      .description = "clients parked for good when the run ends",
+      .fits = [](const AdapterTraits& t) { return t.family == LockFamily::keyed_rw; },
+      .worlds = {"sim"},
+      .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
+      .build =
+          [](ScenarioEnv& env) {
+            KeyedSteps& steps = keyed_backend(env.backend()).steps();
+            sim::World* sim = env.sim();
+            env.start(env.add_client("holder"), 0, [&steps, sim](Client& c) {
+              keyed::RwHandle held = steps.rw_acquire(c, "k", keyed::RwMode::exclusive);
+              const sim::Waiter forever = sim->prepare_park();
+              sim->park(forever);
+            });
+            env.start(env.add_client("waiter"), 10,
+                      [&steps](Client& c) { steps.rw_hold(c, "k", keyed::RwMode::exclusive, 10); });
+            Client& killed = env.add_client("killed");
+            env.start(killed, 20,
+                      [&steps](Client& c) { steps.rw_hold(c, "k", keyed::RwMode::shared, 10); });
+            ScenarioWorld& world = env.world();
+            env.schedule_client_kill_us(30'000, killed, "crash killed",
+                                        [&world, node = killed.node()] { world.crash(node); });
+            env.start(env.add_client("done"), 0, [&steps](Client& c) {
+              steps.rw_hold(c, "other", keyed::RwMode::exclusive, 10);
+            });
+          },
+  };
+}
+
+}  // namespace
+
+TEST_CASE("clients parked for good when the run ends are liveness violations, named",
+          "[runner][liveness][stuck]") {
+  const Scenario scenario = stuck_clients_scenario();
+  const RunReport r = run_scenario(scenario, {.adapter = "keyed-rw"});
+  INFO(to_text(r));
+  CHECK(r.end == "complete");
+  std::vector<int> stuck;
+  for (const HistoryEvent& e : r.history.events()) {
+    if (e.kind != EventKind::stuck) continue;
+    stuck.push_back(e.client);
+    CHECK(e.time_us == r.history.meta.end_us);
+  }
+  CHECK(stuck == std::vector<int>{0, 1});  // not the killed c2, not c3 which finished
+  REQUIRE(r.violations.size() == 2);
+  // Both at the end of the run; the one whose events start earlier (c1's invocation) first.
+  const Violation& waiter = r.violations[0].violation;
+  const Violation& holder = r.violations[1].violation;
+  CHECK(holder.invariant == Invariant::liveness);
+  CHECK(holder.clients == std::vector<int>{0});
+  CHECK_THAT(holder.detail, Catch::StartsWith("c0 was still parked outside any lock operation"));
+  CHECK(waiter.invariant == Invariant::liveness);
+  CHECK(waiter.clients == std::vector<int>{1});
+  CHECK(waiter.key == "k");
+  CHECK_THAT(waiter.detail, Catch::StartsWith("c1 was still waiting in acquire on key k"));
+  CHECK_THAT(waiter.detail, Catch::EndsWith("(nothing will ever wake it)"));
+  CHECK(verdict(r) == "violation");
 }
 
 TEST_CASE("a report written to disk replays to the same trace hash", "[runner][report]") {

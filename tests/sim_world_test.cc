@@ -551,6 +551,27 @@ TEST_CASE("world: run() says which fibers are stuck", "[sim][world]") {
   CHECK(r.message.find("fiber 0 (forgotten)") != std::string::npos);
 }
 
+TEST_CASE("world: unfinished_fiber_nodes names the node of every stuck fiber, not finished ones",
+          "[sim][world]") {
+  World w({});
+  const NodeId done = w.add_node("done");
+  const NodeId stuck = w.add_node("stuck");
+  const NodeId killed = w.add_node("killed");
+  w.spawn(done, "finishes", [&] { w.sleep_for_us(10); });
+  w.spawn(stuck, "forgotten", [&] {
+    const Waiter me = w.prepare_park();
+    w.park(me);
+  });
+  w.spawn(killed, "crashed", [&] {
+    const Waiter me = w.prepare_park();
+    w.park(me);
+  });
+  w.scheduler().at(50, [&] { w.crash(killed); });
+  const RunResult r = w.run();
+  CHECK(r.end == RunEnd::queue_empty);
+  CHECK(w.unfinished_fiber_nodes() == std::vector<NodeId>{stuck});
+}
+
 TEST_CASE("world: bounds end a run of endless fibers, and teardown unwinds them", "[sim][world]") {
   bool guard_destroyed = false;
   {

@@ -33,6 +33,9 @@ std::optional<RequestId> FifoCore::try_acquire(const KeyRef& key) {
 
 RequestId FifoCore::release(const KeyRef& key, RequestId holder) {
   const size_t pos = keys_.find(key);
+  // Only where clear() drops holders: this hold was dropped, and the key may be someone else's.
+  if (!clear_keeps_holders() && (pos == kAbsent || keys_.at(pos).state.holder != holder))
+    return kNoRequest;
   LOCKSTEP_CHECK(pos != kAbsent && keys_.at(pos).state.holder == holder,
                  "only the holder releases a key");
   KeyState& state = keys_.at(pos).state;
@@ -56,6 +59,10 @@ std::vector<FifoRejection> FifoCore::clear() {
   for (auto& entry : keys_) {
     for (RequestId id : entry.state.queue) rejected.push_back({.key = entry.key, .id = id});
     entry.state.queue = {};
+  }
+  if (!clear_keeps_holders()) {
+    // Bounded by the table: every round erases one key.
+    while (keys_.size() > 0) keys_.erase(keys_.size() - 1);
   }
   // The table's order is its layout; callers see request order.
   std::sort(rejected.begin(), rejected.end(),

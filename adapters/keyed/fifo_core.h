@@ -53,6 +53,7 @@ struct FifoRejection {
 class FifoCore {
  public:
   explicit FifoCore(FifoLimits limits = {}) : limits_(limits) {}
+  virtual ~FifoCore() = default;
 
   FifoAdmission request(const KeyRef& key);
   // Granted only if the key is idle; never queues (no barging either way).
@@ -70,6 +71,12 @@ class FifoCore {
   std::vector<RequestId> queue(std::string_view key) const;
   size_t size() const { return keys_.size(); }
   const FifoLimits& limits() const { return limits_; }
+
+ protected:
+  // Whether clear() keeps the holders (the rule above), so exclusion survives it. Overridden only
+  // by the calibration variant that the suite must catch (known_bad/bad_fifo_clear_admits.h: the
+  // seed's clear(), which drops the holders too); production code never overrides it.
+  virtual bool clear_keeps_holders() const { return true; }
 
  private:
   struct KeyState {

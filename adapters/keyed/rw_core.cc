@@ -11,7 +11,8 @@ std::string_view to_string(RwMode mode) { return mode == RwMode::shared ? "share
 RwCore::KeyView RwCore::view(const KeyState& state) {
   return {.shared_holders = state.shared_holders,
           .exclusive_held = state.exclusive_holder != kNoRequest,
-          .waiting = state.queue.size()};
+          .waiting = state.queue.size(),
+          .exclusive_first = !state.queue.empty() && state.queue.front().mode == RwMode::exclusive};
 }
 
 bool RwCore::admits_shared_now(const KeyView& key) const {
@@ -91,7 +92,7 @@ void RwCore::release(const KeyRef& key, RequestId id, RwMode mode,
     LOCKSTEP_CHECK(state.exclusive_holder == id, "only the exclusive holder releases it");
     state.exclusive_holder = kNoRequest;
   }
-  if (!state.queue.empty()) serve_queue(state, granted);
+  if (!state.queue.empty() && serves_queue_after_release(view(state))) serve_queue(state, granted);
   free_if_idle(pos);
 }
 

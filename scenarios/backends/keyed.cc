@@ -85,9 +85,9 @@ KeyedSimBackend::KeyedSimBackend(BackendEnv& env, std::unique_ptr<keyed::RwCore>
   recorder_.history().meta.keyed = true;
 }
 
-KeyedSimBackend::KeyedSimBackend(BackendEnv& env, keyed::FifoLockOptions options)
+KeyedSimBackend::KeyedSimBackend(BackendEnv& env, std::unique_ptr<keyed::FifoCore> core)
     : world_(simulator(env)), recorder_(env.recorder), steps_(env.recorder, *this) {
-  fifo_ = std::make_unique<SimFifoLock>(world_, options, key_state_hook());
+  fifo_ = std::make_unique<SimFifoLock>(world_, std::move(core), key_state_hook());
   view_ = std::make_unique<LeaseView>(*this);
   recorder_.history().meta.keyed = true;
 }
@@ -133,14 +133,16 @@ std::vector<OptionSpec> fifo_backend_options() {
            .min = 0}};
 }
 
-std::unique_ptr<Backend> make_fifo_sim_backend(BackendEnv& env) {
-  keyed::FifoLockOptions options;
+std::unique_ptr<Backend> make_fifo_sim_backend(BackendEnv& env, FifoCoreFactory make_core) {
+  keyed::FifoLimits limits;
   if (env.options.has("max_key_length"))
-    options.max_key_length = static_cast<size_t>(env.options.get_int("max_key_length"));
+    limits.max_key_length = static_cast<size_t>(env.options.get_int("max_key_length"));
   if (env.options.has("max_waiters_per_key")) {
-    options.max_waiters_per_key = static_cast<size_t>(env.options.get_int("max_waiters_per_key"));
+    limits.max_waiters_per_key = static_cast<size_t>(env.options.get_int("max_waiters_per_key"));
   }
-  return std::make_unique<KeyedSimBackend>(env, options);
+  std::unique_ptr<keyed::FifoCore> core =
+      make_core != nullptr ? make_core(limits) : std::make_unique<keyed::FifoCore>(limits);
+  return std::make_unique<KeyedSimBackend>(env, std::move(core));
 }
 
 KeyedSimBackend& keyed_backend(Backend& backend) {

@@ -61,8 +61,8 @@ class KeyedSimBackend final : public Backend {
  public:
   // keyed-rw over `core` (the production RwCore, or a calibration variant).
   KeyedSimBackend(BackendEnv& env, std::unique_ptr<keyed::RwCore> core);
-  // fifo with these limits.
-  KeyedSimBackend(BackendEnv& env, keyed::FifoLockOptions options);
+  // fifo over `core` (the production FifoCore, or a calibration variant).
+  KeyedSimBackend(BackendEnv& env, std::unique_ptr<keyed::FifoCore> core);
   // Unwinds the fibers of the clients it served while the lock still exists (see keyed_sim.h).
   ~KeyedSimBackend() override;
 
@@ -92,7 +92,10 @@ class KeyedSimBackend final : public Backend {
 // Registry entries for keyed-rw and fifo (backend.cc lists them), and the options they take.
 std::unique_ptr<Backend> make_keyed_rw_sim_backend(BackendEnv& env,
                                                    std::unique_ptr<keyed::RwCore> core = nullptr);
-std::unique_ptr<Backend> make_fifo_sim_backend(BackendEnv& env);
+// A fifo core with the limits of a run's options: the production one, or a calibration variant.
+using FifoCoreFactory = std::unique_ptr<keyed::FifoCore> (*)(keyed::FifoLimits limits);
+std::unique_ptr<Backend> make_fifo_sim_backend(BackendEnv& env,
+                                               FifoCoreFactory make_core = nullptr);
 std::vector<OptionSpec> fifo_backend_options();
 
 // The backend of a run with a keyed adapter; throws std::logic_error for any other backend.

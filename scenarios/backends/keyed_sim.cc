@@ -76,15 +76,14 @@ void SimKeyedRw::release(const keyed::KeyRef& key, RequestId id, RwMode mode) no
 
 // --- SimFifoLock ---
 
-SimFifoLock::SimFifoLock(sim::World& world, keyed::FifoLockOptions options,
+SimFifoLock::SimFifoLock(sim::World& world, std::unique_ptr<keyed::FifoCore> core,
                          KeyStateHook on_key_state)
-    : world_(world),
-      core_({.max_key_length = options.max_key_length,
-             .max_waiters_per_key = options.max_waiters_per_key}),
-      on_key_state_(std::move(on_key_state)) {}
+    : world_(world), core_(std::move(core)), on_key_state_(std::move(on_key_state)) {
+  LOCKSTEP_SIM_CHECK(core_ != nullptr, "a SimFifoLock needs a core");
+}
 
 void SimFifoLock::note(std::string_view key) {
-  if (on_key_state_) on_key_state_(key, (core_.held(key) ? 1 : 0) + core_.waiting(key));
+  if (on_key_state_) on_key_state_(key, (core_->held(key) ? 1 : 0) + core_->waiting(key));
 }
 
 void SimFifoLock::wake(RequestId id, WaitEnd end) {
@@ -95,12 +94,12 @@ void SimFifoLock::wake(RequestId id, WaitEnd end) {
 }
 
 RequestId SimFifoLock::acquire(std::string_view key, const keyed::WithLockOptions& options) {
-  const keyed::FifoAdmission admission = core_.request(key);
+  const keyed::FifoAdmission admission = core_->request(key);
   switch (admission.admit) {
     case FifoAdmit::invalid_key:
-      throw KeyedLockError::invalid_key(key, core_.limits().max_key_length);
+      throw KeyedLockError::invalid_key(key, core_->limits().max_key_length);
     case FifoAdmit::queue_full:
-      throw KeyedLockError::queue_full(key, core_.limits().max_waiters_per_key);
+      throw KeyedLockError::queue_full(key, core_->limits().max_waiters_per_key);
     case FifoAdmit::granted: note(key); return admission.id;
     case FifoAdmit::queued: break;
   }
@@ -124,7 +123,7 @@ RequestId SimFifoLock::wait(std::string_view key, RequestId id,
     parked_.erase(id);
     if (end == WaitEnd::granted) release(std::string(key), id);
     if (end == WaitEnd::waiting) {
-      core_.cancel(key, id);
+      core_->cancel(key, id);
       note(key);
     }
     throw;
@@ -134,20 +133,20 @@ RequestId SimFifoLock::wait(std::string_view key, RequestId id,
   if (end == WaitEnd::granted) return id;
   if (end == WaitEnd::cleared) throw KeyedLockError::cleared(key);
   // The deadline passed while still queued: withdraw; the holder and the others are untouched.
-  LOCKSTEP_SIM_CHECK(core_.cancel(key, id),
+  LOCKSTEP_SIM_CHECK(core_->cancel(key, id),
                      "a waiter that was neither granted nor cleared is queued");
   note(key);
   throw KeyedLockError::timeout(key, *options.max_wait_ms);
 }
 
 void SimFifoLock::release(const std::string& key, RequestId id) noexcept {
-  const RequestId next = core_.release(key, id);
+  const RequestId next = core_->release(key, id);
   note(key);
   if (next != keyed::kNoRequest) wake(next, WaitEnd::granted);
 }
 
 size_t SimFifoLock::clear() {
-  const std::vector<keyed::FifoRejection> rejected = core_.clear();
+  const std::vector<keyed::FifoRejection> rejected = core_->clear();
   for (const keyed::FifoRejection& r : rejected) {
     note(r.key);
     wake(r.id, WaitEnd::cleared);
@@ -156,7 +155,7 @@ size_t SimFifoLock::clear() {
 }
 
 std::optional<RequestId> SimFifoLock::try_acquire_now(std::string_view key) {
-  const std::optional<RequestId> id = core_.try_acquire(key);
+  const std::optional<RequestId> id = core_->try_acquire(key);
   if (id) note(key);
   return id;
 }

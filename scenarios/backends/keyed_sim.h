@@ -58,12 +58,13 @@ class SimKeyedRw final : public keyed::KeyedRwLock {
 
 class SimFifoLock final : public keyed::KeyedFifoLock {
  public:
-  SimFifoLock(sim::World& world, keyed::FifoLockOptions options = {},
+  // Over `core` (the production FifoCore, or a calibration variant).
+  SimFifoLock(sim::World& world, std::unique_ptr<keyed::FifoCore> core,
               KeyStateHook on_key_state = {});
 
-  bool held(std::string_view key) const override { return core_.held(key); }
-  size_t waiting(std::string_view key) const override { return core_.waiting(key); }
-  size_t size() const override { return core_.size(); }
+  bool held(std::string_view key) const override { return core_->held(key); }
+  size_t waiting(std::string_view key) const override { return core_->waiting(key); }
+  size_t size() const override { return core_->size(); }
   size_t clear() override;
   // Granted at once if the key is idle, else nullopt; for the lease-shaped view. Release with
   // release_now.
@@ -86,7 +87,7 @@ class SimFifoLock final : public keyed::KeyedFifoLock {
   void note(std::string_view key);
 
   sim::World& world_;
-  keyed::FifoCore core_;
+  std::unique_ptr<keyed::FifoCore> core_;
   KeyStateHook on_key_state_;
   std::map<keyed::RequestId, Parked> parked_;
 };

@@ -29,12 +29,22 @@ Scenario writer_starvation_scenario() {
       .fits_text = "an in-process keyed shared/exclusive lock",
       .expected =
           [](const AdapterTraits& lock, const Options& options, bool) {
+            const int64_t every_ms = options.get_int("reader_every_ms");
+            const int64_t hold_ms = options.get_int("hold_ms");
+            Expectation expected;
             // Readers overlap only if a new one comes before the last leaves.
-            if (lock.writers_first ||
-                options.get_int("reader_every_ms") >= options.get_int("hold_ms")) {
-              return Expectation{};
+            if (!lock.writers_first && every_ms < hold_ms)
+              expected = {Invariant::writer_preference, Invariant::liveness};
+            // A writer that arrives while a reader holds queues; the last reader out must wake
+            // it. (Start jitters are far below the margin of a whole millisecond either side.)
+            if (!lock.wakes_waiters) {
+              const int64_t writer_at_ms = options.get_int("writer_at_ms");
+              for (int64_t i = 0; i < options.get_int("readers"); ++i) {
+                if (i * every_ms < writer_at_ms - 1 && writer_at_ms + 1 < i * every_ms + hold_ms)
+                  expected.insert(Invariant::liveness);
+              }
             }
-            return Expectation{Invariant::writer_preference, Invariant::liveness};
+            return expected;
           },
       .build =
           [](ScenarioEnv& env) {
@@ -76,7 +86,20 @@ Scenario fifo_queue_scenario() {
                   int_option("clear_at_ms", 260, "when clear() is called")},
       .fits = is_keyed_fifo,
       .fits_text = "an in-process FIFO keyed lock",
-      .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
+      .expected =
+          [](const AdapterTraits& lock, const Options& options, bool) {
+            // Callers of "order" arrive every 10 (the impatient one gives up) and hold it back to
+            // back until 3 holds have passed. A clear() that drops the holder in that span lets
+            // the next caller (the one 10 after it at the latest) run beside it.
+            const int64_t hold_ms = options.get_int("hold_ms");
+            const int64_t clear_at_ms = options.get_int("clear_at_ms");
+            const bool held_throughout = hold_ms >= 11;  // no gap between the first callers
+            if (lock.clear_keeps_exclusion || !held_throughout || clear_at_ms < 1 ||
+                clear_at_ms + 11 >= 3 * hold_ms) {
+              return Expectation{};
+            }
+            return Expectation{Invariant::mutual_exclusion};
+          },
       .build =
           [](ScenarioEnv& env) {
             KeyedSimBackend& backend = keyed_backend(env.backend());

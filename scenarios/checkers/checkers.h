@@ -18,9 +18,14 @@
 //                   token lower than the highest it had seen for that key.
 // no_lost_update    The final counter equals the number of writes the resource accepted; the
 //                   violation points at the first accepted write that did not raise the counter.
-// liveness          If meta.liveness_bound_us > 0: every acquire waits at most the bound after
+// liveness          Every stuck event is a violation, bound or none: a client whose program had
+//                   not finished when the run ended, with nothing left to wake it (the simulator's
+//                   runner records one per such client, never for one a fault killed, never at a
+//                   bound), reported at the end with the operation and key it waited in. And if
+//                   meta.liveness_bound_us > 0: every acquire waits at most the bound after
 //                   max(invocation, meta.heal_us): one that fails, or is still pending at the end,
-//                   or succeeds later than that, is a violation.
+//                   or succeeds later than that, is a violation (a stuck client's pending acquire
+//                   is reported once, as stuck).
 // fifo              If meta.keyed: no exclusive acquire on a key succeeds while an acquire (of any
 //                   mode) invoked earlier on that key is still pending: writers never pass anyone,
 //                   so exclusives (and FIFO-lock callers) are served in request order.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -78,17 +79,51 @@ Violation liveness_violation(const History& history, const SlowAcquire& slow) {
                         {slow.invoke, slow.complete}, std::move(detail));
 }
 
+// Every stuck event: a client parked with nothing left to wake it, judged with or without a
+// bound. events: the operation it was stuck in (its invocation), and the stuck event itself.
+std::vector<Violation> stuck_violations(const History& history) {
+  std::map<int, size_t> pending;  // client -> the invoke of its uncompleted operation
+  std::vector<Violation> found;
+  for (const HistoryEvent& e : history.events()) {
+    if (e.kind == EventKind::invoke && e.client >= 0) pending[e.client] = e.index;
+    if (e.kind == EventKind::complete) pending.erase(e.client);
+    if (e.kind != EventKind::stuck) continue;
+    auto it = pending.find(e.client);
+    const size_t invoke = it == pending.end() ? kNoEvent : it->second;
+    const std::string where =
+        e.op == Op::none
+            ? std::string("parked outside any lock operation")
+            : fmt::format("waiting in {}{}", to_string(e.op),
+                          e.key.empty() ? std::string() : fmt::format(" on key {}", e.key));
+    const std::string since = invoke == kNoEvent
+                                  ? std::string()
+                                  : fmt::format(", invoked at {}us,", history[invoke].time_us);
+    found.push_back(make_violation(
+        Invariant::liveness, e.time_us, e.key, {e.client}, {invoke, e.index},
+        fmt::format("{} was still {}{} when the run ended at {}us (nothing will ever wake it)",
+                    client_name(e.client), where, since, e.time_us)));
+  }
+  return found;
+}
+
 }  // namespace
 
 std::vector<Violation> check_liveness(const History& history, const CheckOptions& options) {
-  if (history.meta.liveness_bound_us <= 0) return {};
+  std::vector<Violation> found = stuck_violations(history);
+  if (history.meta.liveness_bound_us <= 0) {
+    sort_and_cap(found, options.per_invariant_max);
+    return found;
+  }
   PerKey<std::map<int, size_t>> waiting;  // key -> client -> its acquire's invoke
   std::vector<SlowAcquire> slow;
   // A client that died while it waited will never complete: nothing to wait for.
   std::map<int, TimeUs> died_us;
+  // A stuck client's pending acquire is reported as stuck (above), which says more than "pending".
+  std::set<int> stuck;
   for (const HistoryEvent& e : history.events()) {
     if (e.kind == EventKind::fault && e.kills_client && e.client >= 0)
       died_us.try_emplace(e.client, e.time_us);
+    if (e.kind == EventKind::stuck) stuck.insert(e.client);
     if (e.op != Op::acquire) continue;
     std::map<int, size_t>& on_key = waiting[e.key];
     if (e.kind == EventKind::invoke) on_key.try_emplace(e.client, e.index);  // keep the first
@@ -100,15 +135,17 @@ std::vector<Violation> check_liveness(const History& history, const CheckOptions
   }
   for (size_t k = 0; k < waiting.size(); ++k) {
     for (const auto& [client, invoke] : waiting.state(k)) {
+      if (stuck.count(client) != 0) continue;
       auto died = died_us.find(client);
       if (died != died_us.end() && died->second >= history[invoke].time_us) continue;
       if (auto judged = judge_acquire(history, invoke, kNoEvent)) slow.push_back(*judged);
     }
   }
+  // Only the earliest can be reported: build just those.
   std::sort(slow.begin(), slow.end());
   if (slow.size() > options.per_invariant_max) slow.resize(options.per_invariant_max);
-  std::vector<Violation> found;
   for (const SlowAcquire& s : slow) found.push_back(liveness_violation(history, s));
+  sort_and_cap(found, options.per_invariant_max);
   return found;
 }
 

@@ -51,6 +51,10 @@ struct AdapterTraits {
   bool majority_quorum = true;          // Redlock: false counts N/2 grants as a majority
   bool releases_partial_grants = true;  // Redlock: a failed attempt releases what it was granted
   bool writers_first = true;            // keyed-rw: readers never pass a queued writer
+  bool wakes_waiters = true;  // keyed-rw: false: the last holder's release leaves a queued writer
+                              // parked for good (a lost wakeup)
+  bool clear_keeps_exclusion = true;  // fifo: false: clear() drops the running holders, so a new
+                                      // caller runs beside one
 };
 
 }  // namespace lockstep

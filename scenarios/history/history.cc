@@ -31,6 +31,7 @@ std::string_view to_string(EventKind kind) {
     case EventKind::heal: return "heal";
     case EventKind::final_value: return "final_value";
     case EventKind::key_state: return "key_state";
+    case EventKind::stuck: return "stuck";
   }
   return "?";
 }
@@ -118,6 +119,13 @@ std::string describe_final(const HistoryEvent& e) {
   return fmt::format("final_value key={} counter={}", e.key, e.counter);
 }
 
+std::string describe_stuck(const HistoryEvent& e) {
+  std::string line = fmt::format("stuck c{}", e.client);
+  if (e.op != Op::none) line += fmt::format(" in {}", to_string(e.op));
+  if (!e.key.empty()) line += fmt::format(" key={}", e.key);
+  return line;
+}
+
 std::string describe_body(const HistoryEvent& e) {
   switch (e.kind) {
     case EventKind::invoke:
@@ -132,6 +140,7 @@ std::string describe_body(const HistoryEvent& e) {
     case EventKind::heal: return "heal";
     case EventKind::final_value: return describe_final(e);
     case EventKind::key_state: return fmt::format("key_state key={} entries={}", e.key, e.counter);
+    case EventKind::stuck: return describe_stuck(e);
   }
   return "?";
 }

@@ -29,6 +29,10 @@ enum class EventKind {
   final_value,  // the guarded resource's counter at the end (counter)
   // an in-process keyed lock now keeps `counter` entries (holders + waiters) for key; 0: freed
   key_state,
+  // at the end of a run: `client`'s program had not finished, and nothing was left to wake it (it
+  // was parked in op on key, when op is not none). Recorded by the simulator's runner only for a
+  // run that ended by running out of events (not at a bound), never for a client a fault killed.
+  stuck,
 };
 std::string_view to_string(EventKind kind);
 

@@ -38,6 +38,7 @@ svg text { font: 11px system-ui, sans-serif; fill: #333; }
 .op circle { stroke: #fff; stroke-width: 1; }
 .outcome-ok { fill: #2e7d32; } .outcome-fail, .outcome-contended { fill: #ef6c00; }
 .outcome-error { fill: #c62828; } .outcome-refused { fill: #8e24aa; } .outcome-pending { fill: #9e9e9e; }
+.outcome-stuck { fill: #fff; stroke: #c62828; stroke-width: 2; }
 .access.outcome-refused { fill: #fff; stroke: #8e24aa; stroke-width: 2; }
 .access-label { font-size: 10px; fill: #555; }
 .fault { fill: #ffb300; fill-opacity: .22; stroke: #ffb300; stroke-opacity: .6; }
@@ -87,6 +88,9 @@ function buildModel(d) {
     } else if (e.kind === "complete" && openOp.has(ok)) {
       const o = openOp.get(ok); openOp.delete(ok);
       Object.assign(o, {end: t, outcome: e.outcome}); o.events.push(e.index); o.text.push(e.text); m.ops.push(o);
+    } else if (e.kind === "stuck" && openOp.has(ok)) {  // the operation it was parked in for good
+      const o = openOp.get(ok);
+      o.outcome = "stuck"; o.events.push(e.index); o.text.push(e.text);
     } else if (e.kind === "access") {
       m.accesses.push(e);
     } else if (e.kind === "fault") {
@@ -324,7 +328,7 @@ constexpr std::string_view kLegend = R"html(<div class="legend">
 <span><i style="background:#4caf50"></i>server's lease (grant..revoke or promised end; | extend)</span>
 <span><i style="background:#ffb300;opacity:.5"></i>fault</span>
 <span>&#9679; operation outcome: <b style="color:#2e7d32">ok</b> <b style="color:#ef6c00">fail/contended</b>
- <b style="color:#c62828">error</b></span>
+ <b style="color:#c62828">error</b>; hollow red: stuck (parked at the end, nothing to wake it)</span>
 <span>&#9670; resource access (r/w, t token, =counter); hollow: refused</span>
 <span><b style="color:#d50000">- - -</b> violation; its events outlined in red</span>
 <label>zoom <input type="range" id="zoom" min="1" max="40" value="1"></label>
