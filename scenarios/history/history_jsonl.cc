@@ -14,12 +14,13 @@ namespace {
 using nlohmann::json;
 
 constexpr std::array kEventKinds = {
-    EventKind::invoke, EventKind::complete, EventKind::cs_enter, EventKind::cs_exit,
-    EventKind::access, EventKind::grant,    EventKind::extend,   EventKind::revoke,
-    EventKind::fault,  EventKind::heal,     EventKind::final_value, EventKind::key_state};
-constexpr std::array kOps = {Op::none, Op::acquire, Op::release, Op::extend,
-                             Op::is_locked, Op::read, Op::write};
-constexpr std::array kOutcomes = {Outcome::none,  Outcome::ok,    Outcome::fail,
+    EventKind::invoke, EventKind::complete, EventKind::cs_enter,    EventKind::cs_exit,
+    EventKind::access, EventKind::grant,    EventKind::extend,      EventKind::revoke,
+    EventKind::fault,  EventKind::heal,     EventKind::final_value, EventKind::key_state,
+    EventKind::stuck};
+constexpr std::array kOps = {Op::none,      Op::acquire, Op::release, Op::extend,
+                             Op::is_locked, Op::read,    Op::write};
+constexpr std::array kOutcomes = {Outcome::none,      Outcome::ok,    Outcome::fail,
                                   Outcome::contended, Outcome::error, Outcome::refused};
 
 template <typename Enum, size_t N>
@@ -78,7 +79,8 @@ class LineReader {
   }
   uint64_t unsigned_integer(const char* field) const {
     const json* v = find(field);
-    if (v == nullptr || !v->is_number_integer() || (!v->is_number_unsigned() && v->get<int64_t>() < 0))
+    if (v == nullptr || !v->is_number_integer() ||
+        (!v->is_number_unsigned() && v->get<int64_t>() < 0))
       fail(field, "must be a non-negative integer");
     return v->get<uint64_t>();
   }
@@ -100,7 +102,8 @@ class LineReader {
     if (v == nullptr) return fallback;
     if (!v->is_string()) fail(field, "must be a string");
     const std::optional<Enum> parsed = parse_enum(values, v->get<std::string>());
-    if (!parsed) fail(field, fmt::format("is \"{}\"; valid: {}", v->get<std::string>(), names_of(values)));
+    if (!parsed)
+      fail(field, fmt::format("is \"{}\"; valid: {}", v->get<std::string>(), names_of(values)));
     return *parsed;
   }
   void only(std::initializer_list<std::string_view> known) const {
