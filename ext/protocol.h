@@ -14,7 +14,7 @@
 namespace lockstep::ext {
 
 inline constexpr int kProtocolVersion = 1;
-inline constexpr size_t kLineMaxBytes = 64 * 1024;
+inline constexpr size_t kLineMaxBytes = size_t{64} * 1024;
 
 enum class TokenKind { monotonic, random, none };
 std::string_view to_string(TokenKind kind);

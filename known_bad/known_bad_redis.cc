@@ -30,7 +30,7 @@ class RedisVariant : public LockAdapter {
     return {.status = AdapterStatus::backend_error,
             .message = r.ok() ? describe(r.reply) : r.message};
   }
-  RedisResult send(std::vector<std::string> argv) { return connection_.command(argv); }
+  RedisResult send(const std::vector<std::string>& argv) { return connection_.command(argv); }
   std::string lock_key(const LockSpec& spec) const { return good_.lock_key(spec.key); }
   std::string fencing_key(const LockSpec& spec) const { return good_.fencing_key(spec.key); }
 

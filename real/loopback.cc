@@ -78,7 +78,7 @@ Fd connect_loopback_nonblocking(int port) {
 short poll_one(int fd, short events, int64_t timeout_ms) {
   pollfd entry{.fd = fd, .events = events, .revents = 0};
   const int ready = poll(&entry, 1, static_cast<int>(timeout_ms));
-  return ready > 0 ? entry.revents : 0;
+  return ready > 0 ? entry.revents : short{0};
 }
 
 }  // namespace lockstep::real

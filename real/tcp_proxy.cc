@@ -26,7 +26,7 @@ namespace lockstep::real {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
-constexpr size_t kReadChunkBytes = 16 * 1024;
+constexpr size_t kReadChunkBytes = size_t{16} * 1024;
 constexpr int kPollTimeoutMaxMs = 1000;
 constexpr auto kControlTimeout = std::chrono::seconds(5);
 

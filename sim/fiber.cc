@@ -58,7 +58,8 @@ struct Fiber::Impl {
 
 Fiber::Fiber(std::function<void()> body, size_t stack_bytes) : impl_(std::make_unique<Impl>()) {
   LOCKSTEP_SIM_CHECK(body != nullptr, "a fiber needs a body");
-  LOCKSTEP_SIM_CHECK(stack_bytes >= 16 * 1024, "a fiber stack below 16 KiB cannot hold much");
+  LOCKSTEP_SIM_CHECK(stack_bytes >= size_t{16} * 1024,
+                     "a fiber stack below 16 KiB cannot hold much");
   impl_->body = std::move(body);
   Impl* impl = impl_.get();
   impl_->self = ctx::fiber(std::allocator_arg, ctx::fixedsize_stack(stack_bytes),

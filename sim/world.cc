@@ -27,7 +27,7 @@ void run_hooks(const std::vector<std::function<void()>>& hooks) {
   for (size_t i = 0; i < count; ++i) hooks[i]();
 }
 
-std::string describe(std::exception_ptr failure) {
+std::string describe(const std::exception_ptr& failure) {
   try {
     std::rethrow_exception(failure);
   } catch (const std::exception& e) {
@@ -327,7 +327,7 @@ void World::finish(FiberSlot& slot) {
 
 void World::record_failure(FiberSlot& slot, std::exception_ptr failure) {
   trace_line(fmt::format("{} failed: {}", fiber_label(slot), describe(failure)));
-  if (!fiber_failure_) fiber_failure_ = failure;
+  if (!fiber_failure_) fiber_failure_ = std::move(failure);
   scheduler_.stop();
 }
 

@@ -54,7 +54,7 @@ struct WorldOptions {
   uint64_t seed = 1;
   SchedulerOptions scheduler;
   NetworkOptions network;
-  size_t fiber_stack_bytes = 256 * 1024;
+  size_t fiber_stack_bytes = size_t{256} * 1024;
   size_t trace_keep_lines_max = 2'000'000;
 };
 

@@ -11,7 +11,7 @@ uint32_t rotl(uint32_t x, int n) { return (x << n) | (x >> (32 - n)); }
 
 void compress(std::array<uint32_t, 5>& h, const unsigned char* block) {
   std::array<uint32_t, 80> w{};
-  for (int i = 0; i < 16; ++i) {
+  for (size_t i = 0; i < 16; ++i) {
     w[i] = (uint32_t{block[4 * i]} << 24) | (uint32_t{block[4 * i + 1]} << 16) |
            (uint32_t{block[4 * i + 2]} << 8) | uint32_t{block[4 * i + 3]};
   }

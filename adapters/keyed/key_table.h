@@ -242,8 +242,10 @@ class KeyTable {
     uint32_t pos() const { return static_cast<uint32_t>(bits >> 32); }
   };
 
-  // What a std::string holds without allocating.
-  static constexpr size_t kSsoCapacity = std::string().capacity();
+  // What a std::string holds without allocating. const, not constexpr: clang 14 cannot evaluate
+  // libstdc++'s std::string in a constant expression (GCC can, and still initializes it at compile
+  // time).
+  static inline const size_t kSsoCapacity = std::string().capacity();
 
   // a == b. Keys are usually short, and equal hashes make equality likely: compares up to 16
   // bytes with a few overlapping loads instead of a call to memcmp.

@@ -119,7 +119,7 @@ void on_writable(PollingFanout::Link& link) {
 }
 
 void on_readable(PollingFanout::Link& link) {
-  std::array<char, 16 * 1024> buffer;  // not zeroed: recv fills what it reports
+  std::array<char, size_t{16} * 1024> buffer;  // not zeroed: recv fills what it reports
   const ssize_t n = ::recv(link.context->fd, buffer.data(), buffer.size(), 0);
   if (n == 0)
     return link.fail(IoStatus::connection_error,

@@ -192,7 +192,7 @@ class ExtBackend final : public Backend {
   }
 
   LockAdapter& adapter_for(int client, int node) override {
-    auto trace = [this](std::string line) { env_.world.trace_line(line); };
+    auto trace = [this](const std::string& line) { env_.world.trace_line(line); };
     if (library_.in_memory) {
       adapters_.push_back(
           std::make_unique<ExtAdapter>(library_.adapter, *shared_.front(), client, trace));

@@ -75,7 +75,10 @@ std::vector<Violation> check_no_leak(const History& history, const CheckOptions&
     if (use.active == 0 && use.entries != 0) found.push_back(leak(history, e.key, use, e.index));
   }
   // At the end: a key nobody uses must have no state, whatever happened last.
-  for (const auto& [key, use] : keys) {
+  // Not a structured binding: clang 14 cannot capture one in the lambda below.
+  for (const auto& entry : keys) {
+    const std::string& key = entry.first;
+    const KeyUse& use = entry.second;
     if (use.active == 0 && use.entries != 0 && use.last_state_event != static_cast<size_t>(-1)) {
       const bool reported =
           std::any_of(found.begin(), found.end(), [&](const Violation& v) { return v.key == key; });

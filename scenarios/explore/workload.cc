@@ -72,7 +72,7 @@ std::string describe(const WorkloadSpec& spec) {
   return out;
 }
 
-Scenario make_workload_scenario(WorkloadSpec spec) {
+Scenario make_workload_scenario(const WorkloadSpec& spec) {
   spec.validate();
   return {
       .name = "random-workload",

@@ -41,6 +41,6 @@ struct WorkloadSpec {
 // Readable one-line-per-client form, for RapidCheck's show and for reports.
 std::string describe(const WorkloadSpec& spec);
 
-Scenario make_workload_scenario(WorkloadSpec spec);
+Scenario make_workload_scenario(const WorkloadSpec& spec);
 
 }  // namespace lockstep

@@ -17,7 +17,7 @@ bool parse_int(const std::string& text, int64_t& out) {
 
 }  // namespace
 
-Options::Options(std::vector<OptionSpec> specs) {
+Options::Options(const std::vector<OptionSpec>& specs) {
   for (const OptionSpec& spec : specs) declare(spec);
 }
 
@@ -71,7 +71,7 @@ const std::string& Options::get(const std::string& name) const {
 std::vector<std::string> Options::overrides() const {
   std::vector<std::string> out;
   for (const auto& [name, value] : values_) {
-    if (value != specs_.at(name).default_value) out.push_back(name + "=" + value);
+    if (value != specs_.at(name).default_value) out.push_back(fmt::format("{}={}", name, value));
   }
   return out;
 }

@@ -30,7 +30,7 @@ struct OptionSpec {
 class Options {
  public:
   Options() = default;
-  explicit Options(std::vector<OptionSpec> specs);
+  explicit Options(const std::vector<OptionSpec>& specs);
 
   // Adds more declarations (an adapter's after a scenario's). The first declaration of a name
   // wins, so a scenario can give an adapter option the default its story needs (failover: one

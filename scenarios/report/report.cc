@@ -118,7 +118,7 @@ std::filesystem::path write_report(const RunReport& report, const std::filesyste
   if (ec)
     throw std::runtime_error(
         fmt::format("cannot create report dir {}: {}", dir.string(), ec.message()));
-  const std::filesystem::path json_path = dir / (file_stem(report) + ".json");
+  std::filesystem::path json_path = dir / (file_stem(report) + ".json");
   const std::filesystem::path trace_path = dir / (file_stem(report) + ".trace");
   nlohmann::json j = to_json(report);
   if (!workload.is_null()) {

@@ -97,8 +97,8 @@ std::string render_number(const Doc& value) {
 
 }  // namespace
 
-MongoError::MongoError(int code, std::string message)
-    : std::runtime_error(std::move(message)), code_(code) {}
+MongoError::MongoError(int code, const std::string& message)
+    : std::runtime_error(message), code_(code) {}
 
 Doc MongoError::reply() const {
   return Doc{{"ok", 0.0}, {"errmsg", what()}, {"code", code_}, {"codeName", code_name(code_)}};

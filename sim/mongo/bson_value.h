@@ -25,7 +25,7 @@ using Doc = MongoDocument;
 // mongod's error: a code, its name, and the message.
 class MongoError : public std::runtime_error {
  public:
-  MongoError(int code, std::string message);
+  MongoError(int code, const std::string& message);
   int code() const { return code_; }
   // {"ok": 0.0, "errmsg", "code", "codeName"}, as mongod answers a failed command.
   Doc reply() const;

@@ -92,7 +92,7 @@ Doc write_error(size_t index, const MongoError& e) {
 // A duplicate key as a command error ({"ok": 0, ...}), as findAndModify and index builds report it.
 class DuplicateKeyError : public MongoError {
  public:
-  DuplicateKeyError(const std::string& ns, DuplicateKey dup, std::string prefix = "")
+  DuplicateKeyError(const std::string& ns, DuplicateKey dup, const std::string& prefix = "")
       : MongoError(mongo_error::kDuplicateKey, prefix + duplicate_key_message(ns, dup)),
         dup_(std::move(dup)) {}
   Doc reply_doc() const {

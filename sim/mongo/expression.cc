@@ -152,7 +152,7 @@ Value operate(std::string_view op, const Doc& args, const Doc& root, const ExprC
   if (op == "$ifNull") {
     const std::vector<const Doc*> list = arguments(args);
     for (size_t i = 0; i + 1 < list.size(); ++i) {
-      const Value v = evaluate(*list[i], root, ctx);
+      Value v = evaluate(*list[i], root, ctx);
       if (type_rank(v ? &*v : nullptr) > TypeRank::null) return v;
     }
     return evaluate(*list.back(), root, ctx);
