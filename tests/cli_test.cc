@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -203,4 +204,46 @@ TEST_CASE("replay lines name the program they were printed by", "[cli]") {
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("my-locks: ") == 0);
   std::filesystem::remove_all(dir);
+}
+
+// Every bad input gets one clear line (exit 2), and no input reaches an internal error (70).
+struct BadInput {
+  std::string args;
+  int exit_code;
+  std::string must_mention;
+};
+
+void check_bad_inputs(const std::vector<BadInput>& cases) {
+  for (const BadInput& c : cases) {
+    INFO(c.args);
+    const CommandResult r = cli(c.args);
+    INFO(r.err);
+    CHECK(r.exit_code == c.exit_code);
+    if (c.exit_code == 2) CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.find(c.must_mention) != std::string::npos);
+  }
+}
+
+TEST_CASE("an option value --set accepts never fails later in a constructor", "[cli]") {
+  check_bad_inputs({
+      {"run sequential --adapter redis --set retry_times=86400000", 2, "retry_times"},
+      {"run sequential --adapter redis --set retry_delay_ms=86400000", 2, "retry_delay_ms"},
+      {"run sequential --adapter redlock --set request_timeout_ms=60000", 2, "request_timeout_ms"},
+      {"run sequential --adapter redlock --set drift_constant_ms=60000", 2, "drift_constant_ms"},
+      {"run sequential --adapter redlock --set max_hold_time_ms=1", 2, "max_hold_time_ms"},
+      {"run stolen-lock --adapter memory --set hold_ms=86400000", 2, "hold_ms"},
+      {"run pause-in-release --adapter redis --set pause_ms=86400000", 2, "pause_ms"},
+  });
+  // The limits themselves are accepted and run.
+  for (const char* args : {"run sequential --adapter redis --set retry_times=1000000",
+                           "run sequential --adapter redlock --set request_timeout_ms=9999",
+                           "run sequential --adapter redlock --set max_hold_time_ms=86400000",
+                           "run stolen-lock --adapter memory --set hold_ms=43199000"}) {
+    INFO(args);
+    const int code = cli(args).exit_code;
+    CHECK((code == 0 || code == 1));
+  }
+  // A set between primaries at the failover instant has nothing to crash: a run, not exit 70.
+  const CommandResult r = cli("run failover --adapter mongo --set election_timeout_ms=1");
+  CHECK((r.exit_code == 0 || r.exit_code == 1));
 }
