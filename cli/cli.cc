@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,13 +66,25 @@ struct ReplayFlags {
   bool json = false;
 };
 
-// CLI11 reads "-1" into an unsigned option as 2^64-1 (strtoull wraps); a seed is never negative.
-const CLI::Validator kNonNegative(
-    [](std::string& input) -> std::string {
-      if (input.find('-') == std::string::npos) return "";
-      return "must be a non-negative integer, not " + input;
-    },
-    "", "non-negative");
+// Numbers on the command line are strict decimal integers within [min, max]: digits only, no
+// sign, hex, octal, spaces or wrap-around. Leading zeros are decimal ("010" is ten, "08" eight).
+// CLI11 itself reads "010" as octal, "0x10" as hex, "-1" as 2^64-1 and saturates what overflows,
+// so the check rewrites the text to its canonical digits before CLI11 converts it.
+CLI::Validator decimal(uint64_t min, uint64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& input) -> std::string {
+        const std::optional<uint64_t> value = parse_decimal_unsigned(input);
+        if (!value || *value < min || *value > max) {
+          return fmt::format("must be a decimal integer in [{}, {}], got {}", min, max,
+                             quote_value(input));
+        }
+        input = std::to_string(*value);
+        return "";
+      },
+      max == UINT64_MAX ? std::string() : fmt::format("[{}-{}]", min, max), "decimal");
+}
+
+const CLI::Validator kSeed = decimal(0, UINT64_MAX);
 
 std::string adapter_help() { return fmt::format("adapter name (see `{} list`)", program_name()); }
 
@@ -380,8 +393,8 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
   c.sweep = app.add_subcommand(
       "sweep", "many seeds of random workloads and fault schedules against one adapter");
   c.sweep->add_option("--adapter", s.adapter, adapter_help())->required();
-  c.sweep->add_option("--seeds", s.seeds, "how many seeds")->check(CLI::Range(1, 10'000'000));
-  c.sweep->add_option("--first-seed", s.first_seed, "first seed")->check(kNonNegative);
+  c.sweep->add_option("--seeds", s.seeds, "how many seeds")->transform(decimal(1, 10'000'000));
+  c.sweep->add_option("--first-seed", s.first_seed, "first seed")->transform(kSeed);
   c.sweep->add_option("--faults", s.faults,
                       "comma list of fault kinds to draw: " + fault_kind_names());
   c.sweep->add_option("--shard", s.shard, "I/N: run only the seeds s with (s - first) % N == I");
@@ -392,7 +405,7 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
   c.sweep->add_flag("--keep-going", s.keep_going,
                     "run every seed instead of stopping at the first violation");
   c.sweep->add_option("--shrink", s.shrink, "how many counterexamples to shrink and save")
-      ->check(CLI::Range(0, 1000));
+      ->transform(decimal(0, 1000));
   c.sweep->add_flag("--json", s.json, "print JSON");
 
   MergeFlags& m = c.merge_flags;
@@ -410,8 +423,9 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
       app.add_subcommand("calibrate", "how fast the sweep catches each known-bad adapter");
   c.calibrate->add_option("--adapter", k.adapters,
                           "known-bad adapters to calibrate (default: all)");
-  c.calibrate->add_option("--seeds", k.seeds, "seeds per adapter")->check(CLI::Range(1, 1'000'000));
-  c.calibrate->add_option("--first-seed", k.first_seed, "first seed")->check(kNonNegative);
+  c.calibrate->add_option("--seeds", k.seeds, "seeds per adapter")
+      ->transform(decimal(1, 1'000'000));
+  c.calibrate->add_option("--first-seed", k.first_seed, "first seed")->transform(kSeed);
   c.calibrate->add_option("--report", k.report_dir,
                           "write the shrunk counterexamples' replay files here");
   c.calibrate->add_flag("--json", k.json, "print JSON");
@@ -444,7 +458,7 @@ int run_cli(int argc, char** argv) {
       ->required();
   run_cmd->add_option("--adapter", run.adapter, adapter_help())->required();
   run_cmd->add_option("--world", run.world, "sim or real")->check(CLI::IsMember({"sim", "real"}));
-  run_cmd->add_option("--seed", run.seed, "seed of the run")->check(kNonNegative);
+  run_cmd->add_option("--seed", run.seed, "seed of the run")->transform(kSeed);
   run_cmd->add_option("--fencing", run.fencing, "on or off")->check(CLI::IsMember({"on", "off"}));
   run_cmd->add_option("--set", run.sets, "KEY=VALUE: override a scenario or adapter option");
   run_cmd->add_option("--report", run.report_dir,
@@ -457,9 +471,9 @@ int run_cli(int argc, char** argv) {
       app.add_subcommand("matrix", "adapters against the scenarios that apply to them");
   matrix_cmd->add_option("--world", matrix.world, "sim or real")
       ->check(CLI::IsMember({"sim", "real"}));
-  matrix_cmd->add_option("--seeds", matrix.seeds, "seeds per cell")->check(CLI::Range(1, 100000));
+  matrix_cmd->add_option("--seeds", matrix.seeds, "seeds per cell")->transform(decimal(1, 100000));
   matrix_cmd->add_option("--first-seed", matrix.first_seed, "first seed of each cell")
-      ->check(kNonNegative);
+      ->transform(kSeed);
   matrix_cmd->add_option("--adapter", matrix.adapters,
                          "only these adapters (repeatable; default: every adapter of the world)");
   matrix_cmd->add_option("--scenario", matrix.scenarios,

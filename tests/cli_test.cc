@@ -247,3 +247,39 @@ TEST_CASE("an option value --set accepts never fails later in a constructor", "[
   const CommandResult r = cli("run failover --adapter mongo --set election_timeout_ms=1");
   CHECK((r.exit_code == 0 || r.exit_code == 1));
 }
+
+TEST_CASE("numbers are strict decimal integers: no octal, hex, sign, spaces, wrap or saturation",
+          "[cli]") {
+  check_bad_inputs({
+      {"run sequential --adapter memory --seed 0x10", 2, "--seed"},
+      {"run sequential --adapter memory --seed -1", 2, "--seed"},
+      {"run sequential --adapter memory --seed 99999999999999999999", 2, "--seed"},
+      {"run sequential --adapter memory --seed +5", 2, "--seed"},
+      {"run sequential --adapter memory --seed ' 5'", 2, "--seed"},
+      {"matrix --seeds 0x10", 2, "--seeds"},
+      {"matrix --first-seed 1e3", 2, "--first-seed"},
+      {"sweep --adapter memory --seeds 99999999999999999999", 2, "--seeds"},
+      {"sweep --adapter memory --shrink -1", 2, "--shrink"},
+      {"sweep --adapter memory --seeds 2 --shard ' 1/4'", 2, "--shard"},
+      {"sweep --adapter memory --seeds 2 --shard +1/4", 2, "--shard"},
+      {"sweep --adapter memory --seeds 2 --shard 1/0x4", 2, "--shard"},
+      {"sweep --adapter memory --seeds 2 --shard 0/99999999999999999999", 2, "--shard"},
+      {"calibrate --seeds 010x", 2, "--seeds"},
+      {"run sequential --adapter memory --set ttl_ms=0x10", 2, "ttl_ms"},
+      {"run sequential --adapter memory --set ttl_ms=+5", 2, "ttl_ms"},
+      {"run sequential --adapter memory --set ttl_ms=99999999999999999999", 2, "ttl_ms"},
+  });
+  // Leading zeros are decimal, never octal: 010 is ten and 08 is eight.
+  const auto seed_of = [](const std::string& args) {
+    const CommandResult r = cli(args + " --json");
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.out).at("seed").get<uint64_t>();
+  };
+  CHECK(seed_of("run sequential --adapter memory --seed 010") == 10);
+  CHECK(seed_of("run sequential --adapter memory --seed 08") == 8);
+  CHECK(seed_of("run sequential --adapter memory --seed 18446744073709551615") ==
+        18446744073709551615ULL);
+  const CommandResult ttl = cli("run sequential --adapter memory --set ttl_ms=010 --json");
+  REQUIRE(ttl.exit_code == 0);
+  CHECK(nlohmann::json::parse(ttl.out).at("options").at("ttl_ms") == "10");
+}
