@@ -4,12 +4,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -86,6 +89,34 @@ CLI::Validator decimal(uint64_t min, uint64_t max) {
 
 const CLI::Validator kSeed = decimal(0, UINT64_MAX);
 
+// stdout could not take the output (a full disk, a closed pipe): exit 3, naming stdout.
+class StdoutError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+void print_out(std::string_view text) {
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::ferror(stdout)) {
+    throw StdoutError(std::strerror(errno));
+  }
+}
+
+// A message on one line: newlines and other control characters inside it are escaped.
+std::string escape_lines(std::string_view text) {
+  std::string out;
+  for (const char ch : text) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (ch == '\n') {
+      out += "\\n";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 std::string adapter_help() { return fmt::format("adapter name (see `{} list`)", program_name()); }
 
 nlohmann::json list_json() {
@@ -119,22 +150,24 @@ nlohmann::json list_json() {
 
 int cmd_list(bool json) {
   if (json) {
-    fmt::print("{}\n", list_json().dump(2));
+    print_out(fmt::format("{}\n", list_json().dump(2)));
     return kExitOk;
   }
-  fmt::print("adapters:\n");
+  print_out(fmt::format("adapters:\n"));
   for (const AdapterEntry& a : adapters()) {
-    fmt::print("  {:<28} [{}] {}\n", a.name, fmt::join(a.worlds, ","), a.description);
+    print_out(fmt::format("  {:<28} [{}] {}\n", a.name, fmt::join(a.worlds, ","), a.description));
     if (a.known_bad) continue;  // its options are its production sibling's
     for (const OptionSpec& spec : a.options) {
-      fmt::print("  {:<28}   --set {}={}  ({})\n", "", spec.name, spec.default_value, spec.help);
+      print_out(fmt::format("  {:<28}   --set {}={}  ({})\n", "", spec.name, spec.default_value,
+                            spec.help));
     }
   }
-  fmt::print("scenarios:\n");
+  print_out(fmt::format("scenarios:\n"));
   for (const Scenario& s : scenarios()) {
-    fmt::print("  {:<22} [{}] {}\n", s.name, fmt::join(s.worlds, ","), s.description);
+    print_out(fmt::format("  {:<22} [{}] {}\n", s.name, fmt::join(s.worlds, ","), s.description));
     for (const OptionSpec& spec : s.options) {
-      fmt::print("  {:<22}   --set {}={}  ({})\n", "", spec.name, spec.default_value, spec.help);
+      print_out(fmt::format("  {:<22}   --set {}={}  ({})\n", "", spec.name, spec.default_value,
+                            spec.help));
     }
   }
   return kExitOk;
@@ -147,9 +180,9 @@ int print_run(const RunReport& report, bool json, const std::string& report_dir)
     fmt::print(stderr, "timeline: {}\n", timeline_path_for(path).string());
   }
   if (json) {
-    fmt::print("{}\n", to_json(report).dump(2));
+    print_out(fmt::format("{}\n", to_json(report).dump(2)));
   } else {
-    fmt::print("{}", to_text(report));
+    print_out(fmt::format("{}", to_text(report)));
   }
   return report.ok() ? kExitOk : kExitViolation;
 }
@@ -209,9 +242,9 @@ int cmd_matrix(const MatrixFlags& flags) {
   }
   if (!flags.junit.empty()) write_junit(flags.junit, "lockstep matrix", junit_cases(result));
   if (flags.json) {
-    fmt::print("{}\n", to_json(result).dump(2));
+    print_out(fmt::format("{}\n", to_json(result).dump(2)));
   } else {
-    fmt::print("{}", to_text(result));
+    print_out(fmt::format("{}", to_text(result)));
   }
   return result.all_match() ? kExitOk : kExitViolation;
 }
@@ -310,9 +343,9 @@ int cmd_sweep(const SweepFlags& flags) {
     fmt::print(stderr, "report: {}\n", path.string());
   }
   if (flags.json) {
-    fmt::print("{}\n", to_json(result).dump(2));
+    print_out(fmt::format("{}\n", to_json(result).dump(2)));
   } else {
-    fmt::print("{}", to_text(result));
+    print_out(fmt::format("{}", to_text(result)));
   }
   return result.ok() ? kExitOk : kExitViolation;
 }
@@ -361,9 +394,9 @@ int cmd_sweep_merge(const MergeFlags& flags) {
     fmt::print(stderr, "report: {}\n", path.string());
   }
   if (flags.json) {
-    fmt::print("{}\n", merged.dump(2));
+    print_out(fmt::format("{}\n", merged.dump(2)));
   } else {
-    fmt::print("{}", merged_text(merged));
+    print_out(fmt::format("{}", merged_text(merged)));
   }
   return merged.at("verdict") == "ok" ? kExitOk : kExitViolation;
 }
@@ -381,9 +414,9 @@ int cmd_calibrate(const CalibrateFlags& flags) {
                                                     .seeds = flags.seeds,
                                                     .report_dir = flags.report_dir});
   if (flags.json) {
-    fmt::print("{}\n", to_json(result).dump(2));
+    print_out(fmt::format("{}\n", to_json(result).dump(2)));
   } else {
-    fmt::print("{}", to_text(result));
+    print_out(fmt::format("{}", to_text(result)));
   }
   return result.all_meet_targets() ? kExitOk : kExitViolation;
 }
@@ -498,7 +531,17 @@ int run_cli(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    fmt::print(stderr, "{}: {} (try --help)\n", program_name(), e.what());
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+    if (argc < 2 || std::string_view(argv[1]).substr(0, 1) == "-") {
+      fmt::print(stderr, "{}: a subcommand is required; valid subcommands: {} (try --help)\n",
+                 program_name(), fmt::join(names, ", "));
+    } else if (app.get_subcommands().empty()) {
+      fmt::print(stderr, "{}: unknown subcommand {}; valid subcommands: {}\n", program_name(),
+                 quote_value(argv[1]), fmt::join(names, ", "));
+    } else {
+      fmt::print(stderr, "{}: {} (try --help)\n", program_name(), escape_lines(e.what()));
+    }
     return kExitUsage;
   }
 
@@ -517,9 +560,19 @@ int cli_main(int argc, char** argv) {
   }
   const std::string& program = program_name();
   try {
-    return run_cli(argc, argv);
+    const int code = run_cli(argc, argv);
+    // Output that could not be written (a full disk, a closed pipe) must not pass for a result.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+      fmt::print(stderr, "{}: cannot write the output to stdout: {}\n", program,
+                 std::strerror(errno));
+      return kExitEnvironment;
+    }
+    return code;
+  } catch (const StdoutError& e) {
+    fmt::print(stderr, "{}: cannot write the output to stdout: {}\n", program, e.what());
+    return kExitEnvironment;
   } catch (const UsageError& e) {
-    fmt::print(stderr, "{}: {}\n", program, e.what());
+    fmt::print(stderr, "{}: {}\n", program, escape_lines(e.what()));
     return kExitUsage;
   } catch (const real::ServerUnavailable& e) {
     fmt::print(stderr, "{}: {}\n", program, e.what());  // names what is missing and how to get it

@@ -283,3 +283,22 @@ TEST_CASE("numbers are strict decimal integers: no octal, hex, sign, spaces, wra
   REQUIRE(ttl.exit_code == 0);
   CHECK(nlohmann::json::parse(ttl.out).at("options").at("ttl_ms") == "10");
 }
+
+TEST_CASE("output that cannot be written is exit 3 naming stdout, never 0 or 70", "[cli]") {
+  check_bad_inputs({
+      {"list >/dev/full", 3, "stdout"},
+      {"list --json >/dev/full", 3, "stdout"},
+      {"run sequential --adapter memory --json >/dev/full", 3, "stdout"},
+      {"run gc-pause --adapter memory >/dev/full", 3, "stdout"},
+      {"sweep --adapter memory --seeds 3 --json >/dev/full", 3, "stdout"},
+  });
+}
+
+TEST_CASE("an unknown or missing subcommand is one line naming the valid ones", "[cli]") {
+  check_bad_inputs({
+      {"frobnicate", 2, "unknown subcommand \"frobnicate\"; valid subcommands: list, run"},
+      {"", 2, "valid subcommands: list, run"},
+      {"\"$(printf 'fro\\nb')\"", 2, "unknown subcommand \"fro\\nb\""},
+      {"run sequential --adapter memory --set \"$(printf 'ttl_ms=1\\n2')\"", 2, "\"1\\n2\""},
+  });
+}
