@@ -4,11 +4,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -66,13 +70,53 @@ struct ReplayFlags {
   bool json = false;
 };
 
-// CLI11 reads "-1" into an unsigned option as 2^64-1 (strtoull wraps); a seed is never negative.
-const CLI::Validator kNonNegative(
-    [](std::string& input) -> std::string {
-      if (input.find('-') == std::string::npos) return "";
-      return "must be a non-negative integer, not " + input;
-    },
-    "", "non-negative");
+// Numbers on the command line are strict decimal integers within [min, max]: digits only, no
+// sign, hex, octal, spaces or wrap-around. Leading zeros are decimal ("010" is ten, "08" eight).
+// CLI11 itself reads "010" as octal, "0x10" as hex, "-1" as 2^64-1 and saturates what overflows,
+// so the check rewrites the text to its canonical digits before CLI11 converts it.
+CLI::Validator decimal(uint64_t min, uint64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& input) -> std::string {
+        const std::optional<uint64_t> value = parse_decimal_unsigned(input);
+        if (!value || *value < min || *value > max) {
+          return fmt::format("must be a decimal integer in [{}, {}], got {}", min, max,
+                             quote_value(input));
+        }
+        input = std::to_string(*value);
+        return "";
+      },
+      max == UINT64_MAX ? std::string() : fmt::format("[{}-{}]", min, max), "decimal");
+}
+
+const CLI::Validator kSeed = decimal(0, UINT64_MAX);
+
+// stdout could not take the output (a full disk, a closed pipe): exit 3, naming stdout.
+class StdoutError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+void print_out(std::string_view text) {
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::ferror(stdout)) {
+    throw StdoutError(std::strerror(errno));
+  }
+}
+
+// A message on one line: newlines and other control characters inside it are escaped.
+std::string escape_lines(std::string_view text) {
+  std::string out;
+  for (const char ch : text) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (ch == '\n') {
+      out += "\\n";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
 
 std::string adapter_help() { return fmt::format("adapter name (see `{} list`)", program_name()); }
 
@@ -107,22 +151,24 @@ nlohmann::json list_json() {
 
 int cmd_list(bool json) {
   if (json) {
-    fmt::print("{}\n", list_json().dump(2));
+    print_out(fmt::format("{}\n", list_json().dump(2)));
     return kExitOk;
   }
-  fmt::print("adapters:\n");
+  print_out(fmt::format("adapters:\n"));
   for (const AdapterEntry& a : adapters()) {
-    fmt::print("  {:<28} [{}] {}\n", a.name, fmt::join(a.worlds, ","), a.description);
+    print_out(fmt::format("  {:<28} [{}] {}\n", a.name, fmt::join(a.worlds, ","), a.description));
     if (a.known_bad) continue;  // its options are its production sibling's
     for (const OptionSpec& spec : a.options) {
-      fmt::print("  {:<28}   --set {}={}  ({})\n", "", spec.name, spec.default_value, spec.help);
+      print_out(fmt::format("  {:<28}   --set {}={}  ({})\n", "", spec.name, spec.default_value,
+                            spec.help));
     }
   }
-  fmt::print("scenarios:\n");
+  print_out(fmt::format("scenarios:\n"));
   for (const Scenario& s : scenarios()) {
-    fmt::print("  {:<22} [{}] {}\n", s.name, fmt::join(s.worlds, ","), s.description);
+    print_out(fmt::format("  {:<22} [{}] {}\n", s.name, fmt::join(s.worlds, ","), s.description));
     for (const OptionSpec& spec : s.options) {
-      fmt::print("  {:<22}   --set {}={}  ({})\n", "", spec.name, spec.default_value, spec.help);
+      print_out(fmt::format("  {:<22}   --set {}={}  ({})\n", "", spec.name, spec.default_value,
+                            spec.help));
     }
   }
   return kExitOk;
@@ -136,9 +182,9 @@ int print_run(const RunReport& report, bool json, const std::string& report_dir)
     fmt::print(stderr, "history: {}\n", history_path_for(path).string());
   }
   if (json) {
-    fmt::print("{}\n", to_json(report).dump(2));
+    print_out(fmt::format("{}\n", to_json(report).dump(2)));
   } else {
-    fmt::print("{}", to_text(report));
+    print_out(fmt::format("{}", to_text(report)));
   }
   return report.ok() ? kExitOk : kExitViolation;
 }
@@ -201,9 +247,9 @@ int cmd_matrix(const MatrixFlags& flags) {
   }
   if (!flags.junit.empty()) write_junit(flags.junit, "lockstep matrix", junit_cases(result));
   if (flags.json) {
-    fmt::print("{}\n", to_json(result).dump(2));
+    print_out(fmt::format("{}\n", to_json(result).dump(2)));
   } else {
-    fmt::print("{}", to_text(result));
+    print_out(fmt::format("{}", to_text(result)));
   }
   return result.all_match() ? kExitOk : kExitViolation;
 }
@@ -302,9 +348,9 @@ int cmd_sweep(const SweepFlags& flags) {
     fmt::print(stderr, "report: {}\n", path.string());
   }
   if (flags.json) {
-    fmt::print("{}\n", to_json(result).dump(2));
+    print_out(fmt::format("{}\n", to_json(result).dump(2)));
   } else {
-    fmt::print("{}", to_text(result));
+    print_out(fmt::format("{}", to_text(result)));
   }
   return result.ok() ? kExitOk : kExitViolation;
 }
@@ -353,9 +399,9 @@ int cmd_sweep_merge(const MergeFlags& flags) {
     fmt::print(stderr, "report: {}\n", path.string());
   }
   if (flags.json) {
-    fmt::print("{}\n", merged.dump(2));
+    print_out(fmt::format("{}\n", merged.dump(2)));
   } else {
-    fmt::print("{}", merged_text(merged));
+    print_out(fmt::format("{}", merged_text(merged)));
   }
   return merged.at("verdict") == "ok" ? kExitOk : kExitViolation;
 }
@@ -373,9 +419,9 @@ int cmd_calibrate(const CalibrateFlags& flags) {
                                                     .seeds = flags.seeds,
                                                     .report_dir = flags.report_dir});
   if (flags.json) {
-    fmt::print("{}\n", to_json(result).dump(2));
+    print_out(fmt::format("{}\n", to_json(result).dump(2)));
   } else {
-    fmt::print("{}", to_text(result));
+    print_out(fmt::format("{}", to_text(result)));
   }
   return result.all_meet_targets() ? kExitOk : kExitViolation;
 }
@@ -385,8 +431,8 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
   c.sweep = app.add_subcommand(
       "sweep", "many seeds of random workloads and fault schedules against one adapter");
   c.sweep->add_option("--adapter", s.adapter, adapter_help())->required();
-  c.sweep->add_option("--seeds", s.seeds, "how many seeds")->check(CLI::Range(1, 10'000'000));
-  c.sweep->add_option("--first-seed", s.first_seed, "first seed")->check(kNonNegative);
+  c.sweep->add_option("--seeds", s.seeds, "how many seeds")->transform(decimal(1, 10'000'000));
+  c.sweep->add_option("--first-seed", s.first_seed, "first seed")->transform(kSeed);
   c.sweep->add_option("--faults", s.faults,
                       "comma list of fault kinds to draw: " + fault_kind_names());
   c.sweep->add_option("--shard", s.shard, "I/N: run only the seeds s with (s - first) % N == I");
@@ -397,7 +443,7 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
   c.sweep->add_flag("--keep-going", s.keep_going,
                     "run every seed instead of stopping at the first violation");
   c.sweep->add_option("--shrink", s.shrink, "how many counterexamples to shrink and save")
-      ->check(CLI::Range(0, 1000));
+      ->transform(decimal(0, 1000));
   c.sweep->add_flag("--json", s.json, "print JSON");
 
   MergeFlags& m = c.merge_flags;
@@ -415,8 +461,9 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
       app.add_subcommand("calibrate", "how fast the sweep catches each known-bad adapter");
   c.calibrate->add_option("--adapter", k.adapters,
                           "known-bad adapters to calibrate (default: all)");
-  c.calibrate->add_option("--seeds", k.seeds, "seeds per adapter")->check(CLI::Range(1, 1'000'000));
-  c.calibrate->add_option("--first-seed", k.first_seed, "first seed")->check(kNonNegative);
+  c.calibrate->add_option("--seeds", k.seeds, "seeds per adapter")
+      ->transform(decimal(1, 1'000'000));
+  c.calibrate->add_option("--first-seed", k.first_seed, "first seed")->transform(kSeed);
   c.calibrate->add_option("--report", k.report_dir,
                           "write the shrunk counterexamples' replay files here");
   c.calibrate->add_flag("--json", k.json, "print JSON");
@@ -449,7 +496,7 @@ int run_cli(int argc, char** argv) {
       ->required();
   run_cmd->add_option("--adapter", run.adapter, adapter_help())->required();
   run_cmd->add_option("--world", run.world, "sim or real")->check(CLI::IsMember({"sim", "real"}));
-  run_cmd->add_option("--seed", run.seed, "seed of the run")->check(kNonNegative);
+  run_cmd->add_option("--seed", run.seed, "seed of the run")->transform(kSeed);
   run_cmd->add_option("--fencing", run.fencing, "on or off")->check(CLI::IsMember({"on", "off"}));
   run_cmd->add_option("--set", run.sets, "KEY=VALUE: override a scenario or adapter option");
   run_cmd->add_option("--report", run.report_dir,
@@ -462,9 +509,9 @@ int run_cli(int argc, char** argv) {
       app.add_subcommand("matrix", "adapters against the scenarios that apply to them");
   matrix_cmd->add_option("--world", matrix.world, "sim or real")
       ->check(CLI::IsMember({"sim", "real"}));
-  matrix_cmd->add_option("--seeds", matrix.seeds, "seeds per cell")->check(CLI::Range(1, 100000));
+  matrix_cmd->add_option("--seeds", matrix.seeds, "seeds per cell")->transform(decimal(1, 100000));
   matrix_cmd->add_option("--first-seed", matrix.first_seed, "first seed of each cell")
-      ->check(kNonNegative);
+      ->transform(kSeed);
   matrix_cmd->add_option("--adapter", matrix.adapters,
                          "only these adapters (repeatable; default: every adapter of the world)");
   matrix_cmd->add_option("--scenario", matrix.scenarios,
@@ -499,7 +546,17 @@ int run_cli(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    fmt::print(stderr, "{}: {} (try --help)\n", program_name(), e.what());
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+    if (argc < 2 || std::string_view(argv[1]).substr(0, 1) == "-") {
+      fmt::print(stderr, "{}: a subcommand is required; valid subcommands: {} (try --help)\n",
+                 program_name(), fmt::join(names, ", "));
+    } else if (app.get_subcommands().empty()) {
+      fmt::print(stderr, "{}: unknown subcommand {}; valid subcommands: {}\n", program_name(),
+                 quote_value(argv[1]), fmt::join(names, ", "));
+    } else {
+      fmt::print(stderr, "{}: {} (try --help)\n", program_name(), escape_lines(e.what()));
+    }
     return kExitUsage;
   }
 
@@ -519,9 +576,19 @@ int cli_main(int argc, char** argv) {
   }
   const std::string& program = program_name();
   try {
-    return run_cli(argc, argv);
+    const int code = run_cli(argc, argv);
+    // Output that could not be written (a full disk, a closed pipe) must not pass for a result.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+      fmt::print(stderr, "{}: cannot write the output to stdout: {}\n", program,
+                 std::strerror(errno));
+      return kExitEnvironment;
+    }
+    return code;
+  } catch (const StdoutError& e) {
+    fmt::print(stderr, "{}: cannot write the output to stdout: {}\n", program, e.what());
+    return kExitEnvironment;
   } catch (const UsageError& e) {
-    fmt::print(stderr, "{}: {}\n", program, e.what());
+    fmt::print(stderr, "{}: {}\n", program, escape_lines(e.what()));
     return kExitUsage;
   } catch (const real::ServerUnavailable& e) {
     fmt::print(stderr, "{}: {}\n", program, e.what());  // names what is missing and how to get it

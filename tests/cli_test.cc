@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -237,4 +238,101 @@ TEST_CASE("replay lines name the program they were printed by", "[cli]") {
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("my-locks: ") == 0);
   std::filesystem::remove_all(dir);
+}
+
+// Every bad input gets one clear line (exit 2), and no input reaches an internal error (70).
+struct BadInput {
+  std::string args;
+  int exit_code;
+  std::string must_mention;
+};
+
+void check_bad_inputs(const std::vector<BadInput>& cases) {
+  for (const BadInput& c : cases) {
+    INFO(c.args);
+    const CommandResult r = cli(c.args);
+    INFO(r.err);
+    CHECK(r.exit_code == c.exit_code);
+    if (c.exit_code == 2) CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.find(c.must_mention) != std::string::npos);
+  }
+}
+
+TEST_CASE("an option value --set accepts never fails later in a constructor", "[cli]") {
+  check_bad_inputs({
+      {"run sequential --adapter redis --set retry_times=86400000", 2, "retry_times"},
+      {"run sequential --adapter redis --set retry_delay_ms=86400000", 2, "retry_delay_ms"},
+      {"run sequential --adapter redlock --set request_timeout_ms=60000", 2, "request_timeout_ms"},
+      {"run sequential --adapter redlock --set drift_constant_ms=60000", 2, "drift_constant_ms"},
+      {"run sequential --adapter redlock --set max_hold_time_ms=1", 2, "max_hold_time_ms"},
+      {"run stolen-lock --adapter memory --set hold_ms=86400000", 2, "hold_ms"},
+      {"run pause-in-release --adapter redis --set pause_ms=86400000", 2, "pause_ms"},
+  });
+  // The limits themselves are accepted and run.
+  for (const char* args : {"run sequential --adapter redis --set retry_times=1000000",
+                           "run sequential --adapter redlock --set request_timeout_ms=9999",
+                           "run sequential --adapter redlock --set max_hold_time_ms=86400000",
+                           "run stolen-lock --adapter memory --set hold_ms=43199000"}) {
+    INFO(args);
+    const int code = cli(args).exit_code;
+    CHECK((code == 0 || code == 1));
+  }
+  // A set between primaries at the failover instant has nothing to crash: a run, not exit 70.
+  const CommandResult r = cli("run failover --adapter mongo --set election_timeout_ms=1");
+  CHECK((r.exit_code == 0 || r.exit_code == 1));
+}
+
+TEST_CASE("numbers are strict decimal integers: no octal, hex, sign, spaces, wrap or saturation",
+          "[cli]") {
+  check_bad_inputs({
+      {"run sequential --adapter memory --seed 0x10", 2, "--seed"},
+      {"run sequential --adapter memory --seed -1", 2, "--seed"},
+      {"run sequential --adapter memory --seed 99999999999999999999", 2, "--seed"},
+      {"run sequential --adapter memory --seed +5", 2, "--seed"},
+      {"run sequential --adapter memory --seed ' 5'", 2, "--seed"},
+      {"matrix --seeds 0x10", 2, "--seeds"},
+      {"matrix --first-seed 1e3", 2, "--first-seed"},
+      {"sweep --adapter memory --seeds 99999999999999999999", 2, "--seeds"},
+      {"sweep --adapter memory --shrink -1", 2, "--shrink"},
+      {"sweep --adapter memory --seeds 2 --shard ' 1/4'", 2, "--shard"},
+      {"sweep --adapter memory --seeds 2 --shard +1/4", 2, "--shard"},
+      {"sweep --adapter memory --seeds 2 --shard 1/0x4", 2, "--shard"},
+      {"sweep --adapter memory --seeds 2 --shard 0/99999999999999999999", 2, "--shard"},
+      {"calibrate --seeds 010x", 2, "--seeds"},
+      {"run sequential --adapter memory --set ttl_ms=0x10", 2, "ttl_ms"},
+      {"run sequential --adapter memory --set ttl_ms=+5", 2, "ttl_ms"},
+      {"run sequential --adapter memory --set ttl_ms=99999999999999999999", 2, "ttl_ms"},
+  });
+  // Leading zeros are decimal, never octal: 010 is ten and 08 is eight.
+  const auto seed_of = [](const std::string& args) {
+    const CommandResult r = cli(args + " --json");
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.out).at("seed").get<uint64_t>();
+  };
+  CHECK(seed_of("run sequential --adapter memory --seed 010") == 10);
+  CHECK(seed_of("run sequential --adapter memory --seed 08") == 8);
+  CHECK(seed_of("run sequential --adapter memory --seed 18446744073709551615") ==
+        18446744073709551615ULL);
+  const CommandResult ttl = cli("run sequential --adapter memory --set ttl_ms=010 --json");
+  REQUIRE(ttl.exit_code == 0);
+  CHECK(nlohmann::json::parse(ttl.out).at("options").at("ttl_ms") == "10");
+}
+
+TEST_CASE("output that cannot be written is exit 3 naming stdout, never 0 or 70", "[cli]") {
+  check_bad_inputs({
+      {"list >/dev/full", 3, "stdout"},
+      {"list --json >/dev/full", 3, "stdout"},
+      {"run sequential --adapter memory --json >/dev/full", 3, "stdout"},
+      {"run gc-pause --adapter memory >/dev/full", 3, "stdout"},
+      {"sweep --adapter memory --seeds 3 --json >/dev/full", 3, "stdout"},
+  });
+}
+
+TEST_CASE("an unknown or missing subcommand is one line naming the valid ones", "[cli]") {
+  check_bad_inputs({
+      {"frobnicate", 2, "unknown subcommand \"frobnicate\"; valid subcommands: list, run"},
+      {"", 2, "valid subcommands: list, run"},
+      {"\"$(printf 'fro\\nb')\"", 2, "unknown subcommand \"fro\\nb\""},
+      {"run sequential --adapter memory --set \"$(printf 'ttl_ms=1\\n2')\"", 2, "\"1\\n2\""},
+  });
 }

@@ -126,7 +126,7 @@ TEST_CASE("bad input is a UsageError naming the valid choices", "[runner][usage]
   CHECK_THROWS_WITH(run("gc-pause", "memory", 1, false, {"bogus=1"}),
                     Catch::Contains("unknown option") && Catch::Contains("ttl_ms"));
   CHECK_THROWS_WITH(run("gc-pause", "memory", 1, false, {"ttl_ms=soon"}),
-                    Catch::Contains("not an integer"));
+                    Catch::Contains("not a decimal integer"));
   CHECK_THROWS_WITH(run("gc-pause", "memory", 1, false, {"ttl_ms"}), Catch::Contains("KEY=VALUE"));
   register_known_bad_adapters();
   CHECK_THROWS_WITH(

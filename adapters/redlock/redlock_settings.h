@@ -19,8 +19,12 @@
 
 namespace lockstep {
 
+// The default lease: a manager's default settings are validated against it, so it bounds the
+// defaults' request_timeout_ms (below it), drift_constant_ms and max_hold_time_ms (at least it).
+inline constexpr int64_t kRedlockDefaultDurationMs = 10'000;
+
 struct RedlockSettings {
-  int64_t duration_ms = 10'000;
+  int64_t duration_ms = kRedlockDefaultDurationMs;
   int retry_count = 0;
   int64_t retry_delay_ms = 500;
   int64_t max_hold_time_ms = 60'000;

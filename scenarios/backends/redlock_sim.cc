@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "adapters/core/locker.h"
 #include "adapters/redlock/redlock_adapter.h"
 #include "base/check.h"
 #include "scenarios/backends/lease_events.h"
@@ -134,7 +135,7 @@ std::vector<OptionSpec> redlock_backend_options() {
        .default_value = "50",
        .help = "one round of requests to the nodes",
        .min = 1,
-       .max = 60'000},
+       .max = kRedlockDefaultDurationMs - 1},
       {.name = "drift_factor_ppm",
        .default_value = "1000",
        .help = "drift allowance per ms of lease (1000: 0.001)",
@@ -144,12 +145,12 @@ std::vector<OptionSpec> redlock_backend_options() {
        .default_value = "5",
        .help = "fixed drift allowance",
        .min = 0,
-       .max = 60'000},
+       .max = kRedlockDefaultDurationMs},
       {.name = "max_hold_time_ms",
        .default_value = "60000",
        .help = "longest hold across extends",
-       .min = 1,
-       .max = 86'400'000},
+       .min = kRedlockDefaultDurationMs,
+       .max = kTtlMaxMs},
   };
 }
 

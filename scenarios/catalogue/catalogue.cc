@@ -20,8 +20,9 @@ Scenario sequential() {
       .description = "two clients take the same key one after the other: both succeed, no overlap",
       .options = {int_option("ttl_ms", 1000, "lock TTL", 1),
                   int_option("hold_ms", 100, "work inside the lock"),
-                  int_option("retry_delay_ms", 50, "delay between attempts", 1),
-                  int_option("retry_times", 20, "retries after the first attempt")},
+                  int_option("retry_delay_ms", 50, "delay between attempts", 1, kRetryDelayMaxMs),
+                  int_option("retry_times", 20, "retries after the first attempt", 0,
+                             kMaxRetryTimes)},
       .fits = is_lease,
       .fits_text = "a lease lock",
       .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
@@ -82,8 +83,9 @@ Scenario crash_holder() {
           "after expiry (liveness); crash_at=in-acquire kills it while its acquire is on the wire",
       .options = {int_option("ttl_ms", 1500, "lock TTL", 1),
                   int_option("hold_ms", 100, "work before the crash"),
-                  int_option("retry_delay_ms", 200, "delay between attempts", 1),
-                  int_option("retry_times", 20, "retries after the first attempt"),
+                  int_option("retry_delay_ms", 200, "delay between attempts", 1, kRetryDelayMaxMs),
+                  int_option("retry_times", 20, "retries after the first attempt", 0,
+                             kMaxRetryTimes),
                   {.name = "crash_at",
                    .default_value = "after-work",
                    .help = "when the holder dies",
@@ -143,11 +145,12 @@ Scenario stolen_lock() {
           "A holds (TTL 500) and pauses 800; B acquires after expiry; A releases, then extends: "
           "both fail "
           "and leave B's lock intact (ownership); a third client C finds B's lock still there",
-      .options = {int_option("ttl_ms", 500, "lock TTL", 1),
+      .options = {int_option("ttl_ms", 500, "lock TTL", 1, kHalfLeaseMaxMs),
                   int_option("pause_ms", 800, "A's stop-the-world pause"),
-                  int_option("hold_ms", 1000, "B's work inside the lock"),
-                  int_option("retry_delay_ms", 50, "delay between attempts", 1),
-                  int_option("retry_times", 20, "retries after the first attempt")},
+                  int_option("hold_ms", 1000, "B's work inside the lock", 0, kWorkInLeaseMaxMs),
+                  int_option("retry_delay_ms", 50, "delay between attempts", 1, kRetryDelayMaxMs),
+                  int_option("retry_times", 20, "retries after the first attempt", 0,
+                             kMaxRetryTimes)},
       .fits = is_lease,
       .fits_text = "a lease lock",
       .expected =
@@ -187,7 +190,7 @@ Scenario stolen_lock() {
                 env.add_client("b"), ttl_ms + 100,
                 [&env, ttl_ms, hold_ms](Client& c) {
                   std::optional<Lock> lock =
-                      c.acquire("resource", ttl_ms + hold_ms + 1000, retry_from(env));
+                      c.acquire("resource", ttl_ms + hold_ms + kLeaseSlackMs, retry_from(env));
                   if (!lock) return;
                   c.increment(*lock, hold_ms);
                   c.release(*lock);
@@ -216,8 +219,9 @@ Scenario extend_after_expiry() {
           "A's lock back (B gets the key again at once)",
       .options = {int_option("ttl_ms", 500, "lock TTL", 1),
                   int_option("hold_ms", 50, "B's work inside the lock"),
-                  int_option("retry_delay_ms", 20, "delay between attempts", 1),
-                  int_option("retry_times", 50, "retries after the first attempt")},
+                  int_option("retry_delay_ms", 20, "delay between attempts", 1, kRetryDelayMaxMs),
+                  int_option("retry_times", 50, "retries after the first attempt", 0,
+                             kMaxRetryTimes)},
       .fits = is_lease,
       .fits_text = "a lease lock",
       .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
@@ -270,8 +274,9 @@ Scenario gc_pause() {
       .options = {int_option("ttl_ms", 10000, "lock TTL", 1),
                   int_option("pause_ms", 15000, "A's GC pause"),
                   int_option("hold_ms", 100, "B's work inside the lock"),
-                  int_option("retry_delay_ms", 100, "delay between attempts", 1),
-                  int_option("retry_times", 100, "retries after the first attempt")},
+                  int_option("retry_delay_ms", 100, "delay between attempts", 1, kRetryDelayMaxMs),
+                  int_option("retry_times", 100, "retries after the first attempt", 0,
+                             kMaxRetryTimes)},
       .fits = is_lease,
       .fits_text = "a lease lock",
       .expected =

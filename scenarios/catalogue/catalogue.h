@@ -4,13 +4,21 @@
 #include <string>
 #include <vector>
 
+#include "adapters/core/locker.h"
+#include "adapters/core/retry.h"
 #include "scenarios/harness/scenario.h"
 
 namespace lockstep {
 
-// An integer option in [min, max] with its default and a one-line help.
+// An integer option in [min, max] with its default and a one-line help. The default max is the
+// longest lease a lock accepts (kTtlMaxMs): a duration beyond it would fail in the adapter.
 OptionSpec int_option(std::string name, int64_t default_value, std::string help, int64_t min = 0,
-                      int64_t max = 86'400'000);
+                      int64_t max = kTtlMaxMs);
+// A client asks for a lease of ttl_ms + work_ms + kLeaseSlackMs to outlast its work: each of the
+// two may be at most half the longest lease, so their sum never exceeds kTtlMaxMs.
+inline constexpr int64_t kLeaseSlackMs = 1000;
+inline constexpr int64_t kHalfLeaseMaxMs = kTtlMaxMs / 2;
+inline constexpr int64_t kWorkInLeaseMaxMs = kTtlMaxMs / 2 - kLeaseSlackMs;
 // The retry settings of the scenario's retry_delay_ms and retry_times options.
 RetrySettings retry_from(const ScenarioEnv& env);
 // The plain client step: acquire "resource" (retrying as the options say), increment the guarded

@@ -23,12 +23,12 @@ Scenario pause_in_release_scenario() {
                    .default_value = "500",
                    .help = "lock TTL",
                    .min = 10,
-                   .max = 86'400'000},
+                   .max = kHalfLeaseMaxMs},
                   {.name = "pause_ms",
                    .default_value = "300",
                    .help = "A's pause mid-release",
                    .min = 0,
-                   .max = 86'400'000}},
+                   .max = kWorkInLeaseMaxMs}},
       .fits = talks_to_redis,
       .fits_text = "a lock on a single Redis primary",
       .worlds = {"sim"},
@@ -67,7 +67,8 @@ Scenario pause_in_release_scenario() {
                 pause_ms * 1000);
             auto retry = RetrySettings{.retry_delay_ms = 20, .retry_times = 100};
             env.start(env.add_client("b"), ttl_ms + 10, [ttl_ms, pause_ms, retry](Client& c) {
-              std::optional<Lock> lock = c.acquire("resource", ttl_ms + pause_ms + 1000, retry);
+              std::optional<Lock> lock =
+                  c.acquire("resource", ttl_ms + pause_ms + kLeaseSlackMs, retry);
               if (!lock) return;
               c.increment(*lock, pause_ms + 100);  // still working when A's pause ends
               c.release(*lock);

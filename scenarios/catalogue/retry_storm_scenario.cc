@@ -18,7 +18,7 @@ Scenario retry_storm_scenario() {
             .default_value = "1000",
             .help = "lock TTL",
             .min = 1,
-            .max = 86'400'000},
+            .max = kTtlMaxMs},
            {.name = "hold_ms",
             .default_value = "2",
             .help = "work inside the lock",

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "base/check.h"
+#include "scenarios/harness/options.h"
 #include "scenarios/report/report.h"
 
 namespace lockstep {
@@ -47,19 +48,17 @@ std::vector<FaultKind> parse_fault_list(const std::string& list) {
 
 std::pair<int, int> parse_shard(const std::string& text) {
   const size_t slash = text.find('/');
-  try {
-    if (slash == std::string::npos) throw std::invalid_argument("no slash");
-    size_t used_i = 0, used_n = 0;
-    const int index = std::stoi(text.substr(0, slash), &used_i);
-    const int count = std::stoi(text.substr(slash + 1), &used_n);
-    if (used_i != slash || used_n != text.size() - slash - 1 || count < 1 || index < 0 ||
-        index >= count) {
-      throw std::invalid_argument("out of range");
-    }
-    return {index, count};
-  } catch (const std::logic_error&) {
-    throw UsageError(fmt::format("--shard \"{}\" must be I/N with 0 <= I < N (e.g. 0/4)", text));
+  const std::string_view view(text);
+  const std::optional<uint64_t> index =
+      slash == std::string::npos ? std::nullopt : parse_decimal_unsigned(view.substr(0, slash));
+  const std::optional<uint64_t> count =
+      slash == std::string::npos ? std::nullopt : parse_decimal_unsigned(view.substr(slash + 1));
+  if (!index || !count || *count < 1 || *count > kShardCountMax || *index >= *count) {
+    throw UsageError(
+        fmt::format("--shard {} must be I/N, decimal integers with 0 <= I < N <= {} (e.g. 0/4)",
+                    quote_value(text), kShardCountMax));
   }
+  return {static_cast<int>(*index), static_cast<int>(*count)};
 }
 
 bool seed_in_shard(uint64_t seed, uint64_t first_seed, int index, int count) {

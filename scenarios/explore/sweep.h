@@ -26,6 +26,7 @@ namespace lockstep {
 // "pause,crash" -> kinds; empty -> all. Throws UsageError naming the valid kinds.
 std::vector<FaultKind> parse_fault_list(const std::string& list);
 // "I/N" with 0 <= I < N. Throws UsageError.
+inline constexpr uint64_t kShardCountMax = 1'000'000;
 std::pair<int, int> parse_shard(const std::string& text);
 bool seed_in_shard(uint64_t seed, uint64_t first_seed, int index, int count);
 

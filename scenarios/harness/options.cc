@@ -10,12 +10,59 @@ namespace lockstep {
 namespace {
 
 bool parse_int(const std::string& text, int64_t& out) {
+  const std::optional<int64_t> value = parse_decimal(text);
+  if (value) out = *value;
+  return value.has_value();
+}
+
+template <typename T>
+std::optional<T> from_decimal(std::string_view text) {
+  T value{};
   const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, out);
-  return ec == std::errc() && ptr == end && !text.empty();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value, 10);
+  if (text.empty() || ec != std::errc() || ptr != end) return std::nullopt;
+  return value;
+}
+
+// Digits only (after an optional '-'), so an out-of-range number can be told from a malformed one.
+bool all_digits(std::string_view text) {
+  if (!text.empty() && text.front() == '-') text.remove_prefix(1);
+  if (text.empty()) return false;
+  for (char ch : text) {
+    if (ch < '0' || ch > '9') return false;
+  }
+  return true;
 }
 
 }  // namespace
+
+std::optional<int64_t> parse_decimal(std::string_view text) { return from_decimal<int64_t>(text); }
+
+std::optional<uint64_t> parse_decimal_unsigned(std::string_view text) {
+  return from_decimal<uint64_t>(text);  // from_chars takes no sign for an unsigned type
+}
+
+std::string quote_value(std::string_view text) {
+  std::string out = "\"";
+  for (const char ch : text) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (ch == '\n') {
+      out += "\\n";
+    } else if (ch == '\r') {
+      out += "\\r";
+    } else if (ch == '\t') {
+      out += "\\t";
+    } else if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
 
 Options::Options(const std::vector<OptionSpec>& specs) {
   for (const OptionSpec& spec : specs) declare(spec);
@@ -38,8 +85,8 @@ void Options::declare(const OptionSpec& spec) {
 void Options::set(const std::string& assignment) {
   const size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
-    throw OptionError(
-        fmt::format("--set expects KEY=VALUE, got \"{}\"; keys: {}", assignment, known_names()));
+    throw OptionError(fmt::format("--set expects KEY=VALUE, got {}; keys: {}",
+                                  quote_value(assignment), known_names()));
   }
   set(assignment.substr(0, eq), assignment.substr(eq + 1));
 }
@@ -47,10 +94,12 @@ void Options::set(const std::string& assignment) {
 void Options::set(const std::string& name, const std::string& value) {
   auto it = specs_.find(name);
   if (it == specs_.end()) {
-    throw OptionError(fmt::format("unknown option \"{}\"; valid options: {}", name, known_names()));
+    throw OptionError(
+        fmt::format("unknown option {}; valid options: {}", quote_value(name), known_names()));
   }
   check_value(it->second, value);
-  values_[name] = value;
+  // An integer in its canonical form ("010" is stored as "10"), so overrides and traces agree.
+  values_[name] = it->second.choices.empty() ? std::to_string(*parse_decimal(value)) : value;
 }
 
 int64_t Options::get_int(const std::string& name) const {
@@ -81,12 +130,14 @@ void Options::check_value(const OptionSpec& spec, const std::string& value) cons
     for (const std::string& choice : spec.choices) {
       if (choice == value) return;
     }
-    throw OptionError(fmt::format("option {}: \"{}\" is not one of: {}", spec.name, value,
+    throw OptionError(fmt::format("option {}: {} is not one of: {}", spec.name, quote_value(value),
                                   fmt::join(spec.choices, ", ")));
   }
   int64_t number = 0;
   if (!parse_int(value, number)) {
-    throw OptionError(fmt::format("option {}: \"{}\" is not an integer", spec.name, value));
+    throw OptionError(fmt::format(
+        "option {}: {} is {}; valid: a decimal integer in [{}, {}]", spec.name, quote_value(value),
+        all_digits(value) ? "out of range" : "not a decimal integer", spec.min, spec.max));
   }
   if (number < spec.min || number > spec.max) {
     throw OptionError(

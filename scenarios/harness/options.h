@@ -7,11 +7,21 @@
 // valid choices, so the CLI can exit 2 with it. Iteration is in name order (std::map).
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lockstep {
+
+// A strict decimal integer: an optional '-' then digits only, in int64_t's range. Leading zeros
+// are decimal ("010" is ten, never octal); no '+', spaces, hex or exponent. nullopt otherwise.
+std::optional<int64_t> parse_decimal(std::string_view text);
+// The same without a sign, in uint64_t's range (seeds).
+std::optional<uint64_t> parse_decimal_unsigned(std::string_view text);
+// text for a one-line message: quoted, with control characters (a newline) escaped.
+std::string quote_value(std::string_view text);
 
 class OptionError : public std::invalid_argument {
  public:
