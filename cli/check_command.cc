@@ -1,5 +1,6 @@
 #include "cli/check_command.h"
 
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
@@ -16,6 +17,12 @@ namespace lockstep {
 namespace {
 
 History read_or_throw(const std::string& path) {
+  // Only a regular file: a directory has nothing to read, and opening a FIFO with no writer
+  // would block forever.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw UsageError(fmt::format("{} is not a history file (a regular JSON Lines file)", path));
+  }
   std::ifstream in(path);
   if (!in) throw UsageError(fmt::format("cannot read history {}", path));
   try {

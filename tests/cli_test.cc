@@ -150,6 +150,9 @@ TEST_CASE("check judges the history file a run writes as the run did", "[cli][ch
     std::ofstream bad(dir / "bad.jsonl");
     bad << "{\"meta\": {}}\n{\"time_us\": 1, \"kind\": \"grab\"}\n";
   }
+  const CommandResult directory = cli("check " + dir.string());
+  CHECK(directory.exit_code == 2);
+  CHECK(directory.err.find("is not a history file") != std::string::npos);
   const CommandResult refused = cli("check " + (dir / "bad.jsonl").string());
   CHECK(refused.exit_code == 2);
   CHECK(refused.err.find("line 2: \"kind\" is \"grab\"") != std::string::npos);
