@@ -1,10 +1,13 @@
 // The `lockstep` command's contract (docs/DESIGN.md): subcommands, JSON fields, exit codes, and
 // one-line errors that name the valid choices. Runs the real binary.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -123,6 +126,54 @@ TEST_CASE("replay of a report reproduces its trace hash", "[cli]") {
   CHECK(replay.exit_code == 0);  // reproduced: the violation again, which is what was asked
   CHECK(replay.out.find("stolen-lock") != std::string::npos);
   CHECK(replay.err.find("reproduced: trace_hash") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("replay refuses what is not a report, with one line naming what is wrong", "[cli]") {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("lockstep-cli-bad-report-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  REQUIRE(cli("run sequential --adapter memory --report " + dir.string()).exit_code == 0);
+  const auto good = dir / "sequential.memory.seed1.fencing-off.json";
+  std::string text;
+  {
+    std::ifstream in(good);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string changed = text;
+    const size_t at = changed.find(from);
+    REQUIRE(at != std::string::npos);
+    return changed.replace(at, from.size(), to);
+  };
+  struct Case {
+    std::string name;
+    std::string content;
+    std::string must_mention;
+  };
+  const Case cases[] = {
+      {"garbage.json", text + "trailing garbage\n", "not a lockstep report"},
+      {"fractional-seed.json", with("\"seed\": 1", "\"seed\": 1.5"),
+       "\"seed\" must be a non-negative integer"},
+      {"maybe-fencing.json", with("\"fencing\": \"off\"", "\"fencing\": \"maybe\""),
+       "\"fencing\" is \"maybe\"; valid: on, off"},
+  };
+  for (const Case& c : cases) {
+    std::ofstream(dir / c.name) << c.content;
+    const CommandResult r = cli("replay " + (dir / c.name).string());
+    INFO(c.name << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(c.must_mention) != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  const CommandResult directory = cli("replay " + dir.string());
+  CHECK(directory.exit_code == 2);
+  CHECK(directory.err.find("is not a report file") != std::string::npos);
+  const auto fifo = dir / "fifo.json";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const CommandResult blocked = cli("replay " + fifo.string());  // must not wait for a writer
+  CHECK(blocked.exit_code == 2);
+  CHECK(cli("replay " + good.string()).exit_code == 0);
   std::filesystem::remove_all(dir);
 }
 

@@ -1,6 +1,7 @@
 #include "scenarios/report/report.h"
 
 #include <fstream>
+#include <initializer_list>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -139,18 +140,68 @@ std::filesystem::path write_report(const RunReport& report, const std::filesyste
   return json_path;
 }
 
+namespace {
+
+// One field of a report, of the type and among the values a report has, or a UsageError naming it.
+class ReportFields {
+ public:
+  ReportFields(const std::filesystem::path& path, const nlohmann::json& j) : path_(path), j_(j) {}
+
+  [[noreturn]] void fail(const char* field, const std::string& what) const {
+    throw UsageError(
+        fmt::format("{} is not a lockstep report: \"{}\" {}", path_.string(), field, what));
+  }
+  const nlohmann::json& at(const char* field) const {
+    if (!j_.is_object() || !j_.contains(field)) fail(field, "is missing");
+    return j_.at(field);
+  }
+  std::string text(const char* field) const {
+    const nlohmann::json& v = at(field);
+    if (!v.is_string()) fail(field, "must be a string");
+    return v.get<std::string>();
+  }
+  std::string choice(const char* field, std::initializer_list<const char*> valid) const {
+    const std::string v = text(field);
+    std::string names;
+    for (const char* name : valid) {
+      if (v == name) return v;
+      names += (names.empty() ? "" : ", ") + std::string(name);
+    }
+    fail(field, fmt::format("is \"{}\"; valid: {}", v, names));
+  }
+  uint64_t seed(const char* field) const {
+    const nlohmann::json& v = at(field);
+    if (!v.is_number_unsigned()) fail(field, "must be a non-negative integer");
+    return v.get<uint64_t>();
+  }
+
+ private:
+  const std::filesystem::path& path_;
+  const nlohmann::json& j_;
+};
+
+}  // namespace
+
 ReplaySpec read_replay_spec(const std::filesystem::path& report_json) {
+  // Only a regular file: a directory cannot be read, and opening a FIFO with no writer would block.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(report_json, ec)) {
+    throw UsageError(
+        fmt::format("{} is not a report file (a regular JSON file written with --report)",
+                    report_json.string()));
+  }
   std::ifstream in(report_json);
   if (!in) throw UsageError(fmt::format("cannot read report {}", report_json.string()));
   nlohmann::json j;
   try {
-    in >> j;
+    j = nlohmann::json::parse(in);  // the whole file: anything after the JSON is an error
+    const ReportFields field(report_json, j);
     ReplaySpec spec;
-    spec.config.scenario = j.at("scenario").get<std::string>();
-    spec.config.adapter = j.at("adapter").get<std::string>();
-    spec.config.world = j.at("world").get<std::string>();
-    spec.config.seed = j.at("seed").get<uint64_t>();
-    spec.config.fencing_on = j.at("fencing").get<std::string>() == "on";
+    spec.config.scenario = field.text("scenario");
+    spec.config.adapter = field.text("adapter");
+    spec.config.world = field.choice("world", {"sim", "real"});
+    spec.config.seed = field.seed("seed");
+    spec.config.fencing_on = field.choice("fencing", {"on", "off"}) == "on";
     for (const auto& assignment : j.at("overrides"))
       spec.config.sets.push_back(assignment.get<std::string>());
     spec.trace_hash = j.at("trace_hash").get<std::string>();
