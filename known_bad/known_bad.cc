@@ -1,5 +1,7 @@
 #include "known_bad/known_bad.h"
 
+#include <functional>
+
 #include "known_bad/bad_fifo_clear_admits.h"
 #include "known_bad/bad_rw_lost_wakeup.h"
 #include "known_bad/bad_rw_reader_preference.h"
@@ -73,38 +75,40 @@ AdapterTraits with_wrong(AdapterTraits traits, const KnownBad& bad) {
   return traits;
 }
 
-void register_redis(const KnownBad& bad) {
-  const std::string name = bad.name;
-  register_adapter({.name = name,
+// A known-bad lock over its correct sibling's backend: the sibling's traits and options, with its
+// one thing wrong, and a backend built by make_sim(name).
+void register_bad(const KnownBad& bad, const AdapterTraits& sibling,
+                  const std::vector<OptionSpec>& options,
+                  const std::function<BackendFactory(const std::string& name)>& make_sim) {
+  register_adapter({.name = bad.name,
                     .description = bad.description,
                     .worlds = {"sim"},
-                    .traits = with_wrong(kRedisTraits, bad),
+                    .traits = with_wrong(sibling, bad),
                     .known_bad = true,
                     .breaks = bad.breaks,
                     .judged_in = *bad.judged_in,
-                    .options = redis_backend_options(),
-                    .make_sim = [name](BackendEnv& env) {
-                      return make_redis_sim_backend(env, [name](RedisConnection& connection) {
-                        return make_known_bad_redis_adapter(name, connection);
-                      });
-                    }});
+                    .options = options,
+                    .make_sim = make_sim(bad.name)});
+}
+
+void register_redis(const KnownBad& bad) {
+  register_bad(bad, kRedisTraits, redis_backend_options(), [](const std::string& name) {
+    return [name](BackendEnv& env) {
+      return make_redis_sim_backend(env, [name](RedisConnection& connection) {
+        return make_known_bad_redis_adapter(name, connection);
+      });
+    };
+  });
 }
 
 void register_redlock(const KnownBad& bad) {
-  const std::string name = bad.name;
-  register_adapter({.name = name,
-                    .description = bad.description,
-                    .worlds = {"sim"},
-                    .traits = with_wrong(kRedlockTraits, bad),
-                    .known_bad = true,
-                    .breaks = bad.breaks,
-                    .judged_in = *bad.judged_in,
-                    .options = redlock_backend_options(),
-                    .make_sim = [name](BackendEnv& env) {
-                      return make_redlock_sim_backend(env, [name](RedlockAdapterParts& parts) {
-                        return make_known_bad_redlock_adapter(name, parts);
-                      });
-                    }});
+  register_bad(bad, kRedlockTraits, redlock_backend_options(), [](const std::string& name) {
+    return [name](BackendEnv& env) {
+      return make_redlock_sim_backend(env, [name](RedlockAdapterParts& parts) {
+        return make_known_bad_redlock_adapter(name, parts);
+      });
+    };
+  });
 }
 
 }  // namespace

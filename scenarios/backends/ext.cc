@@ -370,6 +370,4 @@ std::vector<std::string> ext_redlock_family() {
   return names;
 }
 
-bool is_ext_adapter(const std::string& name) { return name.rfind("ext:", 0) == 0; }
-
 }  // namespace lockstep

@@ -40,6 +40,5 @@ std::vector<AdapterEntry> ext_adapter_entries();
 // Every ext adapter, and those that run Redlock over N nodes.
 std::vector<std::string> ext_family();
 std::vector<std::string> ext_redlock_family();
-bool is_ext_adapter(const std::string& name);
 
 }  // namespace lockstep

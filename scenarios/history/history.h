@@ -6,6 +6,7 @@
 // Events are appended in true-time order (ties in the order they happened); `index` is the
 // position. Client numbers are 0-based; -1 means "no client" (a server event without a requester,
 // a fault). trace_line points into the run's trace for excerpts (npos when there is none).
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -35,12 +36,24 @@ enum class EventKind {
   stuck,
 };
 std::string_view to_string(EventKind kind);
+// Every value of each enum, in declaration order: kept beside the enum so a new value is listed
+// where it is added (a history reader accepts exactly these).
+inline constexpr std::array kEventKindsAll = {
+    EventKind::invoke, EventKind::complete, EventKind::cs_enter,    EventKind::cs_exit,
+    EventKind::access, EventKind::grant,    EventKind::extend,      EventKind::revoke,
+    EventKind::fault,  EventKind::heal,     EventKind::final_value, EventKind::key_state,
+    EventKind::stuck};
+static_assert(kEventKindsAll.back() == EventKind::stuck, "every EventKind is listed, last last");
 
 enum class Op { none, acquire, release, extend, is_locked, read, write };
 std::string_view to_string(Op op);
+inline constexpr std::array kOpsAll = {Op::none,      Op::acquire, Op::release, Op::extend,
+                                       Op::is_locked, Op::read,    Op::write};
 
 enum class Outcome { none, ok, fail, contended, error, refused };
 std::string_view to_string(Outcome outcome);
+inline constexpr std::array kOutcomesAll = {Outcome::none,      Outcome::ok,    Outcome::fail,
+                                            Outcome::contended, Outcome::error, Outcome::refused};
 
 struct HistoryEvent {
   size_t index = 0;

@@ -13,16 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array kEventKinds = {
-    EventKind::invoke, EventKind::complete, EventKind::cs_enter,    EventKind::cs_exit,
-    EventKind::access, EventKind::grant,    EventKind::extend,      EventKind::revoke,
-    EventKind::fault,  EventKind::heal,     EventKind::final_value, EventKind::key_state,
-    EventKind::stuck};
-constexpr std::array kOps = {Op::none,      Op::acquire, Op::release, Op::extend,
-                             Op::is_locked, Op::read,    Op::write};
-constexpr std::array kOutcomes = {Outcome::none,      Outcome::ok,    Outcome::fail,
-                                  Outcome::contended, Outcome::error, Outcome::refused};
-
 template <typename Enum, size_t N>
 std::string names_of(const std::array<Enum, N>& values) {
   std::string out;
@@ -142,11 +132,11 @@ HistoryEvent read_event(const LineReader& r) {
   if (r.find("kind") == nullptr) r.fail("kind", "is missing");
   HistoryEvent e;
   e.time_us = r.integer("time_us", 0, 0);
-  e.kind = r.choice("kind", kEventKinds, EventKind::invoke);
+  e.kind = r.choice("kind", kEventKindsAll, EventKind::invoke);
   e.client = static_cast<int>(r.integer("client", 0, -1));
   e.key = r.text("key");
-  e.op = r.choice("op", kOps, Op::none);
-  e.outcome = r.choice("outcome", kOutcomes, Outcome::none);
+  e.op = r.choice("op", kOpsAll, Op::none);
+  e.outcome = r.choice("outcome", kOutcomesAll, Outcome::none);
   if (r.find("token") != nullptr) {
     e.has_token = true;
     e.token = r.unsigned_integer("token");
