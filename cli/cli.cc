@@ -434,7 +434,7 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
   c.sweep->add_option("--seeds", s.seeds, "how many seeds")->transform(decimal(1, 10'000'000));
   c.sweep->add_option("--first-seed", s.first_seed, "first seed")->transform(kSeed);
   c.sweep->add_option("--faults", s.faults,
-                      "comma list of fault kinds to draw: " + fault_kind_names());
+                      "comma list of fault kinds to draw: " + sweep_fault_kind_names());
   c.sweep->add_option("--shard", s.shard, "I/N: run only the seeds s with (s - first) % N == I");
   c.sweep->add_option("--fencing", s.fencing, "on or off")->check(CLI::IsMember({"on", "off"}));
   c.sweep->add_option(

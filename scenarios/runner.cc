@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "scenarios/backends/registry.h"
+#include "scenarios/checkers/excuse.h"
 #include "scenarios/harness/client_side_leases.h"
 #include "scenarios/harness/real_scenario_world.h"
 #include "scenarios/harness/recorder.h"
@@ -85,6 +86,29 @@ std::vector<std::string> excerpt_for(const Violation& v, const History& history,
     if (!line.empty()) lines.emplace_back(line);
   }
   return lines;
+}
+
+// Every checker's violations, each with its excuse (excuse.h). A checker is asked for more than a
+// report keeps, so that excused violations early in a run cannot hide an unexcused one after them:
+// per invariant the report keeps the unexcused ones first, then excused ones, the earliest of each.
+std::vector<Violation> judged_violations(const History& history) {
+  constexpr size_t kReportedPerInvariantMax = CheckOptions{}.per_invariant_max;
+  std::vector<Violation> all = check_all(history, {.per_invariant_max = 64});
+  excuse_violations(history, all);
+  std::vector<Violation> kept;
+  for (Invariant invariant : all_invariants()) {
+    size_t taken = 0;
+    for (bool excused : {false, true}) {
+      for (const Violation& v : all) {
+        if (v.invariant != invariant || v.excused() != excused) continue;
+        if (taken++ < kReportedPerInvariantMax) kept.push_back(v);
+      }
+    }
+  }
+  std::stable_sort(kept.begin(), kept.end(), [](const Violation& a, const Violation& b) {
+    return a.invariant != b.invariant ? a.invariant < b.invariant : a.time_us < b.time_us;
+  });
+  return kept;
 }
 
 }  // namespace
@@ -189,6 +213,7 @@ class RunAssembly {
     meta.servers = backend_->server_count();
     meta.quorum = backend_->quorum();
     meta.fencing_on = report.config.fencing_on;
+    meta.envelope = backend_->envelope(adapter.traits.envelope);
     try {
       scenario.build(*env_);
     } catch (const WorldUnsupported& e) {
@@ -244,6 +269,24 @@ class RunAssembly {
     }
   }
 
+  // The judgement, at the end of the trace (after its hash, which names the run): whether each
+  // fault was inside the adapter's envelope, and for each violation the fault that excused it or
+  // "not excused".
+  void trace_judgement(const RunReport& report) {
+    const History& history = recorder_.history();
+    for (const HistoryEvent& e : history.events()) {
+      if (e.kind != EventKind::fault || e.fault == FaultKind::other) continue;
+      world_.trace_line(fmt::format("judge fault at {}us {} ({}): {} the envelope", e.time_us,
+                                    to_string(e.fault), e.detail,
+                                    inside_envelope(history, e) ? "inside" : "outside"));
+    }
+    for (const ReportedViolation& rv : report.violations) {
+      const Violation& v = rv.violation;
+      world_.trace_line(fmt::format("judge violation {} at {}us key={}: excused by {}",
+                                    to_string(v.invariant), v.time_us, v.key, v.excuse));
+    }
+  }
+
   // After the run: the final counters, the heal time, and the verdict.
   void judge(RunReport& report, const sim::Trace& trace) {
     resource_.record_final_values();
@@ -251,11 +294,12 @@ class RunAssembly {
     meta.end_us = world_.now_us();
     meta.heal_us = heal_time(recorder_.history());
     recorder_.close();
-    for (Violation& v : check_all(recorder_.history())) {
+    for (Violation& v : judged_violations(recorder_.history())) {
       std::vector<std::string> excerpt = excerpt_for(v, recorder_.history(), trace);
       report.violations.push_back({.violation = std::move(v), .excerpt = std::move(excerpt)});
     }
     report.trace_hash = trace.hash_hex();
+    trace_judgement(report);
     report.stats = collect_stats(recorder_.history(), world_.now_us());
     if (report.config.keep_trace) report.trace = trace.lines();
     report.history = recorder_.history();

@@ -308,7 +308,8 @@ AdapterTraits ext_traits(const ExtLibrary& library) {
   const BackendKind backend = library.over_nodes  ? BackendKind::redlock
                               : library.in_memory ? BackendKind::in_process
                                                   : BackendKind::redis;
-  return {.backend = backend, .tokens = TokenKind::none};
+  // The npm libraries time validity and retries with Date.now(): a wall-clock step reaches them.
+  return {.backend = backend, .envelope = {.client_wall_clock = false}, .tokens = TokenKind::none};
 }
 
 std::vector<OptionSpec> ext_options(const ExtLibrary& library) {

@@ -96,6 +96,9 @@ class MongoSimBackend final : public Backend, public sim::MongoObserver {
 
   int server_count() const override { return replica_set_->members(); }
   bool records_leases() const override { return true; }
+  FaultEnvelope envelope(FaultEnvelope declared) const override {
+    return mongo_envelope(declared, options_);
+  }
 
   // The primary dies; the others elect a new one after the election timeout. Its writes that had
   // not reached them are gone from the new primary (and rolled back if it comes back). With a
@@ -211,6 +214,12 @@ std::vector<OptionSpec> mongo_backend_options() {
        .min = 1,
        .max = 86'400'000},
   };
+}
+
+FaultEnvelope mongo_envelope(FaultEnvelope declared, const Options& options) {
+  declared.failover = declared.failover && options.get("write_concern") == "majority";
+  declared.client_wall_clock = declared.client_wall_clock && options.get("time_source") == "server";
+  return declared;
 }
 
 MongoAdapterFactory production_mongo_adapter() {

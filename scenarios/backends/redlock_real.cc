@@ -32,6 +32,7 @@ class RedlockRealBackend final : public Backend {
   RedlockRealBackend(BackendEnv& env, RedlockAdapterFactory make_adapter)
       : make_adapter_(std::move(make_adapter)),
         settings_(redlock_settings_from(env.options)),
+        options_(env.options),
         use_proxies_(cuts_clients_off(env.options)) {
     // libfaketime must be preloaded at start for a later jump; only scenarios that jump ask for it.
     const real::RedisServerOptions server_options{
@@ -66,6 +67,9 @@ class RedlockRealBackend final : public Backend {
 
   int server_count() const override { return static_cast<int>(servers_.size()); }
   bool records_leases() const override { return false; }  // quorum 1: one derived lease per lock
+  FaultEnvelope envelope(FaultEnvelope declared) const override {
+    return redlock_envelope(declared, options_);
+  }
 
   void partition(int client_node, bool two_way) override {
     for (int i = 0; i < server_count(); ++i) partition_server(client_node, i, two_way);
@@ -104,6 +108,7 @@ class RedlockRealBackend final : public Backend {
 
   RedlockAdapterFactory make_adapter_;
   RedlockSettings settings_;
+  const Options& options_;
   bool use_proxies_;
   real::KeeperThread keeper_;  // before servers_: outlives the processes it restarted
   std::vector<std::unique_ptr<real::RedisServerProcess>> servers_;

@@ -37,7 +37,8 @@ class RedlockSimBackend final : public Backend, public sim::KeyspaceObserver {
       : world_(*env.sim),
         recorder_(env.recorder),
         make_adapter_(std::move(make_adapter)),
-        settings_(redlock_settings_from(env.options)) {
+        settings_(redlock_settings_from(env.options)),
+        options_(env.options) {
     LOCKSTEP_CHECK(env.sim != nullptr, "the simulated Redlock needs the sim world");
     const int nodes = static_cast<int>(env.options.get_int("nodes"));
     for (int i = 0; i < nodes; ++i) {
@@ -73,6 +74,9 @@ class RedlockSimBackend final : public Backend, public sim::KeyspaceObserver {
   int server_count() const override { return static_cast<int>(nodes_.size()); }
   int quorum() const override { return static_cast<int>(nodes_.size() / 2 + 1); }
   bool records_leases() const override { return true; }
+  FaultEnvelope envelope(FaultEnvelope declared) const override {
+    return redlock_envelope(declared, options_);
+  }
 
   void set_server_drift(int64_t drift_ppm) override {
     for (auto& server : nodes_) world_.set_drift(server->node(), drift_ppm);
@@ -115,6 +119,7 @@ class RedlockSimBackend final : public Backend, public sim::KeyspaceObserver {
   RedisLeaseEvents leases_{kLockPrefix};
   RedlockAdapterFactory make_adapter_;
   RedlockSettings settings_;
+  const Options& options_;
   std::vector<std::unique_ptr<sim::RedisNode>> nodes_;
   std::vector<std::unique_ptr<SimClientLink>> links_;
 };
@@ -159,6 +164,14 @@ RedlockSettings redlock_settings_from(const Options& options) {
           .drift_factor = static_cast<double>(options.get_int("drift_factor_ppm")) / 1e6,
           .drift_constant_ms = options.get_int("drift_constant_ms"),
           .request_timeout_ms = options.get_int("request_timeout_ms")};
+}
+
+FaultEnvelope redlock_envelope(FaultEnvelope declared, const Options& options) {
+  const int64_t drift_ppm = options.get_int("drift_factor_ppm");
+  declared.client_slow_ppm_max = drift_ppm / 2;
+  declared.server_fast_ppm_max = drift_ppm / 2;
+  if (options.get("persistence") == "always") declared.server_restart = RestartRule::always;
+  return declared;
 }
 
 RedlockAdapterFactory production_redlock_adapter() {

@@ -121,7 +121,7 @@ Scenario fifo_queue_scenario() {
                       kStartJitterUs);
             env.start(env.add_client("after-clear"), env.option("clear_at_ms") + 10,
                       caller("order", {}), kStartJitterUs);
-            env.schedule_fault(env.option("clear_at_ms"), "fifo clear()",
+            env.schedule_fault(env.option("clear_at_ms"), {}, "fifo clear()",
                                [&backend] { backend.fifo()->clear(); });
           },
   };

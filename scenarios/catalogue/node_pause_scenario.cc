@@ -39,7 +39,9 @@ Scenario node_pause_scenario() {
             const int64_t pause_ms = env.option("pause_ms");
             // Recorded without a duration on purpose: a stopped minority excuses no waiting.
             env.schedule_fault(
-                50, fmt::format("node redis-2 stops for {}ms", pause_ms),
+                50,
+                {.kind = FaultKind::server_pause, .server = "redis-2", .amount = pause_ms * 1000},
+                fmt::format("node redis-2 stops for {}ms", pause_ms),
                 [&env, pause_ms] { env.backend().pause_server(2, pause_ms * 1000); });
             auto program = [&env, ttl_ms, hold_ms](Client& c) {
               take_work_release(c, env, ttl_ms, hold_ms);

@@ -80,7 +80,11 @@ Scenario clock_jump_scenario() {
             Client& b = env.add_client("b");
             cut_a_and_b(env, a, b);
             env.schedule_fault(
-                jump_at_ms, fmt::format("node redis-2's clock jumps {}ms forward", jump_ms),
+                jump_at_ms,
+                {.kind = FaultKind::server_clock_jump,
+                 .server = "redis-2",
+                 .amount = jump_ms * 1000},
+                fmt::format("node redis-2's clock jumps {}ms forward", jump_ms),
                 [&env, jump_ms] { env.backend().jump_server_clock(2, jump_ms * 1000); });
             a_holds_b_tries(env, a, b, jump_at_ms + 100);
           },
@@ -129,10 +133,13 @@ Scenario crash_restart_scenario() {
             Client& b = env.add_client("b");
             cut_a_and_b(env, a, b);
             env.schedule_fault(
-                crash_at_ms, fmt::format("node redis-2 crashes, restarts after {}ms", delay_ms),
+                crash_at_ms, {.kind = FaultKind::server_crash, .server = "redis-2"},
+                fmt::format("node redis-2 crashes, restarts after {}ms", delay_ms),
                 [&env] { env.backend().crash_server(2); }, delay_ms);
-            env.schedule_fault(crash_at_ms + delay_ms, "node redis-2 restarts",
-                               [&env] { env.backend().restart_server(2); });
+            env.schedule_fault(
+                crash_at_ms + delay_ms,
+                {.kind = FaultKind::server_restart, .server = "redis-2", .amount = delay_ms * 1000},
+                "node redis-2 restarts", [&env] { env.backend().restart_server(2); });
             a_holds_b_tries(env, a, b, crash_at_ms + delay_ms + 50);
           },
   };
@@ -197,9 +204,9 @@ Scenario split_vote_scenario() {
                   kStartJitterUs);
             }
             env.schedule_fault(
-                0, "clients a, b, c each cut off from all but a minority of nodes", [] {},
-                heal_at_ms);
-            env.schedule_fault(heal_at_ms, "heal every partition",
+                0, {.kind = FaultKind::partition},
+                "clients a, b, c each cut off from all but a minority of nodes", [] {}, heal_at_ms);
+            env.schedule_fault(heal_at_ms, {}, "heal every partition",
                                [&env] { env.backend().heal(); });
             // After the heal, three holds one after the other, with retry gaps: far less than a
             // TTL.

@@ -62,7 +62,9 @@ Scenario pause_in_release_scenario() {
             // already done by then, or retries the same atomic script after NOSCRIPT.)
             const int64_t pause_at_us = release_at_ms * 1000 + 3 * kFixedLatency_us / 2;
             env.schedule_fault_us(
-                pause_at_us, fmt::format("pause a for {}ms mid-release", pause_ms),
+                pause_at_us,
+                {.kind = FaultKind::pause, .client = a.id(), .amount = pause_ms * 1000},
+                fmt::format("pause a for {}ms mid-release", pause_ms),
                 [&env, &a, pause_ms] { env.world().pause(a.node(), pause_ms * 1000); },
                 pause_ms * 1000);
             auto retry = RetrySettings{.retry_delay_ms = 20, .retry_times = 100};

@@ -69,6 +69,7 @@ Scenario slow_acquire_scenario() {
             // long after its lease would have run out.
             env.schedule_fault_us(
                 a_start_us + 50,
+                {.kind = FaultKind::pause, .client = a.id(), .amount = pause_ms * 1000},
                 fmt::format("pause a for {}ms with its acquire in flight", pause_ms),
                 [&env, &a, pause_ms] { env.world().pause(a.node(), pause_ms * 1000); },
                 pause_ms * 1000);
@@ -119,7 +120,8 @@ Scenario clock_drift_scenario() {
             // runs; the fault at 0 records it in the history (setting the same drift again is a
             // no-op).
             env.backend().set_server_drift(drift_ppm);
-            env.schedule_fault(0, fmt::format("server clock drift {:+}ppm", drift_ppm),
+            env.schedule_fault(0, {.kind = FaultKind::server_drift, .amount = drift_ppm},
+                               fmt::format("server clock drift {:+}ppm", drift_ppm),
                                [&env, drift_ppm] { env.backend().set_server_drift(drift_ppm); });
             env.start(
                 env.add_client("a"), 1,
@@ -190,7 +192,7 @@ Scenario failover_scenario() {
                 env.add_client("a"), 0,
                 [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
                 200);
-            env.schedule_fault(failover_at_ms,
+            env.schedule_fault(failover_at_ms, {.kind = FaultKind::failover},
                                "failover: the primary crashes, a replica takes over",
                                [&env] { env.backend().failover(); });
             env.start(
@@ -242,10 +244,10 @@ Scenario partition_scenario() {
                 },
                 200);
             env.schedule_fault(
-                at_ms,
+                at_ms, {.kind = FaultKind::partition, .client = a.id(), .amount = two_way ? 1 : 0},
                 fmt::format("partition a {} server for {}ms", two_way ? "<->" : "<-", length_ms),
                 [&env, &a, two_way] { env.backend().partition(a.node(), two_way); }, length_ms);
-            env.schedule_fault(at_ms + length_ms, "heal partition",
+            env.schedule_fault(at_ms + length_ms, {}, "heal partition",
                                [&env] { env.backend().heal(); });
             env.start(
                 env.add_client("b"), ttl_ms + 100,

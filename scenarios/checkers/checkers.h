@@ -71,6 +71,11 @@ struct Violation {
   std::string key;
   std::string detail;          // one sentence for people
   std::vector<size_t> events;  // history indices that show it, ascending
+  // Set by excuse_violations (excuse.h): the fault event outside the adapter's envelope that
+  // explains it, or nothing; `excuse` says which for people ("not excused" when none does).
+  std::optional<size_t> excused_by;
+  std::string excuse;
+  bool excused() const { return excused_by.has_value(); }
 };
 
 struct CheckOptions {

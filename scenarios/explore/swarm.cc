@@ -19,16 +19,10 @@ namespace lockstep {
 
 namespace {
 
-constexpr std::pair<FaultKind, std::string_view> kFaultNames[] = {
-    {FaultKind::pause, "pause"},
-    {FaultKind::crash, "crash"},
-    {FaultKind::clock_drift, "clock-drift"},
-    {FaultKind::clock_jump, "clock-jump"},
-    {FaultKind::server_drift, "server-drift"},
-    {FaultKind::failover, "failover"},
-    {FaultKind::latency, "latency"},
-    {FaultKind::loss, "loss"},
-    {FaultKind::partition, "partition"},
+constexpr FaultKind kSweepFaultKinds[] = {
+    FaultKind::pause,      FaultKind::crash,        FaultKind::clock_drift,
+    FaultKind::clock_jump, FaultKind::server_drift, FaultKind::failover,
+    FaultKind::latency,    FaultKind::loss,         FaultKind::partition,
 };
 
 // Headroom in the liveness bound for one round trip that times out (command timeouts are 100 ms).
@@ -42,32 +36,15 @@ std::string key_name(int key) { return fmt::format("k{}", key); }
 // ---------------------------------------------------------------------------------------------
 // fault kinds
 
-std::string_view to_string(FaultKind kind) {
-  for (const auto& [k, name] : kFaultNames) {
-    if (k == kind) return name;
-  }
-  return "unknown";
-}
-
-std::optional<FaultKind> fault_kind_from_string(std::string_view name) {
-  for (const auto& [k, n] : kFaultNames) {
-    if (n == name) return k;
-  }
-  return std::nullopt;
-}
-
-const std::vector<FaultKind>& all_fault_kinds() {
-  static const std::vector<FaultKind> kinds = [] {
-    std::vector<FaultKind> out;
-    for (const auto& entry : kFaultNames) out.push_back(entry.first);
-    return out;
-  }();
+const std::vector<FaultKind>& sweep_fault_kinds() {
+  static const std::vector<FaultKind> kinds(std::begin(kSweepFaultKinds),
+                                            std::end(kSweepFaultKinds));
   return kinds;
 }
 
-std::string fault_kind_names() {
+std::string sweep_fault_kind_names() {
   std::vector<std::string_view> names;
-  for (const auto& entry : kFaultNames) names.push_back(entry.second);
+  for (FaultKind kind : kSweepFaultKinds) names.push_back(to_string(kind));
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
@@ -85,7 +62,8 @@ SwarmCapabilities swarm_capabilities(const AdapterEntry& adapter) {
           .keyed_fifo = traits.family == LockFamily::keyed_fifo,
           .network = traits.sim_faults.network,
           .server_clock = traits.sim_faults.server_clock,
-          .failover = traits.sim_faults.failover && takes_a_replica};
+          .failover = traits.sim_faults.failover && takes_a_replica,
+          .envelope = traits.envelope};
 }
 
 SwarmCapabilities swarm_capabilities(const std::string& adapter) {
@@ -128,7 +106,11 @@ void SwarmSpec::validate() const {
         fail("negative duration");
     }
   }
+  const std::vector<FaultKind>& drawn = sweep_fault_kinds();
   for (const SwarmFault& f : faults) {
+    if (std::find(drawn.begin(), drawn.end(), f.kind) == drawn.end())
+      fail(fmt::format("fault kind {} is not one a sweep draws ({})", to_string(f.kind),
+                       sweep_fault_kind_names()));
     if (f.client < 0 || f.client >= static_cast<int>(clients.size()))
       fail("a fault names a client that is not there");
     if (f.at_ms < 0 || f.duration_ms < 0 || f.at_ms >= safety_ms)
@@ -176,30 +158,6 @@ int64_t SwarmSpec::liveness_bound_us() const {
       static_cast<int64_t>(clients.size()) + static_cast<int64_t>(heal_clients) * keys + 1;
   const int64_t retry_budget_ms = retry_times * (retry_delay_ms + retry_jitter_ms + kRoundSlack_ms);
   return (holders * round_ms + retry_budget_ms + ttl_ms) * 1000;
-}
-
-Expectation tolerated_violations(const SwarmSpec& spec) {
-  if (spec.family != "lease") return {};
-  Expectation e;
-  const bool failover = spec.has_fault(FaultKind::failover);
-  bool fast_server = false;
-  for (const SwarmFault& f : spec.faults)
-    fast_server |= f.kind == FaultKind::server_drift && f.amount > 0;
-  // A holder that stops, sees time wrongly, or hears late can outlive its lease. A careful holder
-  // does not hear late: it stops at the validity its adapter reported, so only an adapter that
-  // overstates validity loses exclusion to latency alone.
-  const bool late = spec.has_fault(FaultKind::latency) && !spec.careful;
-  if (failover || spec.has_fault(FaultKind::pause) || spec.has_fault(FaultKind::clock_drift) ||
-      spec.has_fault(FaultKind::clock_jump) || late || spec.has_fault(FaultKind::server_drift)) {
-    e.insert(Invariant::mutual_exclusion);
-  }
-  if (failover || fast_server) e.insert(Invariant::lease_exclusion);
-  if (failover) {
-    // The promoted replica lacks the fencing counter's latest increments and reissues tokens.
-    e.insert(Invariant::fencing);
-    e.insert(Invariant::no_lost_update);
-  }
-  return e;
 }
 
 std::vector<std::string> swarm_sets(const SwarmSpec& spec) {
@@ -262,7 +220,21 @@ int64_t planned_ms(const SwarmClient& c) {
   return t;
 }
 
-SwarmFault draw_fault(Prng& rng, SwarmSpec& spec, FaultKind kind) {
+// A server clock rate inside the envelope (any slowness, or as fast as it tolerates) or outside it
+// (faster), half and half.
+int64_t server_drift_ppm(Prng& rng, const FaultEnvelope& envelope) {
+  const int64_t fast_max = std::min<int64_t>(envelope.server_fast_ppm_max, 499'999);
+  return rng.chance(1, 2) ? rng.between(-300'000, fast_max) : rng.between(fast_max + 1, 500'000);
+}
+
+// A client clock rate inside the envelope (any speed-up, or as slow as it tolerates) or outside it
+// (slower), half and half.
+int64_t client_drift_ppm(Prng& rng, const FaultEnvelope& envelope) {
+  const int64_t slow_max = std::min<int64_t>(envelope.client_slow_ppm_max, 299'999);
+  return rng.chance(1, 2) ? rng.between(-slow_max, 300'000) : rng.between(-300'000, -slow_max - 1);
+}
+
+SwarmFault draw_fault(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps, FaultKind kind) {
   const int64_t ttl = spec.ttl_ms;
   SwarmFault f{.kind = kind, .at_ms = rng.between(0, spec.safety_ms - 1)};
   f.client = static_cast<int>(rng.between(0, static_cast<int64_t>(spec.clients.size()) - 1));
@@ -270,7 +242,7 @@ SwarmFault draw_fault(Prng& rng, SwarmSpec& spec, FaultKind kind) {
     case FaultKind::pause: f.duration_ms = rng.between(1, 3 * ttl); break;
     case FaultKind::clock_jump: f.amount = rng.between(-2 * ttl, 2 * ttl); break;
     case FaultKind::server_drift:
-      f.amount = rng.between(-300'000, 500'000);
+      f.amount = server_drift_ppm(rng, caps.envelope);
       f.duration_ms = rng.between(1, spec.safety_ms);
       break;
     case FaultKind::failover:
@@ -296,7 +268,7 @@ SwarmFault draw_fault(Prng& rng, SwarmSpec& spec, FaultKind kind) {
 void draw_faults(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps,
                  const SwarmDrawOptions& options) {
   std::vector<FaultKind> kinds;  // clock drift is per client, drawn with the clients
-  for (FaultKind k : all_fault_kinds()) {
+  for (FaultKind k : sweep_fault_kinds()) {
     if (k != FaultKind::clock_drift && allowed(options, k) && producible(caps, k))
       kinds.push_back(k);
   }
@@ -307,7 +279,7 @@ void draw_faults(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps,
     const FaultKind kind = kinds[rng.below(kinds.size())];
     if (kind == FaultKind::failover && failed_over) continue;  // one replica: one failover
     failed_over |= kind == FaultKind::failover;
-    spec.faults.push_back(draw_fault(rng, spec, kind));
+    spec.faults.push_back(draw_fault(rng, spec, caps, kind));
   }
   std::sort(spec.faults.begin(), spec.faults.end(),
             [](const SwarmFault& a, const SwarmFault& b) { return a.at_ms < b.at_ms; });
@@ -339,7 +311,7 @@ void draw_clients(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps,
   for (int64_t i = 0; i < count; ++i) {
     SwarmClient c;
     c.start_ms = storm ? rng.between(0, 5) : rng.between(0, spec.ttl_ms);
-    if (drift && rng.chance(1, 3)) c.drift_ppm = rng.between(-300'000, 300'000);
+    if (drift && rng.chance(1, 3)) c.drift_ppm = client_drift_ppm(rng, caps.envelope);
     const int64_t steps = rng.between(1, storm ? 10 : 5);
     for (int64_t j = 0; j < steps; ++j) c.steps.push_back(draw_step(rng, spec, rates, storm));
     spec.clients.push_back(std::move(c));
@@ -368,23 +340,7 @@ SwarmSpec draw_swarm_spec(const SwarmCapabilities& caps, uint64_t seed,
   spec.safety_ms = std::min<int64_t>(planned + spec.ttl_ms, 60'000);
   draw_faults(rng, spec, caps, options);
   spec.heal_clients = spec.family == "lease" ? static_cast<int>(rng.between(1, 2)) : 0;
-  // Drawn last, so every other parameter of a seed is what it was before careful clients existed.
-  spec.careful = spec.family == "lease" && rng.chance(1, 2);
-  if (spec.careful) {
-    // Careful seeds judge whether an adapter's validity is honest. A stop-the-world or a client
-    // clock fault would excuse exactly that judgement (the holder cannot know), so they draw none.
-    for (SwarmClient& c : spec.clients) {
-      c.drift_ppm = 0;
-      for (SwarmStep& st : c.steps) {
-        st.pause_ms = 0;
-        st.release_pause_after_us = -1;
-        st.release_pause_ms = 0;
-      }
-    }
-    std::erase_if(spec.faults, [](const SwarmFault& f) {
-      return f.kind == FaultKind::pause || f.kind == FaultKind::clock_jump;
-    });
-  }
+  spec.careful = spec.family == "lease";
   spec.validate();
   return spec;
 }
@@ -580,9 +536,9 @@ struct SwarmRun {
 };
 
 // A fault timed from a call the client is about to make.
-void aim_at_call(SwarmRun& run, int64_t after_us, std::string what, std::function<void()> action,
-                 int64_t duration_us = 0) {
-  run.env->schedule_fault_us(run.env->world().now_us() + after_us, std::move(what),
+void aim_at_call(SwarmRun& run, int64_t after_us, FaultTag tag, std::string what,
+                 std::function<void()> action, int64_t duration_us = 0) {
+  run.env->schedule_fault_us(run.env->world().now_us() + after_us, std::move(tag), std::move(what),
                              std::move(action), duration_us);
 }
 
@@ -601,8 +557,8 @@ bool careful_work(Client& c, Lock& lock, int64_t duration_ms) {
   return true;
 }
 
-// A careful holder's step: the same calls as lease_step's, each made only while the lock is valid,
-// then work until the validity ends. It leaves the critical section when the validity ends, and
+// A careful holder's step: the same calls as lease_step's, its work done only while the lock is
+// valid (an extend is asked for regardless), then work until the validity ends. It leaves the critical section when the validity ends, and
 // while an extend is in flight (it cannot know whether the call outlives the validity),
 // re-entering when the extend succeeded in time. Then it releases (outside the critical section)
 // unless the step walks away.
@@ -612,7 +568,9 @@ void careful_lease_step(Client& c, Lock& lock, const SwarmStep& step, int64_t tt
   if (valid) value = c.read(lock);
   if (valid && step.pause_ms > 0) c.pause(step.pause_ms);  // a stop-the-world cannot be careful
   valid = valid && careful_work(c, lock, step.hold_ms);
-  if (valid && step.extend) {
+  if (step.extend) {
+    // Tried even when its validity has ended (after a pause, say): a holder may ask to keep a lock
+    // it has lost, and the lock must refuse. It works on only if the extend gave it time.
     c.leave(lock);
     valid = c.extend(lock, ttl_ms) && c.clock().now_us() < c.validity_end_us(lock);
     if (valid) c.reenter(lock);
@@ -650,6 +608,7 @@ void lease_step(SwarmRun& run, Client& c, const SwarmStep& step) {
       const int64_t pause_us = step.release_pause_ms * 1000;
       aim_at_call(
           run, step.release_pause_after_us,
+          {.kind = FaultKind::pause, .client = c.id(), .amount = pause_us},
           fmt::format("pause {} for {}ms mid-release", c.name(), step.release_pause_ms),
           [&world, node, pause_us] { world.pause(node, pause_us); }, pause_us);
     }
@@ -708,31 +667,35 @@ void schedule_fault(SwarmRun& run, const SwarmFault& f) {
   ScenarioEnv& env = *run.env;
   ScenarioWorld& world = env.world();
   Backend& backend = env.backend();
-  const int node = run.clients[static_cast<size_t>(f.client)]->node();
+  const Client& target = *run.clients[static_cast<size_t>(f.client)];
+  const int node = target.node();
   const std::string what = describe_fault(f);
+  const FaultTag on_client{.kind = f.kind, .client = target.id(), .amount = f.amount};
+  const FaultTag on_servers{.kind = f.kind, .amount = f.amount};
   const int64_t end_ms = f.at_ms + f.duration_ms;
   SwarmRun* r = &run;
   switch (f.kind) {
     case FaultKind::pause:
       return env.schedule_fault(
-          f.at_ms, what, [&world, node, f] { world.pause(node, f.duration_ms * 1000); },
-          f.duration_ms);
+          f.at_ms, {.kind = f.kind, .client = target.id(), .amount = f.duration_ms * 1000}, what,
+          [&world, node, f] { world.pause(node, f.duration_ms * 1000); }, f.duration_ms);
     case FaultKind::crash:
-      return env.schedule_client_kill_us(f.at_ms * 1000,
-                                         *run.clients[static_cast<size_t>(f.client)], what,
+      return env.schedule_client_kill_us(f.at_ms * 1000, target, what,
                                          [&world, node] { world.crash(node); });
     case FaultKind::clock_jump:
-      return env.schedule_fault(f.at_ms, what,
-                                [r, node, f] { r->sim().jump_clock(node, f.amount * 1000); });
+      return env.schedule_fault(f.at_ms,
+                                {.kind = f.kind, .client = target.id(), .amount = f.amount * 1000},
+                                what, [r, node, f] { r->sim().jump_clock(node, f.amount * 1000); });
     case FaultKind::failover:
-      return env.schedule_fault(f.at_ms, what, [&backend] { backend.failover(); });
+      return env.schedule_fault(f.at_ms, on_servers, what, [&backend] { backend.failover(); });
     case FaultKind::server_drift:
       env.schedule_fault(
-          f.at_ms, what, [&backend, f] { backend.set_server_drift(f.amount); }, f.duration_ms);
+          f.at_ms, on_servers, what, [&backend, f] { backend.set_server_drift(f.amount); },
+          f.duration_ms);
       return world.at(end_ms * 1000, [&backend] { backend.set_server_drift(0); });
     case FaultKind::latency:
       env.schedule_fault(
-          f.at_ms, what,
+          f.at_ms, on_servers, what,
           [r, f] {
             sim::NetworkOptions o = r->base_network;
             o.latency_us_min = o.latency_us_max = f.amount;
@@ -742,7 +705,7 @@ void schedule_fault(SwarmRun& run, const SwarmFault& f) {
       return world.at(end_ms * 1000, [r] { set_network(*r, r->base_network); });
     case FaultKind::loss:
       env.schedule_fault(
-          f.at_ms, what,
+          f.at_ms, on_servers, what,
           [r, f] {
             sim::NetworkOptions o = r->base_network;
             o.loss = {static_cast<uint64_t>(f.amount), 100};
@@ -752,17 +715,18 @@ void schedule_fault(SwarmRun& run, const SwarmFault& f) {
       return world.at(end_ms * 1000, [r] { set_network(*r, r->base_network); });
     case FaultKind::partition:
       env.schedule_fault(
-          f.at_ms, what, [&backend, node, f] { backend.partition(node, f.amount != 0); },
+          f.at_ms, on_client, what, [&backend, node, f] { backend.partition(node, f.amount != 0); },
           f.duration_ms);
       return world.at(end_ms * 1000, [&backend] { backend.heal(); });
     case FaultKind::clock_drift: return;  // per client, at creation
+    default: LOCKSTEP_CHECK(false, "a swarm spec holds only the kinds a sweep draws");
   }
 }
 
 // At the end of the safety phase every fault heals at once.
 void schedule_heal(SwarmRun& run) {
   SwarmRun* r = &run;
-  run.env->schedule_fault(run.spec.safety_ms, "heal: every fault ends", [r] {
+  run.env->schedule_fault(run.spec.safety_ms, {}, "heal: every fault ends", [r] {
     Backend& backend = r->env->backend();
     if (r->network) {
       backend.heal();

@@ -25,21 +25,20 @@
 
 namespace lockstep {
 
-enum class FaultKind {
-  pause,         // stop-the-world of a client (random time, inside a critical section, mid-release)
-  crash,         // a client dies (random time, or while its acquire is on the wire)
-  clock_drift,   // a client's clock runs fast or slow (healed at safety_ms)
-  clock_jump,    // a client's clock jumps forward or back
-  server_drift,  // every server's clock runs fast or slow for a while
-  failover,      // the primary dies and its replica takes over (adapters with a replica)
-  latency,       // fixed one-way latency for the whole run, or a spike for a while
-  loss,          // messages lost with a probability for a while
-  partition,     // a client cut off from the servers (one-way or two-way) for a while
-};
-std::string_view to_string(FaultKind kind);
-std::optional<FaultKind> fault_kind_from_string(std::string_view name);
-const std::vector<FaultKind>& all_fault_kinds();
-std::string fault_kind_names();  // "pause, crash, ..." for error messages
+// The fault kinds (scenarios/history/fault.h) a sweep draws:
+//   pause         stop-the-world of a client (random time, inside a critical section, mid-release)
+//   crash         a client dies (random time, or while its acquire is on the wire)
+//   clock-drift   a client's clocks run fast or slow (healed at safety_ms)
+//   clock-jump    a client's wall clock jumps forward or back
+//   server-drift  every server's clock runs fast or slow for a while
+//   failover      the primary dies and its replica takes over (adapters with a replica)
+//   latency       fixed one-way latency for the whole run, or a spike for a while
+//   loss          messages lost with a probability for a while
+//   partition     a client cut off from the servers (one-way or two-way) for a while
+// Drifts are drawn inside the adapter's envelope (as slow or fast as it claims to tolerate) or
+// outside it, half and half, so a sweep tests both the claim and the judge's excuses.
+const std::vector<FaultKind>& sweep_fault_kinds();
+std::string sweep_fault_kind_names();  // "pause, crash, ..." for error messages
 
 // What a sweep may do to an adapter, from its declaration (swarm_capabilities).
 struct SwarmCapabilities {
@@ -47,7 +46,8 @@ struct SwarmCapabilities {
   bool keyed_fifo = false;  // an in-process FIFO keyed lock
   bool network = false;     // partitions, loss, latency reach it
   bool server_clock = false;
-  bool failover = false;  // with replicas=1
+  bool failover = false;   // with replicas=1
+  FaultEnvelope envelope;  // as declared: where drifts are drawn inside or outside it
   bool keyed() const { return keyed_rw || keyed_fifo; }
 };
 // From the adapter's declaration (AdapterEntry::family and sim_faults). By name: UsageError for an
@@ -97,12 +97,13 @@ struct SwarmSpec {
   int64_t replication_delay_ms = -1;  // >= 0: run with one asynchronous replica (failover)
   int64_t safety_ms = 1000;
   int heal_clients = 1;
-  // Every safety client is a careful holder: it works (reads, sleeps, extends, writes) only while
-  // its lock's validity, as the adapter reports it (LockAdapter::validity_end_us), lasts, keeps
-  // working until that validity ends, and then leaves the critical section. Such clients cannot
-  // overrun a lease by hearing late, so latency alone does not excuse mutual_exclusion
-  // (tolerated_violations), and an adapter that overstates validity is caught. Drawn careful
-  // seeds carry no pauses and no client clock faults, which would excuse that judgement.
+  // Every safety client is a careful holder (every drawn lease spec is): it works (reads, sleeps,
+  // extends, writes) only while its lock's validity, as the adapter reports it
+  // (LockAdapter::validity_end_us), lasts, keeps working until that validity ends, and then leaves
+  // the critical section. Such clients cannot overrun a lease by hearing late, so no network
+  // fault excuses a lost exclusion, and an adapter that overstates validity is caught. Only a
+  // pause inside the critical section makes one overrun (the judge names it so). false: specs
+  // saved before careful holders, whose clients work regardless.
   bool careful = false;
   std::vector<SwarmClient> clients;
   std::vector<SwarmFault> faults;
@@ -121,18 +122,12 @@ struct SwarmSpec {
 };
 
 struct SwarmDrawOptions {
-  std::vector<FaultKind> faults = all_fault_kinds();  // the kinds a draw may use
+  std::vector<FaultKind> faults = sweep_fault_kinds();  // the kinds a draw may use
 };
 
 // The spec of a sweep seed: a pure function of (capabilities, seed, options).
 SwarmSpec draw_swarm_spec(const SwarmCapabilities& caps, uint64_t seed,
                           const SwarmDrawOptions& options = {});
-
-// The invariants a spec's faults are allowed to break for a TTL lease (a pause or clock fault
-// loses exclusion, and so does latency unless the clients are careful; a fast server clock or a
-// failover loses the lease; asynchronous failover also reissues tokens). Everything else, in
-// particular ownership and liveness, must hold.
-Expectation tolerated_violations(const SwarmSpec& spec);
 
 // Every drawn parameter, one "NAME=VALUE" per line (printed as `param` lines in the trace).
 std::vector<std::string> describe_params(const SwarmSpec& spec);

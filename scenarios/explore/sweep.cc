@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "base/check.h"
+#include "scenarios/checkers/excuse.h"
 #include "scenarios/harness/options.h"
 #include "scenarios/report/report.h"
 
@@ -29,16 +30,17 @@ std::vector<std::string> fault_names(const std::vector<FaultKind>& kinds) {
 }  // namespace
 
 std::vector<FaultKind> parse_fault_list(const std::string& list) {
-  if (list.empty() || list == "all") return all_fault_kinds();
+  if (list.empty() || list == "all") return sweep_fault_kinds();
   std::vector<FaultKind> kinds;
   size_t start = 0;
   while (start <= list.size()) {  // one name per comma-separated field
     const size_t comma = std::min(list.find(',', start), list.size());
     const std::string name = list.substr(start, comma - start);
     const std::optional<FaultKind> kind = fault_kind_from_string(name);
-    if (!kind) {
+    const std::vector<FaultKind>& drawn = sweep_fault_kinds();
+    if (!kind || std::find(drawn.begin(), drawn.end(), *kind) == drawn.end()) {
       throw UsageError(fmt::format("unknown fault kind \"{}\" in --faults; valid kinds: {}", name,
-                                   fault_kind_names()));
+                                   sweep_fault_kind_names()));
     }
     if (std::find(kinds.begin(), kinds.end(), *kind) == kinds.end()) kinds.push_back(*kind);
     start = comma + 1;
@@ -78,14 +80,19 @@ SeedOutcome run_swarm_spec(const std::string& adapter, const SwarmSpec& spec, ui
                                                         .fencing_on = fencing_on,
                                                         .sets = swarm_sets(spec),
                                                         .keep_trace = keep_trace});
-  Expectation excused = tolerated_violations(spec);
-  // Without monotonic tokens the resource cannot refuse a stale holder: where exclusion may be
-  // lost, so may an update (gc-pause's expectation for such adapters).
-  if (!out.report.history.meta.monotonic_tokens && excused.count(Invariant::mutual_exclusion)) {
-    excused.insert(Invariant::no_lost_update);
+  // An invariant is excused only when each of its violations is (excuse.h): by a fault outside the
+  // adapter's envelope that touched the clients, key and window involved.
+  for (const ReportedViolation& rv : out.report.violations) {
+    const Violation& v = rv.violation;
+    if (v.excused()) {
+      out.excused_by.push_back(std::string(to_string(out.report.history[*v.excused_by].fault)));
+    } else {
+      out.untolerated.insert(v.invariant);
+    }
   }
-  for (Invariant i : out.report.violated())
-    (excused.count(i) ? out.tolerated : out.untolerated).insert(i);
+  for (Invariant i : out.report.violated()) {
+    if (out.untolerated.count(i) == 0) out.tolerated.insert(i);
+  }
   return out;
 }
 
@@ -133,6 +140,12 @@ void tally(SweepResult& result, const SeedOutcome& o) {
   result.ops += o.report.stats.ops;
   result.sim_time_us += o.report.stats.sim_time_us;
   for (Invariant i : o.tolerated) ++result.tolerated[std::string(to_string(i))];
+  for (const std::string& kind : o.excused_by) ++result.excused_by[kind];
+  for (const HistoryEvent& e : o.report.history.events()) {
+    if (e.kind != EventKind::fault || e.fault == FaultKind::other) continue;
+    ++result.faults[inside_envelope(o.report.history, e) ? "inside" : "outside"]
+                   [std::string(to_string(e.fault))];
+  }
   if (!o.violates()) return;
   ++result.violating_seeds;
   if (result.violating_seed_list.size() < SweepResult::kListedMax)
@@ -213,6 +226,8 @@ nlohmann::json to_json(const SweepResult& r) {
           {"violating_seed_list", r.violating_seed_list},
           {"violations", r.violations},
           {"tolerated", r.tolerated},
+          {"excused_by", r.excused_by},
+          {"faults_drawn", r.faults},
           {"counterexamples", cxs},
           {"stats",
            {{"events", r.events},
@@ -242,6 +257,11 @@ std::string summary_text(const nlohmann::json& j) {
   out += fmt::format("  {} seeds run, {} violating ({}); excused by their faults: {}\n", run,
                      j.at("violating_seeds").get<int>(), counts_text(j.at("violations")),
                      counts_text(j.at("tolerated")));
+  out += fmt::format("  violations excused, by the fault outside the envelope: {}\n",
+                     counts_text(j.at("excused_by")));
+  out += fmt::format("  faults struck: inside the envelope {}; outside {}\n",
+                     counts_text(j.at("faults_drawn").value("inside", nlohmann::json::object())),
+                     counts_text(j.at("faults_drawn").value("outside", nlohmann::json::object())));
   out += fmt::format("  {} ops, {:.1f}s simulated in {:.2f}s wall ({:.0f} seeds/s)\n",
                      j.at("stats").at("ops").get<uint64_t>(),
                      static_cast<double>(j.at("stats").at("sim_time_us").get<int64_t>()) / 1e6,
@@ -273,7 +293,10 @@ nlohmann::json merge_sweeps(const std::vector<nlohmann::json>& shards) {
   nlohmann::json merged = first;
   merged["shard"] = {{"index", 0}, {"count", 1}};
   for (const char* field : {"seeds_in_shard", "seeds_run", "violating_seeds"}) merged[field] = 0;
-  for (const char* field : {"violations", "tolerated"}) merged[field] = nlohmann::json::object();
+  for (const char* field : {"violations", "tolerated", "excused_by"})
+    merged[field] = nlohmann::json::object();
+  merged["faults_drawn"] = {{"inside", nlohmann::json::object()},
+                            {"outside", nlohmann::json::object()}};
   merged["counterexamples"] = nlohmann::json::array();
   merged["violating_seed_list"] = nlohmann::json::array();
   merged["stats"] = {{"events", 0}, {"ops", 0}, {"sim_time_us", 0}, {"wall_time_us", 0}};
@@ -296,6 +319,11 @@ nlohmann::json merge_sweeps(const std::vector<nlohmann::json>& shards) {
     }
     add_counts(merged["violations"], s.at("violations"));
     add_counts(merged["tolerated"], s.at("tolerated"));
+    add_counts(merged["excused_by"], s.at("excused_by"));
+    for (const char* side : {"inside", "outside"}) {
+      add_counts(merged["faults_drawn"][side],
+                 s.at("faults_drawn").value(side, nlohmann::json::object()));
+    }
     for (const auto& cx : s.at("counterexamples")) merged["counterexamples"].push_back(cx);
     for (const auto& seed : s.at("violating_seed_list"))
       merged["violating_seed_list"].push_back(seed);

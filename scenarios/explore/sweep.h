@@ -2,7 +2,8 @@
 // `lockstep sweep`: many seeds of swarm-drawn workloads and faults against one adapter.
 //
 // Seed s runs draw_swarm_spec(s) with seed s, fencing on by default. A seed violates when the run
-// breaks an invariant its faults do not excuse (tolerated_violations), or hits a bound. The first
+// breaks an invariant and no fault outside the adapter's envelope that touched the clients, key and
+// time window involved excuses it (scenarios/checkers/excuse.h), or when it hits a bound. The first
 // counterexamples are shrunk (scenarios/explore/shrink.h) to the smallest spec that still breaks
 // the same invariant with the same seed, and saved as replay reports (`lockstep replay FILE` reruns
 // them and compares the trace hash). Shards split the seeds: seed s belongs to shard (s -
@@ -34,7 +35,7 @@ struct SweepConfig {
   std::string adapter;
   uint64_t first_seed = 1;
   int seeds = 1000;
-  std::vector<FaultKind> faults = all_fault_kinds();
+  std::vector<FaultKind> faults = sweep_fault_kinds();
   int shard_index = 0;
   int shard_count = 1;
   bool fencing_on = true;
@@ -49,8 +50,9 @@ struct SeedOutcome {
   uint64_t seed = 0;
   SwarmSpec spec;
   RunReport report;
-  Expectation untolerated;  // violated and not excused by the spec's faults
-  Expectation tolerated;    // violated and excused
+  Expectation untolerated;              // violated and not excused by the spec's faults
+  Expectation tolerated;                // violated, every violation excused
+  std::vector<std::string> excused_by;  // per excused violation, the kind of fault that excused it
   bool violates() const { return !untolerated.empty() || report.end != "complete"; }
   // The invariant a shrink preserves: the first untolerated one, or "incomplete".
   std::string target() const;
@@ -91,6 +93,10 @@ struct SweepResult {
   std::vector<uint64_t> violating_seed_list;  // ascending, at most kListedMax
   std::map<std::string, int> violations;      // invariant -> seeds that broke it (untolerated)
   std::map<std::string, int> tolerated;       // invariant -> seeds where faults excused it
+  std::map<std::string, int> excused_by;      // fault kind -> violations it excused ("pause":
+                                              // holders' overruns)
+  // "inside" / "outside" the envelope -> fault kind -> faults that struck
+  std::map<std::string, std::map<std::string, int>> faults;
   std::vector<Counterexample> counterexamples;
   uint64_t events = 0;
   uint64_t ops = 0;

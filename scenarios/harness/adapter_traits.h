@@ -9,7 +9,10 @@
 //
 // The faults a backend can produce (FaultCapabilities) are the same kind of declared data: a sweep
 // draws only those, and tests/backend_capabilities_test.cc holds each declaration to what the
-// backend does.
+// backend does. The faults the adapter claims to survive (its FaultEnvelope, history/fault.h) are
+// part of the same declaration: a violation is excused only by a fault outside it.
+#include "scenarios/history/fault.h"
+
 namespace lockstep {
 
 // Which workloads apply: TTL leases, or an in-process keyed lock (shared/exclusive, or FIFO).
@@ -42,6 +45,7 @@ struct AdapterTraits {
   LockFamily family = LockFamily::lease;
   BackendKind backend = BackendKind::custom;
   FaultCapabilities sim_faults;  // what its simulated backend can do (nothing: no sim world)
+  FaultEnvelope envelope;        // what it claims to survive (Backend::envelope refines by options)
   TokenKind tokens = TokenKind::none;
   OwnerCheck release = OwnerCheck::atomic;
   OwnerCheck extend = OwnerCheck::atomic;

@@ -34,6 +34,10 @@ class Backend {
   // Whether servers report their grants, extends and revokes to the recorder. When they do not
   // (a real server), the runner derives them conservatively from the clients' operations.
   virtual bool records_leases() const = 0;
+  // What the adapter claims to survive as this backend was configured: the declared envelope
+  // (AdapterTraits::envelope), changed where an option changes the claim (a majority write
+  // concern survives a failover; persistence on every write survives a restart).
+  virtual FaultEnvelope envelope(FaultEnvelope declared) const { return declared; }
 
   // Faults. Each throws WorldUnsupported unless this backend can produce it in its world.
   virtual void failover();                                // primary dies, its replica takes over

@@ -143,6 +143,8 @@ void Client::pause(int64_t duration_ms) {
   setup_.recorder->record({.kind = EventKind::fault,
                            .client = setup_.id,
                            .end_us = world.now_us() + duration_us,
+                           .fault = FaultKind::pause,
+                           .amount = duration_us,
                            .detail = fmt::format("pause {} for {}ms", setup_.name, duration_ms)});
   // Called from our own code, the pause stops us here until it ends.
   world.pause(setup_.node, duration_us);
@@ -154,6 +156,7 @@ void Client::crash() {
                            .client = setup_.id,
                            .kills_client = true,
                            .end_us = world.now_us(),
+                           .fault = FaultKind::crash,
                            .detail = fmt::format("crash {}", setup_.name)});
   if (inside_key_) exit_critical_section(*inside_key_);
   world.crash(

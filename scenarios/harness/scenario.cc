@@ -34,6 +34,22 @@ Client& ScenarioEnv::add_client(const std::string& name, int64_t clock_offset_us
                                            .leases = leases_}));
   recorder_.history().meta.clients = static_cast<int>(clients_.size());
   world_.trace_line(fmt::format("client c{} is {} on node {}", id, name, node));
+  if (clock_offset_us != 0) {
+    recorder_.record({.kind = EventKind::fault,
+                      .client = id,
+                      .end_us = world_.now_us(),
+                      .fault = FaultKind::clock_offset,
+                      .amount = clock_offset_us,
+                      .detail = fmt::format("{}'s clock is {:+}us off", name, clock_offset_us)});
+  }
+  if (drift_ppm != 0) {
+    recorder_.record({.kind = EventKind::fault,
+                      .client = id,
+                      .end_us = world_.now_us(),
+                      .fault = FaultKind::clock_drift,
+                      .amount = drift_ppm,
+                      .detail = fmt::format("{}'s clock drifts {:+}ppm", name, drift_ppm)});
+  }
   return *clients_.back();
 }
 
@@ -50,10 +66,17 @@ int64_t ScenarioEnv::start(Client& client, int64_t start_ms, std::function<void(
   return start_us;
 }
 
-void ScenarioEnv::schedule_fault_us(int64_t at_us, std::string what, std::function<void()> action,
-                                    int64_t duration_us) {
-  world_.at(at_us, [this, at_us, duration_us, what = std::move(what), act = std::move(action)] {
-    recorder_.record({.kind = EventKind::fault, .end_us = at_us + duration_us, .detail = what});
+void ScenarioEnv::schedule_fault_us(int64_t at_us, FaultTag tag, std::string what,
+                                    std::function<void()> action, int64_t duration_us) {
+  world_.at(at_us, [this, at_us, duration_us, tag = std::move(tag), what = std::move(what),
+                    act = std::move(action)] {
+    recorder_.record({.kind = EventKind::fault,
+                      .client = tag.client,
+                      .server = tag.server,
+                      .end_us = at_us + duration_us,
+                      .fault = tag.kind,
+                      .amount = tag.amount,
+                      .detail = what});
     act();
   });
 }
@@ -66,6 +89,7 @@ void ScenarioEnv::schedule_client_kill_us(int64_t at_us, const Client& client, s
                                 .client = id,
                                 .kills_client = true,
                                 .end_us = at_us,
+                                .fault = FaultKind::crash,
                                 .detail = what});
               act();
             });

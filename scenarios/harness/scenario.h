@@ -22,6 +22,15 @@ namespace lockstep {
 
 using Expectation = std::set<Invariant>;
 
+// What a scheduled fault is, for the history: its kind, whom it strikes (-1 / "": every client /
+// every server) and its size in the kind's unit (scenarios/history/fault.h).
+struct FaultTag {
+  FaultKind kind = FaultKind::other;
+  int client = -1;
+  std::string server;
+  int64_t amount = 0;
+};
+
 // What build() works with.
 class ScenarioEnv {
  public:
@@ -39,22 +48,25 @@ class ScenarioEnv {
   int64_t option(const std::string& name) const { return options_.get_int(name); }
   HistoryMeta& meta() { return recorder_.history().meta; }
 
-  // A new client process on a node of its own.
+  // A new client process on a node of its own. A clock offset or drift is recorded as a fault of
+  // that client from the start (clock-offset, clock-drift).
   Client& add_client(const std::string& name, int64_t clock_offset_us = 0, int64_t drift_ppm = 0);
   // Runs program as the client's process from true time start_ms (plus a seeded jitter of at most
   // jitter_us, printed in the trace). Returns the start time in true microseconds.
   int64_t start(Client& client, int64_t start_ms, std::function<void(Client&)> program,
                 int64_t jitter_us = 0);
-  // A fault at true time at_us, recorded in the history (lasting duration_us) and the trace.
-  void schedule_fault_us(int64_t at_us, std::string what, std::function<void()> action,
-                         int64_t duration_us = 0);
+  // A fault at true time at_us, recorded in the history as `tag` (lasting duration_us) and in the
+  // trace as `what`.
+  void schedule_fault_us(int64_t at_us, FaultTag tag, std::string what,
+                         std::function<void()> action, int64_t duration_us = 0);
   // A fault that kills `client` at at_us (action does the killing): recorded as its death, so a
   // checker does not wait for the operation it had in flight.
   void schedule_client_kill_us(int64_t at_us, const Client& client, std::string what,
                                std::function<void()> action);
-  void schedule_fault(int64_t at_ms, std::string what, std::function<void()> action,
+  void schedule_fault(int64_t at_ms, FaultTag tag, std::string what, std::function<void()> action,
                       int64_t duration_ms = 0) {
-    schedule_fault_us(at_ms * 1000, std::move(what), std::move(action), duration_ms * 1000);
+    schedule_fault_us(at_ms * 1000, std::move(tag), std::move(what), std::move(action),
+                      duration_ms * 1000);
   }
 
   std::vector<std::unique_ptr<Client>>& clients() { return clients_; }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/time.h"
+#include "scenarios/history/fault.h"
 
 namespace lockstep {
 
@@ -73,7 +74,11 @@ struct HistoryEvent {
   int64_t ttl_us = 0;   // grant/extend: promised lease length in true time
   int64_t counter = 0;  // access: the value read or written; final_value: the final count
   TimeUs end_us = 0;    // fault: when it ends (== time_us for instant faults)
-  std::string detail;   // free text for people
+  // fault: what it was, and its size in the kind's unit (FaultKind); client and server say whom it
+  // struck (-1 / "": every client / every server)
+  FaultKind fault = FaultKind::other;
+  int64_t amount = 0;
+  std::string detail;  // free text for people
   size_t trace_line = static_cast<size_t>(-1);
 };
 
@@ -88,6 +93,8 @@ struct HistoryMeta {
   TimeUs heal_us = 0;             // faults healed by then (0: none)
   TimeUs liveness_bound_us = 0;   // 0: liveness not judged
   bool keyed = false;  // an in-process keyed lock: fifo, writer_preference, no_leak judged
+  // The faults the adapter claims to survive: which faults may excuse a violation (excuse.h).
+  FaultEnvelope envelope;
 };
 
 class History {

@@ -43,7 +43,22 @@ json event_json(const HistoryEvent& e) {
   if (e.counter != 0) j["counter"] = e.counter;
   if (e.end_us != 0) j["end_us"] = e.end_us;
   if (!e.detail.empty()) j["detail"] = e.detail;
+  if (e.kind == EventKind::fault) {
+    j["fault"] = to_string(e.fault);
+    if (e.amount != 0) j["amount"] = e.amount;
+  }
   return j;
+}
+
+json envelope_json(const FaultEnvelope& v) {
+  return {{"client_slow_ppm_max", v.client_slow_ppm_max},
+          {"server_fast_ppm_max", v.server_fast_ppm_max},
+          {"client_wall_clock", v.client_wall_clock},
+          {"server_wall_clock", v.server_wall_clock},
+          {"network", v.network},
+          {"failover", v.failover},
+          {"server_restart", to_string(v.server_restart)},
+          {"server_pause", v.server_pause}};
 }
 
 // Reads one line's object field by field, each with its type checked and named on failure.
@@ -109,9 +124,24 @@ class LineReader {
   const json& object_;
 };
 
-HistoryMeta read_meta(const LineReader& r) {
+FaultEnvelope read_envelope(const LineReader& r) {
+  r.only({"client_slow_ppm_max", "server_fast_ppm_max", "client_wall_clock", "server_wall_clock",
+          "network", "failover", "server_restart", "server_pause"});
+  FaultEnvelope v;
+  v.client_slow_ppm_max = r.integer("client_slow_ppm_max", 0, 0);
+  v.server_fast_ppm_max = r.integer("server_fast_ppm_max", 0, 0);
+  v.client_wall_clock = r.flag("client_wall_clock");
+  v.server_wall_clock = r.flag("server_wall_clock");
+  v.network = r.flag("network");
+  v.failover = r.flag("failover");
+  v.server_restart = r.choice("server_restart", kRestartRulesAll, RestartRule::never);
+  v.server_pause = r.flag("server_pause");
+  return v;
+}
+
+HistoryMeta read_meta(size_t line, const LineReader& r) {
   r.only({"clients", "servers", "quorum", "fencing_on", "monotonic_tokens", "end_us", "heal_us",
-          "liveness_bound_us", "keyed"});
+          "liveness_bound_us", "keyed", "envelope"});
   HistoryMeta meta;
   meta.clients = static_cast<int>(r.integer("clients", 0, 0));
   meta.servers = static_cast<int>(r.integer("servers", 0, 1));
@@ -122,12 +152,18 @@ HistoryMeta read_meta(const LineReader& r) {
   meta.heal_us = r.integer("heal_us", 0, 0);
   meta.liveness_bound_us = r.integer("liveness_bound_us", 0, 0);
   meta.keyed = r.flag("keyed");
+  // Absent: a history that claims no envelope, so no fault is inside one and any may excuse.
+  meta.envelope = {.client_wall_clock = false, .network = false, .server_pause = false};
+  if (const json* envelope = r.find("envelope")) {
+    if (!envelope->is_object()) r.fail("envelope", "must be an object");
+    meta.envelope = read_envelope(LineReader(line, *envelope));
+  }
   return meta;
 }
 
 HistoryEvent read_event(const LineReader& r) {
   r.only({"time_us", "kind", "client", "key", "op", "outcome", "token", "shared", "kills_client",
-          "server", "value", "ttl_us", "counter", "end_us", "detail"});
+          "server", "value", "ttl_us", "counter", "end_us", "detail", "fault", "amount"});
   if (r.find("time_us") == nullptr) r.fail("time_us", "is missing");
   if (r.find("kind") == nullptr) r.fail("kind", "is missing");
   HistoryEvent e;
@@ -149,6 +185,8 @@ HistoryEvent read_event(const LineReader& r) {
   e.counter = r.integer("counter", INT64_MIN, 0);
   e.end_us = r.integer("end_us", 0, 0);
   e.detail = r.text("detail");
+  e.fault = r.choice("fault", kFaultKindsAll, FaultKind::other);
+  e.amount = r.integer("amount", INT64_MIN, 0);
   return e;
 }
 
@@ -171,7 +209,8 @@ void write_history_jsonl(const History& history, std::ostream& out) {
                        {"end_us", m.end_us},
                        {"heal_us", m.heal_us},
                        {"liveness_bound_us", m.liveness_bound_us},
-                       {"keyed", m.keyed}}}};
+                       {"keyed", m.keyed},
+                       {"envelope", envelope_json(m.envelope)}}}};
   out << meta.dump() << "\n";
   for (const HistoryEvent& e : history.events()) out << event_json(e).dump() << "\n";
 }
@@ -196,7 +235,7 @@ History read_history_jsonl(std::istream& in, size_t events_max) {
       if (!j.contains("meta") || j.size() != 1 || !j["meta"].is_object()) {
         throw HistoryFormatError(line, "meta", "must come first, alone: {\"meta\": {...}}");
       }
-      history.meta = read_meta(LineReader(line, j["meta"]));
+      history.meta = read_meta(line, LineReader(line, j["meta"]));
       have_meta = true;
       continue;
     }

@@ -41,6 +41,8 @@ nlohmann::json violation_json(const ReportedViolation& rv) {
           {"key", v.key},
           {"detail", v.detail},
           {"events", v.events},
+          {"excused_by", v.excuse},
+          {"excused_by_event", v.excused_by ? nlohmann::json(*v.excused_by) : nlohmann::json()},
           {"excerpt", rv.excerpt}};
 }
 
@@ -81,6 +83,7 @@ std::string to_text(const RunReport& r) {
     const Violation& v = rv.violation;
     out += fmt::format("  {} at {} on key {}: {}\n", to_string(v.invariant), ms(v.time_us), v.key,
                        v.detail);
+    out += fmt::format("      excused by: {}\n", v.excuse);
     for (const std::string& line : rv.excerpt) out += fmt::format("      | {}\n", line);
   }
   const std::vector<std::string> expected = invariant_names(r.expected);

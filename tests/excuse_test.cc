@@ -1,0 +1,244 @@
+// Which violations a fault excuses (scenarios/checkers/excuse.h), on small hand-built histories:
+// only a fault outside the envelope, of a kind that can break the invariant, that touched the
+// clients and the window involved; a pause only as the holder's overrun; never globally.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "scenarios/checkers/excuse.h"
+#include "scenarios/history/history_jsonl.h"
+
+namespace lockstep {
+namespace {
+
+// Two clients on key k: c0 acquires at 100 and holds until `c0_exit_us`; c1 acquires at 1000 and
+// holds until 2000. So they overlap from 1000 (a mutual_exclusion violation at 1000).
+struct Overlap {
+  History history;
+
+  explicit Overlap(TimeUs c0_exit_us = 3000) {
+    history.meta.clients = 2;
+    hold(0, 100, c0_exit_us);
+    hold(1, 1000, 2000);
+    sort();
+  }
+  void hold(int client, TimeUs from_us, TimeUs to_us) {
+    add({.time_us = from_us - 10, .kind = EventKind::invoke, .client = client, .key = "k",
+         .op = Op::acquire});
+    add({.time_us = from_us, .kind = EventKind::complete, .client = client, .key = "k",
+         .op = Op::acquire, .outcome = Outcome::ok});
+    add({.time_us = from_us, .kind = EventKind::cs_enter, .client = client, .key = "k"});
+    add({.time_us = to_us, .kind = EventKind::cs_exit, .client = client, .key = "k"});
+  }
+  void fault(FaultKind kind, TimeUs at_us, TimeUs end_us, int client = -1, int64_t amount = 0) {
+    add({.time_us = at_us, .kind = EventKind::fault, .client = client, .end_us = end_us,
+         .fault = kind, .amount = amount, .detail = std::string(to_string(kind))});
+    sort();
+  }
+  void add(HistoryEvent e) { pending_.push_back(std::move(e)); }
+  // Events in time order (a fault at the same instant as an entry comes first), indices renumbered.
+  void sort() {
+    std::vector<HistoryEvent> all = history.events();
+    all.insert(all.end(), pending_.begin(), pending_.end());
+    pending_.clear();
+    std::stable_sort(all.begin(), all.end(), [](const HistoryEvent& a, const HistoryEvent& b) {
+      return a.time_us < b.time_us;
+    });
+    const HistoryMeta meta = history.meta;
+    history = History();
+    history.meta = meta;
+    for (HistoryEvent& e : all) history.add(e);
+  }
+  Violation judged(Invariant invariant = Invariant::mutual_exclusion) {
+    std::vector<Violation> vs = {
+        {.invariant = invariant, .time_us = 1000, .clients = {0, 1}, .key = "k"}};
+    excuse_violations(history, vs);
+    return vs.front();
+  }
+
+ private:
+  std::vector<HistoryEvent> pending_;
+};
+
+TEST_CASE("no fault: a violation is not excused, and says so", "[excuse]") {
+  Overlap o;
+  const Violation v = o.judged();
+  CHECK_FALSE(v.excused());
+  CHECK(v.excuse == "not excused");
+}
+
+TEST_CASE("a pause of the holder while inside, the other entering meanwhile, is an overrun",
+          "[excuse]") {
+  Overlap o;
+  o.fault(FaultKind::pause, 500, 1500, 0);
+  const Violation v = o.judged();
+  REQUIRE(v.excused());
+  CHECK(o.history[*v.excused_by].fault == FaultKind::pause);
+  CHECK(v.excuse.find("holder overrun: c0") != std::string::npos);
+}
+
+TEST_CASE("a pause excuses nothing when it ended before the other got in", "[excuse]") {
+  Overlap o;
+  o.fault(FaultKind::pause, 500, 900, 0);  // c0 woke with validity it could check
+  CHECK_FALSE(o.judged().excused());
+}
+
+TEST_CASE("a pause of a client not involved excuses nothing", "[excuse]") {
+  Overlap o;
+  o.history.meta.clients = 3;
+  o.fault(FaultKind::pause, 500, 1500, 2);
+  CHECK_FALSE(o.judged().excused());
+}
+
+TEST_CASE("a pause before the holder was inside excuses nothing (a slow acquire's job)",
+          "[excuse]") {
+  Overlap o;
+  o.fault(FaultKind::pause, 95, 1500, 0);  // while its acquire was in flight
+  CHECK_FALSE(o.judged().excused());
+}
+
+TEST_CASE("a pause never excuses what a server does, nor ownership or liveness", "[excuse]") {
+  for (Invariant i : {Invariant::lease_exclusion, Invariant::ownership, Invariant::liveness,
+                      Invariant::fencing}) {
+    Overlap o;
+    o.fault(FaultKind::pause, 500, 1500, 0);
+    CHECK_FALSE(o.judged(i).excused());
+  }
+}
+
+TEST_CASE("a pause excuses a lost update only where fencing could not refuse it", "[excuse]") {
+  Overlap unprotected;
+  unprotected.fault(FaultKind::pause, 500, 1500, 0);
+  CHECK(unprotected.judged(Invariant::no_lost_update).excused());
+
+  Overlap fenced;
+  fenced.history.meta.fencing_on = true;
+  fenced.history.meta.monotonic_tokens = true;
+  fenced.fault(FaultKind::pause, 500, 1500, 0);
+  CHECK_FALSE(fenced.judged(Invariant::no_lost_update).excused());
+}
+
+TEST_CASE("server drift: slow or within the envelope excuses nothing, faster does", "[excuse]") {
+  Overlap slow;
+  slow.fault(FaultKind::server_drift, 200, 5000, -1, -300'000);
+  CHECK_FALSE(slow.judged(Invariant::lease_exclusion).excused());
+  CHECK_FALSE(slow.judged().excused());
+
+  Overlap tolerated;
+  tolerated.history.meta.envelope.server_fast_ppm_max = 10'000;
+  tolerated.fault(FaultKind::server_drift, 200, 5000, -1, 10'000);
+  CHECK_FALSE(tolerated.judged(Invariant::lease_exclusion).excused());
+
+  Overlap fast;
+  fast.history.meta.envelope.server_fast_ppm_max = 10'000;
+  fast.fault(FaultKind::server_drift, 200, 5000, -1, 10'001);
+  const Violation v = fast.judged(Invariant::lease_exclusion);
+  CHECK(v.excused());
+  CHECK(v.excuse.find("outside the adapter's fault envelope") != std::string::npos);
+}
+
+TEST_CASE("a fault that ended before the window excuses nothing, but a lasting one does",
+          "[excuse]") {
+  Overlap early_drift;
+  early_drift.fault(FaultKind::server_drift, 10, 50, -1, 400'000);  // before either acquire
+  CHECK_FALSE(early_drift.judged(Invariant::lease_exclusion).excused());
+
+  Overlap early_failover;
+  early_failover.fault(FaultKind::failover, 10, 10);  // lost state stays lost
+  CHECK(early_failover.judged(Invariant::fencing).excused());
+}
+
+TEST_CASE("a failover excuses tokens only outside the envelope (a majority write concern)",
+          "[excuse]") {
+  Overlap async;
+  async.fault(FaultKind::failover, 500, 500);
+  CHECK(async.judged(Invariant::fencing).excused());
+  CHECK(async.judged(Invariant::lease_exclusion).excused());
+
+  Overlap majority;
+  majority.history.meta.envelope.failover = true;
+  majority.fault(FaultKind::failover, 500, 500);
+  CHECK_FALSE(majority.judged(Invariant::fencing).excused());
+  CHECK_FALSE(majority.judged().excused());
+}
+
+TEST_CASE("client clocks: a slow drift beyond the allowance excuses that client's exclusion only",
+          "[excuse]") {
+  Overlap within;
+  within.history.meta.envelope.client_slow_ppm_max = 5'000;
+  within.fault(FaultKind::clock_drift, 0, 0, 0, -5'000);
+  CHECK_FALSE(within.judged().excused());
+
+  Overlap beyond;
+  beyond.history.meta.envelope.client_slow_ppm_max = 5'000;
+  beyond.fault(FaultKind::clock_drift, 0, 0, 0, -5'001);
+  CHECK(beyond.judged().excused());
+  CHECK_FALSE(beyond.judged(Invariant::lease_exclusion).excused());  // servers do not read it
+
+  Overlap fast;  // a fast client leaves early
+  fast.fault(FaultKind::clock_drift, 0, 0, 0, 300'000);
+  CHECK_FALSE(fast.judged().excused());
+}
+
+TEST_CASE("wall-clock jumps excuse nothing for a lock that times on the monotonic clock",
+          "[excuse]") {
+  Overlap monotonic;
+  monotonic.fault(FaultKind::clock_jump, 500, 500, 0, -5'000'000);
+  CHECK_FALSE(monotonic.judged().excused());
+
+  Overlap wall;
+  wall.history.meta.envelope.client_wall_clock = false;
+  wall.fault(FaultKind::clock_jump, 500, 500, 0, -5'000'000);
+  CHECK(wall.judged().excused());
+  CHECK(wall.judged(Invariant::lease_exclusion).excused());  // it sends its wall times
+}
+
+TEST_CASE("a server restart is inside the envelope only after the longest lease", "[excuse]") {
+  for (const auto& [down_us, excused] : {std::pair{999, true}, std::pair{1000, false}}) {
+    Overlap o;
+    o.history.meta.envelope.server_restart = RestartRule::after_ttl;
+    o.add({.time_us = 100, .kind = EventKind::grant, .client = 0, .key = "k", .server = "s",
+           .value = "v", .ttl_us = 1000});
+    o.fault(FaultKind::server_restart, 600, 600, -1, down_us);
+    CHECK(o.judged(Invariant::lease_exclusion).excused() == excused);
+  }
+}
+
+TEST_CASE("crashes and network faults are inside a lease lock's envelope", "[excuse]") {
+  for (FaultKind kind : {FaultKind::crash, FaultKind::latency, FaultKind::loss,
+                         FaultKind::partition, FaultKind::other}) {
+    Overlap o;
+    o.fault(kind, 500, 1500, kind == FaultKind::partition || kind == FaultKind::crash ? 0 : -1);
+    CHECK_FALSE(o.judged().excused());
+  }
+}
+
+TEST_CASE("a recorded history carries its envelope and fault kinds: judged the same when read back",
+          "[excuse][jsonl]") {
+  Overlap o;
+  o.history.meta.envelope = {.client_slow_ppm_max = 7,
+                             .server_fast_ppm_max = 9,
+                             .client_wall_clock = false,
+                             .failover = true,
+                             .server_restart = RestartRule::after_ttl};
+  o.fault(FaultKind::clock_jump, 500, 500, 0, -5'000'000);
+  std::stringstream file;
+  write_history_jsonl(o.history, file);
+  const History back = read_history_jsonl(file);
+  CHECK(back.meta.envelope.client_slow_ppm_max == 7);
+  CHECK(back.meta.envelope.server_fast_ppm_max == 9);
+  CHECK_FALSE(back.meta.envelope.client_wall_clock);
+  CHECK(back.meta.envelope.failover);
+  CHECK(back.meta.envelope.server_restart == RestartRule::after_ttl);
+  std::vector<Violation> vs = {
+      {.invariant = Invariant::mutual_exclusion, .time_us = 1000, .clients = {0, 1}, .key = "k"}};
+  excuse_violations(back, vs);
+  REQUIRE(vs.front().excused());
+  CHECK(back[*vs.front().excused_by].fault == FaultKind::clock_jump);
+  CHECK(back[*vs.front().excused_by].amount == -5'000'000);
+}
+
+}  // namespace
+}  // namespace lockstep
