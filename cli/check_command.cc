@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "scenarios/checkers/checkers.h"
+#include "scenarios/checkers/excuse.h"
 #include "scenarios/history/history_jsonl.h"
 #include "scenarios/report/report.h"
 #include "scenarios/runner.h"
@@ -40,7 +40,7 @@ History read_or_throw(const std::string& path) {
 
 int cmd_check(const std::string& path, bool json) {
   const History history = read_or_throw(path);
-  const std::vector<Violation> violations = check_all(history);
+  const std::vector<Violation> violations = check_and_excuse(history);
   if (json) {
     nlohmann::json out = {{"history", path},
                           {"events", history.size()},
@@ -54,8 +54,8 @@ int cmd_check(const std::string& path, bool json) {
     fmt::print("{}: {} events, {}\n", path, history.size(),
                violations.empty() ? "every invariant held" : "VIOLATION");
     for (const Violation& v : violations) {
-      fmt::print("  {} at {} us on key {}: {}\n", to_string(v.invariant), v.time_us, v.key,
-                 v.detail);
+      fmt::print("  {} at {} us on key {}: {}\n    excused by: {}\n", to_string(v.invariant),
+                 v.time_us, v.key, v.detail, v.excuse);
     }
   }
   return violations.empty() ? 0 : 1;

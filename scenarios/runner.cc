@@ -88,29 +88,6 @@ std::vector<std::string> excerpt_for(const Violation& v, const History& history,
   return lines;
 }
 
-// Every checker's violations, each with its excuse (excuse.h). A checker is asked for more than a
-// report keeps, so that excused violations early in a run cannot hide an unexcused one after them:
-// per invariant the report keeps the unexcused ones first, then excused ones, the earliest of each.
-std::vector<Violation> judged_violations(const History& history) {
-  constexpr size_t kReportedPerInvariantMax = CheckOptions{}.per_invariant_max;
-  std::vector<Violation> all = check_all(history, {.per_invariant_max = 64});
-  excuse_violations(history, all);
-  std::vector<Violation> kept;
-  for (Invariant invariant : all_invariants()) {
-    size_t taken = 0;
-    for (bool excused : {false, true}) {
-      for (const Violation& v : all) {
-        if (v.invariant != invariant || v.excused() != excused) continue;
-        if (taken++ < kReportedPerInvariantMax) kept.push_back(v);
-      }
-    }
-  }
-  std::stable_sort(kept.begin(), kept.end(), [](const Violation& a, const Violation& b) {
-    return a.invariant != b.invariant ? a.invariant < b.invariant : a.time_us < b.time_us;
-  });
-  return kept;
-}
-
 }  // namespace
 
 Expectation RunReport::violated() const {
@@ -294,7 +271,7 @@ class RunAssembly {
     meta.end_us = world_.now_us();
     meta.heal_us = heal_time(recorder_.history());
     recorder_.close();
-    for (Violation& v : judged_violations(recorder_.history())) {
+    for (Violation& v : check_and_excuse(recorder_.history())) {
       std::vector<std::string> excerpt = excerpt_for(v, recorder_.history(), trace);
       report.violations.push_back({.violation = std::move(v), .excerpt = std::move(excerpt)});
     }

@@ -3,6 +3,7 @@
 // clients and the window involved; a pause only as the holder's overrun; never globally.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -25,16 +26,28 @@ struct Overlap {
     sort();
   }
   void hold(int client, TimeUs from_us, TimeUs to_us) {
-    add({.time_us = from_us - 10, .kind = EventKind::invoke, .client = client, .key = "k",
+    add({.time_us = from_us - 10,
+         .kind = EventKind::invoke,
+         .client = client,
+         .key = "k",
          .op = Op::acquire});
-    add({.time_us = from_us, .kind = EventKind::complete, .client = client, .key = "k",
-         .op = Op::acquire, .outcome = Outcome::ok});
+    add({.time_us = from_us,
+         .kind = EventKind::complete,
+         .client = client,
+         .key = "k",
+         .op = Op::acquire,
+         .outcome = Outcome::ok});
     add({.time_us = from_us, .kind = EventKind::cs_enter, .client = client, .key = "k"});
     add({.time_us = to_us, .kind = EventKind::cs_exit, .client = client, .key = "k"});
   }
   void fault(FaultKind kind, TimeUs at_us, TimeUs end_us, int client = -1, int64_t amount = 0) {
-    add({.time_us = at_us, .kind = EventKind::fault, .client = client, .end_us = end_us,
-         .fault = kind, .amount = amount, .detail = std::string(to_string(kind))});
+    add({.time_us = at_us,
+         .kind = EventKind::fault,
+         .client = client,
+         .end_us = end_us,
+         .fault = kind,
+         .amount = amount,
+         .detail = std::string(to_string(kind))});
     sort();
   }
   void add(HistoryEvent e) { pending_.push_back(std::move(e)); }
@@ -199,8 +212,13 @@ TEST_CASE("a server restart is inside the envelope only after the longest lease"
   for (const auto& [down_us, excused] : {std::pair{999, true}, std::pair{1000, false}}) {
     Overlap o;
     o.history.meta.envelope.server_restart = RestartRule::after_ttl;
-    o.add({.time_us = 100, .kind = EventKind::grant, .client = 0, .key = "k", .server = "s",
-           .value = "v", .ttl_us = 1000});
+    o.add({.time_us = 100,
+           .kind = EventKind::grant,
+           .client = 0,
+           .key = "k",
+           .server = "s",
+           .value = "v",
+           .ttl_us = 1000});
     o.fault(FaultKind::server_restart, 600, 600, -1, down_us);
     CHECK(o.judged(Invariant::lease_exclusion).excused() == excused);
   }
@@ -238,6 +256,36 @@ TEST_CASE("a recorded history carries its envelope and fault kinds: judged the s
   REQUIRE(vs.front().excused());
   CHECK(back[*vs.front().excused_by].fault == FaultKind::clock_jump);
   CHECK(back[*vs.front().excused_by].amount == -5'000'000);
+}
+
+TEST_CASE("excused violations early in a run cannot hide a later unexcused one", "[excuse]") {
+  History h;
+  h.meta.clients = 2;
+  const int rounds = 2 * static_cast<int>(CheckOptions{}.per_invariant_max);
+  for (int i = 0; i < rounds; ++i) {
+    const TimeUs base_us = static_cast<TimeUs>(i) * 10'000;
+    const bool paused = i + 1 < rounds;  // the last round's overlap has no excuse
+    h.add({.time_us = base_us, .kind = EventKind::cs_enter, .client = 0, .key = "k"});
+    if (paused) {
+      h.add({.time_us = base_us + 100,
+             .kind = EventKind::fault,
+             .client = 0,
+             .end_us = base_us + 5'000,
+             .fault = FaultKind::pause,
+             .detail = "pause c0"});
+    }
+    h.add({.time_us = base_us + 1'000, .kind = EventKind::cs_enter, .client = 1, .key = "k"});
+    h.add({.time_us = base_us + 2'000, .kind = EventKind::cs_exit, .client = 1, .key = "k"});
+    h.add({.time_us = base_us + 6'000, .kind = EventKind::cs_exit, .client = 0, .key = "k"});
+  }
+  const std::vector<Violation> kept = check_and_excuse(h);
+  REQUIRE(kept.size() == CheckOptions{}.per_invariant_max);
+  int unexcused = 0;
+  for (const Violation& v : kept) unexcused += v.excused() ? 0 : 1;
+  CHECK(unexcused == 1);
+  CHECK(std::is_sorted(kept.begin(), kept.end(), [](const Violation& a, const Violation& b) {
+    return a.time_us < b.time_us;
+  }));
 }
 
 }  // namespace

@@ -73,8 +73,7 @@ TimeUs window_start_us(const History& history, const Violation& v) {
     std::optional<TimeUs> acquired;
     for (const HistoryEvent& e : history.events()) {
       if (e.time_us > v.time_us) break;
-      if (e.client != client || e.op != Op::acquire || (!v.key.empty() && e.key != v.key))
-        continue;
+      if (e.client != client || e.op != Op::acquire || (!v.key.empty() && e.key != v.key)) continue;
       if (e.kind == EventKind::invoke) invoked = e.time_us;
       if (e.kind == EventKind::complete && e.outcome == Outcome::ok) acquired = invoked;
     }
@@ -146,6 +145,26 @@ void excuse_violations(const History& history, std::vector<Violation>& violation
       break;
     }
   }
+}
+
+std::vector<Violation> check_and_excuse(const History& history) {
+  constexpr size_t kReportedPerInvariantMax = CheckOptions{}.per_invariant_max;
+  std::vector<Violation> all = check_all(history, {.per_invariant_max = 64});
+  excuse_violations(history, all);
+  std::vector<Violation> kept;
+  for (Invariant invariant : all_invariants()) {
+    size_t taken = 0;
+    for (bool excused : {false, true}) {
+      for (const Violation& v : all) {
+        if (v.invariant != invariant || v.excused() != excused) continue;
+        if (taken++ < kReportedPerInvariantMax) kept.push_back(v);
+      }
+    }
+  }
+  std::stable_sort(kept.begin(), kept.end(), [](const Violation& a, const Violation& b) {
+    return a.invariant != b.invariant ? a.invariant < b.invariant : a.time_us < b.time_us;
+  });
+  return kept;
 }
 
 }  // namespace lockstep

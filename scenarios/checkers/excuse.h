@@ -32,4 +32,10 @@ bool inside_envelope(const History& history, const HistoryEvent& fault);
 // Sets excused_by and excuse on every violation.
 void excuse_violations(const History& history, std::vector<Violation>& violations);
 
+// check_all, each violation excused or not. The checkers are asked for more than this keeps, so
+// that excused violations early in a run cannot hide an unexcused one after them: per invariant
+// it keeps at most CheckOptions{}.per_invariant_max, the unexcused ones first, the earliest of
+// each, in the order of check_all.
+std::vector<Violation> check_and_excuse(const History& history);
+
 }  // namespace lockstep
