@@ -311,3 +311,41 @@ TEST_CASE("sweep-merge of shard reports written by the command", "[sweep][cli]")
 }
 
 }  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+TEST_CASE("a fifo waiter turned away by clear() while paused is refused when clear() decides",
+          "[sweep][fifo]") {
+  // c0 holds k0 for 100 ms; c1 queues behind it at 10 and is paused from 20 for 200 ms; c2 calls
+  // clear() at 30; c3 asks at 150, after c0 is done. c1 learns of its refusal only at 220, but
+  // the lock refused it at 30: c3's grant overtakes nobody.
+  SwarmSpec spec;
+  spec.family = "keyed-fifo";
+  spec.safety_ms = 400;
+  spec.heal_clients = 0;
+  spec.clients = {
+      SwarmClient{.steps = {SwarmStep{.hold_ms = 100}}},
+      SwarmClient{.start_ms = 10, .steps = {SwarmStep{.hold_ms = 1}}},
+      SwarmClient{.start_ms = 30, .steps = {SwarmStep{.clear = true}}},
+      SwarmClient{.start_ms = 150, .steps = {SwarmStep{.hold_ms = 1}}},
+  };
+  spec.faults = {
+      SwarmFault{.kind = FaultKind::pause, .at_ms = 20, .duration_ms = 200, .client = 1}};
+  const SeedOutcome o = run_swarm_spec("fifo", spec, 1, true);
+  CHECK(o.report.violations.empty());
+  bool refused_at_clear = false;
+  for (const HistoryEvent& e : o.report.history.events()) {
+    refused_at_clear |= e.kind == EventKind::complete && e.client == 1 && e.op == Op::acquire &&
+                        e.outcome == Outcome::error && e.time_us < 40'000;
+  }
+  CHECK(refused_at_clear);
+  // The known-bad fifo whose clear() drops the holder lets c3 in beside c0 when it asks early.
+  spec.clients[3].start_ms = 40;
+  register_known_bad_adapters();
+  CHECK(run_swarm_spec("bad-fifo-clear-admits", spec, 1, true)
+            .untolerated.count(Invariant::mutual_exclusion) == 1);
+}
+
+}  // namespace
+}  // namespace lockstep

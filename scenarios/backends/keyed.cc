@@ -87,7 +87,9 @@ KeyedSimBackend::KeyedSimBackend(BackendEnv& env, std::unique_ptr<keyed::RwCore>
 
 KeyedSimBackend::KeyedSimBackend(BackendEnv& env, std::unique_ptr<keyed::FifoCore> core)
     : world_(simulator(env)), recorder_(env.recorder), steps_(env.recorder, *this) {
-  fifo_ = std::make_unique<SimFifoLock>(world_, std::move(core), key_state_hook());
+  fifo_ = std::make_unique<SimFifoLock>(
+      world_, std::move(core), key_state_hook(),
+      [this](int node, std::string_view key) { steps_.fifo_refused(node, key); });
   view_ = std::make_unique<LeaseView>(*this);
   recorder_.history().meta.keyed = true;
 }
@@ -202,13 +204,24 @@ void KeyedSteps::rw_hold(Client& c, const std::string& key, RwMode mode, int64_t
   rw_release(c, handle);
 }
 
+void KeyedSteps::fifo_refused(int node, std::string_view key) {
+  const auto it = fifo_waiting_.find(node);
+  if (it == fifo_waiting_.end()) return;  // a waiter outside these steps records its own end
+  record(EventKind::complete, *it->second, std::string(key), Op::acquire, Outcome::error, false,
+         std::string(keyed::code_name(keyed::KeyedLockCode::lock_cleared)));
+  fifo_waiting_.erase(it);
+  fifo_refusals_recorded_.insert(node);
+}
+
 bool KeyedSteps::fifo_hold(Client& c, const std::string& key, int64_t hold_ms,
                            std::optional<int64_t> max_wait_ms) {
   LOCKSTEP_SIM_CHECK(backend_.fifo() != nullptr, "fifo steps need the fifo adapter");
   record(EventKind::invoke, c, key, Op::acquire);
+  fifo_waiting_[c.node()] = &c;
   try {
     backend_.fifo()->with_lock(key,
                                [&] {
+                                 fifo_waiting_.erase(c.node());
                                  record(EventKind::complete, c, key, Op::acquire, Outcome::ok);
                                  record(EventKind::cs_enter, c, key, Op::none);
                                  c.sleep_ms(hold_ms);
@@ -217,10 +230,15 @@ bool KeyedSteps::fifo_hold(Client& c, const std::string& key, int64_t hold_ms,
                                },
                                {.max_wait_ms = max_wait_ms});
   } catch (const keyed::KeyedLockError& e) {
+    fifo_waiting_.erase(c.node());
+    if (fifo_refusals_recorded_.erase(c.node()) > 0) return false;
     const Outcome outcome =
         e.code() == keyed::KeyedLockCode::lock_timeout ? Outcome::fail : Outcome::error;
     record(EventKind::complete, c, key, Op::acquire, outcome, false, std::string(e.code_name()));
     return false;
+  } catch (...) {  // killed while waiting or holding
+    fifo_waiting_.erase(c.node());
+    throw;
   }
   record(EventKind::complete, c, key, Op::release, Outcome::ok);
   return true;

@@ -19,7 +19,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 
 #include "adapters/keyed/rw_core.h"
 #include "scenarios/backends/keyed_sim.h"
@@ -48,6 +50,8 @@ class KeyedSteps {
   // fifo: with_lock(key, work hold_ms, {.max_wait_ms}). Whether fn ran.
   bool fifo_hold(Client& c, const std::string& key, int64_t hold_ms,
                  std::optional<int64_t> max_wait_ms = {});
+  // fifo: clear() turned away the waiter on `node`: its acquire ends now, in the history.
+  void fifo_refused(int node, std::string_view key);
 
  private:
   void record(EventKind kind, const Client& c, const std::string& key, Op op,
@@ -55,6 +59,8 @@ class KeyedSteps {
 
   Recorder& recorder_;
   KeyedSimBackend& backend_;
+  std::map<int, const Client*> fifo_waiting_;  // node -> the client waiting in fifo_hold there
+  std::set<int> fifo_refusals_recorded_;       // nodes whose refusal is in the history already
 };
 
 class KeyedSimBackend final : public Backend {

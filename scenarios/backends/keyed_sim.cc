@@ -77,8 +77,11 @@ void SimKeyedRw::release(const keyed::KeyRef& key, RequestId id, RwMode mode) no
 // --- SimFifoLock ---
 
 SimFifoLock::SimFifoLock(sim::World& world, std::unique_ptr<keyed::FifoCore> core,
-                         KeyStateHook on_key_state)
-    : world_(world), core_(std::move(core)), on_key_state_(std::move(on_key_state)) {
+                         KeyStateHook on_key_state, RefusalHook on_refused)
+    : world_(world),
+      core_(std::move(core)),
+      on_key_state_(std::move(on_key_state)),
+      on_refused_(std::move(on_refused)) {
   LOCKSTEP_SIM_CHECK(core_ != nullptr, "a SimFifoLock needs a core");
 }
 
@@ -111,7 +114,7 @@ RequestId SimFifoLock::wait(std::string_view key, RequestId id,
                             const keyed::WithLockOptions& options) {
   LOCKSTEP_SIM_CHECK(world_.in_fiber(), "only a fiber can wait for a keyed lock");
   const sim::Waiter waiter = world_.prepare_park();
-  parked_[id] = Parked{.waiter = waiter};
+  parked_[id] = Parked{.waiter = waiter, .node = world_.current_node()};
   const sim::TimeUs deadline_us =
       options.max_wait_ms
           ? world_.now_us() + std::max<int64_t>(*options.max_wait_ms, 0) * sim::kUsPerMs
@@ -149,6 +152,8 @@ size_t SimFifoLock::clear() {
   const std::vector<keyed::FifoRejection> rejected = core_->clear();
   for (const keyed::FifoRejection& r : rejected) {
     note(r.key);
+    if (auto it = parked_.find(r.id); on_refused_ && it != parked_.end())
+      on_refused_(it->second.node, r.key);
     wake(r.id, WaitEnd::cleared);
   }
   return rejected.size();

@@ -59,8 +59,12 @@ class SimKeyedRw final : public keyed::KeyedRwLock {
 class SimFifoLock final : public keyed::KeyedFifoLock {
  public:
   // Over `core` (the production FifoCore, or a calibration variant).
+  // on_refused(node, key) is told, as clear() decides it, of each waiter it turns away (the node
+  // the waiting fiber runs on): the waiter itself learns it only when it next runs, which a pause
+  // can put off, but the history must show the refusal when the lock made it.
+  using RefusalHook = std::function<void(int node, std::string_view key)>;
   SimFifoLock(sim::World& world, std::unique_ptr<keyed::FifoCore> core,
-              KeyStateHook on_key_state = {});
+              KeyStateHook on_key_state = {}, RefusalHook on_refused = {});
 
   bool held(std::string_view key) const override { return core_->held(key); }
   size_t waiting(std::string_view key) const override { return core_->waiting(key); }
@@ -80,6 +84,7 @@ class SimFifoLock final : public keyed::KeyedFifoLock {
   struct Parked {
     sim::Waiter waiter;
     WaitEnd end = WaitEnd::waiting;
+    int node = -1;
   };
   keyed::RequestId wait(std::string_view key, keyed::RequestId id,
                         const keyed::WithLockOptions& options);
@@ -89,6 +94,7 @@ class SimFifoLock final : public keyed::KeyedFifoLock {
   sim::World& world_;
   std::unique_ptr<keyed::FifoCore> core_;
   KeyStateHook on_key_state_;
+  RefusalHook on_refused_;
   std::map<keyed::RequestId, Parked> parked_;
 };
 

@@ -33,10 +33,31 @@ inline bool is_acquire(const HistoryEvent& e, EventKind kind) {
 
 inline std::string mode_name(bool shared) { return shared ? "shared" : "exclusive"; }
 
+// The invoke index of every acquire that ended without the lock (failed, cleared, timed out), and
+// when it ended.
+inline std::map<size_t, TimeUs> refused_at(const History& history) {
+  std::map<int, size_t> invoke_of_client;
+  std::map<size_t, TimeUs> refused;
+  for (const HistoryEvent& e : history.events()) {
+    if (is_acquire(e, EventKind::invoke)) invoke_of_client[e.client] = e.index;
+    if (!is_acquire(e, EventKind::complete) || e.outcome == Outcome::ok) continue;
+    if (auto it = invoke_of_client.find(e.client); it != invoke_of_client.end())
+      refused[it->second] = e.time_us;
+  }
+  return refused;
+}
+
 // Sweeps acquires and calls judge(grant event, its invoke index, requests pending before it) at
-// each successful one, before the granted request leaves the pending set.
+// each successful one, before the granted request leaves the pending set. A request the lock
+// refused at the grant's very instant (clear() rejecting its waiters, a max wait running out) is
+// not pending for that grant, although its waiter records the refusal only when it runs.
 template <class Judge>
 inline void sweep_grants(const History& history, Judge judge) {
+  const std::map<size_t, TimeUs> refused = refused_at(history);
+  auto refused_now = [&refused](size_t invoke, TimeUs now_us) {
+    const auto it = refused.find(invoke);
+    return it != refused.end() && it->second == now_us;
+  };
   std::map<std::string, KeyRequests, std::less<>> keys;
   for (const HistoryEvent& e : history.events()) {
     if (is_acquire(e, EventKind::invoke)) {
@@ -51,7 +72,14 @@ inline void sweep_grants(const History& history, Judge judge) {
     if (it == key.invoke_of_client.end())
       continue;  // a completion without an invocation shows nothing
     const size_t invoke = it->second;
-    if (e.outcome == Outcome::ok) judge(e, history[invoke], key);
+    if (e.outcome == Outcome::ok) {
+      KeyRequests pending = key;
+      std::erase_if(pending.by_invoke,
+                    [&](const auto& r) { return refused_now(r.first, e.time_us); });
+      std::erase_if(pending.exclusive_by_invoke,
+                    [&](const auto& r) { return refused_now(r.first, e.time_us); });
+      judge(e, history[invoke], pending);
+    }
     key.by_invoke.erase(invoke);
     key.exclusive_by_invoke.erase(invoke);
     key.invoke_of_client.erase(it);

@@ -95,6 +95,11 @@ void step_simplifications(std::vector<SwarmSpec>& out, const SwarmSpec& spec, si
     step(c).shared = false;
     out.push_back(std::move(c));
   }
+  if (s.clear) {
+    SwarmSpec c = spec;
+    step(c).clear = false;
+    out.push_back(std::move(c));
+  }
   vary(out, spec, [&](SwarmSpec& x) -> int64_t& { return step(x).pause_ms; });
   vary(out, spec, [&](SwarmSpec& x) -> int64_t& { return step(x).gap_ms; });
   vary(out, spec, [&](SwarmSpec& x) -> int64_t& { return step(x).hold_ms; });

@@ -104,6 +104,7 @@ void SwarmSpec::validate() const {
       if (s.key < 0 || s.key >= keys) fail("a step names a key outside [0, keys)");
       if (s.gap_ms < 0 || s.hold_ms < 0 || s.pause_ms < 0 || s.release_pause_ms < 0)
         fail("negative duration");
+      if (s.clear && family != "keyed-fifo") fail("clear() is a step of keyed-fifo specs only");
     }
   }
   const std::vector<FaultKind>& drawn = sweep_fault_kinds();
@@ -172,7 +173,8 @@ namespace {
 
 // Per-seed rates (out of 8) of the faults and operations a step can carry.
 struct StepRates {
-  uint64_t pause = 0, release_pause = 0, crash = 0, extend = 0, walk_away = 0, shared = 0;
+  uint64_t pause = 0, release_pause = 0, crash = 0, extend = 0, walk_away = 0, shared = 0,
+           clear = 0;
   int64_t wire_us = 3000;  // how far after a call a fault aimed "on the wire" may land
 };
 
@@ -206,6 +208,7 @@ SwarmStep draw_step(Prng& rng, const SwarmSpec& spec, const StepRates& r, bool s
   s.extend = rng.chance(r.extend, 8);
   s.release = !rng.chance(r.walk_away, 8);
   s.shared = rng.chance(r.shared, 8);
+  if (r.clear > 0) s.clear = rng.chance(r.clear, 8);
   if (rng.chance(r.release_pause, 8)) {
     s.release_pause_after_us = rng.between(0, r.wire_us);
     s.release_pause_ms = rng.between(1, 3 * ttl);
@@ -296,6 +299,7 @@ StepRates draw_rates(Prng& rng, const SwarmSpec& spec, const SwarmCapabilities& 
   r.extend = rate(rng, lease);
   r.walk_away = lease && rng.chance(1, 3) ? 1 : 0;
   r.shared = spec.family == "keyed-rw" ? static_cast<uint64_t>(rng.between(2, 6)) : 0;
+  r.clear = spec.family == "keyed-fifo" ? 1 : 0;
   // A call is on the wire for about two one-way latencies.
   r.wire_us = spec.fixed_latency_us > 0 ? 4 * spec.fixed_latency_us : 3000;
   return r;
@@ -356,6 +360,7 @@ std::string describe_step(const SwarmStep& s) {
   if (s.extend) out += " extend";
   if (!s.release) out += " walk-away";
   if (s.shared) out += " shared";
+  if (s.clear) out += " clear";
   if (s.release_pause_after_us >= 0) {
     out += fmt::format(" release-pause={}ms@+{}us", s.release_pause_ms, s.release_pause_after_us);
   }
@@ -432,6 +437,7 @@ nlohmann::json to_json(const SwarmSpec& spec) {
                        {"extend", s.extend},
                        {"release", s.release},
                        {"shared", s.shared},
+                       {"clear", s.clear},
                        {"release_pause_after_us", s.release_pause_after_us},
                        {"release_pause_ms", s.release_pause_ms},
                        {"acquire_crash_after_us", s.acquire_crash_after_us}});
@@ -489,6 +495,7 @@ SwarmSpec swarm_spec_from_json(const nlohmann::json& j) {
              .extend = js.at("extend").get<bool>(),
              .release = js.at("release").get<bool>(),
              .shared = js.at("shared").get<bool>(),
+             .clear = js.value("clear", false),  // absent in specs saved before it existed
              .release_pause_after_us = js.at("release_pause_after_us").get<int64_t>(),
              .release_pause_ms = js.at("release_pause_ms").get<int64_t>(),
              .acquire_crash_after_us = js.at("acquire_crash_after_us").get<int64_t>()});
@@ -623,6 +630,11 @@ void lease_step(SwarmRun& run, Client& c, const SwarmStep& step) {
 void keyed_step(SwarmRun& run, Client& c, const SwarmStep& step) {
   KeyedSimBackend& backend = keyed_backend(run.env->backend());
   if (run.spec.family == "keyed-fifo") {
+    if (step.clear) {
+      run.env->world().trace_line(fmt::format("{} calls fifo clear()", c.name()));
+      backend.fifo()->clear();
+      return;
+    }
     backend.steps().fifo_hold(c, key_name(step.key), step.hold_ms);
     return;
   }

@@ -63,6 +63,7 @@ struct SwarmStep {
   bool extend = false;   // extend by the TTL after the pause, before the write
   bool release = true;   // false: walk away and let the lease expire
   bool shared = false;   // keyed-rw: a reader
+  bool clear = false;    // keyed-fifo: instead of holding, clear() the lock (rejects the waiters)
   // Faults timed from the step's own calls, so they stay aimed when shrinking moves the step.
   int64_t release_pause_after_us =
       -1;  // pause release_pause_ms this long after the release is sent

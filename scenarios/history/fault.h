@@ -41,12 +41,21 @@ enum class FaultKind {
 };
 std::string_view to_string(FaultKind kind);
 std::optional<FaultKind> fault_kind_from_string(std::string_view name);
-inline constexpr std::array kFaultKindsAll = {
-    FaultKind::pause,        FaultKind::crash,          FaultKind::clock_drift,
-    FaultKind::clock_jump,   FaultKind::clock_offset,   FaultKind::server_drift,
-    FaultKind::server_clock_jump, FaultKind::server_crash, FaultKind::server_restart,
-    FaultKind::server_pause, FaultKind::failover,       FaultKind::latency,
-    FaultKind::loss,         FaultKind::partition,      FaultKind::other};
+inline constexpr std::array kFaultKindsAll = {FaultKind::pause,
+                                              FaultKind::crash,
+                                              FaultKind::clock_drift,
+                                              FaultKind::clock_jump,
+                                              FaultKind::clock_offset,
+                                              FaultKind::server_drift,
+                                              FaultKind::server_clock_jump,
+                                              FaultKind::server_crash,
+                                              FaultKind::server_restart,
+                                              FaultKind::server_pause,
+                                              FaultKind::failover,
+                                              FaultKind::latency,
+                                              FaultKind::loss,
+                                              FaultKind::partition,
+                                              FaultKind::other};
 static_assert(kFaultKindsAll.back() == FaultKind::other, "every FaultKind is listed, last last");
 
 // A fault's effect outlives its window: a jumped, offset or drifted client clock stays where it went
