@@ -284,6 +284,8 @@ TEST_CASE("chromium renders a gc-pause timeline with both holders and the violat
   CHECK(marker);
   CHECK(dom.find("mutual_exclusion") != std::string::npos);
   CHECK(dom.find(as_dom_text(report.violations.front().violation.detail)) != std::string::npos);
+  CHECK(dom.find("Excused by: " + as_dom_text(report.violations.front().violation.excuse)) !=
+        std::string::npos);
   CHECK(dom.find("involved") != std::string::npos);
 
   // And it paints: a real PNG with more in it than a blank page.

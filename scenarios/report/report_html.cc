@@ -168,7 +168,8 @@ function renderHeader(d) {
   const box = html("div", {class: "violations"}, head);
   d.violations.forEach((v, i) => html("div", {class: "violation"}, box,
     "V" + (i + 1) + " " + v.invariant + " at " + ms(v.time_us) + " on key " + v.key + " (clients " +
-    v.clients.map(c => "c" + c).join(", ") + "): " + v.detail));
+    v.clients.map(c => "c" + c).join(", ") + "): " + v.detail + " Excused by: " + v.excused_by +
+    "."));
 }
 
 function renderAxis(g, x, end, axis, height) {
