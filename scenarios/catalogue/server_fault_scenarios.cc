@@ -120,9 +120,13 @@ Scenario clock_drift_scenario() {
             // runs; the fault at 0 records it in the history (setting the same drift again is a
             // no-op).
             env.backend().set_server_drift(drift_ppm);
-            env.schedule_fault(0, {.kind = FaultKind::server_drift, .amount = drift_ppm},
-                               fmt::format("server clock drift {:+}ppm", drift_ppm),
-                               [&env, drift_ppm] { env.backend().set_server_drift(drift_ppm); });
+            // It never heals: recorded as lasting past both clients' work (A's hold, B's tries
+            // and hold), so it touches every lease of the run.
+            const int64_t drifting_ms = hold_ms + 3 * ttl_ms;
+            env.schedule_fault(
+                0, {.kind = FaultKind::server_drift, .amount = drift_ppm},
+                fmt::format("server clock drift {:+}ppm", drift_ppm),
+                [&env, drift_ppm] { env.backend().set_server_drift(drift_ppm); }, drifting_ms);
             env.start(
                 env.add_client("a"), 1,
                 [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
