@@ -28,6 +28,7 @@
 #include "scenarios/explore/matrix_report.h"
 #include "scenarios/explore/replay.h"
 #include "scenarios/explore/sweep.h"
+#include "scenarios/explore/worker_pool.h"
 #include "scenarios/report/junit.h"
 #include "scenarios/report/report.h"
 #include "scenarios/report/report_html.h"
@@ -266,6 +267,7 @@ struct SweepFlags {
   std::string report_dir;
   bool keep_going = false;
   int shrink = 1;
+  int jobs = available_cores();
   bool json = false;
 };
 
@@ -334,7 +336,8 @@ int cmd_sweep(const SweepFlags& flags) {
                      .fencing_on = flags.fencing == "on",
                      .keep_going = flags.keep_going,
                      .shrink_max = flags.shrink,
-                     .report_dir = flags.report_dir.empty() ? "reports/sweep" : flags.report_dir};
+                     .report_dir = flags.report_dir.empty() ? "reports/sweep" : flags.report_dir,
+                     .jobs = flags.jobs};
   SweepResult result;
   {
     ProgressLine progress("sweep " + flags.adapter);
@@ -444,6 +447,10 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
                     "run every seed instead of stopping at the first violation");
   c.sweep->add_option("--shrink", s.shrink, "how many counterexamples to shrink and save")
       ->transform(decimal(0, 1000));
+  c.sweep
+      ->add_option("--jobs", s.jobs,
+                   "worker processes (default: every core); the result does not depend on it")
+      ->transform(decimal(1, kJobsMax));
   c.sweep->add_flag("--json", s.json, "print JSON");
 
   MergeFlags& m = c.merge_flags;

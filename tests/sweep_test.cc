@@ -349,3 +349,33 @@ TEST_CASE("a fifo waiter turned away by clear() while paused is refused when cle
 
 }  // namespace
 }  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+nlohmann::json without_wall_times(nlohmann::json j) {
+  j["stats"].erase("wall_time_us");
+  for (auto& cx : j["counterexamples"]) cx.erase("shrink_wall_time_us");
+  return j;
+}
+
+TEST_CASE("a sweep on two workers gives what one process gives, to the first counterexample",
+          "[sweep][jobs]") {
+  register_known_bad_adapters();
+  const auto dir = fresh_dir("jobs");
+  for (const bool keep_going : {false, true}) {
+    SweepConfig config{.adapter = "bad-del-release",
+                       .seeds = 300,
+                       .keep_going = keep_going,
+                       .report_dir = dir.string()};
+    const SweepResult one = run_sweep(config);
+    config.jobs = 2;
+    const SweepResult two = run_sweep(config);
+    REQUIRE_FALSE(one.ok());  // there is a counterexample to agree on
+    CHECK(without_wall_times(to_json(one)) == without_wall_times(to_json(two)));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace lockstep

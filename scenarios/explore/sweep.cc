@@ -8,6 +8,7 @@
 
 #include "base/check.h"
 #include "scenarios/checkers/excuse.h"
+#include "scenarios/explore/worker_pool.h"
 #include "scenarios/harness/options.h"
 #include "scenarios/report/report.h"
 
@@ -134,24 +135,82 @@ Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcom
 
 namespace {
 
-void tally(SweepResult& result, const SeedOutcome& o) {
-  ++result.seeds_run;
-  result.events += o.report.stats.events;
-  result.ops += o.report.stats.ops;
-  result.sim_time_us += o.report.stats.sim_time_us;
-  for (Invariant i : o.tolerated) ++result.tolerated[std::string(to_string(i))];
-  for (const std::string& kind : o.excused_by) ++result.excused_by[kind];
+// What the sweep's result needs of one seed's run: small enough to cross a pipe from a worker.
+struct SeedTally {
+  uint64_t seed = 0;
+  bool violates = false;
+  bool complete = true;
+  uint64_t events = 0;
+  uint64_t ops = 0;
+  int64_t sim_time_us = 0;
+  std::vector<std::string> untolerated;
+  std::vector<std::string> tolerated;
+  std::vector<std::string> excused_by;
+  std::map<std::string, std::map<std::string, int>> faults;  // inside/outside -> kind -> count
+};
+
+SeedTally tally_of(const SeedOutcome& o) {
+  SeedTally t{.seed = o.seed,
+              .violates = o.violates(),
+              .complete = o.report.end == "complete",
+              .events = o.report.stats.events,
+              .ops = o.report.stats.ops,
+              .sim_time_us = o.report.stats.sim_time_us,
+              .excused_by = o.excused_by};
+  for (Invariant i : o.untolerated) t.untolerated.emplace_back(to_string(i));
+  for (Invariant i : o.tolerated) t.tolerated.emplace_back(to_string(i));
   for (const HistoryEvent& e : o.report.history.events()) {
     if (e.kind != EventKind::fault || e.fault == FaultKind::other) continue;
-    ++result.faults[inside_envelope(o.report.history, e) ? "inside" : "outside"]
-                   [std::string(to_string(e.fault))];
+    ++t.faults[inside_envelope(o.report.history, e) ? "inside" : "outside"]
+              [std::string(to_string(e.fault))];
   }
-  if (!o.violates()) return;
+  return t;
+}
+
+std::string encode(const SeedTally& t) {
+  return nlohmann::json{{"seed", t.seed},
+                        {"violates", t.violates},
+                        {"complete", t.complete},
+                        {"events", t.events},
+                        {"ops", t.ops},
+                        {"sim_time_us", t.sim_time_us},
+                        {"untolerated", t.untolerated},
+                        {"tolerated", t.tolerated},
+                        {"excused_by", t.excused_by},
+                        {"faults", t.faults}}
+      .dump();
+}
+
+SeedTally decode(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text);
+  return {.seed = j.at("seed").get<uint64_t>(),
+          .violates = j.at("violates").get<bool>(),
+          .complete = j.at("complete").get<bool>(),
+          .events = j.at("events").get<uint64_t>(),
+          .ops = j.at("ops").get<uint64_t>(),
+          .sim_time_us = j.at("sim_time_us").get<int64_t>(),
+          .untolerated = j.at("untolerated").get<std::vector<std::string>>(),
+          .tolerated = j.at("tolerated").get<std::vector<std::string>>(),
+          .excused_by = j.at("excused_by").get<std::vector<std::string>>(),
+          .faults = j.at("faults").get<std::map<std::string, std::map<std::string, int>>>()};
+}
+
+void tally(SweepResult& result, const SeedTally& t) {
+  ++result.seeds_run;
+  result.events += t.events;
+  result.ops += t.ops;
+  result.sim_time_us += t.sim_time_us;
+  for (const std::string& i : t.tolerated) ++result.tolerated[i];
+  for (const std::string& kind : t.excused_by) ++result.excused_by[kind];
+  for (const auto& [side, kinds] : t.faults) {
+    for (const auto& [kind, n] : kinds) result.faults[side][kind] += n;
+  }
+  if (!t.violates) return;
   ++result.violating_seeds;
   if (result.violating_seed_list.size() < SweepResult::kListedMax)
-    result.violating_seed_list.push_back(o.seed);
-  for (Invariant i : o.untolerated) ++result.violations[std::string(to_string(i))];
-  if (o.report.end != "complete") ++result.violations["incomplete"];
+    result.violating_seed_list.push_back(t.seed);
+  for (const std::string& i : t.untolerated) ++result.violations[i];
+  if (!t.complete) ++result.violations["incomplete"];
 }
 
 }  // namespace
@@ -161,28 +220,34 @@ SweepResult run_sweep(const SweepConfig& config,
   const auto start = std::chrono::steady_clock::now();
   const SwarmCapabilities caps = swarm_capabilities(config.adapter);
   SweepResult result{.config = config};
-  for (int i = 0; i < config.seeds; ++i) {
-    if (seed_in_shard(config.first_seed + static_cast<uint64_t>(i), config.first_seed,
-                      config.shard_index, config.shard_count)) {
-      ++result.seeds_in_shard;
-    }
-  }
+  std::vector<uint64_t> seeds;  // this shard's, in order
   for (int i = 0; i < config.seeds; ++i) {
     const uint64_t seed = config.first_seed + static_cast<uint64_t>(i);
-    if (!seed_in_shard(seed, config.first_seed, config.shard_index, config.shard_count)) continue;
-    const SeedOutcome outcome = run_sweep_seed(config, caps, seed);
-    tally(result, outcome);
-    if (outcome.violates() && static_cast<int>(result.counterexamples.size()) < config.shrink_max) {
-      result.counterexamples.push_back(shrink_counterexample(config, outcome));
-    }
-    if (progress) {
-      progress({.done = result.seeds_run,
-                .total = result.seeds_in_shard,
-                .violations = result.violating_seeds,
-                .elapsed_us = wall_us_since(start)});
-    }
-    if (outcome.violates() && !config.keep_going) break;
+    if (seed_in_shard(seed, config.first_seed, config.shard_index, config.shard_count))
+      seeds.push_back(seed);
   }
+  result.seeds_in_shard = static_cast<int>(seeds.size());
+  // Seeds run on `jobs` workers; their tallies are taken in seed order, so the result (the first
+  // violating seed, what is shrunk, where a sweep without --keep-going stops) is one process's.
+  run_in_order(
+      seeds.size(), config.jobs,
+      [&](size_t i) { return encode(tally_of(run_sweep_seed(config, caps, seeds[i]))); },
+      [&](size_t, const std::string& encoded) {
+        const SeedTally t = decode(encoded);
+        tally(result, t);
+        if (t.violates && static_cast<int>(result.counterexamples.size()) < config.shrink_max) {
+          // Run again here (a pure function of the seed) for the whole outcome to shrink.
+          result.counterexamples.push_back(
+              shrink_counterexample(config, run_sweep_seed(config, caps, t.seed)));
+        }
+        if (progress) {
+          progress({.done = result.seeds_run,
+                    .total = result.seeds_in_shard,
+                    .violations = result.violating_seeds,
+                    .elapsed_us = wall_us_since(start)});
+        }
+        return !t.violates || config.keep_going;
+      });
   result.wall_time_us = wall_us_since(start);
   return result;
 }

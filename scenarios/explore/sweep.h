@@ -43,6 +43,7 @@ struct SweepConfig {
   int shrink_max = 1;       // how many counterexamples to shrink and save
   std::string report_dir = "reports/sweep";
   ShrinkOptions shrink;
+  int jobs = 1;  // worker processes (worker_pool.h); the result does not depend on it
 };
 
 // One seed's run, judged.

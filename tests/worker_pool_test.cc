@@ -1,0 +1,92 @@
+// The worker pool (scenarios/explore/worker_pool.h): results are taken in order whatever the
+// number of workers, an early stop or a failure stops and reaps every worker.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "scenarios/explore/worker_pool.h"
+
+namespace lockstep {
+namespace {
+
+// No child of this process is left, running or unreaped.
+bool no_children_left() {
+  errno = 0;
+  return ::waitpid(-1, nullptr, WNOHANG) == -1 && errno == ECHILD;
+}
+
+std::string square(size_t i) { return std::to_string(i * i); }
+
+TEST_CASE("results are taken in index order, the same for any number of workers", "[pool]") {
+  for (int jobs : {1, 2, 3, 7}) {
+    std::vector<std::string> taken;
+    run_in_order(50, jobs, square, [&](size_t i, const std::string& r) {
+      CHECK(i == taken.size());
+      taken.push_back(r);
+      return true;
+    });
+    REQUIRE(taken.size() == 50);
+    for (size_t i = 0; i < taken.size(); ++i) CHECK(taken[i] == square(i));
+    CHECK(no_children_left());
+  }
+}
+
+TEST_CASE("take returning false stops the pool early, its workers killed and reaped", "[pool]") {
+  size_t last = 0;
+  run_in_order(100'000, 2, square, [&](size_t i, const std::string&) {
+    last = i;
+    return i < 10;
+  });
+  CHECK(last == 10);
+  CHECK(no_children_left());
+}
+
+TEST_CASE("a work item that throws in a worker is named, after the items before it", "[pool]") {
+  std::vector<size_t> taken;
+  auto work = [](size_t i) -> std::string {
+    if (i == 5) throw std::invalid_argument("five is not allowed");
+    return square(i);
+  };
+  CHECK_THROWS_WITH(run_in_order(20, 3, work,
+                                 [&](size_t i, const std::string&) {
+                                   taken.push_back(i);
+                                   return true;
+                                 }),
+                    Catch::Contains("item 5: five is not allowed"));
+  CHECK(taken == std::vector<size_t>{0, 1, 2, 3, 4});
+  CHECK(no_children_left());
+}
+
+TEST_CASE("a worker that dies is reported, not waited for", "[pool]") {
+  auto work = [](size_t i) -> std::string {
+    if (i == 4) ::_exit(3);  // only ever runs in a worker: the pool forks for jobs > 1
+    return square(i);
+  };
+  CHECK_THROWS_WITH(run_in_order(9, 2, work, [](size_t, const std::string&) { return true; }),
+                    Catch::Contains("died before answering"));
+  CHECK(no_children_left());
+}
+
+TEST_CASE("more workers than items, and no items at all", "[pool]") {
+  std::vector<std::string> taken;
+  run_in_order(2, 8, square, [&](size_t, const std::string& r) {
+    taken.push_back(r);
+    return true;
+  });
+  CHECK(taken == std::vector<std::string>{"0", "1"});
+  run_in_order(0, 4, square, [](size_t, const std::string&) -> bool {
+    FAIL("nothing to take");
+    return false;
+  });
+  CHECK(available_cores() >= 1);
+  CHECK(no_children_left());
+}
+
+}  // namespace
+}  // namespace lockstep
