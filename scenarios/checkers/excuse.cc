@@ -63,11 +63,16 @@ bool inside_before(const History& history, int client, const std::string& key, s
   return false;
 }
 
-// The earliest invocation of the acquire through which each involved client got where the
-// violation found it: its last successful acquire of the key completed by then.
+// Where the violation's story begins: the earliest event that shows it (a lease_exclusion's first
+// grant may be an earlier lease of the same client), and the invocation of the acquire through
+// which each involved client got where the violation found it (its last successful acquire of the
+// key completed by then).
 TimeUs window_start_us(const History& history, const Violation& v) {
   if (v.clients.empty()) return 0;
   TimeUs start = v.time_us;
+  for (size_t index : v.events) {
+    if (index < history.size()) start = std::min(start, history[index].time_us);
+  }
   for (int client : v.clients) {
     std::optional<TimeUs> invoked;
     std::optional<TimeUs> acquired;

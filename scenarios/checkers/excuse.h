@@ -11,9 +11,9 @@
 //   update protected by fencing (fencing on, monotonic tokens) is lost only if tokens were;
 // - it touched the clients involved (a fault aimed at one client excuses only violations that
 //   involve it; a server or network-wide fault touches everyone);
-// - it touched the time window involved: from the earliest acquire that led the involved clients
-//   into the violation to the violation itself (lasting faults, such as a clock jump or a lost
-//   server, from when they struck).
+// - it touched the time window involved: from the earliest event that shows the violation, or the
+//   acquire that led an involved client into it if earlier, to the violation itself (lasting
+//   faults, such as a clock jump or a lost server, from when they struck).
 // A client's pause excuses a lost exclusion only as that holder's overrun: it was paused while
 // inside its critical section on the key, and the other client got in while it was stopped (a
 // lease that ends while its holder cannot run). A server that double-grants meanwhile is still
