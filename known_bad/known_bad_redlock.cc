@@ -38,10 +38,10 @@ class RedlockVariant final : public LockAdapter {
     s.request_timeout_ms =
         std::clamp<int64_t>(std::min(s.request_timeout_ms, spec.ttl_ms / 2), 1, spec.ttl_ms);
     const std::string key = good_.manager().lock_key(spec.key);
-    const int64_t started_us = clock_.now_us();
+    const int64_t started_us = clock_.monotonic_us();
     const NodeVotes votes =
         lock_all(fanout_, key, spec.value, s.duration_ms, s.request_timeout_ms * 1000);
-    const int64_t answered_us = clock_.now_us();
+    const int64_t answered_us = clock_.monotonic_us();
     const int64_t elapsed_us = flaw_.ignore_elapsed ? 0 : answered_us - started_us;
     const int needed =
         flaw_.half_quorum ? static_cast<int>(fanout_.size() / 2) : majority_of(fanout_.size());

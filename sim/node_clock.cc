@@ -31,7 +31,9 @@ Int128 ceil_div(Int128 a, Int128 b) { return (a + b - 1) / b; }
 }  // namespace
 
 NodeClock::NodeClock(ClockSpec spec)
-    : base_local_(kLocalEpochUs + spec.offset_us), drift_ppm_(spec.drift_ppm) {
+    : base_local_(kLocalEpochUs + spec.offset_us),
+      base_monotonic_(kMonotonicOriginUs),
+      drift_ppm_(spec.drift_ppm) {
   check_drift(spec.drift_ppm);
 }
 
@@ -40,6 +42,13 @@ int64_t NodeClock::local_us(TimeUs t) const {
       t >= base_true_,
       fmt::format("local_us({}) precedes the clock's latest change at {}", t, base_true_));
   return saturate(base_local_ + Int128{local_duration(t - base_true_)});
+}
+
+int64_t NodeClock::monotonic_us(TimeUs t) const {
+  LOCKSTEP_SIM_CHECK(
+      t >= base_true_,
+      fmt::format("monotonic_us({}) precedes the clock's latest change at {}", t, base_true_));
+  return saturate(base_monotonic_ + Int128{local_duration(t - base_true_)});
 }
 
 int64_t NodeClock::local_duration(TimeUs true_us) const {
@@ -63,12 +72,14 @@ TimeUs NodeClock::true_time_when_local_reaches(int64_t target_local, TimeUs from
 
 void NodeClock::jump(TimeUs now, int64_t delta_us) {
   base_local_ = saturate(Int128{local_us(now)} + delta_us);
+  base_monotonic_ = monotonic_us(now);
   base_true_ = now;
 }
 
 void NodeClock::set_drift_ppm(TimeUs now, int64_t drift_ppm) {
   check_drift(drift_ppm);
   base_local_ = local_us(now);
+  base_monotonic_ = monotonic_us(now);
   base_true_ = now;
   drift_ppm_ = drift_ppm;
 }

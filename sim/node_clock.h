@@ -3,8 +3,9 @@
 //
 // local(t) = base_local + (t - base_true) * (1e6 + drift_ppm) / 1e6, piecewise: every change of
 // drift or jump starts a new segment at the current true time. Jumps move the wall reading
-// (now_local) but not the oscillator, so durations (true_duration_for) depend on drift only: that
-// is how sleeps and timeouts behave on real machines (CLOCK_MONOTONIC vs CLOCK_REALTIME).
+// (local_us) but not the oscillator: monotonic_us(t) = base_monotonic + the same drifted duration,
+// never jumping, and durations (true_duration_for) depend on drift only. That is how
+// CLOCK_REALTIME and CLOCK_MONOTONIC behave on real machines.
 // All arithmetic is integer (128-bit intermediates); drift_ppm is bounded to (-1e6, 1e6).
 #include <cstdint>
 #include <vector>
@@ -18,12 +19,17 @@ struct ClockSpec {
   int64_t drift_ppm = 0;  // +10000 runs 1% fast
 };
 
+// Where every node's monotonic clock starts (as if each had booted an hour before true time 0).
+inline constexpr int64_t kMonotonicOriginUs = 3'600'000'000;
+
 class NodeClock {
  public:
   explicit NodeClock(ClockSpec spec = {});
 
   // The local wall reading at true time t (t must not precede the latest segment start).
   int64_t local_us(TimeUs t) const;
+  // The oscillator's reading at true time t: starts at kMonotonicOriginUs, drifts, never jumps.
+  int64_t monotonic_us(TimeUs t) const;
   // Local microseconds that pass while true time advances by true_us (drift only).
   int64_t local_duration(TimeUs true_us) const;
   // True microseconds the node's oscillator needs to measure local_us (drift only; rounds up).
@@ -40,6 +46,7 @@ class NodeClock {
  private:
   TimeUs base_true_ = 0;
   int64_t base_local_ = 0;
+  int64_t base_monotonic_ = 0;
   int64_t drift_ppm_ = 0;
 };
 

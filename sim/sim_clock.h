@@ -1,6 +1,7 @@
 #pragma once
-// The Clock seam for code on a simulated node: now_us() is the node's local wall clock;
-// sleep_for_us() parks the calling fiber (which must belong to this node) for that local duration.
+// The Clock seam for code on a simulated node: now_us() is the node's local wall clock,
+// monotonic_us() its oscillator (drifts, never jumps); sleep_for_us() parks the calling fiber
+// (which must belong to this node) for that duration of its oscillator.
 #include "adapters/core/clock.h"
 #include "sim/network.h"
 
@@ -12,6 +13,7 @@ class SimClock final : public Clock {
  public:
   SimClock(World& world, NodeId node) : world_(world), node_(node) {}
   int64_t now_us() override;
+  int64_t monotonic_us() override;
   void sleep_for_us(int64_t duration_us) override;
 
  private:

@@ -125,6 +125,10 @@ const World::Node& World::node_ref(NodeId node) const {
 const std::string& World::node_name(NodeId node) const { return node_ref(node).name; }
 NodeClock& World::node_clock(NodeId node) { return node_ref(node).clock; }
 int64_t World::local_us(NodeId node) const { return node_ref(node).clock.local_us(now_us()); }
+
+int64_t World::monotonic_us(NodeId node) const {
+  return node_ref(node).clock.monotonic_us(now_us());
+}
 Clock& World::clock(NodeId node) { return node_ref(node).sim_clock; }
 bool World::alive(NodeId node) const { return node_ref(node).alive; }
 uint64_t World::incarnation(NodeId node) const { return node_ref(node).incarnation; }

@@ -90,7 +90,8 @@ class World {
   size_t node_count() const { return nodes_.size(); }
   const std::string& node_name(NodeId node) const;
   NodeClock& node_clock(NodeId node);
-  int64_t local_us(NodeId node) const;  // the node's wall reading now
+  int64_t local_us(NodeId node) const;      // the node's wall reading now
+  int64_t monotonic_us(NodeId node) const;  // the node's oscillator now (never jumps)
   // The Clock seam for code on this node (owned by the world, valid for its lifetime).
   Clock& clock(NodeId node);
   bool alive(NodeId node) const;

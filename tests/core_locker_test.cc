@@ -17,19 +17,23 @@ namespace {
 constexpr int64_t kStartUs = 1'700'000'000'000'000;  // any fixed epoch time
 
 // A clock that moves only when told to or when slept on, and records every sleep.
+// Time moves only when told: sleeps and advances move both clocks, a jump the wall clock alone.
 class FakeClock final : public Clock {
  public:
-  int64_t now_us() override { return now_us_; }
+  int64_t now_us() override { return now_us_ + wall_offset_us_; }
+  int64_t monotonic_us() override { return now_us_; }
   void sleep_for_us(int64_t duration_us) override {
     sleeps_us.push_back(duration_us);
     if (duration_us > 0) now_us_ += duration_us;
   }
   void advance_ms(int64_t ms) { now_us_ += ms * 1000; }
+  void jump_wall_ms(int64_t ms) { wall_offset_us_ += ms * 1000; }
 
   std::vector<int64_t> sleeps_us;
 
  private:
   int64_t now_us_ = kStartUs;
+  int64_t wall_offset_us_ = 0;
 };
 
 // An adapter that answers what the test scripts, counts calls, and records when creates start.
@@ -41,6 +45,7 @@ class ScriptedAdapter final : public LockAdapter {
   AdapterResult create_lock(const LockSpec&) override {
     create_starts_us.push_back(clock_.now_us());
     if (create_duration_us > 0) clock_.sleep_for_us(create_duration_us);
+    if (during_create) during_create();
     return create_result;
   }
   AdapterResult release_lock(const LockSpec&) override {
@@ -57,6 +62,7 @@ class ScriptedAdapter final : public LockAdapter {
   AdapterResult extend_result{.status = AdapterStatus::ok};
   AdapterResult valid_result{.status = AdapterStatus::ok};
   std::function<void()> release_throws;
+  std::function<void()> during_create;
   int64_t create_duration_us = 0;
   std::vector<int64_t> create_starts_us;
   int release_calls = 0;
@@ -522,4 +528,23 @@ TEST_CASE("default-constructed retry settings mean one attempt", "[locker][retry
 }
 
 }  // namespace
+TEST_CASE("the slow-grant check measures the monotonic clock, not the wall clock",
+          "[locker][clocks]") {
+  Fixture f;
+  f.scripted.create_result = {};  // every create is granted
+  SECTION("a wall jump forward during a quick grant is no elapsed time") {
+    f.scripted.during_create = [&f] { f.clock.jump_wall_ms(5'000); };
+    Lock lock = f.scripted_locker().lock("k", 1000);
+    CHECK_NOTHROW(lock.acquire());
+    CHECK(f.scripted.release_calls == 0);
+  }
+  SECTION("a wall jump back does not hide a grant that came after its whole TTL") {
+    f.scripted.create_duration_us = 1'000'000;
+    f.scripted.during_create = [&f] { f.clock.jump_wall_ms(-5'000); };
+    Lock lock = f.scripted_locker().lock("k", 1000);
+    CHECK_THROWS_AS(lock.acquire(), RetryError);
+    CHECK(f.scripted.release_calls == 1);  // the late grant was cleaned up
+  }
+}
+
 }  // namespace lockstep

@@ -12,6 +12,7 @@ namespace {
 class FixedClock final : public Clock {
  public:
   int64_t now_us() override { return 5'000'000; }
+  int64_t monotonic_us() override { return 5'000'000; }
   void sleep_for_us(int64_t) override {}
 };
 

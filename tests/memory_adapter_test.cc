@@ -15,15 +15,19 @@
 namespace lockstep {
 namespace {
 
+// Time moves only when told: sleeps and advances move both clocks, a jump the wall clock alone.
 class ManualClock final : public Clock {
  public:
-  int64_t now_us() override { return now_us_; }
+  int64_t now_us() override { return now_us_ + wall_offset_us_; }
+  int64_t monotonic_us() override { return now_us_; }
   void sleep_for_us(int64_t duration_us) override { now_us_ += std::max<int64_t>(duration_us, 0); }
   void advance_us(int64_t us) { now_us_ += us; }
   void advance_ms(int64_t ms) { now_us_ += ms * 1000; }
+  void jump_wall_ms(int64_t ms) { wall_offset_us_ += ms * 1000; }
 
  private:
   int64_t now_us_ = 5'000'000;
+  int64_t wall_offset_us_ = 0;
 };
 
 // Records observer calls as one line each.
@@ -68,6 +72,20 @@ TEST_CASE("a lock expires by the adapter's clock at exactly its TTL", "[memory]"
   CHECK(adapter.is_valid_lock(spec("k", "a")).ok());
   CHECK(adapter.create_lock(spec("k", "b")).status == AdapterStatus::contended);
   clock.advance_us(1);
+  CHECK(adapter.is_valid_lock(spec("k", "a")).status == AdapterStatus::not_owner);
+  CHECK(adapter.create_lock(spec("k", "b")).ok());
+}
+
+TEST_CASE("leases are timed on the monotonic clock: wall-clock jumps neither end nor stretch them",
+          "[memory][clocks]") {
+  ManualClock clock;
+  MemoryAdapter adapter({.clock = &clock});
+  REQUIRE(adapter.create_lock(spec("k", "a", 100)).ok());
+  clock.jump_wall_ms(10'000);  // an NTP step forward: the lease is still A's
+  CHECK(adapter.is_valid_lock(spec("k", "a")).ok());
+  CHECK(adapter.create_lock(spec("k", "b")).status == AdapterStatus::contended);
+  clock.jump_wall_ms(-20'000);  // and back: it still ends after 100 ms of the oscillator
+  clock.advance_us(100'000);
   CHECK(adapter.is_valid_lock(spec("k", "a")).status == AdapterStatus::not_owner);
   CHECK(adapter.create_lock(spec("k", "b")).ok());
 }

@@ -164,6 +164,7 @@ class FixedClock final : public Clock {
  public:
   explicit FixedClock(int64_t now_ms) : now_ms_(now_ms) {}
   int64_t now_us() override { return now_ms_ * 1000; }
+  int64_t monotonic_us() override { return now_ms_ * 1000; }
   void sleep_for_us(int64_t) override {}
 
  private:

@@ -54,6 +54,7 @@ MongoResult ok_reply(Json reply) { return {.reply = std::move(reply)}; }
 class FixedClock final : public Clock {
  public:
   int64_t now_us() override { return 42'000'000; }
+  int64_t monotonic_us() override { return 42'000'000; }
   void sleep_for_us(int64_t) override {}
 };
 

@@ -58,6 +58,21 @@ TEST_CASE("node clock: jumps move the wall reading, not durations", "[sim][clock
   CHECK(c.drift_ppm() == 100'000);
 }
 
+TEST_CASE("node clock: the monotonic reading drifts with the oscillator and never jumps",
+          "[sim][clock]") {
+  NodeClock c({.offset_us = 7'000'000, .drift_ppm = 100'000});
+  CHECK(c.monotonic_us(0) == kMonotonicOriginUs);  // the wall offset is not the oscillator's
+  CHECK(c.monotonic_us(1'000) == kMonotonicOriginUs + 1'100);
+  c.jump(1'000, -5'000'000);  // an NTP step back
+  CHECK(c.monotonic_us(1'000) == kMonotonicOriginUs + 1'100);
+  CHECK(c.monotonic_us(2'000) == kMonotonicOriginUs + 2'200);
+  c.set_drift_ppm(2'000, -500'000);
+  CHECK(c.monotonic_us(2'000) == kMonotonicOriginUs + 2'200);  // continuous at the change
+  CHECK(c.monotonic_us(4'000) == kMonotonicOriginUs + 3'200);
+  c.jump(4'000, 60'000'000);
+  CHECK(c.monotonic_us(4'000) == kMonotonicOriginUs + 3'200);
+}
+
 TEST_CASE("node clock: a drift change starts a new segment at now", "[sim][clock]") {
   NodeClock c;
   CHECK(c.local_us(1'000'000) == kLocalEpochUs + 1'000'000);

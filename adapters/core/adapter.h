@@ -55,8 +55,9 @@ class LockAdapter {
   // ok when spec.value owns an unexpired lock on spec.key, not_owner otherwise.
   virtual AdapterResult is_valid_lock(const LockSpec& spec) = 0;
 
-  // Optional: when spec.value's lock stops being valid, in microseconds on the caller's clock. A
-  // careful holder works only before then. requested_at_us is the caller's local time when it sent
+  // Optional: when spec.value's lock stops being valid, in microseconds on the caller's monotonic
+  // clock (Clock::monotonic_us: a wall-clock jump must not stretch a validity). A careful holder
+  // works only before then. requested_at_us is the caller's monotonic time when it sent
   // the create or extend that started the current lease of ttl_ms. The default is the lease as the
   // TTL gives it: a server cannot start it before the request is sent, so this never overstates
   // it (clock faults aside). Adapters that compute a validity of their own (Redlock: TTL minus the

@@ -76,10 +76,10 @@ bool sleep_within_deadline(Clock& clock, int64_t delay_ms, std::optional<int64_t
     clock.sleep_for_us(delay_us);
     return true;
   }
-  const int64_t remaining_us = *deadline_us - clock.now_us();
+  const int64_t remaining_us = *deadline_us - clock.monotonic_us();
   if (remaining_us <= 0) return false;
   clock.sleep_for_us(std::min(delay_us, remaining_us));
-  return clock.now_us() <= *deadline_us;
+  return clock.monotonic_us() <= *deadline_us;
 }
 
 std::string exhausted_reason(const RetrySettings& settings) {
@@ -132,7 +132,7 @@ Lock::Lock(LockerOptions options, std::string key, int64_t ttl_ms) : options_(st
 Lock& Lock::acquire() {
   Clock& clock = *options_.clock;
   const RetrySettings& settings = options_.retry;
-  const int64_t started_at_us = clock.now_us();
+  const int64_t started_at_us = clock.monotonic_us();
   std::optional<int64_t> deadline_us;
   if (settings.total_time_ms) deadline_us = started_at_us + *settings.total_time_ms * 1000;
   RetryProgress progress{.started_at_ms = started_at_us / 1000};
@@ -142,9 +142,9 @@ Lock& Lock::acquire() {
   const int attempts_max = max_attempts(settings);
   for (int attempt = 0; attempt < attempts_max; ++attempt) {
     attempts_ = attempt + 1;
-    const int64_t attempt_started_us = clock.now_us();
+    const int64_t attempt_started_us = clock.monotonic_us();
     AdapterResult result = options_.adapter->create_lock(spec_);
-    if (result.ok() && clock.now_us() - attempt_started_us >= spec_.ttl_ms * 1000) {
+    if (result.ok() && clock.monotonic_us() - attempt_started_us >= spec_.ttl_ms * 1000) {
       // The grant arrived after its whole TTL had passed (a slow reply, a pause): the lease may
       // already belong to someone else. Never report it as held; clean up and count it as failed.
       options_.adapter->release_lock(spec_);

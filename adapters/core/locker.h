@@ -90,8 +90,9 @@ class Lock {
   // adapter cannot issue monotonic tokens.
   std::optional<uint64_t> fencing_token() const { return fencing_token_; }
   FencingSupport fencing() const { return options_.adapter->fencing(); }
-  // Local time at which the successful attempt was sent: the lease is valid until at most this
-  // plus the TTL on the holder's clock (a lower bound on when the server may expire it).
+  // The holder's monotonic time (Clock::monotonic_us) at which the successful attempt was sent:
+  // the lease is valid until at most this plus the TTL, measured on the holder's oscillator (a
+  // lower bound on when the server may expire it; wall-clock jumps do not move it).
   int64_t acquired_at_us() const { return acquired_at_us_; }
   // Number of create attempts the last acquire() made.
   int attempts() const { return attempts_; }

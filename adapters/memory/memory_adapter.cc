@@ -44,7 +44,7 @@ MemoryAdapter::Entry* MemoryAdapter::live_entry(const std::string& key, int64_t 
 AdapterResult MemoryAdapter::create_lock(const LockSpec& spec) {
   if (!valid_request(spec, spec.ttl_ms)) return invalid_request(spec, spec.ttl_ms);
   std::lock_guard<std::mutex> guard(mutex_);
-  const int64_t now_us = options_.clock->now_us();
+  const int64_t now_us = options_.clock->monotonic_us();
   // Held by anyone, this same owner included: locks are not reentrant.
   if (live_entry(spec.key, now_us) != nullptr) return with_status(AdapterStatus::contended);
   // An expired entry, if any, was dropped above: its lease had ended by this store's clock.
@@ -59,7 +59,7 @@ AdapterResult MemoryAdapter::create_lock(const LockSpec& spec) {
 
 AdapterResult MemoryAdapter::release_lock(const LockSpec& spec) {
   std::lock_guard<std::mutex> guard(mutex_);
-  Entry* entry = live_entry(spec.key, options_.clock->now_us());
+  Entry* entry = live_entry(spec.key, options_.clock->monotonic_us());
   if (entry == nullptr) return with_status(AdapterStatus::not_owner);
   if (entry->value != spec.value) return with_status(AdapterStatus::not_owner);
   const std::string owner = std::move(entry->value);
@@ -74,7 +74,7 @@ AdapterResult MemoryAdapter::release_lock(const LockSpec& spec) {
 AdapterResult MemoryAdapter::extend_lock(const LockSpec& spec, int64_t ttl_ms) {
   if (!valid_request(spec, ttl_ms)) return invalid_request(spec, ttl_ms);
   std::lock_guard<std::mutex> guard(mutex_);
-  const int64_t now_us = options_.clock->now_us();
+  const int64_t now_us = options_.clock->monotonic_us();
   Entry* entry = live_entry(spec.key, now_us);
   if (entry == nullptr || entry->value != spec.value) return with_status(AdapterStatus::not_owner);
   const int64_t ttl_us = ttl_ms * 1000;
@@ -87,21 +87,21 @@ AdapterResult MemoryAdapter::extend_lock(const LockSpec& spec, int64_t ttl_ms) {
 
 AdapterResult MemoryAdapter::is_valid_lock(const LockSpec& spec) {
   std::lock_guard<std::mutex> guard(mutex_);
-  const Entry* entry = live_entry(spec.key, options_.clock->now_us());
+  const Entry* entry = live_entry(spec.key, options_.clock->monotonic_us());
   const bool owned = entry != nullptr && entry->value == spec.value;
   return with_status(owned ? AdapterStatus::ok : AdapterStatus::not_owner);
 }
 
 size_t MemoryAdapter::purge_expired() {
   std::lock_guard<std::mutex> guard(mutex_);
-  const int64_t now_us = options_.clock->now_us();
+  const int64_t now_us = options_.clock->monotonic_us();
   return std::erase_if(locks_,
                        [now_us](const auto& item) { return now_us >= item.second.expires_at_us; });
 }
 
 size_t MemoryAdapter::size() {
   std::lock_guard<std::mutex> guard(mutex_);
-  const int64_t now_us = options_.clock->now_us();
+  const int64_t now_us = options_.clock->monotonic_us();
   size_t live = 0;
   for (const auto& [key, entry] : locks_) live += now_us < entry.expires_at_us ? 1 : 0;
   return live;

@@ -1,8 +1,9 @@
 #pragma once
 // The in-memory lock: a TTL lease table in this process, for tests and for single-process use.
 //
-// Expiry is by the adapter's own Clock (the "server's" clock): a lock whose expiry time has passed
-// is gone, whether or not anything swept it. Release and extend are owner-checked. Each key has a
+// Expiry is by the adapter's own Clock's monotonic reading (the "server's" oscillator, never its
+// wall clock, which can jump): a lock whose expiry time has passed is gone, whether or not
+// anything swept it. Release and extend are owner-checked. Each key has a
 // fencing counter that strictly increases with every grant and is kept after the lock is released
 // or expires (a few bytes per key ever locked; purge_expired() frees expired locks, not counters).
 // Thread-safe: one mutex guards the table; nothing blocks while holding it except the observer,

@@ -21,7 +21,7 @@ RedlockSettings RedlockAdapter::settings_for(int64_t ttl_ms) const {
 }
 
 void RedlockAdapter::prune_expired() {
-  const int64_t now_us = manager_.clock().now_us();
+  const int64_t now_us = manager_.clock().monotonic_us();
   std::erase_if(held_,
                 [now_us](const auto& entry) { return entry.second.valid_until_us() <= now_us; });
 }

@@ -30,7 +30,7 @@ RedlockLock::RedlockLock(RedlockManager& manager, std::string key, std::string v
       valid_until_us_(valid_until_us) {}
 
 int64_t RedlockLock::remaining_ms() const {
-  return std::max<int64_t>(0, valid_until_us_ - manager_->clock().now_us()) / 1000;
+  return std::max<int64_t>(0, valid_until_us_ - manager_->clock().monotonic_us()) / 1000;
 }
 
 void RedlockLock::extend(const RedlockOverrides& overrides) {
@@ -40,7 +40,7 @@ void RedlockLock::extend(const RedlockOverrides& overrides) {
   const RedlockSettings s = apply(manager_->defaults(), o);
   validate_ttl_ms(s.duration_ms, "duration_ms");
   Clock& clock = manager_->clock();
-  const int64_t started_us = clock.now_us();
+  const int64_t started_us = clock.monotonic_us();
   if (started_us >= valid_until_us_) {
     throw RedlockError(
         RedlockErrorCause::no_longer_valid,
@@ -55,7 +55,7 @@ void RedlockLock::extend(const RedlockOverrides& overrides) {
   const int64_t timeout_us = std::min(s.request_timeout_ms, s.duration_ms - 1) * 1000;
   const NodeVotes votes =
       extend_all(manager_->fanout(), manager_->lock_key(key_), value_, s.duration_ms, timeout_us);
-  const int64_t answered_us = clock.now_us();
+  const int64_t answered_us = clock.monotonic_us();
   const int64_t validity = validity_us(s.duration_ms, answered_us - started_us, s);
   if (votes.yes >= manager_->quorum() && validity > 0) {
     // What is left from now: started_us + duration - drift (validity already lacks the elapsed
@@ -72,7 +72,7 @@ void RedlockLock::extend(const RedlockOverrides& overrides) {
 
 bool RedlockLock::release() {
   const NodeVotes votes = manager_->release_value(key_, value_, settings_.request_timeout_ms);
-  valid_until_us_ = std::min(valid_until_us_, manager_->clock().now_us());
+  valid_until_us_ = std::min(valid_until_us_, manager_->clock().monotonic_us());
   if (votes.answered() < manager_->quorum()) {
     throw RedlockError(RedlockErrorCause::release_failure,
                        fmt::format("lock \"{}\": only {} of {} node(s) answered: {}", key_,
@@ -93,10 +93,10 @@ RedlockManager::RedlockManager(RedlockOptions options) : options_(std::move(opti
 RedlockAttempt RedlockManager::try_acquire(const std::string& key, const std::string& value,
                                            const RedlockSettings& s) {
   Clock& clock = *options_.clock;
-  const int64_t started_us = clock.now_us();
+  const int64_t started_us = clock.monotonic_us();
   const NodeVotes votes =
       lock_all(*options_.fanout, lock_key(key), value, s.duration_ms, s.request_timeout_ms * 1000);
-  const int64_t answered_us = clock.now_us();
+  const int64_t answered_us = clock.monotonic_us();
   const int64_t validity = validity_us(s.duration_ms, answered_us - started_us, s);
   if (votes.yes >= quorum() && validity > 0) {
     // Every node's lease began after started_us, so the lock is valid until started_us +
@@ -110,8 +110,8 @@ RedlockAttempt RedlockManager::try_acquire(const std::string& key, const std::st
                             fmt::format("lock \"{}\": {}", key, counts(votes, nodes(), quorum()))};
   if (votes.yes >= quorum()) {
     failed.cause = RedlockErrorCause::took_too_long;
-    failed.message +=
-        fmt::format("; acquiring took {} us, leaving no validity", clock.now_us() - started_us);
+    failed.message += fmt::format("; acquiring took {} us, leaving no validity",
+                                  clock.monotonic_us() - started_us);
   } else if (votes.answered() < quorum()) {
     failed.cause = RedlockErrorCause::not_enough_clients;
   }

@@ -8,7 +8,8 @@
 //   lock.extend();                                            // same duration, needs a majority
 //   lock.release();
 //
-// One attempt (Redlock steps 1-5): note the local time; SET key value NX PX duration on every
+// One attempt (Redlock steps 1-5): note the local monotonic time (Clock::monotonic_us: elapsed
+// time and validity never read the wall clock, which an NTP step can move); SET key value NX PX duration on every
 // node in parallel, each round bounded by request_timeout_ms; the lock is acquired only when a
 // majority (N/2+1) granted it and validity = duration - elapsed - (duration * drift_factor +
 // drift_constant) is positive. Otherwise it is released on every node, including those that did
@@ -50,12 +51,12 @@ class RedlockLock {
   const std::string& value() const { return value_; }  // the lock's unique value (Redis-DLM: uid)
   int64_t duration_ms() const { return settings_.duration_ms; }
   int64_t max_hold_time_ms() const { return settings_.max_hold_time_ms; }
-  int64_t start_time_ms() const {
-    return start_us_ / 1000;
-  }  // local time the first grant's attempt began
+  // When the first grant's attempt began, and when the validity ends: monotonic time of this node
+  // (Clock::monotonic_us), never its wall clock.
+  int64_t start_time_ms() const { return start_us_ / 1000; }
   int64_t start_time_us() const { return start_us_; }
   int64_t valid_until_us() const { return valid_until_us_; }
-  // Validity left now, by this node's clock; 0 once it ended.
+  // Validity left now, by this node's monotonic clock; 0 once it ended.
   int64_t remaining_ms() const;
 
   // Makes the lock valid for `duration_ms` (default: its own) from now, on a majority. Throws

@@ -50,11 +50,11 @@ Scenario pause_in_release_scenario() {
             env.start(a, 0, [ttl_ms, release_at_ms](Client& c) {
               // A starts at true time 0 with a true clock: its release begins exactly at
               // release_at_ms.
-              const int64_t started_us = c.clock().now_us();
+              const int64_t started_us = c.clock().monotonic_us();
               std::optional<Lock> lock = c.acquire("resource", ttl_ms);
               if (!lock) return;
               c.increment(*lock, 0);
-              c.clock().sleep_for_us(started_us + release_at_ms * 1000 - c.clock().now_us());
+              c.clock().sleep_for_us(started_us + release_at_ms * 1000 - c.clock().monotonic_us());
               c.release(*lock);
             });
             // A's release request reaches the server 0.5 ms after it is sent and its reply is back

@@ -83,7 +83,7 @@ bool Client::release(Lock& lock) {
 bool Client::extend(Lock& lock, int64_t ttl_ms) {
   record_invoke(Op::extend, lock.key());
   const TimeUs invoked_us = setup_.world->now_us();
-  const int64_t sent_at_us = clock().now_us();
+  const int64_t sent_at_us = clock().monotonic_us();
   try {
     lock.extend(ttl_ms);
   } catch (const LockExtendError& e) {
