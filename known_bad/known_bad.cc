@@ -136,6 +136,23 @@ void register_known_bad_adapters() {
           },
   });
   register_adapter({
+      .name = "bad-wall-clock-expiry",
+      .description = "known-bad: the in-memory lock whose store times its leases on the wall "
+                     "clock (a forward jump ends them early)",
+      .worlds = {"sim"},
+      .traits = with_wrong(
+          kMemoryTraits, {.wrong = [](AdapterTraits& t) { t.server_expiry = ExpiryClock::wall; }}),
+      .known_bad = true,
+      .breaks = "mutual_exclusion",
+      .judged_in = {"sequential", "stolen-lock", "server-clock-jump"},
+      .make_sim =
+          [](BackendEnv& env) {
+            return make_memory_backend(env, {}, [](Clock& node_clock) {
+              return std::make_unique<WallClockAsMonotonic>(node_clock);
+            });
+          },
+  });
+  register_adapter({
       .name = "bad-mongo-no-unique",
       .description =
           "known-bad: the Mongo lock without the unique index on key (two upserts both insert)",

@@ -8,9 +8,24 @@
 #include <string>
 
 #include "adapters/core/adapter.h"
+#include "adapters/core/clock.h"
 #include "adapters/memory/memory_adapter.h"
 
 namespace lockstep {
+
+// The known-bad clock of bad-wall-clock-expiry: it answers monotonic_us() with the wall reading,
+// so the production store it is given times its leases on the wall clock. A forward jump of the
+// store's wall clock then ends live leases early; caught by server-clock-jump.
+class WallClockAsMonotonic final : public Clock {
+ public:
+  explicit WallClockAsMonotonic(Clock& node_clock) : node_clock_(node_clock) {}
+  int64_t now_us() override { return node_clock_.now_us(); }
+  int64_t monotonic_us() override { return node_clock_.now_us(); }
+  void sleep_for_us(int64_t duration_us) override { node_clock_.sleep_for_us(duration_us); }
+
+ private:
+  Clock& node_clock_;
+};
 
 class BadMemoryNoOwnerCheck final : public LockAdapter {
  public:

@@ -23,7 +23,7 @@ trap 'rm -rf "$out"' EXIT
 jobs=()
 for adapter in memory redis redlock mongo; do
   for fencing in on off; do
-    for kind in pause crash clock-drift clock-jump server-drift failover latency loss partition; do
+    for kind in pause crash clock-drift clock-jump server-drift server-clock-jump failover latency loss partition; do
       jobs+=("$adapter $fencing $kind $seeds_kind")
     done
     jobs+=("$adapter $fencing all $seeds_mix")
@@ -34,7 +34,7 @@ run_one() {
   local adapter=$1 fencing=$2 kind=$3 seeds=$4
   local file="$out/$adapter.$fencing.$kind.json"
   "$bin" sweep --adapter "$adapter" --faults "$kind" --fencing "$fencing" --seeds "$seeds" \
-    --keep-going --shrink 0 --report "$out/reports.$adapter.$fencing.$kind" --json >"$file" || true
+    --keep-going --shrink 0 --json >"$file" 2>"$file.err" || true
   python3 - "$file" "$adapter" "$fencing" "$kind" <<'EOF'
 import json, sys
 path, adapter, fencing, kind = sys.argv[1:]

@@ -47,6 +47,7 @@ Scenario probe(Observed* seen) {
                 }
                 seen->faults.network = works([&] { backend.heal(); });
                 seen->faults.server_clock = works([&] { backend.set_server_drift(0); });
+                seen->faults.server_clock_jump = works([&] { backend.jump_server_clock(0, 0); });
                 // Once the servers are up (a replica set elects its first primary within
                 // seconds), and last, since it kills this run's primary.
                 env.world().at(kFailoverProbeUs, [seen, &backend] {
@@ -69,6 +70,7 @@ TEST_CASE("every adapter's declared simulator faults are what its backend does",
     CHECK(seen.family == entry.traits.family);
     CHECK(seen.faults.network == entry.traits.sim_faults.network);
     CHECK(seen.faults.server_clock == entry.traits.sim_faults.server_clock);
+    CHECK(seen.faults.server_clock_jump == entry.traits.sim_faults.server_clock_jump);
     CHECK(seen.faults.failover == entry.traits.sim_faults.failover);
     ++checked;
   }

@@ -1,5 +1,6 @@
 #include "scenarios/backends/memory.h"
 
+#include "base/check.h"
 #include "sim/world.h"
 
 namespace lockstep {
@@ -8,11 +9,17 @@ namespace {
 
 class MemoryBackend final : public Backend {
  public:
-  MemoryBackend(BackendEnv& env, const MemoryAdapterWrapper& wrap) : sim_(env.sim) {
+  MemoryBackend(BackendEnv& env, const MemoryAdapterWrapper& wrap,
+                const StoreClockWrapper& wrap_clock)
+      : sim_(env.sim) {
     Clock* clock = &system_clock_;
     if (sim_ != nullptr) {
       server_ = sim_->add_node("memory");
       clock = &sim_->clock(server_);
+    }
+    if (wrap_clock) {
+      store_clock_ = wrap_clock(*clock);
+      clock = store_clock_.get();
     }
     adapter_ = std::make_unique<MemoryAdapter>(
         MemoryAdapterOptions{.clock = clock, .observer = &env.recorder, .server_name = "memory"});
@@ -29,6 +36,11 @@ class MemoryBackend final : public Backend {
     if (sim_ == nullptr) Backend::set_server_drift(drift_ppm);
     sim_->set_drift(server_, drift_ppm);
   }
+  void jump_server_clock(int server, int64_t delta_us) override {
+    if (sim_ == nullptr) Backend::jump_server_clock(server, delta_us);
+    LOCKSTEP_CHECK(server == 0, "the memory store is server 0");
+    sim_->jump_clock(server_, delta_us);
+  }
   // No network between the clients and the store: nothing is ever on the wire.
   void set_fixed_latency(int64_t) override {}
 
@@ -36,14 +48,16 @@ class MemoryBackend final : public Backend {
   sim::World* sim_;
   sim::NodeId server_ = -1;
   SystemClock system_clock_;
+  std::unique_ptr<Clock> store_clock_;  // what the store reads, when wrapped
   std::unique_ptr<MemoryAdapter> adapter_;
   std::unique_ptr<LockAdapter> wrapped_;  // what the clients use, when given
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_memory_backend(BackendEnv& env, const MemoryAdapterWrapper& wrap) {
-  return std::make_unique<MemoryBackend>(env, wrap);
+std::unique_ptr<Backend> make_memory_backend(BackendEnv& env, const MemoryAdapterWrapper& wrap,
+                                             const StoreClockWrapper& wrap_clock) {
+  return std::make_unique<MemoryBackend>(env, wrap, wrap_clock);
 }
 
 }  // namespace lockstep

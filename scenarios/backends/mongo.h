@@ -40,10 +40,12 @@ FaultEnvelope mongo_envelope(FaultEnvelope declared, const Options& options);
 // The Mongo lock: a unique index on key, owner-checked release and extend, a fencing counter per
 // key. A replica set of three over the simulated network, whose primary can be replaced by an
 // election.
-inline constexpr AdapterTraits kMongoTraits{
-    .backend = BackendKind::mongo,
-    .sim_faults = {.network = true, .server_clock = true, .failover = true},
-    .envelope = {.failover = true},
-    .tokens = TokenKind::monotonic};
+inline constexpr AdapterTraits kMongoTraits{.backend = BackendKind::mongo,
+                                            .sim_faults = {.network = true,
+                                                           .server_clock = true,
+                                                           .server_clock_jump = true,
+                                                           .failover = true},
+                                            .envelope = {.failover = true},
+                                            .tokens = TokenKind::monotonic};
 
 }  // namespace lockstep

@@ -35,9 +35,11 @@ RedisAdapterFactory production_redis_adapter();
 
 // The Redis lock: owner-checked by Lua scripts, a fencing counter per key. A Redis node over the
 // simulated network, with an asynchronous replica to fail over to (replicas=1).
-inline constexpr AdapterTraits kRedisTraits{
-    .backend = BackendKind::redis,
-    .sim_faults = {.network = true, .server_clock = true, .failover = true},
-    .tokens = TokenKind::monotonic};
+inline constexpr AdapterTraits kRedisTraits{.backend = BackendKind::redis,
+                                            .sim_faults = {.network = true,
+                                                           .server_clock = true,
+                                                           .server_clock_jump = true,
+                                                           .failover = true},
+                                            .tokens = TokenKind::monotonic};
 
 }  // namespace lockstep

@@ -65,6 +65,10 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
     for (auto& connection : connections_) connection->set_target(*replica_);
   }
 
+  void jump_server_clock(int server, int64_t delta_us) override {
+    LOCKSTEP_CHECK(server >= 0 && server < server_count(), "a server of this backend");
+    world_.jump_clock(servers_[static_cast<size_t>(server)], delta_us);
+  }
   void set_server_drift(int64_t drift_ppm) override {
     for (sim::NodeId server : servers_) world_.set_drift(server, drift_ppm);
   }

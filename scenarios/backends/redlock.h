@@ -64,7 +64,7 @@ FaultEnvelope redlock_envelope(FaultEnvelope declared, const Options& options);
 // Redlock's own failure mode, produced by crash-restart).
 inline constexpr AdapterTraits kRedlockTraits{
     .backend = BackendKind::redlock,
-    .sim_faults = {.network = true, .server_clock = true},
+    .sim_faults = {.network = true, .server_clock = true, .server_clock_jump = true},
     // As redlock_envelope() makes it of the default drift allowance (drift_factor_ppm=1000).
     .envelope = {.client_slow_ppm_max = 500,
                  .server_fast_ppm_max = 500,

@@ -236,7 +236,7 @@ Scenario extend_after_expiry() {
                   if (!lock) return;
                   // Works until its validity ends by its own clock, and knows it.
                   c.clock().sleep_for_us(lock->acquired_at_us() + ttl_ms * 1000 -
-                                         c.clock().now_us());
+                                         c.clock().monotonic_us());
                   c.leave(*lock);
                   c.sleep_ms(2 * hold_ms + 100);
                   c.extend(*lock, ttl_ms);
@@ -321,6 +321,7 @@ std::vector<Scenario> build_catalogue() {
           gc_pause(),
           slow_acquire_scenario(),
           clock_drift_scenario(),
+          server_clock_jump_scenario(),
           failover_scenario(),
           partition_scenario(),
           pause_in_release_scenario(),
@@ -365,6 +366,9 @@ bool is_networked_lease(const AdapterTraits& lock) {
 }
 bool has_drifting_servers(const AdapterTraits& lock) {
   return is_lease(lock) && lock.sim_faults.server_clock;
+}
+bool has_jumping_servers(const AdapterTraits& lock) {
+  return is_lease(lock) && lock.sim_faults.server_clock_jump;
 }
 bool can_fail_over(const AdapterTraits& lock) { return is_lease(lock) && lock.sim_faults.failover; }
 bool talks_to_redis(const AdapterTraits& lock) { return lock.backend == BackendKind::redis; }

@@ -33,6 +33,7 @@ bool is_keyed_fifo(const AdapterTraits& lock);
 bool is_networked_lease(const AdapterTraits& lock);
 // A lease lock whose servers' clocks can be made to drift.
 bool has_drifting_servers(const AdapterTraits& lock);
+bool has_jumping_servers(const AdapterTraits& lock);  // servers whose wall clock can jump (sim)
 // A lease lock whose primary can die and be replaced (a Redis replica, a Mongo election).
 bool can_fail_over(const AdapterTraits& lock);
 bool talks_to_redis(const AdapterTraits& lock);
@@ -42,6 +43,7 @@ bool talks_to_mongo(const AdapterTraits& lock);
 // Server faults: scenarios/catalogue/server_fault_scenarios.cc.
 Scenario slow_acquire_scenario();
 Scenario clock_drift_scenario();
+Scenario server_clock_jump_scenario();
 Scenario failover_scenario();
 Scenario partition_scenario();
 // Redlock's node faults: scenarios/catalogue/redlock_scenarios.cc.

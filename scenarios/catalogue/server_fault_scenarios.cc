@@ -29,6 +29,17 @@ Expectation slow_acquire_expected(const AdapterTraits& lock, const Options& opti
   return e;
 }
 
+// What a lease lost early (the servers ended A's lease while A still works) breaks, for clock-drift
+// and server-clock-jump alike.
+Expectation lost_lease(const AdapterTraits& lock, bool fencing_on) {
+  Expectation e{Invariant::mutual_exclusion, Invariant::lease_exclusion};
+  // Fencing refuses A's late write only with monotonic tokens; Redlock has none.
+  if (!fencing_on || lock.tokens != TokenKind::monotonic) e.insert(Invariant::no_lost_update);
+  // A's late release then deletes B's lock unless the release checks the owner.
+  if (lock.release == OwnerCheck::none) e.insert(Invariant::ownership);
+  return e;
+}
+
 }  // namespace
 
 Scenario slow_acquire_scenario() {
@@ -103,13 +114,7 @@ Scenario clock_drift_scenario() {
             const int64_t server_ttl_ms =
                 ttl_ms * 1'000'000 / (1'000'000 + options.get_int("drift_ppm"));
             if (options.get_int("hold_ms") <= server_ttl_ms) return Expectation{};
-            Expectation e{Invariant::mutual_exclusion, Invariant::lease_exclusion};
-            // Fencing refuses A's late write only with monotonic tokens; Redlock has none.
-            if (!fencing_on || lock.tokens != TokenKind::monotonic)
-              e.insert(Invariant::no_lost_update);
-            // A's late release then deletes B's lock unless the release checks the owner.
-            if (lock.release == OwnerCheck::none) e.insert(Invariant::ownership);
-            return e;
+            return lost_lease(lock, fencing_on);
           },
       .build =
           [](ScenarioEnv& env) {
@@ -135,6 +140,57 @@ Scenario clock_drift_scenario() {
             const int64_t server_ttl_ms = ttl_ms * 1'000'000 / (1'000'000 + drift_ppm);
             env.start(
                 env.add_client("b"), std::max<int64_t>(2, server_ttl_ms - 50),
+                [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); }, 200);
+          },
+  };
+}
+
+Scenario server_clock_jump_scenario() {
+  return {
+      .name = "server-clock-jump",
+      .description =
+          "every server's wall clock jumps forward past A's TTL while A holds (an NTP step): a "
+          "server that expires leases by its wall clock ends A's lease at once and lets B in; one "
+          "that times them on a monotonic clock keeps it",
+      .options = {int_option("ttl_ms", 1000, "lock TTL", 1),
+                  int_option("hold_ms", 900, "A's work inside the lock"),
+                  int_option("jump_at_ms", 300, "when the servers' clocks jump"),
+                  int_option("jump_ms", 2000, "how far they jump forward", 1, kTtlMaxMs),
+                  int_option("retry_delay_ms", 20, "delay between attempts", 1, kRetryDelayMaxMs),
+                  int_option("retry_times", 100, "retries after the first attempt", 0,
+                             kMaxRetryTimes)},
+      .fits = has_jumping_servers,
+      .fits_text = "a lease lock whose servers' wall clocks can jump",
+      .worlds = {"sim"},
+      .expected =
+          [](const AdapterTraits& lock, const Options& options, bool fencing_on) {
+            // A jump while A holds, past what is left of its lease, with A still working after it.
+            const bool lease_cut = options.get_int("jump_at_ms") < options.get_int("hold_ms") &&
+                                   options.get_int("jump_at_ms") + options.get_int("jump_ms") >=
+                                       options.get_int("ttl_ms");
+            if (lock.server_expiry == ExpiryClock::monotonic || !lease_cut) return Expectation{};
+            return lost_lease(lock, fencing_on);
+          },
+      .build =
+          [](ScenarioEnv& env) {
+            const int64_t ttl_ms = env.option("ttl_ms");
+            const int64_t hold_ms = env.option("hold_ms");
+            const int64_t jump_at_ms = env.option("jump_at_ms");
+            const int64_t jump_ms = env.option("jump_ms");
+            env.start(
+                env.add_client("a"), 1,
+                [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
+                200);
+            env.schedule_fault(jump_at_ms,
+                               {.kind = FaultKind::server_clock_jump, .amount = jump_ms * 1000},
+                               fmt::format("every server's wall clock jumps {}ms forward", jump_ms),
+                               [&env, jump_ms] {
+                                 for (int s = 0; s < env.backend().server_count(); ++s)
+                                   env.backend().jump_server_clock(s, jump_ms * 1000);
+                               });
+            // B keeps trying from just after the jump.
+            env.start(
+                env.add_client("b"), jump_at_ms + 10,
                 [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); }, 200);
           },
   };
@@ -239,11 +295,12 @@ Scenario partition_scenario() {
             env.start(
                 a, 0,
                 [&env, ttl_ms, hold_ms, at_ms, length_ms](Client& c) {
-                  const int64_t started_ms = c.clock().now_ms();  // A's clock runs true here
+                  const int64_t started_ms =
+                      c.clock().monotonic_us() / 1000;  // A's clock runs true here
                   take_work_release(c, env, ttl_ms,
                                     hold_ms);  // its release falls inside the partition
                   c.sleep_ms(std::max<int64_t>(
-                      0, started_ms + at_ms + length_ms + 100 - c.clock().now_ms()));
+                      0, started_ms + at_ms + length_ms + 100 - c.clock().monotonic_us() / 1000));
                   take_work_release(c, env, ttl_ms, 50);  // after the heal: must get in (liveness)
                 },
                 200);

@@ -74,6 +74,12 @@ void removals(std::vector<SwarmSpec>& out, const SwarmSpec& spec) {
 void step_simplifications(std::vector<SwarmSpec>& out, const SwarmSpec& spec, size_t i, size_t j) {
   auto step = [i, j](SwarmSpec& s) -> SwarmStep& { return s.clients[i].steps[j]; };
   const SwarmStep& s = spec.clients[i].steps[j];
+  if (s.acquire_pause_after_us >= 0) {
+    SwarmSpec c = spec;
+    step(c).acquire_pause_after_us = -1;
+    step(c).acquire_pause_ms = 0;
+    out.push_back(std::move(c));
+  }
   if (s.acquire_crash_after_us >= 0) {
     SwarmSpec c = spec;
     step(c).acquire_crash_after_us = -1;
@@ -106,6 +112,10 @@ void step_simplifications(std::vector<SwarmSpec>& out, const SwarmSpec& spec, si
   if (s.release_pause_after_us >= 0) {
     vary(
         out, spec, [&](SwarmSpec& x) -> int64_t& { return step(x).release_pause_ms; }, 1);
+  }
+  if (s.acquire_pause_after_us >= 0) {
+    vary(
+        out, spec, [&](SwarmSpec& x) -> int64_t& { return step(x).acquire_pause_ms; }, 1);
   }
 }
 

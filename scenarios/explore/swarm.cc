@@ -21,8 +21,9 @@ namespace {
 
 constexpr FaultKind kSweepFaultKinds[] = {
     FaultKind::pause,      FaultKind::crash,        FaultKind::clock_drift,
-    FaultKind::clock_jump, FaultKind::server_drift, FaultKind::failover,
-    FaultKind::latency,    FaultKind::loss,         FaultKind::partition,
+    FaultKind::clock_jump, FaultKind::server_drift, FaultKind::server_clock_jump,
+    FaultKind::failover,   FaultKind::latency,      FaultKind::loss,
+    FaultKind::partition,
 };
 
 // Headroom in the liveness bound for one round trip that times out (command timeouts are 100 ms).
@@ -62,6 +63,7 @@ SwarmCapabilities swarm_capabilities(const AdapterEntry& adapter) {
           .keyed_fifo = traits.family == LockFamily::keyed_fifo,
           .network = traits.sim_faults.network,
           .server_clock = traits.sim_faults.server_clock,
+          .server_clock_jump = traits.sim_faults.server_clock_jump,
           .failover = traits.sim_faults.failover && takes_a_replica,
           .envelope = traits.envelope};
 }
@@ -102,7 +104,8 @@ void SwarmSpec::validate() const {
     if (c.start_ms < 0 || c.drift_ppm <= -1'000'000) fail("bad client start or drift");
     for (const SwarmStep& s : c.steps) {
       if (s.key < 0 || s.key >= keys) fail("a step names a key outside [0, keys)");
-      if (s.gap_ms < 0 || s.hold_ms < 0 || s.pause_ms < 0 || s.release_pause_ms < 0)
+      if (s.gap_ms < 0 || s.hold_ms < 0 || s.pause_ms < 0 || s.release_pause_ms < 0 ||
+          s.acquire_pause_ms < 0)
         fail("negative duration");
       if (s.clear && family != "keyed-fifo") fail("clear() is a step of keyed-fifo specs only");
     }
@@ -132,7 +135,8 @@ bool SwarmSpec::has_fault(FaultKind kind) const {
   for (const SwarmClient& c : clients) {
     if (kind == FaultKind::clock_drift && c.drift_ppm != 0) return true;
     for (const SwarmStep& s : c.steps) {
-      if (kind == FaultKind::pause && (s.pause_ms > 0 || s.release_pause_after_us >= 0))
+      if (kind == FaultKind::pause &&
+          (s.pause_ms > 0 || s.release_pause_after_us >= 0 || s.acquire_pause_after_us >= 0))
         return true;
       if (kind == FaultKind::crash && s.acquire_crash_after_us >= 0) return true;
     }
@@ -173,8 +177,8 @@ namespace {
 
 // Per-seed rates (out of 8) of the faults and operations a step can carry.
 struct StepRates {
-  uint64_t pause = 0, release_pause = 0, crash = 0, extend = 0, walk_away = 0, shared = 0,
-           clear = 0;
+  uint64_t pause = 0, release_pause = 0, acquire_pause = 0, crash = 0, extend = 0, walk_away = 0,
+           shared = 0, clear = 0;
   int64_t wire_us = 3000;  // how far after a call a fault aimed "on the wire" may land
 };
 
@@ -186,6 +190,7 @@ bool producible(const SwarmCapabilities& caps, FaultKind kind) {
   if (caps.keyed()) return kind == FaultKind::pause;  // no clocks, no network, no lease to lose
   switch (kind) {
     case FaultKind::server_drift: return caps.server_clock;
+    case FaultKind::server_clock_jump: return caps.server_clock_jump;
     case FaultKind::failover: return caps.failover;
     case FaultKind::latency:
     case FaultKind::loss:
@@ -214,6 +219,10 @@ SwarmStep draw_step(Prng& rng, const SwarmSpec& spec, const StepRates& r, bool s
     s.release_pause_ms = rng.between(1, 3 * ttl);
   }
   if (rng.chance(r.crash, 8)) s.acquire_crash_after_us = rng.between(0, r.wire_us);
+  if (r.acquire_pause > 0 && rng.chance(r.acquire_pause, 8)) {
+    s.acquire_pause_after_us = rng.between(0, r.wire_us);
+    s.acquire_pause_ms = rng.between(1, ttl);
+  }
   return s;
 }
 
@@ -243,7 +252,8 @@ SwarmFault draw_fault(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps,
   f.client = static_cast<int>(rng.between(0, static_cast<int64_t>(spec.clients.size()) - 1));
   switch (kind) {
     case FaultKind::pause: f.duration_ms = rng.between(1, 3 * ttl); break;
-    case FaultKind::clock_jump: f.amount = rng.between(-2 * ttl, 2 * ttl); break;
+    case FaultKind::clock_jump:
+    case FaultKind::server_clock_jump: f.amount = rng.between(-2 * ttl, 2 * ttl); break;
     case FaultKind::server_drift:
       f.amount = server_drift_ppm(rng, caps.envelope);
       f.duration_ms = rng.between(1, spec.safety_ms);
@@ -295,6 +305,7 @@ StepRates draw_rates(Prng& rng, const SwarmSpec& spec, const SwarmCapabilities& 
   StepRates r;
   r.pause = rate(rng, pause);
   r.release_pause = rate(rng, pause && lease);
+  r.acquire_pause = rate(rng, pause && lease);
   r.crash = rate(rng, allowed(o, FaultKind::crash) && producible(caps, FaultKind::crash));
   r.extend = rate(rng, lease);
   r.walk_away = lease && rng.chance(1, 3) ? 1 : 0;
@@ -366,6 +377,9 @@ std::string describe_step(const SwarmStep& s) {
   }
   if (s.acquire_crash_after_us >= 0)
     out += fmt::format(" acquire-crash@+{}us", s.acquire_crash_after_us);
+  if (s.acquire_pause_after_us >= 0) {
+    out += fmt::format(" acquire-pause={}ms@+{}us", s.acquire_pause_ms, s.acquire_pause_after_us);
+  }
   return out;
 }
 
@@ -375,6 +389,7 @@ std::string describe_fault(const SwarmFault& f) {
     case FaultKind::pause: return out + fmt::format(" c{} for={}ms", f.client, f.duration_ms);
     case FaultKind::crash: return out + fmt::format(" c{}", f.client);
     case FaultKind::clock_jump: return out + fmt::format(" c{} by={}ms", f.client, f.amount);
+    case FaultKind::server_clock_jump: return out + fmt::format(" servers by={}ms", f.amount);
     case FaultKind::server_drift:
       return out + fmt::format(" {}ppm for={}ms", f.amount, f.duration_ms);
     case FaultKind::latency: return out + fmt::format(" {}us for={}ms", f.amount, f.duration_ms);
@@ -440,7 +455,9 @@ nlohmann::json to_json(const SwarmSpec& spec) {
                        {"clear", s.clear},
                        {"release_pause_after_us", s.release_pause_after_us},
                        {"release_pause_ms", s.release_pause_ms},
-                       {"acquire_crash_after_us", s.acquire_crash_after_us}});
+                       {"acquire_crash_after_us", s.acquire_crash_after_us},
+                       {"acquire_pause_after_us", s.acquire_pause_after_us},
+                       {"acquire_pause_ms", s.acquire_pause_ms}});
     }
     clients.push_back({{"start_ms", c.start_ms}, {"drift_ppm", c.drift_ppm}, {"steps", steps}});
   }
@@ -498,7 +515,10 @@ SwarmSpec swarm_spec_from_json(const nlohmann::json& j) {
              .clear = js.value("clear", false),  // absent in specs saved before it existed
              .release_pause_after_us = js.at("release_pause_after_us").get<int64_t>(),
              .release_pause_ms = js.at("release_pause_ms").get<int64_t>(),
-             .acquire_crash_after_us = js.at("acquire_crash_after_us").get<int64_t>()});
+             .acquire_crash_after_us = js.at("acquire_crash_after_us").get<int64_t>(),
+             // absent in specs saved before slow acquires were drawn
+             .acquire_pause_after_us = js.value("acquire_pause_after_us", int64_t{-1}),
+             .acquire_pause_ms = js.value("acquire_pause_ms", int64_t{0})});
       }
       spec.clients.push_back(std::move(c));
     }
@@ -552,7 +572,7 @@ void aim_at_call(SwarmRun& run, int64_t after_us, FaultTag tag, std::string what
 // A careful holder's work: sleeps duration_ms, but only until the lock's validity ends (by the
 // client's clock). False, and out of the critical section, when the validity ended first.
 bool careful_work(Client& c, Lock& lock, int64_t duration_ms) {
-  const int64_t left_us = c.validity_end_us(lock) - c.clock().now_us();
+  const int64_t left_us = c.validity_end_us(lock) - c.clock().monotonic_us();
   if (left_us <= duration_ms * 1000) {
     // Validity covers [start, end): the holder is out in its last microsecond, before whoever
     // the end lets in (events at one instant run in no promised order).
@@ -579,7 +599,7 @@ void careful_lease_step(Client& c, Lock& lock, const SwarmStep& step, int64_t tt
     // Tried even when its validity has ended (after a pause, say): a holder may ask to keep a lock
     // it has lost, and the lock must refuse. It works on only if the extend gave it time.
     c.leave(lock);
-    valid = c.extend(lock, ttl_ms) && c.clock().now_us() < c.validity_end_us(lock);
+    valid = c.extend(lock, ttl_ms) && c.clock().monotonic_us() < c.validity_end_us(lock);
     if (valid) c.reenter(lock);
   }
   valid = valid && careful_work(c, lock, 0);
@@ -597,6 +617,15 @@ void lease_step(SwarmRun& run, Client& c, const SwarmStep& step) {
     run.env->schedule_client_kill_us(run.env->world().now_us() + step.acquire_crash_after_us, c,
                                      fmt::format("crash {} with its acquire on the wire", c.name()),
                                      [&world, node] { world.crash(node); });
+  }
+  if (step.acquire_pause_after_us >= 0) {
+    const int64_t pause_us = step.acquire_pause_ms * 1000;
+    aim_at_call(
+        run, step.acquire_pause_after_us,
+        {.kind = FaultKind::pause, .client = c.id(), .amount = pause_us},
+        fmt::format("pause {} for {}ms with its acquire on the wire", c.name(),
+                    step.acquire_pause_ms),
+        [&world, node, pause_us] { world.pause(node, pause_us); }, pause_us);
   }
   std::optional<Lock> lock = c.acquire(key_name(step.key), run.spec.ttl_ms, run.retry());
   if (!lock) return;
@@ -698,6 +727,12 @@ void schedule_fault(SwarmRun& run, const SwarmFault& f) {
       return env.schedule_fault(f.at_ms,
                                 {.kind = f.kind, .client = target.id(), .amount = f.amount * 1000},
                                 what, [r, node, f] { r->sim().jump_clock(node, f.amount * 1000); });
+    case FaultKind::server_clock_jump:
+      return env.schedule_fault(f.at_ms, {.kind = f.kind, .amount = f.amount * 1000}, what,
+                                [&backend, f] {
+                                  for (int s = 0; s < backend.server_count(); ++s)
+                                    backend.jump_server_clock(s, f.amount * 1000);
+                                });
     case FaultKind::failover:
       return env.schedule_fault(f.at_ms, on_servers, what, [&backend] { backend.failover(); });
     case FaultKind::server_drift:

@@ -31,6 +31,7 @@ namespace lockstep {
 //   clock-drift   a client's clocks run fast or slow (healed at safety_ms)
 //   clock-jump    a client's wall clock jumps forward or back
 //   server-drift  every server's clock runs fast or slow for a while
+//   server-clock-jump  every server's wall clock jumps forward or back
 //   failover      the primary dies and its replica takes over (adapters with a replica)
 //   latency       fixed one-way latency for the whole run, or a spike for a while
 //   loss          messages lost with a probability for a while
@@ -46,6 +47,7 @@ struct SwarmCapabilities {
   bool keyed_fifo = false;  // an in-process FIFO keyed lock
   bool network = false;     // partitions, loss, latency reach it
   bool server_clock = false;
+  bool server_clock_jump = false;
   bool failover = false;   // with replicas=1
   FaultEnvelope envelope;  // as declared: where drifts are drawn inside or outside it
   bool keyed() const { return keyed_rw || keyed_fifo; }
@@ -69,6 +71,10 @@ struct SwarmStep {
       -1;  // pause release_pause_ms this long after the release is sent
   int64_t release_pause_ms = 0;
   int64_t acquire_crash_after_us = -1;  // die this long after the acquire is sent
+  // Stop the world acquire_pause_ms, this long after the acquire is sent: its grant comes back
+  // late by the holder's clock (the swarm's slow-acquire).
+  int64_t acquire_pause_after_us = -1;
+  int64_t acquire_pause_ms = 0;
 };
 
 struct SwarmClient {
@@ -82,7 +88,7 @@ struct SwarmFault {
   int64_t at_ms = 0;        // true time, inside the safety phase
   int64_t duration_ms = 0;  // pause, server_drift, latency, loss, partition
   int client = 0;           // pause, crash, clock_jump, partition
-  // clock_jump: delta ms; server_drift: ppm; latency: one-way us; loss: percent; partition: 1
+  // clock_jump, server_clock_jump: delta ms; server_drift: ppm; latency: one-way us; loss: percent; partition: 1
   // two-way.
   int64_t amount = 0;
 };

@@ -149,7 +149,7 @@ void run_in_workers(size_t count, int jobs, const std::function<std::string(size
   Workers workers;
   workers.start(count, jobs, work);
   std::vector<std::string> buffers(static_cast<size_t>(jobs));
-  std::vector<size_t> next_of(static_cast<size_t>(jobs));  // the index each worker sends next
+  std::vector<size_t> next_of(static_cast<size_t>(jobs));       // the index each worker sends next
   std::vector<bool> errored(static_cast<size_t>(jobs), false);  // it sent an 'E' and stopped
   for (int w = 0; w < jobs; ++w) next_of[static_cast<size_t>(w)] = static_cast<size_t>(w);
   std::map<size_t, Received> ready;

@@ -35,10 +35,15 @@ enum class OwnerCheck { atomic, check_then_act, none };
 // TTL less the drift allowance only.
 enum class ValidityRule { ttl, ttl_minus_elapsed_and_drift, ttl_ignoring_elapsed };
 
+// Which clock its servers expire leases by: the wall clock (redis-server's absolute expiry times,
+// mongod's $$NOW; a jump forward ends leases early) or a monotonic one (the in-process store).
+enum class ExpiryClock { wall, monotonic };
+
 struct FaultCapabilities {
-  bool network = false;       // latency, loss and partitions between clients and servers
-  bool server_clock = false;  // the servers' clocks drift
-  bool failover = false;      // a primary dies and a replica is promoted
+  bool network = false;            // latency, loss and partitions between clients and servers
+  bool server_clock = false;       // the servers' clocks drift
+  bool server_clock_jump = false;  // a server's wall clock jumps (jump_server_clock)
+  bool failover = false;           // a primary dies and a replica is promoted
 };
 
 struct AdapterTraits {
@@ -52,6 +57,7 @@ struct AdapterTraits {
   bool expiry_with_grant = true;  // false: the lock is written, then given its TTL by a 2nd call
   bool exclusive_grant = true;    // false: two acquires racing for a free key can both win
   ValidityRule validity = ValidityRule::ttl;
+  ExpiryClock server_expiry = ExpiryClock::wall;
   bool majority_quorum = true;          // Redlock: false counts N/2 grants as a majority
   bool releases_partial_grants = true;  // Redlock: a failed attempt releases what it was granted
   bool writers_first = true;            // keyed-rw: readers never pass a queued writer
