@@ -840,4 +840,51 @@ TEST_CASE("fencing judges the tokens clients received in the servers' grant orde
   }
 }
 
+TEST_CASE("fencing: tokens a server issues by a step of its own are judged in issue order",
+          "[checkers][fencing]") {
+  // Mongo's counter issues 1 to c0, then 2 to c1; c1 learns its token first. In completion order
+  // that read as a reissue (token 1 after 2): the judge must follow the server's order.
+  auto issued_then_acquired = [](uint64_t second_token) {
+    History h;
+    h.meta.clients = 2;
+    h.meta.monotonic_tokens = true;
+    h.add({.time_us = 10,
+           .kind = EventKind::token,
+           .client = 0,
+           .key = "k",
+           .has_token = true,
+           .token = 1,
+           .server = "mongo"});
+    h.add({.time_us = 20,
+           .kind = EventKind::token,
+           .client = 1,
+           .key = "k",
+           .has_token = true,
+           .token = second_token,
+           .server = "mongo"});
+    h.add({.time_us = 30,
+           .kind = EventKind::complete,
+           .client = 1,
+           .key = "k",
+           .op = Op::acquire,
+           .outcome = Outcome::ok,
+           .has_token = true,
+           .token = second_token});
+    h.add({.time_us = 40,
+           .kind = EventKind::complete,
+           .client = 0,
+           .key = "k",
+           .op = Op::acquire,
+           .outcome = Outcome::ok,
+           .has_token = true,
+           .token = 1});
+    return h;
+  };
+  CHECK(check_fencing(issued_then_acquired(2)).empty());
+  const std::vector<Violation> reissued = check_fencing(issued_then_acquired(1));
+  REQUIRE(reissued.size() == 1);
+  CHECK(reissued[0].time_us == 20);
+  CHECK(reissued[0].detail.find("issued") != std::string::npos);
+}
+
 }  // namespace lockstep

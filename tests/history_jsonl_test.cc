@@ -116,7 +116,7 @@ TEST_CASE("bad history lines are refused with the line and the field", "[history
   CHECK(error_of(meta + R"({"time_us": 1})") == "line 2: \"kind\" is missing");
   CHECK(error_of(meta + R"({"time_us": 1, "kind": "grab"})") ==
         "line 2: \"kind\" is \"grab\"; valid: invoke, complete, cs_enter, cs_exit, access, grant, "
-        "extend, revoke, fault, heal, final_value, key_state, stuck");
+        "extend, revoke, fault, heal, final_value, key_state, stuck, token");
   CHECK(error_of(meta + R"({"time_us": 1.5, "kind": "invoke"})") ==
         "line 2: \"time_us\" must be an integer");
   CHECK(error_of(meta + R"({"time_us": 1, "kind": "invoke", "colour": "red"})") ==

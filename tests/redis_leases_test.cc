@@ -6,8 +6,10 @@
 #include <catch2/catch.hpp>
 
 #include "adapters/redis/redis_adapter.h"
+#include "known_bad/known_bad.h"
 #include "scenarios/backends/redis.h"
 #include "scenarios/backends/registry.h"
+#include "scenarios/report/report.h"
 #include "scenarios/runner.h"
 
 namespace lockstep {
@@ -104,6 +106,63 @@ TEST_CASE("a lease run in which acquires succeeded but no lease was recorded is 
   CHECK(report.end == "no_leases");
   CHECK_FALSE(report.ok());
   CHECK(report.end_message.find("recorded no lease") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+RunReport failover_run(const std::string& adapter, std::vector<std::string> sets) {
+  return run_scenario({.scenario = "failover", .adapter = adapter, .sets = std::move(sets)});
+}
+
+TEST_CASE("leases follow the lock across a failover: a release on the promoted replica closes it",
+          "[leases][failover]") {
+  // A's grant reaches the replica 10 ms later, long before the primary dies at 100 ms: the
+  // promoted replica holds A's lock, A's release there ends A's lease, and B's grant after it is
+  // no overlap. Judged per node, A's lease on the dead primary stayed open (a cry of wolf).
+  const RunReport safe = failover_run("redis", {"replication_delay_ms=10"});
+  INFO(to_text(safe));
+  CHECK(safe.ok());
+  CHECK(safe.matches_expectation());
+  bool revoked_on_replica = false;
+  for (const HistoryEvent& e : safe.history.events()) {
+    revoked_on_replica |= e.kind == EventKind::revoke && e.client == 0 && e.server == "redis" &&
+                          e.detail.find("redis-1") != std::string::npos;
+  }
+  CHECK(revoked_on_replica);
+  // A grant the replica never received is lost with the primary: that overlap is still judged,
+  // and excused only by the failover.
+  const RunReport lost = failover_run("redis", {});
+  REQUIRE(lost.violated().count(Invariant::lease_exclusion) +
+              lost.violated().count(Invariant::mutual_exclusion) >
+          0);
+  for (const ReportedViolation& rv : lost.violations) {
+    CHECK(rv.violation.excused());
+    CHECK(lost.history[*rv.violation.excused_by].fault == FaultKind::failover);
+  }
+}
+
+}  // namespace
+}  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+TEST_CASE("Mongo tokens are judged in the order the counter issued them", "[leases][mongo]") {
+  // Two upserts without the unique index both win; the counter issues 1 then 2, but the second
+  // client learns its token first. The bug loses exclusion, not fencing.
+  register_known_bad_adapters();
+  const RunReport r =
+      run_scenario({.scenario = "concurrent-race", .adapter = "bad-mongo-no-unique", .seed = 2});
+  INFO(to_text(r));
+  CHECK(r.violated().count(Invariant::mutual_exclusion) == 1);
+  CHECK(r.violated().count(Invariant::fencing) == 0);
+  int issues = 0;
+  for (const HistoryEvent& e : r.history.events()) issues += e.kind == EventKind::token ? 1 : 0;
+  CHECK(issues == 2);
 }
 
 }  // namespace

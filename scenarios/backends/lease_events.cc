@@ -27,9 +27,18 @@ std::optional<HistoryEvent> RedisLeaseEvents::on_event(std::string_view node_nam
   std::map<std::string, std::string>& leased = node->second;
   const auto lease = leased.find(e.key);
   const bool held = lease != leased.end();
+  if (e.replicated) {  // the replica's keys, as its primary made them: no client's act
+    if (e.kind == sim::KeyspaceEvent::Kind::del || e.kind == sim::KeyspaceEvent::Kind::expired ||
+        (e.kind == sim::KeyspaceEvent::Kind::set && e.ttl_ms < 0)) {
+      leased.erase(e.key);
+    } else {
+      leased[e.key] = e.value;
+    }
+    return std::nullopt;
+  }
   HistoryEvent event{.client = e.client,
                      .key = shown_key(e.key),
-                     .server = std::string(node_name),
+                     .server = group_.empty() ? std::string(node_name) : group_,
                      .value = e.value};
   switch (e.kind) {
     case sim::KeyspaceEvent::Kind::set:

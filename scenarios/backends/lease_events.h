@@ -9,7 +9,11 @@
 // Keys without a TTL (fencing counters, data) are no leases. So a user's lock is judged whatever
 // its keys are called. The event's server is the node's name, so a checker can count servers per
 // owner; the event's key drops the adapter's lock prefix when it has one, so it reads as the
-// key the client asked for.
+// key the client asked for. A backend with replicas names the replication group (`group`) as the
+// server instead, and passes on what its replicas apply from the primary's stream (replicated:
+// no event, but the replica's keys are known): so a release or extend on a promoted replica
+// closes or lengthens the lease the primary granted, leases following the lock across a failover,
+// while a grant the replica never received is simply gone (the next grant overlaps it).
 #include <map>
 #include <optional>
 #include <string>
@@ -23,7 +27,9 @@ namespace lockstep {
 class RedisLeaseEvents {
  public:
   // lock_prefix: the adapter's lock key prefix, dropped from the keys recorded ("" for none).
-  explicit RedisLeaseEvents(std::string lock_prefix) : lock_prefix_(std::move(lock_prefix)) {}
+  // group: the server name events carry ("": each node's own name).
+  explicit RedisLeaseEvents(std::string lock_prefix, std::string group = {})
+      : lock_prefix_(std::move(lock_prefix)), group_(std::move(group)) {}
 
   // The history event for e on node_name, or nullopt when it is no lease fact.
   std::optional<HistoryEvent> on_event(std::string_view node_name, const sim::KeyspaceEvent& e);
@@ -32,6 +38,7 @@ class RedisLeaseEvents {
   std::string shown_key(const std::string& key) const;
 
   std::string lock_prefix_;
+  std::string group_;
   // Per node, per key: the value whose lease the key holds now (ordered: nothing walks it by hash).
   std::map<std::string, std::map<std::string, std::string>, std::less<>> leased_;
 };

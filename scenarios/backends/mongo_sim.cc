@@ -20,6 +20,11 @@ std::string lock_namespace() {
   return defaults.database + "." + defaults.collection;
 }
 
+std::string fencing_namespace() {
+  const MongoAdapterOptions defaults;
+  return defaults.database + "." + defaults.fencing_collection;
+}
+
 std::string string_field(const MongoDocument& doc, const char* name) {
   if (!doc.is_object() || !doc.contains(name) || !doc[name].is_string()) return {};
   return doc[name].get<std::string>();
@@ -66,6 +71,9 @@ std::optional<HistoryEvent> lease_event_from(std::string_view member,
   }
   return std::nullopt;
 }
+
+// What lease events name as their server: the replica set, whichever member is primary.
+constexpr std::string_view kReplicaSet = "mongo";
 
 class MongoSimBackend final : public Backend, public sim::MongoObserver {
  public:
@@ -148,12 +156,32 @@ class MongoSimBackend final : public Backend, public sim::MongoObserver {
   }
 
   void on_mongo_write(std::string_view member, const sim::MongoWriteEvent& e) override {
-    if (e.ns != lock_ns_) return;  // the fencing counters
-    if (std::optional<HistoryEvent> event = lease_event_from(member, e))
+    if (e.ns == fencing_ns_) return record_token_issue(e);
+    if (e.ns != lock_ns_) return;
+    // Leases follow the lock, not the member: the replica set is one replication group, so a
+    // release or extend on a newly elected primary closes or lengthens the lease it inherited.
+    if (std::optional<HistoryEvent> event = lease_event_from(kReplicaSet, e)) {
+      event->detail = event->detail.empty() ? std::string(member)
+                                            : fmt::format("{} on {}", event->detail, member);
       recorder_.record(std::move(*event));
+    }
   }
 
  private:
+  // The counter's write is the token's issue ({_id: key, n}), in the order the primary made them.
+  void record_token_issue(const sim::MongoWriteEvent& e) {
+    if (e.client < 0 || !e.after.is_object() || !e.after.contains("n") ||
+        !e.after["n"].is_number_integer() || e.after["n"].get<int64_t>() <= 0) {
+      return;
+    }
+    recorder_.record({.kind = EventKind::token,
+                      .client = e.client,
+                      .key = string_field(e.after, "_id"),
+                      .has_token = true,
+                      .token = static_cast<uint64_t>(e.after["n"].get<int64_t>()),
+                      .server = std::string(kReplicaSet)});
+  }
+
   int checked(int server) const {
     if (server < 0 || server >= replica_set_->members()) {
       throw WorldUnsupported(
@@ -167,6 +195,7 @@ class MongoSimBackend final : public Backend, public sim::MongoObserver {
   const Options& options_;
   MongoAdapterFactory make_adapter_;
   std::string lock_ns_;
+  std::string fencing_ns_ = fencing_namespace();
   std::unique_ptr<sim::MongoReplicaSet> replica_set_;
   std::vector<std::unique_ptr<sim::SimMongoConnection>> connections_;
   std::vector<std::unique_ptr<LockAdapter>> adapters_;

@@ -88,6 +88,10 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
   // grant is held back until that INCR (or the end of the instant) so it carries its token, and
   // the fencing checker can order grants by what the server issued.
   void on_keyspace_event(std::string_view node_name, const sim::KeyspaceEvent& e) override {
+    if (e.replicated) {
+      leases_.on_event(node_name, e);  // what the replica holds, should it be promoted
+      return;
+    }
     if (pending_grant_ && e.kind == sim::KeyspaceEvent::Kind::set &&
         e.client == pending_grant_->client && e.key == kFencingPrefix + pending_grant_->key) {
       int64_t token = 0;
@@ -101,6 +105,8 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
     flush_pending_grant();
     std::optional<HistoryEvent> event = leases_.on_event(node_name, e);
     if (!event) return;
+    event->detail = event->detail.empty() ? std::string(node_name)
+                                          : fmt::format("{} on {}", event->detail, node_name);
     if (event->kind == EventKind::grant) {
       pending_grant_ = std::move(event);
       world_.scheduler().after(0, [this] { flush_pending_grant(); });
@@ -118,7 +124,8 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
 
   sim::World& world_;
   Recorder& recorder_;
-  RedisLeaseEvents leases_{kLockPrefix};
+  // Leases follow the lock, not the node: the primary and its replica are one replication group.
+  RedisLeaseEvents leases_{kLockPrefix, "redis"};
   std::optional<HistoryEvent> pending_grant_;
   RedisAdapterFactory make_adapter_;
   int64_t command_timeout_us_ = 0;

@@ -12,8 +12,10 @@
 //                   live leases on a key at the same time.
 // ownership         A revoke or extend requested by a client other than the lease's owner (the
 //                   client the grant went to) is a violation.
-// fencing           If meta.monotonic_tokens: tokens of grants (or, when the servers record none,
-//                   of successful acquires) on a key strictly increase in history order. If
+// fencing           If meta.monotonic_tokens: tokens a server issued on a key strictly increase in
+//                   history order: token events where the server issues them apart from grants
+//                   (Mongo's counter), else grants' tokens (and what clients received, in grant
+//                   order), else successful acquires' tokens. If
 //                   meta.fencing_on: an access the resource served (outcome ok) never carries a
 //                   token lower than the highest it had seen for that key.
 // no_lost_update    The final counter equals the number of writes the resource accepted; the

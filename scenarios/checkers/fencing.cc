@@ -20,7 +20,7 @@ namespace {
 
 using namespace checker_support;
 
-enum class FencingKind { grant_order, acquire_order, stale_access };
+enum class FencingKind { grant_order, issue_order, acquire_order, stale_access };
 
 struct FencingBreach {
   size_t at = kNoEvent;     // the event that broke it
@@ -50,6 +50,7 @@ struct TokenSequence {
 };
 
 struct KeyFencing {
+  TokenSequence issues;  // tokens a server issued apart from its grants, in the order it did
   TokenSequence grants;
   TokenSequence acquires;
   TokenSequence accesses;
@@ -93,7 +94,9 @@ TokenSequence received_in_grant_order(const History& history, KeyFencing& key, s
 void see_fencing_event(KeyFencing& key, const HistoryEvent& e, size_t max) {
   match_received_token(key, e);
   if (!e.has_token) return;
-  if (e.kind == EventKind::grant) {
+  if (e.kind == EventKind::token) {
+    key.issues.see(e, true, true, FencingKind::issue_order, max);
+  } else if (e.kind == EventKind::grant) {
     key.grants.see(e, true, true, FencingKind::grant_order, max);
   } else if (e.kind == EventKind::complete && e.op == Op::acquire && e.outcome == Outcome::ok) {
     key.acquires.see(e, true, true, FencingKind::acquire_order, max);
@@ -114,7 +117,9 @@ Violation fencing_violation(const History& history, const FencingBreach& breach)
         client_name(at.client), to_string(at.op), at.key, at.token, at.time_us, prior.token,
         client_name(prior.client), to_string(prior.op), prior.time_us);
   } else {
-    const char* what = breach.kind == FencingKind::grant_order ? "granted" : "acquired";
+    const char* what = breach.kind == FencingKind::grant_order   ? "granted"
+                       : breach.kind == FencingKind::issue_order ? "issued"
+                                                                 : "acquired";
     detail = fmt::format(
         "token {} {} to {} on key {} at {}us is not greater than token {} {} to {} at {}us",
         at.token, what, client_name(at.client), at.key, at.time_us, prior.token, what,
@@ -131,7 +136,7 @@ std::vector<Violation> check_fencing(const History& history, const CheckOptions&
   PerKey<KeyFencing> keys;
   for (const HistoryEvent& e : history.events()) {
     if (e.kind == EventKind::grant || e.kind == EventKind::complete ||
-        e.kind == EventKind::access) {
+        e.kind == EventKind::access || e.kind == EventKind::token) {
       see_fencing_event(keys[e.key], e, max);
     }
   }
@@ -140,8 +145,13 @@ std::vector<Violation> check_fencing(const History& history, const CheckOptions&
     KeyFencing& fencing = keys.state(k);
     if (history.meta.monotonic_tokens) {
       // Grants are the servers' own record; what clients received must follow their order too
-      // (a client handed another token than the server issued). Without grants, acquires alone.
-      if (fencing.grants.any) {
+      // (a client handed another token than the server issued). A server that issues tokens by
+      // a step of its own (token events) is judged in the order it issued them: two clients may
+      // learn theirs in the other order. Without either, acquires alone.
+      if (fencing.issues.any) {
+        breaches.insert(breaches.end(), fencing.issues.breaches.begin(),
+                        fencing.issues.breaches.end());
+      } else if (fencing.grants.any) {
         breaches.insert(breaches.end(), fencing.grants.breaches.begin(),
                         fencing.grants.breaches.end());
         const TokenSequence received = received_in_grant_order(history, fencing, max);

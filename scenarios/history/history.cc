@@ -32,6 +32,7 @@ std::string_view to_string(EventKind kind) {
     case EventKind::final_value: return "final_value";
     case EventKind::key_state: return "key_state";
     case EventKind::stuck: return "stuck";
+    case EventKind::token: return "token";
   }
   return "?";
 }
@@ -141,6 +142,9 @@ std::string describe_body(const HistoryEvent& e) {
     case EventKind::final_value: return describe_final(e);
     case EventKind::key_state: return fmt::format("key_state key={} entries={}", e.key, e.counter);
     case EventKind::stuck: return describe_stuck(e);
+    case EventKind::token:
+      return fmt::format("server={} token key={}{}{}", e.server, e.key,
+                         client_suffix("to=", e.client), token_suffix(e));
   }
   return "?";
 }

@@ -35,6 +35,9 @@ enum class EventKind {
   // was parked in op on key, when op is not none). Recorded by the simulator's runner only for a
   // run that ended by running out of events (not at a bound), never for a client a fault killed.
   stuck,
+  // a server issued fencing `token` on key to `client` by a step of its own, apart from the grant
+  // (Mongo's counter document): tokens are judged in the order the server issued them
+  token,
 };
 std::string_view to_string(EventKind kind);
 // Every value of each enum, in declaration order: kept beside the enum so a new value is listed
@@ -43,8 +46,8 @@ inline constexpr std::array kEventKindsAll = {
     EventKind::invoke, EventKind::complete, EventKind::cs_enter,    EventKind::cs_exit,
     EventKind::access, EventKind::grant,    EventKind::extend,      EventKind::revoke,
     EventKind::fault,  EventKind::heal,     EventKind::final_value, EventKind::key_state,
-    EventKind::stuck};
-static_assert(kEventKindsAll.back() == EventKind::stuck, "every EventKind is listed, last last");
+    EventKind::stuck,  EventKind::token};
+static_assert(kEventKindsAll.back() == EventKind::token, "every EventKind is listed, last last");
 
 enum class Op { none, acquire, release, extend, is_locked, read, write };
 std::string_view to_string(Op op);

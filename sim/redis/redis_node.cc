@@ -59,14 +59,20 @@ void RedisNode::trace(std::string_view text) {
 
 void RedisNode::Recorder::on_change(const KeyChange& change) {
   batch_.push_back(change);
-  if (node_.is_replica() || node_.options_.observer == nullptr) return;
+  if (node_.is_replica()) return;  // a replica's own changes (expiry) are not its clients' acts
+  node_.notify(change, client_, /*replicated=*/false);
+}
+
+void RedisNode::notify(const KeyChange& change, int client, bool replicated) {
+  if (options_.observer == nullptr) return;
   const bool timed = change.kind == KeyChange::Kind::set || change.kind == KeyChange::Kind::pexpire;
   const KeyspaceEvent event{.kind = event_kind(change.kind),
                             .key = change.key,
                             .value = change.value,
                             .ttl_ms = timed ? change.ttl_ms : -1,
-                            .client = client_};
-  node_.options_.observer->on_keyspace_event(node_.options_.name, event);
+                            .client = client,
+                            .replicated = replicated};
+  options_.observer->on_keyspace_event(options_.name, event);
 }
 
 RedisReply RedisNode::execute(const std::vector<std::string>& argv, int client) {
@@ -199,7 +205,10 @@ void RedisNode::receive(const RedisNode* from, uint64_t link_id, uint64_t seq, c
   if (needs_full_sync_) return resync(fmt::format("due, at #{}", seq));
   if (seq <= repl_seq_) return;  // a duplicate, or already covered by a full sync
   if (seq != repl_seq_ + 1) return resync(fmt::format("gap before #{}", seq));
-  for (const KeyChange& change : batch) keyspace_.apply(change);
+  for (const KeyChange& change : batch) {
+    keyspace_.apply(change);
+    notify(change, -1, /*replicated=*/true);
+  }
   repl_seq_ = seq;
   if (options_.persistence == Persistence::everysec) {
     unsynced_ = true;

@@ -51,9 +51,10 @@ struct KeyspaceEvent {
   enum class Kind { set, del, pexpire, expired };
   Kind kind = Kind::set;
   std::string key;
-  std::string value;    // the value written, or the value removed/extended
-  int64_t ttl_ms = -1;  // set/pexpire: the key's TTL right after the command (-1: none)
-  int client = -1;      // who sent the command (or the script's caller)
+  std::string value;        // the value written, or the value removed/extended
+  int64_t ttl_ms = -1;      // set/pexpire: the key's TTL right after the command (-1: none)
+  int client = -1;          // who sent the command (or the script's caller)
+  bool replicated = false;  // a replica applied it from its primary's stream (not a client's act)
 };
 
 std::string_view to_string(KeyspaceEvent::Kind kind);
@@ -136,6 +137,9 @@ class RedisNode {
   void resync(std::string_view why);
   void drop_replica(const RedisNode* replica);
   void trace(std::string_view text);
+  // Tells the observer of a change: a client's (on a primary), or one a replica applied from its
+  // primary's stream (replicated), so lease facts can follow the data to a promoted replica.
+  void notify(const KeyChange& change, int client, bool replicated);
 
   World& world_;
   RedisNodeOptions options_;
