@@ -26,11 +26,12 @@ const std::vector<std::string> kLeaseScenarios = {
     "sequential",          "concurrent-race", "crash-holder", "stolen-lock",
     "extend-after-expiry", "gc-pause",        "clock-drift",  "retry-storm"};
 const std::vector<std::string> kRedisScenarios = {
-    "sequential",          "concurrent-race", "crash-holder", "stolen-lock",
-    "extend-after-expiry", "gc-pause",        "clock-drift",  "retry-storm",
-    "slow-acquire",        "failover",        "partition",    "pause-in-release"};
+    "sequential",      "concurrent-race",     "crash-holder", "crash-in-acquire",
+    "stolen-lock",     "extend-after-expiry", "gc-pause",     "clock-drift",
+    "retry-storm",     "slow-acquire",        "failover",     "partition",
+    "pause-in-release"};
 const std::vector<std::string> kRedlockScenarios = {"clock-jump", "crash-restart", "split-vote",
-                                                    "slow-acquire"};
+                                                    "slow-acquire", "slow-grant"};
 
 // A known-bad lock: its sibling's traits with the one thing it gets wrong.
 struct KnownBad {
@@ -65,6 +66,10 @@ const KnownBad kKnownBadRedlock[] = {
     {"bad-redlock-no-elapsed", "mutual_exclusion",
      "known-bad: Redlock whose validity ignores the time spent acquiring",
      [](AdapterTraits& t) { t.validity = ValidityRule::ttl_ignoring_elapsed; }, &kRedlockScenarios},
+    {"bad-redlock-double-elapsed", "valid_on_return",
+     "known-bad: Redlock that subtracts the time spent acquiring twice (returns expired locks)",
+     [](AdapterTraits& t) { t.validity = ValidityRule::ttl_minus_elapsed_twice; },
+     &kRedlockScenarios},
     {"bad-redlock-no-cleanup", "liveness",
      "known-bad: Redlock that leaves partial locks after a failed attempt",
      [](AdapterTraits& t) { t.releases_partial_grants = false; }, &kRedlockScenarios},
@@ -77,8 +82,8 @@ AdapterTraits with_wrong(AdapterTraits traits, const KnownBad& bad) {
 
 // A known-bad lock over its correct sibling's backend: the sibling's traits and options, with its
 // one thing wrong, and a backend built by make_sim(name).
-void register_bad(const KnownBad& bad, const AdapterTraits& sibling,
-                  const std::vector<OptionSpec>& options,
+void register_bad(const KnownBad& bad, const std::string& sibling_name,
+                  const AdapterTraits& sibling, const std::vector<OptionSpec>& options,
                   const std::function<BackendFactory(const std::string& name)>& make_sim) {
   register_adapter({.name = bad.name,
                     .description = bad.description,
@@ -87,12 +92,13 @@ void register_bad(const KnownBad& bad, const AdapterTraits& sibling,
                     .known_bad = true,
                     .breaks = bad.breaks,
                     .judged_in = *bad.judged_in,
+                    .sibling = sibling_name,
                     .options = options,
                     .make_sim = make_sim(bad.name)});
 }
 
 void register_redis(const KnownBad& bad) {
-  register_bad(bad, kRedisTraits, redis_backend_options(), [](const std::string& name) {
+  register_bad(bad, "redis", kRedisTraits, redis_backend_options(), [](const std::string& name) {
     return [name](BackendEnv& env) {
       return make_redis_sim_backend(env, [name](RedisConnection& connection) {
         return make_known_bad_redis_adapter(name, connection);
@@ -102,13 +108,14 @@ void register_redis(const KnownBad& bad) {
 }
 
 void register_redlock(const KnownBad& bad) {
-  register_bad(bad, kRedlockTraits, redlock_backend_options(), [](const std::string& name) {
-    return [name](BackendEnv& env) {
-      return make_redlock_sim_backend(env, [name](RedlockAdapterParts& parts) {
-        return make_known_bad_redlock_adapter(name, parts);
-      });
-    };
-  });
+  register_bad(bad, "redlock", kRedlockTraits, redlock_backend_options(),
+               [](const std::string& name) {
+                 return [name](BackendEnv& env) {
+                   return make_redlock_sim_backend(env, [name](RedlockAdapterParts& parts) {
+                     return make_known_bad_redlock_adapter(name, parts);
+                   });
+                 };
+               });
 }
 
 }  // namespace
@@ -128,6 +135,7 @@ void register_known_bad_adapters() {
       .known_bad = true,
       .breaks = "ownership",
       .judged_in = kLeaseScenarios,
+      .sibling = "memory",
       .make_sim =
           [](BackendEnv& env) {
             return make_memory_backend(env, [](MemoryAdapter& store) {
@@ -145,6 +153,7 @@ void register_known_bad_adapters() {
       .known_bad = true,
       .breaks = "mutual_exclusion",
       .judged_in = {"sequential", "stolen-lock", "server-clock-jump"},
+      .sibling = "memory",
       .make_sim =
           [](BackendEnv& env) {
             return make_memory_backend(env, {}, [](Clock& node_clock) {
@@ -162,6 +171,7 @@ void register_known_bad_adapters() {
       .known_bad = true,
       .breaks = "mutual_exclusion",
       .judged_in = {"concurrent-race"},
+      .sibling = "mongo",
       .options = mongo_backend_options(),
       .make_sim =
           [](BackendEnv& env) { return make_mongo_sim_backend(env, make_bad_mongo_no_unique); },
@@ -175,6 +185,7 @@ void register_known_bad_adapters() {
           with_wrong(kKeyedRwTraits, {.wrong = [](AdapterTraits& t) { t.writers_first = false; }}),
       .known_bad = true,
       .breaks = "writer_preference",
+      .sibling = "keyed-rw",
       .make_sim =
           [](BackendEnv& env) {
             return make_keyed_rw_sim_backend(env, std::make_unique<ReaderPreferenceRwCore>());
@@ -190,6 +201,7 @@ void register_known_bad_adapters() {
       .known_bad = true,
       .breaks = "liveness",
       .judged_in = {"writer-starvation"},
+      .sibling = "keyed-rw",
       .make_sim =
           [](BackendEnv& env) {
             return make_keyed_rw_sim_backend(env, std::make_unique<LostWakeupRwCore>());
@@ -205,6 +217,7 @@ void register_known_bad_adapters() {
       .known_bad = true,
       .breaks = "mutual_exclusion",
       .judged_in = {"fifo-queue"},
+      .sibling = "fifo",
       .options = fifo_backend_options(),
       .make_sim =
           [](BackendEnv& env) {

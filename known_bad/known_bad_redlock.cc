@@ -14,6 +14,7 @@ struct Flaw {
   bool half_quorum = false;     // N/2 instead of N/2+1
   bool ignore_elapsed = false;  // validity = ttl - drift
   bool skip_cleanup = false;    // a failed attempt is not released
+  bool double_elapsed = false;  // valid until start + (ttl - elapsed - drift): elapsed twice
 };
 
 class RedlockVariant final : public LockAdapter {
@@ -49,7 +50,10 @@ class RedlockVariant final : public LockAdapter {
     if (votes.yes >= needed && validity > 0) {
       // What is left from when the grants came back, as production counts it: the lock ends at
       // start + ttl - drift. Ignoring the time spent acquiring ends it that much later.
-      valid_until_us_.insert_or_assign(spec.value, answered_us + validity);
+      // Counting that validity from the start instead subtracts the time spent twice (node-redlock
+      // #296/#299): past half the TTL, the lock comes back already over by its own book.
+      valid_until_us_.insert_or_assign(
+          spec.value, (flaw_.double_elapsed ? started_us : answered_us) + validity);
       return {};
     }
     if (!flaw_.skip_cleanup) unlock_all(fanout_, key, spec.value, s.request_timeout_ms * 1000);
@@ -89,6 +93,8 @@ std::unique_ptr<LockAdapter> make_known_bad_redlock_adapter(const std::string& n
     return std::make_unique<RedlockVariant>(name, Flaw{.half_quorum = true}, parts);
   if (name == "bad-redlock-no-elapsed")
     return std::make_unique<RedlockVariant>(name, Flaw{.ignore_elapsed = true}, parts);
+  if (name == "bad-redlock-double-elapsed")
+    return std::make_unique<RedlockVariant>(name, Flaw{.double_elapsed = true}, parts);
   if (name == "bad-redlock-no-cleanup")
     return std::make_unique<RedlockVariant>(name, Flaw{.skip_cleanup = true}, parts);
   return nullptr;

@@ -166,7 +166,8 @@ TEST_CASE("names of enums and invariants", "[history][checkers]") {
   CHECK(to_string(EventKind::final_value) == "final_value");
   CHECK(to_string(Op::is_locked) == "is_locked");
   CHECK(to_string(Outcome::refused) == "refused");
-  REQUIRE(all_invariants().size() == 9);  // docs/DESIGN.md's six, and the in-process locks' three
+  // docs/DESIGN.md's six lease invariants, valid_on_return, and the in-process locks' three
+  REQUIRE(all_invariants().size() == 10);
   for (Invariant invariant : all_invariants()) {
     CHECK(invariant_from_string(to_string(invariant)) == invariant);
   }
@@ -885,6 +886,57 @@ TEST_CASE("fencing: tokens a server issues by a step of its own are judged in is
   REQUIRE(reissued.size() == 1);
   CHECK(reissued[0].time_us == 20);
   CHECK(reissued[0].detail.find("issued") != std::string::npos);
+}
+
+}  // namespace lockstep
+
+namespace lockstep {
+
+TEST_CASE("valid_on_return: by the client's own clock, and by the servers' leases",
+          "[checkers][valid_on_return]") {
+  auto returned = [](int64_t local_now_us, int64_t local_valid_until_us) {
+    History h;
+    h.meta.clients = 1;
+    h.add({.time_us = 100,
+           .kind = EventKind::grant,
+           .client = 0,
+           .key = "k",
+           .server = "s",
+           .value = "v",
+           .ttl_us = 1'000});
+    h.add({.time_us = 600,
+           .kind = EventKind::complete,
+           .client = 0,
+           .key = "k",
+           .op = Op::acquire,
+           .outcome = Outcome::ok,
+           .value = "v",
+           .local_now_us = local_now_us,
+           .local_valid_until_us = local_valid_until_us});
+    return h;
+  };
+  CHECK(check_valid_on_return(returned(5'000, 5'400)).empty());
+  const std::vector<Violation> own = check_valid_on_return(returned(5'000, 4'900));
+  REQUIRE(own.size() == 1);
+  CHECK(own[0].detail.find("100us ago by its own clock") != std::string::npos);
+  CHECK(check_valid_on_return(returned(5'000, 5'000)).size() == 1);  // ends as it returns
+
+  // The servers: the lease granted at 100 for 1000 us ended at 1100; returning at 1200 reports a
+  // lock no server holds, whatever the client's clock says. A revoke ends it too.
+  History late = returned(5'000, 5'400);
+  late.add({.time_us = 1'200,
+            .kind = EventKind::complete,
+            .client = 0,
+            .key = "k",
+            .op = Op::extend,
+            .outcome = Outcome::ok,
+            .value = "v",
+            .local_now_us = 5'600,
+            .local_valid_until_us = 6'600});
+  const std::vector<Violation> servers = check_valid_on_return(late);
+  REQUIRE(servers.size() == 1);
+  CHECK(servers[0].time_us == 1'200);
+  CHECK(servers[0].detail.find("only 0 server(s)") != std::string::npos);
 }
 
 }  // namespace lockstep

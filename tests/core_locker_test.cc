@@ -53,7 +53,10 @@ class ScriptedAdapter final : public LockAdapter {
     if (release_throws) release_throws();
     return release_result;
   }
-  AdapterResult extend_lock(const LockSpec&, int64_t) override { return extend_result; }
+  AdapterResult extend_lock(const LockSpec&, int64_t) override {
+    if (extend_duration_us > 0) clock_.sleep_for_us(extend_duration_us);
+    return extend_result;
+  }
   AdapterResult is_valid_lock(const LockSpec&) override { return valid_result; }
 
   FencingSupport fencing_support = FencingSupport::monotonic;
@@ -64,6 +67,7 @@ class ScriptedAdapter final : public LockAdapter {
   std::function<void()> release_throws;
   std::function<void()> during_create;
   int64_t create_duration_us = 0;
+  int64_t extend_duration_us = 0;
   std::vector<int64_t> create_starts_us;
   int release_calls = 0;
 
@@ -545,6 +549,31 @@ TEST_CASE("the slow-grant check measures the monotonic clock, not the wall clock
     CHECK_THROWS_AS(lock.acquire(), RetryError);
     CHECK(f.scripted.release_calls == 1);  // the late grant was cleaned up
   }
+}
+
+TEST_CASE("a lock's validity follows its latest extend", "[locker][clocks]") {
+  Fixture f;
+  Lock lock = f.locker().lock("k", 1000);
+  CHECK(lock.valid_until_us() == 0);  // not acquired
+  lock.acquire();
+  CHECK(lock.valid_until_us() == kStartUs + 1'000'000);
+  f.clock.advance_ms(600);
+  lock.extend(2000);
+  CHECK(lock.valid_until_us() == kStartUs + 600'000 + 2'000'000);  // not acquired_at + 1000 ms
+}
+
+TEST_CASE("an extend whose reply comes after its whole TTL is not reported as held",
+          "[locker][clocks]") {
+  Fixture f;
+  f.scripted.create_result = {};
+  Lock lock = f.scripted_locker().lock("k", 1000);
+  lock.acquire();
+  const int64_t valid_until_us = lock.valid_until_us();
+  f.scripted.extend_duration_us = 500'000;
+  CHECK_THROWS_AS(lock.extend(400), LockExtendError);
+  CHECK(lock.valid_until_us() == valid_until_us);  // the old lease is all it may count on
+  f.scripted.extend_duration_us = 100'000;
+  CHECK_NOTHROW(lock.extend(400));
 }
 
 }  // namespace lockstep

@@ -307,3 +307,36 @@ TEST_CASE(
 }
 
 }  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+TEST_CASE("the default matrix separates every known-bad adapter from its correct sibling",
+          "[runner][known-bad]") {
+  // Some cell the known-bad is charted in must expect of it something other than of the adapter
+  // it copies (its declared sibling): otherwise the matrix could pass with the bug unseen.
+  register_known_bad_adapters();
+  int known_bad = 0;
+  for (const AdapterEntry& bad : adapters()) {
+    if (!bad.known_bad) continue;
+    ++known_bad;
+    INFO("known-bad " << bad.name << ", sibling " << bad.sibling);
+    const AdapterEntry* sibling = find_adapter(bad.sibling);
+    REQUIRE(sibling != nullptr);
+    CHECK_FALSE(sibling->known_bad);
+    bool separated = false;
+    for (const Scenario& scenario : scenarios()) {
+      if (!scenario.judges_in_matrix(bad) || !scenario.runs_in("sim")) continue;
+      const Options options = resolve_options(scenario, {.adapter = bad.name});
+      for (bool fencing_on : {false, true}) {
+        separated = separated || scenario.expected(bad.traits, options, fencing_on) !=
+                                     scenario.expected(sibling->traits, options, fencing_on);
+      }
+    }
+    CHECK(separated);
+  }
+  CHECK(known_bad >= 15);
+}
+
+}  // namespace
+}  // namespace lockstep

@@ -154,6 +154,8 @@ Lock& Lock::acquire() {
       if (fencing() == FencingSupport::monotonic) fencing_token_ = result.fencing_token;
       acquired_ = true;
       acquired_at_us_ = attempt_started_us;
+      lease_sent_at_us_ = attempt_started_us;
+      lease_ttl_ms_ = spec_.ttl_ms;
       return *this;
     }
     if (result.status != AdapterStatus::contended) {
@@ -196,14 +198,30 @@ void Lock::release_after_failure() {
 
 void Lock::extend(int64_t ttl_ms) {
   validate_ttl_ms(ttl_ms);
+  Clock& clock = *options_.clock;
+  const int64_t sent_at_us = clock.monotonic_us();
   const AdapterResult result = options_.adapter->extend_lock(spec_, ttl_ms);
-  if (result.ok()) return;
+  if (result.ok() && clock.monotonic_us() - sent_at_us >= ttl_ms * 1000) {
+    throw LockExtendError("lock " + quoted(spec_.key) + ": the extend's reply came after its " +
+                          std::to_string(ttl_ms) +
+                          " ms had passed, so the lease may have ended; not reported as held");
+  }
+  if (result.ok()) {
+    lease_sent_at_us_ = sent_at_us;
+    lease_ttl_ms_ = ttl_ms;
+    return;
+  }
   if (result.status == AdapterStatus::not_owner) {
     throw LockExtendError("lock " + quoted(spec_.key) +
                           " is no longer held by this owner (it expired or another owner took "
                           "it); extend does not re-create it");
   }
   throw_backend_error(*options_.adapter, "extend", spec_, result);
+}
+
+int64_t Lock::valid_until_us() const {
+  if (!acquired_) return 0;
+  return options_.adapter->validity_end_us(spec_, lease_sent_at_us_, lease_ttl_ms_);
 }
 
 bool Lock::is_locked() {

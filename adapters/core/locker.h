@@ -72,7 +72,9 @@ class Lock {
   // A backend failure throws BackendError either way.
   bool release(ReleaseOptions options = {});
 
-  // Makes the lock expire ttl_ms from now. Throws LockExtendError if it is no longer ours.
+  // Makes the lock expire ttl_ms from now. Throws LockExtendError if it is no longer ours, or if
+  // the reply came after ttl_ms had passed by this holder's clock (the new lease may already have
+  // ended: never reported as held, as acquire does with a late grant).
   void extend(int64_t ttl_ms);
 
   // Whether this lock (this unique value) still holds the key in the backend.
@@ -94,6 +96,10 @@ class Lock {
   // the lease is valid until at most this plus the TTL, measured on the holder's oscillator (a
   // lower bound on when the server may expire it; wall-clock jumps do not move it).
   int64_t acquired_at_us() const { return acquired_at_us_; }
+  // When the current lease (the grant, or the latest successful extend) stops being valid, in
+  // the holder's monotonic time, as the adapter reports it (LockAdapter::validity_end_us): after
+  // an extend, from when that extend was sent, for its TTL. 0 before the first acquire.
+  int64_t valid_until_us() const;
   // Number of create attempts the last acquire() made.
   int attempts() const { return attempts_; }
 
@@ -119,7 +125,9 @@ class Lock {
   std::optional<uint64_t> fencing_token_;
   int attempts_ = 0;
   int64_t acquired_at_us_ = 0;
-  bool acquired_ = false;  // an acquire() has succeeded: with_retry() is too late
+  int64_t lease_sent_at_us_ = 0;  // when the current lease's create or extend was sent
+  int64_t lease_ttl_ms_ = 0;      // and for how long
+  bool acquired_ = false;         // an acquire() has succeeded: with_retry() is too late
 };
 
 class Locker {

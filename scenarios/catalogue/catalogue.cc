@@ -114,7 +114,13 @@ Scenario crash_holder() {
               env.backend().set_fixed_latency(kLatency_us);
               env.start(a, 0, [ttl_ms, hold_ms](Client& c) {
                 std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-                if (lock) c.increment(*lock, hold_ms);
+                if (!lock) return;
+                try {
+                  c.increment(*lock, hold_ms);
+                } catch (...) {  // killed from outside while inside: it is no longer inside
+                  c.leave(*lock);
+                  throw;
+                }
               });
               env.schedule_client_kill_us(3 * kLatency_us / 2, a, "crash a during its acquire",
                                           [&env, &a] { env.world().crash(a.node()); });
@@ -138,6 +144,23 @@ Scenario crash_holder() {
   };
 }
 
+// crash-holder with the holder killed while its acquire is on the wire (sim only): a lock that
+// sets its key and gives it a TTL in two calls leaves it without one, for good.
+Scenario crash_in_acquire() {
+  Scenario s = crash_holder();
+  s.name = "crash-in-acquire";
+  s.description =
+      "crash-holder, the holder killed while its acquire is on the wire: a grant and its TTL must "
+      "be one step, or the key outlives its dead owner (liveness)";
+  for (OptionSpec& option : s.options) {
+    if (option.name == "crash_at") option.default_value = "in-acquire";
+  }
+  s.worlds = {"sim"};
+  s.fits = is_networked_lease;  // "on the wire" needs one
+  s.fits_text = "a lease lock whose servers are across a network";
+  return s;
+}
+
 Scenario stolen_lock() {
   return {
       .name = "stolen-lock",
@@ -159,8 +182,11 @@ Scenario stolen_lock() {
             // A's pause outlasts its lease while A still believes it holds: exclusion is lost.
             if (options.get_int("pause_ms") > options.get_int("ttl_ms"))
               e.insert(Invariant::mutual_exclusion);
-            if (lock.extend == OwnerCheck::none)
-              e.insert(Invariant::ownership);  // A's extend lengthens B's lock
+            if (lock.extend == OwnerCheck::none) {
+              // A's extend lengthens B's lock, and reports success for A's own lease, long gone.
+              e.insert(Invariant::ownership);
+              e.insert(Invariant::valid_on_return);
+            }
             // A check-then-delete release compares first: only a pause between its two calls
             // exposes it (pause-in-release).
             if (lock.release == OwnerCheck::none) {
@@ -316,10 +342,12 @@ std::vector<Scenario> build_catalogue() {
   return {sequential(),
           concurrent_race(),
           crash_holder(),
+          crash_in_acquire(),
           stolen_lock(),
           extend_after_expiry(),
           gc_pause(),
           slow_acquire_scenario(),
+          slow_grant_scenario(),
           clock_drift_scenario(),
           server_clock_jump_scenario(),
           failover_scenario(),

@@ -42,6 +42,7 @@ bool talks_to_mongo(const AdapterTraits& lock);
 
 // Server faults: scenarios/catalogue/server_fault_scenarios.cc.
 Scenario slow_acquire_scenario();
+Scenario slow_grant_scenario();
 Scenario clock_drift_scenario();
 Scenario server_clock_jump_scenario();
 Scenario failover_scenario();

@@ -64,7 +64,9 @@ Scenario clock_jump_scenario() {
               // Without the jump only N/2 grants let B in (on nodes 3 and 4): exclusion, not two
               // majorities.
               if (lock.majority_quorum) return Expectation{};
-              return Expectation{Invariant::mutual_exclusion, Invariant::no_lost_update};
+              // B is told it holds a lock only 2 of 5 nodes granted (valid_on_return).
+              return Expectation{Invariant::mutual_exclusion, Invariant::no_lost_update,
+                                 Invariant::valid_on_return};
             }
             Expectation e{Invariant::mutual_exclusion, Invariant::lease_exclusion};
             e.insert(Invariant::no_lost_update);  // Redlock has no token to refuse A's late write
@@ -170,7 +172,9 @@ Scenario split_vote_scenario() {
           [](const AdapterTraits& lock, const Options&, bool) {
             // N/2 grants count as a majority: {0,1} and {2,3} both win at once.
             if (!lock.majority_quorum) {
-              return Expectation{Invariant::mutual_exclusion, Invariant::no_lost_update};
+              // Each is told it holds a lock fewer than a majority granted (valid_on_return).
+              return Expectation{Invariant::mutual_exclusion, Invariant::no_lost_update,
+                                 Invariant::valid_on_return};
             }
             if (!lock.releases_partial_grants) return Expectation{Invariant::liveness};
             return Expectation{};

@@ -1,5 +1,7 @@
 // Scenarios whose fault hits the server or the path to it: slow replies, a fast server clock,
 // failover with asynchronous replication, and network partitions.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "scenarios/catalogue/catalogue.h"
@@ -7,6 +9,23 @@
 namespace lockstep {
 
 namespace {
+
+// Redlock's drift allowance: its default drift_factor (0.001 of the TTL) and drift_constant_ms (5),
+// and a millisecond of rounding.
+int64_t redlock_drift_ms(int64_t ttl_ms) { return ttl_ms / 1000 + 6; }
+
+// Validity rules that take the time spent acquiring off the TTL (once, or wrongly twice).
+bool subtracts_elapsed(const AdapterTraits& lock) {
+  return lock.validity == ValidityRule::ttl_minus_elapsed_and_drift ||
+         lock.validity == ValidityRule::ttl_minus_elapsed_twice;
+}
+
+// A grant that came back elapsed_ms after it was sent is reported valid until a moment already
+// past: only when the time spent is subtracted twice, and it exceeds what is left.
+bool returns_expired(const AdapterTraits& lock, int64_t ttl_ms, int64_t elapsed_ms) {
+  return lock.validity == ValidityRule::ttl_minus_elapsed_twice &&
+         ttl_ms - redlock_drift_ms(ttl_ms) - elapsed_ms < elapsed_ms;
+}
 
 // A's grant comes back pause_ms after it was sent. Every adapter refuses one older than its TTL
 // (Lock::acquire); Redlock also subtracts the drift allowance, unless it ignores the time spent
@@ -17,13 +36,12 @@ Expectation slow_acquire_expected(const AdapterTraits& lock, const Options& opti
   const int64_t ttl_ms = options.get_int("ttl_ms");
   const int64_t pause_ms = options.get_int("pause_ms");
   const int64_t a_hold_ms = options.get_int("a_hold_ms");
-  // Redlock's drift allowance: its default drift_factor (0.001 of the TTL) and drift_constant_ms
-  // (5), and a millisecond of rounding.
-  const int64_t drift_ms =
-      lock.validity == ValidityRule::ttl_minus_elapsed_and_drift ? ttl_ms / 1000 + 6 : 0;
+  const int64_t drift_ms = subtracts_elapsed(lock) ? redlock_drift_ms(ttl_ms) : 0;
   const bool accepts = pause_ms + drift_ms < ttl_ms;
-  if (!accepts || a_hold_ms == 0 || pause_ms + a_hold_ms <= ttl_ms + 100) return Expectation{};
-  Expectation e{Invariant::mutual_exclusion};
+  Expectation e;
+  if (accepts && returns_expired(lock, ttl_ms, pause_ms)) e.insert(Invariant::valid_on_return);
+  if (!accepts || a_hold_ms == 0 || pause_ms + a_hold_ms <= ttl_ms + 100) return e;
+  e.insert(Invariant::mutual_exclusion);
   if (!fencing_on || lock.tokens != TokenKind::monotonic)
     e.insert(Invariant::no_lost_update);  // without tokens nothing refuses A's write
   return e;
@@ -78,6 +96,80 @@ Scenario slow_acquire_scenario() {
             });
             // The request is on the wire (the network's minimum latency is larger): stop A until
             // long after its lease would have run out.
+            env.schedule_fault_us(
+                a_start_us + 50,
+                {.kind = FaultKind::pause, .client = a.id(), .amount = pause_ms * 1000},
+                fmt::format("pause a for {}ms with its acquire in flight", pause_ms),
+                [&env, &a, pause_ms] { env.world().pause(a.node(), pause_ms * 1000); },
+                pause_ms * 1000);
+            env.start(
+                env.add_client("b"), ttl_ms + 100,
+                [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
+                200);
+          },
+  };
+}
+
+Scenario slow_grant_scenario() {
+  return {
+      .name = "slow-grant",
+      .description =
+          "A's acquire reply arrives after most of the TTL (a pause of 300 of 500): a valid but "
+          "short lease. A, a careful holder, works only while the lock says it is valid; B "
+          "arrives after A's lease has run out on the servers. Validity that ignores the time "
+          "spent keeps A working beside B; subtracting it twice returns a lock already over",
+      .options = {int_option("ttl_ms", 500, "lock TTL", 1),
+                  int_option("pause_ms", 300, "A's pause while its reply is in flight"),
+                  int_option("a_hold_ms", 400, "A's work, as long as its lock stays valid"),
+                  int_option("hold_ms", 100, "B's work inside the lock"),
+                  int_option("retry_delay_ms", 50, "delay between attempts", 1, kRetryDelayMaxMs),
+                  int_option("retry_times", 40, "retries after the first attempt", 0,
+                             kMaxRetryTimes)},
+      .fits = is_networked_lease,
+      .fits_text = "a lease lock whose servers are across a network",
+      .worlds = {"sim"},
+      .expected =
+          [](const AdapterTraits& lock, const Options& options, bool fencing_on) {
+            const int64_t ttl_ms = options.get_int("ttl_ms");
+            const int64_t pause_ms = options.get_int("pause_ms");
+            const int64_t drift_ms = subtracts_elapsed(lock) ? redlock_drift_ms(ttl_ms) : 0;
+            Expectation e;
+            if (pause_ms + drift_ms >= ttl_ms) return e;  // refused: nothing to judge but B
+            if (returns_expired(lock, ttl_ms, pause_ms)) e.insert(Invariant::valid_on_return);
+            // Ignoring the time spent, A believes in its lease until pause + ttl - drift, and
+            // works into B's (from ttl + 100); with no token to refuse A's late write.
+            const int64_t believed_end_ms = lock.validity == ValidityRule::ttl_ignoring_elapsed
+                                                ? pause_ms + ttl_ms - redlock_drift_ms(ttl_ms)
+                                                : 0;
+            const int64_t a_works_until_ms =
+                std::min(believed_end_ms, pause_ms + options.get_int("a_hold_ms"));
+            if (a_works_until_ms > ttl_ms + 100) {
+              e.insert(Invariant::mutual_exclusion);
+              if (!fencing_on || lock.tokens != TokenKind::monotonic)
+                e.insert(Invariant::no_lost_update);
+            }
+            return e;
+          },
+      .build =
+          [](ScenarioEnv& env) {
+            const int64_t ttl_ms = env.option("ttl_ms");
+            const int64_t pause_ms = env.option("pause_ms");
+            const int64_t hold_ms = env.option("hold_ms");
+            const int64_t a_hold_ms = env.option("a_hold_ms");
+            env.require_sim("pausing a client from outside while its reply is on the wire");
+            Client& a = env.add_client("a");
+            const int64_t a_start_us = env.start(a, 0, [ttl_ms, a_hold_ms](Client& c) {
+              std::optional<Lock> lock = c.acquire("resource", ttl_ms);  // one attempt
+              if (!lock) return;
+              // Careful: reads, works while the lock is valid, writes only if it still is.
+              const std::optional<int64_t> value = c.read(*lock);
+              const int64_t left_us = c.validity_end_us(*lock) - c.clock().monotonic_us();
+              if (left_us > 1) c.clock().sleep_for_us(std::min(a_hold_ms * 1000, left_us - 1));
+              if (value && c.clock().monotonic_us() < c.validity_end_us(*lock))
+                c.write(*lock, *value + 1);
+              c.leave(*lock);
+              c.release(*lock);
+            });
             env.schedule_fault_us(
                 a_start_us + 50,
                 {.kind = FaultKind::pause, .client = a.id(), .amount = pause_ms * 1000},

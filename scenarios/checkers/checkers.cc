@@ -17,6 +17,7 @@ std::string_view to_string(Invariant invariant) {
     case Invariant::fifo: return "fifo";
     case Invariant::writer_preference: return "writer_preference";
     case Invariant::no_leak: return "no_leak";
+    case Invariant::valid_on_return: return "valid_on_return";
   }
   return "?";
 }
@@ -39,6 +40,7 @@ const std::vector<Invariant>& all_invariants() {
       Invariant::fifo,
       Invariant::writer_preference,
       Invariant::no_leak,
+      Invariant::valid_on_return,
   };
   return kAll;
 }
@@ -48,9 +50,9 @@ std::vector<Violation> check_all(const History& history, const CheckOptions& opt
   static constexpr Checker kCheckers[] = {
       check_mutual_exclusion, check_lease_exclusion, check_ownership, check_fencing,
       check_no_lost_update,   check_liveness,        check_fifo,      check_writer_preference,
-      check_no_leak,
+      check_no_leak,          check_valid_on_return,
   };
-  static_assert(std::size(kCheckers) == 9, "one checker per Invariant, in all_invariants() order");
+  static_assert(std::size(kCheckers) == 10, "one checker per Invariant, in all_invariants() order");
   std::vector<Violation> all;
   for (Checker checker : kCheckers) {
     std::vector<Violation> found = checker(history, options);

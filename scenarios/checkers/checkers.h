@@ -37,8 +37,14 @@
 // no_leak           If meta.keyed: whenever a key has no client waiting for it or holding it (an
 //                   acquire pending, or one that succeeded and whose release has not completed),
 //                   the lock's latest key_state for it says 0 entries; judged when the last one
-//                   leaves and at the end of the run. (Each checker is in the file named after its
-//                   invariant.)
+//                   leaves and at the end of the run.
+// valid_on_return   An acquire or extend never reports success for a lease whose validity has
+//                   already ended: (a) by the client's own monotonic clock, the validity end the
+//                   lock reported (local_valid_until_us) is after its reading as the call returned
+//                   (local_now_us); (b) by the servers: where they recorded leases for the
+//                   returned lease's value, at least meta.quorum of them are live (granted or
+//                   extended, neither ended nor revoked) at the true time the call returned.
+//                   (Each checker is in the file named after its invariant.)
 //
 // Every checker is O(n log n) in the history length and reports at most per_invariant_max
 // violations (the earliest ones).
@@ -61,6 +67,7 @@ enum class Invariant {
   fifo,
   writer_preference,
   no_leak,
+  valid_on_return,
 };
 std::string_view to_string(Invariant invariant);
 std::optional<Invariant> invariant_from_string(std::string_view name);
@@ -97,6 +104,8 @@ std::vector<Violation> check_fifo(const History& history, const CheckOptions& op
 std::vector<Violation> check_writer_preference(const History& history,
                                                const CheckOptions& options = {});
 std::vector<Violation> check_no_leak(const History& history, const CheckOptions& options = {});
+std::vector<Violation> check_valid_on_return(const History& history,
+                                             const CheckOptions& options = {});
 
 // All of the above, in the order of all_invariants(), violations of each sorted by time.
 std::vector<Violation> check_all(const History& history, const CheckOptions& options = {});

@@ -30,6 +30,11 @@ bool can_break(const HistoryMeta& meta, const HistoryEvent& fault, Invariant inv
       return loses_state || fault.fault == FaultKind::server_drift ||
              fault.fault == FaultKind::server_clock_jump;
     case Invariant::fencing: return loses_state;
+    case Invariant::valid_on_return:
+      // A clock that measures wrongly or a server that loses or shortens leases can end a lease
+      // the holder could not know had ended; a pause cannot (the lock checks after it).
+      return loses_state || fault.fault == FaultKind::clock_drift ||
+             fault.fault == FaultKind::server_drift || fault.fault == FaultKind::server_clock_jump;
     case Invariant::no_lost_update:
       if (protected_by_fencing(meta)) return loses_state;
       return can_break(meta, fault, Invariant::mutual_exclusion);

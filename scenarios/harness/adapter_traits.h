@@ -31,9 +31,15 @@ enum class TokenKind { none, monotonic, random };
 enum class OwnerCheck { atomic, check_then_act, none };
 
 // How long an acquire reports its lock valid: the TTL from when the request was sent; Redlock's
-// TTL less the time spent acquiring and the clock-drift allowance; or (a known-bad Redlock) the
-// TTL less the drift allowance only.
-enum class ValidityRule { ttl, ttl_minus_elapsed_and_drift, ttl_ignoring_elapsed };
+// TTL less the time spent acquiring and the clock-drift allowance; or (known-bad Redlocks) the TTL
+// less the drift allowance only, or that validity counted from the start, which subtracts the time
+// spent twice.
+enum class ValidityRule {
+  ttl,
+  ttl_minus_elapsed_and_drift,
+  ttl_ignoring_elapsed,
+  ttl_minus_elapsed_twice
+};
 
 // Which clock its servers expire leases by: the wall clock (redis-server's absolute expiry times,
 // mongod's $$NOW; a jump forward ends leases early) or a monotonic one (the in-process store).

@@ -77,6 +77,8 @@ struct AdapterEntry {
   // show or not by chance of the seed (random tokens), which a cell cannot expect. `run` takes
   // it in any scenario that fits.
   std::vector<std::string> judged_in;
+  // Known-bad: the correct adapter it is a copy of, with its one thing wrong.
+  std::string sibling;
   std::vector<OptionSpec> options;  // adapter options, settable with --set
   BackendFactory make_sim;
   BackendFactory make_real;  // empty when the adapter has no real world

@@ -30,6 +30,23 @@ void Client::record_complete(Op op, const std::string& key, Outcome outcome,
                            .detail = std::move(detail)});
 }
 
+// A successful acquire or extend, with what the lock told the client: which lease (its value),
+// and until when it is valid by the client's own monotonic clock, read as the call returned
+// (valid_on_return judges both).
+void Client::record_granted(Op op, const Lock& lock, std::string detail) {
+  setup_.recorder->record({.kind = EventKind::complete,
+                           .client = setup_.id,
+                           .key = lock.key(),
+                           .op = op,
+                           .outcome = Outcome::ok,
+                           .has_token = op == Op::acquire && lock.fencing_token().has_value(),
+                           .token = op == Op::acquire ? lock.fencing_token().value_or(0) : 0,
+                           .value = lock.unique_value(),
+                           .local_now_us = clock().monotonic_us(),
+                           .local_valid_until_us = lock.valid_until_us(),
+                           .detail = std::move(detail)});
+}
+
 std::optional<Lock> Client::acquire(const std::string& key, int64_t ttl_ms, RetrySettings retry) {
   record_invoke(Op::acquire, key);
   const TimeUs invoked_us = setup_.world->now_us();
@@ -44,10 +61,9 @@ std::optional<Lock> Client::acquire(const std::string& key, int64_t ttl_ms, Retr
     record_complete(Op::acquire, key, Outcome::error, {}, e.what());
     return std::nullopt;
   }
-  record_complete(Op::acquire, key, Outcome::ok, lock.fencing_token(),
-                  fmt::format("attempts={}", lock.attempts()));
+  record_granted(Op::acquire, lock, fmt::format("attempts={}", lock.attempts()));
   if (setup_.leases != nullptr) setup_.leases->acquired(setup_.id, lock, invoked_us);
-  lease_starts_.insert_or_assign(lock.unique_value(), LeaseStart{lock.acquired_at_us(), ttl_ms});
+  held_values_.insert(lock.unique_value());
   enter(lock);
   return lock;
 }
@@ -68,7 +84,7 @@ bool Client::release(Lock& lock) {
   record_invoke(Op::release, lock.key());
   const TimeUs invoked_us = setup_.world->now_us();
   if (setup_.leases != nullptr) setup_.leases->release_sent(setup_.id, lock);
-  lease_starts_.erase(lock.unique_value());
+  held_values_.erase(lock.unique_value());
   try {
     const bool released = lock.release();
     record_complete(Op::release, lock.key(), released ? Outcome::ok : Outcome::fail);
@@ -83,7 +99,6 @@ bool Client::release(Lock& lock) {
 bool Client::extend(Lock& lock, int64_t ttl_ms) {
   record_invoke(Op::extend, lock.key());
   const TimeUs invoked_us = setup_.world->now_us();
-  const int64_t sent_at_us = clock().monotonic_us();
   try {
     lock.extend(ttl_ms);
   } catch (const LockExtendError& e) {
@@ -93,8 +108,7 @@ bool Client::extend(Lock& lock, int64_t ttl_ms) {
     record_complete(Op::extend, lock.key(), Outcome::error, {}, e.what());
     return false;
   }
-  record_complete(Op::extend, lock.key(), Outcome::ok);
-  lease_starts_.insert_or_assign(lock.unique_value(), LeaseStart{sent_at_us, ttl_ms});
+  record_granted(Op::extend, lock);
   if (setup_.leases != nullptr) setup_.leases->extended(setup_.id, lock, ttl_ms, invoked_us);
   return true;
 }
@@ -114,10 +128,8 @@ bool Client::is_locked(Lock& lock) {
 void Client::leave(Lock& lock) { exit_critical_section(lock.key()); }
 
 int64_t Client::validity_end_us(const Lock& lock) const {
-  auto it = lease_starts_.find(lock.unique_value());
-  if (it == lease_starts_.end()) return 0;  // released (or never ours): not valid
-  const LockSpec spec{.key = lock.key(), .value = lock.unique_value(), .ttl_ms = lock.ttl_ms()};
-  return setup_.adapter->validity_end_us(spec, it->second.requested_at_us, it->second.ttl_ms);
+  if (held_values_.count(lock.unique_value()) == 0) return 0;  // released (or never ours)
+  return lock.valid_until_us();
 }
 
 std::optional<int64_t> Client::read(const Lock& lock) {

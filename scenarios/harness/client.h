@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "adapters/core/locker.h"
@@ -55,7 +56,7 @@ class Client {
 
   // For careful holders, which work only while their lock is valid: when the lock's current lease
   // (its grant or latest successful extend) stops being valid, in microseconds on this client's
-  // clock, as the adapter reports it (LockAdapter::validity_end_us).
+  // monotonic clock, as the lock reports it (Lock::valid_until_us); 0 once released.
   int64_t validity_end_us(const Lock& lock) const;
   // Enters the critical section again: a careful holder leaves it while an extend is in flight
   // (it cannot tell whether its validity survives the call) and comes back when the extend
@@ -78,6 +79,7 @@ class Client {
   void enter(const Lock& lock);
   void exit_critical_section(const std::string& key);
   size_t record_invoke(Op op, const std::string& key);
+  void record_granted(Op op, const Lock& lock, std::string detail = {});
   void record_complete(Op op, const std::string& key, Outcome outcome,
                        std::optional<uint64_t> token = {}, std::string detail = {});
 
@@ -85,11 +87,7 @@ class Client {
   SeededRandom random_;
   Locker locker_;
   std::optional<std::string> inside_key_;  // the key whose critical section we are in
-  struct LeaseStart {
-    int64_t requested_at_us = 0;  // our clock, when the create or extend was sent
-    int64_t ttl_ms = 0;
-  };
-  std::map<std::string, LeaseStart> lease_starts_;  // by lock value, from acquire to release
+  std::set<std::string> held_values_;      // locks acquired and not released yet, by value
 };
 
 }  // namespace lockstep

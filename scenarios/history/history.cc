@@ -85,7 +85,10 @@ std::string token_suffix(const HistoryEvent& e) {
 std::string describe_client_op(const HistoryEvent& e) {
   std::string line = fmt::format("c{} {} {}", e.client, to_string(e.kind), to_string(e.op));
   if (e.kind == EventKind::complete) line += fmt::format(" {}", to_string(e.outcome));
-  return line + fmt::format(" key={}{}", e.key, token_suffix(e));
+  line += fmt::format(" key={}{}", e.key, token_suffix(e));
+  if (e.local_valid_until_us != 0)
+    line += fmt::format(" valid_left={}us", e.local_valid_until_us - e.local_now_us);
+  return line;
 }
 
 std::string describe_critical_section(const HistoryEvent& e) {

@@ -81,6 +81,10 @@ struct HistoryEvent {
   // struck (-1 / "": every client / every server)
   FaultKind fault = FaultKind::other;
   int64_t amount = 0;
+  // complete of a successful acquire or extend: the client's monotonic clock as the call returned,
+  // and the validity end the lock reported on it (0: not recorded); `value` is the lease's owner
+  int64_t local_now_us = 0;
+  int64_t local_valid_until_us = 0;
   std::string detail;  // free text for people
   size_t trace_line = static_cast<size_t>(-1);
 };

@@ -47,6 +47,10 @@ json event_json(const HistoryEvent& e) {
     j["fault"] = to_string(e.fault);
     if (e.amount != 0) j["amount"] = e.amount;
   }
+  if (e.local_valid_until_us != 0) {
+    j["local_now_us"] = e.local_now_us;
+    j["local_valid_until_us"] = e.local_valid_until_us;
+  }
   return j;
 }
 
@@ -163,7 +167,8 @@ HistoryMeta read_meta(size_t line, const LineReader& r) {
 
 HistoryEvent read_event(const LineReader& r) {
   r.only({"time_us", "kind", "client", "key", "op", "outcome", "token", "shared", "kills_client",
-          "server", "value", "ttl_us", "counter", "end_us", "detail", "fault", "amount"});
+          "server", "value", "ttl_us", "counter", "end_us", "detail", "fault", "amount",
+          "local_now_us", "local_valid_until_us"});
   if (r.find("time_us") == nullptr) r.fail("time_us", "is missing");
   if (r.find("kind") == nullptr) r.fail("kind", "is missing");
   HistoryEvent e;
@@ -187,6 +192,8 @@ HistoryEvent read_event(const LineReader& r) {
   e.detail = r.text("detail");
   e.fault = r.choice("fault", kFaultKindsAll, FaultKind::other);
   e.amount = r.integer("amount", INT64_MIN, 0);
+  e.local_now_us = r.integer("local_now_us", INT64_MIN, 0);
+  e.local_valid_until_us = r.integer("local_valid_until_us", INT64_MIN, 0);
   return e;
 }
 
