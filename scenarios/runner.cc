@@ -333,6 +333,11 @@ RunReport run_scenario(const Scenario& scenario, const RunConfig& config) {
   } else {
     run_in_real(scenario, adapter, report);
   }
+  if (report.end == "complete" && scenario.premise_held &&
+      !scenario.premise_held(report.history, report.options)) {
+    report.end = "vacuous";
+    report.end_message = "its premise did not happen: " + scenario.premise;
+  }
   report.stats.wall_time_us = std::chrono::duration_cast<std::chrono::microseconds>(
                                   std::chrono::steady_clock::now() - wall_start)
                                   .count();

@@ -331,8 +331,11 @@ TEST_CASE("an option value --set accepts never fails later in a constructor", "[
     const int code = cli(args).exit_code;
     CHECK((code == 0 || code == 1));
   }
-  // A set between primaries at the failover instant has nothing to crash: a run, not exit 70.
-  const CommandResult r = cli("run failover --adapter mongo --set election_timeout_ms=1");
+  // An election timeout too short for heartbeats at a fifth of it is refused by its bounds; the
+  // shortest allowed runs (a set between primaries at the failover instant has nothing to crash).
+  check_bad_inputs(
+      {{"run failover --adapter mongo --set election_timeout_ms=1", 2, "election_timeout_ms"}});
+  const CommandResult r = cli("run failover --adapter mongo --set election_timeout_ms=50");
   CHECK((r.exit_code == 0 || r.exit_code == 1));
 }
 

@@ -340,3 +340,30 @@ TEST_CASE("the default matrix separates every known-bad adapter from its correct
 
 }  // namespace
 }  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+TEST_CASE("a run whose premise did not happen is vacuous, never a pass", "[runner][premise]") {
+  // The primary dies 5 s after A's grant, long after A released: nothing was judged of a failover
+  // while A held, so "safe" would prove nothing.
+  const RunReport late = run("failover", "redis", 1, false, {"failover_at_ms=5000"});
+  CHECK(late.end == "vacuous");
+  CHECK(late.end_message.find("A holds when the primary dies") != std::string::npos);
+  CHECK_FALSE(late.ok());
+  CHECK_FALSE(late.matches_expectation());  // so the matrix counts it as a failure
+  CHECK(to_json(late).at("verdict") == "vacuous");
+  // The default timeline keeps its premise.
+  CHECK(run("failover", "redis").end == "complete");
+}
+
+TEST_CASE("every catalogue scenario states a premise", "[runner][premise]") {
+  for (const Scenario& scenario : scenarios()) {
+    INFO(scenario.name);
+    CHECK_FALSE(scenario.premise.empty());
+    CHECK(scenario.premise_held != nullptr);
+  }
+}
+
+}  // namespace
+}  // namespace lockstep

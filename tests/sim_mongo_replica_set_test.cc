@@ -581,3 +581,24 @@ TEST_CASE("replica set: a paused primary is replaced and rejoins as a secondary 
   CHECK(rs.documents(0, kLocks) == rs.documents(p, kLocks));
   CHECK_FALSE(trace_has(w, "should not happen"));
 }
+
+TEST_CASE("replica set: a healthy set with a short election timeout never holds an election",
+          "[sim][mongo][rs]") {
+  // The failover scenario's 500 ms timeout, with heartbeats a fifth of it: a minute of traffic
+  // on the primary and no member ever stands (with the old 2000 ms heartbeats, secondaries that
+  // heard nothing for 500 ms ran dry-run elections against a live primary).
+  World w(fixed_latency());
+  MongoReplicaSet rs(
+      w, {.election_timeout_ms = 500, .heartbeat_interval_ms = heartbeat_interval_for(500)});
+  for (int i = 0; i < 60; ++i)
+    command_at(w, rs, 0, ms(1000) * i, set_doc("k", write_concern(true)));
+  w.run();
+  CHECK(rs.primary() == 0);
+  for (int m = 0; m < rs.members(); ++m) CHECK(rs.term(m) == 1);
+  int elections = 0;
+  for (const std::string& line : w.trace().lines())
+    elections += line.find("election for term") != std::string::npos ? 1 : 0;
+  CHECK(elections == 0);
+  CHECK_THROWS_AS(MongoReplicaSet(w, {.election_timeout_ms = 500, .heartbeat_interval_ms = 2000}),
+                  std::logic_error);
+}

@@ -13,6 +13,8 @@ namespace lockstep {
 namespace {
 
 constexpr int64_t kUsPerMs = 1000;
+// The shortest election timeout: heartbeats every 10 ms, a fifth of it.
+constexpr int64_t kElectionTimeoutMinMs = 50;
 
 // The production adapter's layout (the known-bad variant shares it).
 std::string lock_namespace() {
@@ -88,6 +90,8 @@ class MongoSimBackend final : public Backend, public sim::MongoObserver {
         world_, sim::MongoReplicaSetOptions{
                     .replication_delay_ms = options_.get_int("replication_delay_ms"),
                     .election_timeout_ms = options_.get_int("election_timeout_ms"),
+                    .heartbeat_interval_ms =
+                        sim::heartbeat_interval_for(options_.get_int("election_timeout_ms")),
                     .ttl_monitor_period_ms = options_.get_int("ttl_monitor_period_ms"),
                     .observer = this,
                 });
@@ -234,8 +238,9 @@ std::vector<OptionSpec> mongo_backend_options() {
        .max = 600'000},
       {.name = "election_timeout_ms",
        .default_value = "10000",
-       .help = "replica set election timeout (sim)",
-       .min = 1,
+       .help = "replica set election timeout (sim; heartbeats every fifth of it, as mongod's "
+               "defaults)",
+       .min = kElectionTimeoutMinMs,
        .max = 600'000},
       {.name = "ttl_monitor_period_ms",
        .default_value = "60000",

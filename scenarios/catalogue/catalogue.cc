@@ -3,8 +3,10 @@
 // judges.
 #include <fmt/format.h>
 
+#include "base/check.h"
 #include "scenarios/catalogue/catalogue.h"
 #include "scenarios/catalogue/keyed_scenarios.h"
+#include "scenarios/catalogue/premises.h"
 #include "scenarios/harness/scenario.h"
 
 namespace lockstep {
@@ -338,29 +340,138 @@ Scenario gc_pause() {
   };
 }
 
+namespace {
+
+using premises::acquired_during;
+using premises::contended;
+using premises::entered;
+using premises::fault_while_inside;
+using premises::fault_while_pending;
+using premises::invoked_after_other_entered;
+using premises::killed_while_inside;
+using premises::killed_while_pending;
+
+struct StatedPremise {
+  std::string_view scenario;
+  std::string_view text;
+  bool (*held)(const History& history, const Options& options);
+};
+
+// Every scenario's premise: the moment it is about, as its history must show it (A is client 0).
+constexpr StatedPremise kPremises[] = {
+    {"sequential", "both clients get the key, one after the other",
+     [](const History& h, const Options&) { return entered(h, 0) && entered(h, 1); }},
+    {"concurrent-race", "the clients ask for the free key while the other is still asking",
+     [](const History& h, const Options&) { return contended(h); }},
+    {"crash-holder",
+     "A dies holding the lock (or, crash_at=in-acquire, with its acquire on the wire)",
+     [](const History& h, const Options& o) {
+       return o.get("crash_at") == "in-acquire" ? killed_while_pending(h, 0, Op::acquire)
+                                                : killed_while_inside(h, 0);
+     }},
+    {"crash-in-acquire", "A dies with its acquire on the wire",
+     [](const History& h, const Options&) { return killed_while_pending(h, 0, Op::acquire); }},
+    {"stolen-lock", "A is paused while it holds, and B gets the key",
+     [](const History& h, const Options&) {
+       return fault_while_inside(h, 0, FaultKind::pause) && entered(h, 1);
+     }},
+    {"extend-after-expiry", "A asks to extend after B got the key",
+     [](const History& h, const Options&) {
+       return invoked_after_other_entered(h, 0, Op::extend);
+     }},
+    {"gc-pause", "A is paused while it believes it holds",
+     [](const History& h, const Options&) { return fault_while_inside(h, 0, FaultKind::pause); }},
+    {"slow-acquire", "A is paused with its acquire on the wire (its grant arrives late)",
+     [](const History& h, const Options&) {
+       return fault_while_pending(h, 0, FaultKind::pause, Op::acquire);
+     }},
+    {"slow-grant", "A is paused with its acquire on the wire (its grant arrives late)",
+     [](const History& h, const Options&) {
+       return fault_while_pending(h, 0, FaultKind::pause, Op::acquire);
+     }},
+    {"clock-drift", "the servers' clocks run fast while A holds",
+     [](const History& h, const Options&) {
+       return fault_while_inside(h, 0, FaultKind::server_drift);
+     }},
+    {"server-clock-jump", "the servers' wall clocks jump while A holds",
+     [](const History& h, const Options&) {
+       return fault_while_inside(h, 0, FaultKind::server_clock_jump);
+     }},
+    {"failover", "A holds when the primary dies",
+     [](const History& h, const Options&) {
+       return fault_while_inside(h, 0, FaultKind::failover);
+     }},
+    {"partition", "A holds when it is cut off from the servers",
+     [](const History& h, const Options&) {
+       return fault_while_inside(h, 0, FaultKind::partition);
+     }},
+    {"pause-in-release", "A is paused with its release on the wire",
+     [](const History& h, const Options&) {
+       return fault_while_pending(h, 0, FaultKind::pause, Op::release);
+     }},
+    {"retry-storm", "the clients contend for the key",
+     [](const History& h, const Options&) { return contended(h); }},
+    {"writer-starvation", "the writer asks while readers hold",
+     [](const History& h, const Options&) { return contended(h); }},
+    {"fifo-queue", "callers queue behind a holder",
+     [](const History& h, const Options&) { return contended(h); }},
+    {"clock-jump", "a node's clock jumps while A holds a majority",
+     [](const History& h, const Options&) {
+       return fault_while_inside(h, 0, FaultKind::server_clock_jump);
+     }},
+    {"crash-restart", "a node that granted A's lock crashes while A holds",
+     [](const History& h, const Options&) {
+       return fault_while_inside(h, 0, FaultKind::server_crash);
+     }},
+    {"split-vote", "the clients ask for the key while each reaches only a minority",
+     [](const History& h, const Options&) { return acquired_during(h, FaultKind::partition); }},
+    {"node-pause", "A and B get the key while a node is stopped",
+     [](const History& h, const Options&) {
+       return acquired_during(h, FaultKind::server_pause) && entered(h, 0) && entered(h, 1);
+     }},
+    {"client-clock-ahead", "B, its clock ahead, asks while A holds",
+     [](const History& h, const Options&) { return contended(h); }},
+};
+
+// Gives each scenario its premise; a scenario without one is a catalogue bug.
+std::vector<Scenario> with_premises(std::vector<Scenario> all) {
+  for (Scenario& scenario : all) {
+    for (const StatedPremise& p : kPremises) {
+      if (p.scenario != scenario.name) continue;
+      scenario.premise = std::string(p.text);
+      scenario.premise_held = p.held;
+    }
+    LOCKSTEP_CHECK(scenario.premise_held != nullptr,
+                   "every catalogue scenario states its premise: " + scenario.name);
+  }
+  return all;
+}
+
+}  // namespace
+
 std::vector<Scenario> build_catalogue() {
-  return {sequential(),
-          concurrent_race(),
-          crash_holder(),
-          crash_in_acquire(),
-          stolen_lock(),
-          extend_after_expiry(),
-          gc_pause(),
-          slow_acquire_scenario(),
-          slow_grant_scenario(),
-          clock_drift_scenario(),
-          server_clock_jump_scenario(),
-          failover_scenario(),
-          partition_scenario(),
-          pause_in_release_scenario(),
-          retry_storm_scenario(),
-          writer_starvation_scenario(),
-          fifo_queue_scenario(),
-          clock_jump_scenario(),
-          crash_restart_scenario(),
-          split_vote_scenario(),
-          node_pause_scenario(),
-          client_clock_ahead_scenario()};
+  return with_premises({sequential(),
+                        concurrent_race(),
+                        crash_holder(),
+                        crash_in_acquire(),
+                        stolen_lock(),
+                        extend_after_expiry(),
+                        gc_pause(),
+                        slow_acquire_scenario(),
+                        slow_grant_scenario(),
+                        clock_drift_scenario(),
+                        server_clock_jump_scenario(),
+                        failover_scenario(),
+                        partition_scenario(),
+                        pause_in_release_scenario(),
+                        retry_storm_scenario(),
+                        writer_starvation_scenario(),
+                        fifo_queue_scenario(),
+                        clock_jump_scenario(),
+                        crash_restart_scenario(),
+                        split_vote_scenario(),
+                        node_pause_scenario(),
+                        client_clock_ahead_scenario()});
 }
 
 }  // namespace

@@ -299,8 +299,9 @@ Scenario failover_scenario() {
           "w:1) loses the lock and reissues A's fencing token; Mongo w:majority is safe",
       .options = {int_option("ttl_ms", 5000, "lock TTL", 1),
                   int_option("hold_ms", 1000, "A's work inside the lock"),
-                  int_option("failover_at_ms", 100,
-                             "when the primary dies and the replica takes over"),
+                  int_option(
+                      "failover_at_ms", 100,
+                      "how long after A's grant the primary dies and the replica takes over"),
                   int_option("retry_delay_ms", 50, "delay between attempts", 1, kRetryDelayMaxMs),
                   int_option("retry_times", 40, "retries after the first attempt", 0,
                              kMaxRetryTimes),
@@ -313,7 +314,7 @@ Scenario failover_scenario() {
                   int_option("election_timeout_ms", 500,
                              "Mongo: how long the secondaries wait before electing "
                              "a new primary (mongod's default is 10000)",
-                             1)},
+                             50, 600'000)},
       .fits = can_fail_over,
       .fits_text = "a lease lock whose primary can fail over",
       .expected =
@@ -340,16 +341,45 @@ Scenario failover_scenario() {
             const int64_t ttl_ms = env.option("ttl_ms");
             const int64_t hold_ms = env.option("hold_ms");
             const int64_t failover_at_ms = env.option("failover_at_ms");
+            Client& a = env.add_client("a");
+            Client& b = env.add_client("b");
+            const FaultTag failover{.kind = FaultKind::failover};
+            const std::string what = "failover: the primary crashes, a replica takes over";
+            if (env.sim() == nullptr) {
+              // Real threads cannot be started once the run is under way: a fixed timeline, the
+              // failover at failover_at_ms of true time (a real Redis grants in well under it).
+              env.start(
+                  a, 0,
+                  [&env, ttl_ms, hold_ms](Client& c) {
+                    take_work_release(c, env, ttl_ms, hold_ms);
+                  },
+                  200);
+              env.schedule_fault(failover_at_ms, failover, what,
+                                 [&env] { env.backend().failover(); });
+              env.start(
+                  b, failover_at_ms + 100,
+                  [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); }, 200);
+              return;
+            }
+            // The premise: A holds when the primary dies. In the simulator the failover is timed
+            // from A's grant (a w:majority acquire alone takes three replication delays), and B
+            // comes after it.
             env.start(
-                env.add_client("a"), 0,
-                [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
+                a, 0,
+                [&env, &b, ttl_ms, hold_ms, failover_at_ms, failover, what](Client& c) {
+                  std::optional<Lock> lock = c.acquire("resource", ttl_ms, retry_from(env));
+                  if (!lock) return;
+                  const int64_t failover_us = env.world().now_us() + failover_at_ms * 1000;
+                  env.schedule_fault_us(failover_us, failover, what,
+                                        [&env] { env.backend().failover(); });
+                  env.start(
+                      b, failover_us / 1000 + 100,
+                      [&env, ttl_ms](Client& other) { take_work_release(other, env, ttl_ms, 100); },
+                      200);
+                  c.increment(*lock, hold_ms);
+                  c.release(*lock);
+                },
                 200);
-            env.schedule_fault(failover_at_ms, {.kind = FaultKind::failover},
-                               "failover: the primary crashes, a replica takes over",
-                               [&env] { env.backend().failover(); });
-            env.start(
-                env.add_client("b"), failover_at_ms + 100,
-                [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); }, 200);
           },
   };
 }

@@ -101,6 +101,11 @@ struct Scenario {
   std::function<Expectation(const AdapterTraits& traits, const Options& options, bool fencing_on)>
       expected;
   std::function<void(ScenarioEnv& env)> build;
+  // What must happen for a run to judge what the scenario is about ("A holds when the primary
+  // dies"), in words, and as a test of the history alone. A run that completes without it is
+  // `vacuous`: it proved nothing, and is never a pass. Empty premise_held: no premise.
+  std::string premise;
+  std::function<bool(const History& history, const Options& options)> premise_held;
 
   // It fits the adapter's traits.
   bool applies_to(const AdapterEntry& adapter) const;

@@ -29,6 +29,7 @@ std::string ms(int64_t us) { return fmt::format("{:.3f}ms", static_cast<double>(
 }  // namespace
 
 std::string verdict(const RunReport& report) {
+  if (report.end == "vacuous") return "vacuous";
   if (report.end != "complete") return "error";
   return report.violations.empty() ? "ok" : "violation";
 }
@@ -78,7 +79,11 @@ std::string to_text(const RunReport& r) {
   std::string out =
       fmt::format("{} with {} ({}, seed {}, fencing {}): {}\n", r.config.scenario, r.config.adapter,
                   r.config.world, r.config.seed, r.config.fencing_on ? "on" : "off", verdict(r));
-  if (r.end != "complete") out += fmt::format("  run did not complete: {}\n", r.end_message);
+  if (r.end == "vacuous") {
+    out += fmt::format("  vacuous: {}\n", r.end_message);
+  } else if (r.end != "complete") {
+    out += fmt::format("  run did not complete: {}\n", r.end_message);
+  }
   for (const ReportedViolation& rv : r.violations) {
     const Violation& v = rv.violation;
     out += fmt::format("  {} at {} on key {}: {}\n", to_string(v.invariant), ms(v.time_us), v.key,

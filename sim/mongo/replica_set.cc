@@ -125,6 +125,10 @@ struct MongoReplicaSet::Member {
 
 // --- construction and accessors ---
 
+int64_t heartbeat_interval_for(int64_t election_timeout_ms) {
+  return std::max<int64_t>(1, election_timeout_ms / 5);
+}
+
 MongoReplicaSet::MongoReplicaSet(World& world, MongoReplicaSetOptions options)
     : world_(world), options_(std::move(options)) {
   LOCKSTEP_SIM_CHECK(options_.members >= 1 && options_.members <= 50,
@@ -132,6 +136,10 @@ MongoReplicaSet::MongoReplicaSet(World& world, MongoReplicaSetOptions options)
   LOCKSTEP_SIM_CHECK(options_.replication_delay_ms >= 0, "replication_delay_ms must be >= 0");
   LOCKSTEP_SIM_CHECK(options_.election_timeout_ms > 0, "election_timeout_ms must be positive");
   LOCKSTEP_SIM_CHECK(options_.heartbeat_interval_ms > 0, "heartbeat_interval_ms must be positive");
+  LOCKSTEP_SIM_CHECK(options_.heartbeat_interval_ms * 3 <= options_.election_timeout_ms,
+                     fmt::format("heartbeat_interval_ms {} must be at most a third of "
+                                 "election_timeout_ms {}: a healthy primary would look dead",
+                                 options_.heartbeat_interval_ms, options_.election_timeout_ms));
   LOCKSTEP_SIM_CHECK(options_.ttl_monitor_period_ms > 0, "ttl_monitor_period_ms must be positive");
   const int n = options_.members;
   auto initiate = std::make_shared<const mongo::OplogEntry>(

@@ -99,10 +99,17 @@ class MongoObserver {
   virtual void on_mongo_write(std::string_view member_name, const MongoWriteEvent& e) = 0;
 };
 
+// mongod's ratio of heartbeat interval to election timeout (2000 to 10000): what a set whose
+// election timeout is shortened keeps.
+int64_t heartbeat_interval_for(int64_t election_timeout_ms);
+
 struct MongoReplicaSetOptions {
   std::string name = "rs0";
   int members = 3;
   int64_t replication_delay_ms = 0;
+  // As mongod's electionTimeoutMillis and heartbeatIntervalMillis (10000 and 2000): a secondary
+  // must hear several heartbeats within one election timeout, or a healthy primary looks dead
+  // between them (the constructor refuses a heartbeat interval over a third of the timeout).
   int64_t election_timeout_ms = 10000;
   int64_t heartbeat_interval_ms = 2000;
   int64_t ttl_monitor_period_ms = 60000;
