@@ -114,8 +114,8 @@ bool acquired_during(const History& history, FaultKind kind) {
       from_us = e.time_us;
       until_us = effect_end_us(e);
     }
-    const bool acquiring = (e.kind == EventKind::invoke && e.op == Op::acquire) ||
-                           e.kind == EventKind::cs_enter;
+    const bool acquiring =
+        (e.kind == EventKind::invoke && e.op == Op::acquire) || e.kind == EventKind::cs_enter;
     return acquiring && from_us >= 0 && e.time_us >= from_us && e.time_us <= until_us;
   });
 }

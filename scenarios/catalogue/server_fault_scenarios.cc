@@ -58,6 +58,20 @@ Expectation lost_lease(const AdapterTraits& lock, bool fencing_on) {
   return e;
 }
 
+// A's acquire request is on the wire 50 us after it starts (the network's minimum latency is
+// larger): stop A for pause_ms, so its grant comes back that late. B comes after A's lease would
+// have run out, and takes the key.
+void pause_acquire_then_b(ScenarioEnv& env, Client& a, int64_t a_start_us, int64_t pause_ms,
+                          int64_t ttl_ms, int64_t hold_ms) {
+  env.schedule_fault_us(
+      a_start_us + 50, {.kind = FaultKind::pause, .client = a.id(), .amount = pause_ms * 1000},
+      fmt::format("pause a for {}ms with its acquire in flight", pause_ms),
+      [&env, &a, pause_ms] { env.world().pause(a.node(), pause_ms * 1000); }, pause_ms * 1000);
+  env.start(
+      env.add_client("b"), ttl_ms + 100,
+      [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); }, 200);
+}
+
 }  // namespace
 
 Scenario slow_acquire_scenario() {
@@ -94,18 +108,7 @@ Scenario slow_acquire_scenario() {
               c.increment(*lock, a_hold_ms);
               c.release(*lock);
             });
-            // The request is on the wire (the network's minimum latency is larger): stop A until
-            // long after its lease would have run out.
-            env.schedule_fault_us(
-                a_start_us + 50,
-                {.kind = FaultKind::pause, .client = a.id(), .amount = pause_ms * 1000},
-                fmt::format("pause a for {}ms with its acquire in flight", pause_ms),
-                [&env, &a, pause_ms] { env.world().pause(a.node(), pause_ms * 1000); },
-                pause_ms * 1000);
-            env.start(
-                env.add_client("b"), ttl_ms + 100,
-                [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
-                200);
+            pause_acquire_then_b(env, a, a_start_us, pause_ms, ttl_ms, hold_ms);
           },
   };
 }
@@ -170,16 +173,7 @@ Scenario slow_grant_scenario() {
               c.leave(*lock);
               c.release(*lock);
             });
-            env.schedule_fault_us(
-                a_start_us + 50,
-                {.kind = FaultKind::pause, .client = a.id(), .amount = pause_ms * 1000},
-                fmt::format("pause a for {}ms with its acquire in flight", pause_ms),
-                [&env, &a, pause_ms] { env.world().pause(a.node(), pause_ms * 1000); },
-                pause_ms * 1000);
-            env.start(
-                env.add_client("b"), ttl_ms + 100,
-                [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
-                200);
+            pause_acquire_then_b(env, a, a_start_us, pause_ms, ttl_ms, hold_ms);
           },
   };
 }

@@ -34,21 +34,22 @@ Client& ScenarioEnv::add_client(const std::string& name, int64_t clock_offset_us
                                            .leases = leases_}));
   recorder_.history().meta.clients = static_cast<int>(clients_.size());
   world_.trace_line(fmt::format("client c{} is {} on node {}", id, name, node));
-  if (clock_offset_us != 0) {
+  // A clock that starts off true time, or runs at another rate, is a fault of this client.
+  auto record_clock_fault = [&](FaultKind kind, int64_t amount, std::string detail) {
     recorder_.record({.kind = EventKind::fault,
                       .client = id,
                       .end_us = world_.now_us(),
-                      .fault = FaultKind::clock_offset,
-                      .amount = clock_offset_us,
-                      .detail = fmt::format("{}'s clock is {:+}us off", name, clock_offset_us)});
+                      .fault = kind,
+                      .amount = amount,
+                      .detail = std::move(detail)});
+  };
+  if (clock_offset_us != 0) {
+    record_clock_fault(FaultKind::clock_offset, clock_offset_us,
+                       fmt::format("{}'s clock is {:+}us off", name, clock_offset_us));
   }
   if (drift_ppm != 0) {
-    recorder_.record({.kind = EventKind::fault,
-                      .client = id,
-                      .end_us = world_.now_us(),
-                      .fault = FaultKind::clock_drift,
-                      .amount = drift_ppm,
-                      .detail = fmt::format("{}'s clock drifts {:+}ppm", name, drift_ppm)});
+    record_clock_fault(FaultKind::clock_drift, drift_ppm,
+                       fmt::format("{}'s clock drifts {:+}ppm", name, drift_ppm));
   }
   return *clients_.back();
 }
