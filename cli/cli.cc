@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/check_command.h"
+#include "cli/exit_codes.h"
 #include "real/server_errors.h"
 #include "scenarios/backends/registry.h"
 #include "scenarios/explore/calibrate.h"
@@ -36,12 +37,6 @@
 
 namespace lockstep {
 namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitViolation = 1;
-constexpr int kExitUsage = 2;
-constexpr int kExitEnvironment = 3;
-constexpr int kExitInternal = 70;
 
 struct RunFlags {
   std::string scenario;
@@ -187,7 +182,7 @@ int print_run(const RunReport& report, bool json, const std::string& report_dir)
   } else {
     print_out(fmt::format("{}", to_text(report)));
   }
-  return report.ok() ? kExitOk : kExitViolation;
+  return run_exit_code(report);
 }
 
 int cmd_run(const RunFlags& flags) {
@@ -252,7 +247,8 @@ int cmd_matrix(const MatrixFlags& flags) {
   } else {
     print_out(fmt::format("{}", to_text(result)));
   }
-  return result.all_match() ? kExitOk : kExitViolation;
+  if (result.all_match()) return kExitOk;
+  return result.only_errors_differ() ? kExitError : kExitViolation;
 }
 
 // --- sweep, sweep-merge, calibrate (random fault schedules; scenarios/explore/sweep.h) ---
@@ -283,6 +279,7 @@ struct CalibrateFlags {
   uint64_t first_seed = 1;
   std::string report_dir;
   bool json = false;
+  bool no_time_target = false;
 };
 
 struct SweepCommands {
@@ -355,7 +352,7 @@ int cmd_sweep(const SweepFlags& flags) {
   } else {
     print_out(fmt::format("{}", to_text(result)));
   }
-  return result.ok() ? kExitOk : kExitViolation;
+  return sweep_exit_code(to_json(result).at("violations"));
 }
 
 std::vector<std::filesystem::path> shard_reports(const std::vector<std::string>& paths) {
@@ -406,7 +403,8 @@ int cmd_sweep_merge(const MergeFlags& flags) {
   } else {
     print_out(fmt::format("{}", merged_text(merged)));
   }
-  return merged.at("verdict") == "ok" ? kExitOk : kExitViolation;
+  if (merged.at("verdict") == "ok") return kExitOk;
+  return sweep_exit_code(merged.at("violations"));
 }
 
 int cmd_calibrate(const CalibrateFlags& flags) {
@@ -420,7 +418,8 @@ int cmd_calibrate(const CalibrateFlags& flags) {
   const CalibrationResult result = run_calibration({.adapters = flags.adapters,
                                                     .first_seed = flags.first_seed,
                                                     .seeds = flags.seeds,
-                                                    .report_dir = flags.report_dir});
+                                                    .report_dir = flags.report_dir,
+                                                    .judge_time = !flags.no_time_target});
   if (flags.json) {
     print_out(fmt::format("{}\n", to_json(result).dump(2)));
   } else {
@@ -474,6 +473,8 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
   c.calibrate->add_option("--report", k.report_dir,
                           "write the shrunk counterexamples' replay files here");
   c.calibrate->add_flag("--json", k.json, "print JSON");
+  c.calibrate->add_flag("--no-time-target", k.no_time_target,
+                        "judge caught and shrunk size only, not the median time (for CI)");
 }
 
 // -1 when none of them was chosen.
@@ -487,6 +488,7 @@ int dispatch_sweep_commands(const SweepCommands& c) {
 int run_cli(int argc, char** argv) {
   CLI::App app{"tests lock algorithms under the faults that break them", program_name()};
   app.require_subcommand(1, 1);
+  app.footer(kExitCodesHelp);
   app.set_version_flag("--version", "lockstep " LOCKSTEP_VERSION);
   // --help shows each option's default (subcommands inherit this).
   app.option_defaults()->always_capture_default();

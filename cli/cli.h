@@ -9,6 +9,7 @@
 //   1 a violation (matrix: a cell differed; replay: the trace differed)
 //   2 bad usage or input, with one line naming what was wrong and the valid choices
 //   3 the environment lacks something, with what and how to get it
+//   4 a run ended as error: stopped by a bound before it completed, or not judged
 //   70 an internal error
 namespace lockstep {
 

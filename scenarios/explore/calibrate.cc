@@ -52,9 +52,10 @@ FirstCatch median_first_catch(const std::vector<bool>& caught,
 }
 
 bool CalibrationRow::meets_targets(const CalibrateConfig& config) const {
-  return caught > 0 && median_time_us &&
-         *median_time_us < static_cast<double>(config.target_median_us) && first &&
-         first->shrunk_ops <= config.target_shrunk_ops;
+  const bool fast_enough =
+      !config.judge_time ||
+      (median_time_us && *median_time_us < static_cast<double>(config.target_median_us));
+  return caught > 0 && fast_enough && first && first->shrunk_ops <= config.target_shrunk_ops;
 }
 
 bool CalibrationResult::all_meet_targets() const {
@@ -142,17 +143,23 @@ nlohmann::json to_json(const CalibrationResult& result) {
           {"first_seed", result.config.first_seed},
           {"seeds", result.config.seeds},
           {"targets",
-           {{"median_time_to_first_us", result.config.target_median_us},
+           {{"median_time_to_first_us",
+             result.config.judge_time ? nlohmann::json(result.config.target_median_us) : nullptr},
             {"shrunk_ops", result.config.target_shrunk_ops}}},
           {"adapters", rows}};
 }
 
 std::string to_text(const CalibrationResult& result) {
-  std::string out = fmt::format(
-      "calibration over seeds {}..{} (targets: caught, median time < {:.1f}s, shrunk <= {} ops)\n",
-      result.config.first_seed,
-      result.config.first_seed + static_cast<uint64_t>(result.config.seeds) - 1,
-      static_cast<double>(result.config.target_median_us) / 1e6, result.config.target_shrunk_ops);
+  const std::string time_target =
+      result.config.judge_time
+          ? fmt::format("median time < {:.1f}s",
+                        static_cast<double>(result.config.target_median_us) / 1e6)
+          : std::string("median time not judged");
+  std::string out =
+      fmt::format("calibration over seeds {}..{} (targets: caught, {}, shrunk <= {} ops)\n",
+                  result.config.first_seed,
+                  result.config.first_seed + static_cast<uint64_t>(result.config.seeds) - 1,
+                  time_target, result.config.target_shrunk_ops);
   out += fmt::format("  {:<28} {:<18} {:>7} {:>8} {:>9} {:>9} {:>6}  {}\n", "adapter", "breaks",
                      "rate", "med.seeds", "med.time", "shrunk", "orig", "verdict");
   for (const CalibrationRow& r : result.rows) {

@@ -62,6 +62,7 @@ MatrixCell run_cell(const MatrixConfig& config, const Scenario& scenario,
     cell.observed.insert(observed.begin(), observed.end());
     ++cell.seeds_run;
     cell.wall_time_us += report.stats.wall_time_us;
+    if (report.end != "complete") ++cell.error_runs;
     if (!report.matches_expectation() && cell.matches) {
       cell.matches = false;
       cell.first_mismatch = report.replay_command();
@@ -81,6 +82,11 @@ std::string describe(const Expectation& e) {
 
 bool MatrixResult::all_match() const {
   return std::all_of(cells.begin(), cells.end(), [](const MatrixCell& c) { return c.matches; });
+}
+
+bool MatrixResult::only_errors_differ() const {
+  return std::all_of(cells.begin(), cells.end(),
+                     [](const MatrixCell& c) { return c.matches || c.error_runs > 0; });
 }
 
 MatrixResult run_matrix(const MatrixConfig& config,

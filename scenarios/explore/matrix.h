@@ -30,6 +30,7 @@ struct MatrixCell {
   bool matches = true;   // every seed matched (a cell that does not apply matches)
   int seeds_run = 0;
   std::string first_mismatch;  // replay command of the first seed that differed
+  int error_runs = 0;          // seeds whose verdict was error (a bound hit, or not judged)
   int64_t wall_time_us = 0;    // summed over seeds (for JUnit; never part of a verdict)
   std::string
       not_applicable;  // why the world cannot produce this scenario's faults here ("" if run)
@@ -38,6 +39,8 @@ struct MatrixCell {
 struct MatrixResult {
   std::vector<MatrixCell> cells;
   bool all_match() const;
+  // Every differing cell had a seed whose verdict was error (exit 4, not 1).
+  bool only_errors_differ() const;
 };
 
 // progress(done, total) is called after each cell. An unknown adapter or scenario name in the config

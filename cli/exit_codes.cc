@@ -1,0 +1,18 @@
+#include "cli/exit_codes.h"
+
+#include "scenarios/report/report.h"
+
+namespace lockstep {
+
+int run_exit_code(const RunReport& report) {
+  if (verdict(report) == "error") return kExitError;
+  return report.ok() ? kExitOk : kExitViolation;
+}
+
+int sweep_exit_code(const nlohmann::json& violations) {
+  if (violations.empty()) return kExitOk;
+  if (violations.size() == 1 && violations.contains("incomplete")) return kExitError;
+  return kExitViolation;
+}
+
+}  // namespace lockstep

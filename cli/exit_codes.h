@@ -1,0 +1,32 @@
+#pragma once
+// The exit codes of every subcommand, in one place (docs/DESIGN.md, "Command line"). A run whose
+// verdict is "error" (stopped by a bound before it completed, or not judged) has a code of its
+// own: it is neither "ok" nor a violation, and CI must not read it as either.
+
+#include <nlohmann/json.hpp>
+
+#include "scenarios/runner.h"
+
+namespace lockstep {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitViolation = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitEnvironment = 3;
+inline constexpr int kExitError = 4;
+inline constexpr int kExitInternal = 70;
+
+inline constexpr const char* kExitCodesHelp =
+    "exit codes: 0 ok, 1 violation (or a vacuous run, a differing matrix cell, an unreproduced\n"
+    "replay, a missed calibration target), 2 bad usage, 3 missing environment or lost output, 4 a "
+    "run ended as error\n"
+    "(stopped by a bound, or not judged), 70 internal error";
+
+// run: 4 when the verdict is error, else 1 on a violation, else 0.
+int run_exit_code(const RunReport& report);
+
+// sweep, sweep-merge: a seed that ended as error counts as "incomplete" among the violations;
+// 4 only when nothing else was found.
+int sweep_exit_code(const nlohmann::json& violations);
+
+}  // namespace lockstep
