@@ -18,7 +18,8 @@ inline constexpr int kExitInternal = 70;
 
 inline constexpr const char* kExitCodesHelp =
     "exit codes: 0 ok, 1 violation (or a differing matrix cell, an unreproduced replay, a missed\n"
-    "calibration target), 2 bad usage, 3 missing environment or lost output, 4 a run ended as error\n"
+    "calibration target), 2 bad usage, 3 missing environment or lost output, 4 a run ended as "
+    "error\n"
     "(stopped by a bound, or not judged), 70 internal error";
 
 // run: 4 when the verdict is error, else 1 on a violation, else 0.

@@ -391,3 +391,27 @@ TEST_CASE("an unknown or missing subcommand is one line naming the valid ones", 
       {"run sequential --adapter memory --set \"$(printf 'ttl_ms=1\\n2')\"", 2, "\"1\\n2\""},
   });
 }
+
+TEST_CASE("output paths are checked before any run: exit 3 with the flag and the path", "[cli]") {
+  check_bad_inputs({
+      {"run sequential --adapter memory --report /proc/x", 3, "--report /proc/x"},
+      {"run sequential --adapter memory --report /etc/passwd", 3, "--report /etc/passwd"},
+      {"run sequential --adapter memory --junit /proc/x/j.xml", 3, "--junit /proc/x/j.xml"},
+      {"run sequential --adapter memory --junit /tmp", 3, "is a directory"},
+      {"matrix --adapter memory --scenario sequential --report /proc/x", 3, "--report /proc/x"},
+      {"matrix --adapter memory --scenario sequential --junit /proc/x", 3, "--junit /proc/x"},
+      {"sweep --adapter memory --seeds 1 --report /proc/x", 3, "--report /proc/x"},
+      {"calibrate --adapter bad-del-release --seeds 1 --report /proc/x", 3, "--report /proc/x"},
+  });
+  for (const char* args : {"run sequential --adapter memory --report /proc/x",
+                           "matrix --adapter memory --scenario sequential --report /proc/x"}) {
+    INFO(args);
+    const CommandResult r = cli(args);
+    CHECK(r.out.empty());  // refused before the run: no result was printed
+    CHECK(count_lines(r.err) == 1);
+  }
+  // A path that passes the check but cannot take the bytes: a write error is exit 3, never 0.
+  const CommandResult full = cli("run sequential --adapter memory --junit /dev/full");
+  CHECK(full.exit_code == 3);
+  CHECK(full.err.find("/dev/full") != std::string::npos);
+}

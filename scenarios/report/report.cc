@@ -134,6 +134,8 @@ std::filesystem::path write_report(const RunReport& report, const std::filesyste
   html_out << timeline_html(report);
   std::ofstream history_out(history_path_for(json_path));
   write_history_jsonl(report.history, history_out);
+  // Flushed before the check: a full disk shows only when the buffers go out.
+  for (std::ofstream* out : {&json_out, &trace_out, &html_out, &history_out}) out->flush();
   if (!json_out || !trace_out || !html_out || !history_out) {
     throw std::runtime_error(fmt::format("cannot write report files in {}", dir.string()));
   }
