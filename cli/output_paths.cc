@@ -49,13 +49,14 @@ void check_output_file(std::string_view flag, const std::string& file) {
 
 void write_output_file(const std::string& path, const std::string& text) {
   std::FILE* out = std::fopen(path.c_str(), "w");
-  if (out == nullptr) throw OutputError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+  if (out == nullptr)
+    throw OutputError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
   const bool written = std::fwrite(text.data(), 1, text.size(), out) == text.size();
   const int saved_errno = errno;
   const bool closed = std::fclose(out) == 0;
   if (!written || !closed) {
-    throw OutputError(fmt::format("cannot write {}: {}", path,
-                                  std::strerror(written ? errno : saved_errno)));
+    throw OutputError(
+        fmt::format("cannot write {}: {}", path, std::strerror(written ? errno : saved_errno)));
   }
 }
 
