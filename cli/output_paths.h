@@ -15,11 +15,12 @@ class OutputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// DIR exists (or is created) and is a directory a file can be created in. "" is no flag.
+// DIR is a directory a file can be created in, or can be created (nothing is created here).
+// "" is no flag.
 void check_output_dir(std::string_view flag, const std::string& dir);
 
-// FILE is not a directory and can be written: it exists writable, or its directory (created when
-// missing) takes new files. "" is no flag.
+// FILE is not a directory and can be written: it exists writable, or it can be created.
+// "" is no flag.
 void check_output_file(std::string_view flag, const std::string& file);
 
 // Writes TEXT to PATH, or throws OutputError naming the path and the reason.
