@@ -66,6 +66,9 @@ void check_output_file(std::string_view flag, const std::string& file) {
 }
 
 void write_output_file(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);  // fopen names a failure
   std::FILE* out = std::fopen(path.c_str(), "w");
   if (out == nullptr)
     throw OutputError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));

@@ -23,7 +23,7 @@ void check_output_dir(std::string_view flag, const std::string& dir);
 // "" is no flag.
 void check_output_file(std::string_view flag, const std::string& file);
 
-// Writes TEXT to PATH, or throws OutputError naming the path and the reason.
+// Writes TEXT to PATH (creating its directory), or throws OutputError naming the path and the reason.
 void write_output_file(const std::string& path, const std::string& text);
 
 }  // namespace lockstep
