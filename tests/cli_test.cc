@@ -442,3 +442,17 @@ TEST_CASE("replay of a real-world report re-runs it and compares the verdict", "
   CHECK(replay.err.find("NOT reproduced") == std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("a malformed LOCKSTEP_MONGO_URI is exit 2 with one line, before any connection",
+          "[cli]") {
+  for (const char* uri : {"garbage", "mongodb://", "mongodb://127.0.0.1:70000",
+                          "mongodb://127.0.0.1:", "mongodb://a:1,,b:2", "mongodb://h:0x10"}) {
+    INFO(uri);
+    const CommandResult r = cli("run sequential --adapter mongo --world real",
+                                std::string("LOCKSTEP_MONGO_URI='") + uri + "'");
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.find("LOCKSTEP_MONGO_URI=") != std::string::npos);
+  }
+}
