@@ -22,6 +22,7 @@
 
 #include "cli/check_command.h"
 #include "cli/exit_codes.h"
+#include "cli/output_paths.h"
 #include "real/server_errors.h"
 #include "scenarios/backends/registry.h"
 #include "scenarios/explore/calibrate.h"
@@ -170,9 +171,25 @@ int cmd_list(bool json) {
   return kExitOk;
 }
 
+// write_junit's failure is an unwritable path (exit 3), not an internal error.
+void write_junit_checked(const std::string& file, const std::string& suite,
+                         const std::vector<JUnitCase>& cases) {
+  if (file.empty()) return;
+  try {
+    write_junit(file, suite, cases);
+  } catch (const std::runtime_error& e) {
+    throw OutputError(fmt::format("--junit {}: {}", file, e.what()));
+  }
+}
+
 int print_run(const RunReport& report, bool json, const std::string& report_dir) {
   if (!report_dir.empty()) {
-    const auto path = write_report(report, report_dir);
+    std::filesystem::path path;
+    try {
+      path = write_report(report, report_dir);
+    } catch (const std::runtime_error& e) {
+      throw OutputError(fmt::format("--report {}: {}", report_dir, e.what()));
+    }
     fmt::print(stderr, "report: {}\n", path.string());
     fmt::print(stderr, "timeline: {}\n", timeline_path_for(path).string());
     fmt::print(stderr, "history: {}\n", history_path_for(path).string());
@@ -192,8 +209,10 @@ int cmd_run(const RunFlags& flags) {
                    .seed = flags.seed,
                    .fencing_on = flags.fencing == "on",
                    .sets = flags.sets};
+  check_output_dir("--report", flags.report_dir);
+  check_output_file("--junit", flags.junit);
   const RunReport report = run_scenario(config);
-  if (!flags.junit.empty()) write_junit(flags.junit, "lockstep run", {junit_case(report)});
+  write_junit_checked(flags.junit, "lockstep run", {junit_case(report)});
   return print_run(report, flags.json, flags.report_dir);
 }
 
@@ -203,6 +222,14 @@ int cmd_replay(const ReplayFlags& flags) {
   const ReplaySpec spec = read_replay_spec(flags.report);
   const RunReport report = replay_run(spec);  // a catalogue scenario or a generated workload
   print_run(report, flags.json, "");
+  if (spec.config.world == "real") {
+    // Real servers' timing is not reproducible, so neither is the trace: the run is redone and
+    // its verdict compared.
+    const bool same = verdict(report) == spec.verdict;
+    fmt::print(stderr, "replay: real world: re-ran; verdict {} {} the report's {}\n",
+               verdict(report), same ? "matches" : "differs from", spec.verdict);
+    return same ? kExitOk : kExitViolation;
+  }
   if (report.trace_hash != spec.trace_hash) {
     fmt::print(
         stderr,
@@ -216,6 +243,8 @@ int cmd_replay(const ReplayFlags& flags) {
 }
 
 int cmd_matrix(const MatrixFlags& flags) {
+  check_output_dir("--report", flags.report_dir);
+  check_output_file("--junit", flags.junit);
   const bool show_progress = isatty(fileno(stderr)) != 0;
   MatrixResult result = run_matrix({.world = flags.world,
                                     .seeds = flags.seeds,
@@ -234,14 +263,13 @@ int cmd_matrix(const MatrixFlags& flags) {
                flags.world);
   }
   if (!flags.report_dir.empty()) {
-    std::filesystem::create_directories(flags.report_dir);
-    std::ofstream(std::filesystem::path(flags.report_dir) / "matrix.md") << to_markdown(result);
-    std::ofstream(std::filesystem::path(flags.report_dir) / "matrix.json")
-        << to_json(result).dump(2) << "\n";
-    std::ofstream(std::filesystem::path(flags.report_dir) / "matrix.html") << matrix_html(result);
+    const std::filesystem::path dir(flags.report_dir);
+    write_output_file((dir / "matrix.md").string(), to_markdown(result));
+    write_output_file((dir / "matrix.json").string(), to_json(result).dump(2) + "\n");
+    write_output_file((dir / "matrix.html").string(), matrix_html(result));
     fmt::print(stderr, "report: {}/matrix.md, matrix.json, matrix.html\n", flags.report_dir);
   }
-  if (!flags.junit.empty()) write_junit(flags.junit, "lockstep matrix", junit_cases(result));
+  write_junit_checked(flags.junit, "lockstep matrix", junit_cases(result));
   if (flags.json) {
     print_out(fmt::format("{}\n", to_json(result).dump(2)));
   } else {
@@ -335,16 +363,16 @@ int cmd_sweep(const SweepFlags& flags) {
                      .shrink_max = flags.shrink,
                      .report_dir = flags.report_dir.empty() ? "reports/sweep" : flags.report_dir,
                      .jobs = flags.jobs};
+  check_output_dir("--report", flags.report_dir);
   SweepResult result;
   {
     ProgressLine progress("sweep " + flags.adapter);
     result = run_sweep(config, [&progress](const SweepProgress& p) { progress.update(p); });
   }
   if (!flags.report_dir.empty()) {
-    std::filesystem::create_directories(flags.report_dir);
     const std::filesystem::path path =
         std::filesystem::path(flags.report_dir) / sweep_report_name(config);
-    std::ofstream(path) << to_json(result).dump(2) << "\n";
+    write_output_file(path.string(), to_json(result).dump(2) + "\n");
     fmt::print(stderr, "report: {}\n", path.string());
   }
   if (flags.json) {
@@ -375,6 +403,7 @@ std::vector<std::filesystem::path> shard_reports(const std::vector<std::string>&
 }
 
 int cmd_sweep_merge(const MergeFlags& flags) {
+  check_output_dir("--report", flags.report_dir);
   std::vector<nlohmann::json> shards;
   for (const std::filesystem::path& file : shard_reports(flags.paths)) {
     std::ifstream in(file);
@@ -393,9 +422,8 @@ int cmd_sweep_merge(const MergeFlags& flags) {
     throw UsageError(fmt::format("sweep-merge: not a sweep report: {}", e.what()));
   }
   if (!flags.report_dir.empty()) {
-    std::filesystem::create_directories(flags.report_dir);
     const auto path = std::filesystem::path(flags.report_dir) / "sweep.merged.json";
-    std::ofstream(path) << merged.dump(2) << "\n";
+    write_output_file(path.string(), merged.dump(2) + "\n");
     fmt::print(stderr, "report: {}\n", path.string());
   }
   if (flags.json) {
@@ -415,6 +443,7 @@ int cmd_calibrate(const CalibrateFlags& flags) {
           fmt::format("\"{}\" is not a known-bad adapter; see `{} list`", name, program_name()));
     }
   }
+  check_output_dir("--report", flags.report_dir);
   const CalibrationResult result = run_calibration({.adapters = flags.adapters,
                                                     .first_seed = flags.first_seed,
                                                     .seeds = flags.seeds,
@@ -599,6 +628,9 @@ int cli_main(int argc, char** argv) {
   } catch (const UsageError& e) {
     fmt::print(stderr, "{}: {}\n", program, escape_lines(e.what()));
     return kExitUsage;
+  } catch (const OutputError& e) {
+    fmt::print(stderr, "{}: cannot write the results: {}\n", program, escape_lines(e.what()));
+    return kExitEnvironment;
   } catch (const real::ServerUnavailable& e) {
     fmt::print(stderr, "{}: {}\n", program, e.what());  // names what is missing and how to get it
     return kExitEnvironment;

@@ -5,6 +5,7 @@
 // own (a direct connection, so the driver does not go around the proxy), which is how one client
 // is partitioned. A deployment given by URI is used as it is: no server faults, no partitions.
 // Either way the lock collections are dropped first, so a run never sees an earlier run's locks.
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -19,6 +20,8 @@
 #include "real/server_errors.h"
 #include "real/tcp_proxy.h"
 #include "scenarios/backends/mongo.h"
+#include "scenarios/harness/options.h"
+#include "scenarios/runner.h"
 
 namespace lockstep {
 
@@ -27,6 +30,41 @@ namespace {
 bool uri_from_environment() {
   const char* uri = std::getenv("LOCKSTEP_MONGO_URI");
   return uri != nullptr && *uri != '\0';
+}
+
+// The hosts of LOCKSTEP_MONGO_URI, checked before any connection (the driver would log its own
+// complaint on stderr and throw past the command line's exit codes): a scheme, and each host
+// non-empty with a port, when given, in 1..65535. Exit 2 with one line otherwise.
+void check_mongo_uri(const std::string& uri) {
+  const auto refuse = [&uri](const std::string& why) {
+    throw UsageError(fmt::format(
+        "LOCKSTEP_MONGO_URI={}: {}; expected mongodb://HOST[:PORT][,HOST[:PORT]...][/?OPTIONS]",
+        quote_value(uri), why));
+  };
+  std::string rest;
+  for (const char* scheme : {"mongodb://", "mongodb+srv://"}) {
+    if (uri.rfind(scheme, 0) == 0) rest = uri.substr(std::string_view(scheme).size());
+  }
+  if (rest.empty()) refuse("not a mongodb:// or mongodb+srv:// URI with a host");
+  const std::string hosts = rest.substr(0, rest.find_first_of("/?"));
+  const std::string without_user = hosts.substr(hosts.rfind('@') + 1);  // npos + 1 == 0
+  size_t start = 0;
+  while (start <= without_user.size()) {
+    const size_t comma = std::min(without_user.find(',', start), without_user.size());
+    const std::string host = without_user.substr(start, comma - start);
+    const size_t colon = host.rfind(':');
+    const bool has_port = colon != std::string::npos && host.find(']', colon) == std::string::npos;
+    if ((has_port ? colon : host.size()) == 0) refuse("a host is empty");
+    if (has_port) {
+      const std::string port = host.substr(colon + 1);
+      const bool digits = !port.empty() && port.size() <= 5 &&
+                          port.find_first_not_of("0123456789") == std::string::npos;
+      if (!digits || std::stoi(port) < 1 || std::stoi(port) > 65535) {
+        refuse(fmt::format("port {} is not in 1..65535", quote_value(port)));
+      }
+    }
+    start = comma + 1;
+  }
 }
 
 struct ClientLink {
@@ -41,6 +79,7 @@ class MongoRealBackend final : public Backend {
       : world_(env.world), options_(env.options), make_adapter_(std::move(make_adapter)) {
     if (uri_from_environment()) {
       uri_ = default_mongo_uri();
+      check_mongo_uri(uri_);
       env.world.trace_line(fmt::format("server mongo at LOCKSTEP_MONGO_URI ({})",
                                        MongocConnection({.uri = uri_}).endpoint()));
     } else {

@@ -90,6 +90,7 @@ void write_junit(const std::filesystem::path& path, std::string_view suite,
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
   std::ofstream out(path);
   out << to_junit_xml(suite, cases);
+  out.flush();  // a full disk shows only when the buffer goes out
   if (ec || !out)
     throw std::runtime_error(fmt::format("cannot write JUnit XML to {}", path.string()));
 }

@@ -142,6 +142,8 @@ std::filesystem::path write_report(const RunReport& report, const std::filesyste
   html_out << timeline_html(report);
   std::ofstream history_out(history_path_for(json_path));
   write_history_jsonl(report.history, history_out);
+  // Flushed before the check: a full disk shows only when the buffers go out.
+  for (std::ofstream* out : {&json_out, &trace_out, &html_out, &history_out}) out->flush();
   if (!json_out || !trace_out || !html_out || !history_out) {
     throw std::runtime_error(fmt::format("cannot write report files in {}", dir.string()));
   }
@@ -177,6 +179,24 @@ class ReportFields {
     }
     fail(field, fmt::format("is \"{}\"; valid: {}", v, names));
   }
+  // The fields a report has are those to_json writes (whatever this build's report holds), plus
+  // the two write_report adds; anything else is a file this build did not write.
+  void only_known_fields() const {
+    nlohmann::json known = to_json(RunReport{});
+    known["workload"] = nullptr;
+    known["replay"] = nullptr;
+    for (const auto& [name, value] : j_.items()) {
+      if (!known.contains(name)) {
+        throw UsageError(fmt::format("{} is not a lockstep report: unknown field \"{}\"; valid: {}",
+                                     path_.string(), name, field_names(known)));
+      }
+    }
+  }
+  static std::string field_names(const nlohmann::json& known) {
+    std::string names;
+    for (const auto& [name, value] : known.items()) names += (names.empty() ? "" : ", ") + name;
+    return names;
+  }
   uint64_t seed(const char* field) const {
     const nlohmann::json& v = at(field);
     if (!v.is_number_unsigned()) fail(field, "must be a non-negative integer");
@@ -204,6 +224,8 @@ ReplaySpec read_replay_spec(const std::filesystem::path& report_json) {
   try {
     j = nlohmann::json::parse(in);  // the whole file: anything after the JSON is an error
     const ReportFields field(report_json, j);
+    if (!j.is_object()) field.fail("scenario", "is missing (the file is not a JSON object)");
+    field.only_known_fields();
     ReplaySpec spec;
     spec.config.scenario = field.text("scenario");
     spec.config.adapter = field.text("adapter");
@@ -212,7 +234,8 @@ ReplaySpec read_replay_spec(const std::filesystem::path& report_json) {
     spec.config.fencing_on = field.choice("fencing", {"on", "off"}) == "on";
     for (const auto& assignment : j.at("overrides"))
       spec.config.sets.push_back(assignment.get<std::string>());
-    spec.trace_hash = j.at("trace_hash").get<std::string>();
+    spec.trace_hash = field.text("trace_hash");
+    spec.verdict = field.text("verdict");
     if (j.contains("workload")) spec.workload = j.at("workload");
     return spec;
   } catch (const nlohmann::json::exception& e) {

@@ -40,6 +40,7 @@ std::filesystem::path write_report(const RunReport& report, const std::filesyste
 struct ReplaySpec {
   RunConfig config;
   std::string trace_hash;
+  std::string verdict;      // the report's verdict, compared on a real-world replay
   nlohmann::json workload;  // a generated workload's spec; null for a catalogue scenario
 };
 ReplaySpec read_replay_spec(const std::filesystem::path& report_json);
