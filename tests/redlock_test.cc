@@ -11,6 +11,7 @@
 #include "adapters/redlock/redlock_adapter.h"
 #include "adapters/redlock/redlock_manager.h"
 #include "known_bad/known_bad.h"
+#include "real/silent_port.h"
 #include "scenarios/backends/registry.h"
 #include "scenarios/report/report.h"
 #include "scenarios/runner.h"
@@ -393,6 +394,56 @@ TEST_CASE("real redlock: one node paused is still a majority, three nodes down a
       ->restart();  // back empty: a majority again (node 0 still holds "k": its release timed out)
   RedlockLock back = manager.acquire("k2");
   back.release();
+}
+
+TEST_CASE("real fan-out: a node whose connect never completes fails alone, by timeout",
+          "[redlock][real]") {
+  testing::require_redis_server();
+  std::vector<std::unique_ptr<real::RedisServerProcess>> servers;
+  for (int i = 0; i < 3; ++i) servers.push_back(std::make_unique<real::RedisServerProcess>());
+  const real::SilentPort silent;
+  PollingFanoutOptions options;
+  options.endpoints = {{.port = servers[0]->port()},
+                       {.port = silent.port()},
+                       {.port = servers[1]->port()},
+                       {.port = servers[2]->port()}};
+  PollingFanout fanout(std::move(options));
+  const std::vector<std::vector<std::string>> pings(4, {"PING"});
+  for (int round = 0; round < 2; ++round) {  // the second round reconnects to the silent node
+    const std::vector<RedisResult> results = fanout.command_all(pings, 100'000);
+    REQUIRE(results.size() == 4);
+    for (const size_t healthy : {0, 2, 3}) {
+      INFO(results[healthy].message);
+      CHECK(results[healthy].ok());
+      CHECK(results[healthy].reply.str == "PONG");
+    }
+    CHECK(results[1].status == IoStatus::timeout);
+  }
+}
+
+TEST_CASE("real redlock: 3 redis-servers and 1 node that never accepts still acquire and release",
+          "[redlock][real]") {
+  testing::require_redis_server();
+  std::vector<std::unique_ptr<real::RedisServerProcess>> servers;
+  for (int i = 0; i < 3; ++i) servers.push_back(std::make_unique<real::RedisServerProcess>());
+  const real::SilentPort silent;
+  PollingFanoutOptions options;
+  options.endpoints = {{.port = servers[0]->port()},
+                       {.port = servers[1]->port()},
+                       {.port = silent.port()},
+                       {.port = servers[2]->port()}};
+  PollingFanout fanout(std::move(options));
+  SystemClock clock;
+  SystemRandom random;
+  RedlockManager manager({.fanout = &fanout,
+                          .clock = &clock,
+                          .random = &random,
+                          .settings = {.duration_ms = 2000, .request_timeout_ms = 100}});
+  RedlockLock lock = manager.acquire("k");  // quorum 3 of 4: the silent node's vote is not needed
+  CHECK(cause_of([&] { manager.acquire("k"); }) == RedlockErrorCause::no_consensus);
+  CHECK(lock.release());
+  RedlockLock again = manager.acquire("k");  // the failed attempt's cleanup released its votes
+  CHECK(again.release());
 }
 
 TEST_CASE("real redlock: scenarios against 5 redis-servers", "[redlock][real][runner]") {
