@@ -85,7 +85,8 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
   // the fencing checker can order grants by what the server issued.
   void on_keyspace_event(std::string_view node_name, const sim::KeyspaceEvent& e) override {
     if (pending_grant_ && e.kind == sim::KeyspaceEvent::Kind::set &&
-        e.client == pending_grant_->client && e.key == kFencingPrefix + pending_grant_->key) {
+        e.client == pending_grant_->client &&
+        e.key == RedisAdapter::hash_tagged(kFencingPrefix, pending_grant_->key)) {
       int64_t token = 0;
       if (sim::parse_int64(e.value, token) && token > 0) {
         pending_grant_->has_token = true;
@@ -114,7 +115,8 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
 
   sim::World& world_;
   Recorder& recorder_;
-  RedisLeaseEvents leases_{kLockPrefix};
+  // Lock keys are kLockPrefix + "{" + key + "}" (RedisAdapter::hash_tagged).
+  RedisLeaseEvents leases_{kLockPrefix, /*hash_tagged=*/true};
   std::optional<HistoryEvent> pending_grant_;
   RedisAdapterFactory make_adapter_;
   int64_t command_timeout_us_ = 0;
