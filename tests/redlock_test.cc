@@ -446,18 +446,32 @@ TEST_CASE("real redlock: one node paused is still a majority, three nodes down a
   back.release();
 }
 
+namespace {
+
+// 3 redis-servers and, at endpoint index silent_index, a port whose connects never complete.
+struct ThreeAndSilent {
+  explicit ThreeAndSilent(size_t silent_index) {
+    PollingFanoutOptions options;
+    for (int i = 0; i < 3; ++i) {
+      servers.push_back(std::make_unique<real::RedisServerProcess>());
+      options.endpoints.push_back({.port = servers.back()->port()});
+    }
+    options.endpoints.insert(options.endpoints.begin() + static_cast<std::ptrdiff_t>(silent_index),
+                             {.port = silent.port()});
+    fanout = std::make_unique<PollingFanout>(std::move(options));
+  }
+  std::vector<std::unique_ptr<real::RedisServerProcess>> servers;
+  const real::SilentPort silent;
+  std::unique_ptr<PollingFanout> fanout;
+};
+
+}  // namespace
+
 TEST_CASE("real fan-out: a node whose connect never completes fails alone, by timeout",
           "[redlock][real]") {
   testing::require_redis_server();
-  std::vector<std::unique_ptr<real::RedisServerProcess>> servers;
-  for (int i = 0; i < 3; ++i) servers.push_back(std::make_unique<real::RedisServerProcess>());
-  const real::SilentPort silent;
-  PollingFanoutOptions options;
-  options.endpoints = {{.port = servers[0]->port()},
-                       {.port = silent.port()},
-                       {.port = servers[1]->port()},
-                       {.port = servers[2]->port()}};
-  PollingFanout fanout(std::move(options));
+  ThreeAndSilent nodes(1);
+  PollingFanout& fanout = *nodes.fanout;
   const std::vector<std::vector<std::string>> pings(4, {"PING"});
   for (int round = 0; round < 2; ++round) {  // the second round reconnects to the silent node
     const std::vector<RedisResult> results = fanout.command_all(pings, 100'000);
@@ -474,18 +488,10 @@ TEST_CASE("real fan-out: a node whose connect never completes fails alone, by ti
 TEST_CASE("real redlock: 3 redis-servers and 1 node that never accepts still acquire and release",
           "[redlock][real]") {
   testing::require_redis_server();
-  std::vector<std::unique_ptr<real::RedisServerProcess>> servers;
-  for (int i = 0; i < 3; ++i) servers.push_back(std::make_unique<real::RedisServerProcess>());
-  const real::SilentPort silent;
-  PollingFanoutOptions options;
-  options.endpoints = {{.port = servers[0]->port()},
-                       {.port = servers[1]->port()},
-                       {.port = silent.port()},
-                       {.port = servers[2]->port()}};
-  PollingFanout fanout(std::move(options));
+  ThreeAndSilent nodes(2);
   SystemClock clock;
   SystemRandom random;
-  RedlockManager manager({.fanout = &fanout,
+  RedlockManager manager({.fanout = nodes.fanout.get(),
                           .clock = &clock,
                           .random = &random,
                           .settings = {.duration_ms = 2000, .request_timeout_ms = 100}});
