@@ -1,4 +1,7 @@
 // Prng, Random and its implementations: determinism, ranges, edge cases.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -203,7 +206,7 @@ TEST_CASE("Random::below() over a seeded source is deterministic and in range", 
   }
 }
 
-TEST_CASE("SystemRandom is seeded per instance and safe to share between threads", "[random]") {
+TEST_CASE("SystemRandom instances differ and one is safe to share between threads", "[random]") {
   SystemRandom first, second;
   CHECK(first.hex_token() != second.hex_token());
 
@@ -219,6 +222,38 @@ TEST_CASE("SystemRandom is seeded per instance and safe to share between threads
   std::set<uint64_t> distinct;
   for (const auto& values : drawn) distinct.insert(values.begin(), values.end());
   CHECK(distinct.size() == kThreads * kDraws);  // a torn state would repeat values
+}
+
+TEST_CASE("SystemRandom values differ between a parent and its fork()ed child", "[random]") {
+  SystemRandom random;
+  (void)random.hex_token();  // the generator has been used before the fork, as in a server
+  std::array<int, 2> pipe_fds{};
+  REQUIRE(pipe(pipe_fds.data()) == 0);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    const std::string token = random.hex_token();
+    const bool sent =
+        write(pipe_fds[1], token.data(), token.size()) == static_cast<ssize_t>(token.size());
+    _exit(sent ? 0 : 1);
+  }
+  close(pipe_fds[1]);
+  const std::string mine = random.hex_token();
+  std::string childs(32, '\0');
+  size_t got = 0;
+  while (got < childs.size()) {  // bounded: the child writes 32 bytes, then EOF ends the loop
+    const ssize_t n = read(pipe_fds[0], childs.data() + got, childs.size() - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(pipe_fds[0]);
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  REQUIRE(got == 32);
+  CHECK(mine.size() == 32);  // 128 bits
+  CHECK(mine != childs);
 }
 
 TEST_CASE("precondition violations throw instead of returning garbage", "[random]") {

@@ -131,6 +131,19 @@ TEST_CASE("a dead server is a connection_error and the connection recovers after
   CHECK(must(connection, {"PING"}) == RedisReply::status_of("PONG"));
 }
 
+TEST_CASE("a server restarted on the same port answers the first command on an idle connection",
+          "[hiredis][real]") {
+  testing::require_redis_server();
+  RedisServerProcess server;
+  HiredisConnection connection({.port = server.port()});
+  must(connection, {"SET", "k", "v"});
+  server.restart();  // the old socket is closed by the dead server; the client has not noticed
+  CHECK(must(connection, {"PING"}) == RedisReply::status_of("PONG"));
+  // And again after a restart between two commands that both reconnect.
+  server.restart();
+  CHECK(must(connection, {"EXISTS", "k"}).type == RedisReply::Type::integer);
+}
+
 TEST_CASE("nothing listening is a connection_error that names the endpoint", "[hiredis][real]") {
   const int port = real::free_loopback_port();
   HiredisConnection connection({.port = port, .connect_timeout_ms = 200});

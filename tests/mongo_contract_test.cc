@@ -425,6 +425,39 @@ TEST_CASE("contract: release, extend and is_valid are owner-checked and unexpire
       "ordered": true, "writeConcern": {"w": "majority", "wtimeout": 5000}})"));
 }
 
+TEST_CASE("contract: by default is_valid reads at readConcern majority exactly when it writes so",
+          "[mongo][contract]") {
+  const Json empty_cursor{
+      {"cursor", {{"firstBatch", Json::array()}, {"id", 0}, {"ns", "lockstep.locks"}}}};
+  const std::string filter =
+      R"("filter": {"key": "orders", "value": "v-1", "$expr": {"$gt": ["$expire_at", "$$NOW"]}},
+      "limit": 1, "singleBatch": true)";
+  SECTION("w:majority (the default) reads what a majority has") {
+    MongoPeer peer(script({reply({{"ok", 1}}), reply(empty_cursor)}));
+    Client client(peer);
+    CHECK(client.adapter.is_valid_lock(kSpec).status == AdapterStatus::not_owner);
+    const auto sent = peer.commands();
+    REQUIRE(sent.size() == 2);
+    CHECK(sent[1] == Json::parse(R"({"find": "locks", )" + filter +
+                                 R"(, "readConcern": {"level": "majority"}})"));
+  }
+  SECTION("w:1 reads what the primary has (a majority read could miss its own w:1 write)") {
+    MongoPeer peer(script({reply({{"ok", 1}}), reply(empty_cursor)}));
+    Client client(peer, {.write_concern = MongoWriteConcern::one});
+    CHECK(client.adapter.is_valid_lock(kSpec).status == AdapterStatus::not_owner);
+    const auto sent = peer.commands();
+    REQUIRE(sent.size() == 2);
+    CHECK(sent[1] == Json::parse(R"({"find": "locks", )" + filter + "}"));
+  }
+}
+
+TEST_CASE(
+    "mongo defaults: the socket timeout outlasts the wtimeout, so a write concern error "
+    "can arrive",
+    "[mongo]") {
+  CHECK(MongocOptions{}.socket_timeout_ms > MongoAdapterOptions{}.write_concern_timeout_ms);
+}
+
 TEST_CASE("contract: a writeConcernError on release or extend is a backend error, not success",
           "[mongo][contract]") {
   const Json wce{{"code", 64},

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <optional>
+#include <string_view>
 
 #include "adapters/core/errors.h"
 #include "adapters/core/locker.h"
@@ -49,7 +50,79 @@ void wait_until_gone(const real::RedisServerProcess& server, const std::string& 
   }
 }
 
+// Redis Cluster's key slot (cluster spec, "Keys distribution model"): CRC16-XMODEM of the hash tag
+// (between the first '{' and the next '}', when that is non-empty) or else of the whole key, mod
+// 16384. Written from the spec, not from the adapter.
+uint16_t crc16_xmodem(std::string_view data) {
+  uint16_t crc = 0;
+  for (const char c : data) {
+    crc = static_cast<uint16_t>(crc ^ (static_cast<uint8_t>(c) << 8));
+    for (int bit = 0; bit < 8; ++bit) {
+      crc = (crc & 0x8000) != 0 ? static_cast<uint16_t>((crc << 1) ^ 0x1021)
+                                : static_cast<uint16_t>(crc << 1);
+    }
+  }
+  return crc;
+}
+
+int cluster_slot(std::string_view key) {
+  const size_t open = key.find('{');
+  if (open != std::string_view::npos) {
+    const size_t close = key.find('}', open + 1);
+    if (close != std::string_view::npos && close > open + 1) {
+      key = key.substr(open + 1, close - open - 1);
+    }
+  }
+  return crc16_xmodem(key) % 16384;
+}
+
+// Records every command's keys (EVALSHA/EVAL name them after the key count; GET its one key) and
+// answers as a free lock would: a token for the grant, 1 for release and extend.
+class KeyRecorder final : public RedisConnection {
+ public:
+  RedisResult command(const std::vector<std::string>& argv) override {
+    if (argv.at(0) == "EVALSHA" || argv.at(0) == "EVAL") {
+      const size_t count = std::stoul(argv.at(2));
+      keys.emplace_back(argv.begin() + 3, argv.begin() + 3 + static_cast<std::ptrdiff_t>(count));
+      return {.reply = RedisReply::integer_of(1)};
+    }
+    keys.push_back({argv.at(1)});
+    return {.reply = RedisReply{}};
+  }
+  std::string endpoint() const override { return "recorder"; }
+  std::vector<std::vector<std::string>> keys;
+};
+
 }  // namespace
+
+TEST_CASE("cluster slot: the CRC16 matches the cluster spec's examples", "[redis]") {
+  CHECK(crc16_xmodem("123456789") == 0x31C3);
+  CHECK(cluster_slot("{user1000}.following") == cluster_slot("{user1000}.followers"));
+  CHECK(cluster_slot("foo{}{bar}") == crc16_xmodem("foo{}{bar}") % 16384);
+  CHECK(cluster_slot("foo{{bar}}zap") == crc16_xmodem("{bar") % 16384);
+}
+
+TEST_CASE("redis: every script's keys share one cluster slot (no CROSSSLOT)", "[redis]") {
+  for (const std::string key : {"orders", "k", "a:b", "with}brace", "{tagged}", "x{y"}) {
+    INFO(key);
+    KeyRecorder recorder;
+    RedisAdapter adapter({.connection = &recorder});
+    const LockSpec spec{.key = key, .value = "v", .ttl_ms = 1000};
+    adapter.create_lock(spec);
+    adapter.extend_lock(spec, 2000);
+    adapter.is_valid_lock(spec);
+    adapter.release_lock(spec);
+    REQUIRE(recorder.keys.size() == 4);
+    REQUIRE(recorder.keys[0].size() == 2);  // the grant touches the lock and its counter
+    const int slot = cluster_slot(recorder.keys[0][0]);
+    for (const auto& command : recorder.keys) {
+      for (const std::string& k : command) {
+        INFO(k);
+        CHECK(cluster_slot(k) == slot);
+      }
+    }
+  }
+}
 
 TEST_CASE("redis: acquire, contend, release, and release again", "[redis][real]") {
   testing::require_redis_server();
@@ -59,8 +132,8 @@ TEST_CASE("redis: acquire, contend, release, and release again", "[redis][real]"
   Lock lock = a.locker.lock("orders", 5000);
   lock.acquire();
   CHECK(lock.fencing_token() == 1);
-  CHECK(raw(server, {"GET", "lock:orders"}).str == lock.unique_value());
-  const int64_t pttl_ms = raw(server, {"PTTL", "lock:orders"}).integer;
+  CHECK(raw(server, {"GET", "lock:{orders}"}).str == lock.unique_value());
+  const int64_t pttl_ms = raw(server, {"PTTL", "lock:{orders}"}).integer;
   CHECK(pttl_ms > 4000);
   CHECK(pttl_ms <= 5000);
   CHECK(lock.is_locked());
@@ -70,7 +143,7 @@ TEST_CASE("redis: acquire, contend, release, and release again", "[redis][real]"
   CHECK_FALSE(other.is_locked());
 
   CHECK(lock.release());
-  CHECK(raw(server, {"EXISTS", "lock:orders"}).integer == 0);
+  CHECK(raw(server, {"EXISTS", "lock:{orders}"}).integer == 0);
   CHECK_FALSE(lock.release());  // already gone: silent
   CHECK_THROWS_AS(lock.release({.throw_on_fail = true}), LockReleaseError);
   CHECK_FALSE(lock.is_locked());
@@ -90,10 +163,10 @@ TEST_CASE("redis: fencing tokens strictly increase across releases and expiries"
     if (i % 2 == 0) {
       lock.release();
     } else {
-      wait_until_gone(server, "lock:k");
+      wait_until_gone(server, "lock:{k}");
     }
   }
-  CHECK(raw(server, {"GET", "lock-fencing:k"}).str == "5");
+  CHECK(raw(server, {"GET", "lock-fencing:{k}"}).str == "5");
 }
 
 TEST_CASE("redis: extend lengthens our lock and never brings back an expired one",
@@ -105,24 +178,24 @@ TEST_CASE("redis: extend lengthens our lock and never brings back an expired one
   Lock lock = a.locker.lock("k", 1000);
   lock.acquire();
   lock.extend(60'000);
-  CHECK(raw(server, {"PTTL", "lock:k"}).integer > 50'000);
+  CHECK(raw(server, {"PTTL", "lock:{k}"}).integer > 50'000);
 
   Lock short_lived = a.locker.lock("short", 50);
   short_lived.acquire();
-  wait_until_gone(server, "lock:short");
+  wait_until_gone(server, "lock:{short}");
   CHECK_THROWS_AS(short_lived.extend(5000), LockExtendError);
-  CHECK(raw(server, {"EXISTS", "lock:short"}).integer == 0);  // not re-created
+  CHECK(raw(server, {"EXISTS", "lock:{short}"}).integer == 0);  // not re-created
 
   // Stolen: B holds the key after A's expired; A's release and extend leave B's lock intact.
   Lock mine = a.locker.lock("stolen", 50);
   mine.acquire();
-  wait_until_gone(server, "lock:stolen");
+  wait_until_gone(server, "lock:{stolen}");
   Lock theirs = b.locker.lock("stolen", 10'000);
   theirs.acquire();
   CHECK_FALSE(mine.release());
   CHECK_THROWS_AS(mine.extend(60'000), LockExtendError);
-  CHECK(raw(server, {"GET", "lock:stolen"}).str == theirs.unique_value());
-  CHECK(raw(server, {"PTTL", "lock:stolen"}).integer <= 10'000);
+  CHECK(raw(server, {"GET", "lock:{stolen}"}).str == theirs.unique_value());
+  CHECK(raw(server, {"PTTL", "lock:{stolen}"}).integer <= 10'000);
   CHECK(theirs.release());
 }
 
@@ -144,9 +217,9 @@ TEST_CASE("redis: key prefixes are honoured", "[redis][real]") {
   RedisClient a(server, {.key_prefix = "app:locks:", .fencing_prefix = "app:tokens:"});
   Lock lock = a.locker.lock("k", 5000);
   lock.acquire();
-  CHECK(raw(server, {"GET", "app:locks:k"}).str == lock.unique_value());
-  CHECK(raw(server, {"GET", "app:tokens:k"}).str == "1");
-  CHECK(raw(server, {"EXISTS", "lock:k"}).integer == 0);
+  CHECK(raw(server, {"GET", "app:locks:{k}"}).str == lock.unique_value());
+  CHECK(raw(server, {"GET", "app:tokens:{k}"}).str == "1");
+  CHECK(raw(server, {"EXISTS", "lock:{k}"}).integer == 0);
 }
 
 TEST_CASE("redis: a paused, crashed or confused server is a BackendError, never a held lock",
@@ -170,7 +243,7 @@ TEST_CASE("redis: a paused, crashed or confused server is a BackendError, never 
   CHECK(after_restart.release());
 
   // A lock key holding another type: the scripts' GET fails with WRONGTYPE.
-  raw(server, {"RPUSH", "lock:listy", "x"});
+  raw(server, {"RPUSH", "lock:{listy}", "x"});
   Lock confused = a.locker.lock("listy", 5000);
   CHECK_THROWS_AS(confused.release(), BackendError);
   CHECK_THROWS_WITH(confused.is_locked(),

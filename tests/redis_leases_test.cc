@@ -15,7 +15,7 @@
 namespace lockstep {
 namespace {
 
-// The production Redis lock with no key prefix, and with its extend or its grant replaced by one
+// The production Redis lock with no key prefix (keys are just the hash tag "{k}"), and with its extend or its grant replaced by one
 // with a bug. Everything else is the production adapter's.
 class UnprefixedRedis final : public LockAdapter {
  public:
@@ -30,7 +30,7 @@ class UnprefixedRedis final : public LockAdapter {
   FencingSupport fencing() const override { return inner_.fencing(); }
   AdapterResult create_lock(const LockSpec& spec) override {
     if (bug_ != Bug::grant_without_ttl) return inner_.create_lock(spec);
-    const RedisResult r = connection_.command({"SET", spec.key, spec.value, "NX"});
+    const RedisResult r = connection_.command({"SET", inner_.lock_key(spec.key), spec.value, "NX"});
     if (!r.ok()) return {.status = AdapterStatus::backend_error, .message = r.message};
     const bool set = r.reply.type == RedisReply::Type::status;
     return {.status = set ? AdapterStatus::ok : AdapterStatus::contended};
@@ -38,7 +38,8 @@ class UnprefixedRedis final : public LockAdapter {
   AdapterResult release_lock(const LockSpec& spec) override { return inner_.release_lock(spec); }
   AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override {
     if (bug_ != Bug::extend_without_owner_check) return inner_.extend_lock(spec, ttl_ms);
-    const RedisResult r = connection_.command({"PEXPIRE", spec.key, std::to_string(ttl_ms)});
+    const RedisResult r =
+        connection_.command({"PEXPIRE", inner_.lock_key(spec.key), std::to_string(ttl_ms)});
     if (!r.ok()) return {.status = AdapterStatus::backend_error, .message = r.message};
     const bool extended = r.reply.type == RedisReply::Type::integer && r.reply.integer == 1;
     return {.status = extended ? AdapterStatus::ok : AdapterStatus::not_owner};

@@ -11,6 +11,7 @@
 #include "adapters/redlock/redlock_adapter.h"
 #include "adapters/redlock/redlock_manager.h"
 #include "known_bad/known_bad.h"
+#include "real/silent_port.h"
 #include "scenarios/backends/registry.h"
 #include "scenarios/report/report.h"
 #include "scenarios/runner.h"
@@ -238,6 +239,54 @@ TEST_CASE("redlock: retry delays are drawn in [0, retry_delay_ms]", "[redlock]")
   });
 }
 
+namespace {
+
+// Sim time a default acquire spends failing against a key held for good on every node, its
+// jitter drawn from SeededRandom(seed); and the error message.
+std::pair<int64_t, std::string> default_acquire_failing(uint64_t seed) {
+  SimRig rig;
+  rig.occupy("lock:k", 5);
+  SeededRandom random(seed);
+  int64_t spent_us = 0;
+  std::string message;
+  rig.run([&] {
+    RedlockManager manager(
+        {.fanout = rig.fanout.get(), .clock = &rig.world.clock(rig.client), .random = &random});
+    const int64_t start_us = rig.world.now_us();
+    try {
+      manager.acquire("k");
+    } catch (const RedlockError& e) {
+      message = e.what();
+    }
+    spent_us = rig.world.now_us() - start_us;
+  });
+  return {spent_us, message};
+}
+
+}  // namespace
+
+TEST_CASE("redlock: by default an acquire retries, with jittered waits", "[redlock]") {
+  const RedlockSettings defaults;
+  REQUIRE(defaults.retry_count > 0);
+  REQUIRE(defaults.retry_delay_ms > 0);
+  const auto [spent_us, message] = default_acquire_failing(11);
+  CHECK_THAT(message,
+             Catch::Contains("after " + std::to_string(defaults.retry_count + 1) + " attempt(s)"));
+  // The waits are drawn, so they depend on the draw: the same seed gives the same run, another
+  // seed other waits.
+  CHECK(default_acquire_failing(11).first == spent_us);
+  CHECK(default_acquire_failing(12).first != spent_us);
+
+  // Under contention, the defaults get a lock that its holder's lease frees in the meantime.
+  SimRig rig;
+  for (auto& server : rig.servers) server->execute({"SET", "lock:k", "other", "PX", "300"}, 9);
+  rig.run([&] {
+    RedlockManager manager = rig.manager();
+    RedlockLock lock = manager.acquire("k");
+    CHECK(lock.release());
+  });
+}
+
 TEST_CASE("redlock: errors name their cause, and settings are validated", "[redlock]") {
   CHECK(to_string(RedlockErrorCause::not_enough_clients) == "not enough clients");
   CHECK(to_string(RedlockErrorCause::took_too_long) == "took too long to acquire");
@@ -369,7 +418,8 @@ TEST_CASE("real redlock: acquire, extend, release on 5 redis-servers", "[redlock
   RedlockManager manager = nodes.manager({.duration_ms = 2000});
   RedlockLock lock = manager.acquire("k");
   CHECK(lock.remaining_ms() > 1900);
-  CHECK(cause_of([&] { manager.acquire("k"); }) == RedlockErrorCause::no_consensus);
+  CHECK(cause_of([&] { manager.acquire("k", {.retry_count = 0}); }) ==
+        RedlockErrorCause::no_consensus);
   lock.extend({.duration_ms = 3000});
   CHECK(lock.remaining_ms() > 2900);
   CHECK(lock.release());
@@ -388,11 +438,69 @@ TEST_CASE("real redlock: one node paused is still a majority, three nodes down a
   CHECK(lock.release());
   nodes.servers[0]->resume();
   for (int i = 2; i < 5; ++i) nodes.servers[static_cast<size_t>(i)]->crash();
-  CHECK(cause_of([&] { manager.acquire("k"); }) == RedlockErrorCause::not_enough_clients);
+  CHECK(cause_of([&] { manager.acquire("k", {.retry_count = 0}); }) ==
+        RedlockErrorCause::not_enough_clients);
   nodes.servers[4]
       ->restart();  // back empty: a majority again (node 0 still holds "k": its release timed out)
   RedlockLock back = manager.acquire("k2");
   back.release();
+}
+
+namespace {
+
+// 3 redis-servers and, at endpoint index silent_index, a port whose connects never complete.
+struct ThreeAndSilent {
+  explicit ThreeAndSilent(size_t silent_index) {
+    PollingFanoutOptions options;
+    for (int i = 0; i < 3; ++i) {
+      servers.push_back(std::make_unique<real::RedisServerProcess>());
+      options.endpoints.push_back({.port = servers.back()->port()});
+    }
+    options.endpoints.insert(options.endpoints.begin() + static_cast<std::ptrdiff_t>(silent_index),
+                             {.port = silent.port()});
+    fanout = std::make_unique<PollingFanout>(std::move(options));
+  }
+  std::vector<std::unique_ptr<real::RedisServerProcess>> servers;
+  const real::SilentPort silent;
+  std::unique_ptr<PollingFanout> fanout;
+};
+
+}  // namespace
+
+TEST_CASE("real fan-out: a node whose connect never completes fails alone, by timeout",
+          "[redlock][real]") {
+  testing::require_redis_server();
+  ThreeAndSilent nodes(1);
+  PollingFanout& fanout = *nodes.fanout;
+  const std::vector<std::vector<std::string>> pings(4, {"PING"});
+  for (int round = 0; round < 2; ++round) {  // the second round reconnects to the silent node
+    const std::vector<RedisResult> results = fanout.command_all(pings, 100'000);
+    REQUIRE(results.size() == 4);
+    for (const size_t healthy : {0, 2, 3}) {
+      INFO(results[healthy].message);
+      CHECK(results[healthy].ok());
+      CHECK(results[healthy].reply.str == "PONG");
+    }
+    CHECK(results[1].status == IoStatus::timeout);
+  }
+}
+
+TEST_CASE("real redlock: 3 redis-servers and 1 node that never accepts still acquire and release",
+          "[redlock][real]") {
+  testing::require_redis_server();
+  ThreeAndSilent nodes(2);
+  SystemClock clock;
+  SystemRandom random;
+  RedlockManager manager({.fanout = nodes.fanout.get(),
+                          .clock = &clock,
+                          .random = &random,
+                          .settings = {.duration_ms = 2000, .request_timeout_ms = 100}});
+  RedlockLock lock = manager.acquire("k");  // quorum 3 of 4: the silent node's vote is not needed
+  CHECK(cause_of([&] { manager.acquire("k", {.retry_count = 0}); }) ==
+        RedlockErrorCause::no_consensus);
+  CHECK(lock.release());
+  RedlockLock again = manager.acquire("k");  // the failed attempt's cleanup released its votes
+  CHECK(again.release());
 }
 
 TEST_CASE("real redlock: scenarios against 5 redis-servers", "[redlock][real][runner]") {

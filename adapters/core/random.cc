@@ -1,6 +1,8 @@
 #include "adapters/core/random.h"
 
-#include <random>
+#include <sys/random.h>
+
+#include <cerrno>
 
 #include "base/check.h"
 
@@ -40,11 +42,9 @@ uint64_t lemire_below(uint64_t bound, Next&& next) {
   return static_cast<uint64_t>(product >> 64);
 }
 
-uint64_t seed_from_device() {
-  std::random_device device;
-  const uint64_t high = device();
-  return (high << 32) ^ device();
-}
+// getrandom(2) returns at most what was asked; 8 bytes never come short once the pool is ready,
+// but an interrupted call is retried. The bound only guards against a kernel that keeps failing.
+constexpr int kGetrandomTriesMax = 16;
 
 }  // namespace
 
@@ -110,11 +110,15 @@ std::string Random::hex_token(int bytes) {
   return token;
 }
 
-SystemRandom::SystemRandom() : prng_(seed_from_device()) {}
-
 uint64_t SystemRandom::next_u64() {
-  std::lock_guard<std::mutex> guard(mutex_);
-  return prng_.next_u64();
+  uint64_t value = 0;
+  for (int tries = 0; tries < kGetrandomTriesMax; ++tries) {
+    const ssize_t n = getrandom(&value, sizeof(value), 0);
+    if (n == static_cast<ssize_t>(sizeof(value))) return value;
+    LOCKSTEP_CHECK(n >= 0 || errno == EINTR, "getrandom failed");
+  }
+  LOCKSTEP_CHECK(false, "getrandom kept returning short reads");
+  return value;
 }
 
 }  // namespace lockstep

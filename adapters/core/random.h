@@ -6,7 +6,6 @@
 // defined); below() and chance() are defined here in integer arithmetic.
 #include <array>
 #include <cstdint>
-#include <mutex>
 #include <string>
 
 namespace lockstep {
@@ -53,15 +52,13 @@ class SeededRandom final : public Random {
   Prng prng_;
 };
 
-// A Random seeded from std::random_device, safe to share between threads: the real world.
+// The real world's Random: every draw comes from the OS (getrandom(2)), so lock values are
+// unpredictable (hex_token() is 128 bits of it) and a fork()ed child never repeats its parent's
+// values, as a user-space generator copied with the process would. Stateless, so safe to share
+// between threads. A failing getrandom is an assertion: lock values must never be guessable.
 class SystemRandom final : public Random {
  public:
-  SystemRandom();
   uint64_t next_u64() override;
-
- private:
-  std::mutex mutex_;
-  Prng prng_;
 };
 
 }  // namespace lockstep

@@ -178,8 +178,9 @@ AdapterResult MongoAdapter::extend_lock(const LockSpec& spec, int64_t ttl_ms) {
 
 AdapterResult MongoAdapter::is_valid_lock(const LockSpec& spec) {
   if (auto failed = ensure_indexes("is_locked")) return *failed;
-  const Sent sent = send(
-      cmd::find_owned(options_.collection, spec.key, spec.value, now(), options_.read_majority));
+  const Sent sent = send(cmd::find_owned(
+      options_.collection, spec.key, spec.value, now(),
+      options_.read_majority.value_or(options_.write_concern == MongoWriteConcern::majority)));
   if (sent.result.ok() && sent.outcome.kind == Kind::ok) {
     if (const auto found = first_batch_size(sent.result.reply))
       return *found > 0 ? AdapterResult{} : AdapterResult{.status = AdapterStatus::not_owner};

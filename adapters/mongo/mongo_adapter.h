@@ -18,7 +18,10 @@
 //   grant order, because a lease is confirmed before it can end and the next grant can begin).
 // - release: deleteOne({key, value, expire_at > now}); extend: updateOne({key, value,
 //   expire_at > now}, {expire_at: now + ttl}) without upsert, so a lock that is gone stays gone.
-// - is_valid: find({key, value, expire_at > now}), at readConcern majority when read_majority.
+// - is_valid: find({key, value, expire_at > now}), at readConcern majority when read_majority;
+//   unset, it follows the write concern: with w:majority a lock is only reported held once a
+//   majority has it (a primary's read could see a write that a failover then rolls back), with w:1
+//   the primary is read (a majority read could miss the client's own acknowledged write).
 // - now: the server's $$NOW (time_source server: an update pipeline and $expr filters) or the
 //   client's clock (time_source client: locco's `new Date()`, so a fast client clock can take a
 //   live lock).
@@ -60,8 +63,11 @@ struct MongoAdapterOptions {
   std::string fencing_collection = "lock_fencing";
   MongoTimeSource time_source = MongoTimeSource::server;
   MongoWriteConcern write_concern = MongoWriteConcern::majority;
-  int64_t write_concern_timeout_ms = 5000;  // wtimeout for w:majority
-  bool read_majority = false;               // is_valid reads at readConcern majority
+  // wtimeout for w:majority. The connection's command (socket) timeout must be longer, or the
+  // client gives up before the server can answer with a writeConcernError (MongocOptions' is).
+  int64_t write_concern_timeout_ms = 5000;
+  // is_valid reads at readConcern majority; unset: exactly when write_concern is majority.
+  std::optional<bool> read_majority{};
 };
 
 class MongoAdapter final : public LockAdapter {

@@ -38,7 +38,9 @@ std::string default_mongo_uri();
 struct MongocOptions {
   std::string uri = default_mongo_uri();
   int64_t connect_timeout_ms = 2000;
-  int64_t socket_timeout_ms = 2000;
+  // Above MongoAdapterOptions' default wtimeout (5000): a w:majority write that times out on the
+  // server comes back as a writeConcernError instead of a client-side socket timeout.
+  int64_t socket_timeout_ms = 10'000;
   int64_t server_selection_timeout_ms = 2000;
   std::string app_name = "lockstep";
 };

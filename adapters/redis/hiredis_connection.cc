@@ -1,5 +1,7 @@
 #include "adapters/redis/hiredis_connection.h"
 
+#include <poll.h>
+
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
 
@@ -65,6 +67,17 @@ RedisReply convert_hiredis_reply(const redisReply& reply) {
   }
 }
 
+namespace {
+
+// An idle Redis connection has nothing to read (no pub/sub here, every reply was consumed), so
+// readability or a hang-up means the server closed it (EOF or reset pending).
+bool peer_closed(int fd) {
+  pollfd entry{.fd = fd, .events = POLLIN, .revents = 0};
+  return ::poll(&entry, 1, 0) > 0 && (entry.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
+}
+
+}  // namespace
+
 HiredisConnection::HiredisConnection(HiredisOptions options) : options_(std::move(options)) {
   LOCKSTEP_CHECK(!options_.host.empty(), "a host to connect to");
   LOCKSTEP_CHECK(options_.port > 0 && options_.port < 65536, "a TCP port");
@@ -108,6 +121,9 @@ RedisResult HiredisConnection::connect() {
 
 RedisResult HiredisConnection::command(const std::vector<std::string>& argv) {
   LOCKSTEP_CHECK(!argv.empty(), "a command has a name");
+  // A restarted server closed this idle connection: reconnect before sending rather than report
+  // the stale socket as a backend error. Never a resend: the command has not been written yet.
+  if (context_ != nullptr && peer_closed(context_->fd)) disconnect();
   if (context_ == nullptr) {
     RedisResult connected_result = connect();
     if (!connected_result.ok()) return connected_result;

@@ -8,6 +8,9 @@
 // - After any I/O failure the hiredis context is unusable (and after a timeout a late reply may
 //   still be in flight), so it is freed. The next command connects afresh: at most one connect
 //   attempt per command, so a command takes at most connect_timeout_ms + command_timeout_ms.
+// - An open connection the server has closed while it sat idle (a restart) is noticed before the
+//   command is written (poll: EOF or reset pending) and replaced by a fresh connect, so a restart
+//   costs no error. A command already written is never sent again.
 // - Arguments are sent with their lengths: binary safe (NUL bytes, any bytes).
 // - Thread-compatible, not thread-safe: one connection per thread.
 // - Constructing one ignores SIGPIPE process-wide if it was at its default (hiredis 0.14 writes

@@ -11,6 +11,9 @@ RedisAdapter::RedisAdapter(RedisAdapterOptions options) : options_(std::move(opt
   LOCKSTEP_CHECK(options_.connection != nullptr, "RedisAdapter needs a connection");
   LOCKSTEP_CHECK(options_.key_prefix != options_.fencing_prefix,
                  "lock and fencing keys must not collide");
+  LOCKSTEP_CHECK(options_.key_prefix.find('{') == std::string::npos &&
+                     options_.fencing_prefix.find('{') == std::string::npos,
+                 "a prefix with '{' would move the hash tag off the key");
 }
 
 AdapterResult RedisAdapter::failure(const RedisResult& result, const char* op) const {

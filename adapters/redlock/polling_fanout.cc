@@ -1,6 +1,5 @@
 #include "adapters/redlock/polling_fanout.h"
 
-#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -29,6 +28,7 @@ struct PollingFanout::Link {
   redisContext* context = nullptr;
   std::string out;  // the formatted request
   size_t written = 0;
+  bool connecting = false;  // a non-blocking connect is in progress on context->fd
   Phase phase = Phase::idle;
   RedisResult result;
 
@@ -45,10 +45,8 @@ struct PollingFanout::Link {
   std::string name() const { return endpoint.host + ":" + std::to_string(endpoint.port); }
 };
 
-PollingFanout::PollingFanout(PollingFanoutOptions options)
-    : connect_timeout_ms_(options.connect_timeout_ms) {
+PollingFanout::PollingFanout(PollingFanoutOptions options) {
   LOCKSTEP_CHECK(!options.endpoints.empty(), "a fan-out needs at least one endpoint");
-  LOCKSTEP_CHECK(options.connect_timeout_ms > 0, "connect_timeout_ms must be positive");
   for (FanoutEndpoint& e : options.endpoints) {
     links_.push_back(std::make_unique<Link>());
     links_.back()->endpoint = std::move(e);
@@ -61,28 +59,23 @@ std::string PollingFanout::endpoint(size_t index) const { return links_.at(index
 
 namespace {
 
-// Opens the link if needed and makes its socket non-blocking. False (and the link failed) if not.
-bool ensure_connected(PollingFanout::Link& link, int64_t connect_timeout_ms) {
+// Starts opening the link if it has no connection: a non-blocking connect (hiredis sets
+// TCP_NODELAY), finished by on_connectable under the round's deadline, so a node whose port never
+// answers costs the round nothing beyond that deadline. False (and the link failed) if the connect
+// failed at once.
+bool ensure_connecting(PollingFanout::Link& link) {
   if (link.context != nullptr) return true;
-  const timeval tv{.tv_sec = static_cast<time_t>(connect_timeout_ms / 1000),
-                   .tv_usec = static_cast<suseconds_t>((connect_timeout_ms % 1000) * 1000)};
-  link.context = redisConnectWithTimeout(link.endpoint.host.c_str(), link.endpoint.port, tv);
+  link.context = redisConnectNonBlock(link.endpoint.host.c_str(), link.endpoint.port);
   if (link.context == nullptr || link.context->err != 0) {
     const std::string why = link.context != nullptr ? link.context->errstr : "out of memory";
     link.fail(IoStatus::connection_error, "connect to " + link.name() + ": " + why);
     return false;
   }
-  const int flags = fcntl(link.context->fd, F_GETFL);
-  if (flags < 0 || fcntl(link.context->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-    link.fail(IoStatus::connection_error,
-              "fcntl O_NONBLOCK on " + link.name() + ": " + std::strerror(errno));
-    return false;
-  }
+  link.connecting = true;
   return true;
 }
 
-void start_request(PollingFanout::Link& link, const std::vector<std::string>& argv,
-                   int64_t connect_timeout_ms) {
+void start_request(PollingFanout::Link& link, const std::vector<std::string>& argv) {
   link.result = {};
   link.written = 0;
   if (argv.empty()) {
@@ -90,7 +83,7 @@ void start_request(PollingFanout::Link& link, const std::vector<std::string>& ar
     link.phase = Phase::done;
     return;
   }
-  if (!ensure_connected(link, connect_timeout_ms)) return;
+  if (!ensure_connecting(link)) return;
   std::vector<const char*> args;
   std::vector<size_t> lengths;
   for (const std::string& a : argv) {
@@ -106,7 +99,24 @@ void start_request(PollingFanout::Link& link, const std::vector<std::string>& ar
   link.phase = Phase::writing;
 }
 
+// The socket of a connecting link became writable: the connect finished, well or not.
+void on_connectable(PollingFanout::Link& link) {
+  int error = 0;
+  socklen_t length = sizeof(error);
+  if (getsockopt(link.context->fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0) error = errno;
+  if (error != 0) {
+    link.fail(IoStatus::connection_error,
+              "connect to " + link.name() + ": " + std::strerror(error));
+    return;
+  }
+  link.connecting = false;
+}
+
 void on_writable(PollingFanout::Link& link) {
+  if (link.connecting) {
+    on_connectable(link);
+    if (link.connecting || link.phase == Phase::done) return;
+  }
   const ssize_t n = ::send(link.context->fd, link.out.data() + link.written,
                            link.out.size() - link.written, MSG_NOSIGNAL);
   if (n < 0) {
@@ -150,9 +160,10 @@ std::vector<RedisResult> PollingFanout::command_all(
   LOCKSTEP_CHECK(timeout_us > 0, "the fan-out timeout must be positive");
   const auto deadline = SteadyClock::now() + std::chrono::microseconds(timeout_us);
   for (size_t i = 0; i < links_.size(); ++i) {
-    start_request(*links_[i], argvs[i], connect_timeout_ms_);
-    // A fresh request fits the socket buffer: write it now rather than after a poll round.
-    if (links_[i]->phase == Phase::writing) on_writable(*links_[i]);
+    start_request(*links_[i], argvs[i]);
+    // A fresh request on an open connection fits the socket buffer: write it now rather than
+    // after a poll round. A connecting link waits for poll to say the connect finished.
+    if (links_[i]->phase == Phase::writing && !links_[i]->connecting) on_writable(*links_[i]);
   }
   std::vector<pollfd> fds;
   std::vector<Link*> polled;
@@ -181,6 +192,11 @@ std::vector<RedisResult> PollingFanout::command_all(
       else
         on_readable(*polled[i]);
     }
+  }
+  // At the deadline, replies that already arrived are read rather than thrown away with their
+  // connection: a node that answered in time counts even if poll woke too late to see it.
+  for (auto& link : links_) {
+    if (link->phase == Phase::reading) on_readable(*link);
   }
   std::vector<RedisResult> results;
   results.reserve(links_.size());

@@ -5,10 +5,12 @@
 // about one round trip to the slowest node.
 //
 // Invariants:
-// - A connection is opened lazily (blocking connect bounded by connect_timeout_ms; hiredis sets
-//   TCP_NODELAY) and closed after any failure or timeout, so a late reply is never read by a later
-//   call; the next call reconnects. A round therefore takes at most timeout_us plus one connect
-//   per node that needs one.
+// - A connection is opened lazily by a non-blocking connect that runs under the round's deadline
+//   like the request itself, so a round takes at most timeout_us whatever the nodes do: a node
+//   whose port never answers a SYN (a full accept backlog, dropped packets) fails alone, by
+//   timeout, and the other nodes' replies still count. A connection is closed after any failure
+//   or timeout, so a late reply is never read by a later call; the next call reconnects.
+// - At the deadline, replies already in the sockets are read before the rest are failed.
 // - Loopback only is the caller's business (hosts come from the options).
 // - Writes use MSG_NOSIGNAL: a reset peer is a connection_error, never SIGPIPE.
 // - Thread-compatible, not thread-safe: one fan-out per thread.
@@ -28,7 +30,6 @@ struct FanoutEndpoint {
 
 struct PollingFanoutOptions {
   std::vector<FanoutEndpoint> endpoints;
-  int64_t connect_timeout_ms = 200;
 };
 
 class PollingFanout final : public RedisFanout {
@@ -47,7 +48,6 @@ class PollingFanout final : public RedisFanout {
 
  private:
   std::vector<std::unique_ptr<Link>> links_;
-  int64_t connect_timeout_ms_;
 };
 
 }  // namespace lockstep

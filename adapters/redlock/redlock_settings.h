@@ -25,8 +25,11 @@ inline constexpr int64_t kRedlockDefaultDurationMs = 10'000;
 
 struct RedlockSettings {
   int64_t duration_ms = kRedlockDefaultDurationMs;
-  int retry_count = 0;
-  int64_t retry_delay_ms = 500;
+  // Redis-DLM's defaults are 0 retries (one attempt: contenders give up at once); these are
+  // node-redlock's count and delay, so a default acquire outlasts a short-held lock. Each wait is
+  // drawn in [0, retry_delay_ms] (Redis-DLM's jitter), so contenders spread out.
+  int retry_count = 10;
+  int64_t retry_delay_ms = 200;
   int64_t max_hold_time_ms = 60'000;
   double drift_factor = 0.001;
   int64_t drift_constant_ms = 5;

@@ -12,10 +12,14 @@ constexpr int64_t kUsPerMs = 1000;
 }  // namespace
 
 std::string RedisLeaseEvents::shown_key(const std::string& key) const {
-  if (!lock_prefix_.empty() && key.rfind(lock_prefix_, 0) == 0) {
-    return key.substr(lock_prefix_.size());
+  std::string shown = key;
+  if (!lock_prefix_.empty() && shown.rfind(lock_prefix_, 0) == 0) {
+    shown = shown.substr(lock_prefix_.size());
   }
-  return key;
+  if (hash_tagged_ && shown.size() >= 2 && shown.front() == '{' && shown.back() == '}') {
+    shown = shown.substr(1, shown.size() - 2);
+  }
+  return shown;
 }
 
 std::optional<HistoryEvent> RedisLeaseEvents::on_event(std::string_view node_name,

@@ -26,10 +26,12 @@ namespace lockstep {
 
 class RedisLeaseEvents {
  public:
-  // lock_prefix: the adapter's lock key prefix, dropped from the keys recorded ("" for none).
+  // lock_prefix: the adapter's lock key prefix, dropped from the keys recorded ("" for none);
+  // hash_tagged: the adapter wraps the key in a hash tag ("{k}", after any prefix), dropped too;
   // group: the server name events carry ("": each node's own name).
-  explicit RedisLeaseEvents(std::string lock_prefix, std::string group = {})
-      : lock_prefix_(std::move(lock_prefix)), group_(std::move(group)) {}
+  explicit RedisLeaseEvents(std::string lock_prefix, bool hash_tagged = false,
+                            std::string group = {})
+      : lock_prefix_(std::move(lock_prefix)), hash_tagged_(hash_tagged), group_(std::move(group)) {}
 
   // The history event for e on node_name, or nullopt when it is no lease fact.
   std::optional<HistoryEvent> on_event(std::string_view node_name, const sim::KeyspaceEvent& e);
@@ -38,6 +40,7 @@ class RedisLeaseEvents {
   std::string shown_key(const std::string& key) const;
 
   std::string lock_prefix_;
+  bool hash_tagged_;
   std::string group_;
   // Per node, per key: the value whose lease the key holds now (ordered: nothing walks it by hash).
   std::map<std::string, std::map<std::string, std::string>, std::less<>> leased_;

@@ -6,7 +6,7 @@
 // Lease facts come from the server, not from the clients: a SET of a lock key is a grant for its
 // PX (no PX: a lease that never ends), a PEXPIRE an extend, a DEL a revoke by whoever sent it;
 // lazy expiry ends nothing (the promise simply runs out). Writes a replica applies by replication
-// are not grants. The lock key of resource "k" is the adapter's key_prefix + "k".
+// are not grants. The lock key of resource "k" is the adapter's key_prefix + "{k}" (a hash tag).
 #include <functional>
 #include <memory>
 #include <vector>

@@ -93,7 +93,8 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
       return;
     }
     if (pending_grant_ && e.kind == sim::KeyspaceEvent::Kind::set &&
-        e.client == pending_grant_->client && e.key == kFencingPrefix + pending_grant_->key) {
+        e.client == pending_grant_->client &&
+        e.key == RedisAdapter::hash_tagged(kFencingPrefix, pending_grant_->key)) {
       int64_t token = 0;
       if (sim::parse_int64(e.value, token) && token > 0) {
         pending_grant_->has_token = true;
@@ -125,7 +126,8 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
   sim::World& world_;
   Recorder& recorder_;
   // Leases follow the lock, not the node: the primary and its replica are one replication group.
-  RedisLeaseEvents leases_{kLockPrefix, "redis"};
+  // Lock keys are kLockPrefix + "{" + key + "}" (RedisAdapter::hash_tagged).
+  RedisLeaseEvents leases_{kLockPrefix, /*hash_tagged=*/true, "redis"};
   std::optional<HistoryEvent> pending_grant_;
   RedisAdapterFactory make_adapter_;
   int64_t command_timeout_us_ = 0;
