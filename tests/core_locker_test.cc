@@ -1,8 +1,10 @@
 // Locker and Lock: the API contracts, over the memory adapter and scripted fakes, on a manual
 // clock that advances only when someone sleeps on it (no real sleeps here).
+#include <atomic>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -576,4 +578,135 @@ TEST_CASE("an extend whose reply comes after its whole TTL is not reported as he
   CHECK_NOTHROW(lock.extend(400));
 }
 
+}  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+template <class Error, class Fn>
+std::string message_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  FAIL("expected the error type");
+  return {};
+}
+
+TEST_CASE("an acquire whose reply never came is outcome unknown, and says what to do", "[locker]") {
+  Fixture f;
+  f.scripted.create_result = {.status = AdapterStatus::outcome_unknown,
+                              .message = "acquire on redis:1: timeout"};
+  Lock lock =
+      f.scripted_locker(RetrySettings{.retry_delay_ms = 10, .retry_times = 3}).lock("k", 1000);
+  const std::string message = message_of<LockOutcomeUnknownError>([&] { lock.acquire(); });
+  CHECK(lock.attempts() == 1);  // never retried: a retry could not tell whether it holds it
+  CHECK_THAT(message, Catch::Contains("outcome unknown (acquire on redis:1: timeout)") &&
+                          Catch::Contains("release()") && Catch::Contains("TTL"));
+  CHECK(lock.valid_until_us() == 0);  // not reported as held
+}
+
+TEST_CASE("an extend whose reply never came is outcome unknown and keeps the old validity",
+          "[locker]") {
+  Fixture f;
+  f.scripted.create_result = {};
+  Lock lock = f.scripted_locker().lock("k", 1000);
+  lock.acquire();
+  const int64_t valid_until_us = lock.valid_until_us();
+  f.clock.advance_ms(200);
+  f.scripted.extend_result = {.status = AdapterStatus::outcome_unknown, .message = "timeout"};
+  const std::string message = message_of<LockOutcomeUnknownError>([&] { lock.extend(1000); });
+  CHECK_THAT(message, Catch::Contains("outcome unknown") &&
+                          Catch::Contains("valid_until_us() is unchanged"));
+  CHECK(lock.valid_until_us() == valid_until_us);
+  // A BackendError still, for callers that only tell errors from contention.
+  CHECK_THROWS_AS(lock.extend(1000), BackendError);
+}
+
+TEST_CASE("a release whose reply never came is outcome unknown, not silently false", "[locker]") {
+  Fixture f;
+  f.scripted.create_result = {};
+  Lock lock = f.scripted_locker().lock("k", 1000);
+  lock.acquire();
+  f.scripted.release_result = {.status = AdapterStatus::outcome_unknown, .message = "timeout"};
+  const std::string message = message_of<LockOutcomeUnknownError>([&] { lock.release(); });
+  CHECK_THAT(message, Catch::Contains("may or may not have been removed"));
+}
+
+TEST_CASE("a retry that gives up names the adapter's last reason, not only contention",
+          "[locker]") {
+  Fixture f;
+  f.scripted.create_result = {.status = AdapterStatus::contended,
+                              .message = "quorum not reached: 0 of 5 nodes agreed, 5 timed out"};
+  Lock lock =
+      f.scripted_locker(RetrySettings{.retry_delay_ms = 10, .retry_times = 2}).lock("k", 1000);
+  const RetryError error = retry_error_of(lock);
+  CHECK_THAT(error.what(), Catch::Contains("5 timed out"));
+  CHECK_THAT(error.what(), !Catch::Contains("held by another owner"));
+  try {
+    std::rethrow_exception(error.last_cause());
+  } catch (const LockCreateError& cause) {
+    CHECK_THAT(cause.what(), Catch::Contains("was not granted: quorum not reached"));
+  }
+  SECTION("plain contention still reads as another owner") {
+    f.scripted.create_result = {.status = AdapterStatus::contended};
+    Lock other = f.scripted_locker().lock("k", 1000);
+    CHECK_THAT(retry_error_of(other).what(), Catch::Contains("held by another owner"));
+  }
+}
+
+TEST_CASE("an extend refused for a reason of the adapter's keeps that reason", "[locker]") {
+  Fixture f;
+  f.scripted.create_result = {};
+  Lock lock = f.scripted_locker().lock("k", 1000);
+  lock.acquire();
+  f.scripted.extend_result = {.status = AdapterStatus::not_owner,
+                              .message = "max hold time exceeded"};
+  const std::string message = message_of<LockExtendError>([&] { lock.extend(1000); });
+  CHECK_THAT(message, Catch::Contains("max hold time exceeded"));
+  CHECK_THAT(message, !Catch::Contains("expired or another owner"));
+}
+
+}  // namespace
+}  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+// What locker.h promises about threads: one Locker per thread, over one shared MemoryAdapter (the
+// adapter that may be shared), excludes across threads. Run under ThreadSanitizer by
+// scripts/test.sh ("under real threads").
+TEST_CASE("one Locker per thread over a shared memory adapter excludes under real threads",
+          "[locker][threads]") {
+  SystemClock clock;
+  SystemRandom random;
+  MemoryAdapter shared({.clock = &clock});
+  constexpr int kThreads = 4;
+  constexpr int kAcquiresPerThread = 300;
+  std::atomic<int> inside{0};
+  std::atomic<int> overlaps{0};
+  std::atomic<int> acquired{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      Locker locker({.adapter = &shared,
+                     .clock = &clock,
+                     .random = &random,
+                     .retry = {.retry_delay_ms = 1, .retry_times = 1000}});
+      for (int i = 0; i < kAcquiresPerThread; ++i) {
+        locker.lock("shared", 60'000).acquire([&](Lock&) {
+          if (inside.fetch_add(1) != 0) overlaps.fetch_add(1);
+          acquired.fetch_add(1);
+          inside.fetch_sub(1);
+        });
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  CHECK(overlaps.load() == 0);
+  CHECK(acquired.load() == kThreads * kAcquiresPerThread);
+}
+
+}  // namespace
 }  // namespace lockstep

@@ -236,14 +236,28 @@ TEST_CASE("adapter: decisions over a scripted connection", "[mongo][adapter]") {
     CHECK_THAT(result.message, Catch::Contains("findAndModify unexpected reply"));
     CHECK(connection.sent.back()["delete"] == "locks");
   }
-  SECTION("a transport failure names the endpoint and sends nothing more") {
+  SECTION("a timed-out upsert may have been applied: outcome unknown, nothing more sent") {
     ScriptedConnection connection(
         {indexes, {.status = IoStatus::timeout, .message = "socket timeout"}});
     MongoAdapter adapter({.connection = &connection});
     const AdapterResult result = adapter.create_lock(kSpec);
-    CHECK(result.status == AdapterStatus::backend_error);
+    CHECK(result.status == AdapterStatus::outcome_unknown);
     CHECK(result.message == "acquire on scripted:0: update timeout (socket timeout)");
     CHECK(connection.sent.size() == 2);
+  }
+  SECTION("a refused connection is a plain backend error") {
+    ScriptedConnection connection(
+        {indexes, {.status = IoStatus::connection_error, .message = "refused"}});
+    MongoAdapter adapter({.connection = &connection});
+    CHECK(adapter.create_lock(kSpec).status == AdapterStatus::backend_error);
+  }
+  SECTION("a transport failure after the lock document was written leaves it ours: unknown") {
+    ScriptedConnection connection(
+        {indexes, inserted, {.status = IoStatus::connection_error, .message = "reset"}});
+    MongoAdapter adapter({.connection = &connection});
+    const AdapterResult result = adapter.create_lock(kSpec);
+    CHECK(result.status == AdapterStatus::outcome_unknown);
+    CHECK(connection.sent.size() == 3);  // no cleanup over a broken transport
   }
   SECTION("client time reads the clock once per operation") {
     FixedClock clock;

@@ -16,6 +16,7 @@ std::string_view to_string(AdapterStatus status) {
     case AdapterStatus::contended: return "contended";
     case AdapterStatus::not_owner: return "not_owner";
     case AdapterStatus::backend_error: return "backend_error";
+    case AdapterStatus::outcome_unknown: return "outcome_unknown";
   }
   return "unknown";
 }

@@ -3,7 +3,8 @@
 //
 // An adapter makes exactly one attempt per call; retrying is the Locker's job. Expected failures
 // come back as values (AdapterStatus), never as exceptions: contention on create, a lock that is
-// gone or owned by someone else on release and extend, a backend that failed. Every operation is
+// gone or owned by someone else on release and extend, a backend that failed, a write whose reply
+// never came (it may or may not have taken effect: outcome_unknown). Every operation is
 // owner-checked: release and extend act only when the stored value equals spec.value, and extend
 // never re-creates a lock that is gone.
 #include <cstdint>
@@ -21,13 +22,19 @@ enum class AdapterStatus {
   contended,      // create: the key is held by another owner
   not_owner,      // release/extend/is_valid: the lock is gone or belongs to another owner
   backend_error,  // the backend failed or answered something unexpected; message says what
+  // create/extend/release: the request may have reached the backend but its reply never came (a
+  // timeout after sending, a write applied but not acknowledged as asked): it may have taken
+  // effect or not. Never for reads (is_valid), which change nothing; never when nothing was sent.
+  outcome_unknown,
 };
 std::string_view to_string(AdapterStatus status);
 
 struct AdapterResult {
   AdapterStatus status = AdapterStatus::ok;
   uint64_t fencing_token = 0;  // create: the grant's token when fencing is monotonic, else 0
-  std::string message{};       // backend_error: what went wrong
+  // backend_error, outcome_unknown: what went wrong; contended, not_owner: why, when the adapter
+  // knows more than the status says (which nodes refused, a hold-time limit), else empty.
+  std::string message{};
 
   bool ok() const { return status == AdapterStatus::ok; }
 };

@@ -15,10 +15,12 @@ class LockError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The lock is held by another owner: contention. The only error acquire() retries.
+// The lock was not granted because of contention (another owner holds it, or, for Redlock, no
+// quorum agreed): the only error acquire() retries. detail is what the adapter knew beyond that
+// (Redlock: how many nodes refused, how many timed out), so a retry that gives up says why.
 class LockCreateError : public LockError {
  public:
-  explicit LockCreateError(const std::string& key);
+  explicit LockCreateError(const std::string& key, const std::string& detail = {});
   const std::string& key() const { return key_; }
 
  private:
@@ -64,6 +66,13 @@ class ValidationError : public LockError {
 class BackendError : public LockError {
  public:
   using LockError::LockError;
+};
+
+// A create, extend or release was sent but its reply never came: it may have taken effect or
+// not. The message says what the caller can still rely on and what to do. Not retried.
+class LockOutcomeUnknownError : public BackendError {
+ public:
+  using BackendError::BackendError;
 };
 
 }  // namespace lockstep

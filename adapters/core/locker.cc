@@ -18,14 +18,34 @@ void validate_options(const LockerOptions& options) {
 
 std::string quoted(const std::string& key) { return "\"" + key + "\""; }
 
+// What a caller can still rely on after each operation whose outcome is unknown, and what to do.
+std::string_view unknown_outcome_advice(std::string_view operation) {
+  if (operation == "create") {
+    return "the lock may have been granted to this value: it is not reported as held; release() "
+           "it to free the key now, or leave it to expire with its TTL";
+  }
+  if (operation == "extend") {
+    return "the lease may or may not have been lengthened: rely only on the validity known "
+           "before (valid_until_us() is unchanged), and extend again or stop working before it";
+  }
+  return "the lock may or may not have been removed: it ends with its TTL at the latest; "
+         "release() again to make sure";
+}
+
 // A status the operation cannot return, or a backend failure: both mean we do not know the truth.
+// A write whose reply never came says so, and what the caller can do about it.
 [[noreturn]] void throw_backend_error(const LockAdapter& adapter, std::string_view operation,
                                       const LockSpec& spec, const AdapterResult& result) {
+  const std::string what =
+      std::string(adapter.name()) + " " + std::string(operation) + " of lock " + quoted(spec.key);
+  if (result.status == AdapterStatus::outcome_unknown) {
+    throw LockOutcomeUnknownError(what + ": outcome unknown (" + result.message +
+                                  "): " + std::string(unknown_outcome_advice(operation)));
+  }
   const std::string detail = result.status == AdapterStatus::backend_error
                                  ? result.message
                                  : "unexpected status " + std::string(to_string(result.status));
-  throw BackendError(std::string(adapter.name()) + " " + std::string(operation) + " of lock " +
-                     quoted(spec.key) + " failed: " + detail);
+  throw BackendError(what + " failed: " + detail);
 }
 
 // Attempts one acquire may make: 1 + retry_times. A delay function without retry_times is
@@ -93,8 +113,10 @@ std::string exhausted_reason(const RetrySettings& settings) {
   return "no retries configured";
 }
 
-RetryError give_up(const std::string& key, int attempts, const std::string& why) {
-  const LockCreateError cause(key);
+// last_detail: what the adapter said about the last refused attempt ("" when only "contended").
+RetryError give_up(const std::string& key, int attempts, const std::string& why,
+                   const std::string& last_detail) {
+  const LockCreateError cause(key, last_detail);
   return RetryError("could not acquire lock " + quoted(key) + " after " + std::to_string(attempts) +
                         " attempt(s): " + why + "; last cause: " + cause.what(),
                     attempts, std::make_exception_ptr(cause));
@@ -140,6 +162,7 @@ Lock& Lock::acquire() {
   attempts_ = 0;
 
   const int attempts_max = max_attempts(settings);
+  std::string last_detail;  // the adapter's word on the last refusal
   for (int attempt = 0; attempt < attempts_max; ++attempt) {
     attempts_ = attempt + 1;
     const int64_t attempt_started_us = clock.monotonic_us();
@@ -148,7 +171,8 @@ Lock& Lock::acquire() {
       // The grant arrived after its whole TTL had passed (a slow reply, a pause): the lease may
       // already belong to someone else. Never report it as held; clean up and count it as failed.
       options_.adapter->release_lock(spec_);
-      result = {.status = AdapterStatus::contended};
+      result = {.status = AdapterStatus::contended,
+                .message = "the grant came after the whole TTL had passed (released again)"};
     }
     if (result.ok()) {
       if (fencing() == FencingSupport::monotonic) fencing_token_ = result.fencing_token;
@@ -161,17 +185,19 @@ Lock& Lock::acquire() {
     if (result.status != AdapterStatus::contended) {
       throw_backend_error(*options_.adapter, "create", spec_, result);  // never retried
     }
+    last_detail = std::move(result.message);
     if (attempts_ == attempts_max) break;
     progress.attempt_number = attempt;
     const std::optional<int64_t> delay_ms = next_delay_ms(settings, *options_.random, progress);
-    if (!delay_ms) throw give_up(spec_.key, attempts_, "stopped by retry_delay_fn");
+    if (!delay_ms) throw give_up(spec_.key, attempts_, "stopped by retry_delay_fn", last_detail);
     progress.previous_delay_ms = *delay_ms;
     if (!sleep_within_deadline(clock, *delay_ms, deadline_us)) {
       throw give_up(spec_.key, attempts_,
-                    "total_time_ms = " + std::to_string(*settings.total_time_ms) + " spent");
+                    "total_time_ms = " + std::to_string(*settings.total_time_ms) + " spent",
+                    last_detail);
     }
   }
-  throw give_up(spec_.key, attempts_, exhausted_reason(settings));
+  throw give_up(spec_.key, attempts_, exhausted_reason(settings), last_detail);
 }
 
 bool Lock::release(ReleaseOptions options) {
@@ -212,9 +238,11 @@ void Lock::extend(int64_t ttl_ms) {
     return;
   }
   if (result.status == AdapterStatus::not_owner) {
-    throw LockExtendError("lock " + quoted(spec_.key) +
-                          " is no longer held by this owner (it expired or another owner took "
-                          "it); extend does not re-create it");
+    // The adapter may know why (Redlock: the maximum hold time, a lost quorum): keep its word.
+    throw LockExtendError("lock " + quoted(spec_.key) + " is no longer held by this owner" +
+                          (result.message.empty() ? " (it expired or another owner took it)"
+                                                  : " (" + result.message + ")") +
+                          "; extend does not re-create it");
   }
   throw_backend_error(*options_.adapter, "extend", spec_, result);
 }

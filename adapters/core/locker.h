@@ -13,7 +13,15 @@
 // Invariants: a Lock has one unique value for its whole life (drawn from the Random seam at
 // creation); acquire() reports success only when the adapter confirmed the grant; only contention
 // is retried; the key, TTL and retry settings are validated when the Lock is made, so a bad
-// argument fails before anything is sent. A Lock is used by one thread at a time.
+// argument fails before anything is sent.
+//
+// Threads: a Locker, its Locks and its adapter belong to one thread. Neither Locker nor Lock takes
+// a lock of its own, and the Redis, Redlock and Mongo adapters keep unguarded per-connection state
+// (a hiredis context, Redlock's map of held locks, a mongoc client). Give each thread its own
+// Locker over its own adapter and connection, all pointing at the same servers: that is how
+// separate processes use a distributed lock anyway. The one adapter that may be shared is
+// MemoryAdapter (its table has a mutex): Lockers on many threads may use one MemoryAdapter.
+// SystemRandom and SystemClock are stateless and may be shared too.
 #include <cstdint>
 #include <exception>
 #include <optional>

@@ -56,10 +56,13 @@ MongoAdapter::Sent MongoAdapter::send(const MongoDocument& command) {
   return sent;
 }
 
-AdapterResult MongoAdapter::failure(const char* op, const char* command, const Sent& sent) const {
+AdapterResult MongoAdapter::failure(const char* op, const char* command, const Sent& sent,
+                                    bool writes) const {
   const std::string where = fmt::format("{} on {}", op, options_.connection->endpoint());
   if (!sent.result.ok()) {
-    return {.status = AdapterStatus::backend_error,
+    // A write the socket timed out on may have been applied: only its reply is known lost.
+    const bool maybe_applied = writes && sent.result.status == IoStatus::timeout;
+    return {.status = maybe_applied ? AdapterStatus::outcome_unknown : AdapterStatus::backend_error,
             .message = fmt::format("{}: {} {} ({})", where, command, to_string(sent.result.status),
                                    sent.result.message)};
   }
@@ -74,7 +77,9 @@ AdapterResult MongoAdapter::failure(const char* op, const char* command, const S
   }
   const std::string detail =
       sent.outcome.message.empty() ? sent.result.reply.dump() : sent.outcome.message;
-  return {.status = AdapterStatus::backend_error,
+  // Applied on the primary but not replicated as asked: a failover may roll it back, or not.
+  const bool maybe_applied = writes && sent.outcome.kind == Kind::write_concern_error;
+  return {.status = maybe_applied ? AdapterStatus::outcome_unknown : AdapterStatus::backend_error,
           .message = fmt::format("{}: {} {}: {}", where, command, what, detail)};
 }
 
@@ -85,7 +90,7 @@ std::optional<AdapterResult> MongoAdapter::ensure_indexes(const char* op) {
     indexes_ready_ = true;
     return std::nullopt;
   }
-  return failure(op, "createIndexes", sent);
+  return failure(op, "createIndexes", sent, /*writes=*/false);
 }
 
 std::string MongoAdapter::best_effort_release(const LockSpec& spec, const MongoNow& at) {
@@ -102,7 +107,14 @@ AdapterResult MongoAdapter::create_lock(const LockSpec& spec) {
   if (auto failed = ensure_indexes("acquire")) return *failed;
   const MongoNow at = now();
   auto not_held = [&](const char* command, const Sent& sent) {
-    AdapterResult result = failure("acquire", command, sent);
+    // After a transport failure the lock document we wrote stays (nothing cleans it up): the
+    // key may be ours until its TTL, which only outcome_unknown says. After an answered failure
+    // the best-effort release below ran, and its word is in the message.
+    AdapterResult result = failure("acquire", command, sent, /*writes=*/false);
+    if (!sent.result.ok()) {
+      result.status = AdapterStatus::outcome_unknown;
+      result.message += "; the lock document written before it may hold the key until its TTL";
+    }
     // Only when the server answered: after a transport failure the next command would most
     // likely fail the same way, and the TTL frees the key anyway.
     if (sent.result.ok())
@@ -114,11 +126,11 @@ AdapterResult MongoAdapter::create_lock(const LockSpec& spec) {
   // another owner makes the upsert collide.
   const Sent upsert = send(
       cmd::acquire(options_.collection, spec.key, spec.value, spec.ttl_ms, at, write_concern()));
-  if (!upsert.result.ok()) return failure("acquire", "update", upsert);
+  if (!upsert.result.ok()) return failure("acquire", "update", upsert, /*writes=*/true);
   if (upsert.outcome.kind == Kind::duplicate_key) return {.status = AdapterStatus::contended};
   // Applied on the primary but not acknowledged as asked (e.g. no majority): not a grant.
   if (upsert.outcome.kind == Kind::write_concern_error) return not_held("update", upsert);
-  if (upsert.outcome.kind != Kind::ok) return failure("acquire", "update", upsert);
+  if (upsert.outcome.kind != Kind::ok) return failure("acquire", "update", upsert, /*writes=*/true);
   const bool inserted = upsert.outcome.upserted && upsert.outcome.n == 1;
   const bool taken_over = !upsert.outcome.upserted && upsert.outcome.n == 2;
   if (!upsert.outcome.upserted && upsert.outcome.n == 1) {
@@ -158,7 +170,7 @@ AdapterResult MongoAdapter::owner_checked(const char* op, const char* command,
     if (sent.outcome.n == 1) return {};
     if (sent.outcome.n == 0) return {.status = AdapterStatus::not_owner};
   }
-  return failure(op, command, sent);
+  return failure(op, command, sent, /*writes=*/true);
 }
 
 AdapterResult MongoAdapter::release_lock(const LockSpec& spec) {
@@ -185,7 +197,7 @@ AdapterResult MongoAdapter::is_valid_lock(const LockSpec& spec) {
     if (const auto found = first_batch_size(sent.result.reply))
       return *found > 0 ? AdapterResult{} : AdapterResult{.status = AdapterStatus::not_owner};
   }
-  return failure("is_locked", "find", sent);
+  return failure("is_locked", "find", sent, /*writes=*/false);
 }
 
 }  // namespace lockstep

@@ -28,7 +28,10 @@
 // - Indexes: createIndexes for both, on first use, idempotently; a failed attempt is retried on
 //   the next operation, and the operation fails with backend_error meanwhile.
 // Transport failures, command errors and write-concern errors become backend_error with the
-// endpoint and the cause; an acquire that cannot be confirmed is never reported as held.
+// endpoint and the cause, except where a write may have taken effect: a socket timeout on a
+// write, a transport failure after the acquire's document was written, a write-concern error on
+// release or extend are outcome_unknown. An acquire that cannot be confirmed is never reported
+// as held.
 // - A create whose document the server wrote but that cannot be reported held (a writeConcernError
 //   on any of its three writes, a failed or unusable findAndModify) deletes its document again,
 //   best effort: owner-checked and unexpired, with {"w": 1} so it does not wait out the wtimeout
@@ -96,7 +99,9 @@ class MongoAdapter final : public LockAdapter {
   MongoDocument write_concern() const;
   Sent send(const MongoDocument& command);
   // backend_error naming the op, the endpoint, the command and the cause.
-  AdapterResult failure(const char* op, const char* command, const Sent& sent) const;
+  // writes: the command changes documents, so a socket timeout or a write concern error leaves
+  // its outcome unknown (outcome_unknown) rather than failed.
+  AdapterResult failure(const char* op, const char* command, const Sent& sent, bool writes) const;
   // createIndexes unless done; an error result when it failed (retried on the next operation).
   std::optional<AdapterResult> ensure_indexes(const char* op);
   // release/extend: n == 1 -> ok, n == 0 -> not_owner, anything else -> backend_error.

@@ -16,9 +16,12 @@ RedisAdapter::RedisAdapter(RedisAdapterOptions options) : options_(std::move(opt
                  "a prefix with '{' would move the hash tag off the key");
 }
 
-AdapterResult RedisAdapter::failure(const RedisResult& result, const char* op) const {
+AdapterResult RedisAdapter::failure(const RedisResult& result, const char* op, bool writes) const {
   if (!result.ok()) {
-    return {.status = AdapterStatus::backend_error,
+    // A write that timed out may have been applied: the script may have run and only its reply
+    // been lost. The caller must know that, not read it as "nothing happened".
+    const bool maybe_applied = writes && result.status == IoStatus::timeout;
+    return {.status = maybe_applied ? AdapterStatus::outcome_unknown : AdapterStatus::backend_error,
             .message = fmt::format("{} on {}: {} ({})", op, options_.connection->endpoint(),
                                    to_string(result.status), result.message)};
   }
@@ -32,7 +35,7 @@ AdapterResult RedisAdapter::owner_checked(const RedisResult& result, const char*
     if (result.reply.integer == 1) return {};
     if (result.reply.integer == 0) return {.status = AdapterStatus::not_owner};
   }
-  return failure(result, op);
+  return failure(result, op, /*writes=*/true);
 }
 
 AdapterResult RedisAdapter::create_lock(const LockSpec& spec) {
@@ -43,7 +46,7 @@ AdapterResult RedisAdapter::create_lock(const LockSpec& spec) {
   if (result.ok() && result.reply.type == RedisReply::Type::integer && result.reply.integer > 0) {
     return {.fencing_token = static_cast<uint64_t>(result.reply.integer)};
   }
-  return failure(result, "acquire");
+  return failure(result, "acquire", /*writes=*/true);
 }
 
 AdapterResult RedisAdapter::release_lock(const LockSpec& spec) {
@@ -61,7 +64,7 @@ AdapterResult RedisAdapter::extend_lock(const LockSpec& spec, int64_t ttl_ms) {
 AdapterResult RedisAdapter::is_valid_lock(const LockSpec& spec) {
   const RedisResult result = options_.connection->command({"GET", lock_key(spec.key)});
   if (!result.ok() || (result.reply.type != RedisReply::Type::string && !result.reply.is_nil())) {
-    return failure(result, "is_locked");
+    return failure(result, "is_locked", /*writes=*/false);
   }
   if (result.reply.type == RedisReply::Type::string && result.reply.str == spec.value) return {};
   return {.status = AdapterStatus::not_owner};

@@ -15,8 +15,9 @@
 // Run the lock's Redis with maxmemory-policy noeviction (or a volatile-* policy): with noeviction a
 // full server refuses the grant (an error, reported as backend_error) rather than forget a token.
 //
-// Transport failures and unexpected replies become backend_error with
-// the endpoint and the cause; an acquire that cannot be confirmed is never reported as held.
+// Transport failures and unexpected replies become backend_error with the endpoint and the cause,
+// except a write (acquire, release, extend) that timed out: outcome_unknown, since its script may
+// have run. An acquire that cannot be confirmed is never reported as held.
 #include <string>
 
 #include "adapters/core/adapter.h"
@@ -55,7 +56,8 @@ class RedisAdapter final : public LockAdapter {
  private:
   // 1 -> ok, 0 -> not_owner, anything else -> backend_error.
   AdapterResult owner_checked(const RedisResult& result, const char* op) const;
-  AdapterResult failure(const RedisResult& result, const char* op) const;
+  // writes: the command changes the keyspace, so a timeout leaves its outcome unknown.
+  AdapterResult failure(const RedisResult& result, const char* op, bool writes) const;
 
   RedisAdapterOptions options_;
 };
