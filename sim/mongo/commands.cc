@@ -1,5 +1,7 @@
 #include "sim/mongo/commands.h"
 
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "sim/mongo/matcher.h"
@@ -465,9 +467,25 @@ IndexSpec parse_index(const Doc& spec) {
   }
   if (spec.contains("unique")) out.unique = bool_field(spec, "unique", "index", false);
   if (spec.contains("expireAfterSeconds")) {
+    // As mongod's validateIndexSpecTTL (src/mongo/db/catalog/index_key_validate.cpp): a number,
+    // within a 32-bit integer, not negative; all 67 CannotCreateIndex.
     const Doc& e = spec["expireAfterSeconds"];
-    if (!e.is_number() || as_int64(e) < 0) {
-      throw MongoError(67, "TTL index 'expireAfterSeconds' option must be a non-negative number");
+    if (!e.is_number()) {
+      throw MongoError(
+          67, fmt::format("TTL index 'expireAfterSeconds' option must be numeric, but received a "
+                          "type of '{}'. Index spec: {}",
+                          type_name(&e), render(spec)));
+    }
+    if (as_int64(e) > std::numeric_limits<int32_t>::max() ||
+        as_int64(e) < std::numeric_limits<int32_t>::min()) {
+      throw MongoError(67, fmt::format("TTL index 'expireAfterSeconds' must be within the range "
+                                       "of a 32-bit integer. Index spec: {}",
+                                       render(spec)));
+    }
+    if (as_int64(e) < 0) {
+      throw MongoError(67, fmt::format("TTL index 'expireAfterSeconds' option cannot be less than "
+                                       "0. Index spec: {}",
+                                       render(spec)));
     }
     if (out.key.size() != 1)
       throw MongoError(
