@@ -402,8 +402,7 @@ std::vector<Row> rows() {
                   Doc::array({Doc{{"$replaceWith", {{"key", "k"}, {"value", "r"}}}}}), false),
        .expect = {{"ok", 1}, {"n", 1}, {"nModified", 1}, {"writeErrors", absent()}},
        .after = find(Doc{{"key", "k"}}),
-       .after_expect = batch(Doc::array({Doc{{"_id", of_type("objectId")}, {"value", "r"}}})),
-       .divergence = "the simulator refuses $replaceWith in an update pipeline (72)"});
+       .after_expect = batch(Doc::array({Doc{{"_id", of_type("objectId")}, {"value", "r"}}}))});
   out.push_back(
       {.name = "an update pipeline accepts $project",
        .source = "https://www.mongodb.com/docs/manual/tutorial/update-documents-with-aggregation-"
