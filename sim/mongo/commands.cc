@@ -1,5 +1,7 @@
 #include "sim/mongo/commands.h"
 
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "sim/mongo/matcher.h"
@@ -55,18 +57,24 @@ WriteConcern parse_write_concern(const Doc& command, int members) {
   check_fields(*found, "writeConcern", {"w", "wtimeout", "j", "fsync"}, false);
   if (const auto w = found->find("w"); w != found->end()) {
     if (w->is_string()) {
-      if (w->get<std::string>() != "majority") {
-        throw MongoError(
-            79, fmt::format("No write concern mode named '{}' found in replica set configuration",
-                            w->get<std::string>()));
-      }
       wc.majority = true;
+      if (w->get<std::string>() != "majority") {
+        wc.majority = false;
+        wc.mode = w->get<std::string>();
+        wc.unsatisfiable_code = 79;
+        wc.unsatisfiable_message = fmt::format(
+            "No write concern mode named '{}' found in replica set configuration", wc.mode);
+      }
     } else if (w->is_number()) {
       const int64_t n = as_int64(*w);
-      if (n < 0) throw MongoError(9, "w has to be a non-negative number and not greater than 50");
-      if (n > members) throw MongoError(100, "Not enough data-bearing nodes");
+      if (n < 0 || n > 50)
+        throw MongoError(9, "w has to be a non-negative number and not greater than 50");
       wc.majority = false;
       wc.w = static_cast<int>(n);
+      if (n > members) {
+        wc.unsatisfiable_code = 100;
+        wc.unsatisfiable_message = "Not enough data-bearing nodes";
+      }
     } else {
       throw MongoError(14, "w has to be a number or a string");
     }
@@ -459,9 +467,25 @@ IndexSpec parse_index(const Doc& spec) {
   }
   if (spec.contains("unique")) out.unique = bool_field(spec, "unique", "index", false);
   if (spec.contains("expireAfterSeconds")) {
+    // As mongod's validateIndexSpecTTL (src/mongo/db/catalog/index_key_validate.cpp): a number,
+    // within a 32-bit integer, not negative; all 67 CannotCreateIndex.
     const Doc& e = spec["expireAfterSeconds"];
-    if (!e.is_number() || as_int64(e) < 0) {
-      throw MongoError(67, "TTL index 'expireAfterSeconds' option must be a non-negative number");
+    if (!e.is_number()) {
+      throw MongoError(
+          67, fmt::format("TTL index 'expireAfterSeconds' option must be numeric, but received a "
+                          "type of '{}'. Index spec: {}",
+                          type_name(&e), render(spec)));
+    }
+    if (as_int64(e) > std::numeric_limits<int32_t>::max() ||
+        as_int64(e) < std::numeric_limits<int32_t>::min()) {
+      throw MongoError(67, fmt::format("TTL index 'expireAfterSeconds' must be within the range "
+                                       "of a 32-bit integer. Index spec: {}",
+                                       render(spec)));
+    }
+    if (as_int64(e) < 0) {
+      throw MongoError(67, fmt::format("TTL index 'expireAfterSeconds' option cannot be less than "
+                                       "0. Index spec: {}",
+                                       render(spec)));
     }
     if (out.key.size() != 1)
       throw MongoError(
@@ -552,7 +576,7 @@ std::string short_json(const Doc& value) { return compact(value, 72); }
 }  // namespace
 
 Doc WriteConcern::to_doc() const {
-  Doc out{{"w", majority ? Doc("majority") : Doc(w)}};
+  Doc out{{"w", !mode.empty() ? Doc(mode) : majority ? Doc("majority") : Doc(w)}};
   if (wtimeout_ms > 0) out["wtimeout"] = wtimeout_ms;
   return out;
 }

@@ -25,10 +25,17 @@
 
 namespace lockstep::sim::mongo {
 
+// A write concern that parses but cannot be met (w above the data-bearing members, a mode the
+// set has no tag for) does not stop the write: mongod applies it, then answers with a
+// writeConcernError (100 UnsatisfiableWriteConcern, 79 UnknownReplWriteConcern) at once
+// (jstests/replsets/batch_write_command_wc.js). Only a malformed one is a command error.
 struct WriteConcern {
-  bool majority = true;     // mongod 5.0+'s implicit default is {w: "majority"}
-  int w = 1;                // when !majority: how many members must have applied the write
-  int64_t wtimeout_ms = 0;  // 0: wait without a bound
+  bool majority = true;        // mongod 5.0+'s implicit default is {w: "majority"}
+  int w = 1;                   // when !majority: how many members must have applied the write
+  int64_t wtimeout_ms = 0;     // 0: wait without a bound
+  std::string mode{};          // w as an unknown mode name ("" otherwise)
+  int unsatisfiable_code = 0;  // 100 or 79 when it cannot be met, else 0
+  std::string unsatisfiable_message{};
   Doc to_doc() const;
 };
 

@@ -739,6 +739,15 @@ bool MongoReplicaSet::concern_satisfied(const Member& p, const PendingWrite& w) 
 }
 
 void MongoReplicaSet::await_write_concern(Member& p, PendingWrite w) {
+  if (w.concern.unsatisfiable_code != 0) {
+    // Applied, and never acknowledged as asked: mongod says so at once, waiting for nothing.
+    return w.respond(
+        with_field_before_ok(w.reply, "writeConcernError",
+                             Doc{{"code", w.concern.unsatisfiable_code},
+                                 {"codeName", mongo::code_name(w.concern.unsatisfiable_code)},
+                                 {"errmsg", w.concern.unsatisfiable_message},
+                                 {"errInfo", {{"writeConcern", w.concern.to_doc()}}}}));
+  }
   if (concern_satisfied(p, w)) return w.respond(std::move(w.reply));
   w.id = ++next_write_id_;
   if (w.concern.wtimeout_ms > 0) {

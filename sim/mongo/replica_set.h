@@ -27,7 +27,8 @@
 // "majority" when the entry is majority-committed (a majority holds it and an entry of the
 // primary's term is committed). wtimeout (primary's oscillator) adds writeConcernError 64; a step
 // down answers the waiting writes with writeConcernError 189 (the write stays applied, until a
-// rollback maybe). A crash answers nothing. Writes that change nothing wait for the primary's last
+// rollback maybe). A concern no member set could meet (w above the members, an unknown mode) is
+// answered at once, after the write, with writeConcernError 100 or 79. A crash answers nothing. Writes that change nothing wait for the primary's last
 // entry, as mongod waits for the client's last optime.
 //
 // Elections: every heartbeat_interval_ms each member sends a heartbeat to every other (a reply

@@ -96,11 +96,17 @@ void validate_pipeline(const Doc& pipeline) {
         throw MongoError(
             31002,
             "$unset specification must be a string or an array containing only string values");
+    } else if (name == "$replaceWith") {
+      validate_expression(spec);
+    } else if (name == "$replaceRoot") {
+      if (!spec.is_object() || spec.size() != 1 || !spec.contains("newRoot"))
+        throw MongoError(40231, "no newRoot specified for the $replaceRoot stage");
+      validate_expression(spec["newRoot"]);
     } else {
       throw MongoError(
           72,
           fmt::format("{} is not allowed to be used within an update (lockstep's simulated mongod "
-                      "supports $set, $addFields and $unset)",
+                      "supports $set, $addFields, $unset, $replaceWith and $replaceRoot)",
                       name));
     }
   }
@@ -147,6 +153,18 @@ void apply_pipeline(const Doc& pipeline, Doc& doc, const ExprContext& ctx) {
       } else {
         for (const Doc& f : spec) unset_path(doc, f.get<std::string>());
       }
+      continue;
+    }
+    if (name == "$replaceWith" || name == "$replaceRoot") {
+      const Doc& expr = name == "$replaceWith" ? spec : spec["newRoot"];
+      std::optional<Doc> root = evaluate(expr, doc, ctx);
+      if (!root || !root->is_object() || is_mongo_date(*root) || is_object_id(*root)) {
+        throw MongoError(
+            40228, fmt::format("'replacement document' must evaluate to an object, but resulting "
+                               "value was: {}",
+                               root ? render(*root) : "MISSING"));
+      }
+      doc = std::move(*root);  // apply_update keeps the _id a replacement leaves out
       continue;
     }
     const Doc input = doc;  // every expression of a stage sees the stage's input

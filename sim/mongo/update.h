@@ -5,7 +5,9 @@
 //   ($setOnInsert only when the update inserts an upserted document). Dotted paths create nested
 //   documents. $inc on a missing field sets it; on a non-number it fails (14 TypeMismatch).
 // - Replacement documents (no operator): the document becomes the replacement, _id kept.
-// - Pipelines: [{"$set"|"$addFields": {field: expression}}, {"$unset": field or [fields]}];
+// - Pipelines: [{"$set"|"$addFields": {field: expression}}, {"$unset": field or [fields]},
+//   {"$replaceWith": expression}, {"$replaceRoot": {"newRoot": expression}}] ($project and the
+//   stages mongod refuses in updates, 72 InvalidOptions, are refused);
 //   each stage's expressions see the document as that stage received it; an expression that is
 //   missing ($$REMOVE, an absent "$field") removes the field.
 // Errors as mongod reports them per statement (a writeErrors entry): 9 FailedToParse (unknown
