@@ -55,6 +55,13 @@ const KnownBad kKnownBadRedis[] = {
 };
 
 const std::vector<std::string> kRandomTokenScenarios = {"retry-storm"};
+const std::vector<std::string> kLossSignalScenarios = {"lost-extension"};
+const KnownBad kBadLateLossSignal = {
+    "bad-late-loss-signal", "mutual_exclusion",
+    "known-bad: a lock believed held until an extension fails (no validity of its own), so an "
+    "auto-extending holder hears of a loss only when the failed extension times out",
+    [](AdapterTraits& t) { t.validity = ValidityRule::until_extension_fails; },
+    &kLossSignalScenarios};
 const KnownBad kBadRandomToken = {
     "bad-random-token", "fencing", "known-bad: random instead of monotonic fencing tokens",
     [](AdapterTraits& t) { t.tokens = TokenKind::random; }, &kRandomTokenScenarios};
@@ -124,6 +131,7 @@ void register_known_bad_adapters() {
   if (find_adapter("bad-memory-no-owner-check") != nullptr) return;
   for (const KnownBad& bad : kKnownBadRedis) register_redis(bad);
   register_redis(kBadRandomToken);
+  register_redis(kBadLateLossSignal);
   for (const KnownBad& bad : kKnownBadRedlock) register_redlock(bad);
   register_adapter({
       .name = "bad-memory-no-owner-check",

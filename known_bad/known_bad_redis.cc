@@ -104,6 +104,20 @@ class RandomToken final : public RedisVariant {
   }
 };
 
+// Keeps no validity of its own: a lock is believed held until an extension fails (node-redlock's
+// using(), redis-semaphore's refresh), so an auto-extending holder learns of a loss only when the
+// failing extension times out, after its lease may already be someone else's.
+class LateLossSignal final : public RedisVariant {
+ public:
+  explicit LateLossSignal(RedisConnection& c) : RedisVariant("bad-late-loss-signal", c) {}
+  int64_t validity_end_us(const LockSpec&, int64_t, int64_t) const override {
+    return kValidityForeverUs;
+  }
+
+ private:
+  static constexpr int64_t kValidityForeverUs = INT64_MAX / 4;
+};
+
 }  // namespace
 
 std::unique_ptr<LockAdapter> make_known_bad_redis_adapter(const std::string& name,
@@ -113,6 +127,7 @@ std::unique_ptr<LockAdapter> make_known_bad_redis_adapter(const std::string& nam
   if (name == "bad-pexpire-extend") return std::make_unique<PexpireExtend>(connection);
   if (name == "bad-setnx-expire") return std::make_unique<SetnxExpire>(connection);
   if (name == "bad-random-token") return std::make_unique<RandomToken>(connection);
+  if (name == "bad-late-loss-signal") return std::make_unique<LateLossSignal>(connection);
   return nullptr;
 }
 

@@ -710,3 +710,134 @@ TEST_CASE("one Locker per thread over a shared memory adapter excludes under rea
 
 }  // namespace
 }  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+// Runs a task's body only when the test says, on the test's thread: run(n) lets n waits pass
+// (each moving the fake clock by its duration), and the wait after them reports a stop.
+class ScriptedBackground final : public Background {
+ public:
+  explicit ScriptedBackground(FakeClock& clock) : clock_(clock) {}
+
+  class Task final : public BackgroundTask, public StopWaiter {
+   public:
+    Task(ScriptedBackground& owner, std::function<void(StopWaiter&)> body)
+        : owner_(owner), body_(std::move(body)) {}
+    bool wait_for_us(int64_t duration_us) override {
+      if (stop_ || waits_left_ == 0) return false;
+      --waits_left_;
+      owner_.clock_.advance_ms(duration_us / 1000);
+      return true;
+    }
+    bool stop_requested() const override { return stop_; }
+    void request_stop() override {
+      stop_ = true;
+      ++owner_.stops;
+    }
+    void join() override { ++owner_.joins; }
+    void run(int waits) {
+      waits_left_ = waits;
+      body_(*this);
+    }
+
+   private:
+    ScriptedBackground& owner_;
+    std::function<void(StopWaiter&)> body_;
+    int waits_left_ = 0;
+    bool stop_ = false;
+  };
+
+  std::unique_ptr<BackgroundTask> start(std::string,
+                                        std::function<void(StopWaiter&)> body) override {
+    auto task = std::make_unique<Task>(*this, std::move(body));
+    last = task.get();
+    return task;
+  }
+
+  Task* last = nullptr;
+  int stops = 0;
+  int joins = 0;
+
+ private:
+  FakeClock& clock_;
+};
+
+struct AutoFixture : Fixture {
+  ScriptedBackground background{clock};
+  Locker auto_locker() {
+    return Locker(
+        {.adapter = &memory, .clock = &clock, .random = &random, .background = &background});
+  }
+};
+
+TEST_CASE("auto_extend keeps the lock and its validity moving until release", "[locker][auto]") {
+  AutoFixture f;
+  Lock lock = f.auto_locker().lock("k", 300);
+  lock.acquire();
+  lock.auto_extend({.every_ms = 100});
+  REQUIRE(f.background.last != nullptr);
+  f.background.last->run(5);  // five extensions, 100 ms apart: 500 ms, beyond the first TTL
+  CHECK_FALSE(lock.lost());
+  CHECK(lock.valid_until_us() == f.clock.monotonic_us() + 300'000);
+  Lock other = f.locker().lock("k", 300);
+  CHECK_THROWS_AS(other.acquire(), RetryError);  // still ours on the server
+  CHECK_THROWS_AS(lock.extend(300), ValidationError);
+  CHECK_THROWS_AS(lock.is_locked(), ValidationError);
+  CHECK(lock.release());
+  CHECK(f.background.stops >= 1);
+  CHECK(f.background.joins >= 1);
+  CHECK(lock.lost());
+  CHECK(lock.lost_reason() == "released");
+}
+
+TEST_CASE("lost() turns true at the validity's end without any extension reporting",
+          "[locker][auto]") {
+  AutoFixture f;
+  Lock lock = f.auto_locker().lock("k", 300);
+  lock.acquire();
+  lock.auto_extend({.every_ms = 250});
+  // The extending task never gets to run (its extension hangs, say): the deadline alone decides.
+  f.clock.advance_ms(299);
+  CHECK_FALSE(lock.lost());
+  f.clock.advance_ms(1);
+  CHECK(lock.lost());
+  CHECK_THAT(lock.lost_reason(), Catch::Contains("validity ended"));
+}
+
+TEST_CASE("a failed extension marks the lock lost at once, with the adapter's reason",
+          "[locker][auto]") {
+  AutoFixture f;
+  Locker locker({.adapter = &f.scripted,
+                 .clock = &f.clock,
+                 .random = &f.random,
+                 .background = &f.background});
+  f.scripted.create_result = {};
+  Lock lock = locker.lock("k", 300);
+  lock.acquire();
+  lock.auto_extend();  // every 100 ms
+  f.scripted.extend_result = {.status = AdapterStatus::outcome_unknown,
+                              .message = "extend on x: timeout"};
+  f.background.last->run(3);
+  CHECK(lock.lost());
+  CHECK_THAT(lock.lost_reason(), Catch::Contains("outcome_unknown: extend on x: timeout"));
+  CHECK(f.clock.monotonic_us() - lock.acquired_at_us() == 100'000);  // stopped at the first
+}
+
+TEST_CASE("auto_extend refuses what it cannot do", "[locker][auto]") {
+  AutoFixture f;
+  Lock early = f.auto_locker().lock("k", 300);
+  CHECK(validation_error_of([&] { early.auto_extend(); }).parameter() == "auto_extend");
+  Lock no_background = f.locker().lock("k2", 300);
+  no_background.acquire();
+  CHECK(validation_error_of([&] { no_background.auto_extend(); }).parameter() == "background");
+  Lock held = f.auto_locker().lock("k3", 300);
+  held.acquire();
+  CHECK(validation_error_of([&] { held.auto_extend({.every_ms = 300}); }).parameter() ==
+        "every_ms");
+  held.auto_extend({.every_ms = 299});
+  CHECK(validation_error_of([&] { held.auto_extend(); }).parameter() == "auto_extend");
+}
+
+}  // namespace
+}  // namespace lockstep

@@ -1,6 +1,8 @@
 #include "adapters/core/locker.h"
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <string_view>
 
 #include "adapters/core/errors.h"
@@ -124,6 +126,30 @@ RetryError give_up(const std::string& key, int attempts, const std::string& why,
 
 }  // namespace
 
+// What a Lock and its extending task share. valid_until_us and lost are written by the task and
+// read by the holder (another thread, for real), so they are atomics; the reason under a mutex.
+struct AutoExtension {
+  std::atomic<int64_t> valid_until_us{0};
+  std::atomic<bool> lost{false};
+  std::mutex mutex;
+  std::string lost_reason;  // guarded by mutex
+  std::unique_ptr<BackgroundTask> task;
+
+  void mark_lost(std::string why) {
+    {
+      std::lock_guard lock(mutex);
+      lost_reason = std::move(why);
+    }
+    lost.store(true);
+  }
+  void stop() {
+    if (!task) return;
+    task->request_stop();
+    task->join();
+  }
+  ~AutoExtension() { stop(); }
+};
+
 void validate_key(const std::string& key) {
   if (key.empty()) throw ValidationError("key", "must not be empty");
   if (key.size() > kKeyMaxBytes) {
@@ -160,6 +186,9 @@ Lock& Lock::acquire() {
   RetryProgress progress{.started_at_ms = started_at_us / 1000};
   fencing_token_.reset();
   attempts_ = 0;
+  if (auto_) {
+    throw ValidationError("auto_extend", "acquire() again while the lock is auto-extending");
+  }
 
   const int attempts_max = max_attempts(settings);
   std::string last_detail;  // the adapter's word on the last refusal
@@ -177,6 +206,7 @@ Lock& Lock::acquire() {
     if (result.ok()) {
       if (fencing() == FencingSupport::monotonic) fencing_token_ = result.fencing_token;
       acquired_ = true;
+      released_ = false;
       acquired_at_us_ = attempt_started_us;
       lease_sent_at_us_ = attempt_started_us;
       lease_ttl_ms_ = spec_.ttl_ms;
@@ -201,6 +231,13 @@ Lock& Lock::acquire() {
 }
 
 bool Lock::release(ReleaseOptions options) {
+  // The extensions stop first: a release and an extension in flight must not share the adapter,
+  // and an extension after the release would be refused anyway.
+  if (auto_) {
+    auto_->stop();
+    auto_.reset();
+  }
+  released_ = true;
   const AdapterResult result = options_.adapter->release_lock(spec_);
   switch (result.status) {
     case AdapterStatus::ok: return true;
@@ -224,6 +261,7 @@ void Lock::release_after_failure() {
 
 void Lock::extend(int64_t ttl_ms) {
   validate_ttl_ms(ttl_ms);
+  if (auto_) throw ValidationError("extend", "the lock is auto-extending (auto_extend())");
   Clock& clock = *options_.clock;
   const int64_t sent_at_us = clock.monotonic_us();
   const AdapterResult result = options_.adapter->extend_lock(spec_, ttl_ms);
@@ -249,14 +287,82 @@ void Lock::extend(int64_t ttl_ms) {
 
 int64_t Lock::valid_until_us() const {
   if (!acquired_) return 0;
+  if (auto_) return auto_->valid_until_us.load();
   return options_.adapter->validity_end_us(spec_, lease_sent_at_us_, lease_ttl_ms_);
 }
 
 bool Lock::is_locked() {
+  if (auto_) throw ValidationError("is_locked", "the lock is auto-extending: poll lost() instead");
   const AdapterResult result = options_.adapter->is_valid_lock(spec_);
   if (result.ok()) return true;
   if (result.status == AdapterStatus::not_owner) return false;
   throw_backend_error(*options_.adapter, "validity check", spec_, result);
+}
+
+void Lock::auto_extend(AutoExtendOptions options) {
+  if (!acquired_ || released_) {
+    throw ValidationError("auto_extend", "needs a held lock: call it after acquire()");
+  }
+  if (auto_) throw ValidationError("auto_extend", "the lock is auto-extending already");
+  if (options_.background == nullptr) {
+    throw ValidationError("background", "auto_extend() needs LockerOptions::background");
+  }
+  const int64_t ttl_ms = spec_.ttl_ms;
+  const int64_t every_ms =
+      options.every_ms == 0 ? std::max<int64_t>(ttl_ms / 3, 1) : options.every_ms;
+  if (every_ms <= 0 || every_ms >= ttl_ms) {
+    throw ValidationError("every_ms", "must be in (0, " + std::to_string(ttl_ms) +
+                                          ") ms (the TTL), got " + std::to_string(every_ms));
+  }
+  auto state = std::make_shared<AutoExtension>();
+  state->valid_until_us.store(valid_until_us());
+  // The task holds raw pointers: the adapter and clock outlive every Lock over them, and the state
+  // outlives the task's every step but a stopped one (its owner stops and joins the task before
+  // freeing it; a simulated join that cannot wait leaves a stopped task, which returns untouched).
+  AutoExtension* shared = state.get();
+  LockAdapter* adapter = options_.adapter;
+  Clock* clock = options_.clock;
+  const LockSpec spec = spec_;
+  state->task = options_.background->start(
+      "auto-extend " + spec.key,
+      [shared, adapter, clock, spec, every_ms, ttl_ms](StopWaiter& stop) {
+        for (int64_t renewal = 0; renewal < kAutoExtendRenewalsMax; ++renewal) {
+          if (!stop.wait_for_us(every_ms * 1000)) return;
+          const int64_t sent_at_us = clock->monotonic_us();
+          const AdapterResult result = adapter->extend_lock(spec, ttl_ms);
+          const bool late = clock->monotonic_us() - sent_at_us >= ttl_ms * 1000;
+          if (stop.stop_requested()) return;  // released meanwhile: the result is nobody's
+          if (result.ok() && !late) {
+            shared->valid_until_us.store(adapter->validity_end_us(spec, sent_at_us, ttl_ms));
+            continue;
+          }
+          shared->mark_lost(result.ok()
+                                ? "an extension's reply came after its TTL had passed"
+                                : "an extension failed: " + std::string(to_string(result.status)) +
+                                      (result.message.empty() ? "" : ": " + result.message));
+          return;
+        }
+        shared->mark_lost("kAutoExtendRenewalsMax extensions made");
+      });
+  auto_ = std::move(state);
+}
+
+bool Lock::lost() { return !lost_reason().empty(); }
+
+std::string Lock::lost_reason() {
+  if (!acquired_) return "not acquired";
+  if (released_) return "released";
+  if (auto_ && auto_->lost.load()) {
+    std::lock_guard lock(auto_->mutex);
+    return auto_->lost_reason;
+  }
+  const int64_t now_us = options_.clock->monotonic_us();
+  const int64_t until_us = valid_until_us();
+  if (now_us >= until_us) {
+    return "the validity ended " + std::to_string(now_us - until_us) +
+           " us ago by this holder's clock";
+  }
+  return {};
 }
 
 Lock Lock::with_retry(RetrySettings settings) const {

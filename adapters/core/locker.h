@@ -10,10 +10,15 @@
 //                                      // {.throw_on_fail = true} reports it
 //   int r = locker.lock("k", 3000).acquire([](Lock& held) { return 42; });  // released after
 //
+//   lock.auto_extend();                // opt-in: extends for the TTL every TTL/3 in the background
+//   while (!lock.lost()) do_a_step();  // lost(): the lock-lost signal, never later than validity
+//   lock.release();                    // stops the extensions first
+//
 // Invariants: a Lock has one unique value for its whole life (drawn from the Random seam at
 // creation); acquire() reports success only when the adapter confirmed the grant; only contention
 // is retried; the key, TTL and retry settings are validated when the Lock is made, so a bad
-// argument fails before anything is sent.
+// argument fails before anything is sent. lost() never says "held" once the validity the lock last
+// knew has ended by the holder's monotonic clock.
 //
 // Threads: a Locker, its Locks and its adapter belong to one thread. Neither Locker nor Lock takes
 // a lock of its own, and the Redis, Redlock and Mongo adapters keep unguarded per-connection state
@@ -24,12 +29,14 @@
 // SystemRandom and SystemClock are stateless and may be shared too.
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
 
 #include "adapters/core/adapter.h"
+#include "adapters/core/background.h"
 #include "adapters/core/clock.h"
 #include "adapters/core/random.h"
 #include "adapters/core/retry.h"
@@ -49,7 +56,21 @@ struct LockerOptions {
   Clock* clock = nullptr;
   Random* random = nullptr;
   RetrySettings retry = RetrySettings::none();
+  // Where auto_extend() runs its extensions (a thread, or a fiber of the simulated node). Only
+  // auto_extend() needs it.
+  Background* background = nullptr;
 };
+
+struct AutoExtendOptions {
+  // How often to extend, on the holder's monotonic clock; 0: a third of the lock's TTL. Each
+  // extension asks for the lock's TTL again.
+  int64_t every_ms = 0;
+};
+
+// Bounds the extensions of one auto_extend(): at the shortest interval, hours of holding.
+inline constexpr int64_t kAutoExtendRenewalsMax = 10'000'000;
+
+struct AutoExtension;  // locker.cc: the state shared with the extending task
 
 class Lock {
  public:
@@ -87,6 +108,24 @@ class Lock {
 
   // Whether this lock (this unique value) still holds the key in the backend.
   bool is_locked();
+
+  // Opt-in auto-extension: from now until release() (or the last copy of this Lock is gone), a
+  // background task (LockerOptions::background) extends the lock for its TTL every
+  // options.every_ms. The first extension that fails, or whose reply comes after its TTL, stops
+  // the task and marks the lock lost. While it runs, the task owns the adapter: call only lost(),
+  // valid_until_us() and release() (extend() and is_locked() throw ValidationError). Throws
+  // ValidationError before acquire(), without a background, for every_ms outside (0, TTL), or
+  // when already auto-extending.
+  void auto_extend(AutoExtendOptions options = {});
+
+  // The lock-lost signal, for a critical section to poll between steps: true once the lock may no
+  // longer be ours, that is when an extension failed, or when the validity the last successful
+  // grant or extension gave has ended by this holder's monotonic clock, whichever is first. An
+  // extension that hangs cannot delay it: the deadline alone turns it true. True before acquire()
+  // and after release().
+  bool lost();
+  // Why lost() is true ("" while it is not): the failed extension's error, or the validity end.
+  std::string lost_reason();
 
   // A copy of this (not yet acquired) lock with other retry settings: same key, TTL and unique
   // value. Validates them; throws ValidationError (parameter "retry") once acquired.
@@ -133,9 +172,11 @@ class Lock {
   std::optional<uint64_t> fencing_token_;
   int attempts_ = 0;
   int64_t acquired_at_us_ = 0;
-  int64_t lease_sent_at_us_ = 0;  // when the current lease's create or extend was sent
-  int64_t lease_ttl_ms_ = 0;      // and for how long
-  bool acquired_ = false;         // an acquire() has succeeded: with_retry() is too late
+  int64_t lease_sent_at_us_ = 0;         // when the current lease's create or extend was sent
+  int64_t lease_ttl_ms_ = 0;             // and for how long
+  bool acquired_ = false;                // an acquire() has succeeded: with_retry() is too late
+  bool released_ = false;                // release() was called since
+  std::shared_ptr<AutoExtension> auto_;  // while auto-extending (shared by copies of this Lock)
 };
 
 class Locker {

@@ -405,6 +405,10 @@ constexpr StatedPremise kPremises[] = {
      [](const History& h, const Options&) {
        return fault_while_inside(h, 0, FaultKind::partition);
      }},
+    {"lost-extension", "A's extensions fail (it is cut off) while it holds and works on",
+     [](const History& h, const Options&) {
+       return fault_while_inside(h, 0, FaultKind::partition) && entered(h, 1);
+     }},
     {"pause-in-release", "A is paused with its release on the wire",
      [](const History& h, const Options&) {
        return fault_while_pending(h, 0, FaultKind::pause, Op::release);
@@ -464,6 +468,7 @@ std::vector<Scenario> build_catalogue() {
                         failover_scenario(),
                         partition_scenario(),
                         pause_in_release_scenario(),
+                        lost_extension_scenario(),
                         retry_storm_scenario(),
                         writer_starvation_scenario(),
                         fifo_queue_scenario(),

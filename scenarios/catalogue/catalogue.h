@@ -54,6 +54,7 @@ Scenario split_vote_scenario();
 Scenario node_pause_scenario();  // scenarios/catalogue/node_pause_scenario.cc
 // Client faults and contention: their own files.
 Scenario pause_in_release_scenario();
+Scenario lost_extension_scenario();  // scenarios/catalogue/lost_extension_scenario.cc
 Scenario retry_storm_scenario();
 // The Mongo lock's clock source: scenarios/catalogue/mongo_scenarios.cc.
 Scenario client_clock_ahead_scenario();

@@ -33,12 +33,14 @@ enum class OwnerCheck { atomic, check_then_act, none };
 // How long an acquire reports its lock valid: the TTL from when the request was sent; Redlock's
 // TTL less the time spent acquiring and the clock-drift allowance; or (known-bad Redlocks) the TTL
 // less the drift allowance only, or that validity counted from the start, which subtracts the time
-// spent twice.
+// spent twice; or (known-bad) no local validity at all: held until an extension fails, so an
+// auto-extending holder learns of a loss only when the failed extension's timeout ends.
 enum class ValidityRule {
   ttl,
   ttl_minus_elapsed_and_drift,
   ttl_ignoring_elapsed,
-  ttl_minus_elapsed_twice
+  ttl_minus_elapsed_twice,
+  until_extension_fails
 };
 
 // Which clock its servers expire leases by: the wall clock (redis-server's absolute expiry times,

@@ -1,5 +1,7 @@
 #include "scenarios/harness/client.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "adapters/core/errors.h"
@@ -11,7 +13,8 @@ Client::Client(ClientSetup setup)
       random_(setup_.random_seed),
       locker_({.adapter = setup_.adapter,
                .clock = &setup_.world->clock(setup_.node),
-               .random = &random_}) {}
+               .random = &random_,
+               .background = &setup_.world->background(setup_.node)}) {}
 
 size_t Client::record_invoke(Op op, const std::string& key) {
   return setup_.recorder->record(
@@ -145,6 +148,31 @@ bool Client::increment(const Lock& lock, int64_t work_ms) {
   if (!value) return false;
   sleep_ms(work_ms);
   return write(lock, *value + 1);
+}
+
+void Client::auto_extend(Lock& lock, int64_t every_ms) {
+  lock.auto_extend({.every_ms = every_ms});
+  setup_.world->trace_line(fmt::format("{} auto-extends {} every {}ms", setup_.name, lock.key(),
+                                       every_ms == 0 ? lock.ttl_ms() / 3 : every_ms));
+}
+
+bool Client::work_until_lost(Lock& lock, int64_t work_ms, int64_t step_ms) {
+  std::optional<int64_t> value = read(lock);
+  if (!value) return false;
+  const int64_t steps = std::max<int64_t>(1, work_ms / std::max<int64_t>(step_ms, 1));
+  for (int64_t step = 0; step < steps; ++step) {
+    // Never asleep past the validity it knows: a step ends early at its end, where lost() says so.
+    const int64_t left_us = lock.valid_until_us() - clock().monotonic_us();
+    clock().sleep_for_us(std::min(step_ms * 1000, std::max<int64_t>(left_us, 0)));
+    if (lock.lost()) {
+      setup_.world->trace_line(
+          fmt::format("{} stops: lock {} lost ({})", setup_.name, lock.key(), lock.lost_reason()));
+      exit_critical_section(lock.key());
+      return false;
+    }
+    if (!write(lock, ++*value)) return false;
+  }
+  return true;
 }
 
 void Client::sleep_ms(int64_t duration_ms) { clock().sleep_for_ms(duration_ms); }

@@ -68,6 +68,13 @@ class Client {
   bool write(const Lock& lock, int64_t value);
   // read, work for work_ms, write read+1. False if either access was refused.
   bool increment(const Lock& lock, int64_t work_ms);
+  // Starts the lock's auto-extension (Lock::auto_extend; every_ms 0: a third of its TTL).
+  void auto_extend(Lock& lock, int64_t every_ms);
+  // A careful holder's long work: reads the resource, then steps of step_ms (cut short to end at
+  // the validity the lock knows then), each writing the next value, until work_ms is done or
+  // lock.lost() says the lock may be gone, which it asks before every write. A loss leaves the critical section (traced with its reason). Returns
+  // whether the work finished.
+  bool work_until_lost(Lock& lock, int64_t work_ms, int64_t step_ms);
 
   void sleep_ms(int64_t duration_ms);
   // Stop-the-world for duration_ms of true time starting now; resumes exactly here.

@@ -41,6 +41,9 @@ class RealScenarioWorld final : public ScenarioWorld {
   size_t trace_line(std::string_view text) override;
   int add_client_node(const std::string& name, int64_t clock_offset_us, int64_t drift_ppm) override;
   Clock& clock(int node) override;
+  // Threads: a pause of the client (its own thread sleeping) does not stop them, unlike a
+  // process's stop-the-world; scenarios that pause an auto-extending holder are sim-only.
+  Background& background(int) override { return threads_; }
   int64_t draw_between(int64_t lo, int64_t hi) override;
   uint64_t draw_u64() override;
   void spawn(int node, const std::string& name, std::function<void()> body,
@@ -73,6 +76,7 @@ class RealScenarioWorld final : public ScenarioWorld {
   void sleep_until(TimeUs t_us);
 
   RealWorldOptions options_;
+  ThreadBackground threads_;
   std::mutex mutex_;  // guards trace_, prng_, failure_
   sim::Trace trace_;
   Prng prng_;

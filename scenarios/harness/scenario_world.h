@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "adapters/core/background.h"
 #include "adapters/core/clock.h"
 #include "base/time.h"
 
@@ -40,6 +41,9 @@ class ScenarioWorld {
   virtual int add_client_node(const std::string& name, int64_t clock_offset_us = 0,
                               int64_t drift_ppm = 0) = 0;
   virtual Clock& clock(int node) = 0;
+  // Where a client's background work runs (a lock's auto-extension): a fiber of the node in the
+  // simulator, so the node's pauses and crashes stop it too; a thread in the real world.
+  virtual Background& background(int node) = 0;
   // Deterministic draws from the run's seed (jitter, client seeds).
   virtual int64_t draw_between(int64_t lo, int64_t hi) = 0;
   virtual uint64_t draw_u64() = 0;

@@ -2,7 +2,11 @@
 // The simulator as a ScenarioWorld: client nodes are sim::World nodes (same ids), processes are
 // fibers, faults are scheduler events. Everything, including jitter draws, comes from the run's
 // seed, so a run is a pure function of (scenario, seed, build).
+#include <map>
+#include <memory>
+
 #include "scenarios/harness/scenario_world.h"
+#include "sim/sim_background.h"
 #include "sim/world.h"
 
 namespace lockstep {
@@ -18,6 +22,11 @@ class SimScenarioWorld final : public ScenarioWorld {
   size_t trace_line(std::string_view text) override { return world_.trace_line(text); }
   int add_client_node(const std::string& name, int64_t clock_offset_us, int64_t drift_ppm) override;
   Clock& clock(int node) override { return world_.clock(node); }
+  Background& background(int node) override {
+    std::unique_ptr<sim::SimBackground>& slot = backgrounds_[node];
+    if (!slot) slot = std::make_unique<sim::SimBackground>(world_, node);
+    return *slot;
+  }
   int64_t draw_between(int64_t lo, int64_t hi) override { return world_.prng().between(lo, hi); }
   uint64_t draw_u64() override { return world_.prng().next_u64(); }
   void spawn(int node, const std::string& name, std::function<void()> body,
@@ -33,6 +42,7 @@ class SimScenarioWorld final : public ScenarioWorld {
 
  private:
   sim::World& world_;
+  std::map<int, std::unique_ptr<sim::SimBackground>> backgrounds_;  // by node, made on first use
 };
 
 }  // namespace lockstep

@@ -1,0 +1,85 @@
+// lost-extension: an auto-extending holder is cut off from the servers just after an extension,
+// so its next extension cannot succeed; another client takes the lock once the lease ends. The
+// holder must learn of the loss (Lock::lost) no later than its validity ends, however long the
+// failing extension takes to time out: node-redlock's using() and redis-semaphore's onLockLost
+// signalled only when the extension failed, after the next owner was already inside.
+#include <fmt/format.h>
+
+#include "scenarios/catalogue/catalogue.h"
+
+namespace lockstep {
+
+namespace {
+
+constexpr int64_t kStepMs = 5;  // the holder asks lost() before each write, this often
+
+}  // namespace
+
+Scenario lost_extension_scenario() {
+  return {
+      .name = "lost-extension",
+      .description =
+          "A auto-extends (TTL 300, every 250) and works on in 5 ms steps; just after its first "
+          "extension it is cut off, so the next one times out after the validity ended; B takes "
+          "the lock once the lease ends: A must stop at its validity's end, not at the timeout",
+      .options = {int_option("ttl_ms", 300, "lock TTL", 20, kHalfLeaseMaxMs),
+                  int_option("every_ms", 250, "A's extension interval (below the TTL)", 1,
+                             kHalfLeaseMaxMs),
+                  int_option("work_ms", 2000, "A's work, if nothing stops it"),
+                  int_option("partition_ms", 3000, "how long A is cut off"),
+                  int_option("hold_ms", 200, "B's work inside the lock")},
+      .fits = is_networked_lease,
+      .fits_text = "a lease lock whose servers are across a network",
+      .worlds = {"sim"},
+      .expected =
+          [](const AdapterTraits& lock, const Options&, bool fencing_on) {
+            Expectation e;
+            if (lock.validity != ValidityRule::until_extension_fails) return e;
+            e.insert(Invariant::mutual_exclusion);
+            if (!fencing_on || lock.tokens != TokenKind::monotonic)
+              e.insert(Invariant::no_lost_update);
+            return e;
+          },
+      .build =
+          [](ScenarioEnv& env) {
+            const int64_t ttl_ms = env.option("ttl_ms");
+            const int64_t every_ms = env.option("every_ms");
+            const int64_t work_ms = env.option("work_ms");
+            const int64_t partition_ms = env.option("partition_ms");
+            const int64_t hold_ms = env.option("hold_ms");
+            if (every_ms >= ttl_ms) {
+              throw WorldUnsupported(fmt::format(
+                  "lost-extension: every_ms ({}) must be below ttl_ms ({})", every_ms, ttl_ms));
+            }
+            env.require_sim("a holder whose extensions run on a fiber its pauses and cuts reach");
+            Client& a = env.add_client("a");
+            env.start(a, 0, [ttl_ms, every_ms, work_ms](Client& c) {
+              std::optional<Lock> lock = c.acquire("resource", ttl_ms);
+              if (!lock) return;
+              c.auto_extend(*lock, every_ms);
+              c.work_until_lost(*lock, work_ms, kStepMs);
+              c.release(*lock);  // fails while cut off: the lease is long gone
+            });
+            // Cut off just after the first extension's round trip: the second one is doomed.
+            const int64_t cut_at_ms = every_ms + every_ms / 10 + 5;
+            env.schedule_fault(
+                cut_at_ms, {.kind = FaultKind::partition, .client = a.id(), .amount = 1},
+                fmt::format("partition a <-> servers for {}ms", partition_ms),
+                [&env, &a] { env.backend().partition(a.node(), /*two_way=*/true); },
+                partition_ms);
+            env.schedule_fault(cut_at_ms + partition_ms, {}, "heal partition",
+                               [&env] { env.backend().heal(); });
+            // B asks from just before A's validity ends, retrying every 5 ms.
+            const RetrySettings retry{.retry_delay_ms = 5, .retry_times = 400};
+            env.start(env.add_client("b"), every_ms + ttl_ms - 20,
+                      [ttl_ms, hold_ms, retry](Client& c) {
+                        std::optional<Lock> lock = c.acquire("resource", ttl_ms + hold_ms, retry);
+                        if (!lock) return;
+                        c.increment(*lock, hold_ms);
+                        c.release(*lock);
+                      });
+          },
+  };
+}
+
+}  // namespace lockstep
