@@ -152,6 +152,7 @@ Options resolve_options(const Scenario& scenario, const RunConfig& config) {
   for (const OptionSpec& spec : adapter.options) options.declare(spec);
   try {
     for (const std::string& assignment : config.sets) options.set(assignment);
+    if (adapter.check_options) adapter.check_options(options);
   } catch (const OptionError& e) {
     throw UsageError(e.what());
   }
@@ -266,6 +267,7 @@ class RunAssembly {
 
   // After the run: the final counters, the heal time, and the verdict.
   void judge(RunReport& report, const sim::Trace& trace) {
+    report.library = backend_->library();
     resource_.record_final_values();
     HistoryMeta& meta = recorder_.history().meta;
     meta.end_us = world_.now_us();

@@ -60,6 +60,7 @@ struct RunReport {
   RunConfig config;
   Options options;  // resolved: defaults plus overrides
   std::string trace_hash;
+  std::string library;  // Backend::library(): the library under test as it named itself, or ""
   std::vector<ReportedViolation> violations;
   RunStats stats;
   // How the run ended: "complete", which bound it hit, or "no_leases" (a lease lock whose grants

@@ -231,6 +231,16 @@ TEST_CASE("write_report writes the timeline beside the JSON and trace", "[report
   CHECK(slurp(html).find("mutual_exclusion") != std::string::npos);
 }
 
+TEST_CASE("report file names stay portable: no ':' from an ext adapter's name", "[report]") {
+  TempDir dir("lockstep-portable-report");
+  lockstep::RunReport report = gc_pause_memory();
+  report.config.adapter = "ext:node-redlock";
+  const fs::path json = lockstep::write_report(report, dir.path);
+  CHECK(json.filename() == "gc-pause.ext-node-redlock.seed1.fencing-off.json");
+  for (const auto& entry : fs::directory_iterator(dir.path))
+    CHECK(entry.path().filename().string().find(':') == std::string::npos);
+}
+
 TEST_CASE("chromium renders a gc-pause timeline with both holders and the violation",
           "[report][html][browser]") {
   const std::optional<std::string> chromium = find_chromium();

@@ -6,10 +6,10 @@ The lock: one TTL lease per key on one redis-server, through a minimal RESP clie
   release:  compare-and-delete in one Lua script
   extend:   compare-and-pexpire in one Lua script
   is_locked: GET key == value
-Set LOCKSTEP_PY_BUG=extend-no-owner-check for the one bug: extend by plain PEXPIRE, which
-lengthens whoever's lock is there (stolen-lock judges that as `ownership`).
+Pass --bug extend-no-owner-check for the one bug: extend by plain PEXPIRE, which lengthens
+whoever's lock is there (stolen-lock judges that as `ownership`).
 
-Usage: driver.py --redis HOST:PORT   (the harness appends it)
+Usage: driver.py [--bug extend-no-owner-check] --redis HOST:PORT   (the harness appends --redis)
 """
 import json
 import os
@@ -21,7 +21,8 @@ RELEASE = ("if redis.call('GET', KEYS[1]) == ARGV[1] then "
            "return redis.call('DEL', KEYS[1]) else return 0 end")
 EXTEND = ("if redis.call('GET', KEYS[1]) == ARGV[1] then "
           "return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end")
-BUG = os.environ.get("LOCKSTEP_PY_BUG", "")
+BUGS = ("extend-no-owner-check",)
+BUG = ""
 
 
 class Resp:
@@ -83,6 +84,12 @@ def write(obj):
 
 
 def main(argv):
+    global BUG
+    if "--bug" in argv:
+        BUG = argv[argv.index("--bug") + 1] if argv.index("--bug") + 1 < len(argv) else ""
+        if BUG not in BUGS:
+            sys.stderr.write("driver.py: --bug %r is not one of: %s\n" % (BUG, ", ".join(BUGS)))
+            return 2
     host, port = "127.0.0.1", 6379
     if "--redis" in argv:
         host, port = argv[argv.index("--redis") + 1].split(",")[0].rsplit(":", 1)

@@ -2,7 +2,7 @@
 """Protocol-level test of driver.py against a real redis-server (ctest: python_driver_protocol).
 
 A's lease expires, B takes the key, A extends: the correct driver answers not_owner and B's lock
-keeps its TTL; with LOCKSTEP_PY_BUG=extend-no-owner-check the extend succeeds and lengthens B's
+keeps its TTL; with --bug extend-no-owner-check the extend succeeds and lengthens B's
 lock. Exit 77 (skipped) when redis-server is missing. Starts and stops its server by PID.
 """
 import json
@@ -36,10 +36,10 @@ def wait_for_port(port, proc):
 
 class Driver:
     def __init__(self, port, bug):
-        env = dict(os.environ, LOCKSTEP_PY_BUG=bug)
-        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "driver.py"), "--redis",
-                                      "127.0.0.1:%d" % port], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, env=env)
+        bug_args = ["--bug", bug] if bug else []
+        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "driver.py")] + bug_args +
+                                     ["--redis", "127.0.0.1:%d" % port], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
         self.ready = json.loads(self.proc.stdout.readline())
         self.next_id = 1
 

@@ -1,5 +1,7 @@
 #include "scenarios/backends/ext.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -8,12 +10,15 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "base/check.h"
 #include "ext/driver_process.h"
 #include "ext/node_drivers.h"
+#include "real/child_process.h"
 #include "real/keeper_thread.h"
 #include "real/redis_server.h"
 #include "real/server_errors.h"
@@ -37,7 +42,7 @@ namespace {
 
 struct ExtLibrary {
   const char* adapter;
-  const char* lib;  // ext/node/libs/LIB.js
+  const char* lib;  // ext/node/libs/LIB.js; "" for a user's driver (the `driver` option)
   const char* description;
   bool over_nodes;  // Redlock: N independent redis-servers
   bool in_memory;   // no server: the store is the driver's memory, shared by every client
@@ -70,6 +75,69 @@ constexpr ExtLibrary kLibraries[] = {
      "every 0.8 TTL; random identifier, no fencing token",
      true, false},
 };
+
+// A user's driver for a lock library in any language that speaks ext/PROTOCOL.md, over one
+// redis-server: `--adapter ext --set driver='python3 my_driver.py'`.
+constexpr ExtLibrary kUserDriver = {
+    "ext", "",
+    "your own lock library's driver (ext/PROTOCOL.md), started as --set driver='COMMAND ARGS' "
+    "with --redis 127.0.0.1:PORT appended; over one redis-server; judged as an owner-checked "
+    "lease without fencing tokens",
+    false, false};
+constexpr size_t kDriverCommandBytesMax = 4096;
+
+// Splits a driver command into words: whitespace separates, single or double quotes group (no
+// escapes, no shell: no variables, globs or redirections). nullopt for an unclosed quote.
+std::optional<std::vector<std::string>> split_command(const std::string& command) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (const char ch : command) {
+    if (quote != 0) {
+      if (ch == quote) {
+        quote = 0;
+      } else {
+        word += ch;
+      }
+    } else if (ch == '\'' || ch == '"') {
+      quote = ch;
+      in_word = true;
+    } else if (ch == ' ' || ch == '\t') {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+    } else {
+      word += ch;
+      in_word = true;
+    }
+  }
+  if (quote != 0) return std::nullopt;
+  if (in_word) words.push_back(std::move(word));
+  return words;
+}
+
+// The driver command of a user's driver: the program resolved (a path, or a name on PATH) and
+// its arguments. Throws ServerUnavailable (exit 3) when the program is not there.
+std::vector<std::string> user_driver_command(const std::string& command) {
+  std::vector<std::string> words = split_command(command).value_or(std::vector<std::string>{});
+  LOCKSTEP_CHECK(!words.empty(), "check_options lets no empty driver command through");
+  std::string& program = words.front();
+  if (program.find('/') == std::string::npos) {
+    const std::optional<std::string> found = real::find_on_path(program);
+    if (!found) {
+      throw real::ServerUnavailable(
+          fmt::format("the driver's program \"{}\" is not on PATH (install it, or give its path "
+                      "in --set driver=)",
+                      program));
+    }
+    program = *found;
+  } else if (access(program.c_str(), X_OK) != 0) {
+    throw real::ServerUnavailable(
+        fmt::format("the driver's program \"{}\" is not an executable file", program));
+  }
+  return words;
+}
 
 // One client's view of a driver (its own, or a shared one with `client` set).
 class ExtAdapter final : public LockAdapter {
@@ -167,9 +235,13 @@ class ExtBackend final : public Backend {
   ExtBackend(BackendEnv& env, const ExtLibrary& library)
       : env_(env),
         library_(library),
-        node_(ext::require_node_drivers()),
+        node_(*library.lib == '\0' ? std::string() : ext::require_node_drivers()),
+        user_command_(*library.lib == '\0' ? user_driver_command(env.options.get("driver"))
+                                           : std::vector<std::string>{}),
         deadline_ms_(env.options.get_int("ext_deadline_ms")),
-        command_timeout_ms_(library.in_memory ? 0 : env.options.get_int("ext_command_timeout_ms")),
+        command_timeout_ms_(env.options.has("ext_command_timeout_ms")
+                                ? env.options.get_int("ext_command_timeout_ms")
+                                : 0),
         use_proxies_(cuts_clients_off(env.options)) {
     if (!library.in_memory) {
       const int64_t nodes = library.over_nodes ? env.options.get_int("nodes") : 1;
@@ -227,6 +299,13 @@ class ExtBackend final : public Backend {
   }
 
   int server_count() const override { return std::max<int>(1, static_cast<int>(servers_.size())); }
+  std::string library() const override {
+    const ext::DriverProcess* driver =
+        !own_.empty() ? own_.front().get() : (!shared_.empty() ? shared_.front().get() : nullptr);
+    if (driver == nullptr) return {};
+    return fmt::format("{} {} (protocol {})", driver->ready().name, driver->ready().version,
+                       driver->ready().protocol);
+  }
   bool records_leases() const override { return false; }
 
   void partition(int client_node, bool two_way) override {
@@ -265,8 +344,8 @@ class ExtBackend final : public Backend {
     const std::string name = fmt::format("{} ({})", library_.adapter, who);
     try {
       auto driver = std::make_unique<ext::DriverProcess>(ext::DriverOptions{
-          .program = node_,
-          .args = ext::node_driver_args(library_.lib, ports, command_timeout_ms_),
+          .program = user_command_.empty() ? node_ : user_command_.front(),
+          .args = driver_args(ports),
           .name = name,
           .request_deadline_ms = deadline_ms_,
           .on_event = [this, name](const ext::Event& e) {
@@ -283,11 +362,24 @@ class ExtBackend final : public Backend {
     }
   }
 
+  std::vector<std::string> driver_args(const std::vector<int>& ports) const {
+    if (user_command_.empty())
+      return ext::node_driver_args(library_.lib, ports, command_timeout_ms_);
+    std::vector<std::string> args(user_command_.begin() + 1, user_command_.end());
+    std::string endpoints;
+    for (const int port : ports)
+      endpoints += fmt::format("{}127.0.0.1:{}", endpoints.empty() ? "" : ",", port);
+    args.push_back("--redis");
+    args.push_back(endpoints);
+    return args;
+  }
+
   real::RedisServerProcess& at(int server) { return *servers_.at(static_cast<size_t>(server)); }
 
   BackendEnv& env_;
   const ExtLibrary& library_;
   std::string node_;
+  std::vector<std::string> user_command_;  // a user's driver: program and its arguments
   int64_t deadline_ms_;
   int64_t command_timeout_ms_;
   bool use_proxies_;
@@ -318,18 +410,25 @@ std::vector<OptionSpec> ext_options(const ExtLibrary& library) {
                                       .help = "longest wait for one driver reply",
                                       .min = 1,
                                       .max = 600'000}};
-  if (!library.in_memory) {
+  if (!library.in_memory) {  // one or more redis-servers
     options.push_back({.name = "persistence",
                        .default_value = "none",
                        .help = "server persistence across a crash",
                        .choices = {"none", "everysec", "always"}});
-    options.push_back(
-        {.name = "ext_command_timeout_ms",
-         .default_value = "0",
-         .help =
-             "the driver's Redis command timeout (ioredis commandTimeout; 0: its default, none)",
-         .min = 0,
-         .max = 600'000});
+    if (*library.lib != '\0')  // the Node drivers' ioredis option
+      options.push_back(
+          {.name = "ext_command_timeout_ms",
+           .default_value = "0",
+           .help =
+               "the driver's Redis command timeout (ioredis commandTimeout; 0: its default, none)",
+           .min = 0,
+           .max = 600'000});
+  }
+  if (*library.lib == '\0') {
+    options.push_back({.name = "driver",
+                       .default_value = "",
+                       .help = "the driver's command line (program and arguments, no shell)",
+                       .text_bytes_max = kDriverCommandBytesMax});
   }
   if (library.over_nodes) {
     options.push_back({.name = "nodes",
@@ -342,8 +441,31 @@ std::vector<OptionSpec> ext_options(const ExtLibrary& library) {
 
 }  // namespace
 
+// A user's driver must be named, and its command must split into words.
+void check_user_driver(const Options& options) {
+  const std::string& command = options.get("driver");
+  const std::optional<std::vector<std::string>> words = split_command(command);
+  if (!words) {
+    throw OptionError(fmt::format("option driver: {} has an unclosed quote", quote_value(command)));
+  }
+  if (words->empty()) {
+    throw OptionError(
+        "--adapter ext needs --set driver='COMMAND ARGS' (the command that starts your driver, "
+        "e.g. driver='python3 examples/python-driver/driver.py')");
+  }
+}
+
 std::vector<AdapterEntry> ext_adapter_entries() {
   std::vector<AdapterEntry> entries;
+  entries.push_back({.name = kUserDriver.adapter,
+                     .description = kUserDriver.description,
+                     .worlds = {"real"},
+                     .traits = ext_traits(kUserDriver),
+                     .options = ext_options(kUserDriver),
+                     .check_options = check_user_driver,
+                     .make_real = [](BackendEnv& env) -> std::unique_ptr<Backend> {
+                       return std::make_unique<ExtBackend>(env, kUserDriver);
+                     }});
   for (const ExtLibrary& library : kLibraries) {
     entries.push_back({.name = library.adapter,
                        .description = library.description,

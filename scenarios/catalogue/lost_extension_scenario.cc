@@ -65,8 +65,7 @@ Scenario lost_extension_scenario() {
             env.schedule_fault(
                 cut_at_ms, {.kind = FaultKind::partition, .client = a.id(), .amount = 1},
                 fmt::format("partition a <-> servers for {}ms", partition_ms),
-                [&env, &a] { env.backend().partition(a.node(), /*two_way=*/true); },
-                partition_ms);
+                [&env, &a] { env.backend().partition(a.node(), /*two_way=*/true); }, partition_ms);
             env.schedule_fault(cut_at_ms + partition_ms, {}, "heal partition",
                                [&env] { env.backend().heal(); });
             // B asks from just before A's validity ends, retrying every 5 ms.

@@ -34,6 +34,9 @@ class Backend {
   // Whether servers report their grants, extends and revokes to the recorder. When they do not
   // (a real server), the runner derives them conservatively from the clients' operations.
   virtual bool records_leases() const = 0;
+  // The lock library under test as it named itself ("name version"; ext drivers' ready line), for
+  // the report; "" for lockstep's own adapters.
+  virtual std::string library() const { return {}; }
   // What the adapter claims to survive as this backend was configured: the declared envelope
   // (AdapterTraits::envelope), changed where an option changes the claim (a majority write
   // concern survives a failover; persistence on every write survives a restart).
@@ -80,6 +83,9 @@ struct AdapterEntry {
   // Known-bad: the correct adapter it is a copy of, with its one thing wrong.
   std::string sibling;
   std::vector<OptionSpec> options;  // adapter options, settable with --set
+  // Checks what one option's bounds cannot (an option that must be set, options that must agree),
+  // before anything runs: throws OptionError naming the option and what is valid.
+  std::function<void(const Options&)> check_options;
   BackendFactory make_sim;
   BackendFactory make_real;  // empty when the adapter has no real world
 };

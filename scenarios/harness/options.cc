@@ -71,7 +71,7 @@ Options::Options(const std::vector<OptionSpec>& specs) {
 void Options::declare(const OptionSpec& spec) {
   auto it = specs_.find(spec.name);
   if (it != specs_.end()) {
-    if (it->second.choices != spec.choices) {
+    if (it->second.choices != spec.choices || it->second.text_bytes_max != spec.text_bytes_max) {
       throw std::logic_error(
           fmt::format("option {} declared twice with different kinds", spec.name));
     }
@@ -99,7 +99,7 @@ void Options::set(const std::string& name, const std::string& value) {
   }
   check_value(it->second, value);
   // An integer in its canonical form ("010" is stored as "10"), so overrides and traces agree.
-  values_[name] = it->second.choices.empty() ? std::to_string(*parse_decimal(value)) : value;
+  values_[name] = it->second.is_integer() ? std::to_string(*parse_decimal(value)) : value;
 }
 
 int64_t Options::get_int(const std::string& name) const {
@@ -126,6 +126,22 @@ std::vector<std::string> Options::overrides() const {
 }
 
 void Options::check_value(const OptionSpec& spec, const std::string& value) const {
+  if (spec.text_bytes_max > 0) {
+    if (value.size() > spec.text_bytes_max) {
+      throw OptionError(fmt::format("option {}: {} bytes; valid: text of at most {} bytes",
+                                    spec.name, value.size(), spec.text_bytes_max));
+    }
+    for (const char ch : value) {
+      const auto byte = static_cast<unsigned char>(ch);
+      if (byte < 0x20 || byte == 0x7f) {
+        throw OptionError(
+            fmt::format("option {}: {} holds a control character; valid: one line "
+                        "of printable text",
+                        spec.name, quote_value(value)));
+      }
+    }
+    return;
+  }
   if (!spec.choices.empty()) {
     for (const std::string& choice : spec.choices) {
       if (choice == value) return;

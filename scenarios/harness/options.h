@@ -1,8 +1,8 @@
 #pragma once
 // Scenario and adapter options: named values with defaults, overridden by `--set KEY=VALUE`.
 //
-// Each option is declared once with its default and a one-line help; its kind (integer or one
-// of a fixed set of words) follows from the declaration. Overrides are checked when applied: an
+// Each option is declared once with its default and a one-line help; its kind (integer, one of
+// a fixed set of words, or free text of bounded length) follows from the declaration. Overrides are checked when applied: an
 // unknown key or a malformed value is an OptionError whose message names the key and lists the
 // valid choices, so the CLI can exit 2 with it. Iteration is in name order (std::map).
 #include <cstdint>
@@ -32,9 +32,15 @@ struct OptionSpec {
   std::string name;
   std::string default_value;
   std::string help;
-  std::vector<std::string> choices;  // empty: an integer in [min, max]
+  std::vector<std::string> choices;  // empty: an integer in [min, max] (or text, below)
   int64_t min = 0;
   int64_t max = INT64_MAX;
+  // > 0: free text of at most this many bytes, without control characters (one line, printable
+  // in a message), such as a driver's command line. "" is allowed: the user of it says what an
+  // absent value means.
+  size_t text_bytes_max = 0;
+
+  bool is_integer() const { return choices.empty() && text_bytes_max == 0; }
 };
 
 class Options {

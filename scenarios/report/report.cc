@@ -19,9 +19,18 @@ std::vector<std::string> invariant_names(const Expectation& set) {
   return names;
 }
 
+// A name made portable: ':' (ext:node-redlock) is not allowed in file names on Windows, macOS's
+// Finder shows it as '/', and scp reads it as a host. Adapter and scenario names use '-' already.
+std::string portable(std::string name) {
+  for (char& ch : name) {
+    if (ch == ':' || ch == '/' || ch == '\\') ch = '-';
+  }
+  return name;
+}
+
 std::string file_stem(const RunReport& r) {
-  return fmt::format("{}.{}.seed{}.fencing-{}", r.config.scenario, r.config.adapter, r.config.seed,
-                     r.config.fencing_on ? "on" : "off");
+  return fmt::format("{}.{}.seed{}.fencing-{}", portable(r.config.scenario),
+                     portable(r.config.adapter), r.config.seed, r.config.fencing_on ? "on" : "off");
 }
 
 std::string ms(int64_t us) { return fmt::format("{:.3f}ms", static_cast<double>(us) / 1000.0); }
@@ -60,6 +69,7 @@ nlohmann::json to_json(const RunReport& r) {
       {"options", r.options.values()},
       {"overrides", r.options.overrides()},
       {"trace_hash", r.trace_hash},
+      {"library", r.library},
       {"end", r.end},
       {"end_message", r.end_message},
       {"violations", violations},
@@ -79,6 +89,7 @@ std::string to_text(const RunReport& r) {
   std::string out =
       fmt::format("{} with {} ({}, seed {}, fencing {}): {}\n", r.config.scenario, r.config.adapter,
                   r.config.world, r.config.seed, r.config.fencing_on ? "on" : "off", verdict(r));
+  if (!r.library.empty()) out += fmt::format("  library: {}\n", r.library);
   if (r.end == "vacuous") {
     out += fmt::format("  vacuous: {}\n", r.end_message);
   } else if (r.end != "complete") {
