@@ -59,8 +59,7 @@ void Network::send_copy(NodeId from, NodeId to, const std::string& label, std::s
     arrival_us = std::max(arrival_us, last_us);
     last_us = arrival_us;
   }
-  world_.trace_line(
-      fmt::format("msg {}->{} {} {} +{}us", from, to, kind, label, arrival_us - now_us));
+  world_.trace_linef("msg {}->{} {} {} +{}us", from, to, kind, label, arrival_us - now_us);
   world_.scheduler().at(arrival_us, [this, from, to, inc = world_.incarnation(to), label, delivery,
                                      fn = std::move(on_deliver)]() mutable {
     arrive(from, to, inc, label, std::move(fn), delivery);
@@ -76,7 +75,7 @@ void Network::arrive(NodeId from, NodeId to, uint64_t incarnation, const std::st
       to, incarnation, world_.now_us(),
       [this, from, to, label, fn = std::move(on_deliver)] {
         ++stats_.delivered;
-        world_.trace_line(fmt::format("msg {}->{} recv {}", from, to, label));
+        world_.trace_linef("msg {}->{} recv {}", from, to, label);
         fn();
       },
       [this, from, to, label] {
@@ -87,23 +86,23 @@ void Network::arrive(NodeId from, NodeId to, uint64_t incarnation, const std::st
 
 void Network::trace_drop(NodeId from, NodeId to, std::string_view label, std::string_view why) {
   ++stats_.dropped;
-  world_.trace_line(fmt::format("msg {}->{} drop {} ({})", from, to, label, why));
+  world_.trace_linef("msg {}->{} drop {} ({})", from, to, label, why);
 }
 
 void Network::partition(NodeId from, NodeId to) {
   cut_.insert({from, to});
-  world_.trace_line(fmt::format("net cut {}->{}", from, to));
+  world_.trace_linef("net cut {}->{}", from, to);
 }
 
 void Network::partition_both(NodeId a, NodeId b) {
   cut_.insert({a, b});
   cut_.insert({b, a});
-  world_.trace_line(fmt::format("net cut {}<->{}", a, b));
+  world_.trace_linef("net cut {}<->{}", a, b);
 }
 
 void Network::heal(NodeId from, NodeId to) {
   cut_.erase({from, to});
-  world_.trace_line(fmt::format("net heal {}->{}", from, to));
+  world_.trace_linef("net heal {}->{}", from, to);
 }
 
 void Network::heal_all() {

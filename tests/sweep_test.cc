@@ -432,6 +432,27 @@ TEST_CASE("matrix and calibrate print on two workers what they print on one", "[
   CHECK(one == json_without_wall_times(calibrate_two));
 }
 
+TEST_CASE("a seed run without its trace hash is the same run", "[sweep][trace]") {
+  register_known_bad_adapters();
+  for (const char* adapter : {"redis", "redlock", "mongo", "bad-del-release"}) {
+    const SweepConfig config{.adapter = adapter};
+    const SwarmCapabilities caps = swarm_capabilities(adapter);
+    for (uint64_t seed = 1; seed <= 12; ++seed) {
+      const SeedOutcome hashed = run_sweep_seed(config, caps, seed, true);
+      const SeedOutcome counted = run_sweep_seed(config, caps, seed, false);
+      INFO(adapter << " seed " << seed);
+      CHECK(hashed.report.trace_hash.size() == 16);
+      CHECK(counted.report.trace_hash.empty());
+      CHECK(counted.report.stats.events == hashed.report.stats.events);
+      CHECK(counted.report.history.size() == hashed.report.history.size());
+      CHECK(counted.report.end == hashed.report.end);
+      CHECK(counted.untolerated == hashed.untolerated);
+      CHECK(counted.tolerated == hashed.tolerated);
+      CHECK(counted.excused_by == hashed.excused_by);
+    }
+  }
+}
+
 TEST_CASE("sweep, matrix and calibrate bound their worker count alike", "[jobs][cli]") {
   for (const std::string command :
        {"sweep --adapter memory --seeds 1", "matrix --scenario sequential --adapter memory",

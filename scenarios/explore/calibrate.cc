@@ -139,7 +139,7 @@ CalibrationResult run_calibration(const CalibrateConfig& config) {
         const auto start = std::chrono::steady_clock::now();
         const SeedOutcome o =
             run_sweep_seed(sweep_config(config, chosen[row]->name), caps[row],
-                           config.first_seed + static_cast<uint64_t>(k % per_row));
+                           config.first_seed + static_cast<uint64_t>(k % per_row), false);
         return nlohmann::json{{"caught", o.violates()}, {"wall_us", wall_us_since(start)}}.dump();
       },
       [&](size_t k, const std::string& encoded) {

@@ -52,7 +52,8 @@ MatrixCell run_cell(const MatrixConfig& config, const Scenario& scenario,
                   .world = config.world,
                   .seed = config.first_seed + static_cast<uint64_t>(i),
                   .fencing_on = fencing_on,
-                  .keep_trace = false};
+                  .keep_trace = false,
+                  .hash_trace = false};  // a cell reports verdicts and replay lines, no hash
     RunReport report;
     try {
       report = run_scenario(run);

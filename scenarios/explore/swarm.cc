@@ -660,7 +660,7 @@ void keyed_step(SwarmRun& run, Client& c, const SwarmStep& step) {
   KeyedSimBackend& backend = keyed_backend(run.env->backend());
   if (run.spec.family == "keyed-fifo") {
     if (step.clear) {
-      run.env->world().trace_line(fmt::format("{} calls fifo clear()", c.name()));
+      run.env->world().trace_linef("{} calls fifo clear()", c.name());
       backend.fifo()->clear();
       return;
     }

@@ -20,6 +20,8 @@ struct RecorderHooks {
   std::function<TimeUs()> now_us;                      // true time
   std::function<size_t(std::string_view)> trace_line;  // appends a trace line, returns its index
   std::function<int()> current_client;                 // the client running now, or -1
+  // Whether trace_line reads its text (sim/trace.h); unset: it does. When not, no line is made.
+  std::function<bool()> trace_wants_text;
 };
 
 class Recorder final : public LeaseObserver {

@@ -16,6 +16,7 @@ class SimScenarioWorld final : public ScenarioWorld {
   std::string_view kind() const override { return "sim"; }
   TimeUs now_us() override { return world_.now_us(); }
   size_t trace_line(std::string_view text) override { return world_.trace_line(text); }
+  bool trace_wants_text() const override { return world_.trace_wants_text(); }
   int add_client_node(const std::string& name, int64_t clock_offset_us, int64_t drift_ppm) override;
   Clock& clock(int node) override { return world_.clock(node); }
   int64_t draw_between(int64_t lo, int64_t hi) override { return world_.prng().between(lo, hi); }

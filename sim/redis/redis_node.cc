@@ -54,7 +54,7 @@ RedisNode::RedisNode(World& world, RedisNodeOptions options)
 int64_t RedisNode::local_ms() const { return floor_div(world_.local_us(node_), 1000); }
 
 void RedisNode::trace(std::string_view text) {
-  world_.trace_line(fmt::format("redis {} {}", options_.name, text));
+  world_.trace_linef("redis {} {}", options_.name, text);
 }
 
 void RedisNode::Recorder::on_change(const KeyChange& change) {
