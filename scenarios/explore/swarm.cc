@@ -791,7 +791,9 @@ void build_swarm(const std::shared_ptr<SwarmRun>& run, ScenarioEnv& env) {
   run->env = &env;
   run->clients.clear();
   const SwarmSpec& spec = run->spec;
-  for (const std::string& line : describe_params(spec)) env.world().trace_line("param " + line);
+  if (env.world().trace_wants_text()) {  // a sweep's tallied seeds need no param lines
+    for (const std::string& line : describe_params(spec)) env.world().trace_linef("param {}", line);
+  }
   run->network = spec.family == "lease" && env.adapter().traits.sim_faults.network;
   if (spec.fixed_latency_us > 0) env.backend().set_fixed_latency(spec.fixed_latency_us);
   run->base_network = run->sim().network().options();

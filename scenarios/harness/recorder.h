@@ -26,7 +26,9 @@ struct RecorderHooks {
 
 class Recorder final : public LeaseObserver {
  public:
-  explicit Recorder(RecorderHooks hooks) : hooks_(std::move(hooks)) {}
+  explicit Recorder(RecorderHooks hooks) : hooks_(std::move(hooks)) {
+    history_.reserve(256);  // a swarm seed's history, about: no regrowth copying events
+  }
 
   // Stamps time and trace line, appends, returns the index (or npos once closed).
   size_t record(HistoryEvent e);
