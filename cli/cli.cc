@@ -60,6 +60,7 @@ struct MatrixFlags {
   std::string report_dir;
   std::string junit;
   bool json = false;
+  int jobs = 1;  // set by add_jobs_option
 };
 
 struct ReplayFlags {
@@ -86,6 +87,16 @@ CLI::Validator decimal(uint64_t min, uint64_t max) {
 }
 
 const CLI::Validator kSeed = decimal(0, UINT64_MAX);
+
+// --jobs of sweep, matrix and calibrate: one default (every core this process may use) and one
+// bound (worker_pool.h), here only.
+void add_jobs_option(CLI::App& command, int& jobs) {
+  jobs = available_cores();
+  command
+      .add_option("--jobs", jobs,
+                  "worker processes (default: every core); the result does not depend on it")
+      ->transform(decimal(1, kJobsMax));
+}
 
 // stdout could not take the output (a full disk, a closed pipe): exit 3, naming stdout.
 class StdoutError : public std::runtime_error {
@@ -250,7 +261,8 @@ int cmd_matrix(const MatrixFlags& flags) {
                                     .seeds = flags.seeds,
                                     .first_seed = flags.first_seed,
                                     .adapters = flags.adapters,
-                                    .scenarios = flags.scenarios},
+                                    .scenarios = flags.scenarios,
+                                    .jobs = flags.jobs},
                                    [show_progress](size_t done, size_t total) {
                                      if (show_progress)
                                        fmt::print(stderr, "\rmatrix: {}/{} cells", done, total);
@@ -291,7 +303,7 @@ struct SweepFlags {
   std::string report_dir;
   bool keep_going = false;
   int shrink = 1;
-  int jobs = available_cores();
+  int jobs = 1;  // set by add_jobs_option
   bool json = false;
 };
 
@@ -308,6 +320,7 @@ struct CalibrateFlags {
   std::string report_dir;
   bool json = false;
   bool no_time_target = false;
+  int jobs = 1;  // set by add_jobs_option
 };
 
 struct SweepCommands {
@@ -448,7 +461,8 @@ int cmd_calibrate(const CalibrateFlags& flags) {
                                                     .first_seed = flags.first_seed,
                                                     .seeds = flags.seeds,
                                                     .report_dir = flags.report_dir,
-                                                    .judge_time = !flags.no_time_target});
+                                                    .judge_time = !flags.no_time_target,
+                                                    .jobs = flags.jobs});
   if (flags.json) {
     print_out(fmt::format("{}\n", to_json(result).dump(2)));
   } else {
@@ -475,10 +489,7 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
                     "run every seed instead of stopping at the first violation");
   c.sweep->add_option("--shrink", s.shrink, "how many counterexamples to shrink and save")
       ->transform(decimal(0, 1000));
-  c.sweep
-      ->add_option("--jobs", s.jobs,
-                   "worker processes (default: every core); the result does not depend on it")
-      ->transform(decimal(1, kJobsMax));
+  add_jobs_option(*c.sweep, s.jobs);
   c.sweep->add_flag("--json", s.json, "print JSON");
 
   MergeFlags& m = c.merge_flags;
@@ -504,6 +515,7 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
   c.calibrate->add_flag("--json", k.json, "print JSON");
   c.calibrate->add_flag("--no-time-target", k.no_time_target,
                         "judge caught and shrunk size only, not the median time (for CI)");
+  add_jobs_option(*c.calibrate, k.jobs);
 }
 
 // -1 when none of them was chosen.
@@ -559,6 +571,7 @@ int run_cli(int argc, char** argv) {
   matrix_cmd->add_option("--junit", matrix.junit,
                          "write a JUnit XML file (one testcase per cell) for CI");
   matrix_cmd->add_flag("--json", matrix.json, "print JSON");
+  add_jobs_option(*matrix_cmd, matrix.jobs);
 
   ReplayFlags replay;
   CLI::App* replay_cmd =

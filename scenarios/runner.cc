@@ -50,11 +50,9 @@ std::string run_end_name(sim::RunEnd end) {
 }
 
 void write_trace_header(ScenarioWorld& world, const RunConfig& config, const Options& options) {
-  world.trace_line(fmt::format("run scenario={} adapter={} world={} seed={} fencing={}",
-                               config.scenario, config.adapter, config.world, config.seed,
-                               config.fencing_on ? "on" : "off"));
-  for (const auto& [name, value] : options.values())
-    world.trace_line(fmt::format("param {}={}", name, value));
+  world.trace_linef("run scenario={} adapter={} world={} seed={} fencing={}", config.scenario,
+                    config.adapter, config.world, config.seed, config.fencing_on ? "on" : "off");
+  for (const auto& [name, value] : options.values()) world.trace_linef("param {}={}", name, value);
 }
 
 RunStats collect_stats(const History& history, TimeUs end_us) {
@@ -178,7 +176,8 @@ class RunAssembly {
                    .current_client = [this]() -> int {
                      const int node = world_.current_node();
                      return node < 0 || env_ == nullptr ? -1 : env_->client_for_node(node);
-                   }}),
+                   },
+                   .trace_wants_text = [&world] { return world.trace_wants_text(); }}),
         resource_(recorder_, {.fencing_on = report.config.fencing_on}),
         backend_env_{.world = world, .recorder = recorder_, .options = report.options, .sim = sim} {
     write_trace_header(world, report.config, report.options);
@@ -254,14 +253,14 @@ class RunAssembly {
     const History& history = recorder_.history();
     for (const HistoryEvent& e : history.events()) {
       if (e.kind != EventKind::fault || e.fault == FaultKind::other) continue;
-      world_.trace_line(fmt::format("judge fault at {}us {} ({}): {} the envelope", e.time_us,
-                                    to_string(e.fault), e.detail,
-                                    inside_envelope(history, e) ? "inside" : "outside"));
+      world_.trace_linef("judge fault at {}us {} ({}): {} the envelope", e.time_us,
+                         to_string(e.fault), e.detail,
+                         inside_envelope(history, e) ? "inside" : "outside");
     }
     for (const ReportedViolation& rv : report.violations) {
       const Violation& v = rv.violation;
-      world_.trace_line(fmt::format("judge violation {} at {}us key={}: excused by {}",
-                                    to_string(v.invariant), v.time_us, v.key, v.excuse));
+      world_.trace_linef("judge violation {} at {}us key={}: excused by {}", to_string(v.invariant),
+                         v.time_us, v.key, v.excuse);
     }
   }
 
@@ -281,7 +280,8 @@ class RunAssembly {
     trace_judgement(report);
     report.stats = collect_stats(recorder_.history(), world_.now_us());
     if (report.config.keep_trace) report.trace = trace.lines();
-    report.history = recorder_.history();
+    // The recorder is closed: nothing adds to its history any more, so the report takes it.
+    report.history = std::move(recorder_.history());
     refuse_blind_lease_checks(report);
   }
 
@@ -300,7 +300,8 @@ void run_in_sim(const Scenario& scenario, const AdapterEntry& adapter, RunReport
   sim::World world(
       {.seed = report.config.seed,
        .scheduler = {.events_max = report.config.events_max},
-       .trace_keep_lines_max = report.config.keep_trace ? size_t{2'000'000} : size_t{0}});
+       .trace_keep_lines_max = report.config.keep_trace ? size_t{2'000'000} : size_t{0},
+       .trace_hash = report.config.hash_trace || report.config.keep_trace});
   SimScenarioWorld scenario_world(world);
   RunAssembly run(scenario_world, scenario, adapter, report, &world);
   const sim::RunResult result = world.run();

@@ -41,6 +41,10 @@ struct RunConfig {
   std::vector<std::string> sets;  // KEY=VALUE overrides
   uint64_t events_max = 20'000'000;
   bool keep_trace = true;  // keep trace lines for excerpts and the report
+  // false, in the simulator and without keep_trace: no trace_hash ("") and no trace line is
+  // formatted (sim/trace.h), for runs whose hash nobody reads (a sweep's passing seeds). The run
+  // is otherwise the same: events, history, violations and verdict.
+  bool hash_trace = true;
 };
 
 struct RunStats {

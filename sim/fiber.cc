@@ -1,11 +1,14 @@
 #include "sim/fiber.h"
 
+#include <cstdlib>
 #include <exception>
+#include <new>
 #include <utility>
+#include <vector>
 
 #include <cxxabi.h>
 #include <boost/context/fiber.hpp>
-#include <boost/context/fixedsize_stack.hpp>
+#include <boost/context/stack_context.hpp>
 
 #include "sim/assert.h"
 
@@ -24,6 +27,64 @@ struct EhGlobals {
 };
 
 EhGlobals* thread_eh_globals() { return reinterpret_cast<EhGlobals*>(abi::__cxa_get_globals()); }
+
+// Fiber stacks are reused: a run starts a fiber per client and per server task, and a fresh
+// 256 KiB stack was an mmap, page faults on every page it touched, and a munmap (a fifth of a
+// memory-adapter sweep seed, by perf). A finished fiber's stack goes to its thread's free list
+// (at most kStackPoolMax; the pages it touched stay mapped) and the next fiber of that size takes
+// it. What a stack held is never read: a fiber starts on a fresh frame. One thread's fibers are
+// created and destroyed on that thread, so the list needs no lock.
+constexpr size_t kStackPoolMax = 256;
+
+struct StackPool {
+  struct Block {
+    void* base = nullptr;
+    size_t bytes = 0;
+  };
+  std::vector<Block> free;
+  StackPool() { free.reserve(kStackPoolMax); }  // deallocate() is noexcept: it never grows it
+  ~StackPool() {
+    for (const Block& b : free) std::free(b.base);
+  }
+};
+
+StackPool& stack_pool() {
+  thread_local StackPool pool;
+  return pool;
+}
+
+// Boost.Context's StackAllocator, fixedsize_stack's layout (malloc'd, sp at the top).
+class PooledStack {
+ public:
+  explicit PooledStack(size_t bytes) : bytes_(bytes) {}
+
+  ctx::stack_context allocate() {
+    std::vector<StackPool::Block>& free = stack_pool().free;
+    void* base = nullptr;
+    for (size_t i = free.size(); i-- > 0;) {  // bounded by kStackPoolMax
+      if (free[i].bytes != bytes_) continue;
+      base = free[i].base;
+      free.erase(free.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
+    if (base == nullptr) base = std::malloc(bytes_);
+    if (base == nullptr) throw std::bad_alloc();
+    ctx::stack_context stack;
+    stack.size = bytes_;
+    stack.sp = static_cast<char*>(base) + bytes_;
+    return stack;
+  }
+
+  void deallocate(ctx::stack_context& stack) noexcept {
+    void* base = static_cast<char*>(stack.sp) - stack.size;
+    std::vector<StackPool::Block>& free = stack_pool().free;
+    if (free.size() >= kStackPoolMax) return std::free(base);
+    free.push_back({.base = base, .bytes = stack.size});
+  }
+
+ private:
+  size_t bytes_;
+};
 
 }  // namespace
 
@@ -62,7 +123,7 @@ Fiber::Fiber(std::function<void()> body, size_t stack_bytes) : impl_(std::make_u
                      "a fiber stack below 16 KiB cannot hold much");
   impl_->body = std::move(body);
   Impl* impl = impl_.get();
-  impl_->self = ctx::fiber(std::allocator_arg, ctx::fixedsize_stack(stack_bytes),
+  impl_->self = ctx::fiber(std::allocator_arg, PooledStack(stack_bytes),
                            [impl](ctx::fiber&& from) { return impl->enter(std::move(from)); });
 }
 

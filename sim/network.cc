@@ -59,51 +59,57 @@ void Network::send_copy(NodeId from, NodeId to, const std::string& label, std::s
     arrival_us = std::max(arrival_us, last_us);
     last_us = arrival_us;
   }
-  world_.trace_line(
-      fmt::format("msg {}->{} {} {} +{}us", from, to, kind, label, arrival_us - now_us));
-  world_.scheduler().at(arrival_us, [this, from, to, inc = world_.incarnation(to), label, delivery,
-                                     fn = std::move(on_deliver)]() mutable {
-    arrive(from, to, inc, label, std::move(fn), delivery);
-  });
+  world_.trace_linef("msg {}->{} {} {} +{}us", from, to, kind, label, arrival_us - now_us);
+  auto message = std::make_shared<InFlight>(InFlight{.network = this,
+                                                     .from = from,
+                                                     .to = to,
+                                                     .incarnation = world_.incarnation(to),
+                                                     .label = label,
+                                                     .on_deliver = std::move(on_deliver),
+                                                     .delivery = delivery});
+  world_.scheduler().at(arrival_us, [message] { message->network->arrive(message); });
 }
 
 // At the destination's door: the link is checked now; the node's state (crashed, restarted,
 // paused) is World::deliver_at's business.
-void Network::arrive(NodeId from, NodeId to, uint64_t incarnation, const std::string& label,
-                     std::function<void()> on_deliver, Delivery delivery) {
-  if (!link_up(from, to)) return trace_drop(from, to, label, "cut");
+void Network::arrive(const std::shared_ptr<InFlight>& message) {
+  const InFlight& m = *message;
+  if (!link_up(m.from, m.to)) return trace_drop(m.from, m.to, m.label, "cut");
   world_.deliver_at(
-      to, incarnation, world_.now_us(),
-      [this, from, to, label, fn = std::move(on_deliver)] {
-        ++stats_.delivered;
-        world_.trace_line(fmt::format("msg {}->{} recv {}", from, to, label));
-        fn();
+      m.to, m.incarnation, world_.now_us(),
+      [message] {
+        Network& net = *message->network;
+        ++net.stats_.delivered;
+        net.world_.trace_linef("msg {}->{} recv {}", message->from, message->to, message->label);
+        message->on_deliver();
       },
-      [this, from, to, label] {
-        trace_drop(from, to, label, world_.alive(to) ? "restarted" : "down");
+      [message] {
+        Network& net = *message->network;
+        net.trace_drop(message->from, message->to, message->label,
+                       net.world_.alive(message->to) ? "restarted" : "down");
       },
-      /*defer_while_paused=*/delivery == Delivery::process);
+      /*defer_while_paused=*/m.delivery == Delivery::process);
 }
 
 void Network::trace_drop(NodeId from, NodeId to, std::string_view label, std::string_view why) {
   ++stats_.dropped;
-  world_.trace_line(fmt::format("msg {}->{} drop {} ({})", from, to, label, why));
+  world_.trace_linef("msg {}->{} drop {} ({})", from, to, label, why);
 }
 
 void Network::partition(NodeId from, NodeId to) {
   cut_.insert({from, to});
-  world_.trace_line(fmt::format("net cut {}->{}", from, to));
+  world_.trace_linef("net cut {}->{}", from, to);
 }
 
 void Network::partition_both(NodeId a, NodeId b) {
   cut_.insert({a, b});
   cut_.insert({b, a});
-  world_.trace_line(fmt::format("net cut {}<->{}", a, b));
+  world_.trace_linef("net cut {}<->{}", a, b);
 }
 
 void Network::heal(NodeId from, NodeId to) {
   cut_.erase({from, to});
-  world_.trace_line(fmt::format("net heal {}->{}", from, to));
+  world_.trace_linef("net heal {}->{}", from, to);
 }
 
 void Network::heal_all() {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
@@ -83,10 +84,21 @@ class Network {
  private:
   static void validate(const NetworkOptions& options);
   bool draw(Ratio ratio);
+  // One copy of a message in flight. The event closures hold only a shared pointer to it (small
+  // enough for std::function's inline buffer), so a message costs this one allocation, not a heap
+  // closure and a label copy at every hop.
+  struct InFlight {
+    Network* network = nullptr;
+    NodeId from = 0;
+    NodeId to = 0;
+    uint64_t incarnation = 0;  // of `to` when sent
+    std::string label;
+    std::function<void()> on_deliver;
+    Delivery delivery = Delivery::process;
+  };
   void send_copy(NodeId from, NodeId to, const std::string& label, std::string_view kind,
                  std::function<void()> on_deliver, Delivery delivery);
-  void arrive(NodeId from, NodeId to, uint64_t incarnation, const std::string& label,
-              std::function<void()> on_deliver, Delivery delivery);
+  void arrive(const std::shared_ptr<InFlight>& message);
   void trace_drop(NodeId from, NodeId to, std::string_view label, std::string_view why);
 
   World& world_;

@@ -18,15 +18,20 @@ uint64_t fnv1a(uint64_t hash, std::string_view bytes) {
 }  // namespace
 
 size_t Trace::add(TimeUs t_us, std::string_view text) {
-  fmt::memory_buffer line;
-  fmt::format_to(std::back_inserter(line), "{} {}", t_us, text);
-  const std::string_view view(line.data(), line.size());
-  hash_ = fnv1a(fnv1a(hash_, view), "\n");
-  if (lines_.size() < keep_lines_max_) lines_.emplace_back(view);
+  if (!wants_text()) return count_++;
+  // The line is hashed in its pieces, as they would be laid out: nothing is built unless kept.
+  const fmt::format_int time(t_us);
+  const std::string_view stamp(time.data(), time.size());
+  if (hashing_) hash_ = fnv1a(fnv1a(fnv1a(fnv1a(hash_, stamp), " "), text), "\n");
+  if (lines_.size() < keep_lines_max_) {
+    std::string& line = lines_.emplace_back();
+    line.reserve(stamp.size() + 1 + text.size());
+    line.append(stamp).append(" ").append(text);
+  }
   return count_++;
 }
 
-std::string Trace::hash_hex() const { return fmt::format("{:016x}", hash_); }
+std::string Trace::hash_hex() const { return hashing_ ? fmt::format("{:016x}", hash_) : ""; }
 
 std::string_view Trace::line(size_t i) const {
   return i < lines_.size() ? std::string_view(lines_[i]) : std::string_view();

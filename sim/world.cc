@@ -81,7 +81,7 @@ struct World::FiberSlot {
 World::World(WorldOptions options)
     : options_(options),
       scheduler_(options.scheduler),
-      trace_(options.trace_keep_lines_max),
+      trace_(options.trace_keep_lines_max, options.trace_hash),
       prng_(options.seed),
       network_(std::make_unique<Network>(*this, options.network)) {}
 
@@ -104,8 +104,8 @@ World::~World() {
 NodeId World::add_node(std::string name, ClockSpec clock) {
   LOCKSTEP_SIM_CHECK(nodes_.size() < kNodesMax, "too many nodes");
   const NodeId id = static_cast<NodeId>(nodes_.size());
-  trace_line(fmt::format("node {} add {} offset {}us drift {}ppm", id, name,
-                         signed_us(clock.offset_us), signed_us(clock.drift_ppm)));
+  trace_linef("node {} add {} offset {}us drift {}ppm", id, name, signed_us(clock.offset_us),
+              signed_us(clock.drift_ppm));
   nodes_.push_back(std::make_unique<Node>(*this, id, std::move(name), clock));
   return id;
 }
@@ -159,15 +159,15 @@ FiberId World::spawn(NodeId node, std::string name, std::function<void()> body, 
         try {
           body();
         } catch (const ProcessKilled&) {
-          trace_line(fiber_label(*s) + " killed");
+          trace_line_by([&] { return fiber_label(*s) + " killed"; });
           return;
         }
-        trace_line(fiber_label(*s) + " done");
+        trace_line_by([&] { return fiber_label(*s) + " done"; });
       },
       options_.fiber_stack_bytes);
   fibers_.push_back(std::move(slot));
   ++unfinished_fibers_;
-  trace_line(fmt::format("{} spawn on node {} at {}us", fiber_label(*s), node, start_us));
+  trace_linef("{} spawn on node {} at {}us", fiber_label(*s), node, start_us);
   schedule_resume(*s, 0, start_us);
   return id;
 }
@@ -289,7 +289,7 @@ void World::on_deadline(FiberSlot& s, uint64_t generation) {
   s.deadline_event = kNoEvent;
   s.state = FiberSlot::State::waking;
   s.result = ParkResult::deadline;
-  if (!s.sleeping) trace_line(fiber_label(s) + " timeout");
+  if (!s.sleeping) trace_line_by([&] { return fiber_label(s) + " timeout"; });
   resume_fiber(s, generation);
 }
 
@@ -330,7 +330,7 @@ void World::finish(FiberSlot& slot) {
 }
 
 void World::record_failure(FiberSlot& slot, std::exception_ptr failure) {
-  trace_line(fmt::format("{} failed: {}", fiber_label(slot), describe(failure)));
+  trace_linef("{} failed: {}", fiber_label(slot), describe(failure));
   if (!fiber_failure_) fiber_failure_ = std::move(failure);
   scheduler_.stop();
 }
@@ -352,7 +352,7 @@ void World::unwind(FiberSlot& slot) {
   scheduler_.cancel(std::exchange(slot.deadline_event, kNoEvent));
   if (slot.state == FiberSlot::State::done) return;
   if (slot.state == FiberSlot::State::starting) {
-    trace_line(fiber_label(slot) + " killed before start");
+    trace_line_by([&] { return fiber_label(slot) + " killed before start"; });
     return finish(slot);  // its body never ran: nothing on its stack to unwind
   }
   switch_to(slot);
@@ -380,7 +380,7 @@ void World::deliver_now(NodeId node, uint64_t incarnation, Action fn, Action on_
   Node& n = node_ref(node);
   if (!n.alive || n.incarnation != incarnation) {
     if (on_drop) return on_drop();
-    trace_line(fmt::format("node {} drop delivery ({})", node, n.alive ? "restarted" : "down"));
+    trace_linef("node {} drop delivery ({})", node, n.alive ? "restarted" : "down");
     return;
   }
   if (n.paused && defer_while_paused) {
@@ -406,10 +406,10 @@ void World::pause(NodeId node, TimeUs duration_us, std::string_view why) {
   LOCKSTEP_SIM_CHECK(duration_us >= 0, "a pause lasts a non-negative time");
   const std::string reason = why.empty() ? "" : fmt::format(" ({})", why);
   if (!n.alive) {
-    trace_line(fmt::format("node {} pause {}us ignored: down{}", node, duration_us, reason));
+    trace_linef("node {} pause {}us ignored: down{}", node, duration_us, reason);
     return;
   }
-  trace_line(fmt::format("node {} pause {}us{}", node, duration_us, reason));
+  trace_linef("node {} pause {}us{}", node, duration_us, reason);
   const TimeUs end_us = duration_us >= kTimeNever - now_us() ? kTimeNever : now_us() + duration_us;
   if (!n.paused || end_us > n.paused_until_us) {
     n.paused_until_us = end_us;
@@ -431,7 +431,7 @@ void World::end_pause(NodeId node, uint64_t incarnation) {
   const bool current = n.alive && n.incarnation == incarnation;
   if (!current || !n.paused || now_us() < n.paused_until_us) return;  // superseded
   n.paused = false;
-  trace_line(fmt::format("node {} pause end", node));
+  trace_linef("node {} pause end", node);
   std::deque<Action> items = std::exchange(n.deferred, {});
   // Bounded by what was deferred before this point; an item may pause or crash the node again.
   while (!items.empty() && !n.paused && n.alive && n.incarnation == incarnation) {
@@ -453,10 +453,10 @@ void World::end_pause(NodeId node, uint64_t incarnation) {
 void World::crash(NodeId node) {
   Node& n = node_ref(node);
   if (!n.alive) {
-    trace_line(fmt::format("node {} crash ignored: already down", node));
+    trace_linef("node {} crash ignored: already down", node);
     return;
   }
-  trace_line(fmt::format("node {} crash", node));
+  trace_linef("node {} crash", node);
   n.alive = false;
   n.paused = false;
   // What waited for the pause's end now runs and finds the node dead (drops are traced).
@@ -481,7 +481,7 @@ void World::restart(NodeId node) {
   LOCKSTEP_SIM_CHECK(!n.alive, fmt::format("restart of live node {}: crash it first", node));
   n.alive = true;
   ++n.incarnation;
-  trace_line(fmt::format("node {} restart incarnation {}", node, n.incarnation));
+  trace_linef("node {} restart incarnation {}", node, n.incarnation);
   run_hooks(n.restart_hooks);
 }
 
@@ -497,12 +497,12 @@ void World::on_restart(NodeId node, std::function<void()> hook) {
 
 void World::jump_clock(NodeId node, int64_t delta_us) {
   node_ref(node).clock.jump(now_us(), delta_us);
-  trace_line(fmt::format("node {} clock jump {}us", node, signed_us(delta_us)));
+  trace_linef("node {} clock jump {}us", node, signed_us(delta_us));
 }
 
 void World::set_drift(NodeId node, int64_t drift_ppm) {
   retime_sleepers(node, drift_ppm);
-  trace_line(fmt::format("node {} clock drift {}ppm", node, signed_us(drift_ppm)));
+  trace_linef("node {} clock drift {}ppm", node, signed_us(drift_ppm));
 }
 
 // Sleepers measured part of their sleep at the old rate; the rest is measured at the new one.

@@ -33,6 +33,8 @@
 #include <string_view>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "adapters/core/clock.h"
 #include "adapters/core/random.h"
 #include "sim/network.h"
@@ -56,6 +58,7 @@ struct WorldOptions {
   NetworkOptions network;
   size_t fiber_stack_bytes = size_t{256} * 1024;
   size_t trace_keep_lines_max = 2'000'000;
+  bool trace_hash = true;  // false (with no lines kept): the trace only counts lines (trace.h)
 };
 
 using FiberId = int;
@@ -84,6 +87,23 @@ class World {
 
   // Appends a trace line at the current true time.
   size_t trace_line(std::string_view text) { return trace_.add(now_us(), text); }
+  // The same, formatted only when the trace reads it (on the stack, no allocation for a line that
+  // fits 500 bytes). Arguments are still evaluated: guard a costly one with trace_wants_text().
+  template <typename... Args>
+  size_t trace_linef(fmt::format_string<Args...> format, Args&&... args) {
+    if (!trace_.wants_text()) return trace_line({});
+    fmt::memory_buffer text;
+    fmt::format_to(std::back_inserter(text), format, std::forward<Args>(args)...);
+    return trace_line({text.data(), text.size()});
+  }
+  // The same again, for a line whose arguments cost: make() returns the text, called only when the
+  // trace reads it.
+  template <typename Make>
+  size_t trace_line_by(Make&& make) {
+    if (!trace_.wants_text()) return trace_line({});
+    return trace_line(std::forward<Make>(make)());
+  }
+  bool trace_wants_text() const { return trace_.wants_text(); }
 
   // --- nodes and clocks ---
   NodeId add_node(std::string name, ClockSpec clock = {});

@@ -465,3 +465,34 @@ TEST_CASE("connection: a reply that arrives while the client is paused is kept",
   });
   w.run();
 }
+
+TEST_CASE("node: a new node takes a gone node's Lua state, reset, unless a script changed it",
+          "[sim][redis][node][lua]") {
+  World w(fixed_latency(500));
+  size_t pooled = 0;
+  {
+    RedisNode node(w, {.name = "a"});
+    pooled = pooled_lua_engines();
+    CHECK(node.execute({"EVAL", kCompareAndDelete, "1", "lock", "me"}, 1) == num(0));
+    CHECK(node.lua().exists(sha1_hex(kCompareAndDelete)));
+  }
+  CHECK(pooled_lua_engines() == pooled + 1);  // given back, reset
+  {
+    RedisNode node(w, {.name = "b"});
+    CHECK(pooled_lua_engines() == pooled);  // taken again, not built
+    // As a fresh node: no cached script, no KEYS left over from the last run.
+    CHECK(node.execute({"EVALSHA", sha1_hex(kCompareAndDelete), "0"}, 1).is_error());
+    CHECK(node.execute({"EVAL", "return type(rawget(_G, 'KEYS'))", "0"}, 1) == str("nil"));
+    // A script that changes a library leaves a state no other run may see.
+    CHECK(node.execute({"EVAL", "string.leak = 1 return 1", "0"}, 1) == num(1));
+  }
+  CHECK(pooled_lua_engines() == pooled);  // closed, not pooled
+  {
+    RedisNode node(w, {.name = "c"});
+    CHECK(node.execute({"EVAL", "return type(string.leak)", "0"}, 1) == str("nil"));
+    CHECK(node.execute({"EVAL", "rawset(_G, 'x', 1) return 1", "0"}, 1) == num(1));
+  }
+  CHECK(pooled_lua_engines() == pooled);
+  RedisNode node(w, {.name = "d"});
+  CHECK(node.execute({"EVAL", "return x", "0"}, 1).is_error());  // nonexistent global
+}

@@ -71,3 +71,15 @@ TEST_CASE("trace: hex is 16 lowercase digits with leading zeros", "[sim][trace]"
   }
   FAIL("no hash with a leading zero nibble found");
 }
+
+TEST_CASE("trace: one that neither hashes nor keeps counts lines and reads no text",
+          "[sim][trace]") {
+  Trace counting(0, false);
+  CHECK_FALSE(counting.wants_text());
+  CHECK(counting.add(5, "hello") == 0);
+  CHECK(counting.add(6, "") == 1);
+  CHECK(counting.size() == 2);
+  CHECK(counting.hash_hex().empty());  // no hash to report, rather than the basis
+  CHECK(Trace(0, true).wants_text());
+  CHECK(Trace(1, false).wants_text());
+}

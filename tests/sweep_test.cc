@@ -392,3 +392,77 @@ TEST_CASE("a sweep on two workers gives what one process gives, to the first cou
 
 }  // namespace
 }  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+// The JSON a command prints, wall-time fields removed (they are the only ones --jobs may change).
+nlohmann::json json_without_wall_times(const CommandResult& r) {
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  if (j.contains("adapters")) {
+    for (auto& row : j["adapters"]) {
+      row.erase("wall_time_us");
+      row.erase("median_time_to_first_us");
+    }
+  }
+  return j;
+}
+
+TEST_CASE("matrix and calibrate print on two workers what they print on one", "[jobs][cli]") {
+  const std::string matrix =
+      "matrix --adapter memory --adapter redis --adapter bad-del-release --scenario stolen-lock "
+      "--scenario gc-pause --scenario slow-acquire --seeds 2 --json --jobs ";
+  const CommandResult matrix_one = lockstep_cli(matrix + "1");
+  const CommandResult matrix_two = lockstep_cli(matrix + "2");
+  INFO(matrix_one.err << matrix_two.err);
+  CHECK(matrix_one.exit_code == matrix_two.exit_code);
+  REQUIRE(nlohmann::json::parse(matrix_one.out).at("cells").size() >= 10);
+  CHECK(matrix_one.out == matrix_two.out);  // nothing in a matrix's JSON is a wall time
+
+  const std::string calibrate =
+      "calibrate --adapter bad-del-release --adapter bad-pexpire-extend --adapter "
+      "bad-setnx-expire --seeds 40 --no-time-target --json --jobs ";
+  const CommandResult calibrate_one = lockstep_cli(calibrate + "1");
+  const CommandResult calibrate_two = lockstep_cli(calibrate + "3");
+  INFO(calibrate_one.err << calibrate_two.err);
+  CHECK(calibrate_one.exit_code == calibrate_two.exit_code);
+  const nlohmann::json one = json_without_wall_times(calibrate_one);
+  REQUIRE(one.at("adapters").size() == 3);
+  CHECK(one.at("adapters")[0].contains("first_counterexample"));  // a shrink to agree on
+  CHECK(one == json_without_wall_times(calibrate_two));
+}
+
+TEST_CASE("a seed run without its trace hash is the same run", "[sweep][trace]") {
+  register_known_bad_adapters();
+  for (const char* adapter : {"redis", "redlock", "mongo", "bad-del-release"}) {
+    const SweepConfig config{.adapter = adapter};
+    const SwarmCapabilities caps = swarm_capabilities(adapter);
+    for (uint64_t seed = 1; seed <= 12; ++seed) {
+      const SeedOutcome hashed = run_sweep_seed(config, caps, seed, true);
+      const SeedOutcome counted = run_sweep_seed(config, caps, seed, false);
+      INFO(adapter << " seed " << seed);
+      CHECK(hashed.report.trace_hash.size() == 16);
+      CHECK(counted.report.trace_hash.empty());
+      CHECK(counted.report.stats.events == hashed.report.stats.events);
+      CHECK(counted.report.history.size() == hashed.report.history.size());
+      CHECK(counted.report.end == hashed.report.end);
+      CHECK(counted.untolerated == hashed.untolerated);
+      CHECK(counted.tolerated == hashed.tolerated);
+      CHECK(counted.excused_by == hashed.excused_by);
+    }
+  }
+}
+
+TEST_CASE("sweep, matrix and calibrate bound their worker count alike", "[jobs][cli]") {
+  for (const std::string command :
+       {"sweep --adapter memory --seeds 1", "matrix --scenario sequential --adapter memory",
+        "calibrate --adapter bad-del-release --seeds 1"}) {
+    const CommandResult zero = lockstep_cli(command + " --jobs 0");
+    CHECK(zero.exit_code == 2);
+    CHECK(zero.err.find("[1, 256]") != std::string::npos);
+    CHECK(lockstep_cli(command + " --jobs 257").exit_code == 2);
+  }
+}
+
+}  // namespace
+}  // namespace lockstep

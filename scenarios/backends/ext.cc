@@ -250,15 +250,14 @@ class ExtBackend final : public Backend {
           .clock_jumps = env.options.has("jump_ms")};
       for (int64_t i = 0; i < nodes; ++i) {
         servers_.push_back(std::make_unique<real::RedisServerProcess>(server_options));
-        env.world.trace_line(fmt::format("server redis-{} pid {} at {}", i, servers_.back()->pid(),
-                                         servers_.back()->endpoint()));
+        env.world.trace_linef("server redis-{} pid {} at {}", i, servers_.back()->pid(),
+                              servers_.back()->endpoint());
       }
     }
     if (env.options.has("clients") && env.options.get_int("clients") > kDriverProcessesMax) {
       pooled_ = true;
-      env.world.trace_line(
-          fmt::format("{}: {} clients share {} driver processes (no client pauses here)",
-                      library.adapter, env.options.get_int("clients"), kDriverProcessesMax));
+      env.world.trace_linef("{}: {} clients share {} driver processes (no client pauses here)",
+                            library.adapter, env.options.get_int("clients"), kDriverProcessesMax);
     }
     if (library.in_memory) shared_.push_back(start_driver("shared", {}));
   }
@@ -349,13 +348,12 @@ class ExtBackend final : public Backend {
           .name = name,
           .request_deadline_ms = deadline_ms_,
           .on_event = [this, name](const ext::Event& e) {
-            env_.world.trace_line(fmt::format("{} event {} key={} handle={:.8}{}", name, e.event,
-                                              e.key, e.handle,
-                                              e.err ? ": " + e.err->message : std::string()));
+            env_.world.trace_linef("{} event {} key={} handle={:.8}{}", name, e.event, e.key,
+                                   e.handle, e.err ? ": " + e.err->message : std::string());
           }});
-      env_.world.trace_line(fmt::format(
-          "driver {} pid {}: {} protocol {} token {}", name, driver->pid(), driver->ready().version,
-          driver->ready().protocol, to_string(driver->ready().capabilities.token)));
+      env_.world.trace_linef("driver {} pid {}: {} protocol {} token {}", name, driver->pid(),
+                             driver->ready().version, driver->ready().protocol,
+                             to_string(driver->ready().capabilities.token));
       return driver;
     } catch (const ext::DriverStartError& e) {
       throw real::ServerStartError(e.what());

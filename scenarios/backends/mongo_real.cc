@@ -80,13 +80,13 @@ class MongoRealBackend final : public Backend {
     if (uri_from_environment()) {
       uri_ = default_mongo_uri();
       check_mongo_uri(uri_);
-      env.world.trace_line(fmt::format("server mongo at LOCKSTEP_MONGO_URI ({})",
-                                       MongocConnection({.uri = uri_}).endpoint()));
+      env.world.trace_linef("server mongo at LOCKSTEP_MONGO_URI ({})",
+                            MongocConnection({.uri = uri_}).endpoint());
     } else {
       real::MongodProcess::binary_path();  // ServerUnavailable, saying how to provide one
       keeper_.run([this] { mongod_ = std::make_unique<real::MongodProcess>(); });
       uri_ = mongod_->uri();
-      env.world.trace_line(fmt::format("server mongod pid {} at {}", mongod_->pid(), uri_));
+      env.world.trace_linef("server mongod pid {} at {}", mongod_->pid(), uri_);
     }
     drop_lock_collections();
   }

@@ -53,8 +53,7 @@ class RedisRealBackend final : public Backend {
       if (drift_ppm_ != 0) server_options.clock_rate = faketime_rate(drift_ppm_);
     }
     primary_ = std::make_unique<real::RedisServerProcess>(server_options);
-    env.world.trace_line(
-        fmt::format("server redis-0 pid {} at {}", primary_->pid(), primary_->endpoint()));
+    env.world.trace_linef("server redis-0 pid {} at {}", primary_->pid(), primary_->endpoint());
     if (env.options.get_int("replicas") > 0) start_lagging_replica(env);
   }
 
@@ -126,9 +125,8 @@ class RedisRealBackend final : public Backend {
         throw std::runtime_error("the replica did not sync in 5 s");
     }
     replication_proxy_->set_drop(real::Direction::to_client, true);
-    env.world.trace_line(
-        fmt::format("server redis-1 pid {} at {} (replica, lagging: replication cut)",
-                    replica_->pid(), replica_->endpoint()));
+    env.world.trace_linef("server redis-1 pid {} at {} (replica, lagging: replication cut)",
+                          replica_->pid(), replica_->endpoint());
   }
 
   RedisAdapterFactory make_adapter_;

@@ -41,8 +41,8 @@ class RedlockRealBackend final : public Backend {
     const int64_t nodes = env.options.get_int("nodes");
     for (int64_t i = 0; i < nodes; ++i) {
       servers_.push_back(std::make_unique<real::RedisServerProcess>(server_options));
-      env.world.trace_line(fmt::format("server redis-{} pid {} at {}", i, servers_.back()->pid(),
-                                       servers_.back()->endpoint()));
+      env.world.trace_linef("server redis-{} pid {} at {}", i, servers_.back()->pid(),
+                            servers_.back()->endpoint());
     }
   }
 

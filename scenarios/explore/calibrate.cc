@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "scenarios/backends/registry.h"
+#include "scenarios/explore/worker_pool.h"
 
 namespace lockstep {
 
@@ -65,43 +66,53 @@ bool CalibrationResult::all_meet_targets() const {
 
 namespace {
 
-CalibrationRow calibrate_adapter(const CalibrateConfig& config, const AdapterEntry& adapter) {
-  const auto start = std::chrono::steady_clock::now();
-  const SweepConfig sweep{.adapter = adapter.name,
-                          .first_seed = config.first_seed,
-                          .seeds = config.seeds,
-                          .report_dir = config.report_dir};
-  const SwarmCapabilities caps = swarm_capabilities(adapter.name);
-  CalibrationRow row{.adapter = adapter.name, .breaks = adapter.breaks};
-  std::vector<bool> caught;
-  std::vector<int64_t> wall_us;
-  std::optional<SeedOutcome> first;
-  for (int i = 0; i < config.seeds; ++i) {
-    const auto seed_start = std::chrono::steady_clock::now();
-    SeedOutcome o = run_sweep_seed(sweep, caps, config.first_seed + static_cast<uint64_t>(i));
-    wall_us.push_back(std::chrono::duration_cast<std::chrono::microseconds>(
-                          std::chrono::steady_clock::now() - seed_start)
-                          .count());
-    caught.push_back(o.violates());
-    ++row.seeds_run;
-    if (!o.violates()) continue;
-    ++row.caught;
-    if (!first) first = std::move(o);
-  }
-  const FirstCatch fc = median_first_catch(caught, wall_us);
-  row.median_seeds = fc.median_seeds;
-  row.median_time_us = fc.median_time_us;
-  if (first) row.first = shrink_counterexample(sweep, *first);
-  row.wall_time_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
-  return row;
+int64_t wall_us_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                               start)
+      .count();
+}
+
+SweepConfig sweep_config(const CalibrateConfig& config, const std::string& adapter) {
+  return {.adapter = adapter,
+          .first_seed = config.first_seed,
+          .seeds = config.seeds,
+          .report_dir = config.report_dir};
+}
+
+// A shrunk counterexample crosses a worker's pipe as JSON, every field.
+std::string encode(const Counterexample& cx) {
+  return nlohmann::json{{"seed", cx.seed},
+                        {"invariant", cx.invariant},
+                        {"trace_hash", cx.trace_hash},
+                        {"ops", cx.ops},
+                        {"shrunk_ops", cx.shrunk_ops},
+                        {"shrunk_trace_hash", cx.shrunk_trace_hash},
+                        {"shrink_runs", cx.shrink_runs},
+                        {"shrink_wall_us", cx.shrink_wall_us},
+                        {"shrunk", to_json(cx.shrunk)},
+                        {"replay_file", cx.replay_file}}
+      .dump();
+}
+
+Counterexample decode_counterexample(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text);
+  return {.seed = j.at("seed").get<uint64_t>(),
+          .invariant = j.at("invariant").get<std::string>(),
+          .trace_hash = j.at("trace_hash").get<std::string>(),
+          .ops = j.at("ops").get<uint64_t>(),
+          .shrunk_ops = j.at("shrunk_ops").get<uint64_t>(),
+          .shrunk_trace_hash = j.at("shrunk_trace_hash").get<std::string>(),
+          .shrink_runs = j.at("shrink_runs").get<int>(),
+          .shrink_wall_us = j.at("shrink_wall_us").get<int64_t>(),
+          .shrunk = swarm_spec_from_json(j.at("shrunk")),
+          .replay_file = j.at("replay_file").get<std::string>()};
 }
 
 }  // namespace
 
 CalibrationResult run_calibration(const CalibrateConfig& config) {
   CalibrationResult result{.config = config};
+  std::vector<const AdapterEntry*> chosen;
   for (const AdapterEntry& entry : adapters()) {
     if (!entry.known_bad ||
         std::find(entry.worlds.begin(), entry.worlds.end(), "sim") == entry.worlds.end())
@@ -110,8 +121,61 @@ CalibrationResult run_calibration(const CalibrateConfig& config) {
                                               entry.name) == config.adapters.end()) {
       continue;
     }
-    result.rows.push_back(calibrate_adapter(config, entry));
+    chosen.push_back(&entry);
+    result.rows.push_back({.adapter = entry.name, .breaks = entry.breaks});
   }
+  std::vector<SwarmCapabilities> caps;
+  for (const AdapterEntry* entry : chosen) caps.push_back(swarm_capabilities(entry->name));
+  // Every (adapter, seed) in one pool, so a short list of adapters still fills the workers: item
+  // k is adapter k / seeds, seed first_seed + k % seeds. A worker sends whether the seed caught
+  // the adapter and how long its run took.
+  const size_t per_row = static_cast<size_t>(config.seeds);
+  std::vector<std::vector<bool>> caught(chosen.size());
+  std::vector<std::vector<int64_t>> wall_us(chosen.size());
+  run_in_order(
+      chosen.size() * per_row, config.jobs,
+      [&](size_t k) {
+        const size_t row = k / per_row;
+        const auto start = std::chrono::steady_clock::now();
+        const SeedOutcome o =
+            run_sweep_seed(sweep_config(config, chosen[row]->name), caps[row],
+                           config.first_seed + static_cast<uint64_t>(k % per_row), false);
+        return nlohmann::json{{"caught", o.violates()}, {"wall_us", wall_us_since(start)}}.dump();
+      },
+      [&](size_t k, const std::string& encoded) {
+        const nlohmann::json j = nlohmann::json::parse(encoded);
+        const size_t row = k / per_row;
+        caught[row].push_back(j.at("caught").get<bool>());
+        wall_us[row].push_back(j.at("wall_us").get<int64_t>());
+        return true;
+      });
+  for (size_t row = 0; row < chosen.size(); ++row) {
+    CalibrationRow& r = result.rows[row];
+    r.seeds_run = static_cast<int>(caught[row].size());
+    r.caught = static_cast<int>(std::count(caught[row].begin(), caught[row].end(), true));
+    const FirstCatch fc = median_first_catch(caught[row], wall_us[row]);
+    r.median_seeds = fc.median_seeds;
+    r.median_time_us = fc.median_time_us;
+    for (int64_t us : wall_us[row]) r.wall_time_us += us;
+  }
+  // Then each caught adapter's first counterexample is run again (a pure function of its seed)
+  // and shrunk, one adapter per item.
+  run_in_order(
+      chosen.size(), config.jobs,
+      [&](size_t row) -> std::string {
+        const auto first = std::find(caught[row].begin(), caught[row].end(), true);
+        if (first == caught[row].end()) return "";
+        const SweepConfig sweep = sweep_config(config, chosen[row]->name);
+        const uint64_t seed =
+            config.first_seed + static_cast<uint64_t>(first - caught[row].begin());
+        return encode(shrink_counterexample(sweep, run_sweep_seed(sweep, caps[row], seed)));
+      },
+      [&](size_t row, const std::string& encoded) {
+        if (encoded.empty()) return true;
+        result.rows[row].first = decode_counterexample(encoded);
+        result.rows[row].wall_time_us += result.rows[row].first->shrink_wall_us;
+        return true;
+      });
   return result;
 }
 

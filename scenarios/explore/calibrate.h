@@ -28,6 +28,9 @@ struct CalibrateConfig {
   // on the machine's speed (caught, shrunk size); the time target is for calibrate by hand.
   bool judge_time = true;
   uint64_t target_shrunk_ops = 20;
+  // Worker processes (worker_pool.h): the seeds of every adapter, then the shrinks, are spread
+  // over them and taken in order, so everything but the wall times is one process's result.
+  int jobs = 1;
 };
 
 struct CalibrationRow {
@@ -38,7 +41,7 @@ struct CalibrationRow {
   std::optional<double> median_seeds;  // nullopt: most starts never reach a counterexample
   std::optional<double> median_time_us;
   std::optional<Counterexample> first;  // the shrunk first counterexample
-  int64_t wall_time_us = 0;
+  int64_t wall_time_us = 0;  // its seeds' wall times plus its shrink's (work done, on any worker)
   bool meets_targets(const CalibrateConfig& config) const;
 };
 

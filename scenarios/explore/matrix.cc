@@ -1,11 +1,14 @@
 #include "scenarios/explore/matrix.h"
 
-#include "scenarios/backends/registry.h"
-
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include "base/check.h"
+#include "scenarios/backends/registry.h"
+#include "scenarios/explore/worker_pool.h"
 
 namespace lockstep {
 
@@ -49,7 +52,8 @@ MatrixCell run_cell(const MatrixConfig& config, const Scenario& scenario,
                   .world = config.world,
                   .seed = config.first_seed + static_cast<uint64_t>(i),
                   .fencing_on = fencing_on,
-                  .keep_trace = false};
+                  .keep_trace = false,
+                  .hash_trace = false};  // a cell reports verdicts and replay lines, no hash
     RunReport report;
     try {
       report = run_scenario(run);
@@ -69,6 +73,53 @@ MatrixCell run_cell(const MatrixConfig& config, const Scenario& scenario,
     }
   }
   return cell;
+}
+
+std::vector<std::string> names_of(const Expectation& e) {
+  std::vector<std::string> names;
+  for (Invariant i : e) names.emplace_back(to_string(i));
+  return names;
+}
+
+Expectation expectation_of(const nlohmann::json& names) {
+  Expectation e;
+  for (const auto& name : names) {
+    const std::optional<Invariant> i = invariant_from_string(name.get<std::string>());
+    LOCKSTEP_CHECK(i.has_value(), "a worker names invariants this build knows");
+    e.insert(*i);
+  }
+  return e;
+}
+
+// A cell crosses a worker's pipe as JSON: every field, so the parent's cell is the worker's.
+std::string encode(const MatrixCell& c) {
+  return nlohmann::json{{"scenario", c.scenario},
+                        {"adapter", c.adapter},
+                        {"fencing_on", c.fencing_on},
+                        {"expected", names_of(c.expected)},
+                        {"observed", names_of(c.observed)},
+                        {"matches", c.matches},
+                        {"seeds_run", c.seeds_run},
+                        {"first_mismatch", c.first_mismatch},
+                        {"error_runs", c.error_runs},
+                        {"wall_time_us", c.wall_time_us},
+                        {"not_applicable", c.not_applicable}}
+      .dump();
+}
+
+MatrixCell decode(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text);
+  return {.scenario = j.at("scenario").get<std::string>(),
+          .adapter = j.at("adapter").get<std::string>(),
+          .fencing_on = j.at("fencing_on").get<bool>(),
+          .expected = expectation_of(j.at("expected")),
+          .observed = expectation_of(j.at("observed")),
+          .matches = j.at("matches").get<bool>(),
+          .seeds_run = j.at("seeds_run").get<int>(),
+          .first_mismatch = j.at("first_mismatch").get<std::string>(),
+          .error_runs = j.at("error_runs").get<int>(),
+          .wall_time_us = j.at("wall_time_us").get<int64_t>(),
+          .not_applicable = j.at("not_applicable").get<std::string>()};
 }
 
 }  // namespace
@@ -102,13 +153,21 @@ MatrixResult run_matrix(const MatrixConfig& config,
     }
   }
   MatrixResult result;
-  const size_t total = plan.size() * 2;
-  for (const auto& [scenario, adapter] : plan) {
-    for (bool fencing_on : {false, true}) {
-      result.cells.push_back(run_cell(config, *scenario, *adapter, fencing_on));
-      if (progress) progress(result.cells.size(), total);
-    }
-  }
+  const size_t total = plan.size() * 2;  // cell i: plan[i / 2], fencing on when i is odd
+  const auto cell = [&](size_t i) {
+    const auto& [scenario, adapter] = plan[i / 2];
+    return run_cell(config, *scenario, *adapter, i % 2 == 1);
+  };
+  // A simulated cell is a pure function of its inputs, so it may run in any worker; real runs stay
+  // one at a time, in this process.
+  const int jobs = config.world == "sim" ? config.jobs : 1;
+  run_in_order(
+      total, jobs, [&](size_t i) { return encode(cell(i)); },
+      [&](size_t, const std::string& encoded) {
+        result.cells.push_back(decode(encoded));
+        if (progress) progress(result.cells.size(), total);
+        return true;
+      });
   return result;
 }
 

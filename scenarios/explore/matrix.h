@@ -19,6 +19,9 @@ struct MatrixConfig {
   uint64_t first_seed = 1;
   std::vector<std::string> adapters;   // empty: every adapter that runs in `world`
   std::vector<std::string> scenarios;  // empty: every scenario of the catalogue
+  // Worker processes for the cells (worker_pool.h); the result does not depend on it. The real
+  // world runs one cell at a time whatever it says: real servers' timing is what a cell judges.
+  int jobs = 1;
 };
 
 struct MatrixCell {
@@ -43,7 +46,8 @@ struct MatrixResult {
   bool only_errors_differ() const;
 };
 
-// progress(done, total) is called after each cell. An unknown adapter or scenario name in the config
+// Cells run on config.jobs workers and are taken in plan order (scenario, adapter, fencing off then
+// on), so the result is one process's. progress(done, total) is called after each cell. An unknown adapter or scenario name in the config
 // throws UsageError naming the valid ones.
 MatrixResult run_matrix(const MatrixConfig& config,
                         const std::function<void(size_t, size_t)>& progress = {});

@@ -660,7 +660,7 @@ void keyed_step(SwarmRun& run, Client& c, const SwarmStep& step) {
   KeyedSimBackend& backend = keyed_backend(run.env->backend());
   if (run.spec.family == "keyed-fifo") {
     if (step.clear) {
-      run.env->world().trace_line(fmt::format("{} calls fifo clear()", c.name()));
+      run.env->world().trace_linef("{} calls fifo clear()", c.name());
       backend.fifo()->clear();
       return;
     }
@@ -791,7 +791,9 @@ void build_swarm(const std::shared_ptr<SwarmRun>& run, ScenarioEnv& env) {
   run->env = &env;
   run->clients.clear();
   const SwarmSpec& spec = run->spec;
-  for (const std::string& line : describe_params(spec)) env.world().trace_line("param " + line);
+  if (env.world().trace_wants_text()) {  // a sweep's tallied seeds need no param lines
+    for (const std::string& line : describe_params(spec)) env.world().trace_linef("param {}", line);
+  }
   run->network = spec.family == "lease" && env.adapter().traits.sim_faults.network;
   if (spec.fixed_latency_us > 0) env.backend().set_fixed_latency(spec.fixed_latency_us);
   run->base_network = run->sim().network().options();

@@ -74,13 +74,14 @@ std::string SeedOutcome::target() const {
 }
 
 SeedOutcome run_swarm_spec(const std::string& adapter, const SwarmSpec& spec, uint64_t seed,
-                           bool fencing_on, bool keep_trace) {
+                           bool fencing_on, bool keep_trace, bool hash_trace) {
   SeedOutcome out{.seed = seed, .spec = spec};
   out.report = run_scenario(make_swarm_scenario(spec), {.adapter = adapter,
                                                         .seed = seed,
                                                         .fencing_on = fencing_on,
                                                         .sets = swarm_sets(spec),
-                                                        .keep_trace = keep_trace});
+                                                        .keep_trace = keep_trace,
+                                                        .hash_trace = hash_trace});
   // An invariant is excused only when each of its violations is (excuse.h): by a fault outside the
   // adapter's envelope that touched the clients, key and window involved.
   for (const ReportedViolation& rv : out.report.violations) {
@@ -97,10 +98,10 @@ SeedOutcome run_swarm_spec(const std::string& adapter, const SwarmSpec& spec, ui
   return out;
 }
 
-SeedOutcome run_sweep_seed(const SweepConfig& config, const SwarmCapabilities& caps,
-                           uint64_t seed) {
+SeedOutcome run_sweep_seed(const SweepConfig& config, const SwarmCapabilities& caps, uint64_t seed,
+                           bool hash_trace) {
   const SwarmSpec spec = draw_swarm_spec(caps, seed, {.faults = config.faults});
-  return run_swarm_spec(config.adapter, spec, seed, config.fencing_on);
+  return run_swarm_spec(config.adapter, spec, seed, config.fencing_on, false, hash_trace);
 }
 
 Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcome& outcome) {
@@ -113,8 +114,9 @@ Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcom
   const ShrinkResult shrunk = shrink(
       outcome.spec,
       [&](const SwarmSpec& candidate) {
-        const SeedOutcome o =
-            run_swarm_spec(config.adapter, candidate, outcome.seed, config.fencing_on);
+        // A candidate's hash is never reported: only the final run's.
+        const SeedOutcome o = run_swarm_spec(config.adapter, candidate, outcome.seed,
+                                             config.fencing_on, false, false);
         return o.violates() && o.target() == target;
       },
       config.shrink);
@@ -231,7 +233,10 @@ SweepResult run_sweep(const SweepConfig& config,
   // violating seed, what is shrunk, where a sweep without --keep-going stops) is one process's.
   run_in_order(
       seeds.size(), config.jobs,
-      [&](size_t i) { return encode(tally_of(run_sweep_seed(config, caps, seeds[i]))); },
+      [&](size_t i) {
+        // A tally carries no trace hash: a counterexample's is taken from its run again below.
+        return encode(tally_of(run_sweep_seed(config, caps, seeds[i], false)));
+      },
       [&](size_t, const std::string& encoded) {
         const SeedTally t = decode(encoded);
         tally(result, t);

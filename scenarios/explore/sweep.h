@@ -59,9 +59,12 @@ struct SeedOutcome {
   std::string target() const;
 };
 
+// hash_trace = false: the run has no trace_hash and formats no trace line (RunConfig::hash_trace),
+// for a seed whose outcome is only tallied; the outcome is otherwise the same.
 SeedOutcome run_swarm_spec(const std::string& adapter, const SwarmSpec& spec, uint64_t seed,
-                           bool fencing_on, bool keep_trace = false);
-SeedOutcome run_sweep_seed(const SweepConfig& config, const SwarmCapabilities& caps, uint64_t seed);
+                           bool fencing_on, bool keep_trace = false, bool hash_trace = true);
+SeedOutcome run_sweep_seed(const SweepConfig& config, const SwarmCapabilities& caps, uint64_t seed,
+                           bool hash_trace = true);
 
 struct Counterexample {
   uint64_t seed = 0;

@@ -106,7 +106,7 @@ void RealScenarioWorld::run_process(const Process& process) {
   try {
     process.body();
   } catch (const ClientKilled&) {
-    trace_line(fmt::format("client {} killed", process.name));
+    trace_linef("client {} killed", process.name);
   } catch (const std::exception& e) {
     fail(fmt::format("client {} failed: {}", process.name, e.what()));
   }

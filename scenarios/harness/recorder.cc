@@ -8,7 +8,8 @@ size_t Recorder::record(HistoryEvent e) {
   std::lock_guard<std::mutex> guard(mutex_);
   if (closed_) return static_cast<size_t>(-1);
   e.time_us = hooks_.now_us();
-  e.trace_line = hooks_.trace_line(describe(e));
+  const bool wanted = !hooks_.trace_wants_text || hooks_.trace_wants_text();
+  e.trace_line = hooks_.trace_line(wanted ? describe(e) : std::string());
   return history_.add(std::move(e));
 }
 

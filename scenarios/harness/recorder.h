@@ -20,11 +20,15 @@ struct RecorderHooks {
   std::function<TimeUs()> now_us;                      // true time
   std::function<size_t(std::string_view)> trace_line;  // appends a trace line, returns its index
   std::function<int()> current_client;                 // the client running now, or -1
+  // Whether trace_line reads its text (sim/trace.h); unset: it does. When not, no line is made.
+  std::function<bool()> trace_wants_text;
 };
 
 class Recorder final : public LeaseObserver {
  public:
-  explicit Recorder(RecorderHooks hooks) : hooks_(std::move(hooks)) {}
+  explicit Recorder(RecorderHooks hooks) : hooks_(std::move(hooks)) {
+    history_.reserve(256);  // a swarm seed's history, about: no regrowth copying events
+  }
 
   // Stamps time and trace line, appends, returns the index (or npos once closed).
   size_t record(HistoryEvent e);

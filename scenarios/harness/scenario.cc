@@ -33,7 +33,7 @@ Client& ScenarioEnv::add_client(const std::string& name, int64_t clock_offset_us
                                            .random_seed = world_.draw_u64(),
                                            .leases = leases_}));
   recorder_.history().meta.clients = static_cast<int>(clients_.size());
-  world_.trace_line(fmt::format("client c{} is {} on node {}", id, name, node));
+  world_.trace_linef("client c{} is {} on node {}", id, name, node);
   // A clock that starts off true time, or runs at another rate, is a fault of this client.
   auto record_clock_fault = [&](FaultKind kind, int64_t amount, std::string detail) {
     recorder_.record({.kind = EventKind::fault,
@@ -58,8 +58,8 @@ int64_t ScenarioEnv::start(Client& client, int64_t start_ms, std::function<void(
                            int64_t jitter_us) {
   const int64_t drawn_us = jitter_us > 0 ? world_.draw_between(0, jitter_us) : 0;
   const TimeUs start_us = start_ms * 1000 + drawn_us;
-  world_.trace_line(fmt::format("param {}.start_us={} (jitter {}us of at most {}us)", client.name(),
-                                start_us, drawn_us, jitter_us));
+  world_.trace_linef("param {}.start_us={} (jitter {}us of at most {}us)", client.name(), start_us,
+                     drawn_us, jitter_us);
   Client* target = &client;
   world_.spawn(
       client.node(), client.name(), [target, body = std::move(program)] { body(*target); },

@@ -12,6 +12,9 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include "adapters/core/background.h"
 #include "adapters/core/clock.h"
@@ -36,6 +39,16 @@ class ScenarioWorld {
   virtual TimeUs now_us() = 0;
   // Appends a trace line (true time first) and returns its index.
   virtual size_t trace_line(std::string_view text) = 0;
+  // Whether the trace reads the text of a line (sim/trace.h); false: trace_line("") will do.
+  virtual bool trace_wants_text() const { return true; }
+  // trace_line of a formatted line, formatted only when the trace reads it.
+  template <typename... Args>
+  size_t trace_linef(fmt::format_string<Args...> format, Args&&... args) {
+    if (!trace_wants_text()) return trace_line({});
+    fmt::memory_buffer text;
+    fmt::format_to(std::back_inserter(text), format, std::forward<Args>(args)...);
+    return trace_line({text.data(), text.size()});
+  }
 
   // A client process node with its own clock (offset and drift only where the world can).
   virtual int add_client_node(const std::string& name, int64_t clock_offset_us = 0,

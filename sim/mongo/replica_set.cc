@@ -167,8 +167,8 @@ MongoReplicaSet::MongoReplicaSet(World& world, MongoReplicaSetOptions options)
   p.role = MongoRole::primary;
   p.released = 1;
   p.match.assign(static_cast<size_t>(n), 1);
-  world_.trace_line(fmt::format("mongo {} initiated: {} members, {} primary in term 1",
-                                options_.name, n, p.name));
+  world_.trace_linef("mongo {} initiated: {} members, {} primary in term 1", options_.name, n,
+                     p.name);
   for (auto& m : members_) {
     const TimeUs interval_us = oscillator_us(*m, options_.heartbeat_interval_ms);
     start_timers(*m, world_.now_us() + interval_us * (m->id + 1) / n);
@@ -229,7 +229,7 @@ void MongoReplicaSet::crash(int member) { world_.crash(at(member).node); }
 void MongoReplicaSet::restart(int member) { world_.restart(at(member).node); }
 
 void MongoReplicaSet::trace(const Member& m, std::string_view text) {
-  world_.trace_line(fmt::format("mongo {} {}", m.name, text));
+  world_.trace_linef("mongo {} {}", m.name, text);
 }
 
 TimeUs MongoReplicaSet::oscillator_us(const Member& m, int64_t ms) const {
@@ -306,7 +306,7 @@ void MongoReplicaSet::wake_up() {
   idle_since_us_ = -1;
   if (!quiet_) return;
   quiet_ = false;
-  world_.trace_line(fmt::format("mongo {} wakes up", options_.name));
+  world_.trace_linef("mongo {} wakes up", options_.name);
   const TimeUs now = world_.now_us();
   for (auto& m : members_) {
     if (!world_.alive(m->node)) continue;
@@ -347,9 +347,8 @@ bool MongoReplicaSet::settle() {
     disarm(*m, kHeartbeat);
     disarm(*m, kElection);
   }
-  world_.trace_line(fmt::format("mongo {} goes quiet: nothing else is scheduled ({})",
-                                options_.name,
-                                is_stable ? "stable" : "not settled after 3 election timeouts"));
+  world_.trace_linef("mongo {} goes quiet: nothing else is scheduled ({})", options_.name,
+                     is_stable ? "stable" : "not settled after 3 election timeouts");
   return true;
 }
 

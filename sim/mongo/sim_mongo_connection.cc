@@ -83,8 +83,10 @@ std::shared_ptr<SimMongoConnection::Request> SimMongoConnection::send(
   request->member = member;
   request->on_reply = std::move(on_reply);
   const std::string label = label_of(command);
-  world_.trace_line(fmt::format("mongo c{} #{} -> {}: {}", client_, request->id,
-                                replica_set_.member_name(member), mongo::summarize(command)));
+  world_.trace_line_by([&] {
+    return fmt::format("mongo c{} #{} -> {}: {}", client_, request->id,
+                       replica_set_.member_name(member), mongo::summarize(command));
+  });
   World& world = world_;
   MongoReplicaSet& rs = replica_set_;
   const NodeId client_node = client_node_;
@@ -101,10 +103,11 @@ std::shared_ptr<SimMongoConnection::Request> SimMongoConnection::send(
                   server_node, client_node, "reply " + label,
                   [&world, client, request, reply = std::move(reply)] {
                     if (request->answered || request->abandoned) {
-                      world.trace_line(fmt::format("mongo c{} #{} {} reply discarded: {}", client,
-                                                   request->id,
-                                                   request->answered ? "duplicate" : "late",
-                                                   mongo::compact(reply, kTraceReplyBytes)));
+                      world.trace_line_by([&] {
+                        return fmt::format("mongo c{} #{} {} reply discarded: {}", client,
+                                           request->id, request->answered ? "duplicate" : "late",
+                                           mongo::compact(reply, kTraceReplyBytes));
+                      });
                       return;
                     }
                     request->answered = true;
@@ -144,15 +147,14 @@ bool SimMongoConnection::select(TimeUs deadline_us) {
       for (const auto& probe : probes) {
         if (!probe->answered) {
           probe->abandoned = true;
-          world_.trace_line(fmt::format("mongo c{} #{} hello timeout", client_, probe->id));
+          world_.trace_linef("mongo c{} #{} hello timeout", client_, probe->id);
           continue;
         }
         const int64_t term = term_of(probe->reply);
         const bool writable = probe->reply.value("isWritablePrimary", false);
-        world_.trace_line(
-            fmt::format("mongo c{} #{} <- {}: hello {}", client_, probe->id,
-                        replica_set_.member_name(probe->member),
-                        writable ? fmt::format("primary term {}", term) : "not primary"));
+        world_.trace_linef("mongo c{} #{} <- {}: hello {}", client_, probe->id,
+                           replica_set_.member_name(probe->member),
+                           writable ? fmt::format("primary term {}", term) : "not primary");
         if (writable && term > best_term) {
           best = probe->member;
           best_term = term;
@@ -160,15 +162,15 @@ bool SimMongoConnection::select(TimeUs deadline_us) {
       }
       if (best >= 0) {
         selected_ = best;
-        world_.trace_line(fmt::format("mongo c{} selects {} (term {})", client_,
-                                      replica_set_.member_name(best), best_term));
+        world_.trace_linef("mongo c{} selects {} (term {})", client_,
+                           replica_set_.member_name(best), best_term);
         return true;
       }
     }
     if (world_.now_us() >= deadline_us) return false;
     const int64_t remaining_local =
         world_.node_clock(client_node_).local_duration(deadline_us - world_.now_us());
-    world_.trace_line(fmt::format("mongo c{} server selection: no primary yet", client_));
+    world_.trace_linef("mongo c{} server selection: no primary yet", client_);
     world_.sleep_for_us(std::max<int64_t>(1, std::min(kReselectWaitUs, remaining_local)));
   }
 }
@@ -178,8 +180,8 @@ MongoResult SimMongoConnection::run_command(const std::string& database,
   if (selected_ < 0) {
     const TimeUs selection_deadline = deadline_after(options_.server_selection_timeout_us);
     if (!select(selection_deadline)) {
-      world_.trace_line(fmt::format("mongo c{} server selection timeout after {}us: no primary",
-                                    client_, options_.server_selection_timeout_us));
+      world_.trace_linef("mongo c{} server selection timeout after {}us: no primary", client_,
+                         options_.server_selection_timeout_us);
       return MongoResult{
           .status = IoStatus::timeout,
           .message = fmt::format("no primary: server selection in {} timed out after {}us",
@@ -194,9 +196,11 @@ MongoResult SimMongoConnection::run_command(const std::string& database,
   const TimeUs deadline_us = deadline_after(options_.command_timeout_us);
   const ParkResult woke = world_.park(waiter, deadline_us);
   if (woke == ParkResult::woken && request->answered) {
-    world_.trace_line(fmt::format("mongo c{} #{} <- {}: {}", client_, request->id,
-                                  replica_set_.member_name(member),
-                                  mongo::compact(request->reply, kTraceReplyBytes)));
+    world_.trace_line_by([&] {
+      return fmt::format("mongo c{} #{} <- {}: {}", client_, request->id,
+                         replica_set_.member_name(member),
+                         mongo::compact(request->reply, kTraceReplyBytes));
+    });
     if (says_not_primary(request->reply)) selected_ = -1;
     return MongoResult{.status = IoStatus::ok, .reply = std::move(request->reply)};
   }
@@ -204,9 +208,9 @@ MongoResult SimMongoConnection::run_command(const std::string& database,
   // if it came after the deadline, it is still a timeout.
   request->abandoned = true;
   selected_ = -1;
-  world_.trace_line(fmt::format(
-      "mongo c{} #{} timeout after {}us{}", client_, request->id, options_.command_timeout_us,
-      request->answered ? " (reply came after the deadline: discarded)" : ""));
+  world_.trace_linef("mongo c{} #{} timeout after {}us{}", client_, request->id,
+                     options_.command_timeout_us,
+                     request->answered ? " (reply came after the deadline: discarded)" : "");
   return MongoResult{
       .status = IoStatus::timeout,
       .message = fmt::format("no reply from {} ({}) within {}us", endpoint(),

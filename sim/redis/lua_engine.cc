@@ -196,6 +196,125 @@ LuaEngine::LuaEngine(LuaEngineOptions options) : options_(options) {
   Internal::install_redis_lib(lua_);
   std::tie(globals_ref_, proxy_ref_) = protect_globals(lua_);
   lua_settop(lua_, 0);
+  lua_gc(lua_, LUA_GCCOLLECT, 0);  // as reset_for_reuse leaves a pooled one
+  pristine_ = fingerprint();
+}
+
+namespace {
+
+constexpr uint64_t kFnvBasis = 14695981039346656037ULL;
+constexpr uint64_t kFnvPrime = 1099511628211ULL;
+
+uint64_t mix(uint64_t hash, const void* bytes, size_t size) {
+  const auto* p = static_cast<const unsigned char*>(bytes);
+  for (size_t i = 0; i < size; ++i) hash = (hash ^ p[i]) * kFnvPrime;
+  return hash;
+}
+
+// The value at idx: its type and its identity (string bytes, number, boolean, or address).
+uint64_t value_digest(lua_State* lua, int idx, uint64_t hash) {
+  const int type = lua_type(lua, idx);
+  hash = mix(hash, &type, sizeof type);
+  switch (type) {
+    case LUA_TSTRING: {
+      size_t size = 0;
+      const char* s = lua_tolstring(lua, idx, &size);
+      return mix(hash, s, size);
+    }
+    case LUA_TNUMBER: {
+      const lua_Number n = lua_tonumber(lua, idx);
+      return mix(hash, &n, sizeof n);
+    }
+    case LUA_TBOOLEAN: {
+      const int b = lua_toboolean(lua, idx);
+      return mix(hash, &b, sizeof b);
+    }
+    default: {
+      const void* p = lua_topointer(lua, idx);
+      return mix(hash, &p, sizeof p);
+    }
+  }
+}
+
+// Sum (order-independent: lua_next's order depends on the table's history) of one digest per
+// entry of the table at idx, and of its metatable; tables under it, depth levels down.
+uint64_t table_digest(lua_State* lua, int idx, int depth) {
+  idx = idx < 0 ? lua_gettop(lua) + idx + 1 : idx;
+  uint64_t sum = 0;
+  lua_pushnil(lua);
+  while (lua_next(lua, idx) != 0) {  // bounded: a table's entries, at most depth levels deep
+    // Key and value are read through their type, never converted in place (lua_next needs keys).
+    uint64_t entry = value_digest(lua, -1, value_digest(lua, -2, kFnvBasis));
+    if (depth > 0 && lua_istable(lua, -1)) entry += table_digest(lua, -1, depth - 1) * kFnvPrime;
+    sum += entry;
+    lua_pop(lua, 1);
+  }
+  if (lua_getmetatable(lua, idx) != 0) {
+    sum += value_digest(lua, -1, kFnvBasis) ^ 0x9e3779b97f4a7c15ULL;
+    if (depth > 0) sum += table_digest(lua, -1, depth - 1) * 31;
+    lua_pop(lua, 1);
+  }
+  return sum;
+}
+
+}  // namespace
+
+uint64_t LuaEngine::fingerprint() const {
+  const int top = lua_gettop(lua_);
+  lua_rawgeti(lua_, LUA_REGISTRYINDEX, globals_ref_);
+  uint64_t digest = table_digest(lua_, -1, 2);  // globals, libraries, what the libraries hold
+  lua_rawgeti(lua_, LUA_REGISTRYINDEX, proxy_ref_);
+  digest = digest * kFnvPrime + table_digest(lua_, -1, 1);
+  lua_pushliteral(lua_, "");  // strings' metatable (its __index is the string library)
+  if (lua_getmetatable(lua_, -1) != 0) digest = digest * kFnvPrime + table_digest(lua_, -1, 1);
+  lua_settop(lua_, top);
+  return digest;
+}
+
+bool LuaEngine::reset_for_reuse() {
+  if (ctx_ != nullptr || failure_) return false;  // given back mid-script: never reused
+  flush();
+  lua_rawgeti(lua_, LUA_REGISTRYINDEX, globals_ref_);
+  for (const char* name : {"KEYS", "ARGV"}) {
+    lua_pushstring(lua_, name);
+    lua_pushnil(lua_);
+    lua_rawset(lua_, -3);
+  }
+  lua_settop(lua_, 0);
+  lua_gc(lua_, LUA_GCCOLLECT, 0);
+  instructions_ = 0;
+  over_limit_ = false;
+  memory_armed_ = false;
+  rand48_ = 0;
+  return fingerprint() == pristine_;
+}
+
+namespace {
+
+std::vector<std::unique_ptr<LuaEngine>>& engine_pool() {
+  thread_local std::vector<std::unique_ptr<LuaEngine>> pool;  // one sim runs on one thread
+  return pool;
+}
+
+}  // namespace
+
+void LuaEngineReturn::operator()(LuaEngine* engine) const {
+  std::unique_ptr<LuaEngine> owned(engine);
+  std::vector<std::unique_ptr<LuaEngine>>& pool = engine_pool();
+  if (pool.size() < kLuaEnginePoolMax && owned->reset_for_reuse()) pool.push_back(std::move(owned));
+}
+
+size_t pooled_lua_engines() { return engine_pool().size(); }
+
+LuaEngineHandle take_lua_engine(LuaEngineOptions options) {
+  std::vector<std::unique_ptr<LuaEngine>>& pool = engine_pool();
+  if (pool.empty()) return LuaEngineHandle(new LuaEngine(options));
+  LOCKSTEP_SIM_CHECK(options.instruction_limit > 0 && options.scripts_max > 0,
+                     "a Lua engine needs positive bounds");
+  LuaEngineHandle engine(pool.back().release());
+  pool.pop_back();
+  engine->set_options(options);
+  return engine;
 }
 
 LuaEngine::~LuaEngine() {

@@ -19,10 +19,23 @@
 // source: a script's outcome depends only on its inputs and the keyspace.
 //
 // Not thread-safe; not re-entrant (a script cannot run EVAL: run_command refuses it).
+//
+// Reuse across runs (take_lua_engine): a node's engine goes back to its thread's pool when the
+// node goes, and the next node takes it instead of building a state, which was an eighth of a
+// simulated Redlock seed. Back in the pool it is reset: its script cache flushed (a new node
+// answers NOSCRIPT as a fresh one does), KEYS and ARGV removed, the heap collected; and it is kept
+// only if it is pristine: its globals, the libraries under them (one level down), the script
+// proxy and the metatables of all of these hold exactly what they held when the state was built
+// (keys, and values by identity). A script that changed any of them (string.x = 1,
+// rawset(_G, ...), a library function replaced) costs its engine: it is closed, never reused, so
+// no run sees another's changes. What a reused state may show differently is only what Lua says
+// of its own heap (collectgarbage("count"), gcinfo) and how near a script is to
+// memory_limit_bytes, by the few KB a collected state keeps; no lock script reads those.
 #include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -46,6 +59,8 @@ class LuaEngine {
   ~LuaEngine();
   LuaEngine(const LuaEngine&) = delete;
   LuaEngine& operator=(const LuaEngine&) = delete;
+  // The bounds of the next scripts (a pooled engine takes its new node's).
+  void set_options(LuaEngineOptions options) { options_ = options; }
 
   // EVAL: compiles body unless cached, then runs it.
   RedisReply eval(const std::string& body, std::span<const std::string> keys,
@@ -58,6 +73,10 @@ class LuaEngine {
   bool exists(const std::string& sha) const;
   void flush();
   size_t cached_scripts() const { return scripts_.size(); }
+
+  // For the pool (take_lua_engine): flushes scripts, removes KEYS and ARGV, collects the heap;
+  // returns whether the state is as built (then it may serve another node).
+  bool reset_for_reuse();
 
   // --- for the Lua C functions (lua_redis_lib.cc); not for callers ---
   struct Internal;
@@ -73,6 +92,9 @@ class LuaEngine {
   void set_globals_array(const char* name, std::span<const std::string> items);
   void arm_bounds();
   void disarm_bounds();
+  // An order-independent digest of the globals, the tables under them, the script proxy and
+  // their metatables: keys, and values by identity (pointers, numbers, string bytes).
+  uint64_t fingerprint() const;
 
   LuaEngineOptions options_;
   lua_State* lua_ = nullptr;
@@ -89,6 +111,18 @@ class LuaEngine {
   size_t heap_bytes_ = 0;
   bool memory_armed_ = false;
   uint64_t rand48_ = 0;
+  uint64_t pristine_ = 0;  // fingerprint() of the state as built
 };
+
+// A node's engine: a pooled one when this thread has one (reset and pristine), else a new one;
+// the handle gives it back to the pool (or closes it) when it goes.
+struct LuaEngineReturn {
+  void operator()(LuaEngine* engine) const;
+};
+using LuaEngineHandle = std::unique_ptr<LuaEngine, LuaEngineReturn>;
+LuaEngineHandle take_lua_engine(LuaEngineOptions options);
+// Engines this thread keeps for reuse, at most this many; how many it keeps now.
+inline constexpr size_t kLuaEnginePoolMax = 64;
+size_t pooled_lua_engines();
 
 }  // namespace lockstep::sim

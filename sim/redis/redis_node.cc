@@ -45,7 +45,7 @@ RedisNode::RedisNode(World& world, RedisNodeOptions options)
     : world_(world),
       options_(std::move(options)),
       node_(world_.add_node(options_.name, options_.clock)),
-      lua_(options_.lua) {
+      lua_(take_lua_engine(options_.lua)) {
   LOCKSTEP_SIM_CHECK(options_.fsync_period_ms > 0, "fsync_period_ms must be positive");
   world_.on_crash(node_, [this] { on_crash(); });
   world_.on_restart(node_, [this] { on_restart(); });
@@ -54,7 +54,7 @@ RedisNode::RedisNode(World& world, RedisNodeOptions options)
 int64_t RedisNode::local_ms() const { return floor_div(world_.local_us(node_), 1000); }
 
 void RedisNode::trace(std::string_view text) {
-  world_.trace_line(fmt::format("redis {} {}", options_.name, text));
+  world_.trace_linef("redis {} {}", options_.name, text);
 }
 
 void RedisNode::Recorder::on_change(const KeyChange& change) {
@@ -81,7 +81,7 @@ RedisReply RedisNode::execute(const std::vector<std::string>& argv, int client) 
   CommandContext ctx{.keyspace = keyspace_,
                      .now_ms = local_ms(),
                      .sink = recorder_,
-                     .lua = &lua_,
+                     .lua = lua_.get(),
                      .read_only = is_replica()};
   RedisReply reply = run_command(argv, ctx);
   commit(recorder_.take());
@@ -116,7 +116,7 @@ void RedisNode::fsync() {
 }
 
 void RedisNode::on_crash() {
-  lua_.flush();  // the script cache lives in memory only
+  lua_->flush();  // the script cache lives in memory only
   fsync_pending_ = false;
   unsynced_ = false;
   switch (options_.persistence) {

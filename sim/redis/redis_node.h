@@ -99,7 +99,7 @@ class RedisNode {
 
   void set_observer(KeyspaceObserver* observer) { options_.observer = observer; }
   const Keyspace& keyspace() const { return keyspace_; }
-  const LuaEngine& lua() const { return lua_; }
+  const LuaEngine& lua() const { return *lua_; }
   int64_t local_ms() const;
   uint64_t replication_seq() const {
     return repl_seq_;
@@ -145,8 +145,8 @@ class RedisNode {
   RedisNodeOptions options_;
   NodeId node_;
   Keyspace keyspace_;
-  Keyspace durable_;  // everysec: the keyspace as of the last fsync tick
-  LuaEngine lua_;
+  Keyspace durable_;     // everysec: the keyspace as of the last fsync tick
+  LuaEngineHandle lua_;  // from this thread's pool of reset engines (lua_engine.h)
   Recorder recorder_{*this};
   bool unsynced_ = false;
   bool fsync_pending_ = false;

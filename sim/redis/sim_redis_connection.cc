@@ -66,8 +66,10 @@ std::shared_ptr<SimRedisRequest> SimRedisConnection::send(const std::vector<std:
   request->on_reply = std::move(on_reply);
   RedisNode* server = target_;
   const std::string label = label_of(argv);
-  world_.trace_line(fmt::format("redis c{} #{} -> {}: {}", client_, request->id, server->name(),
-                                summarize_command(argv)));
+  world_.trace_line_by([&] {
+    return fmt::format("redis c{} #{} -> {}: {}", client_, request->id, server->name(),
+                       summarize_command(argv));
+  });
   World& world = world_;
   const NodeId client_node = client_node_;
   const int client = client_;
@@ -80,9 +82,10 @@ std::shared_ptr<SimRedisRequest> SimRedisConnection::send(const std::vector<std:
             server->node(), client_node, "reply " + label,
             [&world, client, request, reply = std::move(reply)] {
               if (request->answered || request->abandoned) {
-                world.trace_line(fmt::format("redis c{} #{} {} reply discarded: {}", client,
-                                             request->id, request->answered ? "duplicate" : "late",
-                                             describe(reply)));
+                world.trace_line_by([&] {
+                  return fmt::format("redis c{} #{} {} reply discarded: {}", client, request->id,
+                                     request->answered ? "duplicate" : "late", describe(reply));
+                });
                 return;
               }
               request->answered = true;
@@ -96,13 +99,13 @@ std::shared_ptr<SimRedisRequest> SimRedisConnection::send(const std::vector<std:
 
 RedisResult SimRedisConnection::finish(SimRedisRequest& request, int64_t waited_us) {
   if (request.answered) {
-    world_.trace_line(
-        fmt::format("redis c{} #{} <- {}", client_, request.id, describe(request.reply)));
+    world_.trace_line_by([&] {
+      return fmt::format("redis c{} #{} <- {}", client_, request.id, describe(request.reply));
+    });
     return RedisResult{.status = IoStatus::ok, .reply = std::move(request.reply)};
   }
   request.abandoned = true;
-  world_.trace_line(
-      fmt::format("redis c{} #{} timeout after {}us", client_, request.id, waited_us));
+  world_.trace_linef("redis c{} #{} timeout after {}us", client_, request.id, waited_us);
   return RedisResult{.status = IoStatus::timeout,
                      .message = fmt::format("no reply from {} within {}us", endpoint(), waited_us)};
 }
@@ -121,9 +124,9 @@ RedisResult SimRedisConnection::command(const std::vector<std::string>& argv) {
   // A reply can have been buffered while this fiber's resumption waited out a pause of its node:
   // if it came after the deadline, it is still a timeout.
   request->abandoned = true;
-  world_.trace_line(fmt::format(
-      "redis c{} #{} timeout after {}us{}", client_, request->id, options_.command_timeout_us,
-      request->answered ? " (reply came after the deadline: discarded)" : ""));
+  world_.trace_linef("redis c{} #{} timeout after {}us{}", client_, request->id,
+                     options_.command_timeout_us,
+                     request->answered ? " (reply came after the deadline: discarded)" : "");
   return RedisResult{.status = IoStatus::timeout,
                      .message = fmt::format("no reply from {} within {}us", endpoint(),
                                             options_.command_timeout_us)};

@@ -1,0 +1,59 @@
+// BM_Sweep/ADAPTER: what `lockstep sweep --adapter ADAPTER --keep-going --shrink 0 --jobs 1` runs,
+// for a fixed seed range (seeds 1..N, every fault kind, fencing on), timed end to end in this
+// process: drawing each seed's spec, the simulated run, the checkers and the excuse judge. One
+// iteration is the whole range. Counters, as rates over the iteration's wall time:
+// seeds_per_second and events_per_second (simulator events, the sweep's stats.events).
+//
+// The range is fixed per adapter (kSeeds below) so a figure is comparable across builds: change it
+// and the figures before and after no longer measure the same work. --jobs is 1 because the
+// figure is per core; `sweep --jobs N` multiplies it by at most N.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <string>
+
+#include "scenarios/explore/sweep.h"
+
+namespace {
+
+struct SweepCase {
+  const char* adapter;
+  int seeds;  // seeds 1..seeds, the same every run
+};
+
+// About half a second of work per iteration at the figures of issue 18, on this machine.
+constexpr SweepCase kCases[] = {
+    {"memory", 2'000}, {"redis", 500}, {"redlock", 200}, {"mongo", 200}};
+
+void BM_Sweep(benchmark::State& state, SweepCase c) {
+  const lockstep::SweepConfig config{.adapter = c.adapter,
+                                     .first_seed = 1,
+                                     .seeds = c.seeds,
+                                     .keep_going = true,  // every seed, violating or not
+                                     .shrink_max = 0,
+                                     .report_dir = "",
+                                     .jobs = 1};
+  uint64_t seeds = 0;
+  uint64_t events = 0;
+  for (auto _ : state) {
+    const lockstep::SweepResult r = lockstep::run_sweep(config);
+    if (r.seeds_run != c.seeds) return state.SkipWithError("the sweep did not run every seed");
+    seeds += static_cast<uint64_t>(r.seeds_run);
+    events += r.events;
+  }
+  state.counters["seeds_per_second"] =
+      benchmark::Counter(static_cast<double>(seeds), benchmark::Counter::kIsRate);
+  state.counters["events_per_second"] =
+      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+}
+
+[[maybe_unused]] const bool registered = [] {
+  for (const SweepCase& c : kCases) {
+    benchmark::RegisterBenchmark((std::string("BM_Sweep/") + c.adapter).c_str(), BM_Sweep, c)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+  return true;
+}();
+
+}  // namespace
