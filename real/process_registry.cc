@@ -1,6 +1,11 @@
 #include "real/process_registry.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <atomic>
@@ -14,13 +19,49 @@ namespace {
 
 std::array<std::atomic<pid_t>, kMaxChildren> g_children{};
 
-constexpr std::array<int, 2> kFatalSignals = {SIGINT, SIGTERM};
+struct TempDirSlot {
+  std::atomic<bool> used{false};
+  char path[kTempDirPathMax] = {};
+};
+std::array<TempDirSlot, kMaxTempDirs> g_temp_dirs{};
+
+constexpr std::array<int, 3> kFatalSignals = {SIGINT, SIGTERM, SIGHUP};
 // The action each signal had before ours; the handler hands the signal on to it.
 std::array<struct sigaction, kFatalSignals.size()> g_previous{};
 std::mutex g_install_mutex;
 
+// Removes what dir_fd holds, depth levels deep at most. Async-signal-safe: no allocation, no
+// stdio, only system calls on a stack buffer.
+void remove_contents(int dir_fd, int depth) {
+  if (depth > kTempDirDepthMax) return;
+  alignas(8) char buffer[4096];
+  for (int batch = 0; batch < 1024; ++batch) {  // bounded: 1024 reads of directory entries
+    const long read = syscall(SYS_getdents64, dir_fd, buffer, sizeof buffer);
+    if (read <= 0) return;
+    for (long offset = 0; offset < read;) {
+      const auto* entry = reinterpret_cast<const struct dirent64*>(buffer + offset);
+      offset += entry->d_reclen;
+      const char* name = entry->d_name;
+      if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
+      if (unlinkat(dir_fd, name, 0) == 0) continue;
+      const int child = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (child < 0) continue;
+      remove_contents(child, depth + 1);
+      close(child);
+      unlinkat(dir_fd, name, AT_REMOVEDIR);
+    }
+    lseek(dir_fd, 0, SEEK_SET);  // entries removed: read again from the start until empty
+  }
+}
+
 void on_fatal_signal(int signal_number) {
   kill_registered_children();
+  // Reaped before their dirs go: a dying server must not write into a dir being removed.
+  for (auto& slot : g_children) {
+    const pid_t pid = slot.load();
+    if (pid > 0) waitpid(pid, nullptr, 0);
+  }
+  remove_registered_temp_dirs();
   for (size_t i = 0; i < kFatalSignals.size(); ++i) {
     if (kFatalSignals[i] == signal_number) sigaction(signal_number, &g_previous[i], nullptr);
   }
@@ -66,6 +107,46 @@ void kill_registered_children() {
   for (auto& slot : g_children) {
     const pid_t pid = slot.load();
     if (pid > 0) kill(pid, SIGKILL);
+  }
+}
+
+void register_temp_dir(const std::string& path) {
+  LOCKSTEP_CHECK(!path.empty() && path.size() < kTempDirPathMax,
+                 "a temp dir path of at most kTempDirPathMax bytes");
+  install_handlers();
+  for (auto& slot : g_temp_dirs) {
+    if (slot.used.load()) continue;
+    // Claimed by the store of `used` after the path is in place; one registrar at a time.
+    static std::mutex claim_mutex;
+    const std::lock_guard lock(claim_mutex);
+    if (slot.used.load()) continue;
+    path.copy(slot.path, path.size());
+    slot.path[path.size()] = '\0';
+    slot.used.store(true);
+    return;
+  }
+  LOCKSTEP_CHECK(false, "at most kMaxTempDirs temp dirs at once");
+}
+
+void unregister_temp_dir(const std::string& path) {
+  for (auto& slot : g_temp_dirs) {
+    if (slot.used.load() && path == slot.path) {
+      slot.used.store(false);
+      return;
+    }
+  }
+}
+
+void remove_registered_temp_dirs() {
+  for (auto& slot : g_temp_dirs) {
+    if (!slot.used.load()) continue;
+    const int fd = open(slot.path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+      remove_contents(fd, 0);
+      close(fd);
+    }
+    rmdir(slot.path);
+    slot.used.store(false);
   }
 }
 
