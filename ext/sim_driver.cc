@@ -178,9 +178,9 @@ void SimDriverProcess::drain_stderr() {
 
 void SimDriverProcess::fail(const std::string& what) {
   drain_stderr();
-  failed_ = fmt::format("driver {} (pid {}) {}; {}", options_.name, pid_, what,
-                        stderr_tail_.empty() ? "its stderr was empty"
-                                             : "its stderr ends: " + stderr_tail_);
+  failed_ = fmt::format(
+      "driver {} (pid {}) {}; {}", options_.name, pid_, what,
+      stderr_tail_.empty() ? "its stderr was empty" : "its stderr ends: " + stderr_tail_);
   kill();
   throw SimDriverError(failed_);
 }
@@ -283,9 +283,8 @@ SimExchange SimDriverProcess::exchange(const std::string& fields_json, SimNow no
           }
           poll(nullptr, 0, 2);
         }
-        fail(reaped_ && WIFEXITED(status)
-                 ? fmt::format("exited with code {}", WEXITSTATUS(status))
-                 : std::string("closed its stdout"));
+        fail(reaped_ && WIFEXITED(status) ? fmt::format("exited with code {}", WEXITSTATUS(status))
+                                          : std::string("closed its stdout"));
       }
       out_buffer_.append(chunk, static_cast<size_t>(n));
     }

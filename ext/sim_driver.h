@@ -54,8 +54,8 @@ struct SimClose {
 using SimLine = std::variant<Ready, Response, Event, SimConnect, SimSend, SimClose>;
 
 struct SimExchange {
-  std::vector<SimLine> lines;                // in the order written
-  std::optional<int64_t> next_timer_ns;      // the idle line's, on the driver's monotonic clock
+  std::vector<SimLine> lines;            // in the order written
+  std::optional<int64_t> next_timer_ns;  // the idle line's, on the driver's monotonic clock
 };
 
 struct SimDriverOptions {

@@ -26,8 +26,9 @@ std::optional<RedisReply> front_reply(const std::vector<std::string>& argv) {
   }
   if (name == "CLIENT") return RedisReply::status_of("OK");
   if (name == "SELECT") {
-    return argv.size() == 2 && argv[1] == "0" ? RedisReply::status_of("OK")
-                                              : RedisReply::error_of("ERR DB index is out of range");
+    return argv.size() == 2 && argv[1] == "0"
+               ? RedisReply::status_of("OK")
+               : RedisReply::error_of("ERR DB index is out of range");
   }
   return std::nullopt;
 }
@@ -122,8 +123,7 @@ void SimRedisStream::write(std::string bytes) {
   const NodeId server = s.target->node();
   const std::string label = fmt::format("stream {} {}B", s.name, bytes.size());
   s.world.network().send(
-      s.client_node, server, label,
-      [state = state_, seq, bytes = std::move(bytes)] {
+      s.client_node, server, label, [state = state_, seq, bytes = std::move(bytes)] {
         State& st = *state;
         if (st.broken) return;
         if (st.world.incarnation(st.target->node()) != st.server_incarnation) {
