@@ -67,4 +67,29 @@ TEST_CASE("ext sim: the same seed gives the same trace hash twice", "[ext][sim][
   }
 }
 
+TEST_CASE("ext sim: node-redlock returns a lock already over after a slow acquire",
+          "[ext][sim][redlock]") {
+  require_node();
+  // A is paused 800 ms with its acquire on the wire (TTL 500): node-redlock computes its validity
+  // (start + TTL - drift) but never checks it before returning, so A is told it holds a lock whose
+  // validity had ended: valid_on_return. lockstep's own redlock fails that acquire instead.
+  const RunReport first = run_sim("slow-acquire", "ext:node-redlock", 1);
+  INFO(to_text(first));
+  CHECK(first.end == "complete");
+  CHECK(first.violated().count(Invariant::valid_on_return) == 1);
+  CHECK(run_sim("slow-acquire", "ext:node-redlock", 1).trace_hash == first.trace_hash);
+  const RunReport own = run_sim("slow-acquire", "redlock", 1);
+  INFO(to_text(own));
+  CHECK(own.violated().count(Invariant::valid_on_return) == 0);
+
+  const RunReport sequential = run_sim("sequential", "ext:node-redlock", 1);
+  INFO(to_text(sequential));
+  CHECK(sequential.violations.empty());
+  CHECK(sequential.stats.acquisitions == 2);
+  const RunReport race = run_sim("concurrent-race", "ext:node-redlock", 1);
+  INFO(to_text(race));
+  CHECK(race.violations.empty());
+  CHECK(race.stats.acquisitions == 1);
+}
+
 }  // namespace lockstep

@@ -358,6 +358,7 @@ std::vector<AdapterEntry> ext_adapter_entries() {
       AdapterEntry& entry = entries.back();
       entry.worlds = {"sim", "real"};
       entry.traits.sim_faults = kExtSimFaults;
+      entry.sim_matrix_by_name_only = true;
       entry.make_sim = [&library](BackendEnv& env) {
         return make_ext_sim_backend(env, {library.adapter, library.lib, library.over_nodes});
       };

@@ -23,9 +23,9 @@ namespace ext {
 
 // A co-simulated driver failed (died, hung, malformed, or left a request unanswered): not a lock
 // outcome. It escapes the client's fiber and ends the run as an error carrying the message.
-class SimDriverFailed : public std::runtime_error {
+class SimDriverFailed : public ClientProcessFailed {
  public:
-  using std::runtime_error::runtime_error;
+  using ClientProcessFailed::ClientProcessFailed;
 };
 
 }  // namespace ext
@@ -45,10 +45,14 @@ class CoSimClient final : public LockAdapter {
 
   std::string_view name() const override;
   FencingSupport fencing() const override { return FencingSupport::none; }
+  bool is_whole_library() const override { return true; }
   AdapterResult create_lock(const LockSpec& spec) override;
   AdapterResult release_lock(const LockSpec& spec) override;
   AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override;
   AdapterResult is_valid_lock(const LockSpec& spec) override;
+  // The library's own validity when it reports one (node-redlock), else the TTL's.
+  int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us,
+                          int64_t ttl_ms) const override;
 
  private:
   ext::Response call(ext::Request request);
@@ -82,7 +86,9 @@ class CoSimClient final : public LockAdapter {
   std::map<int64_t, std::optional<ext::Response>> requests_;  // outstanding, with their answers
   std::optional<int64_t> timer_ns_;  // the deadline scheduled, on the client's monotonic clock
   std::optional<sim::EventId> timer_event_;  // its event, cancelled when the driver names another
-  std::string failed_;               // set once the driver failed: every later call throws it
+  std::string failed_;  // set once the driver failed: every later call throws it
+  // Per handle: the validity the library reported, on the client's monotonic clock (us).
+  std::map<std::string, int64_t> validity_end_us_;
 };
 
 class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
@@ -180,8 +186,8 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
   int64_t deadline_ms_;
   int64_t command_timeout_ms_;
   RedisLeaseEvents leases_{""};
-  std::map<int, std::string> acquiring_;            // client -> the handle of its acquire in flight
-  std::map<std::string, std::string> values_;       // the library's lock value -> lockstep's handle
+  std::map<int, std::string> acquiring_;       // client -> the handle of its acquire in flight
+  std::map<std::string, std::string> values_;  // the library's lock value -> lockstep's handle
   std::vector<std::unique_ptr<sim::RedisNode>> servers_;
   std::vector<std::unique_ptr<CoSimClient>> clients_;  // after servers_: they go first
 };
@@ -196,8 +202,12 @@ CoSimClient::CoSimClient(ExtSimBackend& backend, int client, sim::NodeId node)
   for (int i = 0; i < backend.server_count(); ++i) {
     endpoints += fmt::format("{}sim:{}", i == 0 ? "" : ",", i);
   }
-  std::vector<std::string> args = {ext::node_driver_dir() + "/driver.js", "--sim", "--lib",
-                                    backend.library().lib, "--redis", endpoints};
+  std::vector<std::string> args = {ext::node_driver_dir() + "/driver.js",
+                                   "--sim",
+                                   "--lib",
+                                   backend.library().lib,
+                                   "--redis",
+                                   endpoints};
   if (backend.command_timeout_ms() > 0) {
     args.push_back("--command-timeout-ms");
     args.push_back(std::to_string(backend.command_timeout_ms()));
@@ -220,13 +230,13 @@ CoSimClient::CoSimClient(ExtSimBackend& backend, int client, sim::NodeId node)
   }
   starting_ = false;
   if (!ready_) {
-    throw real::ServerStartError(fmt::format(
-        "driver {} (pid {}) did not say ready after its connection handshake", who_,
-        process_->pid()));
+    throw real::ServerStartError(
+        fmt::format("driver {} (pid {}) did not say ready after its connection handshake", who_,
+                    process_->pid()));
   }
   // No pid here: the trace is the run's identity, and a pid is the machine's.
-  world_.trace_line(fmt::format("driver {}: {} protocol {} (co-simulated)", who_,
-                                ready_->version, ready_->protocol));
+  world_.trace_line(fmt::format("driver {}: {} protocol {} (co-simulated)", who_, ready_->version,
+                                ready_->protocol));
   world_.on_crash(node_, [this] {
     if (failed_.empty()) failed_ = fmt::format("driver {} was killed with its client", who_);
     process_->kill();
@@ -273,17 +283,17 @@ void CoSimClient::dispatch(ext::SimExchange result) {
   for (ext::SimLine& line : result.lines) {
     if (auto* connect = std::get_if<ext::SimConnect>(&line)) {
       sim::RedisNode* target = backend_.server(connect->server);
-      if (target == nullptr || streams_.contains(connect->conn) ||
-          streams_.size() >= kStreamsMax) {
-        return fail(fmt::format("driver {} opened connection {} to server {}: no such server, "
-                                "a connection id in use, or more than {} connections",
-                                who_, connect->conn, connect->server, kStreamsMax));
+      if (target == nullptr || streams_.contains(connect->conn) || streams_.size() >= kStreamsMax) {
+        return fail(
+            fmt::format("driver {} opened connection {} to server {}: no such server, "
+                        "a connection id in use, or more than {} connections",
+                        who_, connect->conn, connect->server, kStreamsMax));
       }
       const int conn = connect->conn;
-      streams_.emplace(conn, std::make_unique<sim::SimRedisStream>(
-                                 world_, node_, *target, client_,
-                                 fmt::format("c{}:{}", client_, conn),
-                                 [this, conn](std::string bytes) { on_bytes(conn, bytes); }));
+      streams_.emplace(conn,
+                       std::make_unique<sim::SimRedisStream>(
+                           world_, node_, *target, client_, fmt::format("c{}:{}", client_, conn),
+                           [this, conn](std::string bytes) { on_bytes(conn, bytes); }));
     } else if (auto* send = std::get_if<ext::SimSend>(&line)) {
       auto it = streams_.find(send->conn);
       if (it == streams_.end()) {
@@ -300,15 +310,15 @@ void CoSimClient::dispatch(ext::SimExchange result) {
       if (auto it = streams_.find(close->conn); it != streams_.end()) it->second->close();
     } else if (auto* ready = std::get_if<ext::Ready>(&line)) {
       if (ready_ || ready->protocol != 2) {
-        return fail(fmt::format("driver {} wrote a second ready line, or one not of protocol 2",
-                                who_));
+        return fail(
+            fmt::format("driver {} wrote a second ready line, or one not of protocol 2", who_));
       }
       ready_ = std::move(*ready);
     } else if (auto* response = std::get_if<ext::Response>(&line)) {
       auto it = requests_.find(response->id);
       if (it == requests_.end() || it->second.has_value()) {
-        return fail(fmt::format("driver {} answered request {}, which is not waiting for one",
-                                who_, response->id));
+        return fail(fmt::format("driver {} answered request {}, which is not waiting for one", who_,
+                                response->id));
       }
       const int64_t id = response->id;
       it->second = std::move(*response);
@@ -323,8 +333,8 @@ void CoSimClient::dispatch(ext::SimExchange result) {
 }
 
 void CoSimClient::on_bytes(int conn, const std::string& bytes) {
-  exchange_in_callback(nlohmann::json{{"op", "recv"}, {"conn", conn}, {"data", ext::base64_encode(bytes)}}
-                           .dump());
+  exchange_in_callback(
+      nlohmann::json{{"op", "recv"}, {"conn", conn}, {"data", ext::base64_encode(bytes)}}.dump());
 }
 
 void CoSimClient::schedule_timer(std::optional<int64_t> next_timer_ns) {
@@ -381,12 +391,17 @@ ext::Response CoSimClient::call(ext::Request request) {
     throw ext::SimDriverFailed(failed_);
   }
   const ext::Response& r = *answer;
-  world_.trace_line(fmt::format(
-      "{} {} {} {}{}{} (library {} us, {} us)", who_, to_string(request.op),
-      request.key.empty() ? request.handle.substr(0, 8) : request.key, to_string(r.status),
-      r.token.empty() ? "" : " token=" + r.token.substr(0, 12),
-      r.err ? fmt::format(" {}: {:.120}", r.err->name, r.err->message) : std::string(),
-      (r.t1_ns - r.t0_ns) / 1000, world_.now_us() - sent_us));
+  world_.trace_line(
+      fmt::format("{} {} {} {}{}{} (library {} us, {} us)", who_, to_string(request.op),
+                  request.key.empty() ? request.handle.substr(0, 8) : request.key,
+                  to_string(r.status), r.token.empty() ? "" : " token=" + r.token.substr(0, 12),
+                  r.err ? fmt::format(" {}: {:.120}", r.err->name, r.err->message) : std::string(),
+                  (r.t1_ns - r.t0_ns) / 1000, world_.now_us() - sent_us));
+  if (r.status == ext::Status::ok && r.valid_until_ms != 0) {
+    // Its wall-clock end, as far ahead of the client's wall clock now as it is of the oscillator.
+    validity_end_us_[request.handle] =
+        world_.monotonic_us(node_) + (r.valid_until_ms * 1000 - world_.local_us(node_));
+  }
   if (r.status == ext::Status::bad_request) {
     fail(fmt::format("driver {} refused a request as bad: {}", who_,
                      r.err ? r.err->message : std::string("(no message)")));
@@ -396,8 +411,8 @@ ext::Response CoSimClient::call(ext::Request request) {
 }
 
 AdapterResult CoSimClient::create_lock(const LockSpec& spec) {
-  const ext::Response r = call(
-      {.op = ext::Op::acquire, .handle = spec.value, .key = spec.key, .ttl_ms = spec.ttl_ms});
+  const ext::Response r =
+      call({.op = ext::Op::acquire, .handle = spec.value, .key = spec.key, .ttl_ms = spec.ttl_ms});
   switch (r.status) {
     case ext::Status::ok: return {};
     case ext::Status::contended: return {.status = AdapterStatus::contended};
@@ -407,6 +422,7 @@ AdapterResult CoSimClient::create_lock(const LockSpec& spec) {
 
 AdapterResult CoSimClient::release_lock(const LockSpec& spec) {
   const ext::Response r = call({.op = ext::Op::release, .handle = spec.value});
+  validity_end_us_.erase(spec.value);  // bounded by the locks held, not the locks ever taken
   if (r.status == ext::Status::unknown) {
     return {.status = AdapterStatus::backend_error,
             .message = "the library's release does not say whether it removed the lock"};
@@ -421,6 +437,13 @@ AdapterResult CoSimClient::extend_lock(const LockSpec& spec, int64_t ttl_ms) {
 
 AdapterResult CoSimClient::is_valid_lock(const LockSpec& spec) {
   return owner_checked("is_locked", call({.op = ext::Op::is_locked, .handle = spec.value}));
+}
+
+int64_t CoSimClient::validity_end_us(const LockSpec& spec, int64_t requested_at_us,
+                                     int64_t ttl_ms) const {
+  auto it = validity_end_us_.find(spec.value);
+  if (it == validity_end_us_.end()) return requested_at_us + ttl_ms * 1000;
+  return it->second;
 }
 
 AdapterResult CoSimClient::owner_checked(const char* op, const ext::Response& r) const {
@@ -444,7 +467,7 @@ AdapterResult CoSimClient::failed(const char* op, const ext::Response& r) const 
 bool ext_sim_supported(std::string_view adapter) {
   // The libraries whose drivers have been run co-simulated; the rest need what PROTOCOL.md lists
   // as not done yet (a shared driver for locco-memory).
-  return adapter == "ext:locco-redis";
+  return adapter == "ext:locco-redis" || adapter == "ext:node-redlock";
 }
 
 std::unique_ptr<Backend> make_ext_sim_backend(BackendEnv& env, const ExtSimLibrary& library) {
