@@ -2,6 +2,8 @@
 // real Node driver whose time, network and randomness are the simulator's. Each run must be a
 // function of (scenario, seed, build) like any other: the same seed gives the same trace hash.
 // Skipped (exit 77) without node 20 or ext/node/node_modules outside CI; a failure in CI.
+#include <string>
+
 #include <catch2/catch.hpp>
 
 #include "ext/node_drivers.h"
@@ -53,17 +55,26 @@ TEST_CASE("ext sim: locco-redis takes turns and races safely, in virtual time", 
   }
 }
 
+// Every co-simulated library: both scenarios pass, and twice the same seed is the same run.
+const char* const kCoSimulated[] = {"ext:locco-redis", "ext:node-redlock", "ext:redis-semaphore",
+                                    "ext:redis-semaphore-redlock"};
+
 TEST_CASE("ext sim: the same seed gives the same trace hash twice", "[ext][sim][determinism]") {
   require_node();
-  for (const char* scenario : {"sequential", "concurrent-race"}) {
-    const RunReport first = run_sim(scenario, "ext:locco-redis", 7);
-    const RunReport second = run_sim(scenario, "ext:locco-redis", 7);
-    INFO(scenario << "\n" << to_text(first));
-    CHECK(first.end == "complete");
-    CHECK(first.trace_hash == second.trace_hash);
-    CHECK(first.trace == second.trace);
-    // Another seed is another run (latencies, jitter, the library's random lock values).
-    CHECK(run_sim(scenario, "ext:locco-redis", 8).trace_hash != first.trace_hash);
+  for (const char* adapter : kCoSimulated) {
+    for (const char* scenario : {"sequential", "concurrent-race"}) {
+      const RunReport first = run_sim(scenario, adapter, 7);
+      const RunReport second = run_sim(scenario, adapter, 7);
+      INFO(adapter << " " << scenario << "\n" << to_text(first));
+      CHECK(first.end == "complete");
+      CHECK(first.violations.empty());
+      CHECK(first.matches_expectation());
+      CHECK(first.stats.acquisitions == (std::string(scenario) == "sequential" ? 2 : 1));
+      CHECK(first.trace_hash == second.trace_hash);
+      CHECK(first.trace == second.trace);
+      // Another seed is another run (latencies, jitter, the library's random lock values).
+      CHECK(run_sim(scenario, adapter, 8).trace_hash != first.trace_hash);
+    }
   }
 }
 

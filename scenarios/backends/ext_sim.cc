@@ -1,5 +1,6 @@
 #include "scenarios/backends/ext_sim.h"
 
+#include <algorithm>
 #include <charconv>
 #include <deque>
 #include <map>
@@ -355,6 +356,16 @@ void CoSimClient::schedule_timer(std::optional<int64_t> next_timer_ns) {
 
 void CoSimClient::on_timer() {
   if (!timer_ns_ || timer_event_ || !failed_.empty()) return;  // superseded meanwhile
+  // The client's program is over: its process would have exited, and its library's timers
+  // (redis-semaphore refreshes a held lock for ever) with it; ticking on would never let the
+  // run's queue empty.
+  const std::vector<sim::NodeId> busy = world_.unfinished_fiber_nodes();
+  if (std::find(busy.begin(), busy.end(), node_) == busy.end()) {
+    failed_ = fmt::format("driver {} exited with its client's program", who_);
+    process_->kill();
+    world_.trace_line(fmt::format("driver {} stopped: its client's program is over", who_));
+    return;
+  }
   // The node's oscillator may have been slowed since this was scheduled: not yet, then later.
   if (world_.monotonic_us(node_) * 1000 < *timer_ns_) {
     const std::optional<int64_t> deadline = std::exchange(timer_ns_, std::nullopt);
@@ -467,7 +478,8 @@ AdapterResult CoSimClient::failed(const char* op, const ext::Response& r) const 
 bool ext_sim_supported(std::string_view adapter) {
   // The libraries whose drivers have been run co-simulated; the rest need what PROTOCOL.md lists
   // as not done yet (a shared driver for locco-memory).
-  return adapter == "ext:locco-redis" || adapter == "ext:node-redlock";
+  return adapter == "ext:locco-redis" || adapter == "ext:node-redlock" ||
+         adapter == "ext:redis-semaphore" || adapter == "ext:redis-semaphore-redlock";
 }
 
 std::unique_ptr<Backend> make_ext_sim_backend(BackendEnv& env, const ExtSimLibrary& library) {
