@@ -103,4 +103,21 @@ TEST_CASE("ext sim: node-redlock returns a lock already over after a slow acquir
   CHECK(race.stats.acquisitions == 1);
 }
 
+TEST_CASE("ext sim: a partition delays the library's bytes, it does not lose them",
+          "[ext][sim][network]") {
+  require_node();
+  // A's release is written while it is cut off: the stream retransmits it (TCP), so once the
+  // partition heals the release lands, A's lock goes, and A gets the key again: no hang, no error.
+  const RunReport r = run_sim("partition", "ext:locco-redis", 1);
+  INFO(to_text(r));
+  CHECK(r.end == "complete");
+  CHECK(r.matches_expectation());
+  CHECK(r.stats.acquisitions == 3);
+  bool retransmitted = false;
+  for (const std::string& line : r.trace) {
+    retransmitted = retransmitted || line.find("retransmits piece") != std::string::npos;
+  }
+  CHECK(retransmitted);
+}
+
 }  // namespace lockstep

@@ -64,6 +64,7 @@ class CoSimClient final : public LockAdapter {
   void exchange_in_callback(const std::string& fields);
   void dispatch(ext::SimExchange exchange);
   void on_bytes(int conn, const std::string& bytes);
+  void on_reset(int conn);
   void schedule_timer(std::optional<int64_t> next_timer_ns);
   void on_timer();
   void fail(std::string message);
@@ -294,7 +295,8 @@ void CoSimClient::dispatch(ext::SimExchange result) {
       streams_.emplace(conn,
                        std::make_unique<sim::SimRedisStream>(
                            world_, node_, *target, client_, fmt::format("c{}:{}", client_, conn),
-                           [this, conn](std::string bytes) { on_bytes(conn, bytes); }));
+                           [this, conn](std::string bytes) { on_bytes(conn, bytes); },
+                           [this, conn] { on_reset(conn); }));
     } else if (auto* send = std::get_if<ext::SimSend>(&line)) {
       auto it = streams_.find(send->conn);
       if (it == streams_.end()) {
@@ -336,6 +338,10 @@ void CoSimClient::dispatch(ext::SimExchange result) {
 void CoSimClient::on_bytes(int conn, const std::string& bytes) {
   exchange_in_callback(
       nlohmann::json{{"op", "recv"}, {"conn", conn}, {"data", ext::base64_encode(bytes)}}.dump());
+}
+
+void CoSimClient::on_reset(int conn) {
+  exchange_in_callback(nlohmann::json{{"op", "closed"}, {"conn", conn}}.dump());
 }
 
 void CoSimClient::schedule_timer(std::optional<int64_t> next_timer_ns) {

@@ -1,5 +1,7 @@
 #include "sim/redis/sim_redis_stream.h"
 
+#include <map>
+
 #include <fmt/format.h>
 
 #include "sim/redis/resp.h"
@@ -10,6 +12,8 @@ namespace lockstep::sim {
 namespace {
 
 constexpr size_t kCommandsPerPieceMax = 100'000;  // a bound on one piece's parse loop
+constexpr TimeUs kRtoUs = 200'000;  // Linux's minimum retransmission timeout, doubled per try
+constexpr int kRetriesMax = 8;      // then the connection is reset (about 51 s of trying)
 
 std::string upper(std::string s) {
   for (char& c : s) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
@@ -50,6 +54,7 @@ struct SimRedisStream::State {
   int client;
   std::string name;
   std::function<void(std::string)> on_bytes;
+  std::function<void()> on_reset;
   uint64_t server_incarnation = 0;
   RespParser parser;
   uint64_t sent_to_server = 0;      // pieces numbered from 1, per direction
@@ -58,10 +63,105 @@ struct SimRedisStream::State {
   uint64_t received_by_client = 0;
   bool broken = false;
   bool closed = false;
+  // Retransmission events of the pieces not yet taken, by piece number (ordered maps: nothing
+  // here walks them by hash). Bounded by the pieces in flight.
+  std::map<uint64_t, EventId> retransmit_to_server;
+  std::map<uint64_t, EventId> retransmit_to_client;
 
   void fail(std::string_view why) {
     if (std::exchange(broken, true)) return;
     world.trace_line(fmt::format("stream {} to {} broken: {}", name, target->name(), why));
+  }
+  // At the client: the stream is reset (once; not after the client closed it).
+  void reset_client() {
+    if (closed || !on_reset) return;
+    closed = true;
+    world.trace_line(fmt::format("stream {} to {} reset at the client", name, target->name()));
+    on_reset();
+  }
+  // At the node: it broke the stream; its reset travels back like any message.
+  void send_reset(const std::shared_ptr<State>& self) {
+    world.network().send(target->node(), client_node, fmt::format("stream {} reset", name),
+                         [self] { self->reset_client(); });
+  }
+
+  // One piece towards the node, and its retransmission (TCP's RTO, doubling) until the node took
+  // it, the stream broke, or kRetriesMax tries went unanswered (then it resets, as TCP gives up).
+  static void to_server(const std::shared_ptr<State>& self, uint64_t seq,
+                        std::shared_ptr<const std::string> bytes, int attempt) {
+    State& s = *self;
+    s.world.network().send(s.client_node, s.target->node(),
+                           fmt::format("stream {} {}B", s.name, bytes->size()),
+                           [self, seq, bytes] { self->server_receives(self, seq, *bytes); });
+    s.retransmit_to_server[seq] =
+        s.world.scheduler().after(kRtoUs << attempt, [self, seq, bytes, attempt] {
+          State& st = *self;
+          st.retransmit_to_server.erase(seq);
+          if (st.broken || st.closed || st.received_by_server >= seq) return;
+          if (attempt + 1 >= kRetriesMax) {
+            st.fail(fmt::format("piece {} unanswered after {} tries", seq, kRetriesMax));
+            return st.reset_client();
+          }
+          st.world.trace_line(
+              fmt::format("stream {} retransmits piece {} (try {})", st.name, seq, attempt + 2));
+          to_server(self, seq, bytes, attempt + 1);
+        });
+  }
+
+  void server_receives(const std::shared_ptr<State>& self, uint64_t seq, const std::string& bytes) {
+    if (broken) return;
+    if (world.incarnation(target->node()) != server_incarnation) {
+      fail("the server restarted: it refuses the connection");
+      return send_reset(self);
+    }
+    if (seq != received_by_server + 1) return;  // a copy, or ahead of a lost piece: resent later
+    received_by_server = seq;
+    if (auto it = retransmit_to_server.find(seq); it != retransmit_to_server.end()) {
+      world.scheduler().cancel(it->second);  // taken: no retransmission (an ACK, in effect)
+      retransmit_to_server.erase(it);
+    }
+    std::string replies = serve(bytes);
+    if (!replies.empty()) {
+      to_client(self, ++sent_to_client, std::make_shared<const std::string>(std::move(replies)), 0);
+    }
+  }
+
+  // One piece of replies towards the client, retransmitted the same way while the node that sent
+  // it is still the same incarnation (a restarted node remembers no connection).
+  static void to_client(const std::shared_ptr<State>& self, uint64_t seq,
+                        std::shared_ptr<const std::string> bytes, int attempt) {
+    State& s = *self;
+    s.world.network().send(s.target->node(), s.client_node,
+                           fmt::format("stream {} reply {}B", s.name, bytes->size()),
+                           [self, seq, bytes] { self->client_receives(seq, *bytes); });
+    s.retransmit_to_client[seq] =
+        s.world.scheduler().after(kRtoUs << attempt, [self, seq, bytes, attempt] {
+          State& st = *self;
+          st.retransmit_to_client.erase(seq);
+          if (st.broken || st.closed || st.received_by_client >= seq) return;
+          if (st.world.incarnation(st.target->node()) != st.server_incarnation ||
+              !st.world.alive(st.target->node())) {
+            return;
+          }
+          if (attempt + 1 >= kRetriesMax) {
+            st.fail(fmt::format("reply piece {} unanswered after {} tries", seq, kRetriesMax));
+            return st.send_reset(self);
+          }
+          st.world.trace_line(fmt::format("stream {} retransmits reply piece {} (try {})", st.name,
+                                          seq, attempt + 2));
+          to_client(self, seq, bytes, attempt + 1);
+        });
+  }
+
+  void client_receives(uint64_t seq, const std::string& bytes) {
+    if (closed || broken) return;
+    if (seq != received_by_client + 1) return;  // a copy, or ahead of a lost piece
+    received_by_client = seq;
+    if (auto it = retransmit_to_client.find(seq); it != retransmit_to_client.end()) {
+      world.scheduler().cancel(it->second);
+      retransmit_to_client.erase(it);
+    }
+    if (on_bytes) on_bytes(bytes);
   }
 
   // At the node: parse and run what arrived, return the reply bytes.
@@ -86,13 +186,15 @@ struct SimRedisStream::State {
 };
 
 SimRedisStream::SimRedisStream(World& world, NodeId client_node, RedisNode& target, int client,
-                               std::string name, std::function<void(std::string)> on_bytes)
+                               std::string name, std::function<void(std::string)> on_bytes,
+                               std::function<void()> on_reset)
     : state_(std::make_shared<State>(State{.world = world,
                                            .client_node = client_node,
                                            .target = &target,
                                            .client = client,
                                            .name = std::move(name),
-                                           .on_bytes = std::move(on_bytes)})) {
+                                           .on_bytes = std::move(on_bytes),
+                                           .on_reset = std::move(on_reset)})) {
   state_->server_incarnation = world.incarnation(target.node());
   world.trace_line(fmt::format("stream {} to {} open", state_->name, target.name()));
 }
@@ -100,6 +202,7 @@ SimRedisStream::SimRedisStream(World& world, NodeId client_node, RedisNode& targ
 SimRedisStream::~SimRedisStream() {
   state_->closed = true;
   state_->on_bytes = nullptr;  // messages in flight reach nobody
+  state_->on_reset = nullptr;
 }
 
 bool SimRedisStream::broken() const { return state_->broken; }
@@ -119,37 +222,8 @@ std::string SimRedisStream::write_now(const std::string& bytes) {
 void SimRedisStream::write(std::string bytes) {
   State& s = *state_;
   if (s.broken || s.closed) return;
-  const uint64_t seq = ++s.sent_to_server;
-  const NodeId server = s.target->node();
-  const std::string label = fmt::format("stream {} {}B", s.name, bytes.size());
-  s.world.network().send(
-      s.client_node, server, label, [state = state_, seq, bytes = std::move(bytes)] {
-        State& st = *state;
-        if (st.broken) return;
-        if (st.world.incarnation(st.target->node()) != st.server_incarnation) {
-          return st.fail("the server restarted");
-        }
-        if (seq != st.received_by_server + 1) {
-          return st.fail(fmt::format("piece {} lost on the way to the server", seq - 1));
-        }
-        st.received_by_server = seq;
-        std::string replies = st.serve(bytes);
-        if (replies.empty()) return;
-        const uint64_t back = ++st.sent_to_client;
-        const std::string reply_label = fmt::format("stream {} reply {}B", st.name, replies.size());
-        st.world.network().send(
-            st.target->node(), st.client_node, reply_label,
-            [state, back, replies = std::move(replies)] {
-              State& c = *state;
-              if (c.closed) return;
-              if (back != c.received_by_client + 1) {
-                c.fail(fmt::format("reply {} lost on the way to the client", back - 1));
-              }
-              if (c.broken) return;
-              c.received_by_client = back;
-              if (c.on_bytes) c.on_bytes(replies);
-            });
-      });
+  State::to_server(state_, ++s.sent_to_server,
+                   std::make_shared<const std::string>(std::move(bytes)), 0);
 }
 
 }  // namespace lockstep::sim

@@ -10,12 +10,15 @@
 // crashed). The front answers itself what a client library sends on connecting and lockstep's
 // command table lacks: INFO (a minimal server section, loading:0), CLIENT (OK), SELECT 0.
 //
-// A stream is TCP, not a datagram: bytes arrive in order or not at all. Pieces are numbered per
-// direction; a piece that never arrives (loss, a partition, a node that crashed) is noticed by
-// the next one's number, and a node that restarted since the connection opened drops it: either
-// way the stream is broken for good, nothing more travels on it in either direction (one trace
-// line), and the client sees silence, as a socket to a dead peer before a timeout. A protocol
-// error is answered with Redis's "-ERR Protocol error" and breaks it too.
+// A stream is TCP, not a datagram: bytes arrive in order, once, or not at all. Pieces are
+// numbered per direction; one that does not arrive (loss, a partition) is sent again after a
+// retransmission timeout (200 ms, doubling), and a piece that arrives ahead of a lost one is
+// dropped to come again, so a healed partition delivers what was written during it, late. After
+// 8 unanswered tries the stream is broken. A node that restarted since the connection opened
+// refuses the next piece and breaks it (a crashed node just stays silent). A broken stream carries
+// nothing more in either direction (one trace line) and the client is told by on_reset, as a
+// socket reset: at once when the client gave up, else by a reset message from the node over the
+// network. A protocol error is answered with Redis's "-ERR Protocol error" and breaks it too.
 //
 // Invariants: write() and on_bytes run on the client's node; replies go back in the order the
 // commands arrived; nothing here reads the wall clock. The stream's state is shared with its
@@ -33,8 +36,9 @@ namespace lockstep::sim {
 class SimRedisStream {
  public:
   // `client` is reported to the node's observer; `name` labels trace lines ("c0:1").
+  // on_bytes and on_reset run on the client's node (deferred while it is paused); on_reset once.
   SimRedisStream(World& world, NodeId client_node, RedisNode& target, int client, std::string name,
-                 std::function<void(std::string)> on_bytes);
+                 std::function<void(std::string)> on_bytes, std::function<void()> on_reset);
   ~SimRedisStream();
   SimRedisStream(const SimRedisStream&) = delete;
   SimRedisStream& operator=(const SimRedisStream&) = delete;
