@@ -18,8 +18,8 @@ namespace lockstep::ext {
 namespace {
 
 // The packages ext/node/package.json pins; each must be under node_modules.
-constexpr std::array<const char*, 4> kPinned = {"@kontsedal/locco", "redlock", "redis-semaphore",
-                                                "ioredis"};
+constexpr std::array<const char*, 5> kPinned = {"@kontsedal/locco", "redlock", "redis-semaphore",
+                                                "ioredis", "@sinonjs/fake-timers"};
 constexpr int kNodeMajorMin = 20;
 
 bool exists(const std::string& path) {

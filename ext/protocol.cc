@@ -115,6 +115,7 @@ Line decode_response(const json& object) {
   response.err = r.library_error();
   response.t0_ns = r.nanoseconds("t0_ns");
   response.t1_ns = r.nanoseconds("t1_ns");
+  if (object.contains("valid_until_ms")) response.valid_until_ms = r.integer("valid_until_ms");
   if (r.error.empty()) {
     if (auto s = status_of(status)) {
       response.status = *s;

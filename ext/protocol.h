@@ -61,6 +61,9 @@ struct Response {
   int64_t t0_ns = 0;                // CLOCK_MONOTONIC around the library call
   int64_t t1_ns = 0;
   std::optional<BenchCounts> bench;  // `bench` responses only
+  // acquire, extend (optional): when the library itself holds the lock's validity to end, on the
+  // driver's wall clock in ms (node-redlock's Lock.expiration); 0: the library reports none.
+  int64_t valid_until_ms = 0;
 };
 
 struct Event {

@@ -304,11 +304,18 @@ void run_in_sim(const Scenario& scenario, const AdapterEntry& adapter, RunReport
        .trace_hash = report.config.hash_trace || report.config.keep_trace});
   SimScenarioWorld scenario_world(world);
   RunAssembly run(scenario_world, scenario, adapter, report, &world);
-  const sim::RunResult result = world.run();
-  report.end = run_end_name(result.end);
-  report.end_message = result.message;
+  sim::RunResult result;
+  try {
+    result = world.run();
+    report.end = run_end_name(result.end);
+    report.end_message = result.message;
+  } catch (const ClientProcessFailed& e) {
+    report.end = "error";
+    report.end_message = e.what();
+    result.events = world.scheduler().events_run();
+  }
   // At a bound the run is an error already, and its unfinished clients may just be slow.
-  if (result.end == sim::RunEnd::queue_empty) run.record_stuck(world.unfinished_fiber_nodes());
+  if (report.end == "complete") run.record_stuck(world.unfinished_fiber_nodes());
   run.judge(report, world.trace());
   report.stats.events = result.events;
 }

@@ -53,7 +53,9 @@ TEST_CASE("a correct lock loses only to faults outside its envelope, in every sc
   // would be a bug in the lock or a fault the history does not name.
   int judged = 0;
   for (const AdapterEntry& adapter : adapters()) {
-    if (adapter.known_bad || !adapter.make_sim) continue;
+    // Not a co-simulated ext: library either: those are other people's locks under test, whose
+    // findings (node-redlock's slow-acquire) are not excused, nor declared as expectations yet.
+    if (adapter.known_bad || !adapter.make_sim || adapter.sim_matrix_by_name_only) continue;
     for (const Scenario& scenario : scenarios()) {
       if (!scenario.applies_to(adapter) || !scenario.runs_in("sim")) continue;
       for (bool fencing_on : {false, true}) {

@@ -69,6 +69,10 @@ class LockAdapter {
   // TTL gives it: a server cannot start it before the request is sent, so this never overstates
   // it (clock faults aside). Adapters that compute a validity of their own (Redlock: TTL minus the
   // time spent acquiring and the clock drift) report that instead.
+  // Whether create_lock's verdict is a whole lock library's own (an ext: driver): then the Locker
+  // reports it as the library returned it, without its own check that the grant came within the
+  // TTL, so a library that returns a lock already over is seen doing so (valid_on_return).
+  virtual bool is_whole_library() const { return false; }
   virtual int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us,
                                   int64_t ttl_ms) const {
     (void)spec;

@@ -196,7 +196,8 @@ Lock& Lock::acquire() {
     attempts_ = attempt + 1;
     const int64_t attempt_started_us = clock.monotonic_us();
     AdapterResult result = options_.adapter->create_lock(spec_);
-    if (result.ok() && clock.monotonic_us() - attempt_started_us >= spec_.ttl_ms * 1000) {
+    if (result.ok() && !options_.adapter->is_whole_library() &&
+        clock.monotonic_us() - attempt_started_us >= spec_.ttl_ms * 1000) {
       // The grant arrived after its whole TTL had passed (a slow reply, a pause): the lease may
       // already belong to someone else. Never report it as held; clean up and count it as failed.
       options_.adapter->release_lock(spec_);

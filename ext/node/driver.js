@@ -3,6 +3,10 @@
 // (ext/PROTOCOL.md). JSON lines in on stdin, JSON lines out on stdout; logs go to stderr.
 //
 //   node driver.js --lib NAME --redis HOST:PORT[,HOST:PORT...] [--clients N] [--command-timeout-ms MS]
+//   node driver.js --sim --lib NAME --redis sim:0[,sim:1...] [--command-timeout-ms MS]
+//
+// --sim: version 2, co-simulated (sim.js): the harness owns time, the network and randomness;
+// `sim:I` names the harness's server I.
 //
 // Requests run concurrently (a shared driver serves several clients at once); each gets exactly one
 // response line. A library module (libs/NAME.js) exports
@@ -36,7 +40,7 @@ function error_of(e) {
 }
 
 function parse_args(argv) {
-  const args = { lib: "", redis: [], clients: 1, command_timeout_ms: 0 };
+  const args = { lib: "", redis: [], clients: 1, command_timeout_ms: 0, sim: false };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[i + 1];
@@ -49,6 +53,7 @@ function parse_args(argv) {
       i++;
     } else if (flag === "--clients") { args.clients = Number(value); i++; }
     else if (flag === "--command-timeout-ms") { args.command_timeout_ms = Number(value); i++; }
+    else if (flag === "--sim") { args.sim = true; }
     else throw new Error(`unknown flag ${flag}`);
   }
   if (!LIBS.includes(args.lib)) throw new Error(`--lib must be one of ${LIBS.join(", ")}`);
@@ -115,8 +120,42 @@ function block_event_loop(duration_ms) {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, duration_ms);
 }
 
+// One request's result ({status, token?, err?, bench?}), never a throw: both versions share it.
+async function serve_request(lib, req) {
+  try {
+    switch (req.op) {
+      case "acquire": return await lib.acquire(handle_of(req), req.key, req.ttl_ms);
+      case "release": return await lib.release(handle_of(req));
+      case "extend":
+        return lib.capabilities.extend ? await lib.extend(handle_of(req), req.ttl_ms) : { status: "unsupported" };
+      case "is_locked":
+        return lib.capabilities.is_locked ? await lib.is_locked(handle_of(req)) : { status: "unsupported" };
+      case "pause": block_event_loop(req.duration_ms); return { status: "ok" };
+      case "ping": return { status: "ok" };
+      case "bench": return await run_bench(lib, req, `${req.client ?? 0}/bench:${req.id}`);
+      default: return { status: "bad_request", err: { name: "BadRequest", message: `unknown op ${req.op}` } };
+    }
+  } catch (e) {
+    return { status: "error", err: error_of(e) };
+  }
+}
+
+function handle_of(req) { return `${req.client ?? 0}/${req.handle}`; }
+
 async function main() {
   const args = parse_args(process.argv.slice(2));
+  if (args.sim) {
+    const { sim_main } = require("./sim.js");
+    const { use_connectors } = require("./libs/common.js");
+    return sim_main(args, {
+      write, error_of, serve_request,
+      create_lib: ({ connector_for, now_ns: sim_now_ns }) => {
+        use_connectors(connector_for);
+        const emit = (event) => write(Object.assign({ t_ns: sim_now_ns() }, event));
+        return require(`./libs/${args.lib}.js`).create({ redis: args.redis, emit, command_timeout_ms: args.command_timeout_ms });
+      },
+    });
+  }
   const emit = (event) => write(Object.assign({ t_ns: now_ns() }, event));
   const lib = await require(`./libs/${args.lib}.js`).create({ redis: args.redis, emit, command_timeout_ms: args.command_timeout_ms });
   write({ ready: true, name: lib.name, version: lib.version, protocol: PROTOCOL,
@@ -124,29 +163,10 @@ async function main() {
 
   let closing = false;
   const pending = new Set();
-  const handle_of = (req) => `${req.client ?? 0}/${req.handle}`;
 
   async function serve(req) {
     const t0 = now_ns();
-    let result;
-    try {
-      switch (req.op) {
-        case "acquire": result = await lib.acquire(handle_of(req), req.key, req.ttl_ms); break;
-        case "release": result = await lib.release(handle_of(req)); break;
-        case "extend":
-          result = lib.capabilities.extend ? await lib.extend(handle_of(req), req.ttl_ms) : { status: "unsupported" };
-          break;
-        case "is_locked":
-          result = lib.capabilities.is_locked ? await lib.is_locked(handle_of(req)) : { status: "unsupported" };
-          break;
-        case "pause": block_event_loop(req.duration_ms); result = { status: "ok" }; break;
-        case "ping": result = { status: "ok" }; break;
-        case "bench": result = await run_bench(lib, req, `${req.client ?? 0}/bench:${req.id}`); break;
-        default: result = { status: "bad_request", err: { name: "BadRequest", message: `unknown op ${req.op}` } };
-      }
-    } catch (e) {
-      result = { status: "error", err: error_of(e) };
-    }
+    const result = await serve_request(lib, req);
     const t1 = now_ns();
     write(Object.assign({ id: req.id, ok: result.status === "ok" }, result, { t0_ns: t0, t1_ns: t1 }));
   }

@@ -23,6 +23,7 @@
 #include "real/redis_server.h"
 #include "real/server_errors.h"
 #include "real/tcp_proxy.h"
+#include "scenarios/backends/ext_sim.h"
 #include "scenarios/backends/redlock.h"
 
 namespace lockstep {
@@ -473,6 +474,15 @@ std::vector<AdapterEntry> ext_adapter_entries() {
                        .make_real = [&library](BackendEnv& env) -> std::unique_ptr<Backend> {
                          return std::make_unique<ExtBackend>(env, library);
                        }});
+    if (ext_sim_supported(library.adapter)) {  // co-simulated too (ext_sim.h)
+      AdapterEntry& entry = entries.back();
+      entry.worlds = {"sim", "real"};
+      entry.traits.sim_faults = kExtSimFaults;
+      entry.sim_matrix_by_name_only = true;
+      entry.make_sim = [&library](BackendEnv& env) {
+        return make_ext_sim_backend(env, {library.adapter, library.lib, library.over_nodes});
+      };
+    }
   }
   return entries;
 }

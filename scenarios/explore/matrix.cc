@@ -23,7 +23,9 @@ std::vector<const AdapterEntry*> selected_adapters(const MatrixConfig& config) {
   for (const AdapterEntry& entry : adapters()) {
     const bool runs_here =
         std::find(entry.worlds.begin(), entry.worlds.end(), config.world) != entry.worlds.end();
-    if (runs_here && chosen(config.adapters, entry.name)) out.push_back(&entry);
+    const bool charted =
+        !(entry.sim_matrix_by_name_only && config.world == "sim" && config.adapters.empty());
+    if (runs_here && charted && chosen(config.adapters, entry.name)) out.push_back(&entry);
   }
   return out;
 }

@@ -27,6 +27,14 @@ class WorldUnsupported : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Thrown out of a client when what runs its lock failed, not the lock: a co-simulated driver
+// (scenarios/backends/ext_sim.h) died, hung or wrote nonsense. Never a lock outcome: a simulated
+// run ends there as an error carrying the message (the real world ends so on any escaping error).
+class ClientProcessFailed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // Thrown inside a client whose process a fault killed; the client's top level swallows it.
 // Not a std::exception, so code that catches std::exception lets it pass.
 struct ClientKilled {};

@@ -25,12 +25,18 @@ function error_of(e) {
   return { name: typeof e, message: String(e) };
 }
 
+// Co-simulated drivers (sim.js): connector_for(I) is the ioredis Connector class of the harness's
+// server I, which the endpoint `sim:I` names. Unset: real sockets.
+let connector_for = null;
+function use_connectors(factory) { connector_for = factory; }
+
 // ioredis clients with their defaults (no command timeout unless command_timeout_ms > 0), one per
 // endpoint, each connected (bounded wait).
 async function connect(endpoints, command_timeout_ms = 0) {
   if (endpoints.length === 0) throw new Error("this library needs --redis HOST:PORT");
   const options = command_timeout_ms > 0 ? { commandTimeout: command_timeout_ms } : {};
-  const clients = endpoints.map(({ host, port }) => new Redis(Object.assign({ host, port }, options)));
+  const clients = endpoints.map(({ host, port }) => new Redis(Object.assign(
+    { host, port }, options, connector_for && host === "sim" ? { Connector: connector_for(port) } : {})));
   clients.forEach(count_commands);
   await Promise.all(clients.map((client) => new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`redis ${client.options.port}: not ready in 5 s`)), 5000);
@@ -59,4 +65,4 @@ function version_of(pkg) {
   return `${pkg} ${JSON.parse(fs.readFileSync(file, "utf8")).version.replace(/^v/, "")}`;
 }
 
-module.exports = { commands_sent_so_far, connect, error_of, Handles, UNKNOWN_HANDLE, version_of };
+module.exports = { commands_sent_so_far, connect, use_connectors, error_of, Handles, UNKNOWN_HANDLE, version_of };

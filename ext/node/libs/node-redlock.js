@@ -32,7 +32,8 @@ async function create({ redis, command_timeout_ms }) {
       try {
         const lock = await redlock.acquire([key], ttl_ms);
         handles.add(handle, lock);
-        return { status: "ok", token: lock.value };
+        // Its own validity (start + TTL - drift, by Date.now()): what its caller is told.
+        return { status: "ok", token: lock.value, valid_until_ms: Math.round(lock.expiration) };
       } catch (e) {
         return classify_failure(e);
       }
@@ -52,8 +53,9 @@ async function create({ redis, command_timeout_ms }) {
       const lock = handles.get(handle);
       if (!lock) return UNKNOWN_HANDLE;
       try {
-        handles.add(handle, await lock.extend(ttl_ms));  // extend returns a new Lock
-        return { status: "ok" };
+        const extended = await lock.extend(ttl_ms);  // extend returns a new Lock
+        handles.add(handle, extended);
+        return { status: "ok", valid_until_ms: Math.round(extended.expiration) };
       } catch (e) {
         const failure = await classify_failure(e);
         return failure.status === "contended" ? { status: "not_owner", err: failure.err } : failure;

@@ -1,0 +1,51 @@
+#pragma once
+// The ext adapters in the simulator (`ext:NAME --world sim`): each client's driver process is
+// co-simulated (ext/PROTOCOL.md, version 2). The driver is a real process, but it owns no time,
+// no sockets and no randomness: the backend hands it the client's simulated clocks, carries its
+// Redis client's bytes over the simulated network to simulated Redis nodes
+// (sim/redis/sim_redis_stream.h), and seeds it from the run's seed and the client. Every line it
+// writes depends only on the lines it was sent, so the run stays a function of
+// (scenario, seed, build).
+//
+// How one call goes: the client's fiber sends the request in one exchange; the driver's bytes
+// leave as network messages, their replies come back as deliveries on the client's node, each an
+// exchange, and so do the driver's timers (a `tick` when the client's monotonic clock reaches the
+// deadline the driver named); the fiber is woken by the exchange that carries the response. So a
+// client pause (the node's deliveries wait) stops the library whole, as SIGSTOP would, and a
+// crash of the client kills its driver. A request that gets no answer within ext_deadline_ms of
+// simulated time, or a driver that dies, hangs or writes a malformed line, ends the run as an
+// error (ext::SimDriverFailed), never a lock result.
+//
+// Before the run each driver is started and connected: its connection handshake (ioredis: CLIENT
+// SETINFO, INFO) runs against the node's front at that instant without the network.
+//
+// Leases come from the simulated servers' keyspace (scenarios/backends/lease_events.h), any key
+// with a TTL. The library's lock value is its own (a random token the harness learns from the
+// response); so that a lease and the acquire that got it name the same value, the backend names a
+// grant after the handle of the acquire its client has in flight, and later events on that value
+// the same way.
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "scenarios/harness/backend.h"
+
+namespace lockstep {
+
+struct ExtSimLibrary {
+  std::string adapter;      // "ext:locco-redis"
+  std::string lib;          // ext/node/libs/LIB.js
+  bool over_nodes = false;  // Redlock: `nodes` independent simulated Redis nodes
+};
+
+// Whether the adapter's driver runs co-simulated (its entry then lists the sim world).
+bool ext_sim_supported(std::string_view adapter);
+
+// Throws real::ServerUnavailable (exit 3) when node 20 or the drivers' packages are missing.
+std::unique_ptr<Backend> make_ext_sim_backend(BackendEnv& env, const ExtSimLibrary& library);
+
+// What the simulated backend can do (the ext adapters' sim_faults).
+inline constexpr FaultCapabilities kExtSimFaults{
+    .network = true, .server_clock = true, .server_clock_jump = true, .failover = false};
+
+}  // namespace lockstep

@@ -1,0 +1,145 @@
+// The ext adapters co-simulated (scenarios/backends/ext_sim.h, ext/PROTOCOL.md version 2): a
+// real Node driver whose time, network and randomness are the simulator's. Each run must be a
+// function of (scenario, seed, build) like any other: the same seed gives the same trace hash.
+// Skipped (exit 77) without node 20 or ext/node/node_modules outside CI; a failure in CI.
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "ext/node_drivers.h"
+#include "real/server_errors.h"
+#include "scenarios/explore/swarm.h"
+#include "scenarios/explore/sweep.h"
+#include "scenarios/report/report.h"
+#include "scenarios/runner.h"
+#include "tests/real_support.h"
+
+namespace lockstep {
+namespace {
+
+void require_node() {
+  try {
+    ext::require_node_drivers();
+  } catch (const real::ServerUnavailable& e) {
+    testing::skip_or_fail(e.what());
+  }
+}
+
+RunReport run_sim(const std::string& scenario, const std::string& adapter, uint64_t seed) {
+  return run_scenario({.scenario = scenario, .adapter = adapter, .world = "sim", .seed = seed});
+}
+
+}  // namespace
+
+TEST_CASE("ext sim: locco-redis takes turns and races safely, in virtual time", "[ext][sim]") {
+  require_node();
+  const RunReport sequential = run_sim("sequential", "ext:locco-redis", 1);
+  INFO(to_text(sequential));
+  CHECK(sequential.end == "complete");
+  CHECK(sequential.violations.empty());
+  CHECK(sequential.matches_expectation());
+  CHECK(sequential.stats.acquisitions == 2);
+  // The library's commands went through the simulated node's RESP front, over the network.
+  bool saw_set = false;
+  for (const std::string& line : sequential.trace) {
+    saw_set = saw_set || (line.find("stream c0:1 at redis-0: SET resource") != std::string::npos &&
+                          line.find("PX 1000 NX -> OK") != std::string::npos);
+  }
+  CHECK(saw_set);
+
+  for (uint64_t seed : {1, 2, 3}) {
+    const RunReport race = run_sim("concurrent-race", "ext:locco-redis", seed);
+    INFO("seed " << seed << "\n" << to_text(race));
+    CHECK(race.end == "complete");
+    CHECK(race.violations.empty());
+    CHECK(race.matches_expectation());
+    CHECK(race.stats.acquisitions == 1);  // exactly one wins, the other is told it is contended
+  }
+}
+
+// Every co-simulated library: both scenarios pass, and twice the same seed is the same run.
+const char* const kCoSimulated[] = {"ext:locco-redis", "ext:node-redlock", "ext:redis-semaphore",
+                                    "ext:redis-semaphore-redlock"};
+
+TEST_CASE("ext sim: the same seed gives the same trace hash twice", "[ext][sim][determinism]") {
+  require_node();
+  for (const char* adapter : kCoSimulated) {
+    for (const char* scenario : {"sequential", "concurrent-race"}) {
+      const RunReport first = run_sim(scenario, adapter, 7);
+      const RunReport second = run_sim(scenario, adapter, 7);
+      INFO(adapter << " " << scenario << "\n" << to_text(first));
+      CHECK(first.end == "complete");
+      CHECK(first.violations.empty());
+      CHECK(first.matches_expectation());
+      CHECK(first.stats.acquisitions == (std::string(scenario) == "sequential" ? 2 : 1));
+      CHECK(first.trace_hash == second.trace_hash);
+      CHECK(first.trace == second.trace);
+      // Another seed is another run (latencies, jitter, the library's random lock values).
+      CHECK(run_sim(scenario, adapter, 8).trace_hash != first.trace_hash);
+    }
+  }
+}
+
+TEST_CASE("ext sim: node-redlock returns a lock already over after a slow acquire",
+          "[ext][sim][redlock]") {
+  require_node();
+  // A is paused 800 ms with its acquire on the wire (TTL 500): node-redlock computes its validity
+  // (start + TTL - drift) but never checks it before returning, so A is told it holds a lock whose
+  // validity had ended: valid_on_return. lockstep's own redlock fails that acquire instead.
+  const RunReport first = run_sim("slow-acquire", "ext:node-redlock", 1);
+  INFO(to_text(first));
+  CHECK(first.end == "complete");
+  CHECK(first.violated().count(Invariant::valid_on_return) == 1);
+  CHECK(run_sim("slow-acquire", "ext:node-redlock", 1).trace_hash == first.trace_hash);
+  const RunReport own = run_sim("slow-acquire", "redlock", 1);
+  INFO(to_text(own));
+  CHECK(own.violated().count(Invariant::valid_on_return) == 0);
+
+  const RunReport sequential = run_sim("sequential", "ext:node-redlock", 1);
+  INFO(to_text(sequential));
+  CHECK(sequential.violations.empty());
+  CHECK(sequential.stats.acquisitions == 2);
+  const RunReport race = run_sim("concurrent-race", "ext:node-redlock", 1);
+  INFO(to_text(race));
+  CHECK(race.violations.empty());
+  CHECK(race.stats.acquisitions == 1);
+}
+
+TEST_CASE("ext sim: a partition delays the library's bytes, it does not lose them",
+          "[ext][sim][network]") {
+  require_node();
+  // A's release is written while it is cut off: the stream retransmits it (TCP), so once the
+  // partition heals the release lands, A's lock goes, and A gets the key again: no hang, no error.
+  const RunReport r = run_sim("partition", "ext:locco-redis", 1);
+  INFO(to_text(r));
+  CHECK(r.end == "complete");
+  CHECK(r.matches_expectation());
+  CHECK(r.stats.acquisitions == 3);
+  bool retransmitted = false;
+  for (const std::string& line : r.trace) {
+    retransmitted = retransmitted || line.find("retransmits piece") != std::string::npos;
+  }
+  CHECK(retransmitted);
+}
+
+}  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+// A client's wall clock stepping back (an NTP step) moves the driver's Date only: the durations
+// the driver reports stay on the monotonic clock, never negative (which failed as a malformed
+// line, "t1_ns is before t0_ns", before the driver timed them on the harness's monotonic time).
+TEST_CASE("ext sim: a backward wall-clock jump of the client leaves the driver's timing sane",
+          "[ext][sim][clock]") {
+  require_node();
+  const SwarmCapabilities caps = swarm_capabilities("ext:locco-redis");
+  const SwarmSpec spec = draw_swarm_spec(caps, 2, {.faults = {FaultKind::clock_jump}});
+  REQUIRE(spec.has_fault(FaultKind::clock_jump));
+  const SeedOutcome outcome = run_swarm_spec("ext:locco-redis", spec, 2, /*fencing_on=*/true);
+  CHECK(outcome.report.end == "complete");
+  CHECK(outcome.report.end_message.find("t1_ns is before t0_ns") == std::string::npos);
+}
+
+}  // namespace
+}  // namespace lockstep
