@@ -330,6 +330,22 @@ void run_in_real(const Scenario& scenario, const AdapterEntry& adapter, RunRepor
   report.stats.events = world.trace().size();
 }
 
+// A lease run in which no acquire succeeded and the backend failed them is about the backend, not
+// the lock: an error that quotes what the backend answered (a server that is not what it claims,
+// one that refuses every write), never a pass and not merely vacuous.
+void refuse_broken_backend(RunReport& report) {
+  if (report.stats.acquisitions != 0) return;
+  for (const HistoryEvent& e : report.history.events()) {
+    if (e.kind != EventKind::complete || e.op != Op::acquire || e.outcome != Outcome::error)
+      continue;
+    report.end = "error";
+    report.end_message = fmt::format(
+        "no acquire succeeded and the backend failed them ({}); the first: c{} acquire {}: {}",
+        report.end_message, e.client, e.key, e.detail);
+    return;
+  }
+}
+
 }  // namespace
 
 RunReport run_scenario(const Scenario& scenario, const RunConfig& config) {
@@ -347,6 +363,7 @@ RunReport run_scenario(const Scenario& scenario, const RunConfig& config) {
       !scenario.premise_held(report.history, report.options)) {
     report.end = "vacuous";
     report.end_message = "its premise did not happen: " + scenario.premise;
+    refuse_broken_backend(report);
   }
   report.stats.wall_time_us = std::chrono::duration_cast<std::chrono::microseconds>(
                                   std::chrono::steady_clock::now() - wall_start)
