@@ -177,7 +177,12 @@ class RunAssembly {
                      const int node = world_.current_node();
                      return node < 0 || env_ == nullptr ? -1 : env_->client_for_node(node);
                    },
-                   .trace_wants_text = [&world] { return world.trace_wants_text(); }}),
+                   .trace_wants_text = [&world] { return world.trace_wants_text(); },
+                   .events_max = report.config.history_events_max,
+                   .on_full =
+                       [sim] {
+                         if (sim != nullptr) sim->scheduler().stop();  // real: events dropped
+                       }}),
         resource_(recorder_, {.fencing_on = report.config.fencing_on}),
         backend_env_{.world = world, .recorder = recorder_, .options = report.options, .sim = sim} {
     write_trace_header(world, report.config, report.options);
@@ -267,6 +272,13 @@ class RunAssembly {
   // After the run: the final counters, the heal time, and the verdict.
   void judge(RunReport& report, const sim::Trace& trace) {
     report.library = backend_->library();
+    if (recorder_.full()) {
+      report.end = "error";
+      report.end_message = fmt::format(
+          "history bound: {} events recorded (RunConfig::history_events_max), the run was "
+          "stopped there",
+          report.config.history_events_max);
+    }
     resource_.record_final_values();
     HistoryMeta& meta = recorder_.history().meta;
     meta.end_us = world_.now_us();
@@ -300,7 +312,7 @@ void run_in_sim(const Scenario& scenario, const AdapterEntry& adapter, RunReport
   sim::World world(
       {.seed = report.config.seed,
        .scheduler = {.events_max = report.config.events_max},
-       .trace_keep_lines_max = report.config.keep_trace ? size_t{2'000'000} : size_t{0},
+       .trace_keep_lines_max = report.config.keep_trace ? report.config.trace_lines_kept_max : 0,
        .trace_hash = report.config.hash_trace || report.config.keep_trace});
   SimScenarioWorld scenario_world(world);
   RunAssembly run(scenario_world, scenario, adapter, report, &world);

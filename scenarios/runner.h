@@ -32,6 +32,10 @@ class WorldUnsupportedError : public UsageError {
 // its report file, which carries the workload, not from a command line.
 inline constexpr const char* kSwarmScenarioName = "swarm";
 
+// The memory bounds of one run (about 150 bytes per history event, 100 per trace line kept).
+inline constexpr size_t kHistoryEventsMax = 1'000'000;
+inline constexpr size_t kTraceLinesKeptMax = 250'000;
+
 struct RunConfig {
   std::string scenario;
   std::string adapter;
@@ -40,6 +44,10 @@ struct RunConfig {
   bool fencing_on = false;
   std::vector<std::string> sets;  // KEY=VALUE overrides
   uint64_t events_max = 20'000'000;
+  // What a run may keep, beside the events it may run: history events and trace lines. Reaching
+  // the history bound stops the run as an error naming it (a run that would only grow).
+  size_t history_events_max = kHistoryEventsMax;
+  size_t trace_lines_kept_max = kTraceLinesKeptMax;
   bool keep_trace = true;  // keep trace lines for excerpts and the report
   // false, in the simulator and without keep_trace: no trace_hash ("") and no trace line is
   // formatted (sim/trace.h), for runs whose hash nobody reads (a sweep's passing seeds). The run

@@ -163,6 +163,19 @@ TEST_CASE("bad input is a UsageError naming the valid choices", "[runner][usage]
                     Catch::Contains("only exist in: sim"));
 }
 
+TEST_CASE("a run whose history reaches its bound is stopped there as an error naming it",
+          "[runner]") {
+  RunReport r =
+      run_scenario({.scenario = "retry-storm", .adapter = "memory", .history_events_max = 50});
+  CHECK(r.end == "error");
+  CHECK_THAT(r.end_message, Catch::Contains("history bound: 50 events"));
+  CHECK(r.history.size() <= 50);
+  CHECK(run_exit_code(r) == kExitError);
+  RunReport unbounded = run_scenario({.scenario = "retry-storm", .adapter = "memory"});
+  CHECK(unbounded.end == "complete");
+  CHECK(unbounded.history.size() > 50);
+}
+
 TEST_CASE("a run that hits the event bound ends with an error, not a verdict of safety",
           "[runner]") {
   RunReport r = run_scenario({.scenario = "gc-pause", .adapter = "memory", .events_max = 2});

@@ -6,7 +6,12 @@ namespace lockstep {
 
 size_t Recorder::record(HistoryEvent e) {
   std::lock_guard<std::mutex> guard(mutex_);
-  if (closed_) return static_cast<size_t>(-1);
+  if (closed_ || full_) return static_cast<size_t>(-1);
+  if (history_.size() >= hooks_.events_max) {
+    full_ = true;
+    if (hooks_.on_full) hooks_.on_full();
+    return static_cast<size_t>(-1);
+  }
   e.time_us = hooks_.now_us();
   const bool wanted = !hooks_.trace_wants_text || hooks_.trace_wants_text();
   e.trace_line = hooks_.trace_line(wanted ? describe(e) : std::string());

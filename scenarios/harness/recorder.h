@@ -22,6 +22,10 @@ struct RecorderHooks {
   std::function<int()> current_client;                 // the client running now, or -1
   // Whether trace_line reads its text (sim/trace.h); unset: it does. When not, no line is made.
   std::function<bool()> trace_wants_text;
+  // The most events the history may hold; the event that would pass it is dropped, the recorder
+  // is full() from then on, and on_full runs once (the runner stops the world there).
+  size_t events_max = SIZE_MAX;
+  std::function<void()> on_full;
 };
 
 class Recorder final : public LeaseObserver {
@@ -34,6 +38,7 @@ class Recorder final : public LeaseObserver {
   size_t record(HistoryEvent e);
   void close() { closed_ = true; }
   bool closed() const { return closed_; }
+  bool full() const { return full_; }
 
   History& history() { return history_; }
   const History& history() const { return history_; }
@@ -48,6 +53,7 @@ class Recorder final : public LeaseObserver {
 
  private:
   RecorderHooks hooks_;
+  bool full_ = false;
   std::mutex mutex_;
   History history_;
   bool closed_ = false;
