@@ -162,6 +162,10 @@ TEST_CASE("replay refuses what is not a report, with one line naming what is wro
       {"unknown-option.json", with("\"overrides\": []", "\"overrides\": [\"nope=1\"]"), "nope"},
       {"option-range.json", with("\"overrides\": []", "\"overrides\": [\"hold_ms=-5\"]"),
        "hold_ms"},
+      // The resolved options must be what the overrides give: an edited one is not ignored.
+      {"edited-option.json", with("\"hold_ms\": \"", "\"hold_ms\": \"7"), "option hold_ms is \"7"},
+      {"extra-option.json", with("\"hold_ms\": \"", "\"drift_ppm\": \"1\", \"hold_ms\": \""),
+       "option \"drift_ppm\" is not an option of sequential"},
   };
   for (const Case& c : cases) {
     std::ofstream(dir / c.name) << c.content;

@@ -33,6 +33,12 @@ std::string file_stem(const RunReport& r) {
                      portable(r.config.adapter), r.config.seed, r.config.fencing_on ? "on" : "off");
 }
 
+std::vector<std::string> option_names(const Options& options) {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : options.values()) names.push_back(name);
+  return names;
+}
+
 std::string ms(int64_t us) { return fmt::format("{:.3f}ms", static_cast<double>(us) / 1000.0); }
 
 }  // namespace
@@ -219,6 +225,39 @@ class ReportFields {
   const nlohmann::json& j_;
 };
 
+// A catalogue run's report lists every option as resolved; replay reruns from the overrides, so
+// the list must be exactly what they resolve to. A value edited by hand (or from another build)
+// would otherwise be ignored in silence.
+void check_reported_options(const std::filesystem::path& path, const nlohmann::json& reported,
+                            const RunConfig& config) {
+  const Options resolved = resolve_options(config);
+  if (!reported.is_object()) {
+    throw UsageError(
+        fmt::format("{}: field \"options\" must be an object of NAME: \"VALUE\"", path.string()));
+  }
+  for (const auto& [name, value] : reported.items()) {
+    if (!resolved.has(name)) {
+      throw UsageError(fmt::format("{}: option \"{}\" is not an option of {} with {}; valid: {}",
+                                   path.string(), name, config.scenario, config.adapter,
+                                   fmt::join(option_names(resolved), ", ")));
+    }
+    if (!value.is_string() || value.get<std::string>() != resolved.get(name)) {
+      throw UsageError(fmt::format(
+          "{}: option {} is {} in \"options\" but the overrides give \"{}\": the report was "
+          "edited or comes from another build",
+          path.string(), name, value.dump(), resolved.get(name)));
+    }
+  }
+  for (const auto& [name, value] : resolved.values()) {
+    if (!reported.contains(name)) {
+      throw UsageError(fmt::format(
+          "{}: option {} is missing from \"options\" (it resolves to \"{}\"): the report was "
+          "edited or comes from another build",
+          path.string(), name, value));
+    }
+  }
+}
+
 }  // namespace
 
 ReplaySpec read_replay_spec(const std::filesystem::path& report_json) {
@@ -248,6 +287,7 @@ ReplaySpec read_replay_spec(const std::filesystem::path& report_json) {
     spec.trace_hash = field.text("trace_hash");
     spec.verdict = field.text("verdict");
     if (j.contains("workload")) spec.workload = j.at("workload");
+    if (!j.contains("workload")) check_reported_options(report_json, j.at("options"), spec.config);
     return spec;
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(
