@@ -474,7 +474,9 @@ std::vector<AdapterEntry> ext_adapter_entries() {
                        .make_real = [&library](BackendEnv& env) -> std::unique_ptr<Backend> {
                          return std::make_unique<ExtBackend>(env, library);
                        }});
-    if (ext_sim_supported(library.adapter)) {  // co-simulated too (ext_sim.h)
+    // Co-simulated too (ext_sim.h): every library but the in-memory one, which needs one driver
+    // shared by all clients (ext/PROTOCOL.md, not done yet).
+    if (!library.in_memory) {
       AdapterEntry& entry = entries.back();
       entry.worlds = {"sim", "real"};
       entry.traits.sim_faults = kExtSimFaults;

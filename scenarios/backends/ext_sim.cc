@@ -481,13 +481,6 @@ AdapterResult CoSimClient::failed(const char* op, const ext::Response& r) const 
 
 }  // namespace
 
-bool ext_sim_supported(std::string_view adapter) {
-  // The libraries whose drivers have been run co-simulated; the rest need what PROTOCOL.md lists
-  // as not done yet (a shared driver for locco-memory).
-  return adapter == "ext:locco-redis" || adapter == "ext:node-redlock" ||
-         adapter == "ext:redis-semaphore" || adapter == "ext:redis-semaphore-redlock";
-}
-
 std::unique_ptr<Backend> make_ext_sim_backend(BackendEnv& env, const ExtSimLibrary& library) {
   return std::make_unique<ExtSimBackend>(env, library);
 }

@@ -38,9 +38,6 @@ struct ExtSimLibrary {
   bool over_nodes = false;  // Redlock: `nodes` independent simulated Redis nodes
 };
 
-// Whether the adapter's driver runs co-simulated (its entry then lists the sim world).
-bool ext_sim_supported(std::string_view adapter);
-
 // Throws real::ServerUnavailable (exit 3) when node 20 or the drivers' packages are missing.
 std::unique_ptr<Backend> make_ext_sim_backend(BackendEnv& env, const ExtSimLibrary& library);
 
