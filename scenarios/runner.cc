@@ -316,6 +316,12 @@ void run_in_sim(const Scenario& scenario, const AdapterEntry& adapter, RunReport
        .trace_hash = report.config.hash_trace || report.config.keep_trace});
   SimScenarioWorld scenario_world(world);
   RunAssembly run(scenario_world, scenario, adapter, report, &world);
+  // Unfinished fibers (stopped by a bound, or stuck) are unwound before the run's clients go: their
+  // handlers still touch them (a client leaving its critical section as it dies).
+  struct UnwindFirst {
+    sim::World& world;
+    ~UnwindFirst() { world.unwind_unfinished(); }
+  } unwind_first{world};
   sim::RunResult result;
   try {
     result = world.run();

@@ -88,15 +88,20 @@ World::World(WorldOptions options)
 World::~World() {
   // Unwind every unfinished fiber so its stack's destructors run while the world still exists;
   // then drop pending events, whose callbacks may hold references into it.
+  unwind_unfinished();
+  scheduler_.clear();
+}
+
+void World::unwind_unfinished() {
   try {
     // By index: an unwinding fiber may still spawn (fibers_ grows; the new ones are unwound too).
     for (size_t i = 0; i < fibers_.size(); ++i) {
       if (fibers_[i]->state != FiberSlot::State::done) unwind(*fibers_[i]);
     }
   } catch (...) {
-    // A destructor must not throw; the fibers left are freed below by Boost's forced unwinding.
+    // Must not throw (the destructor calls it); the fibers left are freed by Boost's forced
+    // unwinding when the world goes.
   }
-  scheduler_.clear();
 }
 
 // --- nodes and clocks ---

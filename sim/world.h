@@ -162,6 +162,9 @@ class World {
   // Runs until no fiber is left and the queue is empty, or a bound is hit. Rethrows an exception
   // that escaped a fiber body.
   RunResult run();
+  // Unwinds every unfinished fiber now, as the destructor does: their handlers and destructors
+  // run while what they use (the harness's clients) still exists. Call it before freeing that.
+  void unwind_unfinished();
 
  private:
   struct Node;
