@@ -311,9 +311,7 @@ Scenario gc_pause() {
           [](const AdapterTraits& lock, const Options& options, bool fencing_on) {
             Expectation e;
             if (options.get_int("pause_ms") <= options.get_int("ttl_ms")) return e;
-            e.insert(Invariant::mutual_exclusion);
-            if (!fencing_on || lock.tokens != TokenKind::monotonic)
-              e.insert(Invariant::no_lost_update);
+            e.merge(overlap_expectation(lock, fencing_on));
             return e;
           },
       .build =
@@ -500,6 +498,12 @@ void take_work_release(Client& c, const ScenarioEnv& env, int64_t ttl_ms, int64_
   if (!lock) return;
   c.increment(*lock, hold_ms);
   c.release(*lock);
+}
+
+Expectation overlap_expectation(const AdapterTraits& lock, bool fencing_on) {
+  Expectation e{Invariant::mutual_exclusion};
+  if (!fencing_on || lock.tokens != TokenKind::monotonic) e.insert(Invariant::no_lost_update);
+  return e;
 }
 
 bool is_lease(const AdapterTraits& lock) { return lock.family == LockFamily::lease; }

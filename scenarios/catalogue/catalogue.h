@@ -26,6 +26,9 @@ RetrySettings retry_from(const ScenarioEnv& env);
 void take_work_release(Client& c, const ScenarioEnv& env, int64_t ttl_ms, int64_t hold_ms);
 
 // The adapters scenarios apply to, by what they are (AdapterTraits), never by name.
+// A holder working on beside the next owner: mutual_exclusion, and a lost update unless fencing
+// (on, with monotonic tokens) refuses the holder's stale write.
+Expectation overlap_expectation(const AdapterTraits& lock, bool fencing_on);
 bool is_lease(const AdapterTraits& lock);
 bool is_keyed_rw(const AdapterTraits& lock);
 bool is_keyed_fifo(const AdapterTraits& lock);

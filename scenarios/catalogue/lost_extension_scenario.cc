@@ -35,9 +35,7 @@ Scenario lost_extension_scenario() {
           [](const AdapterTraits& lock, const Options&, bool fencing_on) {
             Expectation e;
             if (lock.validity != ValidityRule::until_extension_fails) return e;
-            e.insert(Invariant::mutual_exclusion);
-            if (!fencing_on || lock.tokens != TokenKind::monotonic)
-              e.insert(Invariant::no_lost_update);
+            e.merge(overlap_expectation(lock, fencing_on));
             return e;
           },
       .build =

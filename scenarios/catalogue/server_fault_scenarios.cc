@@ -41,9 +41,7 @@ Expectation slow_acquire_expected(const AdapterTraits& lock, const Options& opti
   Expectation e;
   if (accepts && returns_expired(lock, ttl_ms, pause_ms)) e.insert(Invariant::valid_on_return);
   if (!accepts || a_hold_ms == 0 || pause_ms + a_hold_ms <= ttl_ms + 100) return e;
-  e.insert(Invariant::mutual_exclusion);
-  if (!fencing_on || lock.tokens != TokenKind::monotonic)
-    e.insert(Invariant::no_lost_update);  // without tokens nothing refuses A's write
+  e.merge(overlap_expectation(lock, fencing_on));  // without tokens nothing refuses A's write
   return e;
 }
 
@@ -147,9 +145,7 @@ Scenario slow_grant_scenario() {
             const int64_t a_works_until_ms =
                 std::min(believed_end_ms, pause_ms + options.get_int("a_hold_ms"));
             if (a_works_until_ms > ttl_ms + 100) {
-              e.insert(Invariant::mutual_exclusion);
-              if (!fencing_on || lock.tokens != TokenKind::monotonic)
-                e.insert(Invariant::no_lost_update);
+              e.merge(overlap_expectation(lock, fencing_on));
             }
             return e;
           },
