@@ -24,6 +24,7 @@
 #include "cli/exit_codes.h"
 #include "cli/output_paths.h"
 #include "real/server_errors.h"
+#include "real/server_files.h"
 #include "scenarios/backends/registry.h"
 #include "scenarios/explore/calibrate.h"
 #include "scenarios/explore/matrix.h"
@@ -626,6 +627,7 @@ int cli_main(int argc, char** argv) {
     set_program_name(std::filesystem::path(argv[0]).filename().string());
   }
   const std::string& program = program_name();
+  real::remove_stale_mongoc_counters();  // or a reused pid makes libmongoc warn on stderr
   try {
     const int code = run_cli(argc, argv);
     // Output that could not be written (a full disk, a closed pipe) must not pass for a result.

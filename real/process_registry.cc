@@ -54,8 +54,23 @@ void remove_contents(int dir_fd, int depth) {
   }
 }
 
+// Unlinks /dev/shm/mongoc-<our pid>, libmongoc's counters, which a signal death would leave for
+// the next process given this pid to trip over. Async-signal-safe: digits by hand, one unlink.
+void unlink_own_mongoc_counters() {
+  char path[40] = "/dev/shm/mongoc-";
+  size_t at = 16;
+  char digits[16];
+  size_t count = 0;
+  for (pid_t pid = getpid(); pid > 0 && count < sizeof digits; pid /= 10)
+    digits[count++] = static_cast<char>('0' + pid % 10);
+  while (count > 0 && at + 1 < sizeof path) path[at++] = digits[--count];
+  path[at] = '\0';
+  unlink(path);
+}
+
 void on_fatal_signal(int signal_number) {
   kill_registered_children();
+  unlink_own_mongoc_counters();
   // Reaped before their dirs go: a dying server must not write into a dir being removed.
   for (auto& slot : g_children) {
     const pid_t pid = slot.load();

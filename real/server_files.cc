@@ -55,6 +55,28 @@ size_t remove_stale_server_dirs(const std::string& parent) {
   return removed;
 }
 
+size_t remove_stale_mongoc_counters(const std::string& shm_dir) {
+  size_t removed = 0;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(shm_dir, ec);
+  for (size_t seen = 0;
+       !ec && it != std::filesystem::directory_iterator() && seen < kStaleScanEntriesMax;
+       it.increment(ec), ++seen) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("mongoc-", 0) != 0 || name.size() <= 7 || name.size() > 7 + 9) continue;
+    pid_t pid = 0;
+    bool digits = true;
+    for (size_t i = 7; i < name.size(); ++i) {
+      digits = digits && name[i] >= '0' && name[i] <= '9';
+      pid = digits ? pid * 10 + (name[i] - '0') : 0;
+    }
+    if (!digits || pid <= 0 || pid == getpid() || process_exists(pid)) continue;
+    std::error_code ignored;
+    if (std::filesystem::remove(it->path(), ignored)) ++removed;
+  }
+  return removed;
+}
+
 std::string make_server_dir(std::string_view kind) {
   const std::filesystem::path parent = std::filesystem::temp_directory_path();
   remove_stale_server_dirs(parent.string());

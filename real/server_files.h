@@ -21,6 +21,12 @@ void remove_server_dir(std::string& dir);
 // (SIGKILLed runs leave them). Returns how many it removed.
 size_t remove_stale_server_dirs(const std::string& parent);
 
+// Removes libmongoc's shared-memory counter files ("mongoc-<pid>" under shm_dir) whose pid no
+// longer exists. A process killed by a signal leaves its file, and the next process given that
+// pid prints a warning on stderr as libmongoc loads ("Falling back to malloc for counters").
+// Returns how many it removed.
+size_t remove_stale_mongoc_counters(const std::string& shm_dir = "/dev/shm");
+
 // The last bytes_max of the file at path; "" when it cannot be read.
 std::string tail_of_file(const std::string& path, size_t bytes_max);
 

@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -118,6 +119,12 @@ TEST_CASE("cli fuzz: generated command lines keep the exit-code contract", "[cli
     for (const auto& [flag, value] : pairs) args += " " + flag + " " + value;
     const CommandResult r = bounded(args);
     RC_LOG() << "lockstep " << args << " -> " << r.exit_code << ": " << r.err;
+    const bool broken = r.exit_code < 0 || r.exit_code > 4 ||
+                        (r.exit_code == 2 && std::count(r.err.begin(), r.err.end(), '\n') != 1);
+    // A failure that does not recur on RapidCheck's rerun would leave no trace otherwise.
+    if (broken)
+      std::fprintf(stderr, "FUZZ FAILURE: lockstep %s -> %d: [%s]\n", args.c_str(), r.exit_code,
+                   r.err.c_str());
     RC_ASSERT(r.exit_code >= 0);
     RC_ASSERT(r.exit_code <= 4);
     if (r.exit_code == 2) RC_ASSERT(std::count(r.err.begin(), r.err.end(), '\n') == 1);

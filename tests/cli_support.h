@@ -29,7 +29,13 @@ inline CommandResult run_binary(const std::string& binary, const std::string& ar
   const auto err_path =
       std::filesystem::temp_directory_path() /
       ("lockstep-cli-" + std::to_string(::getpid()) + "-" + std::to_string(++counter));
-  const std::string command = (environment.empty() ? "" : "env " + environment + " ") + binary +
+  // libmongoc's load-time init warns on stderr ("Falling back to malloc for counters") when a
+  // killed process with the same pid left its /dev/shm counters file: a line not ours, which would
+  // break the one-line rule these tests hold. Tests start thousands of short processes, so pids
+  // repeat; lockstep clears dead processes' files at start (cli_main), which narrows, not closes,
+  // that window.
+  const std::string command = "export MONGOC_DISABLE_SHM=1; " +
+                              (environment.empty() ? "" : "env " + environment + " ") + binary +
                               " " + args + " 2>" + err_path.string();
   CommandResult result;
   FILE* pipe = ::popen(command.c_str(), "r");
