@@ -366,6 +366,17 @@ void refuse_broken_backend(RunReport& report) {
 
 }  // namespace
 
+// The adapter's documented finding the run ended as exactly, if any.
+std::string documented_finding(const AdapterEntry& adapter, const RunReport& report) {
+  if (report.matches_expectation()) return "";
+  for (const Finding& f : adapter.findings) {
+    if (f.scenario == report.config.scenario && f.world == report.config.world &&
+        f.end == report.end && f.violated == report.violated())
+      return f.summary;
+  }
+  return "";
+}
+
 RunReport run_scenario(const Scenario& scenario, const RunConfig& config) {
   const auto wall_start = std::chrono::steady_clock::now();
   RunReport report{.config = config, .options = resolve_options(scenario, config)};
@@ -383,6 +394,7 @@ RunReport run_scenario(const Scenario& scenario, const RunConfig& config) {
     report.end_message = "its premise did not happen: " + scenario.premise;
     refuse_broken_backend(report);
   }
+  report.finding = documented_finding(adapter, report);
   report.stats.wall_time_us = std::chrono::duration_cast<std::chrono::microseconds>(
                                   std::chrono::steady_clock::now() - wall_start)
                                   .count();

@@ -80,6 +80,9 @@ struct RunReport {
   std::string end;
   std::string end_message;
   Expectation expected;
+  // When the run differs from `expected` exactly as one of the adapter's documented findings says
+  // (AdapterEntry::findings): that finding's summary; else "".
+  std::string finding;
   std::vector<std::string> trace;  // every trace line (when kept)
   History history;
 

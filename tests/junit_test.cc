@@ -240,7 +240,9 @@ TEST_CASE("run --junit and matrix --junit write JUnit XML for CI", "[junit][cli]
   CHECK(c.all("failure")[0]->text.find("replay: lockstep run gc-pause --adapter memory") !=
         std::string::npos);
 
-  CHECK(run_lockstep("matrix --junit " + (dir / "matrix.xml").string()) == 0);
+  // Two adapters' cells are enough to see the file; the whole default matrix is cli_test's.
+  CHECK(run_lockstep("matrix --adapter memory --adapter redis --junit " +
+                     (dir / "matrix.xml").string()) == 0);
   const auto matrix = parse_junit(slurp(dir / "matrix.xml"));
   CHECK(matrix->all("testcase").size() >= 12);
   CHECK(matrix->attrs.at("failures") == "0");

@@ -466,3 +466,11 @@ TEST_CASE("sweep, matrix and calibrate bound their worker count alike", "[jobs][
 
 }  // namespace
 }  // namespace lockstep
+
+TEST_CASE("a sweep report's file name has no ':' (an ext: adapter's name)", "[sweep]") {
+  // ':' is no file name character on Windows, Finder shows it as '/', and scp reads it as a host.
+  const std::string name = lockstep::sweep_report_name(
+      {.adapter = "ext:redis-semaphore", .first_seed = 1, .seeds = 500});
+  CHECK(name.find(':') == std::string::npos);
+  CHECK(name == "sweep.ext-redis-semaphore.seeds1-500.shard0of1.json");
+}

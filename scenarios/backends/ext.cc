@@ -45,8 +45,9 @@ struct ExtLibrary {
   const char* adapter;
   const char* lib;  // ext/node/libs/LIB.js; "" for a user's driver (the `driver` option)
   const char* description;
-  bool over_nodes;  // Redlock: N independent redis-servers
-  bool in_memory;   // no server: the store is the driver's memory, shared by every client
+  bool over_nodes;      // Redlock: N independent redis-servers
+  bool in_memory;       // no server: the store is the driver's memory, shared by every client
+  bool extends = true;  // false: no extend call (redis-semaphore refreshes on its own timer)
 };
 
 constexpr ExtLibrary kLibraries[] = {
@@ -69,12 +70,12 @@ constexpr ExtLibrary kLibraries[] = {
      "redis-semaphore 5.8.0 Mutex (npm, Node driver): SET NX PX, refreshed every 0.8 TTL while its "
      "process runs; "
      "no extend, release does not report its result; random identifier, no fencing token",
-     false, false},
+     false, false, false},
     {"ext:redis-semaphore-redlock", "redis-semaphore-redlock",
      "redis-semaphore 5.8.0 RedlockMutex (npm, Node driver) over N redis-servers (nodes: 3, 5, 7), "
      "refreshed "
      "every 0.8 TTL; random identifier, no fencing token",
-     true, false},
+     true, false, false},
 };
 
 // A user's driver for a lock library in any language that speaks ext/PROTOCOL.md, over one
@@ -400,7 +401,51 @@ AdapterTraits ext_traits(const ExtLibrary& library) {
                               : library.in_memory ? BackendKind::in_process
                                                   : BackendKind::redis;
   // The npm libraries time validity and retries with Date.now(): a wall-clock step reaches them.
-  return {.backend = backend, .envelope = {.client_wall_clock = false}, .tokens = TokenKind::none};
+  return {.backend = backend,
+          .envelope = {.client_wall_clock = false},
+          .tokens = TokenKind::none,
+          .extends = library.extends};
+}
+
+// What the simulator has shown each library to do where its traits expect otherwise: seed 1 of
+// the default matrix, fencing off and on alike (docs/npm-libraries.md, "Findings in the
+// simulator", has the replay lines). Declared here so `matrix` charts them as findings; a release
+// of the library that changes one shows as a difference again.
+std::vector<Finding> sim_findings(const ExtLibrary& library) {
+  const std::string lib = library.lib;
+  std::vector<Finding> out;
+  if (lib.empty() || library.in_memory) return out;  // a user's driver; not co-simulated
+  out.push_back({.scenario = "slow-acquire",
+                 .violated = {Invariant::valid_on_return},
+                 .summary = "returns a lock whose TTL ran out while it was being acquired: no "
+                            "validity check after the grant"});
+  const Expectation overlap = {Invariant::mutual_exclusion, Invariant::lease_exclusion,
+                               Invariant::no_lost_update};
+  if (lib == "node-redlock") {
+    for (const char* scenario : {"clock-jump", "crash-restart"}) {
+      out.push_back({.scenario = scenario,
+                     .violated = overlap,
+                     .end = "error",
+                     .summary = "after the expected violations, a release whose unreachable nodes "
+                                "leave no quorum for or against never completes (no command "
+                                "timeout)"});
+    }
+  }
+  if (lib == "redis-semaphore-redlock") {
+    const std::string waits = "waits for every node (Promise.all) with no command timeout";
+    out.push_back({.scenario = "node-pause",
+                   .violated = {Invariant::mutual_exclusion, Invariant::no_lost_update,
+                                Invariant::liveness, Invariant::valid_on_return},
+                   .summary = waits + ": a stopped node stalls the acquire past the TTL, and it "
+                                      "returns that expired lock, so two clients work at once"});
+    for (const char* scenario : {"clock-jump", "crash-restart"}) {
+      out.push_back({.scenario = scenario,
+                     .violated = {Invariant::lease_exclusion},
+                     .end = "error",
+                     .summary = waits + ": a partitioned node hangs the first acquire for good"});
+    }
+  }
+  return out;
 }
 
 std::vector<OptionSpec> ext_options(const ExtLibrary& library) {
@@ -475,12 +520,13 @@ std::vector<AdapterEntry> ext_adapter_entries() {
                          return std::make_unique<ExtBackend>(env, library);
                        }});
     // Co-simulated too (ext_sim.h): every library but the in-memory one, which needs one driver
-    // shared by all clients (ext/PROTOCOL.md, not done yet).
+    // shared by all clients (ext/PROTOCOL.md, not done yet). Their findings are declared, so the
+    // default matrix charts them.
     if (!library.in_memory) {
       AdapterEntry& entry = entries.back();
       entry.worlds = {"sim", "real"};
       entry.traits.sim_faults = kExtSimFaults;
-      entry.sim_matrix_by_name_only = true;
+      entry.findings = sim_findings(library);
       entry.make_sim = [&library](BackendEnv& env) {
         return make_ext_sim_backend(env, {library.adapter, library.lib, library.over_nodes});
       };

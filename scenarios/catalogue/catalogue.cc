@@ -250,8 +250,8 @@ Scenario extend_after_expiry() {
                   int_option("retry_delay_ms", 20, "delay between attempts", 1, kRetryDelayMaxMs),
                   int_option("retry_times", 50, "retries after the first attempt", 0,
                              kMaxRetryTimes)},
-      .fits = is_lease,
-      .fits_text = "a lease lock",
+      .fits = [](const AdapterTraits& lock) { return is_lease(lock) && lock.extends; },
+      .fits_text = "a lease lock with an extend call",
       .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
       .build =
           [](ScenarioEnv& env) {

@@ -28,8 +28,8 @@ Scenario lost_extension_scenario() {
                   int_option("work_ms", 2000, "A's work, if nothing stops it"),
                   int_option("partition_ms", 3000, "how long A is cut off"),
                   int_option("hold_ms", 200, "B's work inside the lock")},
-      .fits = is_networked_lease,
-      .fits_text = "a lease lock whose servers are across a network",
+      .fits = [](const AdapterTraits& lock) { return is_networked_lease(lock) && lock.extends; },
+      .fits_text = "a lease lock with an extend call, whose servers are across a network",
       .worlds = {"sim"},
       .expected =
           [](const AdapterTraits& lock, const Options&, bool fencing_on) {

@@ -23,9 +23,7 @@ std::vector<const AdapterEntry*> selected_adapters(const MatrixConfig& config) {
   for (const AdapterEntry& entry : adapters()) {
     const bool runs_here =
         std::find(entry.worlds.begin(), entry.worlds.end(), config.world) != entry.worlds.end();
-    const bool charted =
-        !(entry.sim_matrix_by_name_only && config.world == "sim" && config.adapters.empty());
-    if (runs_here && charted && chosen(config.adapters, entry.name)) out.push_back(&entry);
+    if (runs_here && chosen(config.adapters, entry.name)) out.push_back(&entry);
   }
   return out;
 }
@@ -69,7 +67,13 @@ MatrixCell run_cell(const MatrixConfig& config, const Scenario& scenario,
     ++cell.seeds_run;
     cell.wall_time_us += report.stats.wall_time_us;
     if (report.end != "complete") ++cell.error_runs;
-    if (!report.matches_expectation() && cell.matches) {
+    if (report.matches_expectation()) continue;
+    if (!report.finding.empty()) {
+      if (cell.finding.empty()) cell.first_finding = report.replay_command();
+      cell.finding = report.finding;
+      continue;
+    }
+    if (cell.matches) {
       cell.matches = false;
       cell.first_mismatch = report.replay_command();
     }
@@ -103,6 +107,8 @@ std::string encode(const MatrixCell& c) {
                         {"matches", c.matches},
                         {"seeds_run", c.seeds_run},
                         {"first_mismatch", c.first_mismatch},
+                        {"finding", c.finding},
+                        {"first_finding", c.first_finding},
                         {"error_runs", c.error_runs},
                         {"wall_time_us", c.wall_time_us},
                         {"not_applicable", c.not_applicable}}
@@ -117,6 +123,8 @@ MatrixCell decode(const std::string& text) {
           .expected = expectation_of(j.at("expected")),
           .observed = expectation_of(j.at("observed")),
           .matches = j.at("matches").get<bool>(),
+          .finding = j.at("finding").get<std::string>(),
+          .first_finding = j.at("first_finding").get<std::string>(),
           .seeds_run = j.at("seeds_run").get<int>(),
           .first_mismatch = j.at("first_mismatch").get<std::string>(),
           .error_runs = j.at("error_runs").get<int>(),
@@ -184,6 +192,8 @@ nlohmann::json to_json(const MatrixResult& result) {
                      {"matches", c.matches},
                      {"seeds", c.seeds_run},
                      {"first_mismatch", c.first_mismatch},
+                     {"finding", c.finding},
+                     {"first_finding", c.first_finding},
                      {"not_applicable", c.not_applicable}});
   }
   return {{"verdict", result.all_match() ? "ok" : "violation"}, {"cells", cells}};
@@ -200,16 +210,26 @@ std::string to_text(const MatrixResult& result) {
     }
     out += fmt::format("{:<22} {:<28} {:<8} {:<44} {}\n", c.scenario, c.adapter,
                        c.fencing_on ? "on" : "off", describe(c.observed),
-                       c.matches ? "as expected" : "EXPECTED " + describe(c.expected));
+                       !c.matches          ? "EXPECTED " + describe(c.expected)
+                       : c.finding.empty() ? "as expected"
+                                           : "FINDING (documented)");
     if (!c.matches) out += fmt::format("    replay: {}\n", c.first_mismatch);
+    if (c.matches && !c.finding.empty()) {
+      out += fmt::format("    {}; expected {}\n    replay: {}\n", c.finding, describe(c.expected),
+                         c.first_finding);
+    }
   }
   const size_t matched = static_cast<size_t>(std::count_if(
       result.cells.begin(), result.cells.end(), [](const MatrixCell& c) { return c.matches; }));
   const size_t not_applicable = static_cast<size_t>(
       std::count_if(result.cells.begin(), result.cells.end(),
                     [](const MatrixCell& c) { return !c.not_applicable.empty(); }));
+  const size_t findings = static_cast<size_t>(
+      std::count_if(result.cells.begin(), result.cells.end(),
+                    [](const MatrixCell& c) { return c.matches && !c.finding.empty(); }));
   out += fmt::format("{} of {} cells as expected", matched - not_applicable,
                      result.cells.size() - not_applicable);
+  if (findings > 0) out += fmt::format(" ({} of them documented findings)", findings);
   out += not_applicable > 0 ? fmt::format(" ({} not applicable in this world)\n", not_applicable)
                             : "\n";
   return out;
@@ -221,9 +241,13 @@ std::string to_markdown(const MatrixResult& result) {
       "|\n|---|---|---|---|---|---|\n";
   for (const MatrixCell& c : result.cells) {
     const bool applies = c.not_applicable.empty();
-    out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", c.scenario, c.adapter,
-                       c.fencing_on ? "on" : "off", applies ? describe(c.observed) : "n/a",
-                       describe(c.expected), applies ? (c.matches ? "yes" : "**no**") : "n/a");
+    out += fmt::format(
+        "| {} | {} | {} | {} | {} | {} |\n", c.scenario, c.adapter, c.fencing_on ? "on" : "off",
+        applies ? describe(c.observed) : "n/a", describe(c.expected),
+        !applies            ? "n/a"
+        : !c.matches        ? "**no**"
+        : c.finding.empty() ? "yes"
+                            : fmt::format("finding: {} (`{}`)", c.finding, c.first_finding));
   }
   return out;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // The safety matrix: every adapter against every scenario that applies to it, with fencing off and
 // on, over a range of seeds. A cell matches when every seed violated exactly the invariants the
-// scenario expects of that adapter (none: safe).
+// scenario expects of that adapter (none: safe), or ended exactly as one of the adapter's
+// documented findings says (charted as that finding, with its replay line).
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -30,7 +31,10 @@ struct MatrixCell {
   bool fencing_on = false;
   Expectation expected;
   Expectation observed;  // union over seeds
-  bool matches = true;   // every seed matched (a cell that does not apply matches)
+  bool matches = true;   // every seed matched, or ended as a documented finding (a cell that does
+                         // not apply matches)
+  std::string finding;   // the documented finding (AdapterEntry::findings) a seed ended as, if any
+  std::string first_finding;  // replay command of the first seed that ended as the finding
   int seeds_run = 0;
   std::string first_mismatch;  // replay command of the first seed that differed
   int error_runs = 0;          // seeds whose verdict was error (a bound hit, or not judged)

@@ -17,7 +17,10 @@ std::string cell_row(const MatrixCell& c) {
       c.matches ? "match" : "differs", html_escape(c.scenario), html_escape(c.adapter),
       c.fencing_on ? "on" : "off", c.observed.empty() ? "safe" : "unsafe",
       html_escape(describe(c.observed)), html_escape(describe(c.expected)),
-      c.matches ? "yes" : "<b>no</b>: <code>" + html_escape(c.first_mismatch) + "</code>");
+      !c.matches          ? "<b>no</b>: <code>" + html_escape(c.first_mismatch) + "</code>"
+      : c.finding.empty() ? std::string("yes")
+                          : "finding: " + html_escape(c.finding) + " <code>" +
+                                html_escape(c.first_finding) + "</code>");
 }
 
 constexpr std::string_view kMatrixStyle = R"css(<style>

@@ -258,7 +258,7 @@ SweepResult run_sweep(const SweepConfig& config,
 }
 
 std::string sweep_report_name(const SweepConfig& c) {
-  return fmt::format("sweep.{}.seeds{}-{}.shard{}of{}.json", c.adapter, c.first_seed,
+  return fmt::format("sweep.{}.seeds{}-{}.shard{}of{}.json", portable(c.adapter), c.first_seed,
                      c.first_seed + static_cast<uint64_t>(c.seeds) - 1, c.shard_index,
                      c.shard_count);
 }

@@ -62,6 +62,8 @@ struct AdapterTraits {
   TokenKind tokens = TokenKind::none;
   OwnerCheck release = OwnerCheck::atomic;
   OwnerCheck extend = OwnerCheck::atomic;
+  bool extends =
+      true;  // false: no extend call (a library that refreshes on its own timer, or none)
   bool expiry_with_grant = true;  // false: the lock is written, then given its TTL by a 2nd call
   bool exclusive_grant = true;    // false: two acquires racing for a free key can both win
   ValidityRule validity = ValidityRule::ttl;

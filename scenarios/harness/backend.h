@@ -8,10 +8,12 @@
 // by name is scenarios/backends/registry.h.
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "adapters/core/adapter.h"
+#include "scenarios/checkers/checkers.h"
 #include "scenarios/harness/adapter_traits.h"
 #include "scenarios/harness/options.h"
 #include "scenarios/harness/recorder.h"
@@ -68,6 +70,22 @@ struct BackendEnv {
 
 using BackendFactory = std::function<std::unique_ptr<Backend>(BackendEnv&)>;
 
+// The invariants a run is expected to break (empty: safe).
+using Expectation = std::set<Invariant>;
+
+// A documented finding: in `scenario` and `world`, the lock's run ends as `end` ("complete", or "error" for a
+// driver that never answers) having violated exactly `violated`, where its traits expect otherwise.
+// A matrix cell whose every seed either matches its expectation or ends exactly so is charted as
+// the finding and does not fail; any other outcome (the library fixed, or broken differently) is a
+// difference again. The expectation itself stays what the lock claims.
+struct Finding {
+  std::string scenario;
+  std::string world = "sim";
+  Expectation violated;
+  std::string end = "complete";
+  std::string summary;  // one line: what the lock does, for the matrix and the findings table
+};
+
 struct AdapterEntry {
   std::string name;
   std::string description;
@@ -86,10 +104,9 @@ struct AdapterEntry {
   // Checks what one option's bounds cannot (an option that must be set, options that must agree),
   // before anything runs: throws OptionError naming the option and what is valid.
   std::function<void(const Options&)> check_options;
-  // Charted by a simulator matrix only when named (--adapter): a co-simulated ext: adapter, whose
-  // cells run real driver processes and whose findings are not yet declared as expectations, so
-  // the default matrix (CI's main job) stays what it was until they are.
-  bool sim_matrix_by_name_only = false;
+  // What lockstep has shown this lock to do where its claims let a cell expect otherwise (a third
+  // party's library, above all): documented findings, charted as such instead of as differences.
+  std::vector<Finding> findings;
   BackendFactory make_sim;
   BackendFactory make_real;  // empty when the adapter has no real world
 };

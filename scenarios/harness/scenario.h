@@ -20,8 +20,6 @@
 
 namespace lockstep {
 
-using Expectation = std::set<Invariant>;
-
 // What a scheduled fault is, for the history: its kind, whom it strikes (-1 / "": every client /
 // every server) and its size in the kind's unit (scenarios/history/fault.h).
 struct FaultTag {

@@ -11,14 +11,6 @@
 
 namespace lockstep {
 
-namespace {
-
-std::vector<std::string> invariant_names(const Expectation& set) {
-  std::vector<std::string> names;
-  for (Invariant i : set) names.emplace_back(to_string(i));
-  return names;
-}
-
 // A name made portable: ':' (ext:node-redlock) is not allowed in file names on Windows, macOS's
 // Finder shows it as '/', and scp reads it as a host. Adapter and scenario names use '-' already.
 std::string portable(std::string name) {
@@ -26,6 +18,14 @@ std::string portable(std::string name) {
     if (ch == ':' || ch == '/' || ch == '\\') ch = '-';
   }
   return name;
+}
+
+namespace {
+
+std::vector<std::string> invariant_names(const Expectation& set) {
+  std::vector<std::string> names;
+  for (Invariant i : set) names.emplace_back(to_string(i));
+  return names;
 }
 
 std::string file_stem(const RunReport& r) {
@@ -81,6 +81,7 @@ nlohmann::json to_json(const RunReport& r) {
       {"violations", violations},
       {"expected", invariant_names(r.expected)},
       {"matches_expectation", r.matches_expectation()},
+      {"finding", r.finding},
       {"stats",
        {{"events", r.stats.events},
         {"ops", r.stats.ops},
@@ -113,6 +114,9 @@ std::string to_text(const RunReport& r) {
       "  expected: {} ({})\n",
       expected.empty() ? "safe" : "violation: " + fmt::format("{}", fmt::join(expected, ", ")),
       r.matches_expectation() ? "matches" : "DIFFERS");
+  if (!r.finding.empty()) {
+    out += fmt::format("  a documented finding of {}: {}\n", r.config.adapter, r.finding);
+  }
   out +=
       fmt::format("  trace_hash {}; {} events, {} ops, {} acquisitions; {} simulated in {} wall\n",
                   r.trace_hash, r.stats.events, r.stats.ops, r.stats.acquisitions,

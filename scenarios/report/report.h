@@ -10,6 +10,9 @@
 
 namespace lockstep {
 
+// The name as a part of a file name: ':' (ext:node-redlock), '/' and '\\' become '-'.
+std::string portable(std::string name);
+
 // "ok", "violation", or "error" (the run hit a bound before it completed).
 std::string verdict(const RunReport& report);
 
