@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -16,9 +15,8 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "ext/driver_spawn.h"
 #include "real/process_registry.h"
-
-extern char** environ;
 
 namespace lockstep::ext {
 
@@ -38,23 +36,6 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
-// In the child: only async-signal-safe calls until exec.
-[[noreturn]] void exec_child(const char* path, char* const* argv, int stdin_fd, int stdout_fd,
-                             int stderr_fd, pid_t parent) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(126);  // the parent died before prctl took effect
-  if (dup2(stdin_fd, STDIN_FILENO) < 0 || dup2(stdout_fd, STDOUT_FILENO) < 0 ||
-      dup2(stderr_fd, STDERR_FILENO) < 0) {
-    _exit(126);
-  }
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  signal(SIGPIPE, SIG_DFL);
-  execve(path, argv, environ);
-  _exit(127);
-}
-
 }  // namespace
 
 std::string_view to_string(DriverFailure failure) {
@@ -68,47 +49,12 @@ std::string_view to_string(DriverFailure failure) {
 }
 
 DriverProcess::DriverProcess(DriverOptions options) : options_(std::move(options)) {
-  LOCKSTEP_CHECK(!options_.program.empty() && options_.program.front() == '/',
-                 "an absolute program path");
-  int in_pair[2];
-  int out_pair[2];
-  int err_pipe[2];
-  // Sockets, not pipes, for stdin: send(MSG_NOSIGNAL) to a dead driver is EPIPE, never SIGPIPE.
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_pair) != 0) {
-    throw std::system_error(errno, std::generic_category(), "socketpair");
-  }
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out_pair) != 0) {
-    ::close(in_pair[0]);
-    ::close(in_pair[1]);
-    throw std::system_error(errno, std::generic_category(), "socketpair");
-  }
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    for (int fd : {in_pair[0], in_pair[1], out_pair[0], out_pair[1]}) ::close(fd);
-    throw std::system_error(errno, std::generic_category(), "pipe2");
-  }
-  std::vector<std::string> argv_strings{options_.program};
-  argv_strings.insert(argv_strings.end(), options_.args.begin(), options_.args.end());
-  std::vector<char*> argv;
-  for (auto& arg : argv_strings) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-
   const int64_t spawned_ns = monotonic_ns();
-  const pid_t parent = getpid();
-  pid_ = fork();
-  if (pid_ < 0) {
-    for (int fd : {in_pair[0], in_pair[1], out_pair[0], out_pair[1], err_pipe[0], err_pipe[1]})
-      ::close(fd);
-    throw std::system_error(errno, std::generic_category(), "fork");
-  }
-  if (pid_ == 0)
-    exec_child(options_.program.c_str(), argv.data(), in_pair[1], out_pair[1], err_pipe[1], parent);
-  real::register_child(pid_);
-  ::close(in_pair[1]);
-  ::close(out_pair[1]);
-  ::close(err_pipe[1]);
-  to_driver_fd_ = in_pair[0];
-  from_driver_fd_ = out_pair[0];
-  stderr_fd_ = err_pipe[0];
+  const SpawnedDriver spawned = spawn_driver(options_.program, options_.args, false);
+  pid_ = spawned.pid;
+  to_driver_fd_ = spawned.to_driver_fd;
+  from_driver_fd_ = spawned.from_driver_fd;
+  stderr_fd_ = spawned.stderr_fd;
   reader_ = std::thread([this] { read_loop(); });
 
   std::string problem;

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -16,9 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/check.h"
+#include "ext/driver_spawn.h"
 #include "real/process_registry.h"
-
-extern char** environ;
 
 namespace lockstep::ext {
 
@@ -30,22 +28,6 @@ int64_t real_monotonic_ms() {  // only for the hang guard's deadline
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
-}
-
-[[noreturn]] void exec_child(const char* path, char* const* argv, int stdin_fd, int stdout_fd,
-                             int stderr_fd, pid_t parent) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(126);
-  if (dup2(stdin_fd, STDIN_FILENO) < 0 || dup2(stdout_fd, STDOUT_FILENO) < 0 ||
-      dup2(stderr_fd, STDERR_FILENO) < 0) {
-    _exit(126);
-  }
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  signal(SIGPIPE, SIG_DFL);
-  execve(path, argv, environ);
-  _exit(127);
 }
 
 constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -104,45 +86,11 @@ std::optional<std::string> base64_decode(std::string_view text) {
 }
 
 SimDriverProcess::SimDriverProcess(SimDriverOptions options) : options_(std::move(options)) {
-  LOCKSTEP_CHECK(!options_.program.empty() && options_.program.front() == '/',
-                 "an absolute program path");
-  int in_pair[2];
-  int out_pair[2];
-  int err_pipe[2];
-  // Sockets for stdin: send(MSG_NOSIGNAL) to a dead driver is EPIPE, never SIGPIPE.
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_pair) != 0) {
-    throw std::system_error(errno, std::generic_category(), "socketpair");
-  }
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out_pair) != 0) {
-    ::close(in_pair[0]);
-    ::close(in_pair[1]);
-    throw std::system_error(errno, std::generic_category(), "socketpair");
-  }
-  if (pipe2(err_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-    for (int fd : {in_pair[0], in_pair[1], out_pair[0], out_pair[1]}) ::close(fd);
-    throw std::system_error(errno, std::generic_category(), "pipe2");
-  }
-  std::vector<std::string> argv_strings{options_.program};
-  argv_strings.insert(argv_strings.end(), options_.args.begin(), options_.args.end());
-  std::vector<char*> argv;
-  for (auto& arg : argv_strings) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  const pid_t parent = getpid();
-  pid_ = fork();
-  if (pid_ < 0) {
-    for (int fd : {in_pair[0], in_pair[1], out_pair[0], out_pair[1], err_pipe[0], err_pipe[1]})
-      ::close(fd);
-    throw std::system_error(errno, std::generic_category(), "fork");
-  }
-  if (pid_ == 0)
-    exec_child(options_.program.c_str(), argv.data(), in_pair[1], out_pair[1], err_pipe[1], parent);
-  real::register_child(pid_);
-  ::close(in_pair[1]);
-  ::close(out_pair[1]);
-  ::close(err_pipe[1]);
-  to_driver_fd_ = in_pair[0];
-  from_driver_fd_ = out_pair[0];
-  stderr_fd_ = err_pipe[0];
+  const SpawnedDriver spawned = spawn_driver(options_.program, options_.args, true);
+  pid_ = spawned.pid;
+  to_driver_fd_ = spawned.to_driver_fd;
+  from_driver_fd_ = spawned.from_driver_fd;
+  stderr_fd_ = spawned.stderr_fd;
 }
 
 SimDriverProcess::~SimDriverProcess() {
