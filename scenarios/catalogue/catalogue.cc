@@ -21,10 +21,8 @@ Scenario sequential() {
       .name = "sequential",
       .description = "two clients take the same key one after the other: both succeed, no overlap",
       .options = {int_option("ttl_ms", 1000, "lock TTL", 1),
-                  int_option("hold_ms", 100, "work inside the lock"),
-                  int_option("retry_delay_ms", 50, "delay between attempts", 1, kRetryDelayMaxMs),
-                  int_option("retry_times", 20, "retries after the first attempt", 0,
-                             kMaxRetryTimes)},
+                  int_option("hold_ms", 100, "work inside the lock"), retry_delay_option(50),
+                  retry_times_option(20)},
       .fits = is_lease,
       .fits_text = "a lease lock",
       .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
@@ -85,9 +83,8 @@ Scenario crash_holder() {
           "after expiry (liveness); crash_at=in-acquire kills it while its acquire is on the wire",
       .options = {int_option("ttl_ms", 1500, "lock TTL", 1),
                   int_option("hold_ms", 100, "work before the crash"),
-                  int_option("retry_delay_ms", 200, "delay between attempts", 1, kRetryDelayMaxMs),
-                  int_option("retry_times", 20, "retries after the first attempt", 0,
-                             kMaxRetryTimes),
+                  retry_delay_option(200),
+                  retry_times_option(20),
                   {.name = "crash_at",
                    .default_value = "after-work",
                    .help = "when the holder dies",
@@ -173,9 +170,7 @@ Scenario stolen_lock() {
       .options = {int_option("ttl_ms", 500, "lock TTL", 1, kHalfLeaseMaxMs),
                   int_option("pause_ms", 800, "A's stop-the-world pause"),
                   int_option("hold_ms", 1000, "B's work inside the lock", 0, kWorkInLeaseMaxMs),
-                  int_option("retry_delay_ms", 50, "delay between attempts", 1, kRetryDelayMaxMs),
-                  int_option("retry_times", 20, "retries after the first attempt", 0,
-                             kMaxRetryTimes)},
+                  retry_delay_option(50), retry_times_option(20)},
       .fits = is_lease,
       .fits_text = "a lease lock",
       .expected =
@@ -246,10 +241,8 @@ Scenario extend_after_expiry() {
           "bring "
           "A's lock back (B gets the key again at once)",
       .options = {int_option("ttl_ms", 500, "lock TTL", 1),
-                  int_option("hold_ms", 50, "B's work inside the lock"),
-                  int_option("retry_delay_ms", 20, "delay between attempts", 1, kRetryDelayMaxMs),
-                  int_option("retry_times", 50, "retries after the first attempt", 0,
-                             kMaxRetryTimes)},
+                  int_option("hold_ms", 50, "B's work inside the lock"), retry_delay_option(20),
+                  retry_times_option(50)},
       .fits = [](const AdapterTraits& lock) { return is_lease(lock) && lock.extends; },
       .fits_text = "a lease lock with an extend call",
       .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
@@ -301,10 +294,8 @@ Scenario gc_pause() {
           "stale write and no update is lost",
       .options = {int_option("ttl_ms", 10000, "lock TTL", 1),
                   int_option("pause_ms", 15000, "A's GC pause"),
-                  int_option("hold_ms", 100, "B's work inside the lock"),
-                  int_option("retry_delay_ms", 100, "delay between attempts", 1, kRetryDelayMaxMs),
-                  int_option("retry_times", 100, "retries after the first attempt", 0,
-                             kMaxRetryTimes)},
+                  int_option("hold_ms", 100, "B's work inside the lock"), retry_delay_option(100),
+                  retry_times_option(100)},
       .fits = is_lease,
       .fits_text = "a lease lock",
       .expected =
@@ -486,6 +477,14 @@ OptionSpec int_option(std::string name, int64_t default_value, std::string help,
           .help = std::move(help),
           .min = min,
           .max = max};
+}
+
+OptionSpec retry_delay_option(int64_t default_ms, std::string help) {
+  return int_option("retry_delay_ms", default_ms, std::move(help), 1, kRetryDelayMaxMs);
+}
+
+OptionSpec retry_times_option(int64_t default_times, std::string help) {
+  return int_option("retry_times", default_times, std::move(help), 0, kMaxRetryTimes);
 }
 
 RetrySettings retry_from(const ScenarioEnv& env) {

@@ -14,6 +14,11 @@ namespace lockstep {
 // longest lease a lock accepts (kTtlMaxMs): a duration beyond it would fail in the adapter.
 OptionSpec int_option(std::string name, int64_t default_value, std::string help, int64_t min = 0,
                       int64_t max = kTtlMaxMs);
+// The options retry_from reads, their bounds in one place: the delay between attempts (at least
+// 1 ms) and the retries after the first attempt.
+OptionSpec retry_delay_option(int64_t default_ms, std::string help = "delay between attempts");
+OptionSpec retry_times_option(int64_t default_times,
+                              std::string help = "retries after the first attempt");
 // A client asks for a lease of ttl_ms + work_ms + kLeaseSlackMs to outlast its work: each of the
 // two may be at most half the longest lease, so their sum never exceeds kTtlMaxMs.
 inline constexpr int64_t kLeaseSlackMs = 1000;

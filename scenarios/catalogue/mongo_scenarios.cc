@@ -17,10 +17,8 @@ Scenario client_clock_ahead_scenario() {
       .options = {int_option("ttl_ms", 10000, "lock TTL", 1),
                   int_option("hold_ms", 5000, "A's work inside the lock"),
                   int_option("clock_ahead_ms", 15000, "how far B's clock runs ahead of true time"),
-                  int_option("b_start_ms", 1000, "when B starts asking"),
-                  int_option("retry_delay_ms", 100, "delay between attempts", 1, kRetryDelayMaxMs),
-                  int_option("retry_times", 100, "retries after the first attempt", 0,
-                             kMaxRetryTimes)},
+                  int_option("b_start_ms", 1000, "when B starts asking"), retry_delay_option(100),
+                  retry_times_option(100)},
       .fits = talks_to_mongo,
       .fits_text = "a lock on a MongoDB replica set",
       .expected =
