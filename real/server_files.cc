@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <system_error>
 
@@ -38,43 +39,57 @@ bool process_exists(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
 
 }  // namespace
 
-size_t remove_stale_server_dirs(const std::string& parent) {
+namespace {
+
+// Visits at most kStaleScanEntriesMax entries of dir (none if it cannot be read); visit returns
+// whether it removed the entry. Returns how many it removed.
+size_t remove_entries(const std::string& dir,
+                      const std::function<bool(const std::filesystem::directory_entry&)>& visit) {
   size_t removed = 0;
   std::error_code ec;
-  std::filesystem::directory_iterator it(parent, ec);
+  std::filesystem::directory_iterator it(dir, ec);
   for (size_t seen = 0;
        !ec && it != std::filesystem::directory_iterator() && seen < kStaleScanEntriesMax;
        it.increment(ec), ++seen) {
-    const pid_t owner = owner_of(it->path().filename().string());
-    if (owner <= 0 || owner == getpid() || process_exists(owner)) continue;
-    std::error_code ignored;
-    if (!it->is_directory(ignored)) continue;
-    std::filesystem::remove_all(it->path(), ignored);
-    ++removed;
+    if (visit(*it)) ++removed;
   }
   return removed;
 }
 
-size_t remove_stale_mongoc_counters(const std::string& shm_dir) {
-  size_t removed = 0;
-  std::error_code ec;
-  std::filesystem::directory_iterator it(shm_dir, ec);
-  for (size_t seen = 0;
-       !ec && it != std::filesystem::directory_iterator() && seen < kStaleScanEntriesMax;
-       it.increment(ec), ++seen) {
-    const std::string name = it->path().filename().string();
-    if (name.rfind("mongoc-", 0) != 0 || name.size() <= 7 || name.size() > 7 + 9) continue;
-    pid_t pid = 0;
-    bool digits = true;
-    for (size_t i = 7; i < name.size(); ++i) {
-      digits = digits && name[i] >= '0' && name[i] <= '9';
-      pid = digits ? pid * 10 + (name[i] - '0') : 0;
-    }
-    if (!digits || pid <= 0 || pid == getpid() || process_exists(pid)) continue;
-    std::error_code ignored;
-    if (std::filesystem::remove(it->path(), ignored)) ++removed;
+bool owned_by_dead_process(pid_t owner) {
+  return owner > 0 && owner != getpid() && !process_exists(owner);
+}
+
+// The pid of a libmongoc counter file, "mongoc-PID"; 0 for any other name.
+pid_t mongoc_counter_owner(const std::string& name) {
+  if (name.rfind("mongoc-", 0) != 0 || name.size() <= 7 || name.size() > 7 + 9) return 0;
+  pid_t pid = 0;
+  for (size_t i = 7; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return 0;
+    pid = pid * 10 + (name[i] - '0');
   }
-  return removed;
+  return pid;
+}
+
+}  // namespace
+
+size_t remove_stale_server_dirs(const std::string& parent) {
+  return remove_entries(parent, [](const std::filesystem::directory_entry& entry) {
+    std::error_code ignored;
+    if (!owned_by_dead_process(owner_of(entry.path().filename().string())) ||
+        !entry.is_directory(ignored))
+      return false;
+    std::filesystem::remove_all(entry.path(), ignored);
+    return true;
+  });
+}
+
+size_t remove_stale_mongoc_counters(const std::string& shm_dir) {
+  return remove_entries(shm_dir, [](const std::filesystem::directory_entry& entry) {
+    std::error_code ignored;
+    return owned_by_dead_process(mongoc_counter_owner(entry.path().filename().string())) &&
+           std::filesystem::remove(entry.path(), ignored);
+  });
 }
 
 std::string make_server_dir(std::string_view kind) {
