@@ -112,6 +112,29 @@ void SimDriverProcess::kill() {
   if (failed_.empty()) failed_ = fmt::format("driver {} (pid {}) was killed", options_.name, pid_);
 }
 
+bool SimDriverProcess::reset() {
+  if (!failed_.empty()) return false;
+  try {
+    const SimExchange result = exchange(R"({"op":"reset"})", SimNow{});
+    if (result.lines.empty() && !result.next_timer_ns) return true;
+    fail("answered reset with more than an idle line");
+  } catch (const SimDriverError&) {
+    // killed by fail()
+  }
+  return false;
+}
+
+void SimDriverProcess::abandon() {
+  if (!reaped_ && pid_ > 0) real::unregister_child(pid_);
+  reaped_ = true;  // not ours to reap
+  for (int* fd : {&to_driver_fd_, &from_driver_fd_, &stderr_fd_}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
+  if (failed_.empty())
+    failed_ = fmt::format("driver {} (pid {}) was left to its parent", options_.name, pid_);
+}
+
 void SimDriverProcess::drain_stderr() {
   char chunk[4096];
   for (int i = 0; i < 64; ++i) {  // bounded: what is there now, in at most 256 KiB

@@ -9,6 +9,8 @@
 // - Owned by PID from spawn to reap, registered in the process registry meanwhile, killed by the
 //   kernel if the starting thread ends (PR_SET_PDEATHSIG); the destructor SIGKILLs and reaps it
 //   (a co-simulated driver holds nothing worth a polite shutdown: its sockets are simulated).
+// - A driver may serve several runs, one after another, each begun by `init` and ended by
+//   reset() (ext/sim_driver_pool.h keeps them warm between a sweep's seeds).
 // - exchange() returns the lines of exactly one exchange, or throws SimDriverError when the driver
 //   died, wrote a malformed line, or did not reach `idle` within the real-time deadline (a guard
 //   against a hung process, never a simulated outcome). After an error every exchange throws.
@@ -79,6 +81,16 @@ class SimDriverProcess {
   SimExchange exchange(const std::string& fields_json, SimNow now);
   // SIGKILL and reap (a crashed client); later exchanges throw.
   void kill();
+  // Ends the run in the driver (op `reset`): true when it answered with a bare idle line and so is
+  // as a fresh process started with the same command (its next line an init); otherwise it is
+  // killed and false.
+  bool reset();
+  // Neither killed nor reaped, its descriptors closed: for a forked child that inherited the
+  // object (the process is its parent's to stop).
+  void abandon();
+  bool usable() const { return failed_.empty(); }
+  const SimDriverOptions& options() const { return options_; }
+  void rename(std::string name) { options_.name = std::move(name); }
 
  private:
   [[noreturn]] void fail(const std::string& what);

@@ -3,11 +3,14 @@
 // function of (scenario, seed, build) like any other: the same seed gives the same trace hash.
 // Skipped (exit 77) without node 20 or ext/node/node_modules outside CI; a failure in CI.
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "ext/node_drivers.h"
+#include "ext/sim_driver_pool.h"
 #include "real/server_errors.h"
+#include "scenarios/backends/keep_warm.h"
 #include "scenarios/explore/swarm.h"
 #include "scenarios/explore/sweep.h"
 #include "scenarios/report/report.h"
@@ -139,6 +142,52 @@ TEST_CASE("ext sim: a backward wall-clock jump of the client leaves the driver's
   const SeedOutcome outcome = run_swarm_spec("ext:locco-redis", spec, 2, /*fencing_on=*/true);
   CHECK(outcome.report.end == "complete");
   CHECK(outcome.report.end_message.find("t1_ns is before t0_ns") == std::string::npos);
+}
+
+// A sweep keeps drivers warm (scenarios/backends/keep_warm.h): a driver reset after one run serves
+// the next, also after its client crashed. Each run must still be the run a fresh process gives:
+// the same trace hash seed by seed, whatever ran in that driver before.
+TEST_CASE("ext sim: a driver kept warm gives every run the trace of a fresh one",
+          "[ext][sim][determinism][pool]") {
+  require_node();
+  for (const char* adapter : kCoSimulated) {
+    const SwarmCapabilities caps = swarm_capabilities(adapter);
+    // A sweep's seed, with its trace kept.
+    auto run_seed = [&](uint64_t seed) {
+      return run_swarm_spec(adapter, draw_swarm_spec(caps, seed, {}), seed, /*fencing_on=*/true,
+                            /*keep_trace=*/true);
+    };
+    constexpr uint64_t kSeeds = 3;
+    std::vector<std::string> fresh;
+    for (uint64_t seed = 1; seed <= kSeeds; ++seed)
+      fresh.push_back(run_seed(seed).report.trace_hash);
+    REQUIRE(ext::SimDriverPool::idle_count() == 0);  // no scope: every driver was killed
+    const uint64_t started_before = ext::SimDriverPool::started_count();
+    uint64_t clients = 0;
+    bool crashed = false;
+    {
+      const KeepBackendsWarm warm;
+      // Twice over, so the first seed runs in drivers the last one used.
+      for (int round = 0; round < 2; ++round) {
+        for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+          const SeedOutcome warm_run = run_seed(seed);
+          INFO(adapter << " seed " << seed << " round " << round << "\n"
+                       << to_text(warm_run.report));
+          CHECK(warm_run.report.trace_hash == fresh[seed - 1]);
+          for (const std::string& line : warm_run.report.trace) {
+            clients += line.find(" (co-simulated)") != std::string::npos ? 1 : 0;
+            crashed = crashed || line.find("killed (its client crashed)") != std::string::npos;
+          }
+        }
+      }
+      CHECK(ext::SimDriverPool::idle_count() > 0);
+    }
+    INFO(adapter);
+    CHECK(ext::SimDriverPool::idle_count() == 0);  // the scope's end stopped them
+    CHECK(crashed);  // a crashed client's driver was reset too (the swarm's seeds crash clients)
+    // Fewer drivers started than clients ran: the rest were reused.
+    CHECK(ext::SimDriverPool::started_count() - started_before < clients / 2);
+  }
 }
 
 }  // namespace

@@ -10,6 +10,11 @@
 // After each harness line the driver runs until idle and says when its next timer is due. So
 // everything it writes is a function of what it was sent: the run stays a function of the seed.
 //
+// A driver may serve many runs one after another (op `reset` ends one, the next `init` starts the
+// next): the harness keeps drivers warm across a sweep's seeds. What a run sees is what it would
+// see in a fresh process: the clock and the random sources are reset, not replaced, and the
+// library is built anew.
+//
 // Invariants: one exchange at a time (the harness waits for `idle`); nothing here reads the real
 // clock once installed, except the bounded settle loop's real setImmediate, which only yields to
 // Node's own queues (promise jobs, nextTick) and never decides anything.
@@ -51,10 +56,17 @@ function make_prng(seed_text) {
   };
 }
 
-// Replaces every random source the libraries reach (they read them at call time through the
-// module objects, which are patched in place before any library is loaded).
+// Replaces every random source the libraries reach, once per process: the replacements draw from
+// `current_prng`, which each init seeds anew. Installed once, because a module may keep a reference
+// to a replaced function (`const { randomBytes } = require("node:crypto")`): in a driver reused for
+// another run (op `reset`) that reference must draw from the new run's generator, as it would in a
+// fresh process.
+let current_prng = null;
 function seed_randomness(seed_text) {
-  const next_u32 = make_prng(seed_text);
+  const first = current_prng === null;
+  current_prng = make_prng(seed_text);
+  if (!first) return;
+  const next_u32 = () => current_prng();
   const fill = (view) => {
     const bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
     for (let i = 0; i < bytes.length; i++) bytes[i] = next_u32() & 0xff;
@@ -85,17 +97,32 @@ function seed_randomness(seed_text) {
 
 // --- time -----------------------------------------------------------------------------------
 
-class SimClock {
-  constructor(now) {
-    this.mono_base_ns = BigInt(now.mono_ns);  // hrtime reads 0 at install: add this back
-    this.mono_ns = this.mono_base_ns;
-    this.clock = FakeTimers.install({
-      now: now.wall_ms,
+// The fake clock, installed once per process: a module may keep a reference to a faked function
+// (`const { setTimeout } = globalThis` at load), so a reused driver keeps the same clock and
+// resets it (no timers, hrtime 0, Date at the new run's wall clock), which is where a fresh
+// install starts.
+let installed_clock = null;
+function fresh_clock(wall_ms) {
+  if (installed_clock === null) {
+    installed_clock = FakeTimers.install({
+      now: wall_ms,
       toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "setImmediate",
                "clearImmediate", "Date", "hrtime", "performance"],
       shouldAdvanceTime: false,
       loopLimit: SETTLE_ROUNDS_MAX,
     });
+  } else {
+    installed_clock.reset();  // every timer dropped unfired; hrtime and performance.now read 0
+    installed_clock.setSystemTime(wall_ms);
+  }
+  return installed_clock;
+}
+
+class SimClock {
+  constructor(now) {
+    this.mono_base_ns = BigInt(now.mono_ns);  // hrtime reads 0 at install: add this back
+    this.mono_ns = this.mono_base_ns;
+    this.clock = fresh_clock(now.wall_ms);
   }
   // Monotonic first (timers fire on the way), then the wall clock (a jump moves Date only).
   advance(now) {
@@ -167,7 +194,8 @@ class SimStream extends Duplex {
 
 class SimNet {
   constructor(write) {
-    this.write = write;
+    this.live = true;  // false once its run is over (op reset): its streams write nothing more
+    this.write = (line) => { if (this.live) write(line); };
     this.next_conn = 1;
     this.streams = new Map();
   }
@@ -220,7 +248,7 @@ async function sim_main(args, { write, error_of, serve_request, create_lib }) {
   // Real I/O a library starts would finish at a real time, outside any exchange: do it first.
   // ioredis reads its package.json (fs, the thread pool) on every connect, once cached no more.
   await require("ioredis/built/utils").getPackageMeta();
-  const net = new SimNet(write);
+  let net = new SimNet(write);
   let sim_clock = null;
   let lib = null;
   let closing = false;
@@ -230,15 +258,31 @@ async function sim_main(args, { write, error_of, serve_request, create_lib }) {
     if (!msg.now || typeof msg.now.mono_ns !== "string" || typeof msg.now.wall_ms !== "number") {
       throw new Error("every line carries now: {wall_ms, mono_ns}");
     }
+    if (msg.op === "reset") {
+      // The run is over; the next line is an init, as to a fresh process. The library's objects
+      // are dropped without closing (their connections were simulated), their timers with the
+      // clock's reset, and what they would still write goes nowhere.
+      if (!sim_clock) throw new Error("reset before init");
+      net.live = false;
+      net = new SimNet(write);
+      sim_clock.clock.reset();
+      sim_clock = null;
+      lib = null;
+      await settle(null);
+      write({ idle: true, next_timer_ns: null });
+      return;
+    }
     if (msg.op === "init") {
       if (sim_clock) throw new Error("a second init");
       sim_clock = new SimClock(msg.now);
       seed_randomness(String(msg.seed));
-      create_lib({ connector_for: (server) => net.connector_for(server), now_ns: () => sim_clock.now_ns() })
+      const run_net = net;  // this run's: a reset gives the next run a net of its own
+      const run_clock = sim_clock;
+      create_lib({ connector_for: (server) => run_net.connector_for(server), now_ns: () => run_clock.now_ns() })
         .then((created) => {
           lib = created;
           write({ ready: true, name: lib.name, version: lib.version, protocol: PROTOCOL,
-                  capabilities: lib.capabilities, now_ns: sim_clock.now_ns() });
+                  capabilities: lib.capabilities, now_ns: run_clock.now_ns() });
         }, (e) => {
           process.stderr.write(`driver failed: ${e && e.stack ? e.stack : e}\n`);
           process.exit(2);

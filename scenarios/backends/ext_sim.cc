@@ -12,6 +12,7 @@
 #include "base/check.h"
 #include "ext/node_drivers.h"
 #include "ext/sim_driver.h"
+#include "ext/sim_driver_pool.h"
 #include "real/server_errors.h"
 #include "scenarios/backends/lease_events.h"
 #include "sim/redis/redis_node.h"
@@ -42,7 +43,8 @@ class ExtSimBackend;
 class CoSimClient final : public LockAdapter {
  public:
   CoSimClient(ExtSimBackend& backend, int client, sim::NodeId node);
-  ~CoSimClient() override = default;
+  // Its driver goes back to the pool (reset) or is killed (ext/sim_driver_pool.h).
+  ~CoSimClient() override { ext::SimDriverPool::give_back(std::move(process_)); }
 
   std::string_view name() const override;
   FencingSupport fencing() const override { return FencingSupport::none; }
@@ -214,7 +216,7 @@ CoSimClient::CoSimClient(ExtSimBackend& backend, int client, sim::NodeId node)
     args.push_back("--command-timeout-ms");
     args.push_back(std::to_string(backend.command_timeout_ms()));
   }
-  process_ = std::make_unique<ext::SimDriverProcess>(ext::SimDriverOptions{
+  process_ = ext::SimDriverPool::take(ext::SimDriverOptions{
       .program = backend.node_program(), .args = std::move(args), .name = who_});
   // Started and connected before the run, at this instant: the handshake's replies come from the
   // nodes' fronts at once, without the network.
@@ -241,7 +243,9 @@ CoSimClient::CoSimClient(ExtSimBackend& backend, int client, sim::NodeId node)
                                 ready_->protocol));
   world_.on_crash(node_, [this] {
     if (failed_.empty()) failed_ = fmt::format("driver {} was killed with its client", who_);
-    process_->kill();
+    // Nothing more of this process reaches the run (failed_ is set): killed, or reset into the
+    // pool, which is the same to the run and spares a sweep a start per crash.
+    ext::SimDriverPool::give_back(std::move(process_));
     world_.trace_line(fmt::format("driver {} killed (its client crashed)", who_));
   });
 }
@@ -367,8 +371,8 @@ void CoSimClient::on_timer() {
   // run's queue empty.
   const std::vector<sim::NodeId> busy = world_.unfinished_fiber_nodes();
   if (std::find(busy.begin(), busy.end(), node_) == busy.end()) {
+    // Its process is left idle, not killed: ticks stop here, and the pool may reuse it.
     failed_ = fmt::format("driver {} exited with its client's program", who_);
-    process_->kill();
     world_.trace_line(fmt::format("driver {} stopped: its client's program is over", who_));
     return;
   }

@@ -12,7 +12,8 @@
 // exchange, and so do the driver's timers (a `tick` when the client's monotonic clock reaches the
 // deadline the driver named); the fiber is woken by the exchange that carries the response. So a
 // client pause (the node's deliveries wait) stops the library whole, as SIGSTOP would, and a
-// crash of the client kills its driver. A request that gets no answer within ext_deadline_ms of
+// crash of the client ends its driver's run (killed, or reset for a later client while drivers are
+// kept warm: ext/sim_driver_pool.h). A request that gets no answer within ext_deadline_ms of
 // simulated time, or a driver that dies, hangs or writes a malformed line, ends the run as an
 // error (ext::SimDriverFailed), never a lock result.
 //

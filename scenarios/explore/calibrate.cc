@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "scenarios/backends/keep_warm.h"
 #include "scenarios/backends/registry.h"
 #include "scenarios/explore/worker_pool.h"
 
@@ -112,6 +113,7 @@ Counterexample decode_counterexample(const std::string& text) {
 
 CalibrationResult run_calibration(const CalibrateConfig& config) {
   CalibrationResult result{.config = config};
+  const KeepBackendsWarm warm;  // co-simulated drivers serve run after run (keep_warm.h)
   std::vector<const AdapterEntry*> chosen;
   for (const AdapterEntry& entry : adapters()) {
     if (!entry.known_bad ||

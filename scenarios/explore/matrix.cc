@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "base/check.h"
+#include "scenarios/backends/keep_warm.h"
 #include "scenarios/backends/registry.h"
 #include "scenarios/explore/worker_pool.h"
 
@@ -154,6 +155,7 @@ MatrixResult run_matrix(const MatrixConfig& config,
                         const std::function<void(size_t, size_t)>& progress) {
   if (config.seeds < 1) throw UsageError("--seeds must be at least 1");
   check_names(config);
+  const KeepBackendsWarm warm;  // co-simulated drivers serve run after run (keep_warm.h)
   std::vector<std::pair<const Scenario*, const AdapterEntry*>> plan;
   for (const Scenario& scenario : scenarios()) {
     if (!chosen(config.scenarios, scenario.name)) continue;

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "base/check.h"
+#include "scenarios/backends/keep_warm.h"
 #include "scenarios/checkers/excuse.h"
 #include "scenarios/explore/worker_pool.h"
 #include "scenarios/harness/options.h"
@@ -220,6 +221,7 @@ void tally(SweepResult& result, const SeedTally& t) {
 SweepResult run_sweep(const SweepConfig& config,
                       const std::function<void(const SweepProgress&)>& progress) {
   const auto start = std::chrono::steady_clock::now();
+  const KeepBackendsWarm warm;  // co-simulated drivers serve seed after seed (keep_warm.h)
   const SwarmCapabilities caps = swarm_capabilities(config.adapter);
   SweepResult result{.config = config};
   std::vector<uint64_t> seeds;  // this shard's, in order
