@@ -11,7 +11,10 @@ namespace lockstep {
 Client::Client(ClientSetup setup)
     : setup_(std::move(setup)),
       random_(setup_.random_seed),
-      locker_({.adapter = setup_.adapter,
+      timed_(setup_.leases != nullptr
+                 ? std::make_unique<AttemptTimedAdapter>(*setup_.adapter, *setup_.world)
+                 : nullptr),
+      locker_({.adapter = timed_ ? timed_.get() : setup_.adapter,
                .clock = &setup_.world->clock(setup_.node),
                .random = &random_,
                .background = &setup_.world->background(setup_.node)}) {}
@@ -52,7 +55,6 @@ void Client::record_granted(Op op, const Lock& lock, std::string detail) {
 
 std::optional<Lock> Client::acquire(const std::string& key, int64_t ttl_ms, RetrySettings retry) {
   record_invoke(Op::acquire, key);
-  const TimeUs invoked_us = setup_.world->now_us();
   Lock lock = locker_.lock(key, ttl_ms).with_retry(std::move(retry));
   try {
     lock.acquire();
@@ -65,7 +67,11 @@ std::optional<Lock> Client::acquire(const std::string& key, int64_t ttl_ms, Retr
     return std::nullopt;
   }
   record_granted(Op::acquire, lock, fmt::format("attempts={}", lock.attempts()));
-  if (setup_.leases != nullptr) setup_.leases->acquired(setup_.id, lock, invoked_us);
+  // The grant's lease runs from the attempt that won it (a retried acquire's first attempt was
+  // refused: its send time would make the lease look shorter than the store made it).
+  if (setup_.leases != nullptr) {
+    setup_.leases->acquired(setup_.id, lock, timed_->last_create_sent_us());
+  }
   held_values_.insert(lock.unique_value());
   enter(lock);
   return lock;

@@ -33,6 +33,40 @@ struct ClientSetup {
   ClientSideLeases* leases = nullptr;  // only where servers do not report their leases
 };
 
+// The client's adapter as its Locker sees it where leases are derived from the clients
+// (ClientSideLeases): it notes the true time each acquire attempt is sent, so that a derived
+// grant starts at the attempt that won it, not at the first of its retries. Everything else goes
+// through unchanged.
+class AttemptTimedAdapter final : public LockAdapter {
+ public:
+  AttemptTimedAdapter(LockAdapter& inner, ScenarioWorld& world) : inner_(inner), world_(world) {}
+
+  std::string_view name() const override { return inner_.name(); }
+  FencingSupport fencing() const override { return inner_.fencing(); }
+  AdapterResult create_lock(const LockSpec& spec) override {
+    last_create_sent_us_ = world_.now_us();
+    return inner_.create_lock(spec);
+  }
+  AdapterResult release_lock(const LockSpec& spec) override { return inner_.release_lock(spec); }
+  AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override {
+    return inner_.extend_lock(spec, ttl_ms);
+  }
+  AdapterResult is_valid_lock(const LockSpec& spec) override { return inner_.is_valid_lock(spec); }
+  bool is_whole_library() const override { return inner_.is_whole_library(); }
+  int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us,
+                          int64_t ttl_ms) const override {
+    return inner_.validity_end_us(spec, requested_at_us, ttl_ms);
+  }
+
+  // True time the latest create_lock was sent.
+  TimeUs last_create_sent_us() const { return last_create_sent_us_; }
+
+ private:
+  LockAdapter& inner_;
+  ScenarioWorld& world_;
+  TimeUs last_create_sent_us_ = 0;
+};
+
 class Client {
  public:
   explicit Client(ClientSetup setup);
@@ -92,6 +126,7 @@ class Client {
 
   ClientSetup setup_;
   SeededRandom random_;
+  std::unique_ptr<AttemptTimedAdapter> timed_;  // only where leases are derived (setup_.leases)
   Locker locker_;
   std::optional<std::string> inside_key_;  // the key whose critical section we are in
   std::set<std::string> held_values_;      // locks acquired and not released yet, by value

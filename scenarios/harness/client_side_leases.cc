@@ -11,12 +11,13 @@ constexpr const char* kServer = "server";
 }  // namespace
 
 const ClientSideLeases::Grant* ClientSideLeases::last_grant_before(const std::string& key,
-                                                                   TimeUs t_us) const {
+                                                                   TimeUs t_us,
+                                                                   const std::string& value) const {
   auto it = grants_.find(key);
   if (it == grants_.end()) return nullptr;
   const Grant* last = nullptr;
-  for (const Grant& g : it->second) {
-    if (g.completed_us < t_us) last = &g;
+  for (const Grant& g : it->second) {  // in the order they completed
+    if (g.completed_us < t_us || (g.completed_us == t_us && g.value == value)) last = &g;
   }
   return last;
 }
@@ -49,7 +50,7 @@ void ClientSideLeases::release_sent(int client, const Lock& lock) {
 
 void ClientSideLeases::released(int client, const Lock& lock, TimeUs invoked_us) {
   std::lock_guard<std::mutex> guard(mutex_);
-  const Grant* holder = last_grant_before(lock.key(), invoked_us);
+  const Grant* holder = last_grant_before(lock.key(), invoked_us, lock.unique_value());
   if (holder == nullptr || holder->value == lock.unique_value())
     return;  // ours, already ended when sent
   recorder_.record(
@@ -64,7 +65,7 @@ void ClientSideLeases::released(int client, const Lock& lock, TimeUs invoked_us)
 void ClientSideLeases::extended(int client, const Lock& lock, int64_t ttl_ms, TimeUs invoked_us) {
   std::lock_guard<std::mutex> guard(mutex_);
   const TimeUs now_us = recorder_.now_us();
-  const Grant* holder = last_grant_before(lock.key(), invoked_us);
+  const Grant* holder = last_grant_before(lock.key(), invoked_us, lock.unique_value());
   recorder_.record({.kind = EventKind::extend,
                     .client = client,
                     .key = lock.key(),

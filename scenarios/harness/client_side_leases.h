@@ -8,6 +8,9 @@
 // - a release or extend that succeeded acted on the lease of the last grant completed before it
 //   was sent. If that grant went to another client, the operation provably removed or lengthened
 //   someone else's lock: it is recorded against that owner, and the ownership checker reports it.
+//   A grant of the very lock released or extended counts even when it completed at the same
+//   instant as the call was sent (a simulated store reached without latency: the lock cannot be
+//   released before it was granted), and so does any grant of this lock later than another's.
 // Thread-safe: clients of the real world call it from their own threads.
 #include <map>
 #include <mutex>
@@ -34,8 +37,10 @@ class ClientSideLeases {
     std::string value;
     TimeUs completed_us = 0;
   };
-  // The last grant on key completed before t_us, or nullptr. Must hold mutex_.
-  const Grant* last_grant_before(const std::string& key, TimeUs t_us) const;
+  // The last grant on key completed before t_us, or at t_us if it is `value`'s, or nullptr.
+  // Must hold mutex_.
+  const Grant* last_grant_before(const std::string& key, TimeUs t_us,
+                                 const std::string& value) const;
 
   Recorder& recorder_;
   std::mutex mutex_;
