@@ -507,6 +507,7 @@ std::vector<AdapterEntry> ext_adapter_entries() {
                      .traits = ext_traits(kUserDriver),
                      .options = ext_options(kUserDriver),
                      .check_options = check_user_driver,
+                     .third_party = true,
                      .make_real = [](BackendEnv& env) -> std::unique_ptr<Backend> {
                        return std::make_unique<ExtBackend>(env, kUserDriver);
                      }});
@@ -519,18 +520,18 @@ std::vector<AdapterEntry> ext_adapter_entries() {
                        .make_real = [&library](BackendEnv& env) -> std::unique_ptr<Backend> {
                          return std::make_unique<ExtBackend>(env, library);
                        }});
-    // Co-simulated too (ext_sim.h): every library but the in-memory one, which needs one driver
-    // shared by all clients (ext/PROTOCOL.md, not done yet). Their findings are declared, so the
-    // default matrix charts them.
-    if (!library.in_memory) {
-      AdapterEntry& entry = entries.back();
-      entry.worlds = {"sim", "real"};
-      entry.traits.sim_faults = kExtSimFaults;
-      entry.findings = sim_findings(library);
-      entry.make_sim = [&library](BackendEnv& env) {
-        return make_ext_sim_backend(env, {library.adapter, library.lib, library.over_nodes});
-      };
-    }
+    // Co-simulated too (ext_sim.h); the in-memory library in one driver shared by every client,
+    // on a node of its own (no network; its clock drifts and jumps as a server's). Their findings
+    // are declared, so the default matrix charts them.
+    AdapterEntry& entry = entries.back();
+    entry.worlds = {"sim", "real"};
+    entry.traits.sim_faults = library.in_memory ? kExtSimSharedFaults : kExtSimFaults;
+    entry.findings = sim_findings(library);
+    entry.third_party = true;
+    entry.make_sim = [&library](BackendEnv& env) {
+      return make_ext_sim_backend(
+          env, {library.adapter, library.lib, library.over_nodes, library.in_memory});
+    };
   }
   return entries;
 }

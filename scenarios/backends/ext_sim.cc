@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -36,29 +37,36 @@ namespace {
 
 constexpr int kStartExchangesMax = 1000;  // the connection handshake before the run
 constexpr size_t kStreamsMax = 1000;      // connections one driver may open
+// More clients than this share this many driver processes, as the real world's ext backend does:
+// a Node process per client would cost a sweep seconds per run (retry-storm's 200 clients).
+constexpr int kSimDriversMax = 16;
 
 class ExtSimBackend;
 
-// One client's co-simulated driver, and the LockAdapter over it.
-class CoSimClient final : public LockAdapter {
+// A co-simulated driver process in a run: its exchanges, on the clocks of the node it runs on, and
+// the requests its clients wait for. Either one client's own (on the client's node: a pause of
+// the client stops it, a crash ends it) or shared by several clients, as threads of one process,
+// on a node of its own: an in-memory library's one driver (like lockstep's memory store, its clock
+// drifts and jumps as a server's), or one of kSimDriversMax when a run has more clients than that
+// (a client's pause or crash then stops only its own calls).
+class CoSimClient {
  public:
-  CoSimClient(ExtSimBackend& backend, int client, sim::NodeId node);
+  static constexpr int kShared = -1;  // `client` of a shared driver
+  // shared_name: "" for a client's own driver, else how the shared one is named ("shared",
+  // "pool 3").
+  CoSimClient(ExtSimBackend& backend, int client, sim::NodeId node, std::string shared_name = "");
   // Its driver goes back to the pool (reset) or is killed (ext/sim_driver_pool.h).
-  ~CoSimClient() override { ext::SimDriverPool::give_back(std::move(process_)); }
+  ~CoSimClient() { ext::SimDriverPool::give_back(std::move(process_)); }
+  CoSimClient(const CoSimClient&) = delete;
+  CoSimClient& operator=(const CoSimClient&) = delete;
 
-  std::string_view name() const override;
-  FencingSupport fencing() const override { return FencingSupport::none; }
-  bool is_whole_library() const override { return true; }
-  AdapterResult create_lock(const LockSpec& spec) override;
-  AdapterResult release_lock(const LockSpec& spec) override;
-  AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override;
-  AdapterResult is_valid_lock(const LockSpec& spec) override;
-  // The library's own validity when it reports one (node-redlock), else the TTL's.
-  int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us,
-                          int64_t ttl_ms) const override;
+  // One request from client `client`'s fiber, answered (or throws SimDriverFailed).
+  ext::Response call(int client, ext::Request request);
+  // The library's own validity when it reported one (node-redlock), else the TTL's.
+  int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us, int64_t ttl_ms) const;
 
  private:
-  ext::Response call(ext::Request request);
+  bool shared() const { return client_ == kShared; }
   ext::SimNow now() const;
   // One exchange and what follows from it. From a fiber, a failure throws; from a delivery on
   // the node (bytes, a timer), it is kept and the waiting fiber woken to throw it.
@@ -71,28 +79,56 @@ class CoSimClient final : public LockAdapter {
   void on_timer();
   void fail(std::string message);
 
-  AdapterResult owner_checked(const char* op, const ext::Response& r) const;
-  AdapterResult failed(const char* op, const ext::Response& r) const;
-
   ExtSimBackend& backend_;
   sim::World& world_;
-  int client_;
+  int client_;  // kShared for a shared driver
   sim::NodeId node_;
-  std::string who_;  // "ext:locco-redis c0"
+  std::string who_;           // "ext:locco-redis c0", "ext:locco-memory shared"
+  std::string stream_label_;  // its connections' prefix in the trace: "c0", "pool 3"
   std::unique_ptr<ext::SimDriverProcess> process_;
   std::optional<ext::Ready> ready_;
   bool starting_ = true;
   std::deque<std::pair<int, std::string>> start_replies_;  // handshake replies not yet delivered
   std::map<int, std::unique_ptr<sim::SimRedisStream>> streams_;  // by the driver's connection id
   int64_t next_id_ = 1;
-  int64_t waiting_id_ = 0;  // the request the fiber waits for (0: none)
-  std::optional<sim::Waiter> waiter_;
   std::map<int64_t, std::optional<ext::Response>> requests_;  // outstanding, with their answers
+  std::map<int64_t, sim::Waiter> waiters_;  // the fibers parked for them, by request
+  // Requests whose fiber died waiting (its client crashed; a shared driver lives on): an answer
+  // to one is dropped. Bounded by the requests ever made in the run.
+  std::set<int64_t> abandoned_;
   std::optional<int64_t> timer_ns_;  // the deadline scheduled, on the client's monotonic clock
   std::optional<sim::EventId> timer_event_;  // its event, cancelled when the driver names another
   std::string failed_;  // set once the driver failed: every later call throws it
   // Per handle: the validity the library reported, on the client's monotonic clock (us).
   std::map<std::string, int64_t> validity_end_us_;
+};
+
+// One client's LockAdapter over its driver (its own, or the shared one).
+class CoSimAdapter final : public LockAdapter {
+ public:
+  CoSimAdapter(std::string name, CoSimClient& driver, int client)
+      : name_(std::move(name)), driver_(driver), client_(client) {}
+
+  std::string_view name() const override { return name_; }
+  FencingSupport fencing() const override { return FencingSupport::none; }
+  bool is_whole_library() const override { return true; }
+  AdapterResult create_lock(const LockSpec& spec) override;
+  AdapterResult release_lock(const LockSpec& spec) override;
+  AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override;
+  AdapterResult is_valid_lock(const LockSpec& spec) override;
+  int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us,
+                          int64_t ttl_ms) const override {
+    return driver_.validity_end_us(spec, requested_at_us, ttl_ms);
+  }
+
+ private:
+  ext::Response call(ext::Request request) { return driver_.call(client_, std::move(request)); }
+  AdapterResult owner_checked(const char* op, const ext::Response& r) const;
+  AdapterResult failed(const char* op, const ext::Response& r) const;
+
+  std::string name_;
+  CoSimClient& driver_;
+  int client_;
 };
 
 class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
@@ -103,8 +139,24 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
         library_(std::move(library)),
         node_program_(ext::require_node_drivers()),
         deadline_ms_(env.options.get_int("ext_deadline_ms")),
-        command_timeout_ms_(env.options.get_int("ext_command_timeout_ms")) {
+        command_timeout_ms_(env.options.has("ext_command_timeout_ms")
+                                ? env.options.get_int("ext_command_timeout_ms")
+                                : 0) {
     LOCKSTEP_CHECK(env.sim != nullptr, "the co-simulated ext backend needs the sim world");
+    if (library_.in_memory) {
+      // The store is the shared driver's memory, on a node of its own (as lockstep's memory
+      // store): started before the clients, reached without a network.
+      store_node_ = world_.add_node(library_.lib);
+      shared_ = std::make_unique<CoSimClient>(*this, CoSimClient::kShared, *store_node_, "shared");
+      return;
+    }
+    if (env.options.has("clients") && env.options.get_int("clients") > kSimDriversMax) {
+      pooled_ = true;
+      world_.trace_line(fmt::format(
+          "{}: {} clients share {} driver processes, as threads of one process each (leases "
+          "derived from the clients)",
+          library_.adapter, env.options.get_int("clients"), kSimDriversMax));
+    }
     const int64_t nodes = library_.over_nodes ? env.options.get_int("nodes") : 1;
     const std::string persistence = env.options.get("persistence");
     const sim::Persistence kept = persistence == "always"     ? sim::Persistence::always
@@ -118,15 +170,33 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
   }
 
   LockAdapter& adapter_for(int client, int node) override {
-    clients_.push_back(std::make_unique<CoSimClient>(*this, client, node));
-    return *clients_.back();
+    CoSimClient* driver = shared_.get();
+    if (pooled_) {
+      if (pool_.size() < static_cast<size_t>(kSimDriversMax)) {
+        const std::string name = fmt::format("pool {}", pool_.size());
+        const sim::NodeId pool_node =
+            world_.add_node(fmt::format("{}-pool-{}", library_.lib, pool_.size()));
+        pool_.push_back(
+            std::make_unique<CoSimClient>(*this, CoSimClient::kShared, pool_node, name));
+      }
+      driver = pool_[static_cast<size_t>(client) % pool_.size()].get();
+    } else if (driver == nullptr) {
+      clients_.push_back(std::make_unique<CoSimClient>(*this, client, node));
+      driver = clients_.back().get();
+    }
+    adapters_.push_back(std::make_unique<CoSimAdapter>(library_.adapter, *driver, client));
+    return *adapters_.back();
   }
 
-  int server_count() const override { return static_cast<int>(servers_.size()); }
+  // An in-memory library's one "server" is its shared driver's node.
+  int server_count() const override { return store_node_ ? 1 : static_cast<int>(servers_.size()); }
   int quorum() const override { return static_cast<int>(servers_.size() / 2 + 1); }
-  bool records_leases() const override { return true; }
+  // An in-memory store cannot be watched (no keyspace), and a shared driver's connections carry
+  // several clients' commands (a grant cannot be told whose): the clients' own records judge it.
+  bool records_leases() const override { return !store_node_ && !pooled_; }
 
   void set_server_drift(int64_t drift_ppm) override {
+    if (store_node_) world_.set_drift(*store_node_, drift_ppm);
     for (auto& server : servers_) world_.set_drift(server->node(), drift_ppm);
   }
   void partition(int client_node, bool two_way) override {
@@ -147,12 +217,17 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
     world_.pause(at(server).node(), duration_us, "server pause");
   }
   void jump_server_clock(int server, int64_t delta_us) override {
+    if (store_node_) {
+      LOCKSTEP_CHECK(server == 0, "an in-memory library has one server");
+      return world_.jump_clock(*store_node_, delta_us);
+    }
     world_.jump_clock(at(server).node(), delta_us);
   }
 
   // A set with a TTL by a client with an acquire in flight is that acquire's grant: its value
   // (the library's) is named after the acquire's handle from then on, on every node.
   void on_keyspace_event(std::string_view node_name, const sim::KeyspaceEvent& e) override {
+    if (pooled_) return;  // leases derived from the clients (records_leases)
     sim::KeyspaceEvent named = e;
     if (e.kind == sim::KeyspaceEvent::Kind::set && e.ttl_ms > 0 && !values_.contains(e.value)) {
       auto acquiring = acquiring_.find(e.client);
@@ -172,13 +247,22 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
   int64_t deadline_ms() const { return deadline_ms_; }
   int64_t command_timeout_ms() const { return command_timeout_ms_; }
   sim::RedisNode* server(int index) {
-    if (index < 0 || index >= server_count()) return nullptr;
+    if (index < 0 || index >= static_cast<int>(servers_.size())) return nullptr;
     return servers_[static_cast<size_t>(index)].get();
   }
+  int redis_node_count() const { return static_cast<int>(servers_.size()); }
   void set_acquiring(int client, std::string handle) { acquiring_[client] = std::move(handle); }
 
  private:
+  // A Redis node; an in-memory library has none, and its traits let no scenario ask (no network,
+  // no server crash or pause): WorldUnsupported should one do so anyway.
   sim::RedisNode& at(int server) {
+    if (store_node_) {
+      throw WorldUnsupported(
+          fmt::format("{} keeps its store in the driver's memory: no server "
+                      "to cut off, crash or pause",
+                      library_.adapter));
+    }
     LOCKSTEP_CHECK(server >= 0 && server < server_count(), "a server of this backend");
     return *servers_[static_cast<size_t>(server)];
   }
@@ -193,17 +277,27 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
   std::map<int, std::string> acquiring_;       // client -> the handle of its acquire in flight
   std::map<std::string, std::string> values_;  // the library's lock value -> lockstep's handle
   std::vector<std::unique_ptr<sim::RedisNode>> servers_;
-  std::vector<std::unique_ptr<CoSimClient>> clients_;  // after servers_: they go first
+  std::optional<sim::NodeId> store_node_;  // an in-memory library's shared driver runs here
+  bool pooled_ = false;                    // clients share kSimDriversMax drivers
+  // After servers_: they go first. The adapters before the drivers they use.
+  std::vector<std::unique_ptr<CoSimClient>> clients_;
+  std::unique_ptr<CoSimClient> shared_;
+  std::vector<std::unique_ptr<CoSimClient>> pool_;
+  std::vector<std::unique_ptr<CoSimAdapter>> adapters_;
 };
 
-CoSimClient::CoSimClient(ExtSimBackend& backend, int client, sim::NodeId node)
+CoSimClient::CoSimClient(ExtSimBackend& backend, int client, sim::NodeId node,
+                         std::string shared_name)
     : backend_(backend),
       world_(backend.world()),
       client_(client),
       node_(node),
-      who_(fmt::format("{} c{}", backend.sim_library().adapter, client)) {
+      who_(client == kShared ? fmt::format("{} {}", backend.sim_library().adapter, shared_name)
+                             : fmt::format("{} c{}", backend.sim_library().adapter, client)) {
+  LOCKSTEP_CHECK((client == kShared) == !shared_name.empty(), "a shared driver has a name");
+  stream_label_ = shared() ? shared_name : fmt::format("c{}", client);
   std::string endpoints;
-  for (int i = 0; i < backend.server_count(); ++i) {
+  for (int i = 0; i < backend.redis_node_count(); ++i) {
     endpoints += fmt::format("{}sim:{}", i == 0 ? "" : ",", i);
   }
   std::vector<std::string> args = {ext::node_driver_dir() + "/driver.js",
@@ -221,8 +315,9 @@ CoSimClient::CoSimClient(ExtSimBackend& backend, int client, sim::NodeId node)
   // Started and connected before the run, at this instant: the handshake's replies come from the
   // nodes' fronts at once, without the network.
   try {
-    exchange(nlohmann::json{{"op", "init"}, {"seed", fmt::format("{}:{}", world_.seed(), client)}}
-                 .dump());
+    const std::string seed = shared() ? fmt::format("{}:{}", world_.seed(), shared_name)
+                                      : fmt::format("{}:{}", world_.seed(), client);
+    exchange(nlohmann::json{{"op", "init"}, {"seed", seed}}.dump());
     for (int i = 0; i < kStartExchangesMax && !start_replies_.empty(); ++i) {
       auto [conn, bytes] = std::move(start_replies_.front());
       start_replies_.pop_front();
@@ -241,6 +336,7 @@ CoSimClient::CoSimClient(ExtSimBackend& backend, int client, sim::NodeId node)
   // No pid here: the trace is the run's identity, and a pid is the machine's.
   world_.trace_line(fmt::format("driver {}: {} protocol {} (co-simulated)", who_, ready_->version,
                                 ready_->protocol));
+  if (shared()) return;  // its node never crashes: it is no client's
   world_.on_crash(node_, [this] {
     if (failed_.empty()) failed_ = fmt::format("driver {} was killed with its client", who_);
     // Nothing more of this process reaches the run (failed_ is set): killed, or reset into the
@@ -250,8 +346,6 @@ CoSimClient::CoSimClient(ExtSimBackend& backend, int client, sim::NodeId node)
   });
 }
 
-std::string_view CoSimClient::name() const { return backend_.sim_library().adapter; }
-
 ext::SimNow CoSimClient::now() const {
   const int64_t wall_us = world_.local_us(node_);
   return {.wall_ms = wall_us >= 0 ? wall_us / 1000 : -((-wall_us + 999) / 1000),
@@ -260,7 +354,7 @@ ext::SimNow CoSimClient::now() const {
 
 void CoSimClient::fail(std::string message) {
   if (failed_.empty()) failed_ = std::move(message);
-  if (waiter_) world_.wake(*waiter_);
+  for (const auto& [id, waiter] : waiters_) world_.wake(waiter);
 }
 
 void CoSimClient::exchange(const std::string& fields) {
@@ -296,11 +390,11 @@ void CoSimClient::dispatch(ext::SimExchange result) {
                         who_, connect->conn, connect->server, kStreamsMax));
       }
       const int conn = connect->conn;
-      streams_.emplace(conn,
-                       std::make_unique<sim::SimRedisStream>(
-                           world_, node_, *target, client_, fmt::format("c{}:{}", client_, conn),
-                           [this, conn](std::string bytes) { on_bytes(conn, bytes); },
-                           [this, conn] { on_reset(conn); }));
+      streams_.emplace(
+          conn, std::make_unique<sim::SimRedisStream>(
+                    world_, node_, *target, client_, stream_label_ + ":" + std::to_string(conn),
+                    [this, conn](std::string bytes) { on_bytes(conn, bytes); },
+                    [this, conn] { on_reset(conn); }));
     } else if (auto* send = std::get_if<ext::SimSend>(&line)) {
       auto it = streams_.find(send->conn);
       if (it == streams_.end()) {
@@ -322,6 +416,7 @@ void CoSimClient::dispatch(ext::SimExchange result) {
       }
       ready_ = std::move(*ready);
     } else if (auto* response = std::get_if<ext::Response>(&line)) {
+      if (abandoned_.erase(response->id) > 0) continue;  // its fiber is gone
       auto it = requests_.find(response->id);
       if (it == requests_.end() || it->second.has_value()) {
         return fail(fmt::format("driver {} answered request {}, which is not waiting for one", who_,
@@ -329,7 +424,7 @@ void CoSimClient::dispatch(ext::SimExchange result) {
       }
       const int64_t id = response->id;
       it->second = std::move(*response);
-      if (waiter_ && waiting_id_ == id) world_.wake(*waiter_);
+      if (auto waiter = waiters_.find(id); waiter != waiters_.end()) world_.wake(waiter->second);
     } else if (auto* event = std::get_if<ext::Event>(&line)) {
       world_.trace_line(fmt::format("{} event {} key={} handle={:.8}{}", who_, event->event,
                                     event->key, event->handle,
@@ -369,8 +464,9 @@ void CoSimClient::on_timer() {
   // The client's program is over: its process would have exited, and its library's timers
   // (redis-semaphore refreshes a held lock for ever) with it; ticking on would never let the
   // run's queue empty.
+  // A shared driver's process lives while any client's program runs.
   const std::vector<sim::NodeId> busy = world_.unfinished_fiber_nodes();
-  if (std::find(busy.begin(), busy.end(), node_) == busy.end()) {
+  if (shared() ? busy.empty() : std::find(busy.begin(), busy.end(), node_) == busy.end()) {
     // Its process is left idle, not killed: ticks stop here, and the pool may reuse it.
     failed_ = fmt::format("driver {} exited with its client's program", who_);
     world_.trace_line(fmt::format("driver {} stopped: its client's program is over", who_));
@@ -386,23 +482,33 @@ void CoSimClient::on_timer() {
   exchange_in_callback(R"({"op":"tick"})");
 }
 
-ext::Response CoSimClient::call(ext::Request request) {
+ext::Response CoSimClient::call(int client, ext::Request request) {
   if (!failed_.empty()) throw ext::SimDriverFailed(failed_);
   const int64_t id = next_id_++;
   request.id = id;
+  // A shared driver keeps each client's handles apart (version 1's `client`).
+  if (shared()) request.client = client;
+  const std::string caller =
+      shared() ? fmt::format("{} c{}", backend_.sim_library().adapter, client) : who_;
   requests_.emplace(id, std::nullopt);
-  if (request.op == ext::Op::acquire) backend_.set_acquiring(client_, request.handle);
+  if (request.op == ext::Op::acquire) backend_.set_acquiring(client, request.handle);
   const TimeUs sent_us = world_.now_us();
   exchange(ext::encode(request));
   if (!requests_.at(id)) {
-    waiter_ = world_.prepare_park();
-    waiting_id_ = id;
+    const sim::Waiter waiter = world_.prepare_park();
+    waiters_.emplace(id, waiter);
     const TimeUs deadline_us = world_.now_us() + backend_.deadline_ms() * 1000;
-    world_.park(*waiter_, deadline_us);  // ProcessKilled when the client crashes meanwhile
-    waiter_.reset();
-    waiting_id_ = 0;
+    try {
+      world_.park(waiter, deadline_us);  // ProcessKilled when the client crashes meanwhile
+    } catch (...) {
+      waiters_.erase(id);
+      if (!requests_.at(id)) abandoned_.insert(id);
+      requests_.erase(id);
+      throw;
+    }
+    waiters_.erase(id);
   }
-  if (request.op == ext::Op::acquire) backend_.set_acquiring(client_, "");
+  if (request.op == ext::Op::acquire) backend_.set_acquiring(client, "");
   if (!failed_.empty()) throw ext::SimDriverFailed(failed_);
   std::optional<ext::Response> answer = std::move(requests_.at(id));
   requests_.erase(id);
@@ -413,12 +519,14 @@ ext::Response CoSimClient::call(ext::Request request) {
   }
   const ext::Response& r = *answer;
   world_.trace_line(
-      fmt::format("{} {} {} {}{}{} (library {} us, {} us)", who_, to_string(request.op),
+      fmt::format("{} {} {} {}{}{} (library {} us, {} us)", caller, to_string(request.op),
                   request.key.empty() ? request.handle.substr(0, 8) : request.key,
                   to_string(r.status), r.token.empty() ? "" : " token=" + r.token.substr(0, 12),
                   r.err ? fmt::format(" {}: {:.120}", r.err->name, r.err->message) : std::string(),
                   (r.t1_ns - r.t0_ns) / 1000, world_.now_us() - sent_us));
-  if (r.status == ext::Status::ok && r.valid_until_ms != 0) {
+  if (request.op == ext::Op::release) validity_end_us_.erase(request.handle);  // bounded
+  // (A shared driver's clocks are not its clients': a validity it reported is not converted.)
+  if (!shared() && r.status == ext::Status::ok && r.valid_until_ms != 0) {
     // Its wall-clock end, as far ahead of the client's wall clock now as it is of the oscillator.
     validity_end_us_[request.handle] =
         world_.monotonic_us(node_) + (r.valid_until_ms * 1000 - world_.local_us(node_));
@@ -431,7 +539,7 @@ ext::Response CoSimClient::call(ext::Request request) {
   return std::move(*answer);
 }
 
-AdapterResult CoSimClient::create_lock(const LockSpec& spec) {
+AdapterResult CoSimAdapter::create_lock(const LockSpec& spec) {
   const ext::Response r =
       call({.op = ext::Op::acquire, .handle = spec.value, .key = spec.key, .ttl_ms = spec.ttl_ms});
   switch (r.status) {
@@ -441,9 +549,8 @@ AdapterResult CoSimClient::create_lock(const LockSpec& spec) {
   }
 }
 
-AdapterResult CoSimClient::release_lock(const LockSpec& spec) {
+AdapterResult CoSimAdapter::release_lock(const LockSpec& spec) {
   const ext::Response r = call({.op = ext::Op::release, .handle = spec.value});
-  validity_end_us_.erase(spec.value);  // bounded by the locks held, not the locks ever taken
   if (r.status == ext::Status::unknown) {
     return {.status = AdapterStatus::backend_error,
             .message = "the library's release does not say whether it removed the lock"};
@@ -451,12 +558,12 @@ AdapterResult CoSimClient::release_lock(const LockSpec& spec) {
   return owner_checked("release", r);
 }
 
-AdapterResult CoSimClient::extend_lock(const LockSpec& spec, int64_t ttl_ms) {
+AdapterResult CoSimAdapter::extend_lock(const LockSpec& spec, int64_t ttl_ms) {
   return owner_checked("extend",
                        call({.op = ext::Op::extend, .handle = spec.value, .ttl_ms = ttl_ms}));
 }
 
-AdapterResult CoSimClient::is_valid_lock(const LockSpec& spec) {
+AdapterResult CoSimAdapter::is_valid_lock(const LockSpec& spec) {
   return owner_checked("is_locked", call({.op = ext::Op::is_locked, .handle = spec.value}));
 }
 
@@ -467,7 +574,7 @@ int64_t CoSimClient::validity_end_us(const LockSpec& spec, int64_t requested_at_
   return it->second;
 }
 
-AdapterResult CoSimClient::owner_checked(const char* op, const ext::Response& r) const {
+AdapterResult CoSimAdapter::owner_checked(const char* op, const ext::Response& r) const {
   switch (r.status) {
     case ext::Status::ok: return {};
     case ext::Status::not_owner: return {.status = AdapterStatus::not_owner};
@@ -475,7 +582,7 @@ AdapterResult CoSimClient::owner_checked(const char* op, const ext::Response& r)
   }
 }
 
-AdapterResult CoSimClient::failed(const char* op, const ext::Response& r) const {
+AdapterResult CoSimAdapter::failed(const char* op, const ext::Response& r) const {
   std::string message = r.status == ext::Status::unsupported
                             ? fmt::format("the library offers no {}", op)
                             : fmt::format("{} {}", op, to_string(r.status));

@@ -17,6 +17,11 @@
 // simulated time, or a driver that dies, hangs or writes a malformed line, ends the run as an
 // error (ext::SimDriverFailed), never a lock result.
 //
+// A driver may be shared by several clients, as threads of one process on a node of its own:
+// ext:locco-memory's one driver (its memory is the store), and the few drivers a run with many
+// clients shares. Such runs judge leases from the clients (records_leases() is false): a shared
+// connection's grant cannot be told whose.
+//
 // Before the run each driver is started and connected: its connection handshake (ioredis: CLIENT
 // SETINFO, INFO) runs against the node's front at that instant without the network.
 //
@@ -37,6 +42,7 @@ struct ExtSimLibrary {
   std::string adapter;      // "ext:locco-redis"
   std::string lib;          // ext/node/libs/LIB.js
   bool over_nodes = false;  // Redlock: `nodes` independent simulated Redis nodes
+  bool in_memory = false;   // no server: one driver shared by every client holds the store
 };
 
 // Throws real::ServerUnavailable (exit 3) when node 20 or the drivers' packages are missing.
@@ -45,5 +51,8 @@ std::unique_ptr<Backend> make_ext_sim_backend(BackendEnv& env, const ExtSimLibra
 // What the simulated backend can do (the ext adapters' sim_faults).
 inline constexpr FaultCapabilities kExtSimFaults{
     .network = true, .server_clock = true, .server_clock_jump = true, .failover = false};
+// An in-memory library's: its shared driver's node has a clock, and nothing else to break.
+inline constexpr FaultCapabilities kExtSimSharedFaults{.server_clock = true,
+                                                       .server_clock_jump = true};
 
 }  // namespace lockstep

@@ -107,6 +107,10 @@ struct AdapterEntry {
   // What lockstep has shown this lock to do where its claims let a cell expect otherwise (a third
   // party's library, above all): documented findings, charted as such instead of as differences.
   std::vector<Finding> findings;
+  // A lock library lockstep does not maintain (the ext drivers): judged, charted and swept like
+  // any lock, never vouched for (the swarm property tests, which assert that lockstep's own
+  // adapters hold, leave it out).
+  bool third_party = false;
   BackendFactory make_sim;
   BackendFactory make_real;  // empty when the adapter has no real world
 };
