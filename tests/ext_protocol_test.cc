@@ -222,8 +222,10 @@ TEST_CASE("ext driver: one that dies is reported as died, with its stderr, for g
 }
 
 TEST_CASE("ext driver: one that hangs past the deadline is reported as hung", "[ext][driver]") {
+  // Its stderr line is written before its ready line (so it is there, however busy the machine,
+  // when the deadline fires), and it never answers.
   DriverProcess driver(
-      fake("process.stderr.write('waiting forever\\n');", "{}", /*deadline_ms=*/300));
+      fake("", "(process.stderr.write('waiting forever\\n'), {})", /*deadline_ms=*/300));
   // The message names the deadline that fired; how long the wait took on this machine is not
   // asserted (a busy machine stretches it).
   const CallResult r = driver.call({.op = Op::acquire, .handle = "h", .key = "k", .ttl_ms = 100});
@@ -259,10 +261,14 @@ TEST_CASE("ext driver: malformed lines and answers to no request are reported as
 TEST_CASE("ext driver: a driver that cannot start says why", "[ext][driver]") {
   CHECK_THROWS_WITH(DriverProcess(fake("", "{protocol: 2}")), Catch::Contains("speaks protocol 2"));
   CHECK_THROWS_WITH(DriverProcess(fake("", "{now_ns: '1'}")), Catch::Contains("CLOCK_MONOTONIC"));
+  // Says something on stderr at once and never says ready. A shell, not node: what it wrote must
+  // be there when the deadline fires, and node may take longer than that to start on a busy
+  // machine (it did, under ASan with both cores loaded: the stderr was still empty).
   DriverOptions silent = fake("");
-  silent.args = {"-e", "process.stderr.write('starting slowly\\n'); setTimeout(() => {}, 60000);"};
-  silent.start_deadline_ms = 300;
-  CHECK_THROWS_WITH(DriverProcess(silent), Catch::Contains("no ready line within 300 ms") &&
+  silent.program = "/bin/sh";
+  silent.args = {"-c", "echo starting slowly >&2; exec sleep 60"};
+  silent.start_deadline_ms = 2000;
+  CHECK_THROWS_WITH(DriverProcess(silent), Catch::Contains("no ready line within 2000 ms") &&
                                                Catch::Contains("starting slowly"));
   DriverOptions quitter = fake("");
   quitter.args = {"-e", "console.error('missing module'); process.exit(2);"};
