@@ -207,8 +207,12 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
     world_.network().partition(node, client_node);
     if (two_way) world_.network().partition(client_node, node);
   }
-  void heal() override { world_.network().heal_all(); }
+  void heal() override {
+    no_network_for_in_memory();
+    world_.network().heal_all();
+  }
   void set_fixed_latency(int64_t latency_us) override {
+    no_network_for_in_memory();
     world_.network().set_fixed_latency(latency_us);
   }
   void crash_server(int server) override { world_.crash(at(server).node()); }
@@ -254,15 +258,18 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
   void set_acquiring(int client, std::string handle) { acquiring_[client] = std::move(handle); }
 
  private:
-  // A Redis node; an in-memory library has none, and its traits let no scenario ask (no network,
-  // no server crash or pause): WorldUnsupported should one do so anyway.
-  sim::RedisNode& at(int server) {
+  // An in-memory library has no network and no Redis node, and its traits let no scenario ask
+  // for their faults (kExtSimSharedFaults): WorldUnsupported should one do so anyway.
+  void no_network_for_in_memory() const {
     if (store_node_) {
-      throw WorldUnsupported(
-          fmt::format("{} keeps its store in the driver's memory: no server "
-                      "to cut off, crash or pause",
-                      library_.adapter));
+      throw WorldUnsupported(fmt::format(
+          "{} keeps its store in the driver's memory: no network or server to cut off, crash or "
+          "pause",
+          library_.adapter));
     }
+  }
+  sim::RedisNode& at(int server) {
+    no_network_for_in_memory();
     LOCKSTEP_CHECK(server >= 0 && server < server_count(), "a server of this backend");
     return *servers_[static_cast<size_t>(server)];
   }
