@@ -5,6 +5,7 @@
 // another client's lock: a false ownership violation).
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -61,17 +62,21 @@ struct Fixture {
     FAIL("no event of that kind");
     return events.front();
   }
+  // c1 held "k" and released it; 50 ms later c0 gets it, the store answering at once.
+  std::pair<Lock, Lock> previous_owner_then_mine() {
+    Lock first = acquired(1, "k", 100);
+    REQUIRE(first.release());
+    leases.release_sent(1, first);
+    clock.advance_us(50'000);
+    return {std::move(first), acquired(0, "k", 300)};
+  }
 };
 
 TEST_CASE("client-side leases: an extend at the instant of its own grant is its own",
           "[harness][leases]") {
   Fixture f;
-  Lock first = f.acquired(1, "k", 100);
-  REQUIRE(first.release());
-  f.leases.release_sent(1, first);
-  f.clock.advance_us(50'000);
-  // c0 acquires and extends at one instant: its extend lengthens its own lease, not c1's.
-  Lock mine = f.acquired(0, "k", 300);
+  auto [first, mine] = f.previous_owner_then_mine();
+  // c0 acquired and extends at one instant: its extend lengthens its own lease, not c1's.
   const int64_t invoked_us = f.clock.now_us();
   mine.extend(300);
   f.leases.extended(0, mine, 300, invoked_us);
@@ -82,11 +87,7 @@ TEST_CASE("client-side leases: an extend at the instant of its own grant is its 
 TEST_CASE("client-side leases: a release at the instant of its own grant ends no other's lease",
           "[harness][leases]") {
   Fixture f;
-  Lock first = f.acquired(1, "k", 100);
-  REQUIRE(first.release());
-  f.leases.release_sent(1, first);
-  f.clock.advance_us(50'000);
-  Lock mine = f.acquired(0, "k", 300);
+  auto [first, mine] = f.previous_owner_then_mine();
   const size_t revokes_before = f.recorder.history().size();
   const int64_t invoked_us = f.clock.now_us();
   REQUIRE(mine.release());
