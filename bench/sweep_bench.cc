@@ -27,10 +27,15 @@ struct SweepCase {
 // About half a second of work per iteration at the figures of issue 18, on this machine. The ext
 // adapters (co-simulated npm libraries, a Node driver per client) stand beside redis: issue 19
 // bounds a co-simulated seed's cost at 20 times lockstep's own adapter's.
-constexpr SweepCase kCases[] = {{"memory", 2'000},        {"redis", 500},
-                                {"redlock", 200},         {"mongo", 200},
-                                {"ext:locco-redis", 20},  {"ext:redis-semaphore", 20},
-                                {"ext:node-redlock", 10}, {"ext:redis-semaphore-redlock", 10}};
+constexpr SweepCase kCases[] = {{"memory", 2'000},
+                                {"redis", 500},
+                                {"redlock", 200},
+                                {"mongo", 200},
+                                {"ext:locco-redis", 20},
+                                {"ext:locco-memory", 50},
+                                {"ext:redis-semaphore", 20},
+                                {"ext:node-redlock", 10},
+                                {"ext:redis-semaphore-redlock", 10}};
 
 void BM_Sweep(benchmark::State& state, SweepCase c) {
   const lockstep::SweepConfig config{.adapter = c.adapter,
