@@ -62,6 +62,7 @@ struct MatrixFlags {
   std::string junit;
   bool json = false;
   int jobs = 1;  // set by add_jobs_option
+  std::vector<std::string> sets;
 };
 
 struct ReplayFlags {
@@ -258,12 +259,17 @@ int cmd_matrix(const MatrixFlags& flags) {
   check_output_dir("--report", flags.report_dir);
   check_output_file("--junit", flags.junit);
   const bool show_progress = isatty(fileno(stderr)) != 0;
+  if (!flags.sets.empty() && flags.adapters.empty()) {
+    throw UsageError("matrix --set sets an adapter's options: name the adapters with --adapter");
+  }
+  for (const std::string& adapter : flags.adapters) check_adapter_sets(adapter, flags.sets);
   MatrixResult result = run_matrix({.world = flags.world,
                                     .seeds = flags.seeds,
                                     .first_seed = flags.first_seed,
                                     .adapters = flags.adapters,
                                     .scenarios = flags.scenarios,
-                                    .jobs = flags.jobs},
+                                    .jobs = flags.jobs,
+                                    .sets = flags.sets},
                                    [show_progress](size_t done, size_t total) {
                                      if (show_progress)
                                        fmt::print(stderr, "\rmatrix: {}/{} cells", done, total);
@@ -306,6 +312,7 @@ struct SweepFlags {
   int shrink = 1;
   int jobs = 1;  // set by add_jobs_option
   bool json = false;
+  std::vector<std::string> sets;
 };
 
 struct MergeFlags {
@@ -376,7 +383,9 @@ int cmd_sweep(const SweepFlags& flags) {
                      .keep_going = flags.keep_going,
                      .shrink_max = flags.shrink,
                      .report_dir = flags.report_dir.empty() ? "reports/sweep" : flags.report_dir,
-                     .jobs = flags.jobs};
+                     .jobs = flags.jobs,
+                     .sets = flags.sets};
+  check_adapter_sets(flags.adapter, flags.sets);
   check_output_dir("--report", flags.report_dir);
   SweepResult result;
   {
@@ -491,6 +500,8 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
   c.sweep->add_option("--shrink", s.shrink, "how many counterexamples to shrink and save")
       ->transform(decimal(0, 1000));
   add_jobs_option(*c.sweep, s.jobs);
+  c.sweep->add_option("--set", s.sets,
+                      "KEY=VALUE: an adapter option (e.g. ext's driver); the swarm draws the rest");
   c.sweep->add_flag("--json", s.json, "print JSON");
 
   MergeFlags& m = c.merge_flags;
@@ -573,6 +584,9 @@ int run_cli(int argc, char** argv) {
                          "write a JUnit XML file (one testcase per cell) for CI");
   matrix_cmd->add_flag("--json", matrix.json, "print JSON");
   add_jobs_option(*matrix_cmd, matrix.jobs);
+  matrix_cmd->add_option(
+      "--set", matrix.sets,
+      "KEY=VALUE: an option of the named adapters (e.g. ext's driver), every cell");
 
   ReplayFlags replay;
   CLI::App* replay_cmd =

@@ -221,7 +221,15 @@ SimExchange SimDriverProcess::exchange(const std::string& fields_json, SimNow no
       if (auto* error = std::get_if<DecodeError>(&decoded)) {
         fail(fmt::format("wrote a malformed line ({}): {:.200}", error->message, raw));
       }
-      if (auto* ready = std::get_if<Ready>(&decoded)) result.lines.emplace_back(std::move(*ready));
+      if (auto* ready = std::get_if<Ready>(&decoded)) {
+        if (ready->protocol != 2) {  // say so now: a version 1 driver never writes `idle`
+          fail(
+              fmt::format("speaks protocol {}; --world sim needs a co-simulated driver, protocol 2 "
+                          "(ext/PROTOCOL.md, \"Version 2\"), or run it with --world real",
+                          ready->protocol));
+        }
+        result.lines.emplace_back(std::move(*ready));
+      }
       if (auto* response = std::get_if<Response>(&decoded)) {
         result.lines.emplace_back(std::move(*response));
       }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A reference lockstep driver (ext/PROTOCOL.md, version 1) in Python, stdlib only.
+"""A reference lockstep driver (ext/PROTOCOL.md, versions 1 and 2) in Python, stdlib only.
 
 The lock: one TTL lease per key on one redis-server, through a minimal RESP client.
   acquire:  SET key value NX PX ttl           (value: a random 128-bit hex string)
@@ -10,8 +10,16 @@ Pass --bug extend-no-owner-check for the one bug: extend by plain PEXPIRE, which
 whoever's lock is there (stolen-lock judges that as `ownership`).
 
 Usage: driver.py [--bug extend-no-owner-check] --redis HOST:PORT   (the harness appends --redis)
+       driver.py [--bug ...] --sim --redis sim:0   (version 2, co-simulated: `--world sim`)
+
+With --sim the driver owns no time, socket or randomness (ext/PROTOCOL.md, "Version 2"): its
+Redis connection is `connect`/`send` lines and `recv` replies, its clock the `now` of each line,
+its lock values drawn from a generator seeded by `init`. It has no timers, so every exchange ends
+with `next_timer_ns: null`. The same lock logic serves both versions.
 """
+import base64
 import json
+import random
 import os
 import socket
 import sys
@@ -66,11 +74,7 @@ class Resp:
         raise RuntimeError("bad RESP line %r" % line)
 
     def call(self, *args):
-        out = b"*%d\r\n" % len(args)
-        for a in args:
-            a = str(a).encode()
-            out += b"$%d\r\n%s\r\n" % (len(a), a)
-        self.sock.sendall(out)
+        self.sock.sendall(command(*args))
         return self._reply()
 
 
@@ -78,54 +82,113 @@ def now_ns():
     return str(time.monotonic_ns())  # CLOCK_MONOTONIC on Linux
 
 
+def command(*args):
+    """One RESP command's bytes."""
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = str(a).encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
+def parse_reply(buf, at=0):
+    """(reply, next offset) for the complete RESP reply at `at`, or None if it is not all there.
+    An error reply is returned as a RuntimeError (not raised)."""
+    end = buf.find(b"\r\n", at)
+    if end < 0:
+        return None
+    kind, rest, after = buf[at:at + 1], buf[at + 1:end], end + 2
+    if kind == b"+":
+        return rest.decode(), after
+    if kind == b"-":
+        return RuntimeError(rest.decode()), after
+    if kind == b":":
+        return int(rest), after
+    if kind == b"$":
+        n = int(rest)
+        if n < 0:
+            return None, after
+        if len(buf) < after + n + 2:
+            return None
+        return buf[after:after + n].decode(), after + n + 2
+    if kind == b"*":
+        items = []
+        for _ in range(int(rest)):
+            parsed = parse_reply(buf, after)
+            if parsed is None:
+                return None
+            item, after = parsed
+            items.append(item)
+        return items, after
+    raise RuntimeError("bad RESP line %r" % buf[at:end])
+
+
 def write(obj):
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
 
 
-def main(argv):
-    global BUG
-    if "--bug" in argv:
-        BUG = argv[argv.index("--bug") + 1] if argv.index("--bug") + 1 < len(argv) else ""
-        if BUG not in BUGS:
-            sys.stderr.write("driver.py: --bug %r is not one of: %s\n" % (BUG, ", ".join(BUGS)))
-            return 2
-    host, port = "127.0.0.1", 6379
-    if "--redis" in argv:
-        host, port = argv[argv.index("--redis") + 1].split(",")[0].rsplit(":", 1)
-    redis = None
-    locks = {}  # handle -> (key, value)
+LOCK_OPS = ("acquire", "release", "extend", "is_locked")
+
+
+def plan(req, locks, new_value):
+    """A lock request as one Redis command and what its reply means: (args, finish), where
+    finish(reply) -> (status, token). Raises KeyError for a handle it does not know."""
+    op = req["op"]
+    if op == "acquire":
+        key, value = req["key"], new_value()
+
+        def granted(reply):
+            if reply == "OK":
+                locks[req["handle"]] = (key, value)
+                return "ok", value
+            return "contended", None
+        return ("SET", key, value, "NX", "PX", req["ttl_ms"]), granted
+    key, value = locks[req["handle"]]
+    if op == "release":
+        args = ("EVAL", RELEASE, 1, key, value)
+    elif op == "extend" and BUG == "extend-no-owner-check":
+        args = ("PEXPIRE", key, req["ttl_ms"])
+    elif op == "extend":
+        args = ("EVAL", EXTEND, 1, key, value, req["ttl_ms"])
+    else:
+        return ("GET", key), lambda reply: ("ok" if reply == value else "not_owner", None)
+    return args, lambda reply: ("ok" if reply == 1 else "not_owner", None)
+
+
+def respond(rid, status, t0, t1, token=None, err=None):
+    reply = {"id": rid, "status": status, "ok": status == "ok", "t0_ns": t0, "t1_ns": t1}
+    if token is not None:
+        reply["token"] = token
+    if err is not None:
+        reply["err"] = err
+    write(reply)
+
+
+def ready(protocol, now):
     write({"ready": True, "name": "python-redis-lease",
            "version": "lockstep-python-driver 1" + (" (bug: %s)" % BUG if BUG else ""),
-           "protocol": 1,
+           "protocol": protocol,
            "capabilities": {"extend": True, "is_locked": True, "token": "random"},
-           "now_ns": now_ns()})
+           "now_ns": now})
+
+
+def main(argv, host, port):
+    """Version 1: real time, a real socket, requests answered one at a time."""
+    redis = None
+    locks = {}  # handle -> (key, value)
+    ready(1, now_ns())
     for line in sys.stdin:
         req = json.loads(line)
         rid, op = req.get("id"), req.get("op")
         t0 = now_ns()
         status, token, err = "ok", None, None
         try:
-            if op in ("acquire", "release", "extend", "is_locked") and redis is None:
-                redis = Resp(host, int(port))
-            if op == "acquire":
-                value = os.urandom(16).hex()
-                if redis.call("SET", req["key"], value, "NX", "PX", req["ttl_ms"]) == "OK":
-                    locks[req["handle"]] = (req["key"], value)
-                    token = value
-                else:
-                    status = "contended"
-            elif op in ("release", "extend", "is_locked"):
-                key, value = locks[req["handle"]]
-                if op == "release":
-                    done = redis.call("EVAL", RELEASE, 1, key, value)
-                elif op == "extend" and BUG == "extend-no-owner-check":
-                    done = redis.call("PEXPIRE", key, req["ttl_ms"])
-                elif op == "extend":
-                    done = redis.call("EVAL", EXTEND, 1, key, value, req["ttl_ms"])
-                else:
-                    done = 1 if redis.call("GET", key) == value else 0
-                status = "ok" if done == 1 else "not_owner"
+            if op in LOCK_OPS:
+                if redis is None:
+                    redis = Resp(host, int(port))
+                args, finish = plan(req, locks, lambda: os.urandom(16).hex())
+                status, token = finish(redis.call(*args))
             elif op == "pause":
                 time.sleep(req["duration_ms"] / 1000.0)
             elif op in ("ping", "shutdown"):
@@ -137,16 +200,111 @@ def main(argv):
             status, err = "bad_request", {"name": "KeyError", "message": str(e)}
         except Exception as e:  # the server is unreachable, or answered an error
             status, err = "error", {"name": type(e).__name__, "message": str(e)}
-        reply = {"id": rid, "status": status, "ok": status == "ok", "t0_ns": t0, "t1_ns": now_ns()}
-        if token is not None:
-            reply["token"] = token
-        if err is not None:
-            reply["err"] = err
-        write(reply)
+        respond(rid, status, t0, now_ns(), token, err)
         if op == "shutdown":
             return 0
     return 0
 
 
+class SimRun:
+    """Version 2: one run's state. Redis answers in order, so the requests waiting for a reply
+    are a queue; a connection the harness reset fails them and the next request reconnects."""
+
+    def __init__(self, seed):
+        self.random = random.Random(seed)
+        self.locks = {}
+        self.conn = 0        # the open connection (0: none)
+        self.next_conn = 1   # ids are never reused
+        self.inbox = b""
+        self.waiting = []    # (id, t0_ns, finish), oldest first
+
+    def new_value(self):
+        return "%032x" % self.random.getrandbits(128)
+
+    def request(self, req, now):
+        if self.conn == 0:
+            self.conn, self.next_conn = self.next_conn, self.next_conn + 1
+            write({"connect": self.conn, "server": 0})
+        try:
+            args, finish = plan(req, self.locks, self.new_value)
+        except KeyError as e:
+            return respond(req.get("id"), "bad_request", now, now,
+                           err={"name": "KeyError", "message": str(e)})
+        write({"send": self.conn, "data": base64.b64encode(command(*args)).decode()})
+        self.waiting.append((req.get("id"), now, finish))
+
+    def received(self, conn, data, now):
+        if conn != self.conn:
+            return  # bytes of a connection already reset
+        self.inbox += base64.b64decode(data)
+        while self.waiting:
+            parsed = parse_reply(self.inbox)
+            if parsed is None:
+                return
+            reply, used = parsed
+            self.inbox = self.inbox[used:]
+            rid, t0, finish = self.waiting.pop(0)
+            if isinstance(reply, RuntimeError):
+                respond(rid, "error", t0, now, err={"name": "RedisError", "message": str(reply)})
+            else:
+                status, token = finish(reply)
+                respond(rid, status, t0, now, token)
+
+    def closed(self, conn, now):
+        if conn != self.conn:
+            return
+        for rid, t0, _ in self.waiting:
+            respond(rid, "error", t0, now,
+                    err={"name": "ConnectionError", "message": "the connection was reset"})
+        self.conn, self.inbox, self.waiting = 0, b"", []
+
+
+def sim_main():
+    """Version 2: co-simulated. Each harness line is handled whole, then `idle`."""
+    run = None
+    for line in sys.stdin:
+        msg = json.loads(line)
+        op, now = msg.get("op"), msg["now"]["mono_ns"]
+        if op == "init":
+            run = SimRun(str(msg["seed"]))
+            ready(2, now)
+        elif op == "reset":
+            run = None  # the next line is an init, as to a fresh process
+        elif run is None:
+            sys.stderr.write("driver.py: %r before init\n" % op)
+            return 2
+        elif op == "recv":
+            run.received(msg["conn"], msg["data"], now)
+        elif op == "closed":
+            run.closed(msg["conn"], now)
+        elif op in LOCK_OPS:
+            run.request(msg, now)
+        elif op in ("tick", "ping", "shutdown"):
+            if op != "tick":
+                respond(msg.get("id"), "ok", now, now)
+        else:
+            respond(msg.get("id"), "bad_request", now, now,
+                    err={"name": "BadRequest", "message": "unknown op %r" % op})
+        write({"idle": True, "next_timer_ns": None})
+        if op == "shutdown":
+            return 0
+    return 0
+
+
+def entry(argv):
+    global BUG
+    if "--bug" in argv:
+        BUG = argv[argv.index("--bug") + 1] if argv.index("--bug") + 1 < len(argv) else ""
+        if BUG not in BUGS:
+            sys.stderr.write("driver.py: --bug %r is not one of: %s\n" % (BUG, ", ".join(BUGS)))
+            return 2
+    if "--sim" in argv:
+        return sim_main()
+    host, port = "127.0.0.1", 6379
+    if "--redis" in argv:
+        host, port = argv[argv.index("--redis") + 1].split(",")[0].rsplit(":", 1)
+    return main(argv, host, port)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(entry(sys.argv[1:]))

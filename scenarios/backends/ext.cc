@@ -83,8 +83,8 @@ constexpr ExtLibrary kLibraries[] = {
 constexpr ExtLibrary kUserDriver = {
     "ext", "",
     "your own lock library's driver (ext/PROTOCOL.md), started as --set driver='COMMAND ARGS' "
-    "with --redis 127.0.0.1:PORT appended; over one redis-server; judged as an owner-checked "
-    "lease without fencing tokens",
+    "with --redis 127.0.0.1:PORT appended (--world sim: --sim --redis sim:0, for a driver of "
+    "protocol 2); over one Redis; judged as an owner-checked lease without fencing tokens",
     false, false};
 constexpr size_t kDriverCommandBytesMax = 4096;
 
@@ -501,13 +501,21 @@ void check_user_driver(const Options& options) {
 
 std::vector<AdapterEntry> ext_adapter_entries() {
   std::vector<AdapterEntry> entries;
+  AdapterTraits user_traits = ext_traits(kUserDriver);
+  user_traits.sim_faults = kExtSimFaults;  // a driver that speaks version 2 (ext/PROTOCOL.md)
   entries.push_back({.name = kUserDriver.adapter,
                      .description = kUserDriver.description,
-                     .worlds = {"real"},
-                     .traits = ext_traits(kUserDriver),
+                     .worlds = {"sim", "real"},
+                     .traits = user_traits,
                      .options = ext_options(kUserDriver),
                      .check_options = check_user_driver,
                      .third_party = true,
+                     .needs_user_option = true,
+                     .make_sim = [](BackendEnv& env) -> std::unique_ptr<Backend> {
+                       ExtSimLibrary library{.adapter = kUserDriver.adapter};
+                       library.command = user_driver_command(env.options.get("driver"));
+                       return make_ext_sim_backend(env, library);
+                     },
                      .make_real = [](BackendEnv& env) -> std::unique_ptr<Backend> {
                        return std::make_unique<ExtBackend>(env, kUserDriver);
                      }});

@@ -137,7 +137,7 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
       : env_(env),
         world_(*env.sim),
         library_(std::move(library)),
-        node_program_(ext::require_node_drivers()),
+        node_program_(library_.command.empty() ? ext::require_node_drivers() : std::string()),
         deadline_ms_(env.options.get_int("ext_deadline_ms")),
         command_timeout_ms_(env.options.has("ext_command_timeout_ms")
                                 ? env.options.get_int("ext_command_timeout_ms")
@@ -307,18 +307,24 @@ CoSimClient::CoSimClient(ExtSimBackend& backend, int client, sim::NodeId node,
   for (int i = 0; i < backend.redis_node_count(); ++i) {
     endpoints += fmt::format("{}sim:{}", i == 0 ? "" : ",", i);
   }
-  std::vector<std::string> args = {ext::node_driver_dir() + "/driver.js",
-                                   "--sim",
-                                   "--lib",
-                                   backend.sim_library().lib,
-                                   "--redis",
-                                   endpoints};
+  const std::vector<std::string>& command = backend.sim_library().command;
+  std::string program = backend.node_program();
+  std::vector<std::string> args;
+  if (command.empty()) {
+    args = {ext::node_driver_dir() + "/driver.js", "--sim", "--lib", backend.sim_library().lib};
+  } else {  // a user's driver: its own program and arguments
+    program = command.front();
+    args.assign(command.begin() + 1, command.end());
+    args.push_back("--sim");
+  }
+  args.push_back("--redis");
+  args.push_back(endpoints);
   if (backend.command_timeout_ms() > 0) {
     args.push_back("--command-timeout-ms");
     args.push_back(std::to_string(backend.command_timeout_ms()));
   }
-  process_ = ext::SimDriverPool::take(ext::SimDriverOptions{
-      .program = backend.node_program(), .args = std::move(args), .name = who_});
+  process_ = ext::SimDriverPool::take(
+      ext::SimDriverOptions{.program = program, .args = std::move(args), .name = who_});
   // Started and connected before the run, at this instant: the handshake's replies come from the
   // nodes' fronts at once, without the network.
   try {
@@ -417,9 +423,12 @@ void CoSimClient::dispatch(ext::SimExchange result) {
     } else if (auto* close = std::get_if<ext::SimClose>(&line)) {
       if (auto it = streams_.find(close->conn); it != streams_.end()) it->second->close();
     } else if (auto* ready = std::get_if<ext::Ready>(&line)) {
-      if (ready_ || ready->protocol != 2) {
-        return fail(
-            fmt::format("driver {} wrote a second ready line, or one not of protocol 2", who_));
+      if (ready_) return fail(fmt::format("driver {} wrote a second ready line", who_));
+      if (ready->protocol != 2) {
+        return fail(fmt::format(
+            "driver {} speaks protocol {}; --world sim needs a co-simulated driver, protocol 2 "
+            "(ext/PROTOCOL.md, \"Version 2\"), or run it with --world real",
+            who_, ready->protocol));
       }
       ready_ = std::move(*ready);
     } else if (auto* response = std::get_if<ext::Response>(&line)) {

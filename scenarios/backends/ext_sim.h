@@ -33,6 +33,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "scenarios/harness/backend.h"
 
@@ -43,6 +44,9 @@ struct ExtSimLibrary {
   std::string lib;          // ext/node/libs/LIB.js
   bool over_nodes = false;  // Redlock: `nodes` independent simulated Redis nodes
   bool in_memory = false;   // no server: one driver shared by every client holds the store
+  // A user's driver (`--adapter ext --set driver=...`): its program and arguments, to which
+  // `--sim --redis sim:0` is appended. Empty: lockstep's Node driver for `lib`.
+  std::vector<std::string> command;
 };
 
 // Throws real::ServerUnavailable (exit 3) when node 20 or the drivers' packages are missing.

@@ -24,6 +24,9 @@ std::vector<const AdapterEntry*> selected_adapters(const MatrixConfig& config) {
   for (const AdapterEntry& entry : adapters()) {
     const bool runs_here =
         std::find(entry.worlds.begin(), entry.worlds.end(), config.world) != entry.worlds.end();
+    const bool named = std::find(config.adapters.begin(), config.adapters.end(), entry.name) !=
+                       config.adapters.end();
+    if (entry.needs_user_option && !named) continue;
     if (runs_here && chosen(config.adapters, entry.name)) out.push_back(&entry);
   }
   return out;
@@ -53,6 +56,7 @@ MatrixCell run_cell(const MatrixConfig& config, const Scenario& scenario,
                   .world = config.world,
                   .seed = config.first_seed + static_cast<uint64_t>(i),
                   .fencing_on = fencing_on,
+                  .sets = config.sets,
                   .keep_trace = false,
                   .hash_trace = false};  // a cell reports verdicts and replay lines, no hash
     RunReport report;

@@ -23,6 +23,8 @@ struct MatrixConfig {
   // Worker processes for the cells (worker_pool.h); the result does not depend on it. The real
   // world runs one cell at a time whatever it says: real servers' timing is what a cell judges.
   int jobs = 1;
+  // KEY=VALUE for the named adapters' own options (a user's driver command), in every cell.
+  std::vector<std::string> sets;
 };
 
 struct MatrixCell {

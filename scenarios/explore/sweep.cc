@@ -8,6 +8,7 @@
 
 #include "base/check.h"
 #include "scenarios/backends/keep_warm.h"
+#include "scenarios/backends/registry.h"
 #include "scenarios/checkers/excuse.h"
 #include "scenarios/explore/worker_pool.h"
 #include "scenarios/harness/options.h"
@@ -74,13 +75,33 @@ std::string SeedOutcome::target() const {
   return report.end == "complete" ? "" : "incomplete";
 }
 
+void check_adapter_sets(const std::string& adapter, const std::vector<std::string>& sets) {
+  const AdapterEntry* entry = find_adapter(adapter);
+  if (entry == nullptr) return;  // named by the caller's own check
+  std::vector<std::string> names;
+  for (const OptionSpec& option : entry->options) names.push_back(option.name);
+  for (const std::string& set : sets) {
+    const std::string key = set.substr(0, set.find('='));
+    if (std::find(names.begin(), names.end(), key) == names.end()) {
+      throw UsageError(fmt::format(
+          "--set {}: not an option of adapter {} (its options: {}); the swarm draws the "
+          "scenario's",
+          key, adapter,
+          names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
+    }
+  }
+}
+
 SeedOutcome run_swarm_spec(const std::string& adapter, const SwarmSpec& spec, uint64_t seed,
-                           bool fencing_on, bool keep_trace, bool hash_trace) {
+                           bool fencing_on, bool keep_trace, bool hash_trace,
+                           const std::vector<std::string>& adapter_sets) {
   SeedOutcome out{.seed = seed, .spec = spec};
+  std::vector<std::string> sets = swarm_sets(spec);
+  sets.insert(sets.end(), adapter_sets.begin(), adapter_sets.end());
   out.report = run_scenario(make_swarm_scenario(spec), {.adapter = adapter,
                                                         .seed = seed,
                                                         .fencing_on = fencing_on,
-                                                        .sets = swarm_sets(spec),
+                                                        .sets = std::move(sets),
                                                         .keep_trace = keep_trace,
                                                         .hash_trace = hash_trace});
   // An invariant is excused only when each of its violations is (excuse.h): by a fault outside the
@@ -102,7 +123,8 @@ SeedOutcome run_swarm_spec(const std::string& adapter, const SwarmSpec& spec, ui
 SeedOutcome run_sweep_seed(const SweepConfig& config, const SwarmCapabilities& caps, uint64_t seed,
                            bool hash_trace) {
   const SwarmSpec spec = draw_swarm_spec(caps, seed, {.faults = config.faults});
-  return run_swarm_spec(config.adapter, spec, seed, config.fencing_on, false, hash_trace);
+  return run_swarm_spec(config.adapter, spec, seed, config.fencing_on, false, hash_trace,
+                        config.sets);
 }
 
 Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcome& outcome) {
@@ -117,12 +139,12 @@ Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcom
       [&](const SwarmSpec& candidate) {
         // A candidate's hash is never reported: only the final run's.
         const SeedOutcome o = run_swarm_spec(config.adapter, candidate, outcome.seed,
-                                             config.fencing_on, false, false);
+                                             config.fencing_on, false, false, config.sets);
         return o.violates() && o.target() == target;
       },
       config.shrink);
-  const SeedOutcome final_run =
-      run_swarm_spec(config.adapter, shrunk.spec, outcome.seed, config.fencing_on, true);
+  const SeedOutcome final_run = run_swarm_spec(config.adapter, shrunk.spec, outcome.seed,
+                                               config.fencing_on, true, true, config.sets);
   LOCKSTEP_CHECK(final_run.target() == target, "a shrunk spec violates what the original did");
   cx.shrunk = shrunk.spec;
   cx.shrunk_ops = final_run.report.stats.ops;
@@ -283,29 +305,31 @@ nlohmann::json to_json(const SweepResult& r) {
          {"spec", to_json(cx.shrunk)}});
   }
   const SweepConfig& c = r.config;
-  return {{"kind", "sweep"},
-          {"verdict", r.ok() ? "ok" : "violation"},
-          {"adapter", c.adapter},
-          {"first_seed", c.first_seed},
-          {"seeds", c.seeds},
-          {"faults", fault_names(c.faults)},
-          {"fencing", c.fencing_on ? "on" : "off"},
-          {"keep_going", c.keep_going},
-          {"shard", {{"index", c.shard_index}, {"count", c.shard_count}}},
-          {"seeds_in_shard", r.seeds_in_shard},
-          {"seeds_run", r.seeds_run},
-          {"violating_seeds", r.violating_seeds},
-          {"violating_seed_list", r.violating_seed_list},
-          {"violations", r.violations},
-          {"tolerated", r.tolerated},
-          {"excused_by", r.excused_by},
-          {"faults_drawn", r.faults},
-          {"counterexamples", cxs},
-          {"stats",
-           {{"events", r.events},
-            {"ops", r.ops},
-            {"sim_time_us", r.sim_time_us},
-            {"wall_time_us", r.wall_time_us}}}};
+  nlohmann::json out = {{"kind", "sweep"},
+                        {"verdict", r.ok() ? "ok" : "violation"},
+                        {"adapter", c.adapter},
+                        {"first_seed", c.first_seed},
+                        {"seeds", c.seeds},
+                        {"faults", fault_names(c.faults)},
+                        {"fencing", c.fencing_on ? "on" : "off"},
+                        {"keep_going", c.keep_going},
+                        {"shard", {{"index", c.shard_index}, {"count", c.shard_count}}},
+                        {"seeds_in_shard", r.seeds_in_shard},
+                        {"seeds_run", r.seeds_run},
+                        {"violating_seeds", r.violating_seeds},
+                        {"violating_seed_list", r.violating_seed_list},
+                        {"violations", r.violations},
+                        {"tolerated", r.tolerated},
+                        {"excused_by", r.excused_by},
+                        {"faults_drawn", r.faults},
+                        {"counterexamples", cxs},
+                        {"stats",
+                         {{"events", r.events},
+                          {"ops", r.ops},
+                          {"sim_time_us", r.sim_time_us},
+                          {"wall_time_us", r.wall_time_us}}}};
+  if (!c.sets.empty()) out["sets"] = c.sets;  // the adapter's options, when any were set
+  return out;
 }
 
 namespace {
@@ -373,8 +397,8 @@ nlohmann::json merge_sweeps(const std::vector<nlohmann::json>& shards) {
   merged["violating_seed_list"] = nlohmann::json::array();
   merged["stats"] = {{"events", 0}, {"ops", 0}, {"sim_time_us", 0}, {"wall_time_us", 0}};
   for (const nlohmann::json& s : shards) {
-    for (const char* field : {"adapter", "first_seed", "seeds", "faults", "fencing"}) {
-      if (s.at(field) != first.at(field)) {
+    for (const char* field : {"adapter", "first_seed", "seeds", "faults", "fencing", "sets"}) {
+      if (s.value(field, nlohmann::json()) != first.value(field, nlohmann::json())) {
         throw UsageError(fmt::format(
             "sweep-merge: the reports are not shards of one sweep ({} differs: {} vs {})", field,
             s.at(field).dump(), first.at(field).dump()));

@@ -44,7 +44,14 @@ struct SweepConfig {
   std::string report_dir = "reports/sweep";
   ShrinkOptions shrink;
   int jobs = 1;  // worker processes (worker_pool.h); the result does not depend on it
+  // KEY=VALUE for the adapter's own options (a user's driver command); the swarm draws the
+  // scenario's. check_adapter_sets() says which are allowed.
+  std::vector<std::string> sets;
 };
+
+// Throws UsageError unless every KEY=VALUE names an option of the adapter (the ones `lockstep
+// list` shows under it), naming them: sweep and matrix take adapter options only.
+void check_adapter_sets(const std::string& adapter, const std::vector<std::string>& sets);
 
 // One seed's run, judged.
 struct SeedOutcome {
@@ -62,7 +69,8 @@ struct SeedOutcome {
 // hash_trace = false: the run has no trace_hash and formats no trace line (RunConfig::hash_trace),
 // for a seed whose outcome is only tallied; the outcome is otherwise the same.
 SeedOutcome run_swarm_spec(const std::string& adapter, const SwarmSpec& spec, uint64_t seed,
-                           bool fencing_on, bool keep_trace = false, bool hash_trace = true);
+                           bool fencing_on, bool keep_trace = false, bool hash_trace = true,
+                           const std::vector<std::string>& adapter_sets = {});
 SeedOutcome run_sweep_seed(const SweepConfig& config, const SwarmCapabilities& caps, uint64_t seed,
                            bool hash_trace = true);
 

@@ -111,6 +111,9 @@ struct AdapterEntry {
   // any lock, never vouched for (the swarm property tests, which assert that lockstep's own
   // adapters hold, leave it out).
   bool third_party = false;
+  // Runs only with an option the user sets (a user's driver names its command): a matrix that
+  // does not name it leaves it out.
+  bool needs_user_option = false;
   BackendFactory make_sim;
   BackendFactory make_real;  // empty when the adapter has no real world
 };
