@@ -1,10 +1,12 @@
 #pragma once
 // Runs the real `lockstep` binary (LOCKSTEP_BINARY, set by CMake) for command-line tests: stdout
 // on a pipe and stderr in a file, so neither is a terminal (no progress lines).
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -21,10 +23,33 @@ struct CommandResult {
   std::string err;
 };
 
+// Removes the stderr files (lockstep-cli-PID-N) of test processes that died before removing
+// their own: a test killed by ctest's timeout leaves the one of the command it was running.
+// Bounded by what the temp dir holds; a live process's files are left alone.
+inline void remove_dead_processes_stderr_files() {
+  std::error_code ec;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::temp_directory_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::string prefix = "lockstep-cli-";
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string rest = name.substr(prefix.size());
+    const size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string::npos ||
+        rest.find_first_not_of("0123456789-") != std::string::npos) {
+      continue;  // not ours (lockstep-cli-replay-PID and the like are directories of other tests)
+    }
+    const pid_t pid = static_cast<pid_t>(std::stol(rest.substr(0, dash)));
+    if (::kill(pid, 0) != 0 && errno == ESRCH) std::filesystem::remove(entry.path(), ec);
+  }
+}
+
 // Runs `binary args`. environment: assignments placed before the command with env(1), e.g.
 // "PATH=/nonexistent".
 inline CommandResult run_binary(const std::string& binary, const std::string& args,
                                 const std::string& environment = "") {
+  static const bool swept = (remove_dead_processes_stderr_files(), true);
+  (void)swept;
   static int counter = 0;
   const auto err_path =
       std::filesystem::temp_directory_path() /
