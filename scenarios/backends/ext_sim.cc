@@ -147,7 +147,8 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
       // The store is the shared driver's memory, on a node of its own (as lockstep's memory
       // store): started before the clients, reached without a network.
       store_node_ = world_.add_node(library_.lib);
-      shared_ = std::make_unique<CoSimClient>(*this, CoSimClient::kShared, *store_node_, "shared");
+      shared_.push_back(
+          std::make_unique<CoSimClient>(*this, CoSimClient::kShared, *store_node_, "shared"));
       return;
     }
     if (env.options.has("clients") && env.options.get_int("clients") > kSimDriversMax) {
@@ -170,17 +171,17 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
   }
 
   LockAdapter& adapter_for(int client, int node) override {
-    CoSimClient* driver = shared_.get();
-    if (pooled_) {
-      if (pool_.size() < static_cast<size_t>(kSimDriversMax)) {
-        const std::string name = fmt::format("pool {}", pool_.size());
-        const sim::NodeId pool_node =
-            world_.add_node(fmt::format("{}-pool-{}", library_.lib, pool_.size()));
-        pool_.push_back(
-            std::make_unique<CoSimClient>(*this, CoSimClient::kShared, pool_node, name));
-      }
-      driver = pool_[static_cast<size_t>(client) % pool_.size()].get();
-    } else if (driver == nullptr) {
+    if (pooled_ && shared_.size() < static_cast<size_t>(kSimDriversMax)) {
+      const std::string name = fmt::format("pool {}", shared_.size());
+      const sim::NodeId pool_node =
+          world_.add_node(fmt::format("{}-pool-{}", library_.lib, shared_.size()));
+      shared_.push_back(
+          std::make_unique<CoSimClient>(*this, CoSimClient::kShared, pool_node, name));
+    }
+    CoSimClient* driver = nullptr;
+    if (!shared_.empty()) {  // in-memory, or pooled: clients take turns over the shared drivers
+      driver = shared_[static_cast<size_t>(client) % shared_.size()].get();
+    } else {
       clients_.push_back(std::make_unique<CoSimClient>(*this, client, node));
       driver = clients_.back().get();
     }
@@ -287,9 +288,9 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
   std::optional<sim::NodeId> store_node_;  // an in-memory library's shared driver runs here
   bool pooled_ = false;                    // clients share kSimDriversMax drivers
   // After servers_: they go first. The adapters before the drivers they use.
-  std::vector<std::unique_ptr<CoSimClient>> clients_;
-  std::unique_ptr<CoSimClient> shared_;
-  std::vector<std::unique_ptr<CoSimClient>> pool_;
+  std::vector<std::unique_ptr<CoSimClient>> clients_;  // a client's own
+  // Shared by the clients: an in-memory library's one, or up to kSimDriversMax when pooled_.
+  std::vector<std::unique_ptr<CoSimClient>> shared_;
   std::vector<std::unique_ptr<CoSimAdapter>> adapters_;
 };
 
