@@ -148,10 +148,10 @@ async function main() {
     const { sim_main } = require("./sim.js");
     const { use_connectors } = require("./libs/common.js");
     return sim_main(args, {
-      write, error_of, serve_request,
-      create_lib: ({ connector_for, now_ns: sim_now_ns }) => {
+      error_of, serve_request,
+      create_lib: ({ connector_for, now_ns: sim_now_ns, write: sim_write }) => {
         use_connectors(connector_for);
-        const emit = (event) => write(Object.assign({ t_ns: sim_now_ns() }, event));
+        const emit = (event) => sim_write(Object.assign({ t_ns: sim_now_ns() }, event));
         return require(`./libs/${args.lib}.js`).create({ redis: args.redis, emit, command_timeout_ms: args.command_timeout_ms });
       },
     });

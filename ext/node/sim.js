@@ -243,8 +243,16 @@ async function settle(sim_clock) {
 }
 
 // serve(req) -> Promise<result>: the version 1 request handling of driver.js, shared.
-async function sim_main(args, { write, error_of, serve_request, create_lib }) {
+async function sim_main(args, { error_of, serve_request, create_lib }) {
   const readline = require("node:readline");
+  // An exchange's lines leave in one write, with its idle line: a write per line would wake the
+  // harness for each, and it can do nothing with them before idle.
+  const pending_lines = [];
+  const write = (obj) => { pending_lines.push(JSON.stringify(obj)); };
+  const flush = () => {
+    process.stdout.write(pending_lines.join("\n") + "\n");
+    pending_lines.length = 0;
+  };
   // Real I/O a library starts would finish at a real time, outside any exchange: do it first.
   // ioredis reads its package.json (fs, the thread pool) on every connect, once cached no more.
   await require("ioredis/built/utils").getPackageMeta();
@@ -270,6 +278,7 @@ async function sim_main(args, { write, error_of, serve_request, create_lib }) {
       lib = null;
       await settle(null);
       write({ idle: true, next_timer_ns: null });
+      flush();
       return;
     }
     if (msg.op === "init") {
@@ -278,7 +287,7 @@ async function sim_main(args, { write, error_of, serve_request, create_lib }) {
       seed_randomness(String(msg.seed));
       const run_net = net;  // this run's: a reset gives the next run a net of its own
       const run_clock = sim_clock;
-      create_lib({ connector_for: (server) => run_net.connector_for(server), now_ns: () => run_clock.now_ns() })
+      create_lib({ connector_for: (server) => run_net.connector_for(server), now_ns: () => run_clock.now_ns(), write })
         .then((created) => {
           lib = created;
           write({ ready: true, name: lib.name, version: lib.version, protocol: PROTOCOL,
@@ -311,6 +320,7 @@ async function sim_main(args, { write, error_of, serve_request, create_lib }) {
     }
     await settle(sim_clock);
     write({ idle: true, next_timer_ns: sim_clock.next_timer_ns() });
+    flush();
     if (closing) process.exit(0);
   }
 
@@ -322,6 +332,7 @@ async function sim_main(args, { write, error_of, serve_request, create_lib }) {
       process.stderr.write(`sim exchange failed: ${e && e.stack ? e.stack : e}\n`);
       write({ id: -1, ok: false, status: "bad_request", err: error_of(e), t0_ns: "0", t1_ns: "0" });
       write({ idle: true, next_timer_ns: null });
+      flush();
     });
   });
   input.on("close", () => { if (!closing) process.exit(0); });
