@@ -3,6 +3,7 @@
 //
 //   BM_Lock_AcquireRelease/ext:LIB/contenders:N[/hold:1ms]   N in 1, 8 (and 32 without a hold)
 //   BM_Ext_ProtocolRoundTrip/LIB                              the protocol's own cost per operation
+//   BM_Ext_SimExchange/LIB                                    one co-simulated exchange, library idle
 //
 // The workload runs inside the driver (ext/PROTOCOL.md's `bench` op): each contender is one driver
 // process (an application process with its own ioredis client), looping acquire (one attempt),
@@ -26,6 +27,12 @@
 //   round_trip_us  harness send to reply, mean;  in_driver_us  the driver's t1 - t0, mean;
 //   overhead_us    their difference: what one protocol operation adds to a library call.
 //
+// BM_Ext_SimExchange/LIB times one co-simulated exchange (ext/PROTOCOL.md, version 2) in which the
+// library has nothing to do: a `tick` to an initialised `--sim` driver, a microsecond of virtual
+// time later each, answered by `idle`. What every exchange of a co-simulated run costs at least
+// (the line out, Node's event loop and settle, the line back, two process switches):
+//   exchange_us    harness send to idle, mean.
+//
 // Skips (never zeros): node (>= 20) or ext/node/node_modules missing, redis-server missing, or a
 // driver that does not know the bench ops (it answers bad_request).
 #include <benchmark/benchmark.h>
@@ -48,6 +55,7 @@
 #include "ext/driver_process.h"
 #include "ext/node_drivers.h"
 #include "ext/protocol.h"
+#include "ext/sim_driver.h"
 #include "servers.h"
 
 namespace {
@@ -266,6 +274,38 @@ void BM_Ext_ProtocolRoundTrip(benchmark::State& state, const Library& lib) {
   state.counters["overhead_us"] = static_cast<double>(round_trip_ns - in_driver_ns) / n / 1000.0;
 }
 
+void BM_Ext_SimExchange(benchmark::State& state, const Library& lib) {
+  std::string node;
+  try {
+    node = ext::require_node_drivers();
+  } catch (const std::exception& e) {
+    return state.SkipWithError((std::string("skipped: ") + e.what()).c_str());
+  }
+  ext::SimDriverProcess driver(ext::SimDriverOptions{
+      .program = node,
+      .args = {ext::node_driver_dir() + "/driver.js", "--sim", "--lib", lib.name, "--redis",
+               lib.servers == Servers::redlock ? "sim:0,sim:1,sim:2,sim:3,sim:4" : "sim:0"},
+      .name = "bench sim ext:" + std::string(lib.name)});
+  ext::SimNow now{.wall_ms = 1'000'000, .mono_ns = 1'000'000'000};
+  int64_t exchange_ns = 0;
+  try {
+    // The library's connects and handshake commands stay unanswered: it waits, idle, as between
+    // replies in a run.
+    driver.exchange(R"({"op":"init","seed":"bench"})", now);
+    for (auto _ : state) {
+      now.mono_ns += 1'000;
+      const int64_t sent_ns = monotonic_ns();
+      driver.exchange(R"({"op":"tick"})", now);
+      exchange_ns += monotonic_ns() - sent_ns;
+    }
+  } catch (const std::exception& e) {
+    return state.SkipWithError(e.what());
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["exchange_us"] =
+      static_cast<double>(exchange_ns) / static_cast<double>(state.iterations()) / 1000.0;
+}
+
 [[maybe_unused]] const bool registered = [] {
   for (const Library& lib : kLibraries) {
     const std::string prefix = "BM_Lock_AcquireRelease/ext:" + std::string(lib.name);
@@ -284,6 +324,10 @@ void BM_Ext_ProtocolRoundTrip(benchmark::State& state, const Library& lib) {
                                  BM_Ext_ProtocolRoundTrip, lib)
         ->UseRealTime()
         ->MinTime(0.2);
+    benchmark::RegisterBenchmark(("BM_Ext_SimExchange/" + std::string(lib.name)).c_str(),
+                                 BM_Ext_SimExchange, lib)
+        ->UseRealTime()
+        ->MinTime(0.5);
   }
   return true;
 }();

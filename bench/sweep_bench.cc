@@ -2,7 +2,9 @@
 // for a fixed seed range (seeds 1..N, every fault kind, fencing on), timed end to end in this
 // process: drawing each seed's spec, the simulated run, the checkers and the excuse judge. One
 // iteration is the whole range. Counters, as rates over the iteration's wall time:
-// seeds_per_second and events_per_second (simulator events, the sweep's stats.events).
+// seeds_per_second and events_per_second (simulator events, the sweep's stats.events); for a
+// co-simulated ext adapter also exchanges_per_seed, the lines the harness sent its drivers per seed
+// (each waits for the driver's `idle`: BM_Ext_SimExchange's cost is paid once per exchange).
 // A co-simulated ext adapter without node 20 and its packages is skipped with the reason.
 //
 // The range is fixed per adapter (kSeeds below) so a figure is comparable across builds: change it
@@ -14,6 +16,7 @@
 #include <exception>
 #include <string>
 
+#include "ext/sim_driver.h"
 #include "scenarios/backends/keep_warm.h"
 #include "scenarios/explore/sweep.h"
 
@@ -50,6 +53,7 @@ void BM_Sweep(benchmark::State& state, SweepCase c) {
   // Drivers stay warm across iterations, as they do across a long sweep's seeds: the figure is a
   // sweep's steady state (the first iteration starts them, and is timed too).
   const lockstep::KeepBackendsWarm warm;
+  const uint64_t exchanges_before = lockstep::ext::SimDriverProcess::exchanges_total();
   for (auto _ : state) {
     lockstep::SweepResult r;
     try {
@@ -65,6 +69,11 @@ void BM_Sweep(benchmark::State& state, SweepCase c) {
       benchmark::Counter(static_cast<double>(seeds), benchmark::Counter::kIsRate);
   state.counters["events_per_second"] =
       benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  const uint64_t exchanges = lockstep::ext::SimDriverProcess::exchanges_total() - exchanges_before;
+  if (exchanges > 0 && seeds > 0) {
+    state.counters["exchanges_per_seed"] =
+        static_cast<double>(exchanges) / static_cast<double>(seeds);
+  }
 }
 
 [[maybe_unused]] const bool registered = [] {

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <system_error>
 
@@ -23,6 +24,8 @@ namespace lockstep::ext {
 namespace {
 
 using json = nlohmann::json;
+
+std::atomic<uint64_t> exchanges_begun{0};
 
 int64_t real_monotonic_ms() {  // only for the hang guard's deadline
   timespec ts{};
@@ -156,8 +159,11 @@ void SimDriverProcess::fail(const std::string& what) {
   throw SimDriverError(failed_);
 }
 
+uint64_t SimDriverProcess::exchanges_total() { return exchanges_begun.load(); }
+
 SimExchange SimDriverProcess::exchange(const std::string& fields_json, SimNow now) {
   if (!failed_.empty()) throw SimDriverError(failed_);
+  exchanges_begun.fetch_add(1, std::memory_order_relaxed);
   json line = json::parse(fields_json);
   line["now"] = {{"wall_ms", now.wall_ms}, {"mono_ns", std::to_string(now.mono_ns)}};
   const std::string text = line.dump() + "\n";

@@ -89,6 +89,9 @@ class SimDriverProcess {
   // object (the process is its parent's to stop).
   void abandon();
   bool usable() const { return failed_.empty(); }
+  // Exchanges begun by every driver of this process so far (a cost figure: BM_Sweep's
+  // exchanges_per_seed). Never decides anything in a run.
+  static uint64_t exchanges_total();
   const SimDriverOptions& options() const { return options_; }
   void rename(std::string name) { options_.name = std::move(name); }
 
