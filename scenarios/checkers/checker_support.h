@@ -70,18 +70,21 @@ inline void sort_and_cap(std::vector<Violation>& found, size_t max) {
   if (found.size() > max) found.resize(max);
 }
 
-// State per key, in a vector in order of the key's first appearance in the history, so walking it
-// is deterministic; the hash map is for lookup only.
+// State per key, in a vector in order of the key's first appearance among the events this
+// checker looked up, so walking it is deterministic; found by the event's key_id (History::add),
+// without hashing the key.
 template <typename State>
 class PerKey {
  public:
-  State& operator[](std::string_view key) {
-    auto [it, inserted] = ids_.try_emplace(key, states_.size());
-    if (inserted) {
+  State& operator[](const HistoryEvent& e) {
+    if (e.key_id >= slots_.size()) slots_.resize(e.key_id + 1, kNoSlot);
+    uint32_t& slot = slots_[e.key_id];
+    if (slot == kNoSlot) {
+      slot = static_cast<uint32_t>(states_.size());
       states_.emplace_back();
-      keys_.push_back(key);
+      keys_.push_back(e.key);
     }
-    return states_[it->second];
+    return states_[slot];
   }
   size_t size() const { return states_.size(); }
   std::string_view key(size_t id) const { return keys_[id]; }
@@ -89,18 +92,10 @@ class PerKey {
   State& state(size_t id) { return states_[id]; }
 
  private:
-  std::unordered_map<std::string_view, size_t> ids_;
+  static constexpr uint32_t kNoSlot = static_cast<uint32_t>(-1);
+  std::vector<uint32_t> slots_;  // key_id -> index into states_, or kNoSlot
   std::vector<State> states_;
   std::vector<std::string_view> keys_;
-};
-
-using ServerValue = std::pair<std::string_view, std::string_view>;
-
-struct ServerValueHash {
-  size_t operator()(const ServerValue& sv) const {
-    const std::hash<std::string_view> hash;
-    return hash(sv.first) * 31 + hash(sv.second);
-  }
 };
 
 }  // namespace lockstep::checker_support

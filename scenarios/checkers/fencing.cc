@@ -137,7 +137,7 @@ std::vector<Violation> check_fencing(const History& history, const CheckOptions&
   for (const HistoryEvent& e : history.events()) {
     if (e.kind == EventKind::grant || e.kind == EventKind::complete ||
         e.kind == EventKind::access || e.kind == EventKind::token) {
-      see_fencing_event(keys[e.key], e, max);
+      see_fencing_event(keys[e], e, max);
     }
   }
   std::vector<FencingBreach> breaches;

@@ -29,15 +29,17 @@ struct LeaseStretch {
   size_t event = kNoEvent;
   int owner = -1;
   std::string_view value;
+  uint32_t value_id = 0;  // the value's HistoryEvent::value_id: what the sweep compares
 };
 
 struct KeyLeases {
-  std::vector<LeaseStretch> stretches;                            // in the order of their events
-  std::unordered_map<ServerValue, size_t, ServerValueHash> open;  // a server's current stretch
-  std::unordered_map<ServerValue, int, ServerValueHash> owner;    // who its latest grant went to
+  std::vector<LeaseStretch> stretches;  // in the order of their events
+  // by server_value_id: a server's current stretch, and who its latest grant went to
+  std::unordered_map<uint64_t, size_t> open;
+  std::unordered_map<uint64_t, int> owner;
 };
 
-void close_stretch(KeyLeases& key, const ServerValue& sv, TimeUs at_us) {
+void close_stretch(KeyLeases& key, uint64_t sv, TimeUs at_us) {
   auto it = key.open.find(sv);
   if (it == key.open.end()) return;
   LeaseStretch& stretch = key.stretches[it->second];
@@ -46,21 +48,22 @@ void close_stretch(KeyLeases& key, const ServerValue& sv, TimeUs at_us) {
 }
 
 void apply_lease_event(KeyLeases& key, const HistoryEvent& e) {
-  const ServerValue sv{e.server, e.value};
+  const uint64_t sv = server_value_id(e);
   close_stretch(key, sv, e.time_us);
   if (e.kind == EventKind::revoke) return;
   if (e.kind == EventKind::grant) key.owner[sv] = e.client;
   auto owner = key.owner.find(sv);
   key.open[sv] = key.stretches.size();
   key.stretches.push_back(LeaseStretch{e.time_us, e.time_us + e.ttl_us, e.index,
-                                       owner != key.owner.end() ? owner->second : -1, e.value});
+                                       owner != key.owner.end() ? owner->second : -1, e.value,
+                                       e.value_id});
 }
 
 PerKey<KeyLeases> collect_leases(const History& history) {
   PerKey<KeyLeases> keys;
   for (const HistoryEvent& e : history.events()) {
     if (e.kind == EventKind::grant || e.kind == EventKind::extend || e.kind == EventKind::revoke) {
-      apply_lease_event(keys[e.key], e);
+      apply_lease_event(keys[e], e);
     }
   }
   return keys;
@@ -126,8 +129,8 @@ class QuorumSweep {
     ValueCounts live_before;
     for (size_t p = begin; p < end; ++p) {
       const size_t s = points[p].stretch;
-      std::vector<size_t>& live = live_[leases_.stretches[s].value];
-      remember_count(live_before, leases_.stretches[s].value, live.size());
+      std::vector<size_t>& live = live_[leases_.stretches[s].value_id];
+      remember_count(live_before, leases_.stretches[s].value_id, live.size());
       auto at = std::lower_bound(live.begin(), live.end(), s);
       if (points[p].is_start) {
         live.insert(at, s);
@@ -144,8 +147,8 @@ class QuorumSweep {
   }
 
   // Few values change at one instant: a vector beats a map here.
-  using ValueCounts = std::vector<std::pair<std::string_view, size_t>>;
-  static void remember_count(ValueCounts& counts, std::string_view value, size_t count) {
+  using ValueCounts = std::vector<std::pair<uint32_t, size_t>>;  // value_id, live stretches
+  static void remember_count(ValueCounts& counts, uint32_t value, size_t count) {
     for (const auto& [seen, before] : counts) {
       if (seen == value) return;
     }
@@ -153,25 +156,24 @@ class QuorumSweep {
   }
 
   void judge_instant(const ValueCounts& live_before, TimeUs time_us) {
-    std::vector<std::string_view> reached;
+    std::vector<uint32_t> reached;
     for (const auto& [value, before] : live_before) {
       const size_t now = live_[value].size();
       if (now < quorum_) holding_.erase(value);
       if (now >= quorum_ && before < quorum_) reached.push_back(value);
     }
     // The value whose quorum was completed by the earlier event reached it first.
-    std::sort(reached.begin(), reached.end(), [this](std::string_view a, std::string_view b) {
-      return *live_[a].rbegin() < *live_[b].rbegin();
-    });
-    for (std::string_view value : reached) {
-      const std::string_view* partner = earliest_holder();
+    std::sort(reached.begin(), reached.end(),
+              [this](uint32_t a, uint32_t b) { return *live_[a].rbegin() < *live_[b].rbegin(); });
+    for (uint32_t value : reached) {
+      const uint32_t* partner = earliest_holder();
       if (partner != nullptr && clashes_.size() < max_) record(*partner, value, time_us);
       holding_.emplace(value, Holding{time_us, next_order_++});
     }
   }
 
-  const std::string_view* earliest_holder() const {
-    const std::string_view* best = nullptr;
+  const uint32_t* earliest_holder() const {
+    const uint32_t* best = nullptr;
     size_t best_order = 0;
     for (const auto& [value, holding] : holding_) {
       if (best == nullptr || holding.order < best_order) {
@@ -183,12 +185,12 @@ class QuorumSweep {
   }
 
   // The first `quorum` live stretches: enough to prove the quorum.
-  std::vector<size_t> quorum_proof(std::string_view value) {
+  std::vector<size_t> quorum_proof(uint32_t value) {
     const std::vector<size_t>& live = live_[value];
     return std::vector<size_t>(live.begin(), live.begin() + static_cast<ptrdiff_t>(quorum_));
   }
 
-  void record(std::string_view first, std::string_view second, TimeUs time_us) {
+  void record(uint32_t first, uint32_t second, TimeUs time_us) {
     QuorumClash clash;
     clash.time_us = time_us;
     clash.key = key_;
@@ -202,9 +204,9 @@ class QuorumSweep {
   const KeyLeases& leases_;
   size_t quorum_;
   size_t max_;
-  // value -> its live stretches, ascending (= in event order); values with none are dropped
-  std::map<std::string_view, std::vector<size_t>> live_;
-  std::map<std::string_view, Holding> holding_;  // values with at least a quorum of live leases
+  // value_id -> its live stretches, ascending (= in event order); values with none are dropped
+  std::map<uint32_t, std::vector<size_t>> live_;
+  std::map<uint32_t, Holding> holding_;  // values with at least a quorum of live leases
   size_t next_order_ = 0;
   std::vector<QuorumClash> clashes_;
 };

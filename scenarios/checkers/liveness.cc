@@ -81,15 +81,14 @@ Violation liveness_violation(const History& history, const SlowAcquire& slow) {
 
 // Every stuck event: a client parked with nothing left to wake it, judged with or without a
 // bound. events: the operation it was stuck in (its invocation), and the stuck event itself.
-std::vector<Violation> stuck_violations(const History& history) {
-  std::map<int, size_t> pending;  // client -> the invoke of its uncompleted operation
-  std::vector<Violation> found;
-  for (const HistoryEvent& e : history.events()) {
-    if (e.kind == EventKind::invoke && e.client >= 0) pending[e.client] = e.index;
-    if (e.kind == EventKind::complete) pending.erase(e.client);
-    if (e.kind != EventKind::stuck) continue;
-    auto it = pending.find(e.client);
-    const size_t invoke = it == pending.end() ? kNoEvent : it->second;
+// Fed every event in order, in the same sweep as the bound's.
+class StuckClients {
+ public:
+  void see(const History& history, const HistoryEvent& e, std::vector<Violation>& found) {
+    if (e.kind == EventKind::invoke && e.client >= 0) pending_of(e.client) = e.index;
+    if (e.kind == EventKind::complete && e.client >= 0) pending_of(e.client) = kNoEvent;
+    if (e.kind != EventKind::stuck) return;
+    const size_t invoke = e.client >= 0 ? pending_of(e.client) : kNoEvent;
     const std::string where =
         e.op == Op::none
             ? std::string("parked outside any lock operation")
@@ -103,14 +102,24 @@ std::vector<Violation> stuck_violations(const History& history) {
         fmt::format("{} was still {}{} when the run ended at {}us (nothing will ever wake it)",
                     client_name(e.client), where, since, e.time_us)));
   }
-  return found;
-}
+
+ private:
+  size_t& pending_of(int client) {
+    if (static_cast<size_t>(client) >= pending_.size()) {
+      pending_.resize(static_cast<size_t>(client) + 1, kNoEvent);
+    }
+    return pending_[static_cast<size_t>(client)];
+  }
+  std::vector<size_t> pending_;  // client -> the invoke of its uncompleted operation, or kNoEvent
+};
 
 }  // namespace
 
 std::vector<Violation> check_liveness(const History& history, const CheckOptions& options) {
-  std::vector<Violation> found = stuck_violations(history);
+  std::vector<Violation> found;
+  StuckClients stuck_clients;
   if (history.meta.liveness_bound_us <= 0) {
+    for (const HistoryEvent& e : history.events()) stuck_clients.see(history, e, found);
     sort_and_cap(found, options.per_invariant_max);
     return found;
   }
@@ -121,11 +130,12 @@ std::vector<Violation> check_liveness(const History& history, const CheckOptions
   // A stuck client's pending acquire is reported as stuck (above), which says more than "pending".
   std::set<int> stuck;
   for (const HistoryEvent& e : history.events()) {
+    stuck_clients.see(history, e, found);
     if (e.kind == EventKind::fault && e.kills_client && e.client >= 0)
       died_us.try_emplace(e.client, e.time_us);
     if (e.kind == EventKind::stuck) stuck.insert(e.client);
     if (e.op != Op::acquire) continue;
-    std::map<int, size_t>& on_key = waiting[e.key];
+    std::map<int, size_t>& on_key = waiting[e];
     if (e.kind == EventKind::invoke) on_key.try_emplace(e.client, e.index);  // keep the first
     if (e.kind != EventKind::complete) continue;
     auto it = on_key.find(e.client);

@@ -32,10 +32,26 @@ struct Holder {
   std::vector<size_t> overlaps_awaiting_exit;  // indices into MutualExclusionSweep::overlaps_
 };
 
+// A key's holders: a few at a time (one, when the lock works), so sorted vectors beat maps.
 struct KeyHolders {
-  std::map<int, Holder> by_client;
-  std::map<size_t, int> all_by_entry;        // enter index -> client
-  std::map<size_t, int> exclusive_by_entry;  // the same, non-shared holders only
+  std::vector<std::pair<int, Holder>> by_client;           // sorted by client
+  std::vector<std::pair<size_t, int>> all_by_entry;        // enter index -> client, sorted by index
+  std::vector<std::pair<size_t, int>> exclusive_by_entry;  // the same, non-shared holders only
+
+  Holder* holder(int client) {
+    auto it = find_client(client);
+    return it != by_client.end() && it->first == client ? &it->second : nullptr;
+  }
+  std::vector<std::pair<int, Holder>>::iterator find_client(int client) {
+    return std::lower_bound(by_client.begin(), by_client.end(), client,
+                            [](const auto& held, int c) { return held.first < c; });
+  }
+  // Enter indices only grow: a new entry goes last.
+  static void erase_entry(std::vector<std::pair<size_t, int>>& entries, size_t enter) {
+    auto it = std::lower_bound(entries.begin(), entries.end(), enter,
+                               [](const auto& entry, size_t index) { return entry.first < index; });
+    if (it != entries.end() && it->first == enter) entries.erase(it);
+  }
 };
 
 class MutualExclusionSweep {
@@ -43,25 +59,28 @@ class MutualExclusionSweep {
   MutualExclusionSweep(const History& history, size_t max) : history_(history), max_(max) {}
 
   void enter(const HistoryEvent& e) {
-    KeyHolders& key = keys_[e.key];
+    KeyHolders& key = keys_[e];
     // A second enter without an exit continues the hold it already has.
-    auto [it, inserted] = key.by_client.try_emplace(e.client);
-    if (!inserted) return;
-    it->second.enter = e.index;
-    it->second.shared = e.shared;
+    if (key.holder(e.client) != nullptr) return;
+    Holder holder;
+    holder.enter = e.index;
+    holder.shared = e.shared;
+    key.by_client.emplace(key.find_client(e.client), e.client, std::move(holder));
     record_conflict(key, e);
-    key.all_by_entry.emplace(e.index, e.client);
-    if (!e.shared) key.exclusive_by_entry.emplace(e.index, e.client);
+    LOCKSTEP_CHECK(key.all_by_entry.empty() || key.all_by_entry.back().first < e.index,
+                   "history indices grow");
+    key.all_by_entry.emplace_back(e.index, e.client);
+    if (!e.shared) key.exclusive_by_entry.emplace_back(e.index, e.client);
   }
 
   void exit(const HistoryEvent& e) {
-    KeyHolders& key = keys_[e.key];
-    auto it = key.by_client.find(e.client);
-    if (it == key.by_client.end()) return;  // an exit without an enter shows nothing
+    KeyHolders& key = keys_[e];
+    auto it = key.find_client(e.client);
+    if (it == key.by_client.end() || it->first != e.client) return;  // no enter: shows nothing
     for (size_t overlap : it->second.overlaps_awaiting_exit)
       overlaps_[overlap].other_exit = e.index;
-    key.all_by_entry.erase(it->second.enter);
-    key.exclusive_by_entry.erase(it->second.enter);
+    KeyHolders::erase_entry(key.all_by_entry, it->second.enter);
+    KeyHolders::erase_entry(key.exclusive_by_entry, it->second.enter);
     key.by_client.erase(it);
   }
 
@@ -76,9 +95,10 @@ class MutualExclusionSweep {
   // Shared holds coexist; anything else conflicts with every holder. The earliest one is named.
   void record_conflict(KeyHolders& key, const HistoryEvent& e) {
     if (overlaps_.size() >= max_) return;
-    const std::map<size_t, int>& rivals = e.shared ? key.exclusive_by_entry : key.all_by_entry;
+    const std::vector<std::pair<size_t, int>>& rivals =
+        e.shared ? key.exclusive_by_entry : key.all_by_entry;
     if (rivals.empty()) return;
-    Holder& other = key.by_client.at(rivals.begin()->second);
+    Holder& other = *key.holder(rivals.front().second);
     other.overlaps_awaiting_exit.push_back(overlaps_.size());
     overlaps_.push_back(Overlap{other.enter, e.index, kNoEvent});
   }

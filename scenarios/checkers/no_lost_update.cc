@@ -68,11 +68,11 @@ std::vector<Violation> check_no_lost_update(const History& history, const CheckO
   WriteTally all;
   for (const HistoryEvent& e : history.events()) {
     if (e.kind == EventKind::access && e.op == Op::write && e.outcome == Outcome::ok) {
-      per_key[e.key].see_write(history, e);
+      per_key[e].see_write(history, e);
       all.see_write(history, e);
     }
     if (e.kind == EventKind::final_value) {
-      (e.key.empty() ? all : per_key[e.key]).final_event = e.index;
+      (e.key.empty() ? all : per_key[e]).final_event = e.index;
     }
   }
   std::vector<Violation> found;

@@ -40,14 +40,14 @@ Violation ownership_violation(const History& history, const OwnershipBreach& bre
 
 std::vector<Violation> check_ownership(const History& history, const CheckOptions& options) {
   // key -> (server, value) -> the grant that made the lease.
-  PerKey<std::unordered_map<ServerValue, size_t, ServerValueHash>> grants;
+  PerKey<std::unordered_map<uint64_t, size_t>> grants;
   std::vector<Violation> found;
   for (const HistoryEvent& e : history.events()) {
     if (found.size() >= options.per_invariant_max) break;  // index order is time order
-    if (e.kind == EventKind::grant) grants[e.key][ServerValue{e.server, e.value}] = e.index;
+    if (e.kind == EventKind::grant) grants[e][server_value_id(e)] = e.index;
     if ((e.kind != EventKind::revoke && e.kind != EventKind::extend) || e.client < 0) continue;
-    const auto& granted = grants[e.key];
-    auto grant = granted.find(ServerValue{e.server, e.value});
+    const auto& granted = grants[e];
+    auto grant = granted.find(server_value_id(e));
     if (grant == granted.end()) continue;  // owner unknown
     const int owner = history[grant->second].client;
     if (owner >= 0 && owner != e.client) {

@@ -1,7 +1,8 @@
-#include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "scenarios/checkers/checker_support.h"
 
@@ -14,10 +15,20 @@ namespace {
 using namespace checker_support;
 
 // The servers' leases of one owner (a lock value): per server, when its lease ends (true time).
+// A few servers at most (a quorum's nodes): a vector beats a map.
 struct OwnerLeases {
-  std::map<std::string, TimeUs, std::less<>> end_by_server;
+  std::vector<std::pair<uint32_t, TimeUs>> end_by_server;  // (server_id, end)
   size_t last_event = kNoEvent;  // the latest lease event, shown with a violation
 
+  void set_end(uint32_t server, TimeUs end_us) {
+    for (auto& [seen, seen_end_us] : end_by_server) {
+      if (seen == server) {
+        seen_end_us = end_us;
+        return;
+      }
+    }
+    end_by_server.emplace_back(server, end_us);
+  }
   int live_at(TimeUs t_us) const {
     int live = 0;
     for (const auto& [server, end_us] : end_by_server) live += end_us > t_us ? 1 : 0;
@@ -25,27 +36,58 @@ struct OwnerLeases {
   }
 };
 
+// (key, value) -> its servers' leases, found by value_id: a value names one lock of one key, so
+// the first key seen with a value has its slot, and the rare other key with the same value goes to
+// a hash map. Nothing here is walked.
+class Owners {
+ public:
+  OwnerLeases& operator[](const HistoryEvent& e) {
+    if (e.value_id >= by_value_.size()) by_value_.resize(e.value_id + 1);
+    Slot& slot = by_value_[e.value_id];
+    if (!slot.used) {
+      slot.used = true;
+      slot.key_id = e.key_id;
+    }
+    return slot.key_id == e.key_id ? slot.leases : others_[key_value_id(e)];
+  }
+  const OwnerLeases* find(const HistoryEvent& e) const {
+    if (e.value_id < by_value_.size()) {
+      const Slot& slot = by_value_[e.value_id];
+      if (slot.used && slot.key_id == e.key_id) return &slot.leases;
+    }
+    const auto it = others_.find(key_value_id(e));
+    return it == others_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  struct Slot {
+    bool used = false;
+    uint32_t key_id = 0;
+    OwnerLeases leases;
+  };
+  static uint64_t key_value_id(const HistoryEvent& e) {
+    return (static_cast<uint64_t>(e.key_id) << 32) | e.value_id;
+  }
+  std::vector<Slot> by_value_;
+  std::unordered_map<uint64_t, OwnerLeases> others_;
+};
+
 bool reports_a_lease(const HistoryEvent& e) {
   return e.kind == EventKind::complete && e.outcome == Outcome::ok &&
          (e.op == Op::acquire || e.op == Op::extend) && !e.value.empty();
 }
 
-void see_lease_event(std::map<std::string, OwnerLeases, std::less<>>& owners,
-                     const HistoryEvent& e) {
-  OwnerLeases& owner = owners[e.key + '\n' + e.value];
+void see_lease_event(Owners& owners, const HistoryEvent& e) {
+  OwnerLeases& owner = owners[e];
   owner.last_event = e.index;
-  if (e.kind == EventKind::revoke) {
-    owner.end_by_server[e.server] = e.time_us;
-  } else {
-    owner.end_by_server[e.server] = e.time_us + e.ttl_us;
-  }
+  owner.set_end(e.server_id, e.kind == EventKind::revoke ? e.time_us : e.time_us + e.ttl_us);
 }
 
 }  // namespace
 
 std::vector<Violation> check_valid_on_return(const History& history, const CheckOptions& options) {
   std::vector<Violation> found;
-  std::map<std::string, OwnerLeases, std::less<>> owners;  // "key\nvalue" -> its servers' leases
+  Owners owners;
   const int quorum = std::max(history.meta.quorum, 1);
   for (const HistoryEvent& e : history.events()) {
     if (found.size() >= options.per_invariant_max) break;
@@ -64,12 +106,12 @@ std::vector<Violation> check_valid_on_return(const History& history, const Check
                       e.local_now_us - e.local_valid_until_us)));
       continue;
     }
-    const auto it = owners.find(e.key + '\n' + e.value);
-    if (it == owners.end()) continue;  // the servers recorded no lease for it: nothing to compare
-    const int live = it->second.live_at(e.time_us);
+    const OwnerLeases* leases = owners.find(e);
+    if (leases == nullptr) continue;  // the servers recorded no lease for it: nothing to compare
+    const int live = leases->live_at(e.time_us);
     if (live >= quorum) continue;
     found.push_back(make_violation(
-        Invariant::valid_on_return, e.time_us, e.key, {e.client}, {it->second.last_event, e.index},
+        Invariant::valid_on_return, e.time_us, e.key, {e.client}, {leases->last_event, e.index},
         fmt::format("{}'s {} of key {} returned at {}us, when only {} server(s) still held its "
                     "lease (value {}); a lease needs {}",
                     client_name(e.client), what, e.key, e.time_us, live, short_value(e.value),

@@ -13,6 +13,12 @@ size_t History::add(HistoryEvent e) {
   LOCKSTEP_CHECK(events_.empty() || events_.back().time_us <= e.time_us,
                  "history events are appended in true-time order");
   e.index = events_.size();
+  auto id_of = [](std::unordered_map<std::string, uint32_t>& ids, const std::string& text) {
+    return ids.try_emplace(text, static_cast<uint32_t>(ids.size())).first->second;
+  };
+  e.key_id = id_of(key_ids_, e.key);
+  e.server_id = id_of(server_ids_, e.server);
+  e.value_id = id_of(value_ids_, e.value);
   events_.push_back(std::move(e));
   return events_.back().index;
 }

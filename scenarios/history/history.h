@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/time.h"
@@ -87,7 +88,19 @@ struct HistoryEvent {
   int64_t local_valid_until_us = 0;
   std::string detail;  // free text for people
   size_t trace_line = static_cast<size_t>(-1);
+  // Set by History::add: `key`, `server` and `value` as small numbers, the same for equal strings
+  // of one history and dense from 0 in order of first appearance (each kind on its own), so
+  // checkers keep per-key state in vectors and look leases up by number, instead of each hashing
+  // the strings again.
+  uint32_t key_id = 0;
+  uint32_t server_id = 0;
+  uint32_t value_id = 0;
 };
+
+// A lease's identity on one server, (server_id, value_id), as one number.
+inline uint64_t server_value_id(const HistoryEvent& e) {
+  return (static_cast<uint64_t>(e.server_id) << 32) | e.value_id;
+}
 
 // What the checkers need to know about the run as a whole.
 struct HistoryMeta {
@@ -106,17 +119,23 @@ struct HistoryMeta {
 
 class History {
  public:
-  // Appends e (its index is set here) and returns the index.
+  // Appends e (its index and its ids are set here) and returns the index.
   size_t add(HistoryEvent e);
   const std::vector<HistoryEvent>& events() const { return events_; }
   const HistoryEvent& operator[](size_t i) const { return events_[i]; }
   size_t size() const { return events_.size(); }
   void reserve(size_t n) { events_.reserve(n); }
+  // Distinct keys so far (the empty key counts): every key_id is below it.
+  size_t key_count() const { return key_ids_.size(); }
 
   HistoryMeta meta;
 
  private:
   std::vector<HistoryEvent> events_;
+  // string -> id, for keys, servers and values; looked up only, never walked
+  std::unordered_map<std::string, uint32_t> key_ids_;
+  std::unordered_map<std::string, uint32_t> server_ids_;
+  std::unordered_map<std::string, uint32_t> value_ids_;
 };
 
 // One line per event, for traces and reports: "acquire ok c1 key=k token=3".
