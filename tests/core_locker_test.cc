@@ -204,6 +204,26 @@ TEST_CASE("RetryError keeps the last cause as a LockCreateError", "[locker]") {
   }
 }
 
+TEST_CASE("try_acquire gives the RetryError acquire throws as a value, and holds like acquire",
+          "[locker]") {
+  Fixture f;
+  Lock holder = f.hold("k", 1000);
+  Lock thrown = f.locker({.retry_delay_ms = 10, .retry_times = 2}).lock("k", 1000);
+  Lock valued = f.locker({.retry_delay_ms = 10, .retry_times = 2}).lock("k", 1000);
+  const RetryError expected = retry_error_of(thrown);
+  const std::optional<RetryError> gave_up = valued.try_acquire();
+  REQUIRE(gave_up);
+  CHECK(gave_up->attempts() == 3);
+  CHECK(valued.attempts() == 3);
+  CHECK(std::string(gave_up->what()) == expected.what());
+  CHECK_FALSE(valued.fencing_token());
+
+  holder.release();
+  CHECK_FALSE(valued.try_acquire());
+  CHECK(valued.is_locked());
+  CHECK(valued.attempts() == 1);
+}
+
 TEST_CASE("release is idempotent and silent unless asked to report", "[locker]") {
   Fixture f;
   Lock lock = f.locker().lock("k", 1000);

@@ -178,6 +178,11 @@ Lock::Lock(LockerOptions options, std::string key, int64_t ttl_ms) : options_(st
 }
 
 Lock& Lock::acquire() {
+  if (std::optional<RetryError> gave_up = try_acquire()) throw std::move(*gave_up);
+  return *this;
+}
+
+std::optional<RetryError> Lock::try_acquire() {
   Clock& clock = *options_.clock;
   const RetrySettings& settings = options_.retry;
   const int64_t started_at_us = clock.monotonic_us();
@@ -211,7 +216,7 @@ Lock& Lock::acquire() {
       acquired_at_us_ = attempt_started_us;
       lease_sent_at_us_ = attempt_started_us;
       lease_ttl_ms_ = spec_.ttl_ms;
-      return *this;
+      return std::nullopt;
     }
     if (result.status != AdapterStatus::contended) {
       throw_backend_error(*options_.adapter, "create", spec_, result);  // never retried
@@ -220,15 +225,15 @@ Lock& Lock::acquire() {
     if (attempts_ == attempts_max) break;
     progress.attempt_number = attempt;
     const std::optional<int64_t> delay_ms = next_delay_ms(settings, *options_.random, progress);
-    if (!delay_ms) throw give_up(spec_.key, attempts_, "stopped by retry_delay_fn", last_detail);
+    if (!delay_ms) return give_up(spec_.key, attempts_, "stopped by retry_delay_fn", last_detail);
     progress.previous_delay_ms = *delay_ms;
     if (!sleep_within_deadline(clock, *delay_ms, deadline_us)) {
-      throw give_up(spec_.key, attempts_,
-                    "total_time_ms = " + std::to_string(*settings.total_time_ms) + " spent",
-                    last_detail);
+      return give_up(spec_.key, attempts_,
+                     "total_time_ms = " + std::to_string(*settings.total_time_ms) + " spent",
+                     last_detail);
     }
   }
-  throw give_up(spec_.key, attempts_, exhausted_reason(settings), last_detail);
+  return give_up(spec_.key, attempts_, exhausted_reason(settings), last_detail);
 }
 
 bool Lock::release(ReleaseOptions options) {

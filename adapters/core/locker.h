@@ -38,6 +38,7 @@
 #include "adapters/core/adapter.h"
 #include "adapters/core/background.h"
 #include "adapters/core/clock.h"
+#include "adapters/core/errors.h"
 #include "adapters/core/random.h"
 #include "adapters/core/retry.h"
 
@@ -78,6 +79,11 @@ class Lock {
 
   // Acquires, retrying contention per the retry settings. Returns *this for chaining.
   Lock& acquire();
+  // acquire() with giving up (retries exhausted, the deadline spent, stopped by retry_delay_fn) as
+  // a value: the RetryError acquire() would throw, or nullopt once held. Other errors still throw.
+  // For callers that expect contention often (a harness's clients), where a throw per refusal
+  // would cost more than the attempt.
+  std::optional<RetryError> try_acquire();
 
   // Acquires, calls fn(*this), and releases when fn returns or throws; returns fn's result.
   // A throw from fn is rethrown after a best-effort release. The release after a normal return

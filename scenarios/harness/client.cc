@@ -57,11 +57,12 @@ std::optional<Lock> Client::acquire(const std::string& key, int64_t ttl_ms, Retr
   record_invoke(Op::acquire, key);
   Lock lock = locker_.lock(key, ttl_ms).with_retry(std::move(retry));
   try {
-    lock.acquire();
-  } catch (const RetryError& e) {
-    record_complete(Op::acquire, key, Outcome::contended, {},
-                    fmt::format("gave up after {} attempts", e.attempts()));
-    return std::nullopt;
+    // Giving up is the common refusal here: a value, not a throw.
+    if (const std::optional<RetryError> gave_up = lock.try_acquire()) {
+      record_complete(Op::acquire, key, Outcome::contended, {},
+                      fmt::format("gave up after {} attempts", gave_up->attempts()));
+      return std::nullopt;
+    }
   } catch (const LockError& e) {
     record_complete(Op::acquire, key, Outcome::error, {}, e.what());
     return std::nullopt;
