@@ -125,6 +125,29 @@ TEST_CASE("ext sim: a partition delays the library's bytes, it does not lose the
   CHECK(retransmitted);
 }
 
+// A failover as lockstep's redis backend does it: the primary dies, its lagging replica is
+// promoted, and the library's connections follow it. The replica never got A's lock, so B takes
+// the key while A still works: what the scenario expects of asynchronous replication. Before
+// failovers were co-simulated the scenario did not apply to the ext libraries.
+TEST_CASE("ext sim: a failover moves the library's connections to the promoted replica",
+          "[ext][sim][failover]") {
+  require_node();
+  for (const char* adapter : {"ext:locco-redis", "ext:redis-semaphore"}) {
+    const RunReport r = run_sim("failover", adapter, 1);
+    INFO(adapter << "\n" << to_text(r));
+    CHECK(r.end == "complete");
+    CHECK(r.matches_expectation());
+    CHECK(r.stats.acquisitions == 2);
+    CHECK_FALSE(r.violations.empty());
+    bool followed = false;
+    for (const std::string& line : r.trace) {
+      followed = followed || line.find("now to redis-1 (failover)") != std::string::npos;
+    }
+    CHECK(followed);
+    CHECK(run_sim("failover", adapter, 1).trace_hash == r.trace_hash);
+  }
+}
+
 }  // namespace lockstep
 
 namespace lockstep {

@@ -24,6 +24,7 @@
 #include "real/server_errors.h"
 #include "real/tcp_proxy.h"
 #include "scenarios/backends/ext_sim.h"
+#include "scenarios/backends/redis.h"
 #include "scenarios/backends/redlock.h"
 
 namespace lockstep {
@@ -474,6 +475,14 @@ std::vector<OptionSpec> ext_options(const ExtLibrary& library) {
                        .help = "the driver's command line (program and arguments, no shell)",
                        .text_bytes_max = kDriverCommandBytesMax});
   }
+  if (!library.in_memory && !library.over_nodes) {
+    // A replica to fail over to, simulated only (ext_sim.h), with the bounds of lockstep's redis.
+    for (const OptionSpec& option : redis_backend_options()) {
+      if (option.name == "replicas" || option.name == "replication_delay_ms") {
+        options.push_back(option);
+      }
+    }
+  }
   if (library.over_nodes) {
     options.push_back({.name = "nodes",
                        .default_value = "5",
@@ -533,7 +542,9 @@ std::vector<AdapterEntry> ext_adapter_entries() {
     // are declared, so the default matrix charts them.
     AdapterEntry& entry = entries.back();
     entry.worlds = {"sim", "real"};
-    entry.traits.sim_faults = library.in_memory ? kExtSimSharedFaults : kExtSimFaults;
+    entry.traits.sim_faults = library.in_memory    ? kExtSimSharedFaults
+                              : library.over_nodes ? kExtSimNodesFaults
+                                                   : kExtSimFaults;
     entry.findings = sim_findings(library);
     entry.third_party = true;
     entry.make_sim = [&library](BackendEnv& env) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -64,6 +65,12 @@ class CoSimClient {
   ext::Response call(int client, ext::Request request);
   // The library's own validity when it reported one (node-redlock), else the TTL's.
   int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us, int64_t ttl_ms) const;
+  // A failover: its connections to `from` reach `to` from now on.
+  void retarget(const sim::RedisNode& from, sim::RedisNode& to) {
+    for (auto& [conn, stream] : streams_) {
+      if (&stream->target() == &from) stream->set_target(to);
+    }
+  }
 
  private:
   bool shared() const { return client_ == kShared; }
@@ -168,6 +175,18 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
           world_, sim::RedisNodeOptions{
                       .name = fmt::format("redis-{}", i), .persistence = kept, .observer = this}));
     }
+    // A single Redis with an asynchronous replica to fail over to (the failover scenario's
+    // replicas=1), as lockstep's redis backend has; leases are then the replication group's.
+    if (!library_.over_nodes && env.options.has("replicas") &&
+        env.options.get_int("replicas") > 0) {
+      replica_ = std::make_unique<sim::RedisNode>(
+          world_, sim::RedisNodeOptions{.name = "redis-1", .observer = this});
+      servers_.front()->add_replica(
+          *replica_, {.replication_delay_ms = env.options.has("replication_delay_ms")
+                                                  ? env.options.get_int("replication_delay_ms")
+                                                  : 0});
+      leases_ = RedisLeaseEvents("", /*hash_tagged=*/false, "redis");
+    }
   }
 
   LockAdapter& adapter_for(int client, int node) override {
@@ -199,6 +218,19 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
   void set_server_drift(int64_t drift_ppm) override {
     if (store_node_) world_.set_drift(*store_node_, drift_ppm);
     for (auto& server : servers_) world_.set_drift(server->node(), drift_ppm);
+    if (replica_) world_.set_drift(replica_->node(), drift_ppm);
+  }
+  // The primary dies and its replica is promoted; the drivers' connections follow it, and so does
+  // every later connect to server 0, as the clients of lockstep's redis backend do. Once a run.
+  void failover() override {
+    if (!replica_) throw WorldUnsupported("failover needs a replica: --set replicas=1");
+    sim::RedisNode& old_primary = *servers_.front();
+    world_.crash(old_primary.node());
+    replica_->promote();
+    for (auto* drivers : {&clients_, &shared_}) {
+      for (auto& driver : *drivers) driver->retarget(old_primary, *replica_);
+    }
+    failed_primary_ = std::exchange(servers_.front(), std::move(replica_));
   }
   void partition(int client_node, bool two_way) override {
     for (int i = 0; i < server_count(); ++i) partition_server(client_node, i, two_way);
@@ -285,6 +317,8 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
   std::map<int, std::string> acquiring_;       // client -> the handle of its acquire in flight
   std::map<std::string, std::string> values_;  // the library's lock value -> lockstep's handle
   std::vector<std::unique_ptr<sim::RedisNode>> servers_;
+  std::unique_ptr<sim::RedisNode> replica_;         // servers_[0]'s, until a failover promotes it
+  std::unique_ptr<sim::RedisNode> failed_primary_;  // the primary a failover left behind, crashed
   std::optional<sim::NodeId> store_node_;  // an in-memory library's shared driver runs here
   bool pooled_ = false;                    // clients share kSimDriversMax drivers
   // After servers_: they go first. The adapters before the drivers they use.

@@ -52,8 +52,11 @@ struct ExtSimLibrary {
 // Throws real::ServerUnavailable (exit 3) when node 20 or the drivers' packages are missing.
 std::unique_ptr<Backend> make_ext_sim_backend(BackendEnv& env, const ExtSimLibrary& library);
 
-// What the simulated backend can do (the ext adapters' sim_faults).
+// What the simulated backend can do (the ext adapters' sim_faults): one Redis, with a replica to
+// fail over to (replicas=1), or a Redlock library's independent nodes (no replicas).
 inline constexpr FaultCapabilities kExtSimFaults{
+    .network = true, .server_clock = true, .server_clock_jump = true, .failover = true};
+inline constexpr FaultCapabilities kExtSimNodesFaults{
     .network = true, .server_clock = true, .server_clock_jump = true, .failover = false};
 // An in-memory library's: its shared driver's node has a clock, and nothing else to break.
 inline constexpr FaultCapabilities kExtSimSharedFaults{.server_clock = true,

@@ -207,6 +207,16 @@ SimRedisStream::~SimRedisStream() {
 
 bool SimRedisStream::broken() const { return state_->broken; }
 
+void SimRedisStream::set_target(RedisNode& target) {
+  State& s = *state_;
+  s.world.trace_line(
+      fmt::format("stream {} to {} now to {} (failover)", s.name, s.target->name(), target.name()));
+  s.target = &target;
+  s.server_incarnation = s.world.incarnation(target.node());
+}
+
+const RedisNode& SimRedisStream::target() const { return *state_->target; }
+
 void SimRedisStream::close() {
   if (std::exchange(state_->closed, true)) return;
   state_->world.trace_line(

@@ -51,6 +51,11 @@ class SimRedisStream {
   // The client closed it: nothing more travels on it.
   void close();
   bool broken() const;
+  // A failover: the stream reaches `target` from now on, as the clients' connections of a Redis
+  // backend follow a promoted replica (SimRedisConnection::set_target). Pieces in flight to the old
+  // node are lost with it and sent again to the new one; nothing else of the stream changes.
+  void set_target(RedisNode& target);
+  const RedisNode& target() const;
 
  private:
   struct State;
