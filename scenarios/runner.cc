@@ -187,7 +187,12 @@ class RunAssembly {
         backend_env_{.world = world, .recorder = recorder_, .options = report.options, .sim = sim} {
     write_trace_header(world, report.config, report.options);
     const BackendFactory& make = sim != nullptr ? adapter.make_sim : adapter.make_real;
-    backend_ = make(backend_env_);
+    try {
+      backend_ = make(backend_env_);
+    } catch (const WorldUnsupported& e) {  // options this world's backend cannot honour
+      throw WorldUnsupportedError(fmt::format("scenario \"{}\" cannot run in world \"{}\": {}",
+                                              scenario.name, world.kind(), e.what()));
+    }
     if (!backend_->records_leases()) leases_ = std::make_unique<ClientSideLeases>(recorder_);
     env_ = std::make_unique<ScenarioEnv>(world, recorder_, resource_, *backend_, adapter,
                                          report.options, leases_.get(), sim);

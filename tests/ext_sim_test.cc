@@ -146,6 +146,11 @@ TEST_CASE("ext sim: a failover moves the library's connections to the promoted r
     CHECK(followed);
     CHECK(run_sim("failover", adapter, 1).trace_hash == r.trace_hash);
   }
+  // The real world's ext backend has no replica: the scenario cannot run there (`run`: exit 2,
+  // `matrix`: not applicable), before any server starts, rather than failing at the failover.
+  CHECK_THROWS_AS(
+      run_scenario({.scenario = "failover", .adapter = "ext:locco-redis", .world = "real"}),
+      WorldUnsupportedError);
 }
 
 }  // namespace lockstep

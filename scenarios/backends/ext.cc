@@ -246,6 +246,9 @@ class ExtBackend final : public Backend {
                                 ? env.options.get_int("ext_command_timeout_ms")
                                 : 0),
         use_proxies_(cuts_clients_off(env.options)) {
+    if (env.options.has("replicas") && env.options.get_int("replicas") > 0) {
+      throw WorldUnsupported("the ext adapters' replica to fail over to is simulated only");
+    }
     if (!library.in_memory) {
       const int64_t nodes = library.over_nodes ? env.options.get_int("nodes") : 1;
       const real::RedisServerOptions server_options{
