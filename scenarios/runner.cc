@@ -163,6 +163,13 @@ RunReport run_scenario(const RunConfig& config) {
 
 namespace {
 
+// A world (or the adapter's backend in it) that cannot do what the scenario or its options ask.
+WorldUnsupportedError cannot_run(const Scenario& scenario, const ScenarioWorld& world,
+                                 const WorldUnsupported& why) {
+  return WorldUnsupportedError(fmt::format("scenario \"{}\" cannot run in world \"{}\": {}",
+                                           scenario.name, world.kind(), why.what()));
+}
+
 // What both worlds share once the world exists: the recorder, the resource, the backend, the
 // scenario's clients and faults. run() is called in between build and judge.
 class RunAssembly {
@@ -190,8 +197,7 @@ class RunAssembly {
     try {
       backend_ = make(backend_env_);
     } catch (const WorldUnsupported& e) {  // options this world's backend cannot honour
-      throw WorldUnsupportedError(fmt::format("scenario \"{}\" cannot run in world \"{}\": {}",
-                                              scenario.name, world.kind(), e.what()));
+      throw cannot_run(scenario, world, e);
     }
     if (!backend_->records_leases()) leases_ = std::make_unique<ClientSideLeases>(recorder_);
     env_ = std::make_unique<ScenarioEnv>(world, recorder_, resource_, *backend_, adapter,
@@ -204,8 +210,7 @@ class RunAssembly {
     try {
       scenario.build(*env_);
     } catch (const WorldUnsupported& e) {
-      throw WorldUnsupportedError(fmt::format("scenario \"{}\" cannot run in world \"{}\": {}",
-                                              scenario.name, world.kind(), e.what()));
+      throw cannot_run(scenario, world, e);
     }
     meta.monotonic_tokens =
         !env_->clients().empty() && env_->clients().front()->fencing() == FencingSupport::monotonic;

@@ -249,7 +249,9 @@ async function sim_main(args, { error_of, serve_request, create_lib }) {
   // harness for each, and it can do nothing with them before idle.
   const pending_lines = [];
   const write = (obj) => { pending_lines.push(JSON.stringify(obj)); };
-  const flush = () => {
+  // The exchange's last line, and the write of all of them.
+  const write_idle = (next_timer_ns) => {
+    write({ idle: true, next_timer_ns });
     process.stdout.write(pending_lines.join("\n") + "\n");
     pending_lines.length = 0;
   };
@@ -277,8 +279,7 @@ async function sim_main(args, { error_of, serve_request, create_lib }) {
       sim_clock = null;
       lib = null;
       await settle(null);
-      write({ idle: true, next_timer_ns: null });
-      flush();
+      write_idle(null);
       return;
     }
     if (msg.op === "init") {
@@ -319,8 +320,7 @@ async function sim_main(args, { error_of, serve_request, create_lib }) {
       }
     }
     await settle(sim_clock);
-    write({ idle: true, next_timer_ns: sim_clock.next_timer_ns() });
-    flush();
+    write_idle(sim_clock.next_timer_ns());
     if (closing) process.exit(0);
   }
 
@@ -331,8 +331,7 @@ async function sim_main(args, { error_of, serve_request, create_lib }) {
     chain = chain.then(() => handle(line)).catch((e) => {
       process.stderr.write(`sim exchange failed: ${e && e.stack ? e.stack : e}\n`);
       write({ id: -1, ok: false, status: "bad_request", err: error_of(e), t0_ns: "0", t1_ns: "0" });
-      write({ idle: true, next_timer_ns: null });
-      flush();
+      write_idle(null);
     });
   });
   input.on("close", () => { if (!closing) process.exit(0); });

@@ -175,16 +175,13 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
           world_, sim::RedisNodeOptions{
                       .name = fmt::format("redis-{}", i), .persistence = kept, .observer = this}));
     }
-    // A single Redis with an asynchronous replica to fail over to (the failover scenario's
-    // replicas=1), as lockstep's redis backend has; leases are then the replication group's.
-    if (!library_.over_nodes && env.options.has("replicas") &&
-        env.options.get_int("replicas") > 0) {
+    // A single Redis with an asynchronous replica to fail over to (replicas=1, an option of every
+    // single-node library), as lockstep's redis backend has; leases are then the group's.
+    if (!library_.over_nodes && env.options.get_int("replicas") > 0) {
       replica_ = std::make_unique<sim::RedisNode>(
           world_, sim::RedisNodeOptions{.name = "redis-1", .observer = this});
       servers_.front()->add_replica(
-          *replica_, {.replication_delay_ms = env.options.has("replication_delay_ms")
-                                                  ? env.options.get_int("replication_delay_ms")
-                                                  : 0});
+          *replica_, {.replication_delay_ms = env.options.get_int("replication_delay_ms")});
       leases_ = RedisLeaseEvents("", /*hash_tagged=*/false, "redis");
     }
   }

@@ -125,8 +125,6 @@ class History {
   const HistoryEvent& operator[](size_t i) const { return events_[i]; }
   size_t size() const { return events_.size(); }
   void reserve(size_t n) { events_.reserve(n); }
-  // Distinct keys so far (the empty key counts): every key_id is below it.
-  size_t key_count() const { return key_ids_.size(); }
 
   HistoryMeta meta;
 
