@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config clang-format
   catch2 librapidcheck-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev
-  libboost-context-dev liblua5.1-0-dev
+  libboost-context-dev liblua5.1-0-dev libgoogle-perftools-dev
   libhiredis-dev libmongoc-dev libbson-dev
   redis-server redis-tools faketime libfaketime
   python3-mockupdb
