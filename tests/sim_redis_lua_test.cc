@@ -97,6 +97,33 @@ TEST_CASE("lua: EVALSHA answers NOSCRIPT until EVAL or SCRIPT LOAD caches the bo
               "'<eof>'"));
 }
 
+TEST_CASE(
+    "lua: a script forgotten and sent again runs as new, also one that changed its own "
+    "environment",
+    "[sim][redis][lua]") {
+  Server s;
+  // Marks its own environment: on a second run of the same function it answers 1.
+  const std::string marks =
+      "if rawget(getfenv(1), 'mark') then return 1 end "
+      "setfenv(1, setmetatable({mark = true}, {__index = getfenv(0)})) return 0";
+  const std::string sha = sha1_hex(marks);
+  CHECK(s.eval(marks) == num(0));
+  CHECK(s.run({"EVALSHA", sha, "0"}) == num(1));  // the cached function, changed: as Redis does
+  for (int round = 0; round < 2; ++round) {
+    CHECK(s.run({"SCRIPT", "FLUSH"}) == ok());
+    CHECK(s.run({"EVALSHA", sha, "0"}) == error("NOSCRIPT No matching script. Please use EVAL."));
+    CHECK(s.eval(marks) == num(0));  // compiled afresh: its changed self was not taken back
+  }
+  // An unchanged script forgotten and sent again: the same replies, counted once in the cache.
+  CHECK(s.eval(kCompareAndDelete, {"lock"}, {"me"}) == num(0));
+  CHECK(s.run({"SCRIPT", "FLUSH"}) == ok());
+  CHECK(s.lua.cached_scripts() == 0);
+  s.run({"SET", "lock", "me", "PX", "1000"});
+  CHECK(s.eval(kCompareAndDelete, {"lock"}, {"me"}) == num(1));
+  CHECK(s.lua.cached_scripts() == 1);
+  CHECK(s.run({"EXISTS", "lock"}) == num(0));
+}
+
 TEST_CASE("lua: Redis replies become Lua values as Redis converts them", "[sim][redis][lua]") {
   Server s;
   s.run({"SET", "k", "v"});

@@ -487,12 +487,14 @@ TEST_CASE("node: a new node takes a gone node's Lua state, reset, unless a scrip
     CHECK(node.execute({"EVAL", "string.leak = 1 return 1", "0"}, 1) == num(1));
   }
   CHECK(pooled_lua_engines() == pooled);  // closed, not pooled
+  size_t pooled_while_c = 0;              // less one if c took an engine another test case pooled
   {
     RedisNode node(w, {.name = "c"});
+    pooled_while_c = pooled_lua_engines();
     CHECK(node.execute({"EVAL", "return type(string.leak)", "0"}, 1) == str("nil"));
     CHECK(node.execute({"EVAL", "rawset(_G, 'x', 1) return 1", "0"}, 1) == num(1));
   }
-  CHECK(pooled_lua_engines() == pooled);
+  CHECK(pooled_lua_engines() == pooled_while_c);  // closed, not pooled
   RedisNode node(w, {.name = "d"});
   CHECK(node.execute({"EVAL", "return x", "0"}, 1).is_error());  // nonexistent global
 }

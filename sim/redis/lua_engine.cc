@@ -273,7 +273,7 @@ uint64_t LuaEngine::fingerprint() const {
 
 bool LuaEngine::reset_for_reuse() {
   if (ctx_ != nullptr || failure_) return false;  // given back mid-script: never reused
-  flush();
+  forget_scripts();
   lua_rawgeti(lua_, LUA_REGISTRYINDEX, globals_ref_);
   for (const char* name : {"KEYS", "ARGV"}) {
     lua_pushstring(lua_, name);
@@ -324,10 +324,38 @@ LuaEngine::~LuaEngine() {
 bool LuaEngine::exists(const std::string& sha) const { return scripts_.count(lower(sha)) > 0; }
 
 void LuaEngine::flush() {
-  for (const auto& [sha, script] : scripts_)
-    luaL_unref(lua_, LUA_REGISTRYINDEX, script.function_ref);
-  scripts_.clear();
+  forget_scripts();
   lua_gc(lua_, LUA_GCCOLLECT, 0);
+}
+
+void LuaEngine::forget_scripts() {
+  for (auto& [sha, script] : scripts_) {
+    if (compiled_kept_.size() < kCompiledKeptMax && compiled_kept_.count(sha) == 0) {
+      compiled_kept_.emplace(sha, script);
+    } else {
+      luaL_unref(lua_, LUA_REGISTRYINDEX, script.function_ref);
+    }
+  }
+  scripts_.clear();
+}
+
+bool LuaEngine::take_back_compiled(const std::string& sha) {
+  const auto kept = compiled_kept_.find(sha);
+  if (kept == compiled_kept_.end()) return false;
+  const Script script = kept->second;
+  compiled_kept_.erase(kept);
+  // As compiled, its environment is the proxy; a script's setfenv(1, t) made it another function.
+  lua_rawgeti(lua_, LUA_REGISTRYINDEX, script.function_ref);
+  lua_getfenv(lua_, -1);
+  lua_rawgeti(lua_, LUA_REGISTRYINDEX, proxy_ref_);
+  const bool unchanged = lua_rawequal(lua_, -1, -2) != 0;
+  lua_pop(lua_, 3);
+  if (!unchanged) {
+    luaL_unref(lua_, LUA_REGISTRYINDEX, script.function_ref);
+    return false;
+  }
+  scripts_.emplace(sha, script);
+  return true;
 }
 
 bool LuaEngine::compile(const std::string& body, const std::string& sha, RedisReply& error) {
@@ -335,6 +363,7 @@ bool LuaEngine::compile(const std::string& body, const std::string& sha, RedisRe
     error = RedisReply::error_of("ERR the simulator's script cache is full (scripts_max)");
     return false;
   }
+  if (take_back_compiled(sha)) return true;
   std::string_view code = body;
   if (!strip_shebang(code, error)) return false;
   if (luaL_loadbuffer(lua_, code.data(), code.size(), "@user_script") != 0) {

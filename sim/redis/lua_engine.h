@@ -31,6 +31,12 @@
 // no run sees another's changes. What a reused state may show differently is only what Lua says
 // of its own heap (collectgarbage("count"), gcinfo) and how near a script is to
 // memory_limit_bytes, by the few KB a collected state keeps; no lock script reads those.
+//
+// Compiled code outlives the cache Redis shows: a script forgotten (SCRIPT FLUSH, a crash, the
+// pool's reset) keeps its compiled function, at most kCompiledKeptMax of them, and the next EVAL or
+// SCRIPT LOAD of the same body takes it back instead of compiling again (compiling was a twentieth
+// of a simulated redis seed). EVALSHA still answers NOSCRIPT until then. A function whose
+// environment a script changed (setfenv(1, t)) is not taken back: compiled afresh, it is as new.
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -85,8 +91,14 @@ class LuaEngine {
   struct Script {
     int function_ref = 0;  // in the Lua registry
   };
-  // Compiles and caches body under sha; on failure returns false with the error reply in `error`.
+  static constexpr size_t kCompiledKeptMax = 32;
+  // Compiles (or takes back from compiled_kept_) and caches body under sha; on failure returns
+  // false with the error reply in `error`.
   bool compile(const std::string& body, const std::string& sha, RedisReply& error);
+  // Takes sha's kept compiled function into scripts_ if it is there and unchanged.
+  bool take_back_compiled(const std::string& sha);
+  // Empties scripts_, keeping the compiled functions (up to kCompiledKeptMax); no collection.
+  void forget_scripts();
   RedisReply run(const Script& script, const std::string& sha, std::span<const std::string> keys,
                  std::span<const std::string> args, CommandContext& ctx);
   void set_globals_array(const char* name, std::span<const std::string> items);
@@ -100,7 +112,8 @@ class LuaEngine {
   lua_State* lua_ = nullptr;
   int globals_ref_ = 0;  // the real globals table (the scripts see a read-only proxy)
   int proxy_ref_ = 0;
-  std::map<std::string, Script> scripts_;
+  std::map<std::string, Script> scripts_;        // what Redis shows: EVALSHA finds these
+  std::map<std::string, Script> compiled_kept_;  // forgotten, compiled, at most kCompiledKeptMax
 
   // State of the running script, for the C functions.
   CommandContext* ctx_ = nullptr;
