@@ -202,9 +202,16 @@ class TallyWriter {
  public:
   template <typename Integer>
   void integer(Integer n) {
-    fmt::format_to(std::back_inserter(out_), "{} ", n);
+    char digits[24];  // a 64-bit integer and its sign fit
+    const auto [end, ec] = std::to_chars(std::begin(digits), std::end(digits), n);
+    LOCKSTEP_CHECK(ec == std::errc(), "an integer fits 24 characters");
+    out_.append(digits, end).push_back(' ');
   }
-  void text(std::string_view s) { fmt::format_to(std::back_inserter(out_), "{}:{} ", s.size(), s); }
+  void text(std::string_view s) {
+    integer(s.size());
+    out_.back() = ':';
+    out_.append(s).push_back(' ');
+  }
   void texts(const std::vector<std::string>& items) {
     integer(items.size());
     for (const std::string& s : items) text(s);

@@ -8,7 +8,11 @@ namespace lockstep {
 
 namespace {
 
-std::string key_name(int key) { return fmt::format("k{}", key); }
+std::string key_name(int key) {
+  std::string name = std::to_string(key);
+  name.insert(name.begin(), 'k');
+  return name;
+}
 
 void run_step(Client& c, const WorkloadSpec& spec, const WorkloadStep& step) {
   c.sleep_ms(step.gap_ms);
