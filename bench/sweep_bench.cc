@@ -9,7 +9,9 @@
 //
 // The range is fixed per adapter (kSeeds below) so a figure is comparable across builds: change it
 // and the figures before and after no longer measure the same work. --jobs is 1 because the
-// figure is per core; `sweep --jobs N` multiplies it by at most N.
+// figure is per core; `sweep --jobs N` multiplies it by at most N. BM_Sweep/ADAPTER/jobs:N (lockstep's
+// own adapters, N every core this process may use, when more than one) times the same range with
+// `--jobs N`: what a sweep on this whole machine gets, forks and the ordered tally included.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -19,12 +21,14 @@
 #include "ext/sim_driver.h"
 #include "scenarios/backends/keep_warm.h"
 #include "scenarios/explore/sweep.h"
+#include "scenarios/explore/worker_pool.h"
 
 namespace {
 
 struct SweepCase {
   const char* adapter;
-  int seeds;  // seeds 1..seeds, the same every run
+  int seeds;        // seeds 1..seeds, the same every run
+  bool own = true;  // lockstep's adapter (also timed on every core), not a co-simulated library
 };
 
 // About half a second of work per iteration at the figures of issue 18, on this machine. The ext
@@ -34,20 +38,20 @@ constexpr SweepCase kCases[] = {{"memory", 2'000},
                                 {"redis", 500},
                                 {"redlock", 200},
                                 {"mongo", 200},
-                                {"ext:locco-redis", 20},
-                                {"ext:locco-memory", 50},
-                                {"ext:redis-semaphore", 20},
-                                {"ext:node-redlock", 10},
-                                {"ext:redis-semaphore-redlock", 10}};
+                                {"ext:locco-redis", 20, false},
+                                {"ext:locco-memory", 50, false},
+                                {"ext:redis-semaphore", 20, false},
+                                {"ext:node-redlock", 10, false},
+                                {"ext:redis-semaphore-redlock", 10, false}};
 
-void BM_Sweep(benchmark::State& state, SweepCase c) {
+void BM_Sweep(benchmark::State& state, SweepCase c, int jobs) {
   const lockstep::SweepConfig config{.adapter = c.adapter,
                                      .first_seed = 1,
                                      .seeds = c.seeds,
                                      .keep_going = true,  // every seed, violating or not
                                      .shrink_max = 0,
                                      .report_dir = "",
-                                     .jobs = 1};
+                                     .jobs = jobs};
   uint64_t seeds = 0;
   uint64_t events = 0;
   // Drivers stay warm across iterations, as they do across a long sweep's seeds: the figure is a
@@ -78,7 +82,17 @@ void BM_Sweep(benchmark::State& state, SweepCase c) {
 
 [[maybe_unused]] const bool registered = [] {
   for (const SweepCase& c : kCases) {
-    benchmark::RegisterBenchmark((std::string("BM_Sweep/") + c.adapter).c_str(), BM_Sweep, c)
+    benchmark::RegisterBenchmark((std::string("BM_Sweep/") + c.adapter).c_str(), BM_Sweep, c, 1)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+  const int cores = lockstep::available_cores();
+  if (cores < 2) return true;
+  for (const SweepCase& c : kCases) {
+    if (!c.own) continue;
+    const std::string name =
+        std::string("BM_Sweep/") + c.adapter + "/jobs:" + std::to_string(cores);
+    benchmark::RegisterBenchmark(name.c_str(), BM_Sweep, c, cores)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
   }
