@@ -35,7 +35,7 @@ void Network::send(NodeId from, NodeId to, std::string_view label, std::function
   LOCKSTEP_SIM_CHECK(to >= 0 && static_cast<size_t>(to) < world_.node_count(), "send to no node");
   LOCKSTEP_SIM_CHECK(on_deliver != nullptr, "a message needs a delivery callback");
   ++stats_.sent;
-  const std::string text(label);
+  const std::string text = labels_read() ? std::string(label) : std::string();
   if (!world_.alive(from)) return trace_drop(from, to, text, "sender down");
   if (!link_up(from, to)) return trace_drop(from, to, text, "cut");
   if (draw(options_.loss)) return trace_drop(from, to, text, "lost");
@@ -90,6 +90,8 @@ void Network::arrive(const std::shared_ptr<InFlight>& message) {
       },
       /*defer_while_paused=*/m.delivery == Delivery::process);
 }
+
+bool Network::labels_read() const { return world_.trace_wants_text(); }
 
 void Network::trace_drop(NodeId from, NodeId to, std::string_view label, std::string_view why) {
   ++stats_.dropped;

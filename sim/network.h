@@ -69,9 +69,16 @@ class Network {
     set_options(fixed);
   }
 
-  // Sends a message from `from` to `to`; on_deliver runs on `to` when (if) it arrives.
+  // Sends a message from `from` to `to`; on_deliver runs on `to` when (if) it arrives. The label
+  // appears in trace lines only, and is not read when the trace reads no text.
   void send(NodeId from, NodeId to, std::string_view label, std::function<void()> on_deliver,
             Delivery delivery = Delivery::process);
+  // A label made only when the trace reads it (else ""): senders whose label costs a format.
+  template <typename Make>
+  std::string label_by(Make&& make) const {
+    return labels_read() ? std::string(std::forward<Make>(make)()) : std::string();
+  }
+  bool labels_read() const;
 
   void partition(NodeId from, NodeId to);
   void partition_both(NodeId a, NodeId b);

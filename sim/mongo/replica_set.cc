@@ -388,13 +388,17 @@ void MongoReplicaSet::heartbeat_tick(Member& m) {
 void MongoReplicaSet::send_heartbeat(Member& from, int to) {
   const Status s = status_of(from);
   Member& target = at(to);
-  world_.network().send(from.node, target.node, fmt::format("mongo hb t{}", s.term), [this, s, to] {
-    Member& me = at(to);
-    receive_status(me, s);
-    const Status reply = status_of(me);
-    world_.network().send(me.node, at(s.from).node, fmt::format("mongo hb reply t{}", reply.term),
-                          [this, reply, back = s.from] { receive_status(at(back), reply); });
-  });
+  Network& net = world_.network();
+  net.send(from.node, target.node,
+           net.label_by([&] { return fmt::format("mongo hb t{}", s.term); }), [this, s, to] {
+             Member& me = at(to);
+             receive_status(me, s);
+             const Status reply = status_of(me);
+             Network& n = world_.network();
+             n.send(me.node, at(s.from).node,
+                    n.label_by([&] { return fmt::format("mongo hb reply t{}", reply.term); }),
+                    [this, reply, back = s.from] { receive_status(at(back), reply); });
+           });
 }
 
 void MongoReplicaSet::receive_status(Member& me, const Status& s) {
@@ -614,12 +618,12 @@ void MongoReplicaSet::release(Member& p, int64_t index, int64_t term) {
   const OpTime prev = mongo::optime_at(p.oplog, index - 1);
   for (int other = 0; other < members(); ++other) {
     if (other == p.id) continue;
-    world_.network().send(
-        p.node, at(other).node,
-        fmt::format("mongo oplog ({}, {}) {}", entry->term, entry->index, entry->what),
-        [this, other, from = p.id, term, prev, entry, commit = p.commit] {
-          receive_push(at(other), from, term, prev, entry, commit);
-        });
+    world_.network().send(p.node, at(other).node, world_.network().label_by([&] {
+      return fmt::format("mongo oplog ({}, {}) {}", entry->term, entry->index, entry->what);
+    }),
+                          [this, other, from = p.id, term, prev, entry, commit = p.commit] {
+                            receive_push(at(other), from, term, prev, entry, commit);
+                          });
   }
 }
 
@@ -645,8 +649,9 @@ void MongoReplicaSet::receive_push(Member& s, int from, int64_t term, OpTime pre
 
 void MongoReplicaSet::ack(Member& s, int primary) {
   const Status st = status_of(s);
-  world_.network().send(s.node, at(primary).node,
-                        fmt::format("mongo ack ({}, {})", st.last.term, st.last.index),
+  world_.network().send(s.node, at(primary).node, world_.network().label_by([&] {
+    return fmt::format("mongo ack ({}, {})", st.last.term, st.last.index);
+  }),
                         [this, st, primary] { receive_status(at(primary), st); });
 }
 

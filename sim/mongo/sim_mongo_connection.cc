@@ -82,7 +82,7 @@ std::shared_ptr<SimMongoConnection::Request> SimMongoConnection::send(
   request->id = ++next_request_;
   request->member = member;
   request->on_reply = std::move(on_reply);
-  const std::string label = label_of(command);
+  const std::string label = world_.network().label_by([&] { return label_of(command); });
   world_.trace_line_by([&] {
     return fmt::format("mongo c{} #{} -> {}: {}", client_, request->id,
                        replica_set_.member_name(member), mongo::summarize(command));
@@ -100,8 +100,9 @@ std::shared_ptr<SimMongoConnection::Request> SimMongoConnection::send(
             member, client, database, command,
             [&world, server_node, client_node, client, label, request](MongoDocument reply) {
               world.network().send(
-                  server_node, client_node, "reply " + label,
-                  [&world, client, request, reply = std::move(reply)] {
+                  server_node, client_node,
+                  world.network().label_by([&] { return std::string("reply ").append(label); }),
+                  [&world, client, request, reply = std::move(reply)]() mutable {
                     if (request->answered || request->abandoned) {
                       world.trace_line_by([&] {
                         return fmt::format("mongo c{} #{} {} reply discarded: {}", client,
@@ -111,7 +112,7 @@ std::shared_ptr<SimMongoConnection::Request> SimMongoConnection::send(
                       return;
                     }
                     request->answered = true;
-                    request->reply = reply;
+                    request->reply = std::move(reply);  // this copy of the message arrives once
                     if (request->on_reply) request->on_reply();
                   },
                   Delivery::

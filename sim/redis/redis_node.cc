@@ -191,8 +191,10 @@ void RedisNode::replicate(const std::shared_ptr<const Batch>& batch) {
 void RedisNode::send_batch(const ReplicaLink& link, uint64_t seq,
                            std::shared_ptr<const Batch> batch) {
   RedisNode* replica = link.replica;
-  const std::string label = fmt::format("repl {} #{} {} {}", options_.name, seq, batch->size(),
-                                        batch->size() == 1 ? batch->front().key : "keys");
+  const std::string label = world_.network().label_by([&] {
+    return fmt::format("repl {} #{} {} {}", options_.name, seq, batch->size(),
+                       batch->size() == 1 ? batch->front().key : "keys");
+  });
   world_.network().send(node_, replica->node_, label,
                         [replica, from = this, id = link.link_id, seq, batch = std::move(batch)] {
                           replica->receive(from, id, seq, *batch);

@@ -65,7 +65,7 @@ std::shared_ptr<SimRedisRequest> SimRedisConnection::send(const std::vector<std:
   request->id = ++next_request_;
   request->on_reply = std::move(on_reply);
   RedisNode* server = target_;
-  const std::string label = label_of(argv);
+  const std::string label = world_.network().label_by([&] { return label_of(argv); });
   world_.trace_line_by([&] {
     return fmt::format("redis c{} #{} -> {}: {}", client_, request->id, server->name(),
                        summarize_command(argv));
@@ -79,8 +79,9 @@ std::shared_ptr<SimRedisRequest> SimRedisConnection::send(const std::vector<std:
         if (std::exchange(request->executed, true)) return;  // a duplicate: TCP delivers once
         RedisReply reply = server->execute(argv, client);
         world.network().send(
-            server->node(), client_node, "reply " + label,
-            [&world, client, request, reply = std::move(reply)] {
+            server->node(), client_node,
+            world.network().label_by([&] { return std::string("reply ").append(label); }),
+            [&world, client, request, reply = std::move(reply)]() mutable {
               if (request->answered || request->abandoned) {
                 world.trace_line_by([&] {
                   return fmt::format("redis c{} #{} {} reply discarded: {}", client, request->id,
@@ -89,7 +90,7 @@ std::shared_ptr<SimRedisRequest> SimRedisConnection::send(const std::vector<std:
                 return;
               }
               request->answered = true;
-              request->reply = reply;
+              request->reply = std::move(reply);  // this copy of the message arrives once
               if (request->on_reply) request->on_reply();
             },
             Delivery::buffer);  // the client's kernel takes it even while the client is paused

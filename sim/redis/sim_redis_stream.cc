@@ -90,8 +90,9 @@ struct SimRedisStream::State {
   static void to_server(const std::shared_ptr<State>& self, uint64_t seq,
                         std::shared_ptr<const std::string> bytes, int attempt) {
     State& s = *self;
-    s.world.network().send(s.client_node, s.target->node(),
-                           fmt::format("stream {} {}B", s.name, bytes->size()),
+    s.world.network().send(s.client_node, s.target->node(), s.world.network().label_by([&] {
+      return fmt::format("stream {} {}B", s.name, bytes->size());
+    }),
                            [self, seq, bytes] { self->server_receives(self, seq, *bytes); });
     s.retransmit_to_server[seq] =
         s.world.scheduler().after(kRtoUs << attempt, [self, seq, bytes, attempt] {
@@ -131,8 +132,9 @@ struct SimRedisStream::State {
   static void to_client(const std::shared_ptr<State>& self, uint64_t seq,
                         std::shared_ptr<const std::string> bytes, int attempt) {
     State& s = *self;
-    s.world.network().send(s.target->node(), s.client_node,
-                           fmt::format("stream {} reply {}B", s.name, bytes->size()),
+    s.world.network().send(s.target->node(), s.client_node, s.world.network().label_by([&] {
+      return fmt::format("stream {} reply {}B", s.name, bytes->size());
+    }),
                            [self, seq, bytes] { self->client_receives(seq, *bytes); });
     s.retransmit_to_client[seq] =
         s.world.scheduler().after(kRtoUs << attempt, [self, seq, bytes, attempt] {
