@@ -19,8 +19,6 @@ constexpr size_t kFibersMax = 1'000'000;
 constexpr size_t kDeferredPerNodeMax = 1'000'000;
 constexpr size_t kFibersNamedInMessageMax = 5;
 
-std::string signed_us(int64_t v) { return fmt::format("{:+}", v); }
-
 // In registration order; by index, so a hook may register another (which runs next time).
 void run_hooks(const std::vector<std::function<void()>>& hooks) {
   const size_t count = hooks.size();
@@ -109,8 +107,8 @@ void World::unwind_unfinished() {
 NodeId World::add_node(std::string name, ClockSpec clock) {
   LOCKSTEP_SIM_CHECK(nodes_.size() < kNodesMax, "too many nodes");
   const NodeId id = static_cast<NodeId>(nodes_.size());
-  trace_linef("node {} add {} offset {}us drift {}ppm", id, name, signed_us(clock.offset_us),
-              signed_us(clock.drift_ppm));
+  trace_linef("node {} add {} offset {:+}us drift {:+}ppm", id, name, clock.offset_us,
+              clock.drift_ppm);
   nodes_.push_back(std::make_unique<Node>(*this, id, std::move(name), clock));
   return id;
 }
@@ -172,7 +170,7 @@ FiberId World::spawn(NodeId node, std::string name, std::function<void()> body, 
       options_.fiber_stack_bytes);
   fibers_.push_back(std::move(slot));
   ++unfinished_fibers_;
-  trace_linef("{} spawn on node {} at {}us", fiber_label(*s), node, start_us);
+  trace_linef("fiber {} ({}) spawn on node {} at {}us", s->id, s->name, node, start_us);
   schedule_resume(*s, 0, start_us);
   return id;
 }
@@ -409,12 +407,14 @@ void World::defer(Node& node, Action action) {
 void World::pause(NodeId node, TimeUs duration_us, std::string_view why) {
   Node& n = node_ref(node);
   LOCKSTEP_SIM_CHECK(duration_us >= 0, "a pause lasts a non-negative time");
-  const std::string reason = why.empty() ? "" : fmt::format(" ({})", why);
+  // The reason, " (why)", is in the line only when there is one.
+  const std::string_view open = why.empty() ? "" : " (";
+  const std::string_view close = why.empty() ? "" : ")";
   if (!n.alive) {
-    trace_linef("node {} pause {}us ignored: down{}", node, duration_us, reason);
+    trace_linef("node {} pause {}us ignored: down{}{}{}", node, duration_us, open, why, close);
     return;
   }
-  trace_linef("node {} pause {}us{}", node, duration_us, reason);
+  trace_linef("node {} pause {}us{}{}{}", node, duration_us, open, why, close);
   const TimeUs end_us = duration_us >= kTimeNever - now_us() ? kTimeNever : now_us() + duration_us;
   if (!n.paused || end_us > n.paused_until_us) {
     n.paused_until_us = end_us;
@@ -502,12 +502,12 @@ void World::on_restart(NodeId node, std::function<void()> hook) {
 
 void World::jump_clock(NodeId node, int64_t delta_us) {
   node_ref(node).clock.jump(now_us(), delta_us);
-  trace_linef("node {} clock jump {}us", node, signed_us(delta_us));
+  trace_linef("node {} clock jump {:+}us", node, delta_us);
 }
 
 void World::set_drift(NodeId node, int64_t drift_ppm) {
   retime_sleepers(node, drift_ppm);
-  trace_linef("node {} clock drift {}ppm", node, signed_us(drift_ppm));
+  trace_linef("node {} clock drift {:+}ppm", node, drift_ppm);
 }
 
 // Sleepers measured part of their sleep at the old rate; the rest is measured at the new one.
