@@ -55,7 +55,7 @@ void Network::send_copy(NodeId from, NodeId to, const std::string& label, std::s
   TimeUs arrival_us = now_us + latency_us;
   if (options_.fifo_links) {
     // Same-time arrivals keep send order: the scheduler breaks ties by sequence.
-    TimeUs& last_us = last_arrival_us_[{from, to}];
+    TimeUs& last_us = last_arrival_slot(from, to);
     arrival_us = std::max(arrival_us, last_us);
     last_us = arrival_us;
   }
@@ -89,6 +89,15 @@ void Network::arrive(const std::shared_ptr<InFlight>& message) {
                        net.world_.alive(message->to) ? "restarted" : "down");
       },
       /*defer_while_paused=*/m.delivery == Delivery::process);
+}
+
+TimeUs& Network::last_arrival_slot(NodeId from, NodeId to) {
+  const auto row = static_cast<size_t>(from);
+  const auto column = static_cast<size_t>(to);
+  if (last_arrival_us_.size() <= row) last_arrival_us_.resize(row + 1);
+  std::vector<TimeUs>& arrivals = last_arrival_us_[row];
+  if (arrivals.size() <= column) arrivals.resize(column + 1, 0);
+  return arrivals[column];
 }
 
 bool Network::labels_read() const { return world_.trace_wants_text(); }

@@ -10,12 +10,12 @@
 // one trace line.
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "sim/time.h"
 
@@ -106,13 +106,16 @@ class Network {
   void send_copy(NodeId from, NodeId to, const std::string& label, std::string_view kind,
                  std::function<void()> on_deliver, Delivery delivery);
   void arrive(const std::shared_ptr<InFlight>& message);
+  TimeUs& last_arrival_slot(NodeId from, NodeId to);
   void trace_drop(NodeId from, NodeId to, std::string_view label, std::string_view why);
 
   World& world_;
   NetworkOptions options_;
   NetworkStats stats_;
   std::set<std::pair<NodeId, NodeId>> cut_;
-  std::map<std::pair<NodeId, NodeId>, TimeUs> last_arrival_us_;
+  // The last arrival time scheduled on each directed link, [from][to] (rows grow as nodes send):
+  // looked up for every message.
+  std::vector<std::vector<TimeUs>> last_arrival_us_;
 };
 
 }  // namespace lockstep::sim

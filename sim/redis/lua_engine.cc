@@ -394,7 +394,10 @@ RedisReply LuaEngine::eval(const std::string& body, std::span<const std::string>
 
 RedisReply LuaEngine::evalsha(const std::string& sha, std::span<const std::string> keys,
                               std::span<const std::string> args, CommandContext& ctx) {
-  const auto it = scripts_.find(lower(sha));
+  // Clients send the sha as SCRIPT LOAD returned it, lowercase: a copy only when it is not.
+  const bool lowercase =
+      std::none_of(sha.begin(), sha.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+  const auto it = lowercase ? scripts_.find(sha) : scripts_.find(lower(sha));
   if (it == scripts_.end())
     return RedisReply::error_of("NOSCRIPT No matching script. Please use EVAL.");
   return run(it->second, it->first, keys, args, ctx);
