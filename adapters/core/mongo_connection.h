@@ -23,6 +23,7 @@
 // ("writeErrors": [{"code": 11000, ...}]) and write-concern errors ("writeConcernError") are the
 // adapter's to interpret. After a timeout a late reply goes to nobody.
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -32,8 +33,37 @@ namespace lockstep {
 
 using MongoDocument = nlohmann::ordered_json;
 
+// make_document("a", 1, "b", x): a document of these fields in this order; make_array(1, x): an
+// array. Values are moved in when given as rvalues. Not nlohmann's initializer lists, which build
+// and destroy a temporary two-element array per field: building the Mongo adapter's commands that
+// way was a third of the JSON work of a simulated Mongo seed.
+namespace detail {
+inline void add_fields(MongoDocument&) {}
+template <typename Value, typename... Rest>
+void add_fields(MongoDocument& document, const char* key, Value&& value, Rest&&... rest) {
+  document.emplace(key, MongoDocument(std::forward<Value>(value)));
+  add_fields(document, std::forward<Rest>(rest)...);
+}
+}  // namespace detail
+
+template <typename... KeysAndValues>
+MongoDocument make_document(KeysAndValues&&... fields) {
+  static_assert(sizeof...(KeysAndValues) % 2 == 0, "make_document takes keys and values in pairs");
+  MongoDocument document = MongoDocument::object();
+  detail::add_fields(document, std::forward<KeysAndValues>(fields)...);
+  return document;
+}
+
+template <typename... Values>
+MongoDocument make_array(Values&&... values) {
+  MongoDocument array = MongoDocument::array();
+  array.get_ref<MongoDocument::array_t&>().reserve(sizeof...(Values));
+  (array.push_back(MongoDocument(std::forward<Values>(values))), ...);
+  return array;
+}
+
 // {"$date": ms} and back.
-inline MongoDocument mongo_date(int64_t epoch_ms) { return MongoDocument{{"$date", epoch_ms}}; }
+inline MongoDocument mongo_date(int64_t epoch_ms) { return make_document("$date", epoch_ms); }
 bool is_mongo_date(const MongoDocument& value);
 int64_t mongo_date_ms(const MongoDocument& value);  // precondition: is_mongo_date(value)
 

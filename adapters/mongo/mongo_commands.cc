@@ -9,9 +9,9 @@ namespace {
 // Adds the expiry condition to `filter`: expire_at < now (expired) or > now (live).
 void add_expiry(MongoDocument& filter, const char* op, const MongoNow& now) {
   if (now.client_ms) {
-    filter["expire_at"] = MongoDocument{{op, mongo_date(*now.client_ms)}};
+    filter["expire_at"] = make_document(op, mongo_date(*now.client_ms));
   } else {
-    filter["$expr"] = MongoDocument{{op, MongoDocument::array({"$expire_at", "$$NOW"})}};
+    filter["$expr"] = make_document(op, make_array("$expire_at", "$$NOW"));
   }
 }
 
@@ -20,70 +20,70 @@ void add_expiry(MongoDocument& filter, const char* op, const MongoNow& now) {
 MongoDocument set_with_expiry(MongoDocument fields, int64_t ttl_ms, const MongoNow& now) {
   if (now.client_ms) {
     fields["expire_at"] = mongo_date(*now.client_ms + ttl_ms);
-    return MongoDocument{{"$set", std::move(fields)}};
+    return make_document("$set", std::move(fields));
   }
-  fields["expire_at"] = MongoDocument{{"$add", MongoDocument::array({"$$NOW", ttl_ms})}};
-  return MongoDocument::array({MongoDocument{{"$set", std::move(fields)}}});
+  fields["expire_at"] = make_document("$add", make_array("$$NOW", ttl_ms));
+  return make_array(make_document("$set", std::move(fields)));
 }
 
 // expire_at = now + ttl only where the document has none, i.e. on the document an upsert inserts:
 // $setOnInsert with a date literal (client time), or a pipeline with $ifNull (server time:
 // operator updates cannot compute $$NOW + ttl).
 MongoDocument expiry_if_absent(int64_t ttl_ms, const MongoNow& now) {
-  if (now.client_ms)
-    return MongoDocument{{"$setOnInsert", {{"expire_at", mongo_date(*now.client_ms + ttl_ms)}}}};
-  MongoDocument expiry{{"$add", MongoDocument::array({"$$NOW", ttl_ms})}};
-  MongoDocument if_absent{{"$ifNull", MongoDocument::array({"$expire_at", std::move(expiry)})}};
-  return MongoDocument::array({MongoDocument{{"$set", {{"expire_at", std::move(if_absent)}}}}});
+  if (now.client_ms) {
+    return make_document("$setOnInsert",
+                         make_document("expire_at", mongo_date(*now.client_ms + ttl_ms)));
+  }
+  MongoDocument expiry = make_document("$add", make_array("$$NOW", ttl_ms));
+  MongoDocument if_absent = make_document("$ifNull", make_array("$expire_at", std::move(expiry)));
+  return make_array(make_document("$set", make_document("expire_at", std::move(if_absent))));
 }
 
 MongoDocument statement(MongoDocument filter, MongoDocument update, bool upsert) {
-  return MongoDocument{{"q", std::move(filter)}, {"u", std::move(update)}, {"upsert", upsert}};
+  return make_document("q", std::move(filter), "u", std::move(update), "upsert", upsert);
 }
 
 MongoDocument update_command(const std::string& collection, MongoDocument statements,
                              const MongoDocument& write_concern) {
-  return MongoDocument{{"update", collection},
-                       {"updates", std::move(statements)},
-                       {"ordered", true},
-                       {"writeConcern", write_concern}};
+  return make_document("update", collection, "updates", std::move(statements), "ordered", true,
+                       "writeConcern", write_concern);
 }
 
 MongoDocument update_one(const std::string& collection, MongoDocument filter, MongoDocument update,
                          bool upsert, const MongoDocument& write_concern) {
-  return update_command(
-      collection, MongoDocument::array({statement(std::move(filter), std::move(update), upsert)}),
-      write_concern);
+  return update_command(collection,
+                        make_array(statement(std::move(filter), std::move(update), upsert)),
+                        write_concern);
 }
 
 }  // namespace
 
 MongoDocument majority_write_concern(int64_t wtimeout_ms) {
-  return MongoDocument{{"w", "majority"}, {"wtimeout", wtimeout_ms}};
+  return make_document("w", "majority", "wtimeout", wtimeout_ms);
 }
 
-MongoDocument w1_write_concern() { return MongoDocument{{"w", 1}}; }
+MongoDocument w1_write_concern() { return make_document("w", 1); }
 
 MongoDocument owner_filter(const std::string& key, const std::string& value, const MongoNow& now) {
-  MongoDocument filter{{"key", key}, {"value", value}};
+  MongoDocument filter = make_document("key", key, "value", value);
   add_expiry(filter, "$gt", now);
   return filter;
 }
 
 MongoDocument expired_filter(const std::string& key, const MongoNow& now) {
-  MongoDocument filter{{"key", key}};
+  MongoDocument filter = make_document("key", key);
   add_expiry(filter, "$lt", now);
   return filter;
 }
 
 MongoDocument create_indexes(const std::string& collection, const MongoDocument& write_concern) {
-  MongoDocument key_index{{"key", {{"key", 1}}}, {"name", "key_1"}, {"unique", true}};
-  MongoDocument ttl_index{
-      {"key", {{"expire_at", 1}}}, {"name", "expire_at_1"}, {"expireAfterSeconds", 0}};
-  return MongoDocument{
-      {"createIndexes", collection},
-      {"indexes", MongoDocument::array({std::move(key_index), std::move(ttl_index)})},
-      {"writeConcern", write_concern}};
+  MongoDocument key_index =
+      make_document("key", make_document("key", 1), "name", "key_1", "unique", true);
+  MongoDocument ttl_index = make_document("key", make_document("expire_at", 1), "name",
+                                          "expire_at_1", "expireAfterSeconds", 0);
+  return make_document("createIndexes", collection, "indexes",
+                       make_array(std::move(key_index), std::move(ttl_index)), "writeConcern",
+                       write_concern);
 }
 
 MongoDocument acquire(const std::string& collection, const std::string& key,
@@ -91,40 +91,34 @@ MongoDocument acquire(const std::string& collection, const std::string& key,
                       const MongoDocument& write_concern) {
   // The expired filter may hold $expr (server time), so it never upserts; the upsert filters on
   // equalities only.
-  MongoDocument take_over =
-      statement(expired_filter(key, now),
-                set_with_expiry(MongoDocument{{"value", value}}, ttl_ms, now), false);
+  MongoDocument take_over = statement(
+      expired_filter(key, now), set_with_expiry(make_document("value", value), ttl_ms, now), false);
   MongoDocument insert =
-      statement(MongoDocument{{"key", key}, {"value", value}}, expiry_if_absent(ttl_ms, now), true);
-  return update_command(collection, MongoDocument::array({std::move(take_over), std::move(insert)}),
+      statement(make_document("key", key, "value", value), expiry_if_absent(ttl_ms, now), true);
+  return update_command(collection, make_array(std::move(take_over), std::move(insert)),
                         write_concern);
 }
 
 MongoDocument next_token(const std::string& fencing_collection, const std::string& key,
                          const MongoDocument& write_concern) {
-  return MongoDocument{{"findAndModify", fencing_collection},
-                       {"query", {{"_id", key}}},
-                       {"update", {{"$inc", {{"n", 1}}}}},
-                       {"new", true},
-                       {"upsert", true},
-                       {"writeConcern", write_concern}};
+  return make_document("findAndModify", fencing_collection, "query", make_document("_id", key),
+                       "update", make_document("$inc", make_document("n", 1)), "new", true,
+                       "upsert", true, "writeConcern", write_concern);
 }
 
 MongoDocument confirm_token(const std::string& collection, const std::string& key,
                             const std::string& value, int64_t token, const MongoNow& now,
                             const MongoDocument& write_concern) {
   return update_one(collection, owner_filter(key, value, now),
-                    MongoDocument{{"$set", {{"token", token}}}}, false, write_concern);
+                    make_document("$set", make_document("token", token)), false, write_concern);
 }
 
 MongoDocument release(const std::string& collection, const std::string& key,
                       const std::string& value, const MongoNow& now,
                       const MongoDocument& write_concern) {
-  MongoDocument statement{{"q", owner_filter(key, value, now)}, {"limit", 1}};
-  return MongoDocument{{"delete", collection},
-                       {"deletes", MongoDocument::array({std::move(statement)})},
-                       {"ordered", true},
-                       {"writeConcern", write_concern}};
+  MongoDocument statement = make_document("q", owner_filter(key, value, now), "limit", 1);
+  return make_document("delete", collection, "deletes", make_array(std::move(statement)), "ordered",
+                       true, "writeConcern", write_concern);
 }
 
 MongoDocument extend(const std::string& collection, const std::string& key,
@@ -136,11 +130,9 @@ MongoDocument extend(const std::string& collection, const std::string& key,
 
 MongoDocument find_owned(const std::string& collection, const std::string& key,
                          const std::string& value, const MongoNow& now, bool read_majority) {
-  MongoDocument command{{"find", collection},
-                        {"filter", owner_filter(key, value, now)},
-                        {"limit", 1},
-                        {"singleBatch", true}};
-  if (read_majority) command["readConcern"] = MongoDocument{{"level", "majority"}};
+  MongoDocument command = make_document("find", collection, "filter", owner_filter(key, value, now),
+                                        "limit", 1, "singleBatch", true);
+  if (read_majority) command["readConcern"] = make_document("level", "majority");
   return command;
 }
 
