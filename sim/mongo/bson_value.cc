@@ -101,7 +101,7 @@ MongoError::MongoError(int code, const std::string& message)
     : std::runtime_error(message), code_(code) {}
 
 Doc MongoError::reply() const {
-  return Doc{{"ok", 0.0}, {"errmsg", what()}, {"code", code_}, {"codeName", code_name(code_)}};
+  return make_document("ok", 0.0, "errmsg", what(), "code", code_, "codeName", code_name(code_));
 }
 
 std::string code_name(int code) {

@@ -94,7 +94,7 @@ void refuse_expr_in_upsert(const Doc& query, bool upsert) {
 }
 
 Doc write_error(size_t index, const MongoError& e) {
-  return Doc{{"index", index}, {"code", e.code()}, {"errmsg", e.what()}};
+  return make_document("index", index, "code", e.code(), "errmsg", e.what());
 }
 
 // A duplicate key as a command error ({"ok": 0, ...}), as findAndModify and index builds report it.
@@ -108,6 +108,11 @@ class DuplicateKeyError : public MongoError {
     r["keyPattern"] = dup_.key_pattern;
     r["keyValue"] = dup_.key_value;
     return r;
+  }
+  // The entry of an update's writeErrors: index, code, keyPattern, keyValue, errmsg.
+  Doc write_error(size_t index) const {
+    return make_document("index", index, "code", code(), "keyPattern", dup_.key_pattern, "keyValue",
+                         dup_.key_value, "errmsg", what());
   }
 
  private:
@@ -180,11 +185,11 @@ void update_statement(const Doc& stmt, size_t index, const std::string& ns, Comm
     const Doc id = doc["_id"];
     insert_document(ctx, ns, std::move(doc), result.ops);
     ++n;
-    upserted.push_back(Doc{{"index", index}, {"_id", id}});
+    upserted.push_back(make_document("index", index, "_id", id));
     return;
   }
   for (const int64_t rid : found) {
-    const Doc before = coll->records().at(rid);
+    Doc before = coll->records().at(rid);
     Doc after = before;
     apply_update(u, after, false, ectx);
     ++n;
@@ -193,8 +198,10 @@ void update_statement(const Doc& stmt, size_t index, const std::string& ns, Comm
       throw DuplicateKeyError(ns, *dup);
     coll->replace(rid, after);
     ++modified;
-    result.ops.push_back(MongoOp{
-        .kind = MongoOp::Kind::update, .ns = ns, .before = before, .after = std::move(after)});
+    result.ops.push_back(MongoOp{.kind = MongoOp::Kind::update,
+                                 .ns = ns,
+                                 .before = std::move(before),
+                                 .after = std::move(after)});
   }
 }
 
@@ -221,19 +228,14 @@ void run_update(const Doc& command, CommandContext& ctx, CommandResult& result) 
         throw MongoError(14, "BSON field 'update.updates' elements must be objects");
       update_statement(updates[i], i, ns, ctx, result, n, modified, upserted);
     } catch (const DuplicateKeyError& e) {
-      const Doc full = e.reply_doc();
-      errors.push_back(Doc{{"index", i},
-                           {"code", e.code()},
-                           {"keyPattern", full["keyPattern"]},
-                           {"keyValue", full["keyValue"]},
-                           {"errmsg", e.what()}});
+      errors.push_back(e.write_error(i));
       if (ordered) break;
     } catch (const MongoError& e) {
       errors.push_back(write_error(i, e));
       if (ordered) break;
     }
   }
-  result.reply = Doc{{"n", n}, {"nModified", modified}};
+  result.reply = make_document("n", n, "nModified", modified);
   if (!upserted.empty()) result.reply["upserted"] = std::move(upserted);
   if (!errors.empty()) result.reply["writeErrors"] = std::move(errors);
   result.reply["ok"] = 1.0;
@@ -285,7 +287,7 @@ void run_delete(const Doc& command, CommandContext& ctx, CommandResult& result) 
       if (ordered) break;
     }
   }
-  result.reply = Doc{{"n", n}};
+  result.reply = make_document("n", n);
   if (!errors.empty()) result.reply["writeErrors"] = std::move(errors);
   result.reply["ok"] = 1.0;
 }
