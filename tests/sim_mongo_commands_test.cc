@@ -385,3 +385,41 @@ TEST_CASE("commands: delete, find limits, no-op updates and refused commands",
   bad_wc["writeConcern"] = Doc{{"w", -1}};
   CHECK(s.run(bad_wc)["code"] == 9);
 }
+
+TEST_CASE("index keys: two values share a key exactly when BSON comparison finds them equal",
+          "[sim][mongo]") {
+  // Unique indexes file documents under canonical_key: a key shared by unequal values would refuse
+  // an insert mongod takes, one missed by equal values would take a duplicate.
+  const std::vector<Doc> values = {
+      Doc(),  // null
+      Doc(1),
+      Doc(1.0),
+      Doc(1.5),
+      Doc(-2),
+      Doc(uint64_t{7}),
+      Doc(7.0),
+      Doc("a"),
+      Doc("b"),
+      Doc("a\"b"),
+      Doc(true),
+      Doc(false),
+      mongo_date(1000),
+      mongo_date(1001),
+      Doc::array({1, "a"}),
+      Doc::array({1.0, "a"}),
+      Doc::array({"a", 1}),
+      Doc::array(),
+      Doc{{"k", 1}, {"v", "x"}},
+      Doc{{"k", 1.0}, {"v", "x"}},
+      Doc{{"v", "x"}, {"k", 1}},
+      Doc::object(),
+      Doc{{"$oid", "0123456789abcdef01234567"}},
+  };
+  for (const Doc& a : values) {
+    for (const Doc& b : values) {
+      INFO(a.dump() << " vs " << b.dump());
+      CHECK((canonical_key(&a) == canonical_key(&b)) == (compare_values(&a, &b) == 0));
+    }
+  }
+  CHECK(canonical_key(nullptr) == canonical_key(&values[0]));  // missing indexes as null
+}

@@ -1,6 +1,7 @@
 #include "sim/mongo/bson_value.h"
 
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <map>
 
@@ -251,7 +252,7 @@ std::string render(const Doc& value) {
     case TypeRank::missing:
     case TypeRank::null: return "null";
     case TypeRank::number: return render_number(value);
-    case TypeRank::string: return quote(value.get<std::string>());
+    case TypeRank::string: return quote(value.get_ref<const std::string&>());
     case TypeRank::boolean: return value.get<bool>() ? "true" : "false";
     case TypeRank::date: return fmt::format("new Date({})", mongo_date_ms(value));
     case TypeRank::object_id:
@@ -275,32 +276,54 @@ std::string render(const Doc& value) {
   return value.dump();
 }
 
-std::string canonical_key(const Doc* value) {
+void append_canonical_key(std::string& out, const Doc* value) {
   const TypeRank rank = type_rank(value);
   // Missing and null index the same way (a unique index holds one document without the field).
-  if (rank == TypeRank::missing || rank == TypeRank::null) return "5:";
-  std::string out = fmt::format("{}:", static_cast<int>(rank));
+  if (rank == TypeRank::missing || rank == TypeRank::null) {
+    out += "5:";
+    return;
+  }
+  out += std::to_string(static_cast<int>(rank));
+  out += ':';
   switch (rank) {
     case TypeRank::number: {
       if (value->is_number_float()) {
         const double d = value->get<double>();
-        if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15)
-          return out + fmt::format("{}", static_cast<int64_t>(d));
-        return out + fmt::format("{}", d);
+        if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15) {
+          out += std::to_string(static_cast<int64_t>(d));
+        } else {
+          fmt::format_to(std::back_inserter(out), "{}", d);
+        }
+        return;
       }
-      return out + render_number(*value);
+      out += render_number(*value);
+      return;
     }
     case TypeRank::array: {
-      for (const Doc& item : *value) out += canonical_key(&item) + ",";
-      return out;
+      for (const Doc& item : *value) {
+        append_canonical_key(out, &item);
+        out += ',';
+      }
+      return;
     }
     case TypeRank::object: {
-      for (auto it = value->begin(); it != value->end(); ++it)
-        out += quote(it.key()) + "=" + canonical_key(&it.value()) + ",";
-      return out;
+      for (auto it = value->begin(); it != value->end(); ++it) {
+        out += quote(it.key());
+        out += '=';
+        append_canonical_key(out, &it.value());
+        out += ',';
+      }
+      return;
     }
-    default: return out + render(*value);
+    case TypeRank::string: out += quote(value->get_ref<const std::string&>()); return;
+    default: out += render(*value); return;
   }
+}
+
+std::string canonical_key(const Doc* value) {
+  std::string out;
+  append_canonical_key(out, value);
+  return out;
 }
 
 std::string compact(const Doc& value, size_t bytes_max) {

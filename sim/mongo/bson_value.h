@@ -74,6 +74,8 @@ std::string render(const Doc& value);
 // A string that is equal for two values exactly when compare_values says they are equal (1 and
 // 1.0 give the same), for unique-index maps.
 std::string canonical_key(const Doc* value);
+// The same appended to out (an index key of several fields is built in one string).
+void append_canonical_key(std::string& out, const Doc* value);
 // A compact one-line JSON of at most bytes_max (with ".." when cut), for traces.
 std::string compact(const Doc& value, size_t bytes_max = 96);
 

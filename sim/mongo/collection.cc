@@ -43,8 +43,10 @@ Collection::Collection() {
 
 std::string Collection::key_of(const IndexSpec& index, const Doc& doc) {
   std::string key;
-  for (auto it = index.key.begin(); it != index.key.end(); ++it)
-    key += canonical_key(lookup(doc, it.key())) + "|";
+  for (auto it = index.key.begin(); it != index.key.end(); ++it) {
+    append_canonical_key(key, lookup(doc, it.key()));
+    key += '|';
+  }
   return key;
 }
 
