@@ -211,15 +211,16 @@ uint64_t mix(uint64_t hash, const void* bytes, size_t size) {
   return hash;
 }
 
-// The value at idx: its type and its identity (string bytes, number, boolean, or address).
+// The value at idx: its type and its identity (number, boolean, or address). A string's address is
+// its identity too: Lua 5.1 interns every string, so while a table holds one, equal bytes are the
+// same object (a key removed and added again may come back elsewhere: a change, the safe way).
 uint64_t value_digest(lua_State* lua, int idx, uint64_t hash) {
   const int type = lua_type(lua, idx);
   hash = mix(hash, &type, sizeof type);
   switch (type) {
     case LUA_TSTRING: {
-      size_t size = 0;
-      const char* s = lua_tolstring(lua, idx, &size);
-      return mix(hash, s, size);
+      const char* s = lua_tostring(lua, idx);  // the interned string's own bytes: no copy
+      return mix(hash, &s, sizeof s);
     }
     case LUA_TNUMBER: {
       const lua_Number n = lua_tonumber(lua, idx);

@@ -105,7 +105,7 @@ class LuaEngine {
   void arm_bounds();
   void disarm_bounds();
   // An order-independent digest of the globals, the tables under them, the script proxy and
-  // their metatables: keys, and values by identity (pointers, numbers, string bytes).
+  // their metatables: keys, and values by identity (addresses, interned strings' included; numbers).
   uint64_t fingerprint() const;
 
   LuaEngineOptions options_;
