@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -43,19 +44,37 @@ bool write_all(int fd, const char* data, size_t size) {
   return true;
 }
 
-bool write_record(int fd, uint64_t index, char status, const std::string& body) {
+void append_record(std::string& out, uint64_t index, char status, const std::string& body) {
   char header[kHeaderBytes];
   const uint64_t length = body.size();
   std::memcpy(header, &index, sizeof index);
   header[sizeof index] = status;
   std::memcpy(header + sizeof index + 1, &length, sizeof length);
-  return write_all(fd, header, kHeaderBytes) && write_all(fd, body.data(), body.size());
+  out.append(header, kHeaderBytes).append(body);
 }
+
+// A worker sends the results of quick items in batches: a write per result woke the parent per
+// result, and on a machine with no core to spare each wakeup preempted a worker (--jobs 2 of redis
+// seeds on two cores took 1.45 times the CPU of --jobs 1, and 1.2 times less wall time instead of
+// 2). A batch leaves when it holds kBatchRecordsMax results or kBatchBytesMax bytes, when
+// kBatchWait passed since its first result, at the end, after an error, and at once after an item
+// that took kItemSlow or more (beside a slow item a wakeup costs nothing). So the result of a
+// quick item may wait for the worker's next item to finish: the parent takes results, and shows
+// progress, at most one item per worker late; what it takes is the same.
+constexpr size_t kBatchRecordsMax = 64;
+constexpr size_t kBatchBytesMax = 32 * 1024;
+constexpr auto kBatchWait = std::chrono::milliseconds(50);
+constexpr auto kItemSlow = std::chrono::milliseconds(5);
 
 [[noreturn]] void worker_main(int fd, size_t first, size_t count, int jobs,
                               const std::function<std::string(size_t)>& work) {
+  using Clock = std::chrono::steady_clock;
   std::signal(SIGPIPE, SIG_IGN);  // a parent that stopped reading: write fails, we leave
+  std::string batch;
+  size_t batched = 0;
+  Clock::time_point batch_started;
   for (size_t i = first; i < count; i += static_cast<size_t>(jobs)) {
+    const Clock::time_point item_started = Clock::now();
     std::string body;
     char status = 'R';
     try {
@@ -64,7 +83,17 @@ bool write_record(int fd, uint64_t index, char status, const std::string& body) 
       body = e.what();
       status = 'E';
     }
-    if (!write_record(fd, i, status, body) || status == 'E') ::_exit(0);
+    const Clock::time_point now = Clock::now();
+    if (batched == 0) batch_started = now;
+    append_record(batch, i, status, body);
+    ++batched;
+    const bool last = status == 'E' || i + static_cast<size_t>(jobs) >= count;
+    if (last || batched >= kBatchRecordsMax || batch.size() >= kBatchBytesMax ||
+        now - item_started >= kItemSlow || now - batch_started >= kBatchWait) {
+      if (!write_all(fd, batch.data(), batch.size()) || status == 'E') ::_exit(0);
+      batch.clear();
+      batched = 0;
+    }
   }
   ::_exit(0);
 }

@@ -15,6 +15,8 @@
 //   returns false early; a worker dies with its parent (PR_SET_PDEATHSIG).
 // - Memory is bounded: results more than kLookaheadMax indices ahead of the next one taken stay in
 //   their worker's pipe (the worker waits) instead of piling up here.
+// - Results of quick items cross in batches (worker_pool.cc): take() may see a result one item of
+//   its worker late, never a different one.
 // - A work() that throws in a worker, or a worker that dies, makes run_in_order throw
 //   std::runtime_error naming the index; results already taken stay taken.
 // - work() must not depend on state that take() changes (workers are forked before any take()).
