@@ -10,8 +10,12 @@
 // The range is fixed per adapter (kSeeds below) so a figure is comparable across builds: change it
 // and the figures before and after no longer measure the same work. --jobs is 1 because the
 // figure is per core; `sweep --jobs N` multiplies it by at most N. BM_Sweep/ADAPTER/jobs:N (lockstep's
-// own adapters, N every core this process may use, when more than one) times the same range with
-// `--jobs N`: what a sweep on this whole machine gets, forks and the ordered tally included.
+// own adapters, N every core this process may use, when more than one) times `--jobs N` over a
+// range kJobsRangeFactor times longer: what a sweep on this whole machine gets, forks and the
+// ordered tally included (each iteration forks its workers, as each sweep does; over BM_Sweep's
+// short ranges the forks of this large process were a third of the time). Run the jobs cases on
+// their own (--benchmark_filter=BM_Sweep/.*/jobs): after the other cases have grown this
+// process's heap, each fork costs more than a `lockstep sweep` process's does.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -43,6 +47,8 @@ constexpr SweepCase kCases[] = {{"memory", 2'000},
                                 {"ext:redis-semaphore", 20, false},
                                 {"ext:node-redlock", 10, false},
                                 {"ext:redis-semaphore-redlock", 10, false}};
+
+constexpr int kJobsRangeFactor = 5;
 
 void BM_Sweep(benchmark::State& state, SweepCase c, int jobs) {
   const lockstep::SweepConfig config{.adapter = c.adapter,
@@ -92,7 +98,9 @@ void BM_Sweep(benchmark::State& state, SweepCase c, int jobs) {
     if (!c.own) continue;
     const std::string name =
         std::string("BM_Sweep/") + c.adapter + "/jobs:" + std::to_string(cores);
-    benchmark::RegisterBenchmark(name.c_str(), BM_Sweep, c, cores)
+    SweepCase longer = c;
+    longer.seeds *= kJobsRangeFactor;
+    benchmark::RegisterBenchmark(name.c_str(), BM_Sweep, longer, cores)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
   }
