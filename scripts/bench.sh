@@ -8,8 +8,9 @@
 # lockstep's redis and redlock adapters beside the npm libraries through their drivers, one run:
 #   scripts/bench.sh --benchmark_filter='Baseline_RedisPing|AcquireRelease/(redis|redlock|memory|ext:)|Ext_'
 # The sweep's own speed, per adapter (seeds and simulator events per second, one core; the README's
-# table):
-#   scripts/bench.sh --benchmark_filter=BM_Sweep --benchmark_min_time=2
+# table), then on every core (--jobs N; run apart: forking a process that ran the others costs more):
+#   scripts/bench.sh --benchmark_filter='BM_Sweep/[a-z]+/real' --benchmark_min_time=2
+#   scripts/bench.sh --benchmark_filter='BM_Sweep/.*/jobs' --benchmark_min_time=2
 # The ext cases need node >= 20 and ext/node/node_modules (scripts/setup.sh) and skip without them;
 # the mongo cases need mongod on PATH or LOCKSTEP_MONGO_URI and skip without them.
 # LOCKSTEP_BENCH_CPUS pins the run (and the redis-server it starts, a child) with taskset, e.g.
