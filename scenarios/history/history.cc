@@ -1,5 +1,7 @@
 #include "scenarios/history/history.h"
 
+#include <iterator>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -72,99 +74,109 @@ namespace {
 
 constexpr size_t kValueCharsShown = 8;
 
+// A line is written into one buffer, piece by piece: describe() runs for every history event of a
+// run whose trace is read (run, replay, a counterexample), and a string per piece was most of it.
+using Line = fmt::memory_buffer;
+
+template <typename... Args>
+void put(Line& out, fmt::format_string<Args...> format, Args&&... args) {
+  fmt::format_to(std::back_inserter(out), format, std::forward<Args>(args)...);
+}
+
 // Owner values are long random strings; a prefix is enough to tell them apart in a trace.
-std::string short_value(std::string_view value) {
-  if (value.size() <= kValueCharsShown) return std::string(value);
-  return fmt::format("{}..", value.substr(0, kValueCharsShown));
+void put_short_value(Line& out, std::string_view value) {
+  if (value.size() <= kValueCharsShown) return put(out, "{}", value);
+  put(out, "{}..", value.substr(0, kValueCharsShown));
 }
 
 // " c1" for a client, "" for none.
-std::string client_suffix(std::string_view label, int client) {
-  if (client < 0) return "";
-  return fmt::format(" {}c{}", label, client);
+void put_client(Line& out, std::string_view label, int client) {
+  if (client >= 0) put(out, " {}c{}", label, client);
 }
 
-std::string token_suffix(const HistoryEvent& e) {
-  return e.has_token ? fmt::format(" token={}", e.token) : std::string();
+void put_token(Line& out, const HistoryEvent& e) {
+  if (e.has_token) put(out, " token={}", e.token);
 }
 
-std::string describe_client_op(const HistoryEvent& e) {
-  std::string line = fmt::format("c{} {} {}", e.client, to_string(e.kind), to_string(e.op));
-  if (e.kind == EventKind::complete) line += fmt::format(" {}", to_string(e.outcome));
-  line += fmt::format(" key={}{}", e.key, token_suffix(e));
+void describe_client_op(Line& out, const HistoryEvent& e) {
+  put(out, "c{} {} {}", e.client, to_string(e.kind), to_string(e.op));
+  if (e.kind == EventKind::complete) put(out, " {}", to_string(e.outcome));
+  put(out, " key={}", e.key);
+  put_token(out, e);
   if (e.local_valid_until_us != 0)
-    line += fmt::format(" valid_left={}us", e.local_valid_until_us - e.local_now_us);
-  return line;
+    put(out, " valid_left={}us", e.local_valid_until_us - e.local_now_us);
 }
 
-std::string describe_critical_section(const HistoryEvent& e) {
-  return fmt::format("c{} {} key={}{}", e.client, to_string(e.kind), e.key,
-                     e.shared ? " shared" : "");
+void describe_critical_section(Line& out, const HistoryEvent& e) {
+  put(out, "c{} {} key={}{}", e.client, to_string(e.kind), e.key, e.shared ? " shared" : "");
 }
 
-std::string describe_access(const HistoryEvent& e) {
-  return fmt::format("access {} {}{} key={}{} counter={}", to_string(e.op), to_string(e.outcome),
-                     client_suffix("", e.client), e.key, token_suffix(e), e.counter);
+void describe_access(Line& out, const HistoryEvent& e) {
+  put(out, "access {} {}", to_string(e.op), to_string(e.outcome));
+  put_client(out, "", e.client);
+  put(out, " key={}", e.key);
+  put_token(out, e);
+  put(out, " counter={}", e.counter);
 }
 
-std::string describe_lease(const HistoryEvent& e) {
-  std::string line = fmt::format("server={} {} key={}", e.server, to_string(e.kind), e.key);
+void describe_lease(Line& out, const HistoryEvent& e) {
+  put(out, "server={} {} key={}", e.server, to_string(e.kind), e.key);
   // A grant's client is the owner; an extend's or revoke's client is whoever asked for it.
-  if (e.kind == EventKind::grant) line += client_suffix("owner=", e.client);
-  line += fmt::format(" value={}", short_value(e.value));
-  if (e.kind != EventKind::revoke) line += fmt::format(" ttl={}us", e.ttl_us);
-  line += token_suffix(e);
-  if (e.kind != EventKind::grant) line += client_suffix("by=", e.client);
-  return line;
+  if (e.kind == EventKind::grant) put_client(out, "owner=", e.client);
+  put(out, " value=");
+  put_short_value(out, e.value);
+  if (e.kind != EventKind::revoke) put(out, " ttl={}us", e.ttl_us);
+  put_token(out, e);
+  if (e.kind != EventKind::grant) put_client(out, "by=", e.client);
 }
 
-std::string describe_fault(const HistoryEvent& e) {
-  std::string line = fmt::format("fault {}", e.detail);
-  if (e.end_us > e.time_us) line += fmt::format(" until={}us", e.end_us);
-  return line;
+void describe_fault(Line& out, const HistoryEvent& e) {
+  put(out, "fault {}", e.detail);
+  if (e.end_us > e.time_us) put(out, " until={}us", e.end_us);
 }
 
-std::string describe_final(const HistoryEvent& e) {
-  if (e.key.empty()) return fmt::format("final_value counter={}", e.counter);
-  return fmt::format("final_value key={} counter={}", e.key, e.counter);
+void describe_final(Line& out, const HistoryEvent& e) {
+  if (e.key.empty()) return put(out, "final_value counter={}", e.counter);
+  put(out, "final_value key={} counter={}", e.key, e.counter);
 }
 
-std::string describe_stuck(const HistoryEvent& e) {
-  std::string line = fmt::format("stuck c{}", e.client);
-  if (e.op != Op::none) line += fmt::format(" in {}", to_string(e.op));
-  if (!e.key.empty()) line += fmt::format(" key={}", e.key);
-  return line;
+void describe_stuck(Line& out, const HistoryEvent& e) {
+  put(out, "stuck c{}", e.client);
+  if (e.op != Op::none) put(out, " in {}", to_string(e.op));
+  if (!e.key.empty()) put(out, " key={}", e.key);
 }
 
-std::string describe_body(const HistoryEvent& e) {
+void describe_body(Line& out, const HistoryEvent& e) {
   switch (e.kind) {
     case EventKind::invoke:
-    case EventKind::complete: return describe_client_op(e);
+    case EventKind::complete: return describe_client_op(out, e);
     case EventKind::cs_enter:
-    case EventKind::cs_exit: return describe_critical_section(e);
-    case EventKind::access: return describe_access(e);
+    case EventKind::cs_exit: return describe_critical_section(out, e);
+    case EventKind::access: return describe_access(out, e);
     case EventKind::grant:
     case EventKind::extend:
-    case EventKind::revoke: return describe_lease(e);
-    case EventKind::fault: return describe_fault(e);
-    case EventKind::heal: return "heal";
-    case EventKind::final_value: return describe_final(e);
-    case EventKind::key_state: return fmt::format("key_state key={} entries={}", e.key, e.counter);
-    case EventKind::stuck: return describe_stuck(e);
+    case EventKind::revoke: return describe_lease(out, e);
+    case EventKind::fault: return describe_fault(out, e);
+    case EventKind::heal: return put(out, "heal");
+    case EventKind::final_value: return describe_final(out, e);
+    case EventKind::key_state: return put(out, "key_state key={} entries={}", e.key, e.counter);
+    case EventKind::stuck: return describe_stuck(out, e);
     case EventKind::token:
-      return fmt::format("server={} token key={}{}{}", e.server, e.key,
-                         client_suffix("to=", e.client), token_suffix(e));
+      put(out, "server={} token key={}", e.server, e.key);
+      put_client(out, "to=", e.client);
+      return put_token(out, e);
   }
-  return "?";
+  put(out, "?");
 }
 
 }  // namespace
 
 std::string describe(const HistoryEvent& e) {
-  std::string line = describe_body(e);
+  Line line;
+  describe_body(line, e);
   // A fault's detail is its body; for anything else it is an aside (an error's message, say).
-  if (e.kind != EventKind::fault && !e.detail.empty()) line += fmt::format(" ({})", e.detail);
-  return line;
+  if (e.kind != EventKind::fault && !e.detail.empty()) put(line, " ({})", e.detail);
+  return fmt::to_string(line);
 }
 
 }  // namespace lockstep
