@@ -8,6 +8,7 @@
 // A message is dropped if its link is cut when it is sent or when it would arrive, or if the
 // destination crashed (or restarted: a new incarnation) meanwhile. Every send, delivery and drop is
 // one trace line.
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -73,12 +74,19 @@ class Network {
   // appears in trace lines only, and is not read when the trace reads no text.
   void send(NodeId from, NodeId to, std::string_view label, std::function<void()> on_deliver,
             Delivery delivery = Delivery::process);
-  // A label made only when the trace reads it (else ""): senders whose label costs a format.
-  template <typename Make>
-  std::string label_by(Make&& make) const {
-    return labels_read() ? std::string(std::forward<Make>(make)()) : std::string();
+  // The same with a label that costs a format: make_label() runs only when the trace reads text,
+  // after on_deliver is built, so it must not read what on_deliver's captures moved from.
+  template <typename MakeLabel>
+  requires std::invocable<MakeLabel&>
+  void send(NodeId from, NodeId to, MakeLabel&& make_label, std::function<void()> on_deliver,
+            Delivery delivery = Delivery::process) {
+    send(from, to, label_by(make_label), std::move(on_deliver), delivery);
   }
-  bool labels_read() const;
+  // A label made only when the trace reads it (else ""), for a sender that uses it again later.
+  template <typename MakeLabel>
+  std::string label_by(MakeLabel&& make_label) const {
+    return labels_read() ? std::string(make_label()) : std::string();
+  }
 
   void partition(NodeId from, NodeId to);
   void partition_both(NodeId a, NodeId b);
@@ -105,6 +113,7 @@ class Network {
   };
   void send_copy(NodeId from, NodeId to, const std::string& label, std::string_view kind,
                  std::function<void()> on_deliver, Delivery delivery);
+  bool labels_read() const;
   void arrive(const std::shared_ptr<InFlight>& message);
   TimeUs& last_arrival_slot(NodeId from, NodeId to);
   void trace_drop(NodeId from, NodeId to, std::string_view label, std::string_view why);

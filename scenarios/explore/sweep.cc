@@ -226,17 +226,18 @@ class TallyWriter {
 class TallyReader {
  public:
   explicit TallyReader(std::string_view in) : in_(in) {}
+  // A number and the separator after it.
   template <typename Integer>
-  Integer integer() {
+  Integer integer(char separator = ' ') {
     Integer n{};
     const auto [end, ec] = std::from_chars(in_.data(), in_.data() + in_.size(), n);
-    LOCKSTEP_CHECK(ec == std::errc() && end < in_.data() + in_.size() && *end == ' ',
+    LOCKSTEP_CHECK(ec == std::errc() && end < in_.data() + in_.size() && *end == separator,
                    "a seed's tally has a malformed number");
     in_.remove_prefix(static_cast<size_t>(end - in_.data()) + 1);
     return n;
   }
   std::string text() {
-    const size_t size = length(':');
+    const auto size = integer<size_t>(':');
     LOCKSTEP_CHECK(size < in_.size() && in_[size] == ' ', "a seed's tally has a malformed string");
     std::string s(in_.substr(0, size));
     in_.remove_prefix(size + 1);
@@ -252,16 +253,6 @@ class TallyReader {
   bool done() const { return in_.empty(); }
 
  private:
-  // A count followed by `separator`, at most the bytes left.
-  size_t length(char separator) {
-    size_t n = 0;
-    const auto [end, ec] = std::from_chars(in_.data(), in_.data() + in_.size(), n);
-    LOCKSTEP_CHECK(ec == std::errc() && end < in_.data() + in_.size() && *end == separator,
-                   "a seed's tally has a malformed length");
-    in_.remove_prefix(static_cast<size_t>(end - in_.data()) + 1);
-    LOCKSTEP_CHECK(n <= in_.size(), "a seed's tally is cut short");
-    return n;
-  }
   std::string_view in_;
 };
 

@@ -388,17 +388,16 @@ void MongoReplicaSet::heartbeat_tick(Member& m) {
 void MongoReplicaSet::send_heartbeat(Member& from, int to) {
   const Status s = status_of(from);
   Member& target = at(to);
-  Network& net = world_.network();
-  net.send(from.node, target.node,
-           net.label_by([&] { return fmt::format("mongo hb t{}", s.term); }), [this, s, to] {
-             Member& me = at(to);
-             receive_status(me, s);
-             const Status reply = status_of(me);
-             Network& n = world_.network();
-             n.send(me.node, at(s.from).node,
-                    n.label_by([&] { return fmt::format("mongo hb reply t{}", reply.term); }),
-                    [this, reply, back = s.from] { receive_status(at(back), reply); });
-           });
+  world_.network().send(
+      from.node, target.node, [&] { return fmt::format("mongo hb t{}", s.term); },
+      [this, s, to] {
+        Member& me = at(to);
+        receive_status(me, s);
+        const Status reply = status_of(me);
+        world_.network().send(
+            me.node, at(s.from).node, [&] { return fmt::format("mongo hb reply t{}", reply.term); },
+            [this, reply, back = s.from] { receive_status(at(back), reply); });
+      });
 }
 
 void MongoReplicaSet::receive_status(Member& me, const Status& s) {
@@ -514,7 +513,7 @@ void MongoReplicaSet::start_election(Member& m, bool dry_run) {
     if (other == m.id) continue;
     world_.network().send(
         m.node, at(other).node,
-        fmt::format("mongo {}vote t{}", dry_run ? "dry " : "", m.election_term),
+        [&] { return fmt::format("mongo {}vote t{}", dry_run ? "dry " : "", m.election_term); },
         [this, other, candidate = m.id, term = m.election_term, last, dry_run, round = m.round] {
           request_vote(at(other), candidate, term, last, dry_run, round);
         });
@@ -554,7 +553,7 @@ void MongoReplicaSet::request_vote(Member& voter, int candidate, int64_t term, O
                            why.empty() ? "" : " (" + why + ")"));
   world_.network().send(
       voter.node, at(candidate).node,
-      fmt::format("mongo {}vote reply t{}", dry_run ? "dry " : "", term),
+      [&] { return fmt::format("mongo {}vote reply t{}", dry_run ? "dry " : "", term); },
       [this, candidate, voter_id = voter.id, voter_term = voter.term, granted, dry_run, round] {
         receive_vote(at(candidate), voter_id, voter_term, granted, dry_run, round);
       });
@@ -618,12 +617,14 @@ void MongoReplicaSet::release(Member& p, int64_t index, int64_t term) {
   const OpTime prev = mongo::optime_at(p.oplog, index - 1);
   for (int other = 0; other < members(); ++other) {
     if (other == p.id) continue;
-    world_.network().send(p.node, at(other).node, world_.network().label_by([&] {
-      return fmt::format("mongo oplog ({}, {}) {}", entry->term, entry->index, entry->what);
-    }),
-                          [this, other, from = p.id, term, prev, entry, commit = p.commit] {
-                            receive_push(at(other), from, term, prev, entry, commit);
-                          });
+    world_.network().send(
+        p.node, at(other).node,
+        [&] {
+          return fmt::format("mongo oplog ({}, {}) {}", entry->term, entry->index, entry->what);
+        },
+        [this, other, from = p.id, term, prev, entry, commit = p.commit] {
+          receive_push(at(other), from, term, prev, entry, commit);
+        });
   }
 }
 
@@ -649,10 +650,10 @@ void MongoReplicaSet::receive_push(Member& s, int from, int64_t term, OpTime pre
 
 void MongoReplicaSet::ack(Member& s, int primary) {
   const Status st = status_of(s);
-  world_.network().send(s.node, at(primary).node, world_.network().label_by([&] {
-    return fmt::format("mongo ack ({}, {})", st.last.term, st.last.index);
-  }),
-                        [this, st, primary] { receive_status(at(primary), st); });
+  world_.network().send(
+      s.node, at(primary).node,
+      [&] { return fmt::format("mongo ack ({}, {})", st.last.term, st.last.index); },
+      [this, st, primary] { receive_status(at(primary), st); });
 }
 
 void MongoReplicaSet::request_sync(Member& s, int primary) {
@@ -665,10 +666,11 @@ void MongoReplicaSet::request_sync(Member& s, int primary) {
 void MongoReplicaSet::send_sync(Member& p, int to) {
   if (p.role != MongoRole::primary) return;
   auto entries = std::make_shared<const Oplog>(p.oplog.begin(), p.oplog.begin() + p.released);
-  world_.network().send(p.node, at(to).node, fmt::format("mongo sync {} entries", entries->size()),
-                        [this, to, from = p.id, term = p.term, entries, commit = p.commit] {
-                          receive_sync(at(to), from, term, entries, commit);
-                        });
+  world_.network().send(
+      p.node, at(to).node, [&] { return fmt::format("mongo sync {} entries", entries->size()); },
+      [this, to, from = p.id, term = p.term, entries, commit = p.commit] {
+        receive_sync(at(to), from, term, entries, commit);
+      });
 }
 
 void MongoReplicaSet::receive_sync(Member& s, int from, int64_t term,

@@ -100,8 +100,7 @@ std::shared_ptr<SimMongoConnection::Request> SimMongoConnection::send(
             member, client, database, command,
             [&world, server_node, client_node, client, label, request](MongoDocument reply) {
               world.network().send(
-                  server_node, client_node,
-                  world.network().label_by([&] { return std::string("reply ").append(label); }),
+                  server_node, client_node, [&] { return std::string("reply ").append(label); },
                   [&world, client, request, reply = std::move(reply)]() mutable {
                     if (request->answered || request->abandoned) {
                       world.trace_line_by([&] {

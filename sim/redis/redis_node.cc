@@ -135,12 +135,13 @@ void RedisNode::on_restart() {
   if (is_replica()) resync("restarted");
   for (const ReplicaLink& link : replicas_) {
     RedisNode* replica = link.replica;
-    world_.network().send(node_, replica->node_, fmt::format("repl {} fullsync", options_.name),
-                          [replica, from = this, id = link.link_id] {
-                            if (replica->primary_ == from && replica->link_id_ == id) {
-                              replica->resync("primary restarted");
-                            }
-                          });
+    world_.network().send(
+        node_, replica->node_, [&] { return fmt::format("repl {} fullsync", options_.name); },
+        [replica, from = this, id = link.link_id] {
+          if (replica->primary_ == from && replica->link_id_ == id) {
+            replica->resync("primary restarted");
+          }
+        });
   }
 }
 
@@ -191,14 +192,15 @@ void RedisNode::replicate(const std::shared_ptr<const Batch>& batch) {
 void RedisNode::send_batch(const ReplicaLink& link, uint64_t seq,
                            std::shared_ptr<const Batch> batch) {
   RedisNode* replica = link.replica;
-  const std::string label = world_.network().label_by([&] {
-    return fmt::format("repl {} #{} {} {}", options_.name, seq, batch->size(),
-                       batch->size() == 1 ? batch->front().key : "keys");
-  });
-  world_.network().send(node_, replica->node_, label,
-                        [replica, from = this, id = link.link_id, seq, batch = std::move(batch)] {
-                          replica->receive(from, id, seq, *batch);
-                        });
+  world_.network().send(
+      node_, replica->node_,
+      [&] {
+        return fmt::format("repl {} #{} {} {}", options_.name, seq, batch->size(),
+                           batch->size() == 1 ? batch->front().key : "keys");
+      },
+      [replica, from = this, id = link.link_id, seq, batch] {
+        replica->receive(from, id, seq, *batch);
+      });
 }
 
 void RedisNode::receive(const RedisNode* from, uint64_t link_id, uint64_t seq, const Batch& batch) {

@@ -65,7 +65,6 @@ std::shared_ptr<SimRedisRequest> SimRedisConnection::send(const std::vector<std:
   request->id = ++next_request_;
   request->on_reply = std::move(on_reply);
   RedisNode* server = target_;
-  const std::string label = world_.network().label_by([&] { return label_of(argv); });
   world_.trace_line_by([&] {
     return fmt::format("redis c{} #{} -> {}: {}", client_, request->id, server->name(),
                        summarize_command(argv));
@@ -74,13 +73,13 @@ std::shared_ptr<SimRedisRequest> SimRedisConnection::send(const std::vector<std:
   const NodeId client_node = client_node_;
   const int client = client_;
   world_.network().send(
-      client_node, server->node(), label,
-      [&world, server, client_node, client, label, argv, request] {
+      client_node, server->node(), [&] { return label_of(argv); },
+      [&world, server, client_node, client, argv, request] {
         if (std::exchange(request->executed, true)) return;  // a duplicate: TCP delivers once
         RedisReply reply = server->execute(argv, client);
         world.network().send(
             server->node(), client_node,
-            world.network().label_by([&] { return std::string("reply ").append(label); }),
+            [&] { return std::string("reply ").append(label_of(argv)); },
             [&world, client, request, reply = std::move(reply)]() mutable {
               if (request->answered || request->abandoned) {
                 world.trace_line_by([&] {

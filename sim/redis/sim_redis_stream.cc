@@ -81,8 +81,9 @@ struct SimRedisStream::State {
   }
   // At the node: it broke the stream; its reset travels back like any message.
   void send_reset(const std::shared_ptr<State>& self) {
-    world.network().send(target->node(), client_node, fmt::format("stream {} reset", name),
-                         [self] { self->reset_client(); });
+    world.network().send(
+        target->node(), client_node, [&] { return fmt::format("stream {} reset", name); },
+        [self] { self->reset_client(); });
   }
 
   // One piece towards the node, and its retransmission (TCP's RTO, doubling) until the node took
@@ -90,10 +91,10 @@ struct SimRedisStream::State {
   static void to_server(const std::shared_ptr<State>& self, uint64_t seq,
                         std::shared_ptr<const std::string> bytes, int attempt) {
     State& s = *self;
-    s.world.network().send(s.client_node, s.target->node(), s.world.network().label_by([&] {
-      return fmt::format("stream {} {}B", s.name, bytes->size());
-    }),
-                           [self, seq, bytes] { self->server_receives(self, seq, *bytes); });
+    s.world.network().send(
+        s.client_node, s.target->node(),
+        [&] { return fmt::format("stream {} {}B", s.name, bytes->size()); },
+        [self, seq, bytes] { self->server_receives(self, seq, *bytes); });
     s.retransmit_to_server[seq] =
         s.world.scheduler().after(kRtoUs << attempt, [self, seq, bytes, attempt] {
           State& st = *self;
@@ -132,10 +133,10 @@ struct SimRedisStream::State {
   static void to_client(const std::shared_ptr<State>& self, uint64_t seq,
                         std::shared_ptr<const std::string> bytes, int attempt) {
     State& s = *self;
-    s.world.network().send(s.target->node(), s.client_node, s.world.network().label_by([&] {
-      return fmt::format("stream {} reply {}B", s.name, bytes->size());
-    }),
-                           [self, seq, bytes] { self->client_receives(seq, *bytes); });
+    s.world.network().send(
+        s.target->node(), s.client_node,
+        [&] { return fmt::format("stream {} reply {}B", s.name, bytes->size()); },
+        [self, seq, bytes] { self->client_receives(seq, *bytes); });
     s.retransmit_to_client[seq] =
         s.world.scheduler().after(kRtoUs << attempt, [self, seq, bytes, attempt] {
           State& st = *self;
