@@ -15,14 +15,18 @@ size_t History::add(HistoryEvent e) {
   LOCKSTEP_CHECK(events_.empty() || events_.back().time_us <= e.time_us,
                  "history events are appended in true-time order");
   e.index = events_.size();
-  auto id_of = [](std::unordered_map<std::string, uint32_t>& ids, const std::string& text) {
-    return ids.try_emplace(text, static_cast<uint32_t>(ids.size())).first->second;
-  };
-  e.key_id = id_of(key_ids_, e.key);
-  e.server_id = id_of(server_ids_, e.server);
-  e.value_id = id_of(value_ids_, e.value);
+  e.key_id = key_ids_.id_of(e.key);
+  e.server_id = server_ids_.id_of(e.server);
+  e.value_id = value_ids_.id_of(e.value);
   events_.push_back(std::move(e));
   return events_.back().index;
+}
+
+uint32_t History::Ids::id_of(const std::string& text) {
+  if (last_id_ != UINT32_MAX && text == last_) return last_id_;
+  last_id_ = ids_.try_emplace(text, static_cast<uint32_t>(ids_.size())).first->second;
+  last_ = text;
+  return last_id_;
 }
 
 std::string_view to_string(EventKind kind) {

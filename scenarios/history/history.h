@@ -130,10 +130,20 @@ class History {
 
  private:
   std::vector<HistoryEvent> events_;
-  // string -> id, for keys, servers and values; looked up only, never walked
-  std::unordered_map<std::string, uint32_t> key_ids_;
-  std::unordered_map<std::string, uint32_t> server_ids_;
-  std::unordered_map<std::string, uint32_t> value_ids_;
+  // string -> id, for one of keys, servers and values; looked up only, never walked. Runs of
+  // events share a key (and most have no server or value), so the last string is tried first.
+  class Ids {
+   public:
+    uint32_t id_of(const std::string& text);
+
+   private:
+    std::unordered_map<std::string, uint32_t> ids_;
+    std::string last_;
+    uint32_t last_id_ = UINT32_MAX;  // none yet
+  };
+  Ids key_ids_;
+  Ids server_ids_;
+  Ids value_ids_;
 };
 
 // One line per event, for traces and reports: "acquire ok c1 key=k token=3".
