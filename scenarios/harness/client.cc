@@ -159,8 +159,8 @@ bool Client::increment(const Lock& lock, int64_t work_ms) {
 
 void Client::auto_extend(Lock& lock, int64_t every_ms) {
   lock.auto_extend({.every_ms = every_ms});
-  setup_.world->trace_line(fmt::format("{} auto-extends {} every {}ms", setup_.name, lock.key(),
-                                       every_ms == 0 ? lock.ttl_ms() / 3 : every_ms));
+  setup_.world->trace_linef("{} auto-extends {} every {}ms", setup_.name, lock.key(),
+                            every_ms == 0 ? lock.ttl_ms() / 3 : every_ms);
 }
 
 bool Client::work_until_lost(Lock& lock, int64_t work_ms, int64_t step_ms) {
@@ -172,8 +172,8 @@ bool Client::work_until_lost(Lock& lock, int64_t work_ms, int64_t step_ms) {
     const int64_t left_us = lock.valid_until_us() - clock().monotonic_us();
     clock().sleep_for_us(std::min(step_ms * 1000, std::max<int64_t>(left_us, 0)));
     if (lock.lost()) {
-      setup_.world->trace_line(
-          fmt::format("{} stops: lock {} lost ({})", setup_.name, lock.key(), lock.lost_reason()));
+      setup_.world->trace_linef("{} stops: lock {} lost ({})", setup_.name, lock.key(),
+                                lock.lost_reason());
       exit_critical_section(lock.key());
       return false;
     }

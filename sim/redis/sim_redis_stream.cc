@@ -70,13 +70,13 @@ struct SimRedisStream::State {
 
   void fail(std::string_view why) {
     if (std::exchange(broken, true)) return;
-    world.trace_line(fmt::format("stream {} to {} broken: {}", name, target->name(), why));
+    world.trace_linef("stream {} to {} broken: {}", name, target->name(), why);
   }
   // At the client: the stream is reset (once; not after the client closed it).
   void reset_client() {
     if (closed || !on_reset) return;
     closed = true;
-    world.trace_line(fmt::format("stream {} to {} reset at the client", name, target->name()));
+    world.trace_linef("stream {} to {} reset at the client", name, target->name());
     on_reset();
   }
   // At the node: it broke the stream; its reset travels back like any message.
@@ -95,19 +95,18 @@ struct SimRedisStream::State {
         s.client_node, s.target->node(),
         [&] { return fmt::format("stream {} {}B", s.name, bytes->size()); },
         [self, seq, bytes] { self->server_receives(self, seq, *bytes); });
-    s.retransmit_to_server[seq] =
-        s.world.scheduler().after(kRtoUs << attempt, [self, seq, bytes, attempt] {
-          State& st = *self;
-          st.retransmit_to_server.erase(seq);
-          if (st.broken || st.closed || st.received_by_server >= seq) return;
-          if (attempt + 1 >= kRetriesMax) {
-            st.fail(fmt::format("piece {} unanswered after {} tries", seq, kRetriesMax));
-            return st.reset_client();
-          }
-          st.world.trace_line(
-              fmt::format("stream {} retransmits piece {} (try {})", st.name, seq, attempt + 2));
-          to_server(self, seq, bytes, attempt + 1);
-        });
+    s.retransmit_to_server[seq] = s.world.scheduler().after(kRtoUs << attempt, [self, seq, bytes,
+                                                                                attempt] {
+      State& st = *self;
+      st.retransmit_to_server.erase(seq);
+      if (st.broken || st.closed || st.received_by_server >= seq) return;
+      if (attempt + 1 >= kRetriesMax) {
+        st.fail(fmt::format("piece {} unanswered after {} tries", seq, kRetriesMax));
+        return st.reset_client();
+      }
+      st.world.trace_linef("stream {} retransmits piece {} (try {})", st.name, seq, attempt + 2);
+      to_server(self, seq, bytes, attempt + 1);
+    });
   }
 
   void server_receives(const std::shared_ptr<State>& self, uint64_t seq, const std::string& bytes) {
@@ -150,8 +149,8 @@ struct SimRedisStream::State {
             st.fail(fmt::format("reply piece {} unanswered after {} tries", seq, kRetriesMax));
             return st.send_reset(self);
           }
-          st.world.trace_line(fmt::format("stream {} retransmits reply piece {} (try {})", st.name,
-                                          seq, attempt + 2));
+          st.world.trace_linef("stream {} retransmits reply piece {} (try {})", st.name, seq,
+                               attempt + 2);
           to_client(self, seq, bytes, attempt + 1);
         });
   }
@@ -176,8 +175,10 @@ struct SimRedisStream::State {
       if (!argv) break;
       std::optional<RedisReply> reply = front_reply(*argv);
       if (!reply) reply = target->execute(*argv, client);
-      world.trace_line(fmt::format("stream {} at {}: {} -> {}", name, target->name(),
-                                   summarize_command(*argv), one_line(describe(*reply))));
+      world.trace_line_by([&] {
+        return fmt::format("stream {} at {}: {} -> {}", name, target->name(),
+                           summarize_command(*argv), one_line(describe(*reply)));
+      });
       replies += encode_reply(*reply);
     }
     if (!parser.error().empty()) {
@@ -199,7 +200,7 @@ SimRedisStream::SimRedisStream(World& world, NodeId client_node, RedisNode& targ
                                            .on_bytes = std::move(on_bytes),
                                            .on_reset = std::move(on_reset)})) {
   state_->server_incarnation = world.incarnation(target.node());
-  world.trace_line(fmt::format("stream {} to {} open", state_->name, target.name()));
+  world.trace_linef("stream {} to {} open", state_->name, target.name());
 }
 
 SimRedisStream::~SimRedisStream() {
@@ -212,8 +213,8 @@ bool SimRedisStream::broken() const { return state_->broken; }
 
 void SimRedisStream::set_target(RedisNode& target) {
   State& s = *state_;
-  s.world.trace_line(
-      fmt::format("stream {} to {} now to {} (failover)", s.name, s.target->name(), target.name()));
+  s.world.trace_linef("stream {} to {} now to {} (failover)", s.name, s.target->name(),
+                      target.name());
   s.target = &target;
   s.server_incarnation = s.world.incarnation(target.node());
 }
@@ -222,8 +223,8 @@ const RedisNode& SimRedisStream::target() const { return *state_->target; }
 
 void SimRedisStream::close() {
   if (std::exchange(state_->closed, true)) return;
-  state_->world.trace_line(
-      fmt::format("stream {} to {} closed by the client", state_->name, state_->target->name()));
+  state_->world.trace_linef("stream {} to {} closed by the client", state_->name,
+                            state_->target->name());
 }
 
 std::string SimRedisStream::write_now(const std::string& bytes) {
