@@ -36,6 +36,7 @@
 #include "scenarios/report/report.h"
 #include "scenarios/report/report_html.h"
 #include "scenarios/runner.h"
+#include "sim/trace.h"
 
 namespace lockstep {
 namespace {
@@ -233,6 +234,13 @@ int cmd_run(const RunFlags& flags) {
 // a violation and seeing the violation again is success. 1 only when the trace differs.
 int cmd_replay(const ReplayFlags& flags) {
   const ReplaySpec spec = read_replay_spec(flags.report);
+  if (spec.config.world != "real" && spec.trace_hash_version != sim::Trace::kHashVersion) {
+    throw UsageError(fmt::format(
+        "replay: {} has a trace_hash of version {}, this build hashes version {} (sim/trace.h) and "
+        "cannot compare them; run the report's scenario and seed again with this build for a new "
+        "report",
+        flags.report, spec.trace_hash_version, sim::Trace::kHashVersion));
+  }
   const RunReport report = replay_run(spec);  // a catalogue scenario or a generated workload
   print_run(report, flags.json, "");
   if (spec.config.world == "real") {

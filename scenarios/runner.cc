@@ -179,12 +179,12 @@ class RunAssembly {
       : world_(world),
         adapter_(adapter),
         recorder_({.now_us = [&world] { return world.now_us(); },
-                   .trace_line = [&world](std::string_view text) { return world.trace_line(text); },
+                   .trace_line =
+                       [&world](const sim::TraceLine& line) { return world.add_trace_line(line); },
                    .current_client = [this]() -> int {
                      const int node = world_.current_node();
                      return node < 0 || env_ == nullptr ? -1 : env_->client_for_node(node);
                    },
-                   .trace_wants_text = [&world] { return world.trace_wants_text(); },
                    .events_max = report.config.history_events_max,
                    .on_full =
                        [sim] {
@@ -299,6 +299,7 @@ class RunAssembly {
       report.violations.push_back({.violation = std::move(v), .excerpt = std::move(excerpt)});
     }
     report.trace_hash = trace.hash_hex();
+    if (!report.trace_hash.empty()) report.trace_hash_version = sim::Trace::kHashVersion;
     trace_judgement(report);
     report.stats = collect_stats(recorder_.history(), world_.now_us());
     if (report.config.keep_trace) report.trace = trace.lines();

@@ -72,6 +72,8 @@ struct RunReport {
   RunConfig config;
   Options options;  // resolved: defaults plus overrides
   std::string trace_hash;
+  // The definition trace_hash follows (sim::Trace::kHashVersion); 0 when there is no hash.
+  int trace_hash_version = 0;
   std::string library;  // Backend::library(): the library under test as it named itself, or ""
   std::vector<ReportedViolation> violations;
   RunStats stats;

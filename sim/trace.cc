@@ -1,37 +1,45 @@
 #include "sim/trace.h"
 
-#include <fmt/format.h>
-
 namespace lockstep::sim {
 namespace {
 
-constexpr uint64_t kFnvPrime = 1099511628211ULL;
-
-uint64_t fnv1a(uint64_t hash, std::string_view bytes) {
-  for (const char c : bytes) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= kFnvPrime;
-  }
-  return hash;
-}
+// Record tags: a text line's record can never read as a formatted line's, nor a line's end as a
+// field.
+constexpr uint64_t kTextLineTag = 0x007478746c696e65ULL;  // "txtline"
+constexpr uint64_t kLineEndTag = 0x00656e646c696e65ULL;   // "endline"
 
 }  // namespace
 
-size_t Trace::add(TimeUs t_us, std::string_view text) {
-  if (!wants_text()) return count_++;
-  // The line is hashed in its pieces, as they would be laid out: nothing is built unless kept.
-  const fmt::format_int time(t_us);
-  const std::string_view stamp(time.data(), time.size());
-  if (hashing_) hash_ = fnv1a(fnv1a(fnv1a(fnv1a(hash_, stamp), " "), text), "\n");
+void TextLine::hash_into(TraceHasher& hasher) const {
+  hasher.word(kTextLineTag);
+  hasher.bytes(text_);
+}
+
+size_t Trace::add(TimeUs t_us, const TraceLine& line) {
+  if (hashing_) {
+    hasher_.word(static_cast<uint64_t>(t_us));
+    line.hash_into(hasher_);
+    hasher_.word(kLineEndTag);
+  }
   if (lines_.size() < keep_lines_max_) {
-    std::string& line = lines_.emplace_back();
-    line.reserve(stamp.size() + 1 + text.size());
-    line.append(stamp).append(" ").append(text);
+    fmt::memory_buffer text;
+    const fmt::format_int stamp(t_us);
+    text.append(std::string_view(stamp.data(), stamp.size()));
+    text.push_back(' ');
+    line.write_text(text);
+    lines_.emplace_back(text.data(), text.size());
   }
   return count_++;
 }
 
-std::string Trace::hash_hex() const { return hashing_ ? fmt::format("{:016x}", hash_) : ""; }
+// The line count is folded in last, so a trace and its prefix differ even if a record is empty.
+uint64_t Trace::hash() const {
+  TraceHasher final = hasher_;
+  final.word(count_);
+  return final.value();
+}
+
+std::string Trace::hash_hex() const { return hashing_ ? fmt::format("{:016x}", hash()) : ""; }
 
 std::string_view Trace::line(size_t i) const {
   return i < lines_.size() ? std::string_view(lines_[i]) : std::string_view();

@@ -86,22 +86,20 @@ class World {
   uint64_t seed() const { return options_.seed; }
 
   // Appends a trace line at the current true time.
+  size_t trace_line(const TraceLine& line) { return trace_.add(now_us(), line); }
   size_t trace_line(std::string_view text) { return trace_.add(now_us(), text); }
-  // The same, formatted only when the trace reads it (on the stack, no allocation for a line that
-  // fits 500 bytes). Arguments are still evaluated: guard a costly one with trace_wants_text().
+  // The same, formatted only when the trace keeps it; the hash reads the format string and the
+  // arguments as they are (sim/trace.h). Arguments are still evaluated: pass plain values.
   template <typename... Args>
-  size_t trace_linef(fmt::format_string<Args...> format, Args&&... args) {
-    if (!trace_.wants_text()) return trace_line({});
-    fmt::memory_buffer text;
-    fmt::format_to(std::back_inserter(text), format, std::forward<Args>(args)...);
-    return trace_line({text.data(), text.size()});
+  size_t trace_linef(fmt::format_string<Args...> format, const Args&... args) {
+    return trace_line(FormattedLine<Args...>(format, args...));
   }
-  // The same again, for a line whose arguments cost: make() returns the text, called only when the
+  // The same again, for a line whose text costs: make() returns the text, called only when the
   // trace reads it.
   template <typename Make>
   size_t trace_line_by(Make&& make) {
-    if (!trace_.wants_text()) return trace_line({});
-    return trace_line(std::forward<Make>(make)());
+    if (!trace_.wants_text()) return trace_line(std::string_view());
+    return trace_line(std::string_view(std::forward<Make>(make)()));
   }
   bool trace_wants_text() const { return trace_.wants_text(); }
 

@@ -37,8 +37,10 @@ struct Fixture {
   std::vector<std::string> trace;
   Recorder recorder{{.now_us = [this] { return clock.now_us(); },
                      .trace_line =
-                         [this](std::string_view line) {
-                           trace.emplace_back(line);
+                         [this](const sim::TraceLine& line) {
+                           fmt::memory_buffer text;
+                           line.write_text(text);
+                           trace.emplace_back(text.data(), text.size());
                            return trace.size() - 1;
                          },
                      .current_client = [] { return -1; }}};

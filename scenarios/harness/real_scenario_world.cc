@@ -28,9 +28,9 @@ TimeUs RealScenarioWorld::now_us() {
   return origin_ns_ == 0 ? 0 : (steady_ns() - origin_ns_) / 1000;
 }
 
-size_t RealScenarioWorld::trace_line(std::string_view text) {
+size_t RealScenarioWorld::add_trace_line(const sim::TraceLine& line) {
   std::lock_guard<std::mutex> guard(mutex_);
-  return trace_.add(now_us(), text);
+  return trace_.add(now_us(), line);
 }
 
 int RealScenarioWorld::add_client_node(const std::string& name, int64_t clock_offset_us,

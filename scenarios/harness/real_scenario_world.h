@@ -38,7 +38,7 @@ class RealScenarioWorld final : public ScenarioWorld {
 
   std::string_view kind() const override { return "real"; }
   TimeUs now_us() override;
-  size_t trace_line(std::string_view text) override;
+  size_t add_trace_line(const sim::TraceLine& line) override;
   int add_client_node(const std::string& name, int64_t clock_offset_us, int64_t drift_ppm) override;
   Clock& clock(int node) override;
   // Threads: a pause of the client (its own thread sleeping) does not stop them, unlike a

@@ -3,6 +3,42 @@
 #include <string>
 
 namespace lockstep {
+namespace {
+
+// Each enum's values fit the byte EventLine packs it in.
+static_assert(kEventKindsAll.size() <= 256 && kOpsAll.size() <= 256 && kOutcomesAll.size() <= 256 &&
+              kFaultKindsAll.size() <= 256);
+
+// An event's trace line: its record is the event's fields (all but those History::add sets), its
+// text describe()'s.
+class EventLine final : public sim::TraceLine {
+ public:
+  explicit EventLine(const HistoryEvent& e) : e_(e) {}
+
+  void hash_into(sim::TraceHasher& hasher) const override {
+    // The small fields packed into one word, each in its own bits.
+    hasher.word(static_cast<uint64_t>(e_.kind) | static_cast<uint64_t>(e_.op) << 8 |
+                static_cast<uint64_t>(e_.outcome) << 16 | static_cast<uint64_t>(e_.fault) << 24 |
+                static_cast<uint64_t>(e_.has_token) << 32 | static_cast<uint64_t>(e_.shared) << 33 |
+                static_cast<uint64_t>(e_.kills_client) << 34);
+    hasher.word(static_cast<uint64_t>(static_cast<int64_t>(e_.client)));
+    hasher.word(e_.token);
+    for (const int64_t number :
+         {e_.ttl_us, e_.counter, e_.end_us, e_.amount, e_.local_now_us, e_.local_valid_until_us}) {
+      hasher.word(static_cast<uint64_t>(number));
+    }
+    hasher.bytes(e_.key);
+    hasher.bytes(e_.server);
+    hasher.bytes(e_.value);
+    hasher.bytes(e_.detail);
+  }
+  void write_text(fmt::memory_buffer& out) const override { out.append(describe(e_)); }
+
+ private:
+  const HistoryEvent& e_;
+};
+
+}  // namespace
 
 size_t Recorder::record(HistoryEvent e) {
   std::lock_guard<std::mutex> guard(mutex_);
@@ -13,8 +49,7 @@ size_t Recorder::record(HistoryEvent e) {
     return static_cast<size_t>(-1);
   }
   e.time_us = hooks_.now_us();
-  const bool wanted = !hooks_.trace_wants_text || hooks_.trace_wants_text();
-  e.trace_line = hooks_.trace_line(wanted ? describe(e) : std::string());
+  e.trace_line = hooks_.trace_line(EventLine(e));
   return history_.add(std::move(e));
 }
 

@@ -13,15 +13,15 @@
 
 #include "adapters/core/lease_observer.h"
 #include "scenarios/history/history.h"
+#include "sim/trace.h"
 
 namespace lockstep {
 
 struct RecorderHooks {
-  std::function<TimeUs()> now_us;                      // true time
-  std::function<size_t(std::string_view)> trace_line;  // appends a trace line, returns its index
-  std::function<int()> current_client;                 // the client running now, or -1
-  // Whether trace_line reads its text (sim/trace.h); unset: it does. When not, no line is made.
-  std::function<bool()> trace_wants_text;
+  std::function<TimeUs()> now_us;  // true time
+  // Appends a trace line (the event's, sim/trace.h), returns its index.
+  std::function<size_t(const sim::TraceLine&)> trace_line;
+  std::function<int()> current_client;  // the client running now, or -1
   // The most events the history may hold; the event that would pass it is dropped, the recorder
   // is full() from then on, and on_full runs once (the runner stops the world there).
   size_t events_max = SIZE_MAX;

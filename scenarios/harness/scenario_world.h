@@ -19,6 +19,7 @@
 #include "adapters/core/background.h"
 #include "adapters/core/clock.h"
 #include "base/time.h"
+#include "sim/trace.h"
 
 namespace lockstep {
 
@@ -45,17 +46,15 @@ class ScenarioWorld {
 
   virtual std::string_view kind() const = 0;  // "sim" or "real"
   virtual TimeUs now_us() = 0;
-  // Appends a trace line (true time first) and returns its index.
-  virtual size_t trace_line(std::string_view text) = 0;
-  // Whether the trace reads the text of a line (sim/trace.h); false: trace_line("") will do.
+  // Appends a trace line (true time first) and returns its index (sim/trace.h: a line is hashed
+  // as its binary record and formatted only when kept).
+  virtual size_t add_trace_line(const sim::TraceLine& line) = 0;
+  size_t trace_line(std::string_view text) { return add_trace_line(sim::TextLine(text)); }
+  // Whether the trace reads a line at all (sim/trace.h); false: trace_line("") will do.
   virtual bool trace_wants_text() const { return true; }
-  // trace_line of a formatted line, formatted only when the trace reads it.
   template <typename... Args>
-  size_t trace_linef(fmt::format_string<Args...> format, Args&&... args) {
-    if (!trace_wants_text()) return trace_line({});
-    fmt::memory_buffer text;
-    fmt::format_to(std::back_inserter(text), format, std::forward<Args>(args)...);
-    return trace_line({text.data(), text.size()});
+  size_t trace_linef(fmt::format_string<Args...> format, const Args&... args) {
+    return add_trace_line(sim::FormattedLine<Args...>(format, args...));
   }
 
   // A client process node with its own clock (offset and drift only where the world can).

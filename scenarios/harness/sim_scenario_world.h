@@ -19,7 +19,7 @@ class SimScenarioWorld final : public ScenarioWorld {
 
   std::string_view kind() const override { return "sim"; }
   TimeUs now_us() override { return world_.now_us(); }
-  size_t trace_line(std::string_view text) override { return world_.trace_line(text); }
+  size_t add_trace_line(const sim::TraceLine& line) override { return world_.trace_line(line); }
   bool trace_wants_text() const override { return world_.trace_wants_text(); }
   int add_client_node(const std::string& name, int64_t clock_offset_us, int64_t drift_ppm) override;
   Clock& clock(int node) override { return world_.clock(node); }

@@ -75,6 +75,7 @@ nlohmann::json to_json(const RunReport& r) {
       {"options", r.options.values()},
       {"overrides", r.options.overrides()},
       {"trace_hash", r.trace_hash},
+      {"trace_hash_version", r.trace_hash_version},
       {"library", r.library},
       {"end", r.end},
       {"end_message", r.end_message},
@@ -191,6 +192,13 @@ class ReportFields {
     if (!v.is_string()) fail(field, "must be a string");
     return v.get<std::string>();
   }
+  int version(const char* field) const {
+    const nlohmann::json& v = at(field);
+    if (!v.is_number_unsigned() || v.get<uint64_t>() > 1'000'000) {
+      fail(field, "must be a small non-negative integer");
+    }
+    return v.get<int>();
+  }
   std::string choice(const char* field, std::initializer_list<const char*> valid) const {
     const std::string v = text(field);
     std::string names;
@@ -289,6 +297,9 @@ ReplaySpec read_replay_spec(const std::filesystem::path& report_json) {
     for (const auto& assignment : j.at("overrides"))
       spec.config.sets.push_back(assignment.get<std::string>());
     spec.trace_hash = field.text("trace_hash");
+    // Reports written before the field existed hashed with version 1.
+    spec.trace_hash_version =
+        j.contains("trace_hash_version") ? field.version("trace_hash_version") : 1;
     spec.verdict = field.text("verdict");
     if (j.contains("workload")) spec.workload = j.at("workload");
     if (!j.contains("workload")) check_reported_options(report_json, j.at("options"), spec.config);

@@ -43,8 +43,9 @@ std::filesystem::path write_report(const RunReport& report, const std::filesyste
 struct ReplaySpec {
   RunConfig config;
   std::string trace_hash;
-  std::string verdict;      // the report's verdict, compared on a real-world replay
-  nlohmann::json workload;  // a generated workload's spec; null for a catalogue scenario
+  int trace_hash_version = 1;  // the report's, or 1 when it predates the field (sim/trace.h)
+  std::string verdict;         // the report's verdict, compared on a real-world replay
+  nlohmann::json workload;     // a generated workload's spec; null for a catalogue scenario
 };
 ReplaySpec read_replay_spec(const std::filesystem::path& report_json);
 
