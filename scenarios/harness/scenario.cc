@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "base/check.h"
+
 namespace lockstep {
 
 ScenarioEnv::ScenarioEnv(ScenarioWorld& world, Recorder& recorder, GuardedResource& resource,
@@ -33,6 +35,11 @@ Client& ScenarioEnv::add_client(const std::string& name, int64_t clock_offset_us
                                            .random_seed = world_.draw_u64(),
                                            .leases = leases_}));
   recorder_.history().meta.clients = static_cast<int>(clients_.size());
+  LOCKSTEP_CHECK(node >= 0, "a client node has an id");
+  if (static_cast<size_t>(node) >= client_of_node_.size())
+    client_of_node_.resize(static_cast<size_t>(node) + 1, -1);
+  LOCKSTEP_CHECK(client_of_node_[node] == -1, "one client per node");
+  client_of_node_[node] = id;
   world_.trace_linef("client c{} is {} on node {}", id, name, node);
   // A clock that starts off true time, or runs at another rate, is a fault of this client.
   auto record_clock_fault = [&](FaultKind kind, int64_t amount, std::string detail) {
@@ -101,10 +108,8 @@ void ScenarioEnv::require_sim(const std::string& why) const {
 }
 
 int ScenarioEnv::client_for_node(int node) const {
-  for (const auto& client : clients_) {
-    if (client->node() == node) return client->id();
-  }
-  return -1;
+  if (node < 0 || static_cast<size_t>(node) >= client_of_node_.size()) return -1;
+  return client_of_node_[node];
 }
 
 bool Scenario::runs_in(const std::string& world) const {

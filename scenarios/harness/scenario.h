@@ -83,6 +83,8 @@ class ScenarioEnv {
   ClientSideLeases* leases_;
   sim::World* sim_;
   std::vector<std::unique_ptr<Client>> clients_;
+  // node -> the client on it, -1 for none: the recorder asks for every event it attributes
+  std::vector<int> client_of_node_;
 };
 
 struct Scenario {
