@@ -1,5 +1,6 @@
 #include "scenarios/harness/recorder.h"
 
+#include <iterator>
 #include <string>
 
 namespace lockstep {
@@ -16,21 +17,32 @@ class EventLine final : public sim::TraceLine {
   explicit EventLine(const HistoryEvent& e) : e_(e) {}
 
   void hash_into(sim::TraceHasher& hasher) const override {
-    // The small fields packed into one word, each in its own bits.
+    // Most numbers and strings of most events are zero or empty: bits say which are not, and
+    // only those follow, in this order, so the record still reads one way.
+    const uint64_t numbers[] = {e_.token,
+                                static_cast<uint64_t>(e_.ttl_us),
+                                static_cast<uint64_t>(e_.counter),
+                                static_cast<uint64_t>(e_.end_us),
+                                static_cast<uint64_t>(e_.amount),
+                                static_cast<uint64_t>(e_.local_now_us),
+                                static_cast<uint64_t>(e_.local_valid_until_us)};
+    const std::string* texts[] = {&e_.key, &e_.server, &e_.value, &e_.detail};
+    uint64_t present = 0;
+    for (size_t i = 0; i < std::size(numbers); ++i) present |= uint64_t{numbers[i] != 0} << i;
+    for (size_t i = 0; i < std::size(texts); ++i)
+      present |= uint64_t{!texts[i]->empty()} << (8 + i);
+    // The small fields and those bits packed into one word, each in its own bits.
     hasher.word(static_cast<uint64_t>(e_.kind) | static_cast<uint64_t>(e_.op) << 8 |
                 static_cast<uint64_t>(e_.outcome) << 16 | static_cast<uint64_t>(e_.fault) << 24 |
                 static_cast<uint64_t>(e_.has_token) << 32 | static_cast<uint64_t>(e_.shared) << 33 |
-                static_cast<uint64_t>(e_.kills_client) << 34);
+                static_cast<uint64_t>(e_.kills_client) << 34 | present << 40);
     hasher.word(static_cast<uint64_t>(static_cast<int64_t>(e_.client)));
-    hasher.word(e_.token);
-    for (const int64_t number :
-         {e_.ttl_us, e_.counter, e_.end_us, e_.amount, e_.local_now_us, e_.local_valid_until_us}) {
-      hasher.word(static_cast<uint64_t>(number));
+    for (const uint64_t number : numbers) {
+      if (number != 0) hasher.word(number);
     }
-    hasher.bytes(e_.key);
-    hasher.bytes(e_.server);
-    hasher.bytes(e_.value);
-    hasher.bytes(e_.detail);
+    for (const std::string* text : texts) {
+      if (!text->empty()) hasher.bytes(*text);
+    }
   }
   void write_text(fmt::memory_buffer& out) const override { out.append(describe(e_)); }
 
