@@ -53,13 +53,20 @@ int64_t NodeClock::monotonic_us(TimeUs t) const {
 
 int64_t NodeClock::local_duration(TimeUs true_us) const {
   LOCKSTEP_SIM_CHECK(true_us >= 0, "a duration is not negative");
-  return saturate(Int128{true_us} * rate_ppm(drift_ppm_) / kPpm);
+  // Read for every clock reading: the 128-bit division is for the products that need it.
+  if (drift_ppm_ == 0) return true_us;
+  const int64_t rate = rate_ppm(drift_ppm_);
+  if (true_us <= INT64_MAX / rate) return true_us * rate / kPpm;
+  return saturate(Int128{true_us} * rate / kPpm);
 }
 
 TimeUs NodeClock::true_duration_for(int64_t local_us) const {
   if (local_us <= 0) return 0;
   // The smallest T with floor(T * rate / 1e6) >= local_us.
-  return saturate(ceil_div(Int128{local_us} * kPpm, rate_ppm(drift_ppm_)));
+  if (drift_ppm_ == 0) return local_us;
+  const int64_t rate = rate_ppm(drift_ppm_);
+  if (local_us <= (INT64_MAX - rate) / kPpm) return (local_us * kPpm + rate - 1) / rate;
+  return saturate(ceil_div(Int128{local_us} * kPpm, rate));
 }
 
 TimeUs NodeClock::true_time_when_local_reaches(int64_t target_local, TimeUs from) const {

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <stdexcept>
 
 #include "sim/node_clock.h"
@@ -104,6 +105,34 @@ TEST_CASE("node clock: 128-bit intermediates keep long runs exact", "[sim][clock
   // year_us * 1'999'999 overflows int64 (about 6.3e19), the result does not.
   CHECK(c.local_duration(year_us) == year_us * 2 - year_us / 1'000'000);
   CHECK(c.true_duration_for(c.local_duration(year_us)) == year_us);
+}
+
+TEST_CASE("node clock: durations are the 128-bit definition's, either side of int64's reach",
+          "[sim][clock]") {
+  // The definition, in 128 bits: floor(T * rate / 1e6), and the least T that measures local_us.
+  __extension__ using Int128 = __int128;
+  const auto saturate = [](Int128 v) {
+    return v > INT64_MAX ? INT64_MAX : static_cast<int64_t>(v);
+  };
+  for (const int64_t drift_ppm : {-999'999LL, -123'457LL, -1LL, 0LL, 1LL, 314'159LL, 999'999LL}) {
+    const NodeClock c({.drift_ppm = drift_ppm});
+    const int64_t rate = 1'000'000 + drift_ppm;
+    // Around where the products leave int64, and the extremes.
+    const int64_t local_edge = (INT64_MAX - rate) / 1'000'000;
+    const int64_t true_edge = INT64_MAX / rate;
+    for (const int64_t base : {int64_t{0}, int64_t{1}, local_edge, true_edge, INT64_MAX / 2}) {
+      for (int64_t d = -2; d <= 2; ++d) {
+        const int64_t v = base + d;
+        if (v < 0) continue;
+        INFO("drift " << drift_ppm << " value " << v);
+        CHECK(c.local_duration(v) == saturate(Int128{v} * rate / 1'000'000));
+        if (v > 0) {
+          CHECK(c.true_duration_for(v) == saturate((Int128{v} * 1'000'000 + rate - 1) / rate));
+        }
+      }
+    }
+    CHECK(c.local_duration(INT64_MAX) == saturate(Int128{INT64_MAX} * rate / 1'000'000));
+  }
 }
 
 TEST_CASE("node clock: drift must keep the clock moving forward", "[sim][clock]") {
