@@ -143,6 +143,13 @@ TEST_CASE("History::add numbers keys, servers and values densely, equal strings 
   const HistoryEvent& d = add("v1", "k1", "v1");  // each kind of string numbered on its own
   CHECK((d.key_id == 2 && d.server_id == 2 && d.value_id == 1));
   CHECK(server_value_id(c) != server_value_id(b));
+  // The empty string is numbered where it first appears, as any other, and keeps its number.
+  const HistoryEvent& e = add("k1", "", "v3");
+  CHECK((e.key_id == 0 && e.server_id == 0 && e.value_id == 3));
+  const HistoryEvent& f = add("", "s1", "");
+  CHECK((f.key_id == 3 && f.server_id == 1 && f.value_id == 0));
+  const HistoryEvent& g = add("", "", "v3");
+  CHECK((g.key_id == 3 && g.server_id == 0 && g.value_id == 3));
 }
 
 TEST_CASE("describe prints one compact line per event", "[history]") {

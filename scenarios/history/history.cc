@@ -23,8 +23,15 @@ size_t History::add(HistoryEvent e) {
 }
 
 uint32_t History::Ids::id_of(const std::string& text) {
+  const auto look_up = [this](const std::string& s) {
+    return ids_.try_emplace(s, static_cast<uint32_t>(ids_.size())).first->second;
+  };
+  if (text.empty()) {
+    if (empty_id_ == UINT32_MAX) empty_id_ = look_up(text);
+    return empty_id_;
+  }
   if (last_id_ != UINT32_MAX && text == last_) return last_id_;
-  last_id_ = ids_.try_emplace(text, static_cast<uint32_t>(ids_.size())).first->second;
+  last_id_ = look_up(text);
   last_ = text;
   return last_id_;
 }

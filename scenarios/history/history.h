@@ -130,16 +130,18 @@ class History {
 
  private:
   std::vector<HistoryEvent> events_;
-  // string -> id, for one of keys, servers and values; looked up only, never walked. Runs of
-  // events share a key (and most have no server or value), so the last string is tried first.
+  // string -> id, for one of keys, servers and values; looked up only, never walked. Most events
+  // have no server or value, and runs of them share a key or a value: the empty string's id and
+  // the last other string's are tried first.
   class Ids {
    public:
     uint32_t id_of(const std::string& text);
 
    private:
     std::unordered_map<std::string, uint32_t> ids_;
-    std::string last_;
-    uint32_t last_id_ = UINT32_MAX;  // none yet
+    uint32_t empty_id_ = UINT32_MAX;  // none yet
+    std::string last_;                // never empty once set
+    uint32_t last_id_ = UINT32_MAX;   // none yet
   };
   Ids key_ids_;
   Ids server_ids_;
