@@ -25,8 +25,11 @@ int64_t saturate(Int128 v) {
   return static_cast<int64_t>(v);
 }
 
-// ceil(a / b) for a >= 0, b > 0.
-Int128 ceil_div(Int128 a, Int128 b) { return (a + b - 1) / b; }
+// ceil(a / b) for a >= 0, b > 0, in whichever width holds a + b.
+template <typename Wide>
+Wide ceil_div(Wide a, Wide b) {
+  return (a + b - 1) / b;
+}
 
 }  // namespace
 
@@ -65,15 +68,15 @@ TimeUs NodeClock::true_duration_for(int64_t local_us) const {
   // The smallest T with floor(T * rate / 1e6) >= local_us.
   if (drift_ppm_ == 0) return local_us;
   const int64_t rate = rate_ppm(drift_ppm_);
-  if (local_us <= (INT64_MAX - rate) / kPpm) return (local_us * kPpm + rate - 1) / rate;
-  return saturate(ceil_div(Int128{local_us} * kPpm, rate));
+  if (local_us <= (INT64_MAX - rate) / kPpm) return ceil_div(local_us * kPpm, rate);
+  return saturate(ceil_div(Int128{local_us} * kPpm, Int128{rate}));
 }
 
 TimeUs NodeClock::true_time_when_local_reaches(int64_t target_local, TimeUs from) const {
   if (local_us(from) >= target_local) return from;
   // target_local > local_us(from) >= base_local_, so the remaining distance is positive.
   const Int128 distance = Int128{target_local} - base_local_;
-  const Int128 t = base_true_ + ceil_div(distance * kPpm, rate_ppm(drift_ppm_));
+  const Int128 t = base_true_ + ceil_div(distance * kPpm, Int128{rate_ppm(drift_ppm_)});
   return t >= kTimeNever ? kTimeNever : static_cast<TimeUs>(t);
 }
 
