@@ -86,7 +86,7 @@ TEST_CASE("bson: every seam type converts to the BSON type the conventions name"
 
   const Json back = from_bson(*converted);
   bson_destroy(converted);
-  CHECK(back == document);  // ordered_json: key order kept too
+  CHECK(back == document);  // key order kept too
   CHECK(back.begin().key() == "i32");
   CHECK(back["d"].is_number_float());
 }

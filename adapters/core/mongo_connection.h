@@ -8,8 +8,8 @@
 // createIndexes), so it runs unchanged in both worlds and the contract tests see exactly what it
 // sends.
 //
-// Documents are nlohmann::ordered_json (a command's name must be its first key), with these
-// conventions for the BSON types lockstep uses:
+// Documents are nlohmann JSON whose objects keep insertion order (OrderedObject, as BSON: a
+// command's name must be its first key), with these conventions for the BSON types lockstep uses:
 // - integers are BSON int32 when they fit, int64 otherwise; BSON int32/int64 come back as integers;
 //   BSON doubles come back as floating-point numbers ("ok": 1.0 compares equal to 1);
 // - a date is {"$date": <int64 milliseconds since the Unix epoch>}, both ways;
@@ -27,11 +27,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "adapters/core/ordered_object.h"
 #include "adapters/core/redis_connection.h"  // IoStatus
 
 namespace lockstep {
 
-using MongoDocument = nlohmann::ordered_json;
+using MongoDocument = nlohmann::basic_json<OrderedObject>;
 
 // make_document("a", 1, "b", x): a document of these fields in this order; make_array(1, x): an
 // array. Values are moved in when given as rvalues. Not nlohmann's initializer lists, which build

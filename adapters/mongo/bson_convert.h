@@ -1,5 +1,5 @@
 #pragma once
-// MongoDocument (nlohmann::ordered_json, adapters/core/mongo_connection.h) <-> BSON, walking the
+// MongoDocument (adapters/core/mongo_connection.h) <-> BSON, walking the
 // values with bson_iter / bson_append_* directly (no JSON text in between, so no type guessing).
 //
 // To BSON (what the adapter builds):
