@@ -97,6 +97,21 @@ TEST_CASE("lua: EVALSHA answers NOSCRIPT until EVAL or SCRIPT LOAD caches the bo
               "'<eof>'"));
 }
 
+TEST_CASE("lua: every body gets its own sha, through more bodies than the engine remembers",
+          "[sim][redis][lua]") {
+  Server s;
+  // The engine remembers the shas of the last few bodies: 20 bodies, sent in an order that comes
+  // back to old ones after they were forgotten, and to recent ones while remembered.
+  std::vector<std::string> bodies;
+  for (int i = 0; i < 20; ++i) bodies.push_back("return " + std::to_string(i));
+  for (const int i : {0, 1, 2, 0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1, 12, 0, 19, 18, 0, 19, 5}) {
+    const std::string& body = bodies[static_cast<size_t>(i)];
+    CHECK(s.run({"SCRIPT", "LOAD", body}) == str(sha1_hex(body)));
+    CHECK(s.eval(body) == num(i));
+    CHECK(s.run({"EVALSHA", sha1_hex(body), "0"}) == num(i));
+  }
+}
+
 TEST_CASE(
     "lua: a script forgotten and sent again runs as new, also one that changed its own "
     "environment",

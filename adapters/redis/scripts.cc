@@ -14,7 +14,11 @@ RedisScript make_script(std::string name, std::string source) {
 std::vector<std::string> script_argv(const std::string& verb, const std::string& script_ref,
                                      const std::vector<std::string>& keys,
                                      const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {verb, script_ref, std::to_string(keys.size())};
+  std::vector<std::string> argv;
+  argv.reserve(3 + keys.size() + args.size());  // one allocation per command, on a hot path
+  argv.push_back(verb);
+  argv.push_back(script_ref);
+  argv.push_back(std::to_string(keys.size()));
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;

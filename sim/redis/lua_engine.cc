@@ -378,8 +378,20 @@ bool LuaEngine::compile(const std::string& body, const std::string& sha, RedisRe
   return true;
 }
 
+const std::string& LuaEngine::sha_of(const std::string& body) {
+  for (auto it = sha_memo_.begin(); it != sha_memo_.end(); ++it) {
+    if (it->first == body) {
+      std::rotate(it, it + 1, sha_memo_.end());
+      return sha_memo_.back().second;
+    }
+  }
+  if (sha_memo_.size() == kShaMemoMax) sha_memo_.erase(sha_memo_.begin());
+  sha_memo_.emplace_back(body, sha1_hex(body));
+  return sha_memo_.back().second;
+}
+
 RedisReply LuaEngine::load(const std::string& body) {
-  const std::string sha = sha1_hex(body);
+  const std::string sha = sha_of(body);
   RedisReply error;
   if (scripts_.count(sha) == 0 && !compile(body, sha, error)) return error;
   return RedisReply::string_of(sha);
@@ -387,7 +399,7 @@ RedisReply LuaEngine::load(const std::string& body) {
 
 RedisReply LuaEngine::eval(const std::string& body, std::span<const std::string> keys,
                            std::span<const std::string> args, CommandContext& ctx) {
-  const std::string sha = sha1_hex(body);
+  const std::string sha = sha_of(body);
   RedisReply error;
   if (scripts_.count(sha) == 0 && !compile(body, sha, error)) return error;
   return run(scripts_.at(sha), sha, keys, args, ctx);

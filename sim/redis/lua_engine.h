@@ -44,6 +44,8 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "adapters/core/redis_connection.h"
 
@@ -92,6 +94,10 @@ class LuaEngine {
     int function_ref = 0;  // in the Lua registry
   };
   static constexpr size_t kCompiledKeptMax = 32;
+  static constexpr size_t kShaMemoMax = 8;
+  // sha1_hex(body), remembered for the last kShaMemoMax bodies: EVAL hashes the same few scripts
+  // over and over (a pure function of the body, so what it remembers changes no result).
+  const std::string& sha_of(const std::string& body);
   // Compiles (or takes back from compiled_kept_) and caches body under sha; on failure returns
   // false with the error reply in `error`.
   bool compile(const std::string& body, const std::string& sha, RedisReply& error);
@@ -114,6 +120,7 @@ class LuaEngine {
   int proxy_ref_ = 0;
   std::map<std::string, Script> scripts_;        // what Redis shows: EVALSHA finds these
   std::map<std::string, Script> compiled_kept_;  // forgotten, compiled, at most kCompiledKeptMax
+  std::vector<std::pair<std::string, std::string>> sha_memo_;  // (body, sha), most recent last
 
   // State of the running script, for the C functions.
   CommandContext* ctx_ = nullptr;
