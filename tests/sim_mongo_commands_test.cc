@@ -129,6 +129,48 @@ TEST_CASE("commands: a unique index refuses a duplicate key with mongod's E11000
   CHECK(s.docs()[0]["value"] == "owner-a");
 }
 
+TEST_CASE(
+    "commands: a duplicate key stops an ordered batch, an unordered one goes on, and a failed "
+    "statement counts in neither n nor nModified",
+    "[sim][mongo][commands]") {
+  for (const bool ordered : {true, false}) {
+    Server s;
+    REQUIRE(s.run(lock_indexes())["ok"] == 1);
+    REQUIRE(s.run(update(Doc{{"key", "held"}}, Doc{{"$set", {{"value", "a"}}}}, true))["n"] == 1);
+    // Inserts "x", collides with "held" (the upsert's filter matches nothing, its key exists),
+    // inserts "y", collides again, and moves "x" onto "held" (a replacement that collides).
+    Doc batch = update(Doc{{"key", "x"}}, Doc{{"$set", {{"value", "b"}}}}, true);
+    batch["ordered"] = ordered;
+    batch["updates"].push_back(Doc{
+        {"q", {{"key", "held"}, {"value", "b"}}}, {"u", {{"$set", {{"n", 1}}}}}, {"upsert", true}});
+    batch["updates"].push_back(
+        Doc{{"q", {{"key", "y"}}}, {"u", {{"$set", {{"value", "b"}}}}}, {"upsert", true}});
+    batch["updates"].push_back(Doc{
+        {"q", {{"key", "held"}, {"value", "c"}}}, {"u", {{"$set", {{"n", 2}}}}}, {"upsert", true}});
+    batch["updates"].push_back(Doc{{"q", {{"key", "x"}}}, {"u", {{"$set", {{"key", "held"}}}}}});
+    const Doc reply = s.run(batch);
+    CHECK(reply["ok"] == 1);
+    std::vector<int> failed;
+    for (const Doc& e : reply["writeErrors"]) {
+      CHECK(e["code"] == 11000);
+      CHECK(e["keyValue"] == Doc{{"key", "held"}});
+      failed.push_back(e["index"].get<int>());
+    }
+    std::vector<std::string> keys;
+    for (const Doc& d : s.docs()) keys.push_back(d["key"].get<std::string>());
+    if (ordered) {
+      CHECK(failed == std::vector<int>{1});
+      CHECK(reply["n"] == 1);
+      CHECK(keys == std::vector<std::string>{"held", "x"});
+    } else {
+      CHECK(failed == std::vector<int>{1, 3, 4});
+      CHECK(reply["n"] == 2);  // "x" and "y": a failed statement counts nothing, as in mongod
+      CHECK(reply["nModified"] == 0);
+      CHECK(keys == std::vector<std::string>{"held", "x", "y"});
+    }
+  }
+}
+
 TEST_CASE("commands: createIndexes is idempotent and an index build over duplicates fails",
           "[sim][mongo][commands]") {
   Server s;

@@ -465,12 +465,17 @@ std::vector<Row> rows() {
        .expect = {{"ok", 1},
                   {"n", 0},
                   {"writeErrors", Doc::array({Doc{{"index", 0}, {"code", 11000}}})}}});
-  out.push_back({.name = "an update that moves a unique key onto another document's: 11000",
-                 .source = dup_retry,
+  out.push_back({.name = "an update that moves a unique key onto another document's: 11000, and "
+                         "the statement that matched but failed counts in neither n nor nModified",
+                 .source = dup_retry +
+                           "; mongodb/mongo src/mongo/db/commands/write_commands.cpp (the reply "
+                           "sums n and nModified over the statements that succeeded)",
                  .given = {unique_x, update(Doc{{"x", 3}}, Doc{{"$set", {{"v", 1}}}}, true),
                            update(Doc{{"x", 4}}, Doc{{"$set", {{"v", 1}}}}, true)},
                  .command = update(Doc{{"x", 3}}, Doc{{"$inc", {{"x", 1}}}}, true),
                  .expect = {{"ok", 1},
+                            {"n", 0},
+                            {"nModified", 0},
                             {"writeErrors", Doc::array({Doc{{"index", 0},
                                                             {"code", 11000},
                                                             {"keyPattern", {{"x", 1}}},

@@ -188,21 +188,27 @@ void update_statement(const Doc& stmt, size_t index, const std::string& ns, Comm
     upserted.push_back(make_document("index", index, "_id", id));
     return;
   }
+  // A statement that fails counts nothing in n and nModified (mongod sums only the statements
+  // that succeeded), though the documents it changed before failing stay changed.
+  int64_t matched = 0;
+  int64_t changed = 0;
   for (const int64_t rid : found) {
     Doc before = coll->records().at(rid);
     Doc after = before;
     apply_update(u, after, false, ectx);
-    ++n;
+    ++matched;
     if (after == before) continue;  // a no-op: no oplog entry, as in mongod
     if (std::optional<DuplicateKey> dup = coll->duplicate(after, rid))
       throw DuplicateKeyError(ns, *dup);
     coll->replace(rid, after);
-    ++modified;
+    ++changed;
     result.ops.push_back(MongoOp{.kind = MongoOp::Kind::update,
                                  .ns = ns,
                                  .before = std::move(before),
                                  .after = std::move(after)});
   }
+  n += matched;
+  modified += changed;
 }
 
 void run_update(const Doc& command, CommandContext& ctx, CommandResult& result) {
