@@ -1,6 +1,7 @@
 #include "sim/mongo/commands.h"
 
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -152,9 +153,13 @@ std::vector<int64_t> matching(const Collection* coll, const Doc& filter, const E
 
 // --- update ---
 
-// One update statement; throws MongoError (a writeError) or returns after applying it.
-void update_statement(const Doc& stmt, size_t index, const std::string& ns, CommandContext& ctx,
-                      CommandResult& result, int64_t& n, int64_t& modified, Doc& upserted) {
+// One update statement: applies it, or returns the duplicate key it would make (a writeError).
+// A duplicate is the common refusal (an upsert of a lock someone holds): a value, not a throw.
+// Other errors throw MongoError (a writeError too).
+std::optional<DuplicateKeyError> update_statement(const Doc& stmt, size_t index,
+                                                  const std::string& ns, CommandContext& ctx,
+                                                  CommandResult& result, int64_t& n,
+                                                  int64_t& modified, Doc& upserted) {
   check_fields(stmt, "update.updates", {"q", "u", "upsert", "multi"}, false);
   if (!stmt.contains("q") || !stmt["q"].is_object())
     throw MongoError(9, "BSON field 'update.updates.q' is missing but a required field");
@@ -175,18 +180,18 @@ void update_statement(const Doc& stmt, size_t index, const std::string& ns, Comm
   Collection* coll = ctx.db.find(ns);
   const std::vector<int64_t> found = matching(coll, q, ectx, multi ? 0 : 1);
   if (found.empty()) {
-    if (!upsert) return;
+    if (!upsert) return std::nullopt;
     Doc doc = upsert_document(q, u, ctx);
     const Collection* target = ctx.db.find(ns);
     if (target != nullptr) {
       if (std::optional<DuplicateKey> dup = target->duplicate(doc))
-        throw DuplicateKeyError(ns, *dup);
+        return DuplicateKeyError(ns, std::move(*dup));
     }
     const Doc id = doc["_id"];
     insert_document(ctx, ns, std::move(doc), result.ops);
     ++n;
     upserted.push_back(make_document("index", index, "_id", id));
-    return;
+    return std::nullopt;
   }
   // A statement that fails counts nothing in n and nModified (mongod sums only the statements
   // that succeeded), though the documents it changed before failing stay changed.
@@ -199,7 +204,7 @@ void update_statement(const Doc& stmt, size_t index, const std::string& ns, Comm
     ++matched;
     if (after == before) continue;  // a no-op: no oplog entry, as in mongod
     if (std::optional<DuplicateKey> dup = coll->duplicate(after, rid))
-      throw DuplicateKeyError(ns, *dup);
+      return DuplicateKeyError(ns, std::move(*dup));
     coll->replace(rid, after);
     ++changed;
     result.ops.push_back(MongoOp{.kind = MongoOp::Kind::update,
@@ -209,6 +214,7 @@ void update_statement(const Doc& stmt, size_t index, const std::string& ns, Comm
   }
   n += matched;
   modified += changed;
+  return std::nullopt;
 }
 
 void run_update(const Doc& command, CommandContext& ctx, CommandResult& result) {
@@ -232,10 +238,11 @@ void run_update(const Doc& command, CommandContext& ctx, CommandResult& result) 
     try {
       if (!updates[i].is_object())
         throw MongoError(14, "BSON field 'update.updates' elements must be objects");
-      update_statement(updates[i], i, ns, ctx, result, n, modified, upserted);
-    } catch (const DuplicateKeyError& e) {
-      errors.push_back(e.write_error(i));
-      if (ordered) break;
+      if (const std::optional<DuplicateKeyError> dup =
+              update_statement(updates[i], i, ns, ctx, result, n, modified, upserted)) {
+        errors.push_back(dup->write_error(i));
+        if (ordered) break;
+      }
     } catch (const MongoError& e) {
       errors.push_back(write_error(i, e));
       if (ordered) break;
