@@ -22,6 +22,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "adapters/core/clock.h"
@@ -86,9 +87,9 @@ class CountingConnection final : public lockstep::MongoConnection {
  public:
   explicit CountingConnection(const std::string& uri) : inner_({.uri = uri}) {}
   lockstep::MongoResult run_command(const std::string& database,
-                                    const lockstep::MongoDocument& command) override {
+                                    lockstep::MongoDocument command) override {
     ++commands_;
-    return inner_.run_command(database, command);
+    return inner_.run_command(database, std::move(command));
   }
   std::string endpoint() const override { return inner_.endpoint(); }
   int64_t commands() const { return commands_; }

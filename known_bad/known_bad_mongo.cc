@@ -1,5 +1,7 @@
 #include "known_bad/known_bad_mongo.h"
 
+#include <utility>
+
 #include "adapters/mongo/mongo_adapter.h"
 #include "scenarios/backends/mongo.h"
 
@@ -12,12 +14,11 @@ class NoUniqueIndexConnection final : public MongoConnection {
  public:
   explicit NoUniqueIndexConnection(MongoConnection& inner) : inner_(inner) {}
 
-  MongoResult run_command(const std::string& database, const MongoDocument& command) override {
-    if (!command.contains("createIndexes") || !command.contains("indexes"))
-      return inner_.run_command(database, command);
-    MongoDocument without_unique = command;
-    for (MongoDocument& index : without_unique["indexes"]) index.erase("unique");
-    return inner_.run_command(database, without_unique);
+  MongoResult run_command(const std::string& database, MongoDocument command) override {
+    if (command.contains("createIndexes") && command.contains("indexes")) {
+      for (MongoDocument& index : command["indexes"]) index.erase("unique");
+    }
+    return inner_.run_command(database, std::move(command));
   }
   std::string endpoint() const override { return inner_.endpoint(); }
 

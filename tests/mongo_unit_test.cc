@@ -31,9 +31,9 @@ bson_type_t type_of(const bson_t& document, const char* dotted) {
 class ScriptedConnection final : public MongoConnection {
  public:
   explicit ScriptedConnection(std::deque<MongoResult> replies) : replies_(std::move(replies)) {}
-  MongoResult run_command(const std::string& database, const MongoDocument& command) override {
+  MongoResult run_command(const std::string& database, MongoDocument command) override {
     databases.push_back(database);
-    sent.push_back(command);
+    sent.push_back(std::move(command));
     if (replies_.empty())
       return {.status = IoStatus::connection_error, .message = "script exhausted"};
     MongoResult next = replies_.front();

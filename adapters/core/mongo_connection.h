@@ -79,8 +79,10 @@ struct MongoResult {
 class MongoConnection {
  public:
   virtual ~MongoConnection() = default;
-  // Runs `command` on `database` (the driver adds $db, lsid and the like).
-  virtual MongoResult run_command(const std::string& database, const MongoDocument& command) = 0;
+  // Runs `command` on `database` (the driver adds $db, lsid and the like). The connection takes
+  // the command: a caller done with it moves it in (the simulated connection keeps it as the
+  // message in flight, and a copy of every command was a tenth of a simulated Mongo seed).
+  virtual MongoResult run_command(const std::string& database, MongoDocument command) = 0;
   // "mongodb://127.0.0.1:27017", "sim:mongo-rs": for messages.
   virtual std::string endpoint() const = 0;
 };

@@ -50,8 +50,9 @@ MongoDocument MongoAdapter::write_concern() const {
              : cmd::w1_write_concern();
 }
 
-MongoAdapter::Sent MongoAdapter::send(const MongoDocument& command) {
-  Sent sent{.result = options_.connection->run_command(options_.database, command), .outcome = {}};
+MongoAdapter::Sent MongoAdapter::send(MongoDocument command) {
+  Sent sent{.result = options_.connection->run_command(options_.database, std::move(command)),
+            .outcome = {}};
   if (sent.result.ok()) sent.outcome = read_reply(sent.result.reply);
   return sent;
 }
@@ -164,8 +165,8 @@ AdapterResult MongoAdapter::create_lock(const LockSpec& spec) {
 }
 
 AdapterResult MongoAdapter::owner_checked(const char* op, const char* command,
-                                          const MongoDocument& sent_command) {
-  const Sent sent = send(sent_command);
+                                          MongoDocument sent_command) {
+  const Sent sent = send(std::move(sent_command));
   if (sent.result.ok() && sent.outcome.kind == Kind::ok) {
     if (sent.outcome.n == 1) return {};
     if (sent.outcome.n == 0) return {.status = AdapterStatus::not_owner};

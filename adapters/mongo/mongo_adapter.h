@@ -97,7 +97,7 @@ class MongoAdapter final : public LockAdapter {
 
   MongoNow now();  // $$NOW, or the client clock read once (per operation)
   MongoDocument write_concern() const;
-  Sent send(const MongoDocument& command);
+  Sent send(MongoDocument command);
   // backend_error naming the op, the endpoint, the command and the cause.
   // writes: the command changes documents, so a socket timeout or a write concern error leaves
   // its outcome unknown (outcome_unknown) rather than failed.
@@ -105,8 +105,7 @@ class MongoAdapter final : public LockAdapter {
   // createIndexes unless done; an error result when it failed (retried on the next operation).
   std::optional<AdapterResult> ensure_indexes(const char* op);
   // release/extend: n == 1 -> ok, n == 0 -> not_owner, anything else -> backend_error.
-  AdapterResult owner_checked(const char* op, const char* command,
-                              const MongoDocument& sent_command);
+  AdapterResult owner_checked(const char* op, const char* command, MongoDocument sent_command);
   // After a create wrote the lock document but cannot report it held: delete it again (owner-
   // checked, w:1, so it does not wait for the majority that just failed), so the key is not left
   // blocked until the TTL. Returns what happened, for the error message.

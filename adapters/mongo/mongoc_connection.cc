@@ -107,8 +107,7 @@ MongocConnection::~MongocConnection() {
 
 std::string MongocConnection::endpoint() const { return endpoint_; }
 
-MongoResult MongocConnection::run_command(const std::string& database,
-                                          const MongoDocument& command) {
+MongoResult MongocConnection::run_command(const std::string& database, MongoDocument command) {
   LOCKSTEP_CHECK(!database.empty(), "a database to run the command on");
   LOCKSTEP_CHECK(command.is_object() && !command.empty(),
                  "a command is a document whose first key names it");

@@ -52,7 +52,7 @@ class MongocConnection final : public MongoConnection {
   MongocConnection(const MongocConnection&) = delete;
   MongocConnection& operator=(const MongocConnection&) = delete;
 
-  MongoResult run_command(const std::string& database, const MongoDocument& command) override;
+  MongoResult run_command(const std::string& database, MongoDocument command) override;
   // "mongodb://HOST:PORT[,HOST:PORT...]": the URI's hosts, without credentials or options.
   std::string endpoint() const override;
 

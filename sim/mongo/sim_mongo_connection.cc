@@ -74,7 +74,7 @@ TimeUs SimMongoConnection::deadline_after(int64_t local_us) const {
 }
 
 std::shared_ptr<SimMongoConnection::Request> SimMongoConnection::send(
-    int member, const std::string& database, const MongoDocument& command,
+    int member, const std::string& database, MongoDocument command,
     std::function<void()> on_reply) {
   LOCKSTEP_SIM_CHECK(world_.in_fiber() && world_.current_node() == client_node_,
                      "run_command() runs on a fiber of the client's node");
@@ -94,7 +94,8 @@ std::shared_ptr<SimMongoConnection::Request> SimMongoConnection::send(
   const int client = client_;
   world_.network().send(
       client_node, server_node, label,
-      [&world, &rs, member, server_node, client_node, client, label, database, command, request] {
+      [&world, &rs, member, server_node, client_node, client, label, database,
+       command = std::move(command), request] {
         if (std::exchange(request->executed, true)) return;  // a duplicate: TCP delivers once
         rs.handle_command(
             member, client, database, command,
@@ -175,8 +176,7 @@ bool SimMongoConnection::select(TimeUs deadline_us) {
   }
 }
 
-MongoResult SimMongoConnection::run_command(const std::string& database,
-                                            const MongoDocument& command) {
+MongoResult SimMongoConnection::run_command(const std::string& database, MongoDocument command) {
   if (selected_ < 0) {
     const TimeUs selection_deadline = deadline_after(options_.server_selection_timeout_us);
     if (!select(selection_deadline)) {
@@ -192,7 +192,7 @@ MongoResult SimMongoConnection::run_command(const std::string& database,
   const Waiter waiter = world_.prepare_park();
   World& world = world_;
   std::shared_ptr<Request> request =
-      send(member, database, command, [&world, waiter] { world.wake(waiter); });
+      send(member, database, std::move(command), [&world, waiter] { world.wake(waiter); });
   const TimeUs deadline_us = deadline_after(options_.command_timeout_us);
   const ParkResult woke = world_.park(waiter, deadline_us);
   if (woke == ParkResult::woken && request->answered) {

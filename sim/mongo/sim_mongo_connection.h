@@ -42,7 +42,7 @@ class SimMongoConnection final : public MongoConnection {
   SimMongoConnection(World& world, NodeId client_node, MongoReplicaSet& replica_set, int client,
                      SimMongoConnectionOptions options = {});
 
-  MongoResult run_command(const std::string& database, const MongoDocument& command) override;
+  MongoResult run_command(const std::string& database, MongoDocument command) override;
   std::string endpoint() const override;      // "sim:rs0"
   int selected() const { return selected_; }  // the member believed primary, -1 if none
 
@@ -57,8 +57,9 @@ class SimMongoConnection final : public MongoConnection {
     std::function<void()> on_reply;
   };
 
-  std::shared_ptr<Request> send(int member, const std::string& database,
-                                const MongoDocument& command, std::function<void()> on_reply);
+  // The command becomes the message in flight (a duplicate delivery copies it).
+  std::shared_ptr<Request> send(int member, const std::string& database, MongoDocument command,
+                                std::function<void()> on_reply);
   // Selects a primary, or returns false once deadline_us (true time) has passed.
   bool select(TimeUs deadline_us);
   TimeUs deadline_after(int64_t local_us) const;
