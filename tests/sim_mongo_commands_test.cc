@@ -3,6 +3,7 @@
 // findAndModify, delete, find, and mongod's errors for what it does not accept.
 #include <catch2/catch.hpp>
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -464,4 +465,34 @@ TEST_CASE("index keys: two values share a key exactly when BSON comparison finds
     }
   }
   CHECK(canonical_key(nullptr) == canonical_key(&values[0]));  // missing indexes as null
+}
+
+TEST_CASE("collection: a replaced document's unique keys move with it, and only when they change",
+          "[sim][mongo][commands]") {
+  Collection c;
+  REQUIRE_FALSE(c.add_index(IndexSpec{.name = "key_1", .key = Doc{{"key", 1}}, .unique = true}));
+  const int64_t a = c.insert(Doc{{"_id", 1}, {"key", "a"}});
+  const int64_t b = c.insert(Doc{{"_id", 2}, {"key", "b"}});
+  const auto taken = [&c](const char* key) {
+    return c.duplicate(Doc{{"_id", 99}, {"key", key}}).has_value();
+  };
+
+  c.replace(a, Doc{{"_id", 1}, {"key", "c"}, {"v", 1}});  // the key moves: "a" is free
+  CHECK_FALSE(taken("a"));
+  CHECK(taken("c"));
+  CHECK(c.duplicate(Doc{{"_id", 1}, {"key", "c"}}, a) == std::nullopt);  // its own key
+  CHECK(c.find_id(Doc(1)) == a);
+
+  c.replace(a, Doc{{"_id", 1}, {"key", "c"}, {"v", 2}});  // the key stays
+  CHECK(taken("c"));
+  CHECK(c.records().at(a)["v"] == 2);
+
+  // Onto another document's key: refused as a broken precondition, and nothing changes.
+  CHECK_THROWS_AS(c.replace(b, Doc{{"_id", 2}, {"key", "c"}}), std::logic_error);
+  CHECK(taken("b"));
+  CHECK(c.records().at(b)["key"] == "b");
+
+  c.remove(a);
+  CHECK_FALSE(taken("c"));
+  CHECK(taken("b"));
 }

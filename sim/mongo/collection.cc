@@ -101,12 +101,30 @@ int64_t Collection::insert(Doc doc) {
   return rid;
 }
 
+// Each unique index's entry moves only when its key changed: most updates (a lease's expiry, its
+// owner) change no indexed field, and then the indexes are only read.
 void Collection::replace(int64_t rid, Doc doc) {
   const auto found = records_.find(rid);
   LOCKSTEP_SIM_CHECK(found != records_.end(), "replace of a record that does not exist");
-  LOCKSTEP_SIM_CHECK(!duplicate(doc, rid), "replace over a duplicate key: " + compact(doc));
-  index_erase(found->second);
-  index_insert(rid, doc);
+  struct Moved {
+    std::map<std::string, int64_t>* entries;
+    std::string from;
+    std::string to;
+  };
+  std::vector<Moved> moved;
+  for (const IndexSpec& index : indexes_) {
+    if (!index.unique) continue;
+    std::string to = key_of(index, doc);
+    std::string from = key_of(index, found->second);
+    if (to == from) continue;
+    std::map<std::string, int64_t>& entries = unique_[index.name];
+    LOCKSTEP_SIM_CHECK(entries.count(to) == 0, "replace over a duplicate key: " + compact(doc));
+    moved.push_back(Moved{&entries, std::move(from), std::move(to)});
+  }
+  for (Moved& m : moved) {
+    m.entries->erase(m.from);
+    m.entries->emplace(std::move(m.to), rid);
+  }
   found->second = std::move(doc);
 }
 
