@@ -496,3 +496,24 @@ TEST_CASE("collection: a replaced document's unique keys move with it, and only 
   CHECK_FALSE(taken("c"));
   CHECK(taken("b"));
 }
+
+TEST_CASE("values: a date and an ObjectId are one-field documents of the right type",
+          "[sim][mongo][commands]") {
+  CHECK(lockstep::is_mongo_date(Doc{{"$date", 5}}));
+  CHECK(lockstep::mongo_date_ms(Doc{{"$date", kNowMs}}) == kNowMs);
+  CHECK_FALSE(lockstep::is_mongo_date(Doc{{"$date", "5"}}));
+  CHECK_FALSE(lockstep::is_mongo_date(Doc{{"$date", 5.5}}));
+  CHECK_FALSE(lockstep::is_mongo_date(Doc{{"$date", 5}, {"x", 1}}));
+  CHECK_FALSE(lockstep::is_mongo_date(Doc{{"x", 5}}));
+  CHECK_FALSE(lockstep::is_mongo_date(Doc::object()));
+  CHECK_FALSE(lockstep::is_mongo_date(Doc(5)));
+  CHECK_FALSE(lockstep::is_mongo_date(Doc::array({5})));
+  CHECK_THROWS_AS(lockstep::mongo_date_ms(Doc{{"$date", "5"}}), std::logic_error);
+
+  CHECK(is_object_id(Doc{{"$oid", "0123456789abcdef01234567"}}));
+  CHECK_FALSE(is_object_id(Doc{{"$oid", 1}}));
+  CHECK_FALSE(is_object_id(Doc{{"$oid", "a"}, {"x", 1}}));
+  CHECK_FALSE(is_object_id(Doc{{"x", "a"}}));
+  CHECK_FALSE(is_object_id(Doc::object()));
+  CHECK_FALSE(is_object_id(Doc("a")));
+}

@@ -110,9 +110,11 @@ std::string code_name(int code) {
   return found != code_names().end() ? std::string(found->second) : fmt::format("Location{}", code);
 }
 
+// Its one field, read in place: the comparisons of every filter ask this of every value.
 bool is_object_id(const Doc& value) {
-  return value.is_object() && value.size() == 1 && value.contains("$oid") &&
-         value["$oid"].is_string();
+  if (!value.is_object() || value.size() != 1) return false;
+  const auto& [name, oid] = value.get_ref<const Doc::object_t&>().front();
+  return name == "$oid" && oid.is_string();
 }
 
 TypeRank type_rank(const Doc* value) {
