@@ -457,6 +457,12 @@ TEST_CASE("index keys: two values share a key exactly when BSON comparison finds
       Doc{{"v", "x"}, {"k", 1}},
       Doc::object(),
       Doc{{"$oid", "0123456789abcdef01234567"}},
+      Doc{{"$oid", "0123456789abcdef01234568"}},
+      Doc{{"_id", {{"$oid", "0123456789abcdef01234567"}}}, {"at", mongo_date(7)}},
+      mongo_date(7),
+      Doc(7),
+      Doc(uint64_t{1} << 63),
+      Doc::array({true, mongo_date(7)}),
   };
   for (const Doc& a : values) {
     for (const Doc& b : values) {
@@ -465,6 +471,13 @@ TEST_CASE("index keys: two values share a key exactly when BSON comparison finds
     }
   }
   CHECK(canonical_key(nullptr) == canonical_key(&values[0]));  // missing indexes as null
+  // The spelling: the type's rank, then the value as the shell renders it.
+  const Doc id{{"_id", {{"$oid", "0123456789abcdef01234567"}}},
+               {"at", mongo_date(7)},
+               {"n", Doc::array({1, true, "a\"b"})}};
+  CHECK(canonical_key(&id) ==
+        "20:\"_id\"=35:ObjectId('0123456789abcdef01234567'),\"at\"=45:new Date(7),"
+        "\"n\"=25:10:1,40:true,15:\"a\\\"b\",,");
 }
 
 TEST_CASE("collection: a replaced document's unique keys move with it, and only when they change",

@@ -76,13 +76,19 @@ int compare_strings(const std::string& a, const std::string& b) {
   return c < 0 ? -1 : (c > 0 ? 1 : 0);
 }
 
-std::string quote(const std::string& s) {
-  std::string out = "\"";
+void append_quoted(std::string& out, const std::string& s) {
+  out += '"';
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
     out += c;
   }
-  return out + "\"";
+  out += '"';
+}
+
+std::string quote(const std::string& s) {
+  std::string out;
+  append_quoted(out, s);
+  return out;
 }
 
 std::string render_number(const Doc& value) {
@@ -298,7 +304,9 @@ void append_canonical_key(std::string& out, const Doc* value) {
         }
         return;
       }
-      out += render_number(*value);
+      // An integer: the digits render() shows, without a string of its own.
+      out += value->is_number_unsigned() ? std::to_string(value->get<uint64_t>())
+                                         : std::to_string(value->get<int64_t>());
       return;
     }
     case TypeRank::array: {
@@ -310,14 +318,26 @@ void append_canonical_key(std::string& out, const Doc* value) {
     }
     case TypeRank::object: {
       for (auto it = value->begin(); it != value->end(); ++it) {
-        out += quote(it.key());
+        append_quoted(out, it.key());
         out += '=';
         append_canonical_key(out, &it.value());
         out += ',';
       }
       return;
     }
-    case TypeRank::string: out += quote(value->get_ref<const std::string&>()); return;
+    case TypeRank::string: append_quoted(out, value->get_ref<const std::string&>()); return;
+    // The rest as render() shows them, appended in place (an _id is an ObjectId: every key).
+    case TypeRank::object_id:
+      out += "ObjectId('";
+      out += value->get_ref<const Doc::object_t&>().front().second.get_ref<const std::string&>();
+      out += "')";
+      return;
+    case TypeRank::date:
+      out += "new Date(";
+      out += std::to_string(mongo_date_ms(*value));
+      out += ')';
+      return;
+    case TypeRank::boolean: out += value->get<bool>() ? "true" : "false"; return;
     default: out += render(*value); return;
   }
 }
