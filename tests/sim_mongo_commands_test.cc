@@ -9,6 +9,7 @@
 
 #include "sim/mongo/collection.h"
 #include "sim/mongo/commands.h"
+#include "sim/mongo/update.h"
 
 using lockstep::mongo_date;
 using lockstep::MongoDocument;
@@ -529,4 +530,20 @@ TEST_CASE("values: a date and an ObjectId are one-field documents of the right t
   CHECK_FALSE(is_object_id(Doc{{"x", "a"}}));
   CHECK_FALSE(is_object_id(Doc::object()));
   CHECK_FALSE(is_object_id(Doc("a")));
+}
+
+TEST_CASE("values: _id goes first, the other fields keep their order, an _id present stays",
+          "[sim][mongo][commands]") {
+  Doc moved{{"a", 1}, {"b", {{"c", 2}}}, {"_id", 5}, {"d", 3}};
+  put_id_first(moved, Doc(7));
+  CHECK(moved.dump() == R"({"_id":5,"a":1,"b":{"c":2},"d":3})");
+  Doc added{{"a", 1}, {"b", 2}};
+  put_id_first(added, Doc{{"$oid", "0123456789abcdef01234567"}});
+  CHECK(added.dump() == R"({"_id":{"$oid":"0123456789abcdef01234567"},"a":1,"b":2})");
+  Doc first{{"_id", 5}, {"a", 1}};
+  put_id_first(first, Doc(7));
+  CHECK(first.dump() == R"({"_id":5,"a":1})");
+  Doc empty;
+  put_id_first(empty, Doc(7));
+  CHECK(empty.dump() == R"({"_id":7})");
 }

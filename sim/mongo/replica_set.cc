@@ -834,8 +834,8 @@ MongoDocument MongoReplicaSet::next_object_id(Member& m) {
   const uint64_t process =
       (static_cast<uint64_t>(m.id) << 16) | (world_.incarnation(m.node) & 0xffff);
   const uint64_t counter = m.next_oid++ & 0xffffff;
-  return Doc{{"$oid", fmt::format("{:08x}{:010x}{:06x}", static_cast<uint32_t>(seconds), process,
-                                  counter)}};
+  return make_document(
+      "$oid", fmt::format("{:08x}{:010x}{:06x}", static_cast<uint32_t>(seconds), process, counter));
 }
 
 void MongoReplicaSet::handle_command(int member, int client, const std::string& database,

@@ -1,9 +1,12 @@
 #include "sim/mongo/update.h"
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 
 #include <fmt/format.h>
+
+#include "sim/assert.h"
 
 namespace lockstep::sim::mongo {
 namespace {
@@ -233,14 +236,17 @@ void apply_update(const Doc& update, Doc& doc, bool inserting, const ExprContext
   }
 }
 
+// In place: the fields keep their order behind _id, and none is copied.
 void put_id_first(Doc& doc, const Doc& id) {
-  Doc out = Doc::object();
-  const Doc* existing = lookup(doc, "_id");
-  out["_id"] = existing ? *existing : id;
-  for (auto it = doc.begin(); it != doc.end(); ++it) {
-    if (it.key() != "_id") out[it.key()] = it.value();
+  if (doc.is_null()) doc = Doc::object();
+  LOCKSTEP_SIM_CHECK(doc.is_object(), "an _id goes first in a document, not in " + compact(doc));
+  Doc::object_t& fields = doc.get_ref<Doc::object_t&>();
+  auto found = fields.find("_id");
+  if (found == fields.end()) {
+    fields.emplace("_id", Doc(id));
+    found = std::prev(fields.end());
   }
-  doc = std::move(out);
+  std::rotate(fields.begin(), found, std::next(found));
 }
 
 }  // namespace lockstep::sim::mongo
