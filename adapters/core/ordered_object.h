@@ -74,19 +74,11 @@ class OrderedObject : public std::vector<std::pair<Key, T>> {
 
   template <class KeyLike>
   iterator find(const KeyLike& key) {
-    const auto wanted = comparable(key);
-    for (auto it = this->begin(); it != this->end(); ++it) {
-      if (it->first == wanted) return it;
-    }
-    return this->end();
+    return this->begin() + static_cast<std::ptrdiff_t>(position_of(key));
   }
   template <class KeyLike>
   const_iterator find(const KeyLike& key) const {
-    const auto wanted = comparable(key);
-    for (auto it = this->begin(); it != this->end(); ++it) {
-      if (it->first == wanted) return it;
-    }
-    return this->end();
+    return this->begin() + static_cast<std::ptrdiff_t>(position_of(key));
   }
 
   template <class KeyLike>
@@ -120,6 +112,17 @@ class OrderedObject : public std::vector<std::pair<Key, T>> {
   }
 
  private:
+  // The key's position, or size() when it is not there.
+  template <class KeyLike>
+  size_type position_of(const KeyLike& key) const {
+    const auto& wanted = comparable(key);
+    const value_type* fields = this->data();
+    for (size_type i = 0; i < this->size(); ++i) {
+      if (fields[i].first == wanted) return i;
+    }
+    return this->size();
+  }
+
   // A key as the scan compares it: a C string becomes a string_view once, so each comparison
   // checks lengths before bytes instead of measuring the C string again.
   template <class KeyLike>
