@@ -23,6 +23,7 @@
 // ("writeErrors": [{"code": 11000, ...}]) and write-concern errors ("writeConcernError") are the
 // adapter's to interpret. After a timeout a late reply goes to nobody.
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -67,6 +68,9 @@ MongoDocument make_array(Values&&... values) {
 inline MongoDocument mongo_date(int64_t epoch_ms) { return make_document("$date", epoch_ms); }
 bool is_mongo_date(const MongoDocument& value);
 int64_t mongo_date_ms(const MongoDocument& value);  // precondition: is_mongo_date(value)
+// The value of `name` when `value` is an object of that one field ({"$date": ...}, {"$oid": ...}),
+// else nullptr; read in place (the simulated mongod's comparisons ask it of every value).
+const MongoDocument* sole_field(const MongoDocument& value, std::string_view name);
 
 struct MongoResult {
   IoStatus status = IoStatus::ok;

@@ -91,15 +91,38 @@ std::string quote(const std::string& s) {
   return out;
 }
 
-std::string render_number(const Doc& value) {
-  if (value.is_number_float()) {
-    const double d = value.get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 1e15)
-      return fmt::format("{}.0", static_cast<int64_t>(d));
-    return fmt::format("{}", d);
+std::string render_float(double d) {
+  if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 1e15)
+    return fmt::format("{}.0", static_cast<int64_t>(d));
+  return fmt::format("{}", d);
+}
+
+const std::string& oid_hex(const Doc& object_id) {
+  return sole_field(object_id, "$oid")->get_ref<const std::string&>();
+}
+
+// An integer, a boolean, a date or an ObjectId as the shell shows it, appended; false for any
+// other value. render() and the index keys both spell these so (one spelling for both).
+bool append_shell_scalar(std::string& out, TypeRank rank, const Doc& value) {
+  switch (rank) {
+    case TypeRank::number:
+      if (value.is_number_float()) return false;
+      out += value.is_number_unsigned() ? std::to_string(value.get<uint64_t>())
+                                        : std::to_string(value.get<int64_t>());
+      return true;
+    case TypeRank::boolean: out += value.get<bool>() ? "true" : "false"; return true;
+    case TypeRank::date:
+      out += "new Date(";
+      out += std::to_string(mongo_date_ms(value));
+      out += ')';
+      return true;
+    case TypeRank::object_id:
+      out += "ObjectId('";
+      out += oid_hex(value);
+      out += "')";
+      return true;
+    default: return false;
   }
-  if (value.is_number_unsigned()) return fmt::format("{}", value.get<uint64_t>());
-  return fmt::format("{}", value.get<int64_t>());
 }
 
 }  // namespace
@@ -116,11 +139,9 @@ std::string code_name(int code) {
   return found != code_names().end() ? std::string(found->second) : fmt::format("Location{}", code);
 }
 
-// Its one field, read in place: the comparisons of every filter ask this of every value.
 bool is_object_id(const Doc& value) {
-  if (!value.is_object() || value.size() != 1) return false;
-  const auto& [name, oid] = value.get_ref<const Doc::object_t&>().front();
-  return name == "$oid" && oid.is_string();
+  const Doc* hex = sole_field(value, "$oid");
+  return hex != nullptr && hex->is_string();
 }
 
 TypeRank type_rank(const Doc* value) {
@@ -174,9 +195,7 @@ int compare_values(const Doc* a, const Doc* b) {
       const int64_t y = mongo_date_ms(*b);
       return x < y ? -1 : (x > y ? 1 : 0);
     }
-    case TypeRank::object_id:
-      return compare_strings((*a)["$oid"].get_ref<const std::string&>(),
-                             (*b)["$oid"].get_ref<const std::string&>());
+    case TypeRank::object_id: return compare_strings(oid_hex(*a), oid_hex(*b));
     case TypeRank::array: {
       const size_t n = std::min(a->size(), b->size());
       for (size_t i = 0; i < n; ++i) {
@@ -256,15 +275,13 @@ bool unset_path(Doc& doc, std::string_view path) {
 }
 
 std::string render(const Doc& value) {
-  switch (type_rank(&value)) {
+  const TypeRank rank = type_rank(&value);
+  if (std::string out; append_shell_scalar(out, rank, value)) return out;
+  switch (rank) {
     case TypeRank::missing:
     case TypeRank::null: return "null";
-    case TypeRank::number: return render_number(value);
+    case TypeRank::number: return render_float(value.get<double>());  // integers: above
     case TypeRank::string: return quote(value.get_ref<const std::string&>());
-    case TypeRank::boolean: return value.get<bool>() ? "true" : "false";
-    case TypeRank::date: return fmt::format("new Date({})", mongo_date_ms(value));
-    case TypeRank::object_id:
-      return fmt::format("ObjectId('{}')", value["$oid"].get<std::string>());
     case TypeRank::array: {
       std::string out = "[";
       for (size_t i = 0; i < value.size(); ++i) out += (i ? ", " : " ") + render(value[i]);
@@ -279,6 +296,9 @@ std::string render(const Doc& value) {
       }
       return out + (value.empty() ? "}" : " }");
     }
+    case TypeRank::boolean:
+    case TypeRank::date:
+    case TypeRank::object_id: break;  // shell scalars, spelled above
     case TypeRank::other: return value.dump();
   }
   return value.dump();
@@ -293,20 +313,15 @@ void append_canonical_key(std::string& out, const Doc* value) {
   }
   out += std::to_string(static_cast<int>(rank));
   out += ':';
+  if (append_shell_scalar(out, rank, *value)) return;  // integers, booleans, dates, ObjectIds
   switch (rank) {
-    case TypeRank::number: {
-      if (value->is_number_float()) {
-        const double d = value->get<double>();
-        if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15) {
-          out += std::to_string(static_cast<int64_t>(d));
-        } else {
-          fmt::format_to(std::back_inserter(out), "{}", d);
-        }
-        return;
+    case TypeRank::number: {  // a float: 1.0 keys as 1, so it meets the integer 1
+      const double d = value->get<double>();
+      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15) {
+        out += std::to_string(static_cast<int64_t>(d));
+      } else {
+        fmt::format_to(std::back_inserter(out), "{}", d);
       }
-      // An integer: the digits render() shows, without a string of its own.
-      out += value->is_number_unsigned() ? std::to_string(value->get<uint64_t>())
-                                         : std::to_string(value->get<int64_t>());
       return;
     }
     case TypeRank::array: {
@@ -326,18 +341,6 @@ void append_canonical_key(std::string& out, const Doc* value) {
       return;
     }
     case TypeRank::string: append_quoted(out, value->get_ref<const std::string&>()); return;
-    // The rest as render() shows them, appended in place (an _id is an ObjectId: every key).
-    case TypeRank::object_id:
-      out += "ObjectId('";
-      out += value->get_ref<const Doc::object_t&>().front().second.get_ref<const std::string&>();
-      out += "')";
-      return;
-    case TypeRank::date:
-      out += "new Date(";
-      out += std::to_string(mongo_date_ms(*value));
-      out += ')';
-      return;
-    case TypeRank::boolean: out += value->get<bool>() ? "true" : "false"; return;
     default: out += render(*value); return;
   }
 }
