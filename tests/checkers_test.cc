@@ -2,11 +2,14 @@
 // minimal bad one is reported with the right invariant, time, clients, key and events.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "scenarios/checkers/checker_support.h"
 #include "scenarios/checkers/checkers.h"
 #include "scenarios/history/history.h"
 
@@ -801,6 +804,161 @@ TEST_CASE("check_all caps each invariant separately", "[checkers]") {
   CHECK(found[0].time_us == 1);
   CHECK(found[5].time_us == 22);
   CHECK(check_all(b.history, CheckOptions{0}).empty());
+}
+
+// splitmix64: a fixed sequence for the messy histories below (no std:: distributions).
+class Draws {
+ public:
+  explicit Draws(uint64_t seed) : state_(seed) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  int below(int n) { return static_cast<int>(next() % static_cast<uint64_t>(n)); }
+
+ private:
+  uint64_t state_;
+};
+
+// A history of anything at all: few clients, keys, servers and values, so leases, holds and
+// tokens collide, values recur on other keys and servers, and every checker finds something.
+History messy_history(uint64_t seed) {
+  Draws draw(seed);
+  Builder b;
+  const char* keys[] = {"k", "j"};
+  const char* servers[] = {"a", "b", "c"};
+  const char* values[] = {"A", "B", "C", "D"};
+  const Op ops[] = {Op::acquire, Op::release, Op::extend};
+  const Outcome outcomes[] = {Outcome::ok, Outcome::fail, Outcome::contended};
+  TimeUs t_us = 0;
+  for (int step = 0; step < 60; ++step) {
+    t_us += draw.below(3) * 100;
+    const int client = draw.below(4);
+    const std::string key = keys[draw.below(2)];
+    const std::string server = servers[draw.below(3)];
+    const std::string value = values[draw.below(4)];
+    const uint64_t token = static_cast<uint64_t>(draw.below(6) + 1);
+    switch (draw.below(11)) {
+      case 0: b.invoke(t_us, client, key, ops[draw.below(3)]); break;
+      case 1:
+        b.complete(t_us, client, key, outcomes[draw.below(3)], token, ops[draw.below(3)]);
+        break;
+      case 2: b.enter(t_us, client, key, draw.below(3) == 0); break;
+      case 3: b.exit(t_us, client, key); break;
+      case 4:
+        b.access(t_us, client, key, draw.below(2) == 0 ? Op::read : Op::write, Outcome::ok, token,
+                 draw.below(8));
+        break;
+      case 5: b.grant(t_us, server, key, value, client, 100 * (draw.below(20) + 1), token); break;
+      case 6: b.extend(t_us, server, key, value, client, 100 * (draw.below(20) + 1)); break;
+      case 7: b.revoke(t_us, server, key, value, draw.below(5) - 1); break;
+      case 8: b.stuck(t_us, client, key, Op::acquire); break;
+      case 9: b.final_value(t_us, draw.below(8), draw.below(3) == 0 ? "" : key); break;
+      default:  // a successful acquire that reports its lease, valid or not by its own clock
+        b.history.add({.time_us = t_us,
+                       .kind = EventKind::complete,
+                       .client = client,
+                       .key = key,
+                       .op = Op::acquire,
+                       .outcome = Outcome::ok,
+                       .value = value,
+                       .local_now_us = 1000,
+                       .local_valid_until_us = 500 * draw.below(4)});
+        break;
+    }
+  }
+  HistoryMeta& meta = b.history.meta;
+  meta.quorum = draw.below(2) + 1;
+  meta.servers = 3;
+  meta.fencing_on = draw.below(2) == 0;
+  meta.monotonic_tokens = draw.below(2) == 0;
+  meta.end_us = t_us + 100;
+  meta.liveness_bound_us = draw.below(2) * 500;
+  return std::move(b.history);
+}
+
+void require_same(const std::vector<Violation>& got, const std::vector<Violation>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    CHECK(got[i].invariant == want[i].invariant);
+    CHECK(got[i].time_us == want[i].time_us);
+    CHECK(got[i].key == want[i].key);
+    CHECK(got[i].clients == want[i].clients);
+    CHECK(got[i].events == want[i].events);
+    CHECK(got[i].detail == want[i].detail);
+  }
+}
+
+TEST_CASE("check_all's one walk gives what each checker gives alone", "[checkers]") {
+  using Checker = std::vector<Violation> (*)(const History&, const CheckOptions&);
+  const Checker each[] = {check_mutual_exclusion, check_lease_exclusion, check_ownership,
+                          check_fencing,          check_no_lost_update,  check_liveness,
+                          check_fifo,             check_writer_preference, check_no_leak,
+                          check_valid_on_return};
+  std::set<Invariant> seen;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    const History history = messy_history(seed);
+    for (size_t max : {size_t{0}, size_t{1}, size_t{3}, size_t{64}}) {
+      INFO("seed " << seed << ", at most " << max << " per invariant");
+      const CheckOptions options{max};
+      std::vector<Violation> alone;
+      for (Checker checker : each) {
+        for (Violation& v : checker(history, options)) alone.push_back(std::move(v));
+      }
+      const std::vector<Violation> together = check_all(history, options);
+      require_same(together, alone);
+      for (const Violation& v : together) seen.insert(v.invariant);
+    }
+  }
+  // Not vacuous: every checker that walks the history found something in some history.
+  CHECK(seen == std::set<Invariant>{Invariant::mutual_exclusion, Invariant::lease_exclusion,
+                                    Invariant::ownership, Invariant::fencing,
+                                    Invariant::no_lost_update, Invariant::liveness,
+                                    Invariant::valid_on_return});
+}
+
+TEST_CASE("LeaseTable: a lease is its key, server and value together", "[checkers]") {
+  History history;
+  auto add = [&](const std::string& key, const std::string& server, const std::string& value) {
+    HistoryEvent e;
+    e.kind = EventKind::grant;
+    e.key = key;
+    e.server = server;
+    e.value = value;
+    return history.add(e);
+  };
+  const size_t k_a_v = add("k", "a", "v");
+  const size_t k_b_v = add("k", "b", "v");  // the value on another server
+  const size_t j_a_v = add("j", "a", "v");  // ... and on another key
+  const size_t k_a_w = add("k", "a", "w");  // another value
+  checker_support::LeaseTable<int> table;
+  CHECK(table.find(history[k_a_v]) == nullptr);
+  table[history[k_a_v]] = 1;
+  table[history[k_b_v]] = 2;
+  table[history[j_a_v]] = 3;
+  CHECK(table.find(history[k_a_w]) == nullptr);
+  table[history[k_a_w]] = 4;
+  table[history[k_a_v]] += 10;  // found again, not made anew
+  CHECK(*table.find(history[k_a_v]) == 11);
+  CHECK(*table.find(history[k_b_v]) == 2);
+  CHECK(*table.find(history[j_a_v]) == 3);
+  CHECK(*table.find(history[k_a_w]) == 4);
+}
+
+TEST_CASE("ownership: a value on two servers or two keys is two leases", "[checkers]") {
+  Builder b;
+  b.grant(0, "a", "k", "V", 0, 1000);
+  b.grant(10, "b", "k", "V", 1, 1000);  // the same value to c1 on another server
+  b.grant(20, "a", "j", "V", 2, 1000);  // ... and on another key
+  b.revoke(30, "b", "k", "V", 1);       // c1's own
+  b.revoke(40, "a", "j", "V", 2);       // c2's own
+  CHECK(check_ownership(b.history).empty());
+  b.revoke(50, "a", "k", "V", 2);  // c0's lease, by c2
+  auto found = check_ownership(b.history);
+  REQUIRE(found.size() == 1);
+  require_violation(found[0], Invariant::ownership, 50, {0, 2}, "k", {0, 5});
 }
 
 TEST_CASE("a clean history passes every checker", "[checkers]") {

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "base/check.h"
 #include "scenarios/checkers/checkers.h"
 
 namespace lockstep::checker_support {
@@ -96,6 +97,46 @@ class PerKey {
   std::vector<uint32_t> slots_;  // key_id -> index into states_, or kNoSlot
   std::vector<State> states_;
   std::vector<std::string_view> keys_;
+};
+
+// A lease's state by (key, server, value), found by the event's ids without hashing: the values
+// of a history are dense from 0 (History::add), so a vector by value_id heads a short chain of the
+// (key, server) pairs seen with that value (one per server a Redlock lease went to). A slot, once
+// made, stays; nothing walks the table.
+template <typename Slot>
+class LeaseTable {
+ public:
+  // The slot of e's (key, server, value), made (Slot{}) if it was not there.
+  Slot& operator[](const HistoryEvent& e) {
+    if (Slot* slot = find(e)) return *slot;
+    if (e.value_id >= heads_.size()) heads_.resize(e.value_id + 1, kNoEntry);
+    uint32_t& head = heads_[e.value_id];
+    LOCKSTEP_CHECK(entries_.size() < kNoEntry, "a lease table's entries fit its links");
+    entries_.push_back(Entry{e.key_id, e.server_id, head, Slot{}});
+    head = static_cast<uint32_t>(entries_.size() - 1);
+    return entries_.back().slot;
+  }
+  // The slot of e's (key, server, value), or null.
+  Slot* find(const HistoryEvent& e) {
+    if (e.value_id >= heads_.size()) return nullptr;
+    for (uint32_t i = heads_[e.value_id]; i != kNoEntry; i = entries_[i].next) {
+      if (entries_[i].key_id == e.key_id && entries_[i].server_id == e.server_id) {
+        return &entries_[i].slot;
+      }
+    }
+    return nullptr;
+  }
+
+ private:
+  static constexpr uint32_t kNoEntry = static_cast<uint32_t>(-1);
+  struct Entry {
+    uint32_t key_id;
+    uint32_t server_id;
+    uint32_t next;  // the value's previous entry, or kNoEntry
+    Slot slot;
+  };
+  std::vector<uint32_t> heads_;  // value_id -> its latest entry, or kNoEntry
+  std::vector<Entry> entries_;
 };
 
 }  // namespace lockstep::checker_support

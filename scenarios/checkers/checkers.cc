@@ -1,10 +1,15 @@
 #include "scenarios/checkers/checkers.h"
 
 #include <iterator>
+#include <memory>
+
+#include "scenarios/checkers/checker_pass.h"
 
 // The names of the invariants and check_all; each checker is in a file named after its invariant.
 
 namespace lockstep {
+
+using namespace checker_support;
 
 std::string_view to_string(Invariant invariant) {
   switch (invariant) {
@@ -45,17 +50,47 @@ const std::vector<Invariant>& all_invariants() {
   return kAll;
 }
 
+void checker_support::run_passes(const History& history, const std::vector<CheckerPass*>& passes) {
+  for (const HistoryEvent& e : history.events()) {
+    for (CheckerPass* pass : passes) {
+      if (pass->wants(e)) pass->see(e);
+    }
+  }
+}
+
+// The checkers that walk the history event by event share one walk; the keyed-lock ones (fifo,
+// writer_preference, no_leak: several walks each, over keyed histories only) go on their own.
 std::vector<Violation> check_all(const History& history, const CheckOptions& options) {
-  using Checker = std::vector<Violation> (*)(const History&, const CheckOptions&);
+  using MakePass = std::unique_ptr<CheckerPass> (*)(const History&, const CheckOptions&);
+  using Check = std::vector<Violation> (*)(const History&, const CheckOptions&);
+  struct Checker {
+    MakePass walking = nullptr;  // one of the two
+    Check alone = nullptr;
+  };
   static constexpr Checker kCheckers[] = {
-      check_mutual_exclusion, check_lease_exclusion, check_ownership, check_fencing,
-      check_no_lost_update,   check_liveness,        check_fifo,      check_writer_preference,
-      check_no_leak,          check_valid_on_return,
+      {.walking = mutual_exclusion_pass},
+      {.walking = lease_exclusion_pass},
+      {.walking = ownership_pass},
+      {.walking = fencing_pass},
+      {.walking = no_lost_update_pass},
+      {.walking = liveness_pass},
+      {.alone = check_fifo},
+      {.alone = check_writer_preference},
+      {.alone = check_no_leak},
+      {.walking = valid_on_return_pass},
   };
   static_assert(std::size(kCheckers) == 10, "one checker per Invariant, in all_invariants() order");
+  std::vector<std::unique_ptr<CheckerPass>> passes;  // by kCheckers' index; null for `alone`
+  std::vector<CheckerPass*> walking;
+  for (const Checker& checker : kCheckers) {
+    passes.push_back(checker.walking != nullptr ? checker.walking(history, options) : nullptr);
+    if (passes.back() != nullptr) walking.push_back(passes.back().get());
+  }
+  run_passes(history, walking);
   std::vector<Violation> all;
-  for (Checker checker : kCheckers) {
-    std::vector<Violation> found = checker(history, options);
+  for (size_t i = 0; i < std::size(kCheckers); ++i) {
+    std::vector<Violation> found =
+        passes[i] != nullptr ? passes[i]->finish() : kCheckers[i].alone(history, options);
     std::move(found.begin(), found.end(), std::back_inserter(all));
   }
   return all;

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "scenarios/checkers/checker_pass.h"
 #include "scenarios/checkers/checker_support.h"
 
 // fencing: see checkers.h for the definition this judges.
@@ -129,51 +130,68 @@ Violation fencing_violation(const History& history, const FencingBreach& breach)
                         {breach.prior, breach.at}, std::move(detail));
 }
 
-}  // namespace
+// Collects every key's token sequences in the walk; judges them at the end.
+class FencingPass final : public CheckerPass {
+ public:
+  FencingPass(const History& history, size_t max)
+      : CheckerPass({EventKind::grant, EventKind::complete, EventKind::access, EventKind::token}),
+        history_(history),
+        max_(max) {}
 
-std::vector<Violation> check_fencing(const History& history, const CheckOptions& options) {
-  const size_t max = options.per_invariant_max;
-  PerKey<KeyFencing> keys;
-  for (const HistoryEvent& e : history.events()) {
-    if (e.kind == EventKind::grant || e.kind == EventKind::complete ||
-        e.kind == EventKind::access || e.kind == EventKind::token) {
-      see_fencing_event(keys[e], e, max);
+  void see(const HistoryEvent& e) override { see_fencing_event(keys_[e], e, max_); }
+
+  std::vector<Violation> finish() override {
+    std::vector<FencingBreach> breaches;
+    for (size_t k = 0; k < keys_.size(); ++k) judge_key(keys_.state(k), breaches);
+    // Each key kept its earliest max; the earliest max overall are among them. Index order is
+    // time order, and every breach has its own event.
+    std::sort(breaches.begin(), breaches.end(),
+              [](const FencingBreach& a, const FencingBreach& b) { return a.at < b.at; });
+    if (breaches.size() > max_) breaches.resize(max_);
+    std::vector<Violation> found;
+    for (const FencingBreach& breach : breaches) {
+      found.push_back(fencing_violation(history_, breach));
     }
+    return found;
   }
-  std::vector<FencingBreach> breaches;
-  for (size_t k = 0; k < keys.size(); ++k) {
-    KeyFencing& fencing = keys.state(k);
-    if (history.meta.monotonic_tokens) {
+
+ private:
+  void judge_key(KeyFencing& fencing, std::vector<FencingBreach>& breaches) const {
+    if (history_.meta.monotonic_tokens) {
       // Grants are the servers' own record; what clients received must follow their order too
       // (a client handed another token than the server issued). A server that issues tokens by
       // a step of its own (token events) is judged in the order it issued them: two clients may
       // learn theirs in the other order. Without either, acquires alone.
       if (fencing.issues.any) {
-        breaches.insert(breaches.end(), fencing.issues.breaches.begin(),
-                        fencing.issues.breaches.end());
+        append(breaches, fencing.issues.breaches);
       } else if (fencing.grants.any) {
-        breaches.insert(breaches.end(), fencing.grants.breaches.begin(),
-                        fencing.grants.breaches.end());
-        const TokenSequence received = received_in_grant_order(history, fencing, max);
-        breaches.insert(breaches.end(), received.breaches.begin(), received.breaches.end());
+        append(breaches, fencing.grants.breaches);
+        append(breaches, received_in_grant_order(history_, fencing, max_).breaches);
       } else {
-        breaches.insert(breaches.end(), fencing.acquires.breaches.begin(),
-                        fencing.acquires.breaches.end());
+        append(breaches, fencing.acquires.breaches);
       }
     }
-    if (history.meta.fencing_on) {
-      breaches.insert(breaches.end(), fencing.accesses.breaches.begin(),
-                      fencing.accesses.breaches.end());
-    }
+    if (history_.meta.fencing_on) append(breaches, fencing.accesses.breaches);
   }
-  // Each key kept its earliest max; the earliest max overall are among them. Index order is time
-  // order, and every breach has its own event.
-  std::sort(breaches.begin(), breaches.end(),
-            [](const FencingBreach& a, const FencingBreach& b) { return a.at < b.at; });
-  if (breaches.size() > max) breaches.resize(max);
-  std::vector<Violation> found;
-  for (const FencingBreach& breach : breaches) found.push_back(fencing_violation(history, breach));
-  return found;
+
+  static void append(std::vector<FencingBreach>& to, const std::vector<FencingBreach>& from) {
+    to.insert(to.end(), from.begin(), from.end());
+  }
+
+  const History& history_;
+  size_t max_;
+  PerKey<KeyFencing> keys_;
+};
+
+}  // namespace
+
+std::unique_ptr<CheckerPass> checker_support::fencing_pass(const History& history,
+                                                           const CheckOptions& options) {
+  return std::make_unique<FencingPass>(history, options.per_invariant_max);
+}
+
+std::vector<Violation> check_fencing(const History& history, const CheckOptions& options) {
+  return run_alone(history, fencing_pass(history, options));
 }
 
 }  // namespace lockstep

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "scenarios/checkers/checker_pass.h"
 #include "scenarios/checkers/checker_support.h"
 
 // lease_exclusion: see checkers.h for the definition this judges.
@@ -34,39 +35,26 @@ struct LeaseStretch {
 
 struct KeyLeases {
   std::vector<LeaseStretch> stretches;  // in the order of their events
-  // by server_value_id: a server's current stretch, and who its latest grant went to
-  std::unordered_map<uint64_t, size_t> open;
-  std::unordered_map<uint64_t, int> owner;
 };
 
-void close_stretch(KeyLeases& key, uint64_t sv, TimeUs at_us) {
-  auto it = key.open.find(sv);
-  if (it == key.open.end()) return;
-  LeaseStretch& stretch = key.stretches[it->second];
-  stretch.end_us = std::min(stretch.end_us, at_us);
-  key.open.erase(it);
-}
+// One lease (key, server, value) as the walk follows it: its current stretch, and who its latest
+// grant went to.
+struct LeaseState {
+  size_t open = kNoEvent;  // index into its key's stretches, or none open
+  int owner = -1;          // -1: no grant seen, or one without a client
+};
 
-void apply_lease_event(KeyLeases& key, const HistoryEvent& e) {
-  const uint64_t sv = server_value_id(e);
-  close_stretch(key, sv, e.time_us);
-  if (e.kind == EventKind::revoke) return;
-  if (e.kind == EventKind::grant) key.owner[sv] = e.client;
-  auto owner = key.owner.find(sv);
-  key.open[sv] = key.stretches.size();
-  key.stretches.push_back(LeaseStretch{e.time_us, e.time_us + e.ttl_us, e.index,
-                                       owner != key.owner.end() ? owner->second : -1, e.value,
-                                       e.value_id});
-}
-
-PerKey<KeyLeases> collect_leases(const History& history) {
-  PerKey<KeyLeases> keys;
-  for (const HistoryEvent& e : history.events()) {
-    if (e.kind == EventKind::grant || e.kind == EventKind::extend || e.kind == EventKind::revoke) {
-      apply_lease_event(keys[e], e);
-    }
+void apply_lease_event(KeyLeases& key, LeaseState& lease, const HistoryEvent& e) {
+  if (lease.open != kNoEvent) {
+    LeaseStretch& stretch = key.stretches[lease.open];
+    stretch.end_us = std::min(stretch.end_us, e.time_us);
+    lease.open = kNoEvent;
   }
-  return keys;
+  if (e.kind == EventKind::revoke) return;
+  if (e.kind == EventKind::grant) lease.owner = e.client;
+  lease.open = key.stretches.size();
+  key.stretches.push_back(
+      LeaseStretch{e.time_us, e.time_us + e.ttl_us, e.index, lease.owner, e.value, e.value_id});
 }
 
 struct QuorumClash {
@@ -231,22 +219,47 @@ Violation clash_violation(const QuorumClash& clash, const KeyLeases& leases, int
                         {first.owner, second.owner}, std::move(events), std::move(detail));
 }
 
+// Collects every key's lease stretches in the walk; sweeps each key's at the end.
+class LeaseExclusionPass final : public CheckerPass {
+ public:
+  LeaseExclusionPass(const History& history, size_t max)
+      : CheckerPass({EventKind::grant, EventKind::extend, EventKind::revoke}),
+        quorum_(history.meta.quorum),
+        max_(max) {
+    LOCKSTEP_CHECK(quorum_ >= 1, "a quorum is at least one server");
+  }
+
+  void see(const HistoryEvent& e) override { apply_lease_event(keys_[e], leases_[e], e); }
+
+  std::vector<Violation> finish() override {
+    std::vector<Violation> found;
+    for (size_t k = 0; k < keys_.size(); ++k) {
+      const KeyLeases& leases = keys_.state(k);
+      QuorumSweep sweep(keys_.key(k), leases, quorum_, max_);
+      for (const QuorumClash& clash : sweep.run()) {
+        found.push_back(clash_violation(clash, leases, quorum_));
+      }
+    }
+    sort_and_cap(found, max_);
+    return found;
+  }
+
+ private:
+  int quorum_;
+  size_t max_;
+  PerKey<KeyLeases> keys_;
+  LeaseTable<LeaseState> leases_;
+};
+
 }  // namespace
 
+std::unique_ptr<CheckerPass> checker_support::lease_exclusion_pass(const History& history,
+                                                                   const CheckOptions& options) {
+  return std::make_unique<LeaseExclusionPass>(history, options.per_invariant_max);
+}
+
 std::vector<Violation> check_lease_exclusion(const History& history, const CheckOptions& options) {
-  LOCKSTEP_CHECK(history.meta.quorum >= 1, "a quorum is at least one server");
-  const size_t max = options.per_invariant_max;
-  const PerKey<KeyLeases> keys = collect_leases(history);
-  std::vector<Violation> found;
-  for (size_t k = 0; k < keys.size(); ++k) {
-    const KeyLeases& leases = keys.state(k);
-    QuorumSweep sweep(keys.key(k), leases, history.meta.quorum, max);
-    for (const QuorumClash& clash : sweep.run()) {
-      found.push_back(clash_violation(clash, leases, history.meta.quorum));
-    }
-  }
-  sort_and_cap(found, max);
-  return found;
+  return run_alone(history, lease_exclusion_pass(history, options));
 }
 
 }  // namespace lockstep

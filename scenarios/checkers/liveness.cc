@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "scenarios/checkers/checker_pass.h"
 #include "scenarios/checkers/checker_support.h"
 
 // liveness: see checkers.h for the definition this judges.
@@ -81,7 +82,7 @@ Violation liveness_violation(const History& history, const SlowAcquire& slow) {
 
 // Every stuck event: a client parked with nothing left to wake it, judged with or without a
 // bound. events: the operation it was stuck in (its invocation), and the stuck event itself.
-// Fed every event in order, in the same sweep as the bound's.
+// Fed the invokes, completions and stuck events in order, in the same walk as the bound's.
 class StuckClients {
  public:
   void see(const History& history, const HistoryEvent& e, std::vector<Violation>& found) {
@@ -113,50 +114,81 @@ class StuckClients {
   std::vector<size_t> pending_;  // client -> the invoke of its uncompleted operation, or kNoEvent
 };
 
-}  // namespace
+// Stuck clients always; with a bound, every acquire's wait too.
+class LivenessPass final : public CheckerPass {
+ public:
+  LivenessPass(const History& history, size_t max)
+      : CheckerPass(history.meta.liveness_bound_us > 0
+                        ? EventKinds{EventKind::invoke, EventKind::complete, EventKind::stuck,
+                                     EventKind::fault}
+                        : EventKinds{EventKind::invoke, EventKind::complete, EventKind::stuck}),
+        history_(history),
+        max_(max),
+        bounded_(history.meta.liveness_bound_us > 0) {}
 
-std::vector<Violation> check_liveness(const History& history, const CheckOptions& options) {
-  std::vector<Violation> found;
-  StuckClients stuck_clients;
-  if (history.meta.liveness_bound_us <= 0) {
-    for (const HistoryEvent& e : history.events()) stuck_clients.see(history, e, found);
-    sort_and_cap(found, options.per_invariant_max);
-    return found;
+  void see(const HistoryEvent& e) override {
+    stuck_clients_.see(history_, e, found_);
+    if (bounded_) see_wait(e);
   }
-  PerKey<std::map<int, size_t>> waiting;  // key -> client -> its acquire's invoke
-  std::vector<SlowAcquire> slow;
-  // A client that died while it waited will never complete: nothing to wait for.
-  std::map<int, TimeUs> died_us;
-  // A stuck client's pending acquire is reported as stuck (above), which says more than "pending".
-  std::set<int> stuck;
-  for (const HistoryEvent& e : history.events()) {
-    stuck_clients.see(history, e, found);
+
+  std::vector<Violation> finish() override {
+    if (bounded_) judge_waits();
+    sort_and_cap(found_, max_);
+    return std::move(found_);
+  }
+
+ private:
+  void see_wait(const HistoryEvent& e) {
     if (e.kind == EventKind::fault && e.kills_client && e.client >= 0)
-      died_us.try_emplace(e.client, e.time_us);
-    if (e.kind == EventKind::stuck) stuck.insert(e.client);
-    if (e.op != Op::acquire) continue;
-    std::map<int, size_t>& on_key = waiting[e];
+      died_us_.try_emplace(e.client, e.time_us);
+    if (e.kind == EventKind::stuck) stuck_.insert(e.client);
+    if (e.op != Op::acquire) return;
+    std::map<int, size_t>& on_key = waiting_[e];
     if (e.kind == EventKind::invoke) on_key.try_emplace(e.client, e.index);  // keep the first
-    if (e.kind != EventKind::complete) continue;
+    if (e.kind != EventKind::complete) return;
     auto it = on_key.find(e.client);
-    if (it == on_key.end()) continue;  // a completion without an invocation shows nothing
-    if (auto judged = judge_acquire(history, it->second, e.index)) slow.push_back(*judged);
+    if (it == on_key.end()) return;  // a completion without an invocation shows nothing
+    if (auto judged = judge_acquire(history_, it->second, e.index)) slow_.push_back(*judged);
     on_key.erase(it);
   }
-  for (size_t k = 0; k < waiting.size(); ++k) {
-    for (const auto& [client, invoke] : waiting.state(k)) {
-      if (stuck.count(client) != 0) continue;
-      auto died = died_us.find(client);
-      if (died != died_us.end() && died->second >= history[invoke].time_us) continue;
-      if (auto judged = judge_acquire(history, invoke, kNoEvent)) slow.push_back(*judged);
+
+  void judge_waits() {
+    for (size_t k = 0; k < waiting_.size(); ++k) {
+      for (const auto& [client, invoke] : waiting_.state(k)) {
+        if (stuck_.count(client) != 0) continue;
+        auto died = died_us_.find(client);
+        if (died != died_us_.end() && died->second >= history_[invoke].time_us) continue;
+        if (auto judged = judge_acquire(history_, invoke, kNoEvent)) slow_.push_back(*judged);
+      }
     }
+    // Only the earliest can be reported: build just those.
+    std::sort(slow_.begin(), slow_.end());
+    if (slow_.size() > max_) slow_.resize(max_);
+    for (const SlowAcquire& s : slow_) found_.push_back(liveness_violation(history_, s));
   }
-  // Only the earliest can be reported: build just those.
-  std::sort(slow.begin(), slow.end());
-  if (slow.size() > options.per_invariant_max) slow.resize(options.per_invariant_max);
-  for (const SlowAcquire& s : slow) found.push_back(liveness_violation(history, s));
-  sort_and_cap(found, options.per_invariant_max);
-  return found;
+
+  const History& history_;
+  size_t max_;
+  bool bounded_;
+  std::vector<Violation> found_;
+  StuckClients stuck_clients_;
+  PerKey<std::map<int, size_t>> waiting_;  // key -> client -> its acquire's invoke
+  std::vector<SlowAcquire> slow_;
+  // A client that died while it waited will never complete: nothing to wait for.
+  std::map<int, TimeUs> died_us_;
+  // A stuck client's pending acquire is reported as stuck (above), which says more than "pending".
+  std::set<int> stuck_;
+};
+
+}  // namespace
+
+std::unique_ptr<CheckerPass> checker_support::liveness_pass(const History& history,
+                                                            const CheckOptions& options) {
+  return std::make_unique<LivenessPass>(history, options.per_invariant_max);
+}
+
+std::vector<Violation> check_liveness(const History& history, const CheckOptions& options) {
+  return run_alone(history, liveness_pass(history, options));
 }
 
 }  // namespace lockstep

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "scenarios/checkers/checker_pass.h"
 #include "scenarios/checkers/checker_support.h"
 
 // mutual_exclusion: see checkers.h for the definition this judges.
@@ -54,10 +55,24 @@ struct KeyHolders {
   }
 };
 
-class MutualExclusionSweep {
+class MutualExclusionSweep final : public CheckerPass {
  public:
-  MutualExclusionSweep(const History& history, size_t max) : history_(history), max_(max) {}
+  MutualExclusionSweep(const History& history, size_t max)
+      : CheckerPass({EventKind::cs_enter, EventKind::cs_exit}), history_(history), max_(max) {}
 
+  void see(const HistoryEvent& e) override {
+    if (e.kind == EventKind::cs_enter) enter(e);
+    if (e.kind == EventKind::cs_exit) exit(e);
+  }
+
+  std::vector<Violation> finish() override {
+    std::vector<Violation> found;
+    found.reserve(overlaps_.size());
+    for (const Overlap& overlap : overlaps_) found.push_back(to_violation(overlap));
+    return found;  // already in time order: overlaps are found at the later entry
+  }
+
+ private:
   void enter(const HistoryEvent& e) {
     KeyHolders& key = keys_[e];
     // A second enter without an exit continues the hold it already has.
@@ -84,14 +99,6 @@ class MutualExclusionSweep {
     key.by_client.erase(it);
   }
 
-  std::vector<Violation> violations() const {
-    std::vector<Violation> found;
-    found.reserve(overlaps_.size());
-    for (const Overlap& overlap : overlaps_) found.push_back(to_violation(overlap));
-    return found;  // already in time order: overlaps are found at the later entry
-  }
-
- private:
   // Shared holds coexist; anything else conflicts with every holder. The earliest one is named.
   void record_conflict(KeyHolders& key, const HistoryEvent& e) {
     if (overlaps_.size() >= max_) return;
@@ -132,13 +139,13 @@ class MutualExclusionSweep {
 
 }  // namespace
 
+std::unique_ptr<CheckerPass> checker_support::mutual_exclusion_pass(const History& history,
+                                                                    const CheckOptions& options) {
+  return std::make_unique<MutualExclusionSweep>(history, options.per_invariant_max);
+}
+
 std::vector<Violation> check_mutual_exclusion(const History& history, const CheckOptions& options) {
-  MutualExclusionSweep sweep(history, options.per_invariant_max);
-  for (const HistoryEvent& e : history.events()) {
-    if (e.kind == EventKind::cs_enter) sweep.enter(e);
-    if (e.kind == EventKind::cs_exit) sweep.exit(e);
-  }
-  return sweep.violations();
+  return run_alone(history, mutual_exclusion_pass(history, options));
 }
 
 }  // namespace lockstep

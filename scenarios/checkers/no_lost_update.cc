@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "scenarios/checkers/checker_pass.h"
 #include "scenarios/checkers/checker_support.h"
 
 // no_lost_update: see checkers.h for the definition this judges.
@@ -60,32 +61,52 @@ Violation lost_update_violation(const History& history, const WriteTally& tally,
       {tally.before_first_flat, tally.first_flat, final_event.index}, std::move(detail));
 }
 
-}  // namespace
+// One counter per key; a final_value without a key speaks for every write of the run.
+class NoLostUpdatePass final : public CheckerPass {
+ public:
+  NoLostUpdatePass(const History& history, size_t max)
+      : CheckerPass({EventKind::access, EventKind::final_value}), history_(history), max_(max) {}
 
-std::vector<Violation> check_no_lost_update(const History& history, const CheckOptions& options) {
-  // One counter per key; a final_value without a key speaks for every write of the run.
-  PerKey<WriteTally> per_key;
-  WriteTally all;
-  for (const HistoryEvent& e : history.events()) {
+  void see(const HistoryEvent& e) override {
     if (e.kind == EventKind::access && e.op == Op::write && e.outcome == Outcome::ok) {
-      per_key[e].see_write(history, e);
-      all.see_write(history, e);
+      per_key_[e].see_write(history_, e);
+      all_.see_write(history_, e);
     }
     if (e.kind == EventKind::final_value) {
-      (e.key.empty() ? all : per_key[e]).final_event = e.index;
+      (e.key.empty() ? all_ : per_key_[e]).final_event = e.index;
     }
   }
-  std::vector<Violation> found;
-  auto judge = [&](const WriteTally& tally) {
-    if (tally.final_event == kNoEvent) return;  // nothing to compare with
-    const HistoryEvent& final_event = history[tally.final_event];
-    if (final_event.counter == static_cast<int64_t>(tally.accepted)) return;
-    found.push_back(lost_update_violation(history, tally, final_event));
-  };
-  judge(all);
-  for (size_t k = 0; k < per_key.size(); ++k) judge(per_key.state(k));
-  sort_and_cap(found, options.per_invariant_max);
-  return found;
+
+  std::vector<Violation> finish() override {
+    std::vector<Violation> found;
+    auto judge = [&](const WriteTally& tally) {
+      if (tally.final_event == kNoEvent) return;  // nothing to compare with
+      const HistoryEvent& final_event = history_[tally.final_event];
+      if (final_event.counter == static_cast<int64_t>(tally.accepted)) return;
+      found.push_back(lost_update_violation(history_, tally, final_event));
+    };
+    judge(all_);
+    for (size_t k = 0; k < per_key_.size(); ++k) judge(per_key_.state(k));
+    sort_and_cap(found, max_);
+    return found;
+  }
+
+ private:
+  const History& history_;
+  size_t max_;
+  PerKey<WriteTally> per_key_;
+  WriteTally all_;
+};
+
+}  // namespace
+
+std::unique_ptr<CheckerPass> checker_support::no_lost_update_pass(const History& history,
+                                                                  const CheckOptions& options) {
+  return std::make_unique<NoLostUpdatePass>(history, options.per_invariant_max);
+}
+
+std::vector<Violation> check_no_lost_update(const History& history, const CheckOptions& options) {
+  return run_alone(history, no_lost_update_pass(history, options));
 }
 
 }  // namespace lockstep

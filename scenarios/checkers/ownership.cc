@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "scenarios/checkers/checker_pass.h"
 #include "scenarios/checkers/checker_support.h"
 
 // ownership: see checkers.h for the definition this judges.
@@ -36,25 +37,45 @@ Violation ownership_violation(const History& history, const OwnershipBreach& bre
                         {breach.grant, breach.by}, std::move(detail));
 }
 
-}  // namespace
+class OwnershipPass final : public CheckerPass {
+ public:
+  OwnershipPass(const History& history, size_t max)
+      : CheckerPass({EventKind::grant, EventKind::revoke, EventKind::extend}),
+        history_(history),
+        max_(max) {
+    set_done(max_ == 0);
+  }
 
-std::vector<Violation> check_ownership(const History& history, const CheckOptions& options) {
-  // key -> (server, value) -> the grant that made the lease.
-  PerKey<std::unordered_map<uint64_t, size_t>> grants;
-  std::vector<Violation> found;
-  for (const HistoryEvent& e : history.events()) {
-    if (found.size() >= options.per_invariant_max) break;  // index order is time order
-    if (e.kind == EventKind::grant) grants[e][server_value_id(e)] = e.index;
-    if ((e.kind != EventKind::revoke && e.kind != EventKind::extend) || e.client < 0) continue;
-    const auto& granted = grants[e];
-    auto grant = granted.find(server_value_id(e));
-    if (grant == granted.end()) continue;  // owner unknown
-    const int owner = history[grant->second].client;
+  void see(const HistoryEvent& e) override {
+    if (e.kind == EventKind::grant) grants_[e] = e.index;
+    if (e.kind == EventKind::grant || e.client < 0) return;
+    const size_t* grant = grants_.find(e);
+    if (grant == nullptr) return;  // owner unknown
+    const int owner = history_[*grant].client;
     if (owner >= 0 && owner != e.client) {
-      found.push_back(ownership_violation(history, OwnershipBreach{grant->second, e.index}));
+      found_.push_back(ownership_violation(history_, OwnershipBreach{*grant, e.index}));
+      set_done(found_.size() >= max_);  // index order is time order: the earliest are found
     }
   }
-  return found;
+
+  std::vector<Violation> finish() override { return std::move(found_); }
+
+ private:
+  const History& history_;
+  size_t max_;
+  LeaseTable<size_t> grants_;  // (key, server, value) -> the grant that made the lease
+  std::vector<Violation> found_;
+};
+
+}  // namespace
+
+std::unique_ptr<CheckerPass> checker_support::ownership_pass(const History& history,
+                                                             const CheckOptions& options) {
+  return std::make_unique<OwnershipPass>(history, options.per_invariant_max);
+}
+
+std::vector<Violation> check_ownership(const History& history, const CheckOptions& options) {
+  return run_alone(history, ownership_pass(history, options));
 }
 
 }  // namespace lockstep

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "scenarios/checkers/checker_pass.h"
 #include "scenarios/checkers/checker_support.h"
 
 // valid_on_return: see checkers.h for the definition this judges.
@@ -83,41 +84,66 @@ void see_lease_event(Owners& owners, const HistoryEvent& e) {
   owner.set_end(e.server_id, e.kind == EventKind::revoke ? e.time_us : e.time_us + e.ttl_us);
 }
 
-}  // namespace
+class ValidOnReturnPass final : public CheckerPass {
+ public:
+  ValidOnReturnPass(const History& history, size_t max)
+      : CheckerPass({EventKind::grant, EventKind::extend, EventKind::revoke, EventKind::complete}),
+        quorum_(std::max(history.meta.quorum, 1)),
+        max_(max) {
+    set_done(max_ == 0);
+  }
 
-std::vector<Violation> check_valid_on_return(const History& history, const CheckOptions& options) {
-  std::vector<Violation> found;
-  Owners owners;
-  const int quorum = std::max(history.meta.quorum, 1);
-  for (const HistoryEvent& e : history.events()) {
-    if (found.size() >= options.per_invariant_max) break;
+  void see(const HistoryEvent& e) override {
+    judge(e);
+    set_done(found_.size() >= max_);  // index order is time order: the earliest are found
+  }
+
+  std::vector<Violation> finish() override { return std::move(found_); }
+
+ private:
+  void judge(const HistoryEvent& e) {
     if (e.kind == EventKind::grant || e.kind == EventKind::extend || e.kind == EventKind::revoke) {
-      see_lease_event(owners, e);
-      continue;
+      see_lease_event(owners_, e);
+      return;
     }
-    if (!reports_a_lease(e)) continue;
+    if (!reports_a_lease(e)) return;
     const std::string_view what = e.op == Op::acquire ? "acquire" : "extend";
     if (e.local_valid_until_us != 0 && e.local_valid_until_us <= e.local_now_us) {
-      found.push_back(make_violation(
+      found_.push_back(make_violation(
           Invariant::valid_on_return, e.time_us, e.key, {e.client}, {e.index},
           fmt::format("{}'s {} of key {} returned at {}us reporting a lease valid until {}us ago "
                       "by its own clock",
                       client_name(e.client), what, e.key, e.time_us,
                       e.local_now_us - e.local_valid_until_us)));
-      continue;
+      return;
     }
-    const OwnerLeases* leases = owners.find(e);
-    if (leases == nullptr) continue;  // the servers recorded no lease for it: nothing to compare
+    const OwnerLeases* leases = owners_.find(e);
+    if (leases == nullptr) return;  // the servers recorded no lease for it: nothing to compare
     const int live = leases->live_at(e.time_us);
-    if (live >= quorum) continue;
-    found.push_back(make_violation(
+    if (live >= quorum_) return;
+    found_.push_back(make_violation(
         Invariant::valid_on_return, e.time_us, e.key, {e.client}, {leases->last_event, e.index},
         fmt::format("{}'s {} of key {} returned at {}us, when only {} server(s) still held its "
                     "lease (value {}); a lease needs {}",
                     client_name(e.client), what, e.key, e.time_us, live, short_value(e.value),
-                    quorum)));
+                    quorum_)));
   }
-  return found;
+
+  int quorum_;
+  size_t max_;
+  Owners owners_;
+  std::vector<Violation> found_;
+};
+
+}  // namespace
+
+std::unique_ptr<CheckerPass> checker_support::valid_on_return_pass(const History& history,
+                                                                   const CheckOptions& options) {
+  return std::make_unique<ValidOnReturnPass>(history, options.per_invariant_max);
+}
+
+std::vector<Violation> check_valid_on_return(const History& history, const CheckOptions& options) {
+  return run_alone(history, valid_on_return_pass(history, options));
 }
 
 }  // namespace lockstep

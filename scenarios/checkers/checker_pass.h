@@ -1,0 +1,78 @@
+#pragma once
+// One checker as a walk over a history, event by event (internal to scenarios/checkers), so that
+// check_all feeds every checker from a single walk: a long history is read from memory once, not
+// once per checker. Over a million events, reading them was most of what the checkers cost (each
+// event is several cache lines; the checkers' own work on the few they read is small).
+//
+// A pass sees, in index order, the events of the kinds it reads and nothing else, until it says
+// it is done (it has found all it may report: the rest cannot change its answer); then finish()
+// judges what is left and returns what the checker's check_* function returns. A pass is used
+// once. Fed alone (run_alone) or beside others, it sees the same events, so it gives the same
+// answer either way.
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <vector>
+
+#include "scenarios/checkers/checkers.h"
+
+namespace lockstep::checker_support {
+
+// A set of EventKinds: what a pass reads.
+class EventKinds {
+ public:
+  constexpr EventKinds(std::initializer_list<EventKind> kinds) {
+    for (EventKind kind : kinds) bits_ |= bit(kind);
+  }
+  constexpr bool contains(EventKind kind) const { return (bits_ & bit(kind)) != 0; }
+
+ private:
+  static constexpr uint32_t bit(EventKind kind) { return 1U << static_cast<unsigned>(kind); }
+  static_assert(kEventKindsAll.size() <= 32, "a kind is a bit of bits_");
+  uint32_t bits_ = 0;
+};
+
+class CheckerPass {
+ public:
+  explicit CheckerPass(EventKinds reads) : reads_(reads) {}
+  virtual ~CheckerPass() = default;
+  CheckerPass(const CheckerPass&) = delete;
+  CheckerPass& operator=(const CheckerPass&) = delete;
+
+  // Whether `e` goes to see(): of a kind the pass reads, and the pass not yet done.
+  bool wants(const HistoryEvent& e) const { return !done_ && reads_.contains(e.kind); }
+  virtual void see(const HistoryEvent& e) = 0;
+  virtual std::vector<Violation> finish() = 0;
+
+ protected:
+  // Once done, see() is called no more.
+  void set_done(bool done) { done_ = done; }
+
+ private:
+  EventKinds reads_;
+  bool done_ = false;
+};
+
+// The passes of the checkers that read the history as one walk, in all_invariants() order.
+std::unique_ptr<CheckerPass> mutual_exclusion_pass(const History& history,
+                                                   const CheckOptions& options);
+std::unique_ptr<CheckerPass> lease_exclusion_pass(const History& history,
+                                                  const CheckOptions& options);
+std::unique_ptr<CheckerPass> ownership_pass(const History& history, const CheckOptions& options);
+std::unique_ptr<CheckerPass> fencing_pass(const History& history, const CheckOptions& options);
+std::unique_ptr<CheckerPass> no_lost_update_pass(const History& history,
+                                                 const CheckOptions& options);
+std::unique_ptr<CheckerPass> liveness_pass(const History& history, const CheckOptions& options);
+std::unique_ptr<CheckerPass> valid_on_return_pass(const History& history,
+                                                  const CheckOptions& options);
+
+// Feeds the passes every event of `history` they want, in one walk.
+void run_passes(const History& history, const std::vector<CheckerPass*>& passes);
+
+// One pass over the whole history: what its check_* function returns.
+inline std::vector<Violation> run_alone(const History& history, std::unique_ptr<CheckerPass> pass) {
+  run_passes(history, {pass.get()});
+  return pass->finish();
+}
+
+}  // namespace lockstep::checker_support
