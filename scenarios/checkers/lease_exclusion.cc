@@ -57,6 +57,46 @@ void apply_lease_event(KeyLeases& key, LeaseState& lease, const HistoryEvent& e)
       LeaseStretch{e.time_us, e.time_us + e.ttl_us, e.index, lease.owner, e.value, e.value_id});
 }
 
+// A few entries by value_id, in a vector searched in order: at one instant a key has one or two
+// owners with live leases (more only when the lock is broken), where a map's node per entry cost
+// more than the search.
+template <typename V>
+class ByValue {
+ public:
+  V* find(uint32_t value) {
+    for (auto& [seen, entry] : entries_) {
+      if (seen == value) return &entry;
+    }
+    return nullptr;
+  }
+  V& at(uint32_t value) {
+    V* entry = find(value);
+    LOCKSTEP_CHECK(entry != nullptr, "the value has an entry");
+    return *entry;
+  }
+  // Adds `entry` for a value that has none.
+  V& add(uint32_t value, V entry) {
+    LOCKSTEP_CHECK(find(value) == nullptr, "a value has one entry");
+    entries_.emplace_back(value, std::move(entry));
+    return entries_.back().second;
+  }
+  // Removes the value's entry, returning it.
+  V take(uint32_t value) {
+    auto it = std::find_if(entries_.begin(), entries_.end(),
+                           [value](const auto& entry) { return entry.first == value; });
+    LOCKSTEP_CHECK(it != entries_.end(), "the value has an entry");
+    V taken = std::move(it->second);
+    *it = std::move(entries_.back());
+    entries_.pop_back();
+    return taken;
+  }
+  auto begin() const { return entries_.begin(); }
+  auto end() const { return entries_.end(); }
+
+ private:
+  std::vector<std::pair<uint32_t, V>> entries_;
+};
+
 struct QuorumClash {
   TimeUs time_us = 0;
   std::string_view key;
@@ -114,11 +154,14 @@ class QuorumSweep {
   // Applies every change at one instant, then judges only the values that reached a quorum at it,
   // so a lease extended (closed and reopened at the same instant) is not a new quorum.
   void apply_instant(const std::vector<Point>& points, size_t begin, size_t end) {
-    ValueCounts live_before;
+    ValueCounts& live_before = live_before_;
+    live_before.clear();
     for (size_t p = begin; p < end; ++p) {
       const size_t s = points[p].stretch;
-      std::vector<size_t>& live = live_[leases_.stretches[s].value_id];
-      remember_count(live_before, leases_.stretches[s].value_id, live.size());
+      const uint32_t value = leases_.stretches[s].value_id;
+      std::vector<size_t>* found = live_.find(value);
+      std::vector<size_t>& live = found != nullptr ? *found : live_.add(value, spare_list());
+      remember_count(live_before, value, live.size());
       auto at = std::lower_bound(live.begin(), live.end(), s);
       if (points[p].is_start) {
         live.insert(at, s);
@@ -129,9 +172,16 @@ class QuorumSweep {
     }
     judge_instant(live_before, points[begin].time_us);
     for (const auto& [value, before] : live_before) {
-      auto it = live_.find(value);
-      if (it->second.empty()) live_.erase(it);  // keeps the map as small as the live owners
+      // Keeps live_ as small as the live owners; the emptied list's buffer serves the next one.
+      if (live_.at(value).empty()) spare_lists_.push_back(live_.take(value));
     }
+  }
+
+  std::vector<size_t> spare_list() {
+    if (spare_lists_.empty()) return {};
+    std::vector<size_t> list = std::move(spare_lists_.back());
+    spare_lists_.pop_back();
+    return list;
   }
 
   // Few values change at one instant: a vector beats a map here.
@@ -144,28 +194,29 @@ class QuorumSweep {
   }
 
   void judge_instant(const ValueCounts& live_before, TimeUs time_us) {
-    std::vector<uint32_t> reached;
+    std::vector<uint32_t>& reached = reached_;
+    reached.clear();
     for (const auto& [value, before] : live_before) {
-      const size_t now = live_[value].size();
-      if (now < quorum_) holding_.erase(value);
+      const size_t now = live_.at(value).size();
+      if (now < quorum_ && holding_.find(value) != nullptr) holding_.take(value);
       if (now >= quorum_ && before < quorum_) reached.push_back(value);
     }
     // The value whose quorum was completed by the earlier event reached it first.
     std::sort(reached.begin(), reached.end(),
-              [this](uint32_t a, uint32_t b) { return *live_[a].rbegin() < *live_[b].rbegin(); });
+              [this](uint32_t a, uint32_t b) { return live_.at(a).back() < live_.at(b).back(); });
     for (uint32_t value : reached) {
-      const uint32_t* partner = earliest_holder();
-      if (partner != nullptr && clashes_.size() < max_) record(*partner, value, time_us);
-      holding_.emplace(value, Holding{time_us, next_order_++});
+      const std::optional<uint32_t> partner = earliest_holder();
+      if (partner && clashes_.size() < max_) record(*partner, value, time_us);
+      if (holding_.find(value) == nullptr) holding_.add(value, Holding{time_us, next_order_++});
     }
   }
 
-  const uint32_t* earliest_holder() const {
-    const uint32_t* best = nullptr;
+  std::optional<uint32_t> earliest_holder() const {
+    std::optional<uint32_t> best;
     size_t best_order = 0;
     for (const auto& [value, holding] : holding_) {
-      if (best == nullptr || holding.order < best_order) {
-        best = &value;
+      if (!best || holding.order < best_order) {
+        best = value;
         best_order = holding.order;
       }
     }
@@ -174,7 +225,7 @@ class QuorumSweep {
 
   // The first `quorum` live stretches: enough to prove the quorum.
   std::vector<size_t> quorum_proof(uint32_t value) {
-    const std::vector<size_t>& live = live_[value];
+    const std::vector<size_t>& live = live_.at(value);
     return std::vector<size_t>(live.begin(), live.begin() + static_cast<ptrdiff_t>(quorum_));
   }
 
@@ -193,9 +244,13 @@ class QuorumSweep {
   size_t quorum_;
   size_t max_;
   // value_id -> its live stretches, ascending (= in event order); values with none are dropped
-  std::map<uint32_t, std::vector<size_t>> live_;
-  std::map<uint32_t, Holding> holding_;  // values with at least a quorum of live leases
+  ByValue<std::vector<size_t>> live_;
+  ByValue<Holding> holding_;  // values with at least a quorum of live leases
   size_t next_order_ = 0;
+  // Reused from instant to instant: no allocation per instant.
+  ValueCounts live_before_;
+  std::vector<uint32_t> reached_;
+  std::vector<std::vector<size_t>> spare_lists_;
   std::vector<QuorumClash> clashes_;
 };
 
