@@ -10,7 +10,7 @@
 
 namespace lockstep {
 
-size_t History::add(HistoryEvent e) {
+size_t History::add(HistoryEvent&& e) {
   // Checkers sweep in index order and rely on it being true-time order.
   LOCKSTEP_CHECK(events_.empty() || events_.back().time_us <= e.time_us,
                  "history events are appended in true-time order");

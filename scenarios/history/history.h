@@ -119,8 +119,10 @@ struct HistoryMeta {
 
 class History {
  public:
-  // Appends e (its index and its ids are set here) and returns the index.
-  size_t add(HistoryEvent e);
+  // Appends e (its index and its ids are set here) and returns the index. An event is 4 cache
+  // lines and 4 strings: a recorder hands it over by move, once.
+  size_t add(HistoryEvent&& e);
+  size_t add(const HistoryEvent& e) { return add(HistoryEvent(e)); }
   const std::vector<HistoryEvent>& events() const { return events_; }
   const HistoryEvent& operator[](size_t i) const { return events_[i]; }
   size_t size() const { return events_.size(); }
