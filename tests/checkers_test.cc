@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "adapters/core/random.h"
 #include "scenarios/checkers/checker_support.h"
 #include "scenarios/checkers/checkers.h"
 #include "scenarios/history/history.h"
@@ -808,20 +809,14 @@ TEST_CASE("check_all caps each invariant separately", "[checkers]") {
   CHECK(check_all(b.history, CheckOptions{0}).empty());
 }
 
-// splitmix64: a fixed sequence for the messy histories below (no std:: distributions).
+// A fixed sequence for the messy histories below (no std:: distributions).
 class Draws {
  public:
-  explicit Draws(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  int below(int n) { return static_cast<int>(next() % static_cast<uint64_t>(n)); }
+  explicit Draws(uint64_t seed) : prng_(seed) {}
+  int below(int n) { return static_cast<int>(prng_.below(static_cast<uint64_t>(n))); }
 
  private:
-  uint64_t state_;
+  Prng prng_;
 };
 
 // A history of anything at all: few clients, keys, servers and values, so leases, holds and
