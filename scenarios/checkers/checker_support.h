@@ -2,10 +2,12 @@
 // What the checkers share (internal to scenarios/checkers): building a Violation, capping and
 // ordering what a checker reports, and per-key state walked in a deterministic order.
 //
-// Every checker sweeps the history once in index (= true-time) order, keeps per-key state keyed
-// by string_views into the history (which outlives the call), and builds the few Violations it
-// reports only at the end, so a history with many violations stays cheap. Hash maps are only ever
-// looked up, never walked: anything walked is a vector in history order or an ordered map.
+// Every checker reads the history once in index (= true-time) order (most as a pass of
+// check_all's one walk: checker_pass.h), keeps per-key state by the events' ids (PerKey, and
+// LeaseTable for a lease) with string_views into the history (which outlives the call), and builds
+// the few Violations it reports only at the end, so a history with many violations stays cheap.
+// Hash maps are only ever looked up, never walked: anything walked is a vector in history order
+// or an ordered map.
 #include <algorithm>
 #include <string>
 #include <string_view>

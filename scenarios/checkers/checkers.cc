@@ -1,5 +1,6 @@
 #include "scenarios/checkers/checkers.h"
 
+#include <algorithm>
 #include <iterator>
 #include <memory>
 
@@ -80,6 +81,10 @@ std::vector<Violation> check_all(const History& history, const CheckOptions& opt
       {.walking = valid_on_return_pass},
   };
   static_assert(std::size(kCheckers) == 10, "one checker per Invariant, in all_invariants() order");
+  static_assert(
+      std::all_of(std::begin(kCheckers), std::end(kCheckers),
+                  [](const Checker& c) { return (c.walking == nullptr) != (c.alone == nullptr); }),
+      "each checker walks with the others or alone, not both");
   std::vector<std::unique_ptr<CheckerPass>> passes;  // by kCheckers' index; null for `alone`
   std::vector<CheckerPass*> walking;
   for (const Checker& checker : kCheckers) {
