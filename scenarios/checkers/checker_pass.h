@@ -39,8 +39,9 @@ class CheckerPass {
   CheckerPass(const CheckerPass&) = delete;
   CheckerPass& operator=(const CheckerPass&) = delete;
 
-  // Whether `e` goes to see(): of a kind the pass reads, and the pass not yet done.
-  bool wants(const HistoryEvent& e) const { return !done_ && reads_.contains(e.kind); }
+  // An event goes to see() when the pass reads its kind and is not yet done.
+  bool reads(EventKind kind) const { return reads_.contains(kind); }
+  bool done() const { return done_; }
   virtual void see(const HistoryEvent& e) = 0;
   virtual std::vector<Violation> finish() = 0;
 

@@ -1,6 +1,7 @@
 #include "scenarios/checkers/checkers.h"
 
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <memory>
 
@@ -52,9 +53,16 @@ const std::vector<Invariant>& all_invariants() {
 }
 
 void checker_support::run_passes(const History& history, const std::vector<CheckerPass*>& passes) {
-  for (const HistoryEvent& e : history.events()) {
+  // Each event goes straight to the passes that read its kind (two or three of the seven).
+  std::array<std::vector<CheckerPass*>, kEventKindsAll.size()> readers;
+  for (EventKind kind : kEventKindsAll) {
     for (CheckerPass* pass : passes) {
-      if (pass->wants(e)) pass->see(e);
+      if (pass->reads(kind)) readers[static_cast<size_t>(kind)].push_back(pass);
+    }
+  }
+  for (const HistoryEvent& e : history.events()) {
+    for (CheckerPass* pass : readers[static_cast<size_t>(e.kind)]) {
+      if (!pass->done()) pass->see(e);
     }
   }
 }
