@@ -1,8 +1,8 @@
 #pragma once
 // One checker as a walk over a history, event by event (internal to scenarios/checkers), so that
 // check_all feeds every checker from a single walk: a long history is read from memory once, not
-// once per checker. Over a million events, reading them was most of what the checkers cost (each
-// event is several cache lines; the checkers' own work on the few they read is small).
+// once per checker. Over a million events, each checker's own walk was a large part of what it
+// cost: an event is several cache lines, and a light checker does little with most of them.
 //
 // A pass sees, in index order, the events of the kinds it reads and nothing else, until it says
 // it is done (it has found all it may report: the rest cannot change its answer); then finish()
