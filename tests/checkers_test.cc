@@ -970,7 +970,8 @@ TEST_CASE("lease_exclusion finds a clash exactly when brute force does", "[check
   CHECK(clashing < 270);
 }
 
-TEST_CASE("LeaseTable: a lease is its key, server and value together", "[checkers]") {
+TEST_CASE("LeaseTable: a lease is its key, server and value, or its key and value per owner",
+          "[checkers]") {
   History history;
   auto add = [&](const std::string& key, const std::string& server, const std::string& value) {
     HistoryEvent e;
@@ -996,6 +997,18 @@ TEST_CASE("LeaseTable: a lease is its key, server and value together", "[checker
   CHECK(*table.find(history[k_b_v]) == 2);
   CHECK(*table.find(history[j_a_v]) == 3);
   CHECK(*table.find(history[k_a_w]) == 4);
+
+  SECTION("per owner: one slot for the value on every server, found without a server") {
+    const size_t k_none_v = add("k", "", "v");  // a completion names no server
+    checker_support::LeaseTable<int, checker_support::LeaseScope::per_owner> owners;
+    owners[history[k_a_v]] = 1;
+    owners[history[k_b_v]] += 1;  // the same owner's lease on another server: the same slot
+    owners[history[j_a_v]] = 7;   // another key: another owner
+    CHECK(*owners.find(history[k_none_v]) == 2);
+    CHECK(*owners.find(history[j_a_v]) == 7);
+    CHECK(owners.find(history[k_a_w]) == nullptr);
+    CHECK(table.find(history[k_none_v]) == nullptr);  // per server: no server, no lease
+  }
 }
 
 TEST_CASE("ownership: a value on two servers or two keys is two leases", "[checkers]") {

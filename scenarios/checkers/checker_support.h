@@ -101,16 +101,22 @@ class PerKey {
   std::vector<std::string_view> keys_;
 };
 
-// A lease's state by (key, server, value), found by the event's ids without hashing: the values
-// of a history are dense from 0 (History::add), so a vector by value_id heads a short chain of the
-// (key, server) pairs seen with that value (one per server a Redlock lease went to). A slot, once
-// made, stays; nothing walks the table.
-template <typename Slot>
+// What makes two events one lease in a LeaseTable: the same key, server and value (each server's
+// lease apart), or the same key and value (an owner's leases on every server together, which a
+// client's completion, naming no server, finds).
+enum class LeaseScope { per_server, per_owner };
+
+// A lease's state found by the event's ids without hashing: the values of a history are dense from
+// 0 (History::add), so a vector by value_id heads a short chain of the keys (and servers) seen with
+// that value (one per server a Redlock lease went to). A slot, once made, stays; nothing walks
+// the table.
+template <typename Slot, LeaseScope kScope = LeaseScope::per_server>
 class LeaseTable {
  public:
-  // The slot of e's (key, server, value), made (Slot{}) if it was not there.
+  // e's slot, made (Slot{}) if it was not there.
   Slot& operator[](const HistoryEvent& e) {
-    if (Slot* slot = find(e)) return *slot;
+    const uint32_t found = index_of(e);
+    if (found != kNoEntry) return entries_[found].slot;
     if (e.value_id >= heads_.size()) heads_.resize(e.value_id + 1, kNoEntry);
     uint32_t& head = heads_[e.value_id];
     LOCKSTEP_CHECK(entries_.size() < kNoEntry, "a lease table's entries fit its links");
@@ -118,25 +124,33 @@ class LeaseTable {
     head = static_cast<uint32_t>(entries_.size() - 1);
     return entries_.back().slot;
   }
-  // The slot of e's (key, server, value), or null.
+  // e's slot, or null.
   Slot* find(const HistoryEvent& e) {
-    if (e.value_id >= heads_.size()) return nullptr;
-    for (uint32_t i = heads_[e.value_id]; i != kNoEntry; i = entries_[i].next) {
-      if (entries_[i].key_id == e.key_id && entries_[i].server_id == e.server_id) {
-        return &entries_[i].slot;
-      }
-    }
-    return nullptr;
+    const uint32_t found = index_of(e);
+    return found != kNoEntry ? &entries_[found].slot : nullptr;
+  }
+  const Slot* find(const HistoryEvent& e) const {
+    const uint32_t found = index_of(e);
+    return found != kNoEntry ? &entries_[found].slot : nullptr;
   }
 
  private:
   static constexpr uint32_t kNoEntry = static_cast<uint32_t>(-1);
   struct Entry {
     uint32_t key_id;
-    uint32_t server_id;
-    uint32_t next;  // the value's previous entry, or kNoEntry
+    uint32_t server_id;  // per_owner: the first server seen, never compared
+    uint32_t next;       // the value's previous entry, or kNoEntry
     Slot slot;
   };
+  uint32_t index_of(const HistoryEvent& e) const {
+    if (e.value_id >= heads_.size()) return kNoEntry;
+    for (uint32_t i = heads_[e.value_id]; i != kNoEntry; i = entries_[i].next) {
+      const Entry& entry = entries_[i];
+      if (entry.key_id != e.key_id) continue;
+      if (kScope == LeaseScope::per_owner || entry.server_id == e.server_id) return i;
+    }
+    return kNoEntry;
+  }
   std::vector<uint32_t> heads_;  // value_id -> its latest entry, or kNoEntry
   std::vector<Entry> entries_;
 };

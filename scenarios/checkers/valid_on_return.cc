@@ -1,6 +1,5 @@
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -37,41 +36,8 @@ struct OwnerLeases {
   }
 };
 
-// (key, value) -> its servers' leases, found by value_id: a value names one lock of one key, so
-// the first key seen with a value has its slot, and the rare other key with the same value goes to
-// a hash map. Nothing here is walked.
-class Owners {
- public:
-  OwnerLeases& operator[](const HistoryEvent& e) {
-    if (e.value_id >= by_value_.size()) by_value_.resize(e.value_id + 1);
-    Slot& slot = by_value_[e.value_id];
-    if (!slot.used) {
-      slot.used = true;
-      slot.key_id = e.key_id;
-    }
-    return slot.key_id == e.key_id ? slot.leases : others_[key_value_id(e)];
-  }
-  const OwnerLeases* find(const HistoryEvent& e) const {
-    if (e.value_id < by_value_.size()) {
-      const Slot& slot = by_value_[e.value_id];
-      if (slot.used && slot.key_id == e.key_id) return &slot.leases;
-    }
-    const auto it = others_.find(key_value_id(e));
-    return it == others_.end() ? nullptr : &it->second;
-  }
-
- private:
-  struct Slot {
-    bool used = false;
-    uint32_t key_id = 0;
-    OwnerLeases leases;
-  };
-  static uint64_t key_value_id(const HistoryEvent& e) {
-    return (static_cast<uint64_t>(e.key_id) << 32) | e.value_id;
-  }
-  std::vector<Slot> by_value_;
-  std::unordered_map<uint64_t, OwnerLeases> others_;
-};
+// (key, value) -> its servers' leases. A completion names no server: it finds its owner's.
+using Owners = LeaseTable<OwnerLeases, LeaseScope::per_owner>;
 
 bool reports_a_lease(const HistoryEvent& e) {
   return e.kind == EventKind::complete && e.outcome == Outcome::ok &&
