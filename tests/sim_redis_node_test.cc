@@ -498,3 +498,29 @@ TEST_CASE("node: a new node takes a gone node's Lua state, reset, unless a scrip
   RedisNode node(w, {.name = "d"});
   CHECK(node.execute({"EVAL", "return x", "0"}, 1).is_error());  // nonexistent global
 }
+
+// The reset's fingerprint takes each value by identity: a number changed in place, a function
+// swapped for another, an entry of the strings' metatable, each costs the engine; reading does not.
+TEST_CASE("node: a Lua state changed in place by a script is never pooled again",
+          "[sim][redis][node][lua]") {
+  World w(fixed_latency(500));
+  const auto pooled_after = [&w](const std::string& script) {
+    size_t pooled_while_open = 0;
+    {
+      RedisNode node(w, {.name = "n"});
+      pooled_while_open = pooled_lua_engines();
+      CHECK(node.execute({"EVAL", script, "1", "k", "v"}, 1) == num(1));
+    }
+    return pooled_lua_engines() - pooled_while_open;
+  };
+  const std::string reads_only =
+      "local n = math.pi + string.len(KEYS[1]) + #ARGV local t = {} t.x = n return 1";
+  CHECK(pooled_after(reads_only) == 1);
+  for (const std::string script :
+       {"math.pi = 3 return 1", "string.len = string.upper return 1",
+        "getmetatable('').x = 1 return 1", "rawset(_G, 'tostring', tonumber) return 1"}) {
+    CAPTURE(script);
+    CHECK(pooled_after(script) == 0);
+  }
+  CHECK(pooled_after(reads_only) == 1);  // a clean state from the pool (or new) is pooled again
+}

@@ -1,6 +1,7 @@
 #include "sim/redis/lua_engine.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <exception>
 #include <string_view>
@@ -195,6 +196,10 @@ LuaEngine::LuaEngine(LuaEngineOptions options) : options_(options) {
   remove_unlisted_globals(lua_);
   Internal::install_redis_lib(lua_);
   std::tie(globals_ref_, proxy_ref_) = protect_globals(lua_);
+  lua_pushliteral(lua_, "KEYS");
+  keys_name_ref_ = luaL_ref(lua_, LUA_REGISTRYINDEX);
+  lua_pushliteral(lua_, "ARGV");
+  argv_name_ref_ = luaL_ref(lua_, LUA_REGISTRYINDEX);
   lua_settop(lua_, 0);
   lua_gc(lua_, LUA_GCCOLLECT, 0);  // as reset_for_reuse leaves a pooled one
   pristine_ = fingerprint();
@@ -205,35 +210,22 @@ namespace {
 constexpr uint64_t kFnvBasis = 14695981039346656037ULL;
 constexpr uint64_t kFnvPrime = 1099511628211ULL;
 
-uint64_t mix(uint64_t hash, const void* bytes, size_t size) {
-  const auto* p = static_cast<const unsigned char*>(bytes);
-  for (size_t i = 0; i < size; ++i) hash = (hash ^ p[i]) * kFnvPrime;
-  return hash;
-}
+// One word into the digest (FNV-1a's step, a word at a time rather than a byte: the fingerprint
+// runs at every reset, over a few hundred entries, and only equality with pristine_ matters).
+uint64_t mix(uint64_t hash, uint64_t word) { return (hash ^ word) * kFnvPrime; }
 
 // The value at idx: its type and its identity (number, boolean, or address). A string's address is
 // its identity too: Lua 5.1 interns every string, so while a table holds one, equal bytes are the
 // same object (a key removed and added again may come back elsewhere: a change, the safe way).
 uint64_t value_digest(lua_State* lua, int idx, uint64_t hash) {
   const int type = lua_type(lua, idx);
-  hash = mix(hash, &type, sizeof type);
+  hash = mix(hash, static_cast<uint64_t>(type));
   switch (type) {
-    case LUA_TSTRING: {
-      const char* s = lua_tostring(lua, idx);  // the interned string's own bytes: no copy
-      return mix(hash, &s, sizeof s);
-    }
-    case LUA_TNUMBER: {
-      const lua_Number n = lua_tonumber(lua, idx);
-      return mix(hash, &n, sizeof n);
-    }
-    case LUA_TBOOLEAN: {
-      const int b = lua_toboolean(lua, idx);
-      return mix(hash, &b, sizeof b);
-    }
-    default: {
-      const void* p = lua_topointer(lua, idx);
-      return mix(hash, &p, sizeof p);
-    }
+    case LUA_TSTRING:  // the interned string's address: no copy, no hashing of its bytes
+      return mix(hash, reinterpret_cast<uintptr_t>(lua_tostring(lua, idx)));
+    case LUA_TNUMBER: return mix(hash, std::bit_cast<uint64_t>(lua_tonumber(lua, idx)));
+    case LUA_TBOOLEAN: return mix(hash, static_cast<uint64_t>(lua_toboolean(lua, idx)));
+    default: return mix(hash, reinterpret_cast<uintptr_t>(lua_topointer(lua, idx)));
   }
 }
 
@@ -276,8 +268,8 @@ bool LuaEngine::reset_for_reuse() {
   if (ctx_ != nullptr || failure_) return false;  // given back mid-script: never reused
   forget_scripts();
   lua_rawgeti(lua_, LUA_REGISTRYINDEX, globals_ref_);
-  for (const char* name : {"KEYS", "ARGV"}) {
-    lua_pushstring(lua_, name);
+  for (const int name_ref : {keys_name_ref_, argv_name_ref_}) {
+    lua_rawgeti(lua_, LUA_REGISTRYINDEX, name_ref);
     lua_pushnil(lua_);
     lua_rawset(lua_, -3);
   }
@@ -416,9 +408,9 @@ RedisReply LuaEngine::evalsha(const std::string& sha, std::span<const std::strin
   return run(it->second, it->first, keys, args, ctx);
 }
 
-void LuaEngine::set_globals_array(const char* name, std::span<const std::string> items) {
+void LuaEngine::set_globals_array(int name_ref, std::span<const std::string> items) {
   lua_rawgeti(lua_, LUA_REGISTRYINDEX, globals_ref_);
-  lua_pushstring(lua_, name);
+  lua_rawgeti(lua_, LUA_REGISTRYINDEX, name_ref);
   lua_createtable(lua_, static_cast<int>(items.size()), 0);
   for (size_t i = 0; i < items.size(); ++i) {
     lua_pushlstring(lua_, items[i].data(), items[i].size());
@@ -451,8 +443,8 @@ RedisReply LuaEngine::run(const Script& script, const std::string& sha,
                             .from_script = true,
                             .read_only = ctx.read_only};
   ctx_ = &script_ctx;
-  set_globals_array("KEYS", keys);
-  set_globals_array("ARGV", args);
+  set_globals_array(keys_name_ref_, keys);
+  set_globals_array(argv_name_ref_, args);
   Internal::seed_random(*this, 0);
   const int base = lua_gettop(lua_);
   lua_pushcfunction(lua_, Internal::error_handler);

@@ -107,7 +107,8 @@ class LuaEngine {
   void forget_scripts();
   RedisReply run(const Script& script, const std::string& sha, std::span<const std::string> keys,
                  std::span<const std::string> args, CommandContext& ctx);
-  void set_globals_array(const char* name, std::span<const std::string> items);
+  // Sets the global named by the string at name_ref (KEYS or ARGV) to an array of items.
+  void set_globals_array(int name_ref, std::span<const std::string> items);
   void arm_bounds();
   void disarm_bounds();
   // An order-independent digest of the globals, the tables under them, the script proxy and
@@ -118,6 +119,10 @@ class LuaEngine {
   lua_State* lua_ = nullptr;
   int globals_ref_ = 0;  // the real globals table (the scripts see a read-only proxy)
   int proxy_ref_ = 0;
+  // The strings "KEYS" and "ARGV", held in the registry: pushing one by reference is a fraction of
+  // interning it again (hashing, a string table lookup) at every script run.
+  int keys_name_ref_ = 0;
+  int argv_name_ref_ = 0;
   std::map<std::string, Script> scripts_;        // what Redis shows: EVALSHA finds these
   std::map<std::string, Script> compiled_kept_;  // forgotten, compiled, at most kCompiledKeptMax
   std::vector<std::pair<std::string, std::string>> sha_memo_;  // (body, sha), most recent last
