@@ -614,6 +614,35 @@ std::string message_of(Fn&& fn) {
   return {};
 }
 
+TEST_CASE("try_extend gives the LockExtendError extend throws as a value; other errors still throw",
+          "[locker]") {
+  Fixture f;
+  f.scripted.create_result = {};
+  Lock lock = f.scripted_locker().lock("k", 1000);
+  lock.acquire();
+  const int64_t valid_until_us = lock.valid_until_us();
+  f.clock.advance_ms(100);
+  CHECK_FALSE(lock.try_extend(2000));  // extended: from now
+  CHECK(lock.valid_until_us() == valid_until_us + 100'000 + 1'000'000);
+
+  f.scripted.extend_result = {.status = AdapterStatus::not_owner};
+  const std::optional<LockExtendError> refused = lock.try_extend(1000);
+  REQUIRE(refused);
+  CHECK(std::string(refused->what()) == message_of<LockExtendError>([&] { lock.extend(1000); }));
+  CHECK(lock.valid_until_us() == valid_until_us + 100'000 + 1'000'000);  // unchanged
+
+  f.scripted.extend_result = {.status = AdapterStatus::ok};
+  f.scripted.extend_duration_us = 1'500'000;  // the reply after the extension's whole TTL
+  const std::optional<LockExtendError> late = lock.try_extend(1000);
+  REQUIRE(late);
+  CHECK_THAT(late->what(), Catch::Contains("came after its 1000 ms had passed"));
+
+  f.scripted.extend_duration_us = 0;
+  f.scripted.extend_result = failure("timeout");
+  CHECK_THROWS_AS(lock.try_extend(1000), BackendError);
+  CHECK(validation_error_of([&] { (void)lock.try_extend(0); }).parameter() == "ttl_ms");
+}
+
 TEST_CASE("an acquire whose reply never came is outcome unknown, and says what to do", "[locker]") {
   Fixture f;
   f.scripted.create_result = {.status = AdapterStatus::outcome_unknown,

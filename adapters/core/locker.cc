@@ -266,27 +266,31 @@ void Lock::release_after_failure() {
 }
 
 void Lock::extend(int64_t ttl_ms) {
+  if (std::optional<LockExtendError> refused = try_extend(ttl_ms)) throw std::move(*refused);
+}
+
+std::optional<LockExtendError> Lock::try_extend(int64_t ttl_ms) {
   validate_ttl_ms(ttl_ms);
   if (auto_) throw ValidationError("extend", "the lock is auto-extending (auto_extend())");
   Clock& clock = *options_.clock;
   const int64_t sent_at_us = clock.monotonic_us();
   const AdapterResult result = options_.adapter->extend_lock(spec_, ttl_ms);
   if (result.ok() && clock.monotonic_us() - sent_at_us >= ttl_ms * 1000) {
-    throw LockExtendError("lock " + quoted(spec_.key) + ": the extend's reply came after its " +
-                          std::to_string(ttl_ms) +
-                          " ms had passed, so the lease may have ended; not reported as held");
+    return LockExtendError("lock " + quoted(spec_.key) + ": the extend's reply came after its " +
+                           std::to_string(ttl_ms) +
+                           " ms had passed, so the lease may have ended; not reported as held");
   }
   if (result.ok()) {
     lease_sent_at_us_ = sent_at_us;
     lease_ttl_ms_ = ttl_ms;
-    return;
+    return std::nullopt;
   }
   if (result.status == AdapterStatus::not_owner) {
     // The adapter may know why (Redlock: the maximum hold time, a lost quorum): keep its word.
-    throw LockExtendError("lock " + quoted(spec_.key) + " is no longer held by this owner" +
-                          (result.message.empty() ? " (it expired or another owner took it)"
-                                                  : " (" + result.message + ")") +
-                          "; extend does not re-create it");
+    return LockExtendError("lock " + quoted(spec_.key) + " is no longer held by this owner" +
+                           (result.message.empty() ? " (it expired or another owner took it)"
+                                                   : " (" + result.message + ")") +
+                           "; extend does not re-create it");
   }
   throw_backend_error(*options_.adapter, "extend", spec_, result);
 }

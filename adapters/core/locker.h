@@ -111,6 +111,10 @@ class Lock {
   // the reply came after ttl_ms had passed by this holder's clock (the new lease may already have
   // ended: never reported as held, as acquire does with a late grant).
   void extend(int64_t ttl_ms);
+  // extend() with "no longer ours" and "too late" as a value: the LockExtendError extend() would
+  // throw, or nullopt once extended. Other errors still throw. For callers that expect lost leases
+  // often (a harness's clients under faults), where a throw per refusal costs more than the call.
+  std::optional<LockExtendError> try_extend(int64_t ttl_ms);
 
   // Whether this lock (this unique value) still holds the key in the backend.
   bool is_locked();

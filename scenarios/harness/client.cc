@@ -110,8 +110,12 @@ bool Client::extend(Lock& lock, int64_t ttl_ms) {
   record_invoke(Op::extend, lock.key());
   const TimeUs invoked_us = setup_.world->now_us();
   try {
-    lock.extend(ttl_ms);
-  } catch (const LockExtendError& e) {
+    // A lease lost is the usual refusal under faults: a value, not a throw.
+    if (const std::optional<LockExtendError> refused = lock.try_extend(ttl_ms)) {
+      record_complete(Op::extend, lock.key(), Outcome::fail, {}, refused->what());
+      return false;
+    }
+  } catch (const LockExtendError& e) {  // from an adapter that throws it itself
     record_complete(Op::extend, lock.key(), Outcome::fail, {}, e.what());
     return false;
   } catch (const LockError& e) {
