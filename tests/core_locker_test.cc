@@ -614,7 +614,7 @@ std::string message_of(Fn&& fn) {
   return {};
 }
 
-TEST_CASE("try_extend gives the LockExtendError extend throws as a value; other errors still throw",
+TEST_CASE("try_extend gives the LockExtendError extend throws as a value, other errors still throw",
           "[locker]") {
   Fixture f;
   f.scripted.create_result = {};
