@@ -102,6 +102,13 @@ struct Fixture {
     holder.acquire();
     return holder;
   }
+  // A lock held through the scripted adapter, every create granted from now on.
+  Lock scripted_hold(const std::string& key, int64_t ttl_ms) {
+    scripted.create_result = {};
+    Lock holder = scripted_locker().lock(key, ttl_ms);
+    holder.acquire();
+    return holder;
+  }
 };
 
 template <class Fn>
@@ -587,9 +594,7 @@ TEST_CASE("a lock's validity follows its latest extend", "[locker][clocks]") {
 TEST_CASE("an extend whose reply comes after its whole TTL is not reported as held",
           "[locker][clocks]") {
   Fixture f;
-  f.scripted.create_result = {};
-  Lock lock = f.scripted_locker().lock("k", 1000);
-  lock.acquire();
+  Lock lock = f.scripted_hold("k", 1000);
   const int64_t valid_until_us = lock.valid_until_us();
   f.scripted.extend_duration_us = 500'000;
   CHECK_THROWS_AS(lock.extend(400), LockExtendError);
@@ -617,9 +622,7 @@ std::string message_of(Fn&& fn) {
 TEST_CASE("try_extend gives the LockExtendError extend throws as a value, other errors still throw",
           "[locker]") {
   Fixture f;
-  f.scripted.create_result = {};
-  Lock lock = f.scripted_locker().lock("k", 1000);
-  lock.acquire();
+  Lock lock = f.scripted_hold("k", 1000);
   const int64_t valid_until_us = lock.valid_until_us();
   f.clock.advance_ms(100);
   CHECK_FALSE(lock.try_extend(2000));  // extended: from now
@@ -659,9 +662,7 @@ TEST_CASE("an acquire whose reply never came is outcome unknown, and says what t
 TEST_CASE("an extend whose reply never came is outcome unknown and keeps the old validity",
           "[locker]") {
   Fixture f;
-  f.scripted.create_result = {};
-  Lock lock = f.scripted_locker().lock("k", 1000);
-  lock.acquire();
+  Lock lock = f.scripted_hold("k", 1000);
   const int64_t valid_until_us = lock.valid_until_us();
   f.clock.advance_ms(200);
   f.scripted.extend_result = {.status = AdapterStatus::outcome_unknown, .message = "timeout"};
@@ -675,9 +676,7 @@ TEST_CASE("an extend whose reply never came is outcome unknown and keeps the old
 
 TEST_CASE("a release whose reply never came is outcome unknown, not silently false", "[locker]") {
   Fixture f;
-  f.scripted.create_result = {};
-  Lock lock = f.scripted_locker().lock("k", 1000);
-  lock.acquire();
+  Lock lock = f.scripted_hold("k", 1000);
   f.scripted.release_result = {.status = AdapterStatus::outcome_unknown, .message = "timeout"};
   const std::string message = message_of<LockOutcomeUnknownError>([&] { lock.release(); });
   CHECK_THAT(message, Catch::Contains("may or may not have been removed"));
@@ -707,9 +706,7 @@ TEST_CASE("a retry that gives up names the adapter's last reason, not only conte
 
 TEST_CASE("an extend refused for a reason of the adapter's keeps that reason", "[locker]") {
   Fixture f;
-  f.scripted.create_result = {};
-  Lock lock = f.scripted_locker().lock("k", 1000);
-  lock.acquire();
+  Lock lock = f.scripted_hold("k", 1000);
   f.scripted.extend_result = {.status = AdapterStatus::not_owner,
                               .message = "max hold time exceeded"};
   const std::string message = message_of<LockExtendError>([&] { lock.extend(1000); });
