@@ -189,7 +189,8 @@ class RunAssembly {
                    .on_full =
                        [sim] {
                          if (sim != nullptr) sim->scheduler().stop();  // real: events dropped
-                       }}),
+                       },
+                   .one_thread = sim != nullptr}),
         resource_(recorder_, {.fencing_on = report.config.fencing_on}),
         backend_env_{.world = world, .recorder = recorder_, .options = report.options, .sim = sim} {
     write_trace_header(world, report.config, report.options);

@@ -3,7 +3,9 @@
 #include <cstdint>
 #include <functional>
 #include <set>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "scenarios/harness/recorder.h"
@@ -86,6 +88,29 @@ TEST_CASE("recorder: an event's trace record holds every field it has, its line 
     CHECK(hashes.insert(record_one(changed).hash).second);
   }
   CHECK(record_one(base).hash == recorded.hash);  // and the same event, the same record
+}
+
+TEST_CASE("recorder: a one-thread recorder refuses another thread's event, a shared one takes it",
+          "[recorder]") {
+  for (const bool one_thread : {true, false}) {
+    CAPTURE(one_thread);
+    Recorder recorder({.now_us = [] { return TimeUs{0}; },
+                       .trace_line = [](const sim::TraceLine&) { return size_t{0}; },
+                       .current_client = [] { return -1; },
+                       .one_thread = one_thread});
+    CHECK(recorder.record({.kind = EventKind::invoke, .client = 0, .key = "k"}) == 0);
+    bool refused = false;
+    std::thread other([&] {
+      try {
+        recorder.record({.kind = EventKind::invoke, .client = 1, .key = "k"});
+      } catch (const std::logic_error&) {
+        refused = true;
+      }
+    });
+    other.join();
+    CHECK(refused == one_thread);
+    CHECK(recorder.history().size() == (one_thread ? 1U : 2U));
+  }
 }
 
 }  // namespace

@@ -6,10 +6,13 @@
 // After close() (the run has ended and the world is being torn down) events are ignored, so code
 // unwinding a killed client cannot add to a finished history. record() is thread-safe (the real
 // world's clients are threads); the stamp and the append happen under one lock, so the history
-// stays in time order.
+// stays in time order. A simulated run records from its one thread (fibers, not threads): with
+// RecorderHooks::one_thread there is no lock, and a record from any other thread than the one that
+// made the recorder is an error (LOCKSTEP_CHECK), never a race.
 #include <functional>
 #include <mutex>
 #include <string_view>
+#include <thread>
 
 #include "adapters/core/lease_observer.h"
 #include "scenarios/history/history.h"
@@ -26,6 +29,7 @@ struct RecorderHooks {
   // is full() from then on, and on_full runs once (the runner stops the world there).
   size_t events_max = SIZE_MAX;
   std::function<void()> on_full;
+  bool one_thread = false;  // every record() from the thread that made the recorder: no lock
 };
 
 class Recorder final : public LeaseObserver {
@@ -54,7 +58,8 @@ class Recorder final : public LeaseObserver {
  private:
   RecorderHooks hooks_;
   bool full_ = false;
-  std::mutex mutex_;
+  std::mutex mutex_;  // unused with hooks_.one_thread
+  std::thread::id owner_ = std::this_thread::get_id();
   History history_;
   bool closed_ = false;
 };
