@@ -115,9 +115,6 @@ bool Client::extend(Lock& lock, int64_t ttl_ms) {
       record_complete(Op::extend, lock.key(), Outcome::fail, {}, refused->what());
       return false;
     }
-  } catch (const LockExtendError& e) {  // from an adapter that throws it itself
-    record_complete(Op::extend, lock.key(), Outcome::fail, {}, e.what());
-    return false;
   } catch (const LockError& e) {
     record_complete(Op::extend, lock.key(), Outcome::error, {}, e.what());
     return false;
