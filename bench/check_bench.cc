@@ -15,8 +15,8 @@
 
 #include <fmt/format.h>
 
-#include "scenarios/checkers/checkers.h"
-#include "scenarios/history/history.h"
+#include "checkers/checkers.h"
+#include "history/history.h"
 
 namespace lockstep {
 namespace {

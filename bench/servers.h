@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "real/redis_server.h"
+#include "services/redis/real/redis_server.h"
 
 namespace lockstep::bench {
 

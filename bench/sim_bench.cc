@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "scenarios/runner.h"
+#include "run/runner.h"
 #include "sim/scheduler.h"
 #include "sim/world.h"
 

@@ -22,10 +22,10 @@
 #include <exception>
 #include <string>
 
-#include "ext/sim_driver.h"
-#include "scenarios/backends/keep_warm.h"
-#include "scenarios/explore/sweep.h"
-#include "scenarios/explore/worker_pool.h"
+#include "explore/sweep.h"
+#include "explore/worker_pool.h"
+#include "services/ext/driver/sim_driver.h"
+#include "services/keep_warm.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 #pragma once
-// One checker as a walk over a history, event by event (internal to scenarios/checkers), so that
+// One checker as a walk over a history, event by event (internal to checkers/), so that
 // check_all feeds every checker from a single walk: a long history is read from memory once, not
 // once per checker. Over a million events, each checker's own walk was a large part of what it
 // cost: an event is several cache lines, and a light checker does little with most of them.
@@ -14,7 +14,7 @@
 #include <memory>
 #include <vector>
 
-#include "scenarios/checkers/checkers.h"
+#include "checkers/checkers.h"
 
 namespace lockstep::checker_support {
 

@@ -1,5 +1,5 @@
 #pragma once
-// What the checkers share (internal to scenarios/checkers): building a Violation, capping and
+// What the checkers share (internal to checkers/): building a Violation, capping and
 // ordering what a checker reports, and per-key state walked in a deterministic order.
 //
 // Every checker reads the history once in index (= true-time) order (most as a pass of
@@ -19,7 +19,7 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
-#include "scenarios/checkers/checkers.h"
+#include "checkers/checkers.h"
 
 namespace lockstep::checker_support {
 

@@ -1,11 +1,11 @@
-#include "scenarios/checkers/checkers.h"
+#include "checkers/checkers.h"
 
 #include <array>
 #include <iterator>
 #include <memory>
 
 #include "base/check.h"
-#include "scenarios/checkers/checker_pass.h"
+#include "checkers/checker_pass.h"
 
 // The names of the invariants and check_all; each checker is in a file named after its invariant.
 

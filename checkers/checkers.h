@@ -53,7 +53,7 @@
 #include <string_view>
 #include <vector>
 
-#include "scenarios/history/history.h"
+#include "history/history.h"
 
 namespace lockstep {
 

@@ -1,4 +1,4 @@
-#include "scenarios/checkers/excuse.h"
+#include "checkers/excuse.h"
 
 #include <algorithm>
 #include <limits>

@@ -21,7 +21,7 @@
 // The earliest excusing fault is named; never a global excuse.
 #include <vector>
 
-#include "scenarios/checkers/checkers.h"
+#include "checkers/checkers.h"
 
 namespace lockstep {
 

@@ -1,4 +1,4 @@
-#include "scenarios/checkers/checkers.h"
+#include "checkers/checkers.h"
 
 #include <algorithm>
 #include <map>
@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
-#include "scenarios/checkers/checker_pass.h"
-#include "scenarios/checkers/checker_support.h"
+#include "checkers/checker_pass.h"
+#include "checkers/checker_support.h"
 
 // lease_exclusion: see checkers.h for the definition this judges.
 

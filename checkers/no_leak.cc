@@ -1,4 +1,4 @@
-#include "scenarios/checkers/checkers.h"
+#include "checkers/checkers.h"
 
 #include <algorithm>
 #include <map>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "scenarios/checkers/request_order.h"
+#include "checkers/request_order.h"
 
 // no_leak: see checkers.h for the definition this judges. Per-key state lives in ordered maps
 // keyed by the key string, so nothing depends on hash layout.

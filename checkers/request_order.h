@@ -1,5 +1,5 @@
 #pragma once
-// What fifo and writer_preference share (internal to scenarios/checkers): one sweep over the
+// What fifo and writer_preference share (internal to checkers/): one sweep over the
 // history that, at every successful acquire of an in-process keyed lock, shows the judge the
 // acquires on that key still pending, by invocation. Per-key state lives in ordered maps keyed by
 // the key string, so nothing depends on hash layout.
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "scenarios/checkers/checkers.h"
+#include "checkers/checkers.h"
 
 namespace lockstep::request_order {
 

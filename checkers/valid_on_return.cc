@@ -3,8 +3,8 @@
 #include <utility>
 #include <vector>
 
-#include "scenarios/checkers/checker_pass.h"
-#include "scenarios/checkers/checker_support.h"
+#include "checkers/checker_pass.h"
+#include "checkers/checker_support.h"
 
 // valid_on_return: see checkers.h for the definition this judges.
 

@@ -1,6 +1,6 @@
-#include "scenarios/checkers/checkers.h"
+#include "checkers/checkers.h"
 
-#include "scenarios/checkers/request_order.h"
+#include "checkers/request_order.h"
 
 // writer_preference: see checkers.h for the definition this judges.
 

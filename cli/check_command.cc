@@ -7,10 +7,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "scenarios/checkers/excuse.h"
-#include "scenarios/history/history_jsonl.h"
-#include "scenarios/report/report.h"
-#include "scenarios/runner.h"
+#include "checkers/excuse.h"
+#include "history/history_jsonl.h"
+#include "report/report.h"
+#include "run/runner.h"
 
 namespace lockstep {
 

@@ -1,5 +1,5 @@
 #pragma once
-// `lockstep check HISTORY.jsonl [--json]`: judges a recorded history (scenarios/history/
+// `lockstep check HISTORY.jsonl [--json]`: judges a recorded history (history/
 // history_jsonl.h; docs/history.schema.json) with every checker, as a run judges its own. The
 // history may come from a lockstep run (`run --report` writes NAME.history.jsonl) or from any
 // other system. Exit 0: no violation; 1: violations; 2: the file is not a history, or holds no

@@ -23,19 +23,19 @@
 #include "cli/check_command.h"
 #include "cli/exit_codes.h"
 #include "cli/output_paths.h"
+#include "explore/calibrate.h"
+#include "explore/matrix.h"
+#include "explore/matrix_report.h"
+#include "explore/replay.h"
+#include "explore/sweep.h"
+#include "explore/worker_pool.h"
 #include "real/server_errors.h"
 #include "real/server_files.h"
-#include "scenarios/backends/registry.h"
-#include "scenarios/explore/calibrate.h"
-#include "scenarios/explore/matrix.h"
-#include "scenarios/explore/matrix_report.h"
-#include "scenarios/explore/replay.h"
-#include "scenarios/explore/sweep.h"
-#include "scenarios/explore/worker_pool.h"
-#include "scenarios/report/junit.h"
-#include "scenarios/report/report.h"
-#include "scenarios/report/report_html.h"
-#include "scenarios/runner.h"
+#include "report/junit.h"
+#include "report/report.h"
+#include "report/report_html.h"
+#include "run/runner.h"
+#include "services/registry.h"
 #include "sim/trace.h"
 
 namespace lockstep {
@@ -306,7 +306,7 @@ int cmd_matrix(const MatrixFlags& flags) {
   return result.only_errors_differ() ? kExitError : kExitViolation;
 }
 
-// --- sweep, sweep-merge, calibrate (random fault schedules; scenarios/explore/sweep.h) ---
+// --- sweep, sweep-merge, calibrate (random fault schedules; explore/sweep.h) ---
 
 struct SweepFlags {
   std::string adapter;

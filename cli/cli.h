@@ -1,8 +1,8 @@
 #pragma once
 // The `lockstep` command line as a library, so a lock's own test binary is the whole command line
-// for its adapters: register them with register_adapter (scenarios/backends/registry.h), then
+// for its adapters: register them with register_adapter (services/registry.h), then
 // return cli_main(argc, argv) from main. The stock `lockstep` registers the known-bad adapters
-// (known_bad/known_bad.h) and does just that.
+// (services/known_bad.h) and does just that.
 //
 // Flags, JSON fields and exit codes are a contract (docs/DESIGN.md, "Command line"):
 //   0 every invariant held (matrix: every cell matched its expectation)
@@ -15,7 +15,7 @@ namespace lockstep {
 
 // Parses argv, runs the subcommand (list, run, matrix, replay, sweep, sweep-merge, calibrate) and
 // returns the exit code; never throws. Replay lines it prints name the running program: argv[0]'s
-// basename (see program_name in scenarios/runner.h).
+// basename (see program_name in run/runner.h).
 int cli_main(int argc, char** argv);
 
 }  // namespace lockstep

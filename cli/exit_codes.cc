@@ -1,6 +1,6 @@
 #include "cli/exit_codes.h"
 
-#include "scenarios/report/report.h"
+#include "report/report.h"
 
 namespace lockstep {
 

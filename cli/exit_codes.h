@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "scenarios/runner.h"
+#include "run/runner.h"
 
 namespace lockstep {
 

@@ -1,7 +1,7 @@
 // The stock `lockstep` command: the production adapters, the known-bad ones (so calibrate and the
 // suite can catch them by name), and the command line of cli/cli.h.
 #include "cli/cli.h"
-#include "known_bad/known_bad.h"
+#include "services/known_bad.h"
 
 int main(int argc, char** argv) {
   lockstep::register_known_bad_adapters();

@@ -1,5 +1,5 @@
 # The installable package: `cmake --install build --prefix P` puts the headers under
-# P/include/lockstep (repository-rooted: #include "scenarios/backends/registry.h"), the static
+# P/include/lockstep (repository-rooted: #include "services/registry.h"), the static
 # libraries under P/lib, and a CMake package, so an outside project does
 #   find_package(lockstep CONFIG REQUIRED)
 #   target_link_libraries(app PRIVATE lockstep::lockstep)
@@ -8,10 +8,10 @@
 include(CMakePackageConfigHelpers)
 
 # What a user's own lockstep binary links: the command line (cli/cli.h), the registry and the
-# backends to plug an adapter into (scenarios/backends), the production and known-bad adapters.
+# backends to plug an adapter into (services/), the production and known-bad adapters.
 add_library(lockstep_all INTERFACE)
 target_link_libraries(lockstep_all INTERFACE
-  lockstep_cli lockstep_explore lockstep_backends lockstep_adapters lockstep_known_bad)
+  lockstep_cli lockstep_explore lockstep_services lockstep_known_bad)
 set_target_properties(lockstep_all PROPERTIES EXPORT_NAME lockstep)
 add_library(lockstep::lockstep ALIAS lockstep_all)
 
@@ -20,13 +20,21 @@ add_library(lockstep::lockstep ALIAS lockstep_all)
 set(lockstep_exported_libraries
   lockstep_warnings
   lockstep_base
-  lockstep_core lockstep_redis lockstep_redlock lockstep_mongo lockstep_keyed lockstep_adapters
-  lockstep_sim lockstep_sim_redis lockstep_sim_mongo
+  lockstep_core
+  lockstep_sim
   lockstep_real
-  lockstep_ext lockstep_ext_dir_installed
-  lockstep_history lockstep_checkers lockstep_harness lockstep_backends lockstep_catalogue
-  lockstep_scenarios lockstep_report lockstep_explore
-  lockstep_known_bad
+  lockstep_history lockstep_checkers lockstep_harness
+  lockstep_memory lockstep_memory_backend lockstep_memory_known_bad
+  lockstep_redis_client lockstep_redis lockstep_sim_redis lockstep_real_redis lockstep_redis_backend
+  lockstep_redis_known_bad
+  lockstep_redlock_client lockstep_redlock lockstep_sim_redlock lockstep_redlock_backend
+  lockstep_redlock_known_bad
+  lockstep_mongo_client lockstep_mongo lockstep_sim_mongo lockstep_real_mongo lockstep_mongo_backend
+  lockstep_mongo_known_bad
+  lockstep_keyed lockstep_keyed_backend lockstep_keyed_known_bad
+  lockstep_ext lockstep_ext_dir_installed lockstep_ext_backend
+  lockstep_services lockstep_known_bad
+  lockstep_catalogue lockstep_run lockstep_report lockstep_explore
   lockstep_cli)
 foreach(library IN LISTS lockstep_exported_libraries)
   string(REGEX REPLACE "^lockstep_" "" export_name "${library}")
@@ -43,9 +51,9 @@ install(EXPORT lockstepTargets
   NAMESPACE lockstep::
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/lockstep)
 
-# Headers, keeping their repository paths. ext/node is the Node drivers (and their node_modules),
+# Headers, keeping their repository paths. services/ext/node is the Node drivers (and their node_modules),
 # not C++.
-foreach(folder base adapters sim real ext scenarios known_bad cli)
+foreach(folder base adapters sim real history checkers harness services scenarios run report explore cli)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${folder}
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/lockstep
     FILES_MATCHING PATTERN "*.h"
@@ -53,8 +61,8 @@ foreach(folder base adapters sim real ext scenarios known_bad cli)
 endforeach()
 
 # The Node drivers of the ext: adapters, without node_modules: an installed lockstep finds them
-# only through LOCKSTEP_EXT_NODE_DIR (ext/node_drivers.h), after `npm ci` in that directory.
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/ext/node/
+# only through LOCKSTEP_EXT_NODE_DIR (services/ext/driver/node_drivers.h), after `npm ci` in that directory.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/services/ext/node/
   DESTINATION ${CMAKE_INSTALL_DATADIR}/lockstep/ext/node
   PATTERN "node_modules" EXCLUDE)
 

@@ -1,4 +1,4 @@
-#include "scenarios/explore/calibrate.h"
+#include "explore/calibrate.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "scenarios/backends/keep_warm.h"
-#include "scenarios/backends/registry.h"
-#include "scenarios/explore/worker_pool.h"
+#include "explore/worker_pool.h"
+#include "services/keep_warm.h"
+#include "services/registry.h"
 
 namespace lockstep {
 

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "scenarios/explore/sweep.h"
+#include "explore/sweep.h"
 
 namespace lockstep {
 

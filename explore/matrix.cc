@@ -1,4 +1,4 @@
-#include "scenarios/explore/matrix.h"
+#include "explore/matrix.h"
 
 #include <algorithm>
 #include <optional>
@@ -7,9 +7,9 @@
 #include <fmt/ranges.h>
 
 #include "base/check.h"
-#include "scenarios/backends/keep_warm.h"
-#include "scenarios/backends/registry.h"
-#include "scenarios/explore/worker_pool.h"
+#include "explore/worker_pool.h"
+#include "services/keep_warm.h"
+#include "services/registry.h"
 
 namespace lockstep {
 

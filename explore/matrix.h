@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "scenarios/runner.h"
+#include "run/runner.h"
 
 namespace lockstep {
 

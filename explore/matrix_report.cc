@@ -1,10 +1,10 @@
-#include "scenarios/explore/matrix_report.h"
+#include "explore/matrix_report.h"
 
 #include <string_view>
 
 #include <fmt/format.h>
 
-#include "scenarios/report/report_html.h"
+#include "report/report_html.h"
 
 namespace lockstep {
 

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/explore/matrix.h"
-#include "scenarios/report/junit.h"
+#include "explore/matrix.h"
+#include "report/junit.h"
 
 namespace lockstep {
 

@@ -1,10 +1,10 @@
-#include "scenarios/explore/replay.h"
+#include "explore/replay.h"
 
 #include <stdexcept>
 
 #include <fmt/format.h>
 
-#include "scenarios/explore/swarm.h"
+#include "explore/swarm.h"
 
 namespace lockstep {
 

@@ -1,6 +1,6 @@
 #pragma once
 // Replaying a report: the catalogue scenario it names, or the generated workload it carries.
-#include "scenarios/report/report.h"
+#include "report/report.h"
 
 namespace lockstep {
 

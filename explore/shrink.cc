@@ -1,4 +1,4 @@
-#include "scenarios/explore/shrink.h"
+#include "explore/shrink.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -10,7 +10,7 @@
 #include <functional>
 #include <vector>
 
-#include "scenarios/explore/swarm.h"
+#include "explore/swarm.h"
 
 namespace lockstep {
 

@@ -1,4 +1,4 @@
-#include "scenarios/explore/swarm.h"
+#include "explore/swarm.h"
 
 #include <algorithm>
 #include <exception>
@@ -11,9 +11,9 @@
 
 #include "adapters/core/random.h"
 #include "base/check.h"
-#include "scenarios/backends/keyed.h"
-#include "scenarios/backends/registry.h"
-#include "scenarios/runner.h"
+#include "run/runner.h"
+#include "services/keyed/backend/keyed_backend.h"
+#include "services/registry.h"
 #include "sim/world.h"
 
 namespace lockstep {

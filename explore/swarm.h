@@ -1,6 +1,6 @@
 #pragma once
 // Swarm testing: every seed draws its own workload and fault mix (a SwarmSpec), and a spec is plain
-// data, so a sweep can run it, shrink it (scenarios/explore/shrink.h), print it, save it in a
+// data, so a sweep can run it, shrink it (explore/shrink.h), print it, save it in a
 // report and replay it.
 //
 // A run of a spec has two phases. The safety phase (true time [0, safety_ms)): the clients run
@@ -21,11 +21,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "scenarios/harness/scenario.h"
+#include "harness/scenario.h"
 
 namespace lockstep {
 
-// The fault kinds (scenarios/history/fault.h) a sweep draws:
+// The fault kinds (history/fault.h) a sweep draws:
 //   pause         stop-the-world of a client (random time, inside a critical section, mid-release)
 //   crash         a client dies (random time, or while its acquire is on the wire)
 //   clock-drift   a client's clocks run fast or slow (healed at safety_ms)

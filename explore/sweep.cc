@@ -1,4 +1,4 @@
-#include "scenarios/explore/sweep.h"
+#include "explore/sweep.h"
 
 #include <algorithm>
 #include <charconv>
@@ -10,12 +10,12 @@
 #include <fmt/ranges.h>
 
 #include "base/check.h"
-#include "scenarios/backends/keep_warm.h"
-#include "scenarios/backends/registry.h"
-#include "scenarios/checkers/excuse.h"
-#include "scenarios/explore/worker_pool.h"
-#include "scenarios/harness/options.h"
-#include "scenarios/report/report.h"
+#include "checkers/excuse.h"
+#include "explore/worker_pool.h"
+#include "harness/options.h"
+#include "report/report.h"
+#include "services/keep_warm.h"
+#include "services/registry.h"
 
 namespace lockstep {
 

@@ -3,8 +3,8 @@
 //
 // Seed s runs draw_swarm_spec(s) with seed s, fencing on by default. A seed violates when the run
 // breaks an invariant and no fault outside the adapter's envelope that touched the clients, key and
-// time window involved excuses it (scenarios/checkers/excuse.h), or when it hits a bound. The first
-// counterexamples are shrunk (scenarios/explore/shrink.h) to the smallest spec that still breaks
+// time window involved excuses it (checkers/excuse.h), or when it hits a bound. The first
+// counterexamples are shrunk (explore/shrink.h) to the smallest spec that still breaks
 // the same invariant with the same seed, and saved as replay reports (`lockstep replay FILE` reruns
 // them and compares the trace hash). Shards split the seeds: seed s belongs to shard (s -
 // first_seed) % count == index; merge_sweeps() adds shard results up and checks that the shards
@@ -18,9 +18,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "scenarios/explore/shrink.h"
-#include "scenarios/explore/swarm.h"
-#include "scenarios/runner.h"
+#include "explore/shrink.h"
+#include "explore/swarm.h"
+#include "run/runner.h"
 
 namespace lockstep {
 

@@ -1,4 +1,4 @@
-#include "scenarios/explore/worker_pool.h"
+#include "explore/worker_pool.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,4 +1,4 @@
-#include "scenarios/explore/workload.h"
+#include "explore/workload.h"
 
 #include <stdexcept>
 

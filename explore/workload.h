@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/harness/scenario.h"
+#include "harness/scenario.h"
 
 namespace lockstep {
 

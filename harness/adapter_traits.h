@@ -11,7 +11,7 @@
 // draws only those, and tests/backend_capabilities_test.cc holds each declaration to what the
 // backend does. The faults the adapter claims to survive (its FaultEnvelope, history/fault.h) are
 // part of the same declaration: a violation is excused only by a fault outside it.
-#include "scenarios/history/fault.h"
+#include "history/fault.h"
 
 namespace lockstep {
 

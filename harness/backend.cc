@@ -1,4 +1,4 @@
-#include "scenarios/harness/backend.h"
+#include "harness/backend.h"
 
 namespace lockstep {
 

@@ -5,7 +5,7 @@
 // stops), hands each client its adapter instance, and carries the faults aimed at the servers or
 // at the path to them. A fault this backend cannot produce in its world throws WorldUnsupported.
 // An AdapterEntry says how to build an adapter's backend in each world; the registry of entries
-// by name is scenarios/backends/registry.h.
+// by name is services/registry.h.
 #include <functional>
 #include <memory>
 #include <set>
@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "adapters/core/adapter.h"
-#include "scenarios/checkers/checkers.h"
-#include "scenarios/harness/adapter_traits.h"
-#include "scenarios/harness/options.h"
-#include "scenarios/harness/recorder.h"
-#include "scenarios/harness/scenario_world.h"
+#include "checkers/checkers.h"
+#include "harness/adapter_traits.h"
+#include "harness/options.h"
+#include "harness/recorder.h"
+#include "harness/scenario_world.h"
 
 namespace lockstep::sim {
 class World;

@@ -1,4 +1,4 @@
-#include "scenarios/harness/client.h"
+#include "harness/client.h"
 
 #include <algorithm>
 

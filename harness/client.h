@@ -14,10 +14,10 @@
 #include <string>
 
 #include "adapters/core/locker.h"
-#include "scenarios/harness/client_side_leases.h"
-#include "scenarios/harness/recorder.h"
-#include "scenarios/harness/resource.h"
-#include "scenarios/harness/scenario_world.h"
+#include "harness/client_side_leases.h"
+#include "harness/recorder.h"
+#include "harness/resource.h"
+#include "harness/scenario_world.h"
 
 namespace lockstep {
 

@@ -1,4 +1,4 @@
-#include "scenarios/harness/client_side_leases.h"
+#include "harness/client_side_leases.h"
 
 #include <algorithm>
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "adapters/core/locker.h"
-#include "scenarios/harness/recorder.h"
+#include "harness/recorder.h"
 
 namespace lockstep {
 

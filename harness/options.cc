@@ -1,4 +1,4 @@
-#include "scenarios/harness/options.h"
+#include "harness/options.h"
 
 #include <charconv>
 

@@ -1,4 +1,4 @@
-#include "scenarios/harness/real_scenario_world.h"
+#include "harness/real_scenario_world.h"
 
 #include <chrono>
 #include <thread>

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "adapters/core/random.h"
-#include "scenarios/harness/scenario_world.h"
+#include "harness/scenario_world.h"
 #include "sim/trace.h"
 
 namespace lockstep {

@@ -1,4 +1,4 @@
-#include "scenarios/harness/recorder.h"
+#include "harness/recorder.h"
 
 #include <iterator>
 #include <mutex>

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "adapters/core/lease_observer.h"
-#include "scenarios/history/history.h"
+#include "history/history.h"
 #include "sim/trace.h"
 
 namespace lockstep {

@@ -1,4 +1,4 @@
-#include "scenarios/harness/resource.h"
+#include "harness/resource.h"
 
 #include <algorithm>
 

@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "scenarios/harness/recorder.h"
+#include "harness/recorder.h"
 
 namespace lockstep {
 

@@ -1,4 +1,4 @@
-#include "scenarios/harness/scenario.h"
+#include "harness/scenario.h"
 
 #include <algorithm>
 

@@ -12,16 +12,16 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/checkers/checkers.h"
-#include "scenarios/harness/backend.h"
-#include "scenarios/harness/client.h"
-#include "scenarios/harness/options.h"
-#include "scenarios/harness/resource.h"
+#include "checkers/checkers.h"
+#include "harness/backend.h"
+#include "harness/client.h"
+#include "harness/options.h"
+#include "harness/resource.h"
 
 namespace lockstep {
 
 // What a scheduled fault is, for the history: its kind, whom it strikes (-1 / "": every client /
-// every server) and its size in the kind's unit (scenarios/history/fault.h).
+// every server) and its size in the kind's unit (history/fault.h).
 struct FaultTag {
   FaultKind kind = FaultKind::other;
   int client = -1;

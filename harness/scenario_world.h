@@ -29,7 +29,7 @@ class WorldUnsupported : public std::runtime_error {
 };
 
 // Thrown out of a client when what runs its lock failed, not the lock: a co-simulated driver
-// (scenarios/backends/ext_sim.h) died, hung or wrote nonsense. Never a lock outcome: a simulated
+// (services/ext/backend/ext_sim.h) died, hung or wrote nonsense. Never a lock outcome: a simulated
 // run ends there as an error carrying the message (the real world ends so on any escaping error).
 class ClientProcessFailed : public std::runtime_error {
  public:
@@ -81,7 +81,7 @@ class ScenarioWorld {
   // The client node whose code is running now, or -1.
   virtual int current_node() = 0;
 
-  // A client's parts outside this process (an external lock library's driver, ext/PROTOCOL.md):
+  // A client's parts outside this process (an external lock library's driver, services/ext/PROTOCOL.md):
   // what a pause or crash of the client must also do to them, so either stays a stop-the-world or
   // a death of the whole client. Attach before the run starts. Only the real world has them.
   struct ClientProcessHooks {

@@ -1,4 +1,4 @@
-#include "scenarios/harness/sim_scenario_world.h"
+#include "harness/sim_scenario_world.h"
 
 namespace lockstep {
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <memory>
 
-#include "scenarios/harness/scenario_world.h"
+#include "harness/scenario_world.h"
 #include "sim/sim_background.h"
 #include "sim/world.h"
 

@@ -1,4 +1,4 @@
-#include "scenarios/history/fault.h"
+#include "history/fault.h"
 
 #include <utility>
 

@@ -11,7 +11,7 @@
 // The envelope is declared beside an adapter's registry entry (AdapterTraits::envelope). A fault
 // inside it excuses nothing: the adapter promised to stay safe through it. A fault outside it may
 // excuse the violations it could cause, but only for the clients, key and time window it touched
-// (scenarios/checkers/excuse.h). A client's stop-the-world pause is in no envelope: a holder that
+// (checkers/excuse.h). A client's stop-the-world pause is in no envelope: a holder that
 // is paused past the validity it last checked overruns its lease, which no lease lock can prevent;
 // the judge names that the holder's overrun, and fencing must still refuse its stale accesses.
 #include <array>

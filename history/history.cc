@@ -1,4 +1,4 @@
-#include "scenarios/history/history.h"
+#include "history/history.h"
 
 #include <iterator>
 #include <string_view>

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/time.h"
-#include "scenarios/history/fault.h"
+#include "history/fault.h"
 
 namespace lockstep {
 

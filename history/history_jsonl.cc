@@ -1,4 +1,4 @@
-#include "scenarios/history/history_jsonl.h"
+#include "history/history_jsonl.h"
 
 #include <array>
 #include <optional>

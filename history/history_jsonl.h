@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "scenarios/history/history.h"
+#include "history/history.h"
 
 namespace lockstep {
 

@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "adapters/keyed/fifo_core.h"
-#include "adapters/keyed/rw_core.h"
-#include "known_bad/bad_rw_reader_preference.h"
+#include "services/keyed/adapter/fifo_core.h"
+#include "services/keyed/adapter/rw_core.h"
+#include "services/keyed/known_bad/bad_rw_reader_preference.h"
 
 namespace lockstep {
 namespace {

@@ -4,10 +4,10 @@
 #include <rapidcheck/catch.h>
 #include <catch2/catch.hpp>
 
-#include "known_bad/known_bad.h"
 #include "property_tests/workload_gen.h"
-#include "scenarios/report/report.h"
-#include "scenarios/runner.h"
+#include "report/report.h"
+#include "run/runner.h"
+#include "services/known_bad.h"
 
 namespace lockstep {
 namespace {

@@ -7,10 +7,10 @@
 #include <rapidcheck/catch.h>
 #include <catch2/catch.hpp>
 
-#include "known_bad/known_bad.h"
-#include "scenarios/backends/registry.h"
-#include "scenarios/explore/shrink.h"
-#include "scenarios/explore/sweep.h"
+#include "explore/shrink.h"
+#include "explore/sweep.h"
+#include "services/known_bad.h"
+#include "services/registry.h"
 
 namespace lockstep {
 

@@ -1,11 +1,11 @@
 #pragma once
-// RapidCheck generators for random workloads (scenarios/explore/workload.h). Generated specs shrink
+// RapidCheck generators for random workloads (explore/workload.h). Generated specs shrink
 // towards fewer clients, fewer steps, and shorter gaps, holds and pauses.
 #include <ostream>
 
 #include <rapidcheck.h>
 
-#include "scenarios/explore/workload.h"
+#include "explore/workload.h"
 
 namespace lockstep {
 

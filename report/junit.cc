@@ -1,4 +1,4 @@
-#include "scenarios/report/junit.h"
+#include "report/junit.h"
 
 #include <algorithm>
 #include <fstream>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "scenarios/report/report.h"
+#include "report/report.h"
 
 namespace lockstep {
 

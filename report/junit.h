@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "scenarios/runner.h"
+#include "run/runner.h"
 
 namespace lockstep {
 

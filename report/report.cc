@@ -1,4 +1,4 @@
-#include "scenarios/report/report.h"
+#include "report/report.h"
 
 #include <fstream>
 #include <initializer_list>
@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "scenarios/history/history_jsonl.h"
-#include "scenarios/report/report_html.h"
+#include "history/history_jsonl.h"
+#include "report/report_html.h"
 
 namespace lockstep {
 

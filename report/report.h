@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "scenarios/runner.h"
+#include "run/runner.h"
 
 namespace lockstep {
 
@@ -27,7 +27,7 @@ nlohmann::json violation_json(const ReportedViolation& violation);
 std::string to_text(const RunReport& report);
 
 // Where write_report puts the history of the report whose JSON is at report_json
-// (NAME.history.jsonl, scenarios/history/history_jsonl.h: what `lockstep check` reads).
+// (NAME.history.jsonl, history/history_jsonl.h: what `lockstep check` reads).
 std::filesystem::path history_path_for(const std::filesystem::path& report_json);
 // Writes DIR/NAME.json, DIR/NAME.trace, DIR/NAME.history.jsonl and DIR/NAME.html (the timeline,
 // report_html.h), NAME from scenario, adapter, seed and fencing; returns the JSON path. Creates

@@ -1,11 +1,11 @@
-#include "scenarios/report/report_html.h"
+#include "report/report_html.h"
 
 #include <string_view>
 
 #include <fmt/format.h>
 
-#include "scenarios/report/junit.h"
-#include "scenarios/report/report.h"
+#include "report/junit.h"
+#include "report/report.h"
 
 namespace lockstep {
 

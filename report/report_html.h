@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "scenarios/runner.h"
+#include "run/runner.h"
 
 namespace lockstep {
 

@@ -1,4 +1,4 @@
-#include "scenarios/runner.h"
+#include "run/runner.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,13 +8,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "scenarios/backends/registry.h"
-#include "scenarios/checkers/excuse.h"
-#include "scenarios/harness/client_side_leases.h"
-#include "scenarios/harness/real_scenario_world.h"
-#include "scenarios/harness/recorder.h"
-#include "scenarios/harness/resource.h"
-#include "scenarios/harness/sim_scenario_world.h"
+#include "checkers/excuse.h"
+#include "harness/client_side_leases.h"
+#include "harness/real_scenario_world.h"
+#include "harness/recorder.h"
+#include "harness/resource.h"
+#include "harness/sim_scenario_world.h"
+#include "services/registry.h"
 #include "sim/world.h"
 
 namespace lockstep {

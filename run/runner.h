@@ -9,24 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/checkers/checkers.h"
-#include "scenarios/harness/options.h"
-#include "scenarios/harness/scenario.h"
-#include "scenarios/history/history.h"
+#include "checkers/checkers.h"
+#include "harness/options.h"
+#include "harness/scenario.h"
+#include "harness/usage_error.h"
+#include "history/history.h"
 
 namespace lockstep {
-
-class UsageError : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
-};
-
-// A scenario whose faults this world (or this adapter's backend in it) cannot produce: bad usage
-// for `run`, a cell that does not apply for `matrix`.
-class WorldUnsupportedError : public UsageError {
- public:
-  using UsageError::UsageError;
-};
 
 // The scenario name of runs of a generated workload (explore/swarm.h): such a run is replayed from
 // its report file, which carries the workload, not from a command line.

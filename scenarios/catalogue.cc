@@ -4,10 +4,10 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
-#include "scenarios/catalogue/catalogue.h"
-#include "scenarios/catalogue/keyed_scenarios.h"
-#include "scenarios/catalogue/premises.h"
-#include "scenarios/harness/scenario.h"
+#include "harness/scenario.h"
+#include "scenarios/catalogue.h"
+#include "scenarios/keyed_scenarios.h"
+#include "scenarios/premises.h"
 
 namespace lockstep {
 

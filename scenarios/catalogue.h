@@ -6,7 +6,7 @@
 
 #include "adapters/core/locker.h"
 #include "adapters/core/retry.h"
-#include "scenarios/harness/scenario.h"
+#include "harness/scenario.h"
 
 namespace lockstep {
 
@@ -48,23 +48,23 @@ bool talks_to_redis(const AdapterTraits& lock);
 bool talks_to_redlock_nodes(const AdapterTraits& lock);
 bool talks_to_mongo(const AdapterTraits& lock);
 
-// Server faults: scenarios/catalogue/server_fault_scenarios.cc.
+// Server faults: scenarios/server_fault_scenarios.cc.
 Scenario slow_acquire_scenario();
 Scenario slow_grant_scenario();
 Scenario clock_drift_scenario();
 Scenario server_clock_jump_scenario();
 Scenario failover_scenario();
 Scenario partition_scenario();
-// Redlock's node faults: scenarios/catalogue/redlock_scenarios.cc.
+// Redlock's node faults: scenarios/redlock_scenarios.cc.
 Scenario clock_jump_scenario();
 Scenario crash_restart_scenario();
 Scenario split_vote_scenario();
-Scenario node_pause_scenario();  // scenarios/catalogue/node_pause_scenario.cc
+Scenario node_pause_scenario();  // scenarios/node_pause_scenario.cc
 // Client faults and contention: their own files.
 Scenario pause_in_release_scenario();
-Scenario lost_extension_scenario();  // scenarios/catalogue/lost_extension_scenario.cc
+Scenario lost_extension_scenario();  // scenarios/lost_extension_scenario.cc
 Scenario retry_storm_scenario();
-// The Mongo lock's clock source: scenarios/catalogue/mongo_scenarios.cc.
+// The Mongo lock's clock source: scenarios/mongo_scenarios.cc.
 Scenario client_clock_ahead_scenario();
 
 }  // namespace lockstep

@@ -1,9 +1,9 @@
-#include "scenarios/catalogue/keyed_scenarios.h"
+#include "scenarios/keyed_scenarios.h"
 
 #include <fmt/format.h>
 
-#include "scenarios/backends/keyed.h"
-#include "scenarios/catalogue/catalogue.h"
+#include "scenarios/catalogue.h"
+#include "services/keyed/backend/keyed_backend.h"
 
 namespace lockstep {
 

@@ -1,7 +1,7 @@
 #pragma once
 // The scenarios of the in-process keyed locks (keyed_scenarios.cc); catalogue.cc lists them.
-// They are written in KeyedSteps (scenarios/backends/keyed.h) and apply only to keyed adapters.
-#include "scenarios/harness/scenario.h"
+// They are written in KeyedSteps (services/keyed/backend/keyed_backend.h) and apply only to keyed adapters.
+#include "harness/scenario.h"
 
 namespace lockstep {
 

@@ -5,7 +5,7 @@
 // signalled only when the extension failed, after the next owner was already inside.
 #include <fmt/format.h>
 
-#include "scenarios/catalogue/catalogue.h"
+#include "scenarios/catalogue.h"
 
 namespace lockstep {
 

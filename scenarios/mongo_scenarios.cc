@@ -2,7 +2,7 @@
 // `new Date()` and against the server's $$NOW.
 #include <fmt/format.h>
 
-#include "scenarios/catalogue/catalogue.h"
+#include "scenarios/catalogue.h"
 
 namespace lockstep {
 

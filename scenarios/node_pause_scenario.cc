@@ -4,7 +4,7 @@
 // liveness is judged during it.
 #include <fmt/format.h>
 
-#include "scenarios/catalogue/catalogue.h"
+#include "scenarios/catalogue.h"
 
 namespace lockstep {
 

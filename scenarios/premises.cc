@@ -1,4 +1,4 @@
-#include "scenarios/catalogue/premises.h"
+#include "scenarios/premises.h"
 
 #include <algorithm>
 #include <map>

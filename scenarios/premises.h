@@ -5,7 +5,7 @@
 //
 // Clients are numbered in the order the scenario added them (A is 0). "Inside" means between its
 // cs_enter and cs_exit on any key; "pending" between an operation's invoke and its complete.
-#include "scenarios/history/history.h"
+#include "history/history.h"
 
 namespace lockstep::premises {
 

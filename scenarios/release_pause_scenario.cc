@@ -2,7 +2,7 @@
 // of a release that takes two (GET, then DEL). A single compare-and-delete script has no "middle".
 #include <fmt/format.h>
 
-#include "scenarios/catalogue/catalogue.h"
+#include "scenarios/catalogue.h"
 
 namespace lockstep {
 

@@ -1,7 +1,7 @@
 // retry-storm: many clients want one key at once; jittered retries must make progress.
 #include <fmt/format.h>
 
-#include "scenarios/catalogue/catalogue.h"
+#include "scenarios/catalogue.h"
 
 namespace lockstep {
 

@@ -11,7 +11,7 @@
 # table), then on every core (--jobs N; run apart: forking a process that ran the others costs more):
 #   scripts/bench.sh --benchmark_filter='BM_Sweep/[a-z]+/real' --benchmark_min_time=2
 #   scripts/bench.sh --benchmark_filter='BM_Sweep/.*/jobs' --benchmark_min_time=2
-# The ext cases need node >= 20 and ext/node/node_modules (scripts/setup.sh) and skip without them;
+# The ext cases need node >= 20 and services/ext/node/node_modules (scripts/setup.sh) and skip without them;
 # the mongo cases need mongod on PATH or LOCKSTEP_MONGO_URI and skip without them.
 # LOCKSTEP_BENCH_CPUS pins the run (and the redis-server it starts, a child) with taskset, e.g.
 # LOCKSTEP_BENCH_CPUS=0 puts client and server on one core: Redis figures differ by regime

@@ -6,7 +6,7 @@ Reads Google Benchmark JSON (reports/bench/bench.json by default) and writes an 
 contenders:N on a log y axis, one-key and many-keys cases as separate series, with the Redis
 baseline (BM_Baseline_RedisPing items_per_second / 2: PING pairs per second) as a dashed line.
 Colours are per adapter; many-keys series are dotted, held (/hold:1ms) series dash-dotted, and the
-ext libraries (ext:LIB, the npm libraries through ext/PROTOCOL.md, counted in their drivers) have
+ext libraries (ext:LIB, the npm libraries through services/ext/PROTOCOL.md, counted in their drivers) have
 square markers, their legend entries giving the protocol's overhead per operation measured in the
 same run (BM_Ext_ProtocolRoundTrip/LIB, overhead_us) when present. The plot grows to fit its legend.
 Standard library only.

@@ -14,13 +14,13 @@ packages=(
   chromium
 )
 
-# The Node drivers of the ext adapters (ext/node): their npm packages, pinned by the lockfile. Needs
+# The Node drivers of the ext adapters (services/ext/node): their npm packages, pinned by the lockfile. Needs
 # Node 20 or newer (Debian 12's own nodejs is 18: NodeSource's nodejs 20 package, or any node 20 on
 # PATH); without one, the ext adapters report what is missing and their tests skip (fail in CI).
 # Idempotent: npm ci runs only when the lockfile differs from the one last installed.
 install_node_drivers() {
   local dir
-  dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/ext/node"
+  dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/services/ext/node"
   if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     echo "setup: node/npm not found: the ext adapters need Node 20 (e.g. NodeSource's nodejs package)" >&2
     return 0
@@ -35,10 +35,10 @@ install_node_drivers() {
   local want
   want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)"
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-    echo "setup: ext/node packages already installed"
+    echo "setup: services/ext/node packages already installed"
     return 0
   fi
-  echo "setup: npm ci --prefix ext/node"
+  echo "setup: npm ci --prefix services/ext/node"
   npm ci --prefix "$dir" --no-audit --no-fund
   echo "$want" > "$stamp"
 }

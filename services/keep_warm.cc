@@ -1,6 +1,6 @@
-#include "scenarios/backends/keep_warm.h"
+#include "services/keep_warm.h"
 
-#include "ext/sim_driver_pool.h"
+#include "services/ext/driver/sim_driver_pool.h"
 
 namespace lockstep {
 

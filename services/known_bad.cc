@@ -1,20 +1,20 @@
-#include "known_bad/known_bad.h"
+#include "services/known_bad.h"
 
 #include <functional>
 
-#include "known_bad/bad_fifo_clear_admits.h"
-#include "known_bad/bad_rw_lost_wakeup.h"
-#include "known_bad/bad_rw_reader_preference.h"
-#include "known_bad/known_bad_memory.h"
-#include "known_bad/known_bad_mongo.h"
-#include "known_bad/known_bad_redis.h"
-#include "known_bad/known_bad_redlock.h"
-#include "scenarios/backends/keyed.h"
-#include "scenarios/backends/memory.h"
-#include "scenarios/backends/mongo.h"
-#include "scenarios/backends/redis.h"
-#include "scenarios/backends/redlock.h"
-#include "scenarios/backends/registry.h"
+#include "services/keyed/backend/keyed_backend.h"
+#include "services/keyed/known_bad/bad_fifo_clear_admits.h"
+#include "services/keyed/known_bad/bad_rw_lost_wakeup.h"
+#include "services/keyed/known_bad/bad_rw_reader_preference.h"
+#include "services/memory/backend/memory_backend.h"
+#include "services/memory/known_bad/known_bad_memory.h"
+#include "services/mongo/backend/mongo_backend.h"
+#include "services/mongo/known_bad/known_bad_mongo.h"
+#include "services/redis/backend/redis_backend.h"
+#include "services/redis/known_bad/known_bad_redis.h"
+#include "services/redlock/backend/redlock_backend.h"
+#include "services/redlock/known_bad/known_bad_redlock.h"
+#include "services/registry.h"
 
 namespace lockstep {
 

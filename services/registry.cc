@@ -1,16 +1,16 @@
-#include "scenarios/backends/registry.h"
+#include "services/registry.h"
 
 #include <stdexcept>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "scenarios/backends/ext.h"
-#include "scenarios/backends/keyed.h"
-#include "scenarios/backends/memory.h"
-#include "scenarios/backends/mongo.h"
-#include "scenarios/backends/redis.h"
-#include "scenarios/backends/redlock.h"
+#include "services/ext/backend/ext_backend.h"
+#include "services/keyed/backend/keyed_backend.h"
+#include "services/memory/backend/memory_backend.h"
+#include "services/mongo/backend/mongo_backend.h"
+#include "services/redis/backend/redis_backend.h"
+#include "services/redlock/backend/redlock_backend.h"
 
 namespace lockstep {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/harness/backend.h"
+#include "harness/backend.h"
 
 namespace lockstep {
 

@@ -7,12 +7,12 @@
 
 #include <catch2/catch.hpp>
 
-#include "ext/node_drivers.h"
-#include "known_bad/known_bad.h"
 #include "real/server_errors.h"
-#include "scenarios/backends/keyed.h"
-#include "scenarios/backends/registry.h"
-#include "scenarios/runner.h"
+#include "run/runner.h"
+#include "services/ext/driver/node_drivers.h"
+#include "services/keyed/backend/keyed_backend.h"
+#include "services/known_bad.h"
+#include "services/registry.h"
 
 namespace lockstep {
 namespace {
@@ -28,7 +28,7 @@ bool works(Fn&& fault) {
 }
 
 // The ext adapters' simulated backends run real Node drivers (co-simulated): without node they
-// cannot be probed here (tests/ext_sim_test.cc says skipped for them).
+// cannot be probed here (services/ext/tests/ext_sim_test.cc says skipped for them).
 bool node_drivers_present() {
   try {
     ext::require_node_drivers();
@@ -79,7 +79,8 @@ TEST_CASE("every adapter's declared simulator faults are what its backend does",
       continue;
     }
     if (entry.name.starts_with("ext:") && !node_drivers_present()) {
-      WARN("skipped " << entry.name << ": its co-simulated driver needs node 20 and ext/node");
+      WARN("skipped " << entry.name
+                      << ": its co-simulated driver needs node 20 and services/ext/node");
       continue;
     }
     Observed seen;

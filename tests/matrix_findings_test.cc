@@ -5,10 +5,10 @@
 // flaw declared as a finding, the way the ext: libraries declare theirs.
 #include <catch2/catch.hpp>
 
-#include "known_bad/known_bad.h"
-#include "scenarios/backends/registry.h"
-#include "scenarios/explore/matrix.h"
-#include "scenarios/runner.h"
+#include "explore/matrix.h"
+#include "run/runner.h"
+#include "services/known_bad.h"
+#include "services/registry.h"
 
 namespace lockstep {
 namespace {

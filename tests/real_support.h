@@ -13,9 +13,9 @@
 #include <catch2/catch.hpp>
 
 #include "real/faketime.h"
-#include "real/mongod_server.h"
-#include "real/redis_server.h"
 #include "real/server_errors.h"
+#include "services/mongo/real/mongod_server.h"
+#include "services/redis/real/redis_server.h"
 
 namespace lockstep::testing {
 

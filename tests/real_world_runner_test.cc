@@ -5,8 +5,8 @@
 
 #include <signal.h>
 
-#include "scenarios/report/report.h"
-#include "scenarios/runner.h"
+#include "report/report.h"
+#include "run/runner.h"
 #include "tests/real_support.h"
 
 namespace lockstep {

@@ -6,11 +6,11 @@
 #include <filesystem>
 
 #include "cli/exit_codes.h"
-#include "known_bad/known_bad.h"
-#include "scenarios/backends/keyed.h"
-#include "scenarios/backends/registry.h"
-#include "scenarios/report/report.h"
-#include "scenarios/runner.h"
+#include "report/report.h"
+#include "run/runner.h"
+#include "services/keyed/backend/keyed_backend.h"
+#include "services/known_bad.h"
+#include "services/registry.h"
 
 namespace lockstep {
 namespace {

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "adapters/core/random.h"
-#include "scenarios/checkers/checker_support.h"
-#include "scenarios/checkers/checkers.h"
-#include "scenarios/history/history.h"
+#include "checkers/checker_support.h"
+#include "checkers/checkers.h"
+#include "history/history.h"
 
 namespace lockstep {
 namespace {

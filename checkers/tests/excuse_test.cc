@@ -1,4 +1,4 @@
-// Which violations a fault excuses (scenarios/checkers/excuse.h), on small hand-built histories:
+// Which violations a fault excuses (checkers/excuse.h), on small hand-built histories:
 // only a fault outside the envelope, of a kind that can break the invariant, that touched the
 // clients and the window involved; a pause only as the holder's overrun; never globally.
 #include <catch2/catch.hpp>
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/checkers/excuse.h"
-#include "scenarios/history/history_jsonl.h"
+#include "checkers/excuse.h"
+#include "history/history_jsonl.h"
 
 namespace lockstep {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "scenarios/checkers/checkers.h"
-#include "scenarios/history/history_jsonl.h"
+#include "checkers/checkers.h"
+#include "history/history_jsonl.h"
 
 namespace lockstep {
 namespace {

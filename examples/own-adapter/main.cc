@@ -4,8 +4,8 @@
 
 #include "cli/cli.h"
 #include "my_lock.h"
-#include "scenarios/backends/redis.h"
-#include "scenarios/backends/registry.h"
+#include "services/redis/backend/redis_backend.h"
+#include "services/registry.h"
 
 void register_my_lock(std::string name, my_lock::MyLock::Extend extend, std::string description) {
   auto make = [extend](lockstep::RedisConnection& c) -> std::unique_ptr<lockstep::LockAdapter> {

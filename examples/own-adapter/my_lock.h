@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "adapters/core/adapter.h"
-#include "adapters/core/redis_connection.h"
+#include "services/redis/client/redis_connection.h"
 
 namespace my_lock {
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A reference lockstep driver (ext/PROTOCOL.md, versions 1 and 2) in Python, stdlib only.
+"""A reference lockstep driver (services/ext/PROTOCOL.md, versions 1 and 2) in Python, stdlib only.
 
 The lock: one TTL lease per key on one redis-server, through a minimal RESP client.
   acquire:  SET key value NX PX ttl           (value: a random 128-bit hex string)
@@ -12,7 +12,7 @@ whoever's lock is there (stolen-lock judges that as `ownership`).
 Usage: driver.py [--bug extend-no-owner-check] --redis HOST:PORT   (the harness appends --redis)
        driver.py [--bug ...] --sim --redis sim:0   (version 2, co-simulated: `--world sim`)
 
-With --sim the driver owns no time, socket or randomness (ext/PROTOCOL.md, "Version 2"): its
+With --sim the driver owns no time, socket or randomness (services/ext/PROTOCOL.md, "Version 2"): its
 Redis connection is `connect`/`send` lines and `recv` replies, its clock the `now` of each line,
 its lock values drawn from a generator seeded by `init`. It has no timers, so every exchange ends
 with `next_timer_ns: null`. The same lock logic serves both versions.

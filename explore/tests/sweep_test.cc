@@ -12,12 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "known_bad/known_bad.h"
-#include "scenarios/checkers/excuse.h"
-#include "scenarios/explore/calibrate.h"
-#include "scenarios/explore/replay.h"
-#include "scenarios/explore/sweep.h"
-#include "scenarios/report/report.h"
+#include "checkers/excuse.h"
+#include "explore/calibrate.h"
+#include "explore/replay.h"
+#include "explore/sweep.h"
+#include "report/report.h"
+#include "services/known_bad.h"
 #include "tests/cli_support.h"
 
 namespace lockstep {

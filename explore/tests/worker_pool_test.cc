@@ -1,4 +1,4 @@
-// The worker pool (scenarios/explore/worker_pool.h): results are taken in order whatever the
+// The worker pool (explore/worker_pool.h): results are taken in order whatever the
 // number of workers, an early stop or a failure stops and reaps every worker.
 #include <catch2/catch.hpp>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/explore/worker_pool.h"
+#include "explore/worker_pool.h"
 
 namespace lockstep {
 namespace {

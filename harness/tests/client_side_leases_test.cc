@@ -1,4 +1,4 @@
-// Leases derived from the clients (scenarios/harness/client_side_leases.h), for stores that report
+// Leases derived from the clients (harness/client_side_leases.h), for stores that report
 // none: a real redis-server, a co-simulated in-memory library. A store reached without latency
 // grants and is called again at one instant; the call must be judged against the lock's own
 // grant, not an earlier owner's (which made ext:locco-memory's own extend look like an extend of
@@ -11,9 +11,9 @@
 #include <catch2/catch.hpp>
 
 #include "adapters/core/locker.h"
-#include "adapters/memory/memory_adapter.h"
-#include "scenarios/harness/client_side_leases.h"
-#include "scenarios/harness/recorder.h"
+#include "harness/client_side_leases.h"
+#include "harness/recorder.h"
+#include "services/memory/adapter/memory_adapter.h"
 
 namespace lockstep {
 namespace {

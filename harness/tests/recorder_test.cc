@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "scenarios/harness/recorder.h"
+#include "harness/recorder.h"
 #include "sim/trace.h"
 
 namespace lockstep {

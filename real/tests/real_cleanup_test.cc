@@ -14,8 +14,8 @@
 #include <string>
 
 #include "real/process_registry.h"
-#include "real/redis_server.h"
 #include "real/server_files.h"
+#include "services/redis/real/redis_server.h"
 #include "tests/real_support.h"
 
 namespace lockstep {

@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/explore/matrix.h"
-#include "scenarios/explore/matrix_report.h"
-#include "scenarios/report/junit.h"
-#include "scenarios/runner.h"
+#include "explore/matrix.h"
+#include "explore/matrix_report.h"
+#include "report/junit.h"
+#include "run/runner.h"
 
 namespace {
 

@@ -25,10 +25,10 @@
 #include <thread>
 #include <vector>
 
-#include "known_bad/known_bad.h"
-#include "scenarios/report/report.h"
-#include "scenarios/report/report_html.h"
-#include "scenarios/runner.h"
+#include "report/report.h"
+#include "report/report_html.h"
+#include "run/runner.h"
+#include "services/known_bad.h"
 #include "tests/real_support.h"
 
 extern char** environ;

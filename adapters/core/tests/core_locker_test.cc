@@ -11,7 +11,7 @@
 
 #include "adapters/core/errors.h"
 #include "adapters/core/locker.h"
-#include "adapters/memory/memory_adapter.h"
+#include "services/memory/adapter/memory_adapter.h"
 
 namespace lockstep {
 namespace {

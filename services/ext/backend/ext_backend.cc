@@ -1,4 +1,4 @@
-#include "scenarios/backends/ext.h"
+#include "services/ext/backend/ext_backend.h"
 
 #include <unistd.h>
 
@@ -16,16 +16,16 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
-#include "ext/driver_process.h"
-#include "ext/node_drivers.h"
 #include "real/child_process.h"
 #include "real/keeper_thread.h"
-#include "real/redis_server.h"
 #include "real/server_errors.h"
 #include "real/tcp_proxy.h"
-#include "scenarios/backends/ext_sim.h"
-#include "scenarios/backends/redis.h"
-#include "scenarios/backends/redlock.h"
+#include "services/ext/backend/ext_sim.h"
+#include "services/ext/driver/driver_process.h"
+#include "services/ext/driver/node_drivers.h"
+#include "services/redis/backend/redis_backend.h"
+#include "services/redis/real/redis_server.h"
+#include "services/redlock/backend/redlock_backend.h"
 
 namespace lockstep {
 
@@ -44,7 +44,7 @@ namespace {
 
 struct ExtLibrary {
   const char* adapter;
-  const char* lib;  // ext/node/libs/LIB.js; "" for a user's driver (the `driver` option)
+  const char* lib;  // services/ext/node/libs/LIB.js; "" for a user's driver (the `driver` option)
   const char* description;
   bool over_nodes;      // Redlock: N independent redis-servers
   bool in_memory;       // no server: the store is the driver's memory, shared by every client
@@ -79,11 +79,12 @@ constexpr ExtLibrary kLibraries[] = {
      true, false, false},
 };
 
-// A user's driver for a lock library in any language that speaks ext/PROTOCOL.md, over one
+// A user's driver for a lock library in any language that speaks services/ext/PROTOCOL.md, over one
 // redis-server: `--adapter ext --set driver='python3 my_driver.py'`.
 constexpr ExtLibrary kUserDriver = {
     "ext", "",
-    "your own lock library's driver (ext/PROTOCOL.md), started as --set driver='COMMAND ARGS' "
+    "your own lock library's driver (services/ext/PROTOCOL.md), started as --set driver='COMMAND "
+    "ARGS' "
     "with --redis 127.0.0.1:PORT appended (--world sim: --sim --redis sim:0, for a driver of "
     "protocol 2); over one Redis; judged as an owner-checked lease without fencing tokens",
     false, false};
@@ -514,7 +515,8 @@ void check_user_driver(const Options& options) {
 std::vector<AdapterEntry> ext_adapter_entries() {
   std::vector<AdapterEntry> entries;
   AdapterTraits user_traits = ext_traits(kUserDriver);
-  user_traits.sim_faults = kExtSimFaults;  // a driver that speaks version 2 (ext/PROTOCOL.md)
+  user_traits.sim_faults =
+      kExtSimFaults;  // a driver that speaks version 2 (services/ext/PROTOCOL.md)
   entries.push_back({.name = kUserDriver.adapter,
                      .description = kUserDriver.description,
                      .worlds = {"sim", "real"},

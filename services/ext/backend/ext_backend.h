@@ -1,6 +1,6 @@
 #pragma once
 // Lock libraries written in other languages as lockstep adapters (`ext:NAME`), driven as black
-// boxes through the ext process protocol (ext/PROTOCOL.md), in the real world only.
+// boxes through the ext process protocol (services/ext/PROTOCOL.md), in the real world only.
 //
 // How a library fits LockAdapter and Locker:
 // - One LockAdapter call is one library call: the driver configures the library to make a single
@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/harness/backend.h"
+#include "harness/backend.h"
 
 namespace lockstep {
 

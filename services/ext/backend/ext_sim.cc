@@ -1,4 +1,4 @@
-#include "scenarios/backends/ext_sim.h"
+#include "services/ext/backend/ext_sim.h"
 
 #include <algorithm>
 #include <charconv>
@@ -12,13 +12,13 @@
 #include <nlohmann/json.hpp>
 
 #include "base/check.h"
-#include "ext/node_drivers.h"
-#include "ext/sim_driver.h"
-#include "ext/sim_driver_pool.h"
 #include "real/server_errors.h"
-#include "scenarios/backends/lease_events.h"
-#include "sim/redis/redis_node.h"
-#include "sim/redis/sim_redis_stream.h"
+#include "services/ext/driver/node_drivers.h"
+#include "services/ext/driver/sim_driver.h"
+#include "services/ext/driver/sim_driver_pool.h"
+#include "services/redis/backend/lease_events.h"
+#include "services/redis/sim/redis_node.h"
+#include "services/redis/sim/sim_redis_stream.h"
 #include "sim/world.h"
 
 namespace lockstep {
@@ -56,7 +56,7 @@ class CoSimClient {
   // shared_name: "" for a client's own driver, else how the shared one is named ("shared",
   // "pool 3").
   CoSimClient(ExtSimBackend& backend, int client, sim::NodeId node, std::string shared_name = "");
-  // Its driver goes back to the pool (reset) or is killed (ext/sim_driver_pool.h).
+  // Its driver goes back to the pool (reset) or is killed (services/ext/driver/sim_driver_pool.h).
   ~CoSimClient() { ext::SimDriverPool::give_back(std::move(process_)); }
   CoSimClient(const CoSimClient&) = delete;
   CoSimClient& operator=(const CoSimClient&) = delete;
@@ -459,7 +459,7 @@ void CoSimClient::dispatch(ext::SimExchange result) {
       if (ready->protocol != 2) {
         return fail(fmt::format(
             "driver {} speaks protocol {}; --world sim needs a co-simulated driver, protocol 2 "
-            "(ext/PROTOCOL.md, \"Version 2\"), or run it with --world real",
+            "(services/ext/PROTOCOL.md, \"Version 2\"), or run it with --world real",
             who_, ready->protocol));
       }
       ready_ = std::move(*ready);

@@ -1,9 +1,9 @@
 #pragma once
 // The ext adapters in the simulator (`ext:NAME --world sim`): each client's driver process is
-// co-simulated (ext/PROTOCOL.md, version 2). The driver is a real process, but it owns no time,
+// co-simulated (services/ext/PROTOCOL.md, version 2). The driver is a real process, but it owns no time,
 // no sockets and no randomness: the backend hands it the client's simulated clocks, carries its
 // Redis client's bytes over the simulated network to simulated Redis nodes
-// (sim/redis/sim_redis_stream.h), and seeds it from the run's seed and the client. Every line it
+// (services/redis/sim/sim_redis_stream.h), and seeds it from the run's seed and the client. Every line it
 // writes depends only on the lines it was sent, so the run stays a function of
 // (scenario, seed, build).
 //
@@ -13,7 +13,7 @@
 // deadline the driver named); the fiber is woken by the exchange that carries the response. So a
 // client pause (the node's deliveries wait) stops the library whole, as SIGSTOP would, and a
 // crash of the client ends its driver's run (killed, or reset for a later client while drivers are
-// kept warm: ext/sim_driver_pool.h). A request that gets no answer within ext_deadline_ms of
+// kept warm: services/ext/driver/sim_driver_pool.h). A request that gets no answer within ext_deadline_ms of
 // simulated time, or a driver that dies, hangs or writes a malformed line, ends the run as an
 // error (ext::SimDriverFailed), never a lock result.
 //
@@ -25,7 +25,7 @@
 // Before the run each driver is started and connected: its connection handshake (ioredis: CLIENT
 // SETINFO, INFO) runs against the node's front at that instant without the network.
 //
-// Leases come from the simulated servers' keyspace (scenarios/backends/lease_events.h), any key
+// Leases come from the simulated servers' keyspace (services/redis/backend/lease_events.h), any key
 // with a TTL. The library's lock value is its own (a random token the harness learns from the
 // response); so that a lease and the acquire that got it name the same value, the backend names a
 // grant after the handle of the acquire its client has in flight, and later events on that value
@@ -35,13 +35,13 @@
 #include <string_view>
 #include <vector>
 
-#include "scenarios/harness/backend.h"
+#include "harness/backend.h"
 
 namespace lockstep {
 
 struct ExtSimLibrary {
   std::string adapter;      // "ext:locco-redis"
-  std::string lib;          // ext/node/libs/LIB.js
+  std::string lib;          // services/ext/node/libs/LIB.js
   bool over_nodes = false;  // Redlock: `nodes` independent simulated Redis nodes
   bool in_memory = false;   // no server: one driver shared by every client holds the store
   // A user's driver (`--adapter ext --set driver=...`): its program and arguments, to which

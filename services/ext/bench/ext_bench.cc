@@ -1,13 +1,13 @@
-// The npm lock libraries (ext/node) under the same contention workload as lockstep's own
+// The npm lock libraries (services/ext/node) under the same contention workload as lockstep's own
 // adapters, on the same redis-servers (servers.h) in the same run:
 //
 //   BM_Lock_AcquireRelease/ext:LIB/contenders:N[/hold:1ms]   N in 1, 8 (and 32 without a hold)
 //   BM_Ext_ProtocolRoundTrip/LIB                              the protocol's own cost per operation
 //   BM_Ext_SimExchange/LIB                                    one co-simulated exchange, library idle
 //
-// The workload runs inside the driver (ext/PROTOCOL.md's `bench` op): each contender is one driver
+// The workload runs inside the driver (services/ext/PROTOCOL.md's `bench` op): each contender is one driver
 // process (an application process with its own ioredis client), looping acquire (one attempt),
-// hold, release, with bench/redis_bench.cc's backoff (1 + U[0, min(2 << n, 16)) ms) on contention,
+// hold, release, with services/redis/bench/redis_bench.cc's backoff (1 + U[0, min(2 << n, 16)) ms) on contention,
 // and counting its own successes; no protocol line is written per operation, so the protocol's cost
 // does not count against the library. locco-memory keeps its locks in the driver's memory, so its
 // N contenders are N concurrent loops in one shared driver. The drivers start their loops together
@@ -27,13 +27,13 @@
 //   round_trip_us  harness send to reply, mean;  in_driver_us  the driver's t1 - t0, mean;
 //   overhead_us    their difference: what one protocol operation adds to a library call.
 //
-// BM_Ext_SimExchange/LIB times one co-simulated exchange (ext/PROTOCOL.md, version 2) in which the
+// BM_Ext_SimExchange/LIB times one co-simulated exchange (services/ext/PROTOCOL.md, version 2) in which the
 // library has nothing to do: a `tick` to an initialised `--sim` driver, a microsecond of virtual
 // time later each, answered by `idle`. What every exchange of a co-simulated run costs at least
 // (the line out, Node's event loop and settle, the line back, two process switches):
 //   exchange_us    harness send to idle, mean.
 //
-// Skips (never zeros): node (>= 20) or ext/node/node_modules missing, redis-server missing, or a
+// Skips (never zeros): node (>= 20) or services/ext/node/node_modules missing, redis-server missing, or a
 // driver that does not know the bench ops (it answers bad_request).
 #include <benchmark/benchmark.h>
 
@@ -51,12 +51,12 @@
 #include <utility>
 #include <vector>
 
-#include "contention.h"
-#include "ext/driver_process.h"
-#include "ext/node_drivers.h"
-#include "ext/protocol.h"
-#include "ext/sim_driver.h"
-#include "servers.h"
+#include "bench/contention.h"
+#include "bench/servers.h"
+#include "services/ext/driver/driver_process.h"
+#include "services/ext/driver/node_drivers.h"
+#include "services/ext/driver/protocol.h"
+#include "services/ext/driver/sim_driver.h"
 
 namespace {
 
@@ -119,7 +119,7 @@ std::string check_bench_ops(ext::DriverProcess& driver) {
   if (r.response.status != ext::Status::ok) {
     return "the driver does not answer the bench ops (ping: " +
            std::string(to_string(r.response.status)) +
-           (r.response.err ? ": " + r.response.err->message : "") + "); ext/PROTOCOL.md";
+           (r.response.err ? ": " + r.response.err->message : "") + "); services/ext/PROTOCOL.md";
   }
   return {};
 }

@@ -1,4 +1,4 @@
-#include "ext/driver_process.h"
+#include "services/ext/driver/driver_process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -15,8 +15,8 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
-#include "ext/driver_spawn.h"
 #include "real/process_registry.h"
+#include "services/ext/driver/driver_spawn.h"
 
 namespace lockstep::ext {
 

@@ -1,6 +1,6 @@
 #pragma once
 // DriverProcess: one lock-library driver the harness runs, spoken to over the ext protocol
-// (ext/PROTOCOL.md, ext/protocol.h): requests on its stdin, replies on its stdout.
+// (services/ext/PROTOCOL.md, services/ext/driver/protocol.h): requests on its stdin, replies on its stdout.
 //
 // Invariants:
 // - Owned by PID from spawn to reap, registered in the process registry meanwhile (Ctrl-C and exit
@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "ext/protocol.h"
+#include "services/ext/driver/protocol.h"
 
 namespace lockstep::ext {
 

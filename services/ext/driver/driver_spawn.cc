@@ -1,4 +1,4 @@
-#include "ext/driver_spawn.h"
+#include "services/ext/driver/driver_spawn.h"
 
 #include <fcntl.h>
 #include <signal.h>

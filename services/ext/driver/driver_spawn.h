@@ -1,5 +1,5 @@
 #pragma once
-// Starting a driver process (ext/PROTOCOL.md), for the real-world driver and the co-simulated one
+// Starting a driver process (services/ext/PROTOCOL.md), for the real-world driver and the co-simulated one
 // alike: its stdin and stdout are Unix sockets (send(MSG_NOSIGNAL) to a dead driver is EPIPE,
 // never SIGPIPE), its stderr a pipe. The child dies with this process (PR_SET_PDEATHSIG) and is in
 // the process registry, so a fatal signal kills and reaps it. Every descriptor is close-on-exec

@@ -1,6 +1,6 @@
 // An installed package's default for the Node drivers: none, so LOCKSTEP_EXT_NODE_DIR must say
-// where they are (ext/node_drivers.h): the source tree may be gone or another version.
-#include "ext/node_drivers.h"
+// where they are (services/ext/driver/node_drivers.h): the source tree may be gone or another version.
+#include "services/ext/driver/node_drivers.h"
 
 namespace lockstep::ext {
 

@@ -1,4 +1,4 @@
-#include "ext/node_drivers.h"
+#include "services/ext/driver/node_drivers.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -17,7 +17,7 @@ namespace lockstep::ext {
 
 namespace {
 
-// The packages ext/node/package.json pins; each must be under node_modules.
+// The packages services/ext/node/package.json pins; each must be under node_modules.
 constexpr std::array<const char*, 5> kPinned = {"@kontsedal/locco", "redlock", "redis-semaphore",
                                                 "ioredis", "@sinonjs/fake-timers"};
 constexpr int kNodeMajorMin = 20;
@@ -47,7 +47,8 @@ std::string node_driver_dir() {
 
 std::string require_node_drivers() {
   const std::string setup_hint =
-      "scripts/setup.sh installs it (apt-get install nodejs npm; npm ci --prefix ext/node)";
+      "scripts/setup.sh installs it (apt-get install nodejs npm; npm ci --prefix "
+      "services/ext/node)";
   const std::optional<std::string> node = real::find_on_path("node");
   if (!node) throw real::ServerUnavailable("node not found on PATH; " + setup_hint);
   static const int major = node_major(*node);  // one `node --version` per process

@@ -1,4 +1,4 @@
-#include "ext/protocol.h"
+#include "services/ext/driver/protocol.h"
 
 #include <charconv>
 

@@ -1,5 +1,5 @@
 #pragma once
-// The ext process protocol, version 1 (ext/PROTOCOL.md): the lines a lock library's driver and the
+// The ext process protocol, version 1 (services/ext/PROTOCOL.md): the lines a lock library's driver and the
 // harness exchange, and their codec. Pure functions: no processes, no I/O.
 //
 // Invariants: decode_line() never throws; anything that is not exactly one of the driver's three
@@ -41,7 +41,7 @@ struct LibraryError {
   std::string message;
 };
 
-// A `bench` op's counts (the loop ran in the driver, which counted them): ext/PROTOCOL.md.
+// A `bench` op's counts (the loop ran in the driver, which counted them): services/ext/PROTOCOL.md.
 struct BenchCounts {
   int64_t successes = 0;          // acquire + hold + release that ended with the lock released
   int64_t attempts = 0;           // acquire calls, contended ones included

@@ -1,4 +1,4 @@
-#include "ext/sim_driver.h"
+#include "services/ext/driver/sim_driver.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -16,8 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/check.h"
-#include "ext/driver_spawn.h"
 #include "real/process_registry.h"
+#include "services/ext/driver/driver_spawn.h"
 
 namespace lockstep::ext {
 
@@ -231,7 +231,7 @@ SimExchange SimDriverProcess::exchange(const std::string& fields_json, SimNow no
         if (ready->protocol != 2) {  // say so now: a version 1 driver never writes `idle`
           fail(
               fmt::format("speaks protocol {}; --world sim needs a co-simulated driver, protocol 2 "
-                          "(ext/PROTOCOL.md, \"Version 2\"), or run it with --world real",
+                          "(services/ext/PROTOCOL.md, \"Version 2\"), or run it with --world real",
                           ready->protocol));
         }
         result.lines.emplace_back(std::move(*ready));

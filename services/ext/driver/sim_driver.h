@@ -1,16 +1,16 @@
 #pragma once
-// SimDriverProcess: a co-simulated driver (ext/PROTOCOL.md, version 2), spoken to in exchanges:
+// SimDriverProcess: a co-simulated driver (services/ext/PROTOCOL.md, version 2), spoken to in exchanges:
 // the harness writes one line and reads the driver's lines up to its `idle` line. The driver
 // owns no time, no sockets and no randomness of its own, so what it writes is a function of the
 // lines it was sent; this class only moves lines, the simulator decides when to send them
-// (scenarios/backends/ext_sim.cc).
+// (services/ext/backend/ext_sim.cc).
 //
 // Invariants:
 // - Owned by PID from spawn to reap, registered in the process registry meanwhile, killed by the
 //   kernel if the starting thread ends (PR_SET_PDEATHSIG); the destructor SIGKILLs and reaps it
 //   (a co-simulated driver holds nothing worth a polite shutdown: its sockets are simulated).
 // - A driver may serve several runs, one after another, each begun by `init` and ended by
-//   reset() (ext/sim_driver_pool.h keeps them warm between a sweep's seeds).
+//   reset() (services/ext/driver/sim_driver_pool.h keeps them warm between a sweep's seeds).
 // - exchange() returns the lines of exactly one exchange, or throws SimDriverError when the driver
 //   died, wrote a malformed line, or did not reach `idle` within the real-time deadline (a guard
 //   against a hung process, never a simulated outcome). After an error every exchange throws.
@@ -24,7 +24,7 @@
 #include <variant>
 #include <vector>
 
-#include "ext/protocol.h"
+#include "services/ext/driver/protocol.h"
 
 namespace lockstep::ext {
 

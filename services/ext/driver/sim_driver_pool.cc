@@ -1,4 +1,4 @@
-#include "ext/sim_driver_pool.h"
+#include "services/ext/driver/sim_driver_pool.h"
 
 #include <unistd.h>
 

@@ -4,7 +4,7 @@
 // several hundred times a simulated seed of lockstep's own adapters).
 //
 // take() hands out an idle driver started with the same program and arguments, or starts one;
-// give_back() ends its run with `reset` (ext/PROTOCOL.md: it is then as a fresh process started
+// give_back() ends its run with `reset` (services/ext/PROTOCOL.md: it is then as a fresh process started
 // with that command) and keeps it. Pooling is on only while a SimDriverPool::Scope lives (sweep,
 // matrix, calibrate, benchmarks); outside one, give_back() kills the driver as a single run always
 // did, so a `lockstep run` leaves no process behind and a test sees no idle driver.
@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "ext/sim_driver.h"
+#include "services/ext/driver/sim_driver.h"
 
 namespace lockstep::ext {
 

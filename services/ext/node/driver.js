@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // lockstep's Node driver: one npm lock library behind the ext process protocol, version 1
-// (ext/PROTOCOL.md). JSON lines in on stdin, JSON lines out on stdout; logs go to stderr.
+// (services/ext/PROTOCOL.md). JSON lines in on stdin, JSON lines out on stdout; logs go to stderr.
 //
 //   node driver.js --lib NAME --redis HOST:PORT[,HOST:PORT...] [--clients N] [--command-timeout-ms MS]
 //   node driver.js --sim --lib NAME --redis sim:0[,sim:1...] [--command-timeout-ms MS]
@@ -66,7 +66,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 // op "bench": `loops` concurrent acquire/hold/release loops on `key` from start_ns (CLOCK_MONOTONIC,
 // decimal string; now if absent) until stop_ns (or duration_ms after the start). A contended
 // attempt backs off 1 + U[0, min(2 << min(n, 3), retry_max_ms)) ms after the n-th failure in a row
-// (n from 0; bench/redis_bench.cc's backoff for lockstep's own adapter). A library error ends the
+// (n from 0; services/redis/bench/redis_bench.cc's backoff for lockstep's own adapter). A library error ends the
 // run with status error. Resolves to {status, err?, bench: {successes, attempts, releases,
 // release_not_owner, commands, loops, start_ns, end_ns}}: end_ns when the last loop's last release
 // settled; commands: what the library's Redis clients sent meanwhile (0 for an in-memory library).

@@ -1,4 +1,4 @@
-// The Node drivers' co-simulated mode: ext protocol version 2 (ext/PROTOCOL.md, "Version 2").
+// The Node drivers' co-simulated mode: ext protocol version 2 (services/ext/PROTOCOL.md, "Version 2").
 //
 // The harness owns this process's time, network and randomness:
 // - time: @sinonjs/fake-timers replaces Date, performance.now, process.hrtime and the timer

@@ -1,4 +1,4 @@
-// The ext process protocol (ext/PROTOCOL.md): the codec on its own, then DriverProcess against
+// The ext process protocol (services/ext/PROTOCOL.md): the codec on its own, then DriverProcess against
 // small fake drivers (node -e) that die, hang, babble or lie about their clock. Each must come back
 // as exactly that failure, with the driver's stderr, and never as a lock result.
 #include <catch2/catch.hpp>
@@ -10,9 +10,9 @@
 #include <future>
 #include <thread>
 
-#include "ext/driver_process.h"
-#include "ext/node_drivers.h"
 #include "real/server_errors.h"
+#include "services/ext/driver/driver_process.h"
+#include "services/ext/driver/node_drivers.h"
 #include "tests/real_support.h"
 
 namespace lockstep::ext {

@@ -1,15 +1,15 @@
 // Lock libraries in other languages through the runner (ext_backend.h), in the real world: every
 // ext adapter on sequential and stolen-lock, a crash that must take the driver down with it, and
 // Redlock's stopped minority node. Skipped (exit 77) without redis-server, node 20 or
-// ext/node/node_modules outside CI; a failure in CI.
+// services/ext/node/node_modules outside CI; a failure in CI.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
 
-#include "ext/node_drivers.h"
-#include "scenarios/backends/ext.h"
-#include "scenarios/report/report.h"
-#include "scenarios/runner.h"
+#include "report/report.h"
+#include "run/runner.h"
+#include "services/ext/backend/ext_backend.h"
+#include "services/ext/driver/node_drivers.h"
 #include "tests/real_support.h"
 
 namespace lockstep {

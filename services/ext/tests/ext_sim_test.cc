@@ -1,20 +1,20 @@
-// The ext adapters co-simulated (scenarios/backends/ext_sim.h, ext/PROTOCOL.md version 2): a
+// The ext adapters co-simulated (services/ext/backend/ext_sim.h, services/ext/PROTOCOL.md version 2): a
 // real Node driver whose time, network and randomness are the simulator's. Each run must be a
 // function of (scenario, seed, build) like any other: the same seed gives the same trace hash.
-// Skipped (exit 77) without node 20 or ext/node/node_modules outside CI; a failure in CI.
+// Skipped (exit 77) without node 20 or services/ext/node/node_modules outside CI; a failure in CI.
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
-#include "ext/node_drivers.h"
-#include "ext/sim_driver_pool.h"
+#include "explore/swarm.h"
+#include "explore/sweep.h"
 #include "real/server_errors.h"
-#include "scenarios/backends/keep_warm.h"
-#include "scenarios/explore/swarm.h"
-#include "scenarios/explore/sweep.h"
-#include "scenarios/report/report.h"
-#include "scenarios/runner.h"
+#include "report/report.h"
+#include "run/runner.h"
+#include "services/ext/driver/node_drivers.h"
+#include "services/ext/driver/sim_driver_pool.h"
+#include "services/keep_warm.h"
 #include "tests/real_support.h"
 
 namespace lockstep {
@@ -236,7 +236,7 @@ TEST_CASE("ext sim: many clients share a few drivers", "[ext][sim][pool]") {
   CHECK(drivers == 16);
 }
 
-// A sweep keeps drivers warm (scenarios/backends/keep_warm.h): a driver reset after one run serves
+// A sweep keeps drivers warm (services/keep_warm.h): a driver reset after one run serves
 // the next, also after its client crashed. Each run must still be the run a fresh process gives:
 // the same trace hash seed by seed, whatever ran in that driver before.
 TEST_CASE("ext sim: a driver kept warm gives every run the trace of a fresh one",

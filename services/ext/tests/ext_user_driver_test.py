@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DRIVER = os.path.join(HERE, "..", "examples", "python-driver", "driver.py")
+DRIVER = os.path.join(HERE, "..", "..", "..", "examples", "python-driver", "driver.py")
 
 
 def run(binary, *args, cwd):

@@ -1,4 +1,4 @@
-#include "adapters/keyed/fifo_core.h"
+#include "services/keyed/adapter/fifo_core.h"
 
 #include <algorithm>
 

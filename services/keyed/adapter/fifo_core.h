@@ -28,7 +28,7 @@
 #include <string_view>
 #include <vector>
 
-#include "adapters/keyed/key_table.h"
+#include "services/keyed/adapter/key_table.h"
 
 namespace lockstep::keyed {
 
@@ -74,7 +74,7 @@ class FifoCore {
 
  protected:
   // Whether clear() keeps the holders (the rule above), so exclusion survives it. Overridden only
-  // by the calibration variant that the suite must catch (known_bad/bad_fifo_clear_admits.h: the
+  // by the calibration variant that the suite must catch (services/keyed/known_bad/bad_fifo_clear_admits.h: the
   // seed's clear(), which drops the holders too); production code never overrides it.
   virtual bool clear_keeps_holders() const { return true; }
 

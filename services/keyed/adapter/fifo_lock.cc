@@ -1,4 +1,4 @@
-#include "adapters/keyed/fifo_lock.h"
+#include "services/keyed/adapter/fifo_lock.h"
 
 #include <chrono>
 

@@ -26,7 +26,7 @@
 // a too long key or a full queue changes nothing for the holder or the waiters already queued.
 //
 // KeyedFifoLock is the API; FifoLock runs the core (fifo_core.h) with real threads, SimFifoLock
-// (scenarios/backends/keyed_sim.h) with simulator fibers. Not reentrant (fn locking its own key
+// (services/keyed/backend/keyed_sim.h) with simulator fibers. Not reentrant (fn locking its own key
 // waits for itself until its max wait runs out, or forever without one).
 #include <condition_variable>
 #include <cstdint>
@@ -38,8 +38,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include "adapters/keyed/fifo_core.h"
-#include "adapters/keyed/keyed_errors.h"
+#include "services/keyed/adapter/fifo_core.h"
+#include "services/keyed/adapter/keyed_errors.h"
 
 namespace lockstep::keyed {
 

@@ -1,5 +1,5 @@
 #pragma once
-// Small building blocks shared by the keyed lock cores (adapters/keyed/rw_core.h, fifo_core.h).
+// Small building blocks shared by the keyed lock cores (services/keyed/adapter/rw_core.h, fifo_core.h).
 //
 // KeyRef: a key with its hash, computed once per operation (the driver hashes, the shard choice,
 // the table lookup, the insertion and the handle's later release all reuse it).

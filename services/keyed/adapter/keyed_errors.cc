@@ -1,4 +1,4 @@
-#include "adapters/keyed/keyed_errors.h"
+#include "services/keyed/adapter/keyed_errors.h"
 
 namespace lockstep::keyed {
 

@@ -1,4 +1,4 @@
-#include "adapters/keyed/keyed_rw.h"
+#include "services/keyed/adapter/keyed_rw.h"
 
 #include "base/check.h"
 

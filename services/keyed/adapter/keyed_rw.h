@@ -9,10 +9,10 @@
 //   if (auto r = mtx.try_lock_shared("doc:1")) { ... r->unlock(); r->unlock(); }  // idempotent
 //   int v = mtx.with_lock_shared("doc:1", [] { return read(); });   // released even on throw
 //
-// Order and memory are those of the state machine (adapters/keyed/rw_core.h): writer preference,
+// Order and memory are those of the state machine (services/keyed/adapter/rw_core.h): writer preference,
 // exclusives in request order, try-variants never queue, per-key state freed when a key is idle.
 // KeyedRwLock is the API; KeyedRwMutex runs the core with real threads, SimKeyedRw
-// (scenarios/backends/keyed_sim.h) with simulator fibers, so the same scenarios judge both.
+// (services/keyed/backend/keyed_sim.h) with simulator fibers, so the same scenarios judge both.
 // Not reentrant: locking a key again from inside its own hold deadlocks (no detection), as in the
 // seed. A handle belongs to one thread at a time; the lock itself is thread-safe.
 #include <array>
@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-#include "adapters/keyed/rw_core.h"
+#include "services/keyed/adapter/rw_core.h"
 
 namespace lockstep::keyed {
 

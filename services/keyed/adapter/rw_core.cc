@@ -1,4 +1,4 @@
-#include "adapters/keyed/rw_core.h"
+#include "services/keyed/adapter/rw_core.h"
 
 #include <string>
 

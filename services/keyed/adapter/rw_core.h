@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "adapters/keyed/key_table.h"
+#include "services/keyed/adapter/key_table.h"
 
 namespace lockstep::keyed {
 
@@ -78,11 +78,11 @@ class RwCore {
   };
   // Whether a new shared request may be granted at once. The rule above (writer preference): no
   // exclusive holds and no one waits. Overridden only by the calibration variant that the suite
-  // must catch (known_bad/bad_rw_reader_preference.h); production code never overrides it.
+  // must catch (services/keyed/known_bad/bad_rw_reader_preference.h); production code never overrides it.
   virtual bool admits_shared_now(const KeyView& key) const;
   // Whether a release that leaves the key as `key` serves its queue: always, since a release is
   // what wakes the waiters. Overridden only by the calibration variant that forgets to wake a
-  // queued writer when the last holder leaves (known_bad/bad_rw_lost_wakeup.h).
+  // queued writer when the last holder leaves (services/keyed/known_bad/bad_rw_lost_wakeup.h).
   virtual bool serves_queue_after_release(const KeyView& key) const {
     static_cast<void>(key);
     return true;

@@ -1,4 +1,4 @@
-#include "scenarios/backends/keyed.h"
+#include "services/keyed/backend/keyed_backend.h"
 
 #include <stdexcept>
 

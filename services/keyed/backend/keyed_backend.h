@@ -2,7 +2,7 @@
 // The in-process keyed locks (`keyed-rw`, `fifo`) as simulated backends, and the client steps
 // keyed scenarios are written in.
 //
-// A KeyedSimBackend owns one simulator driver (scenarios/backends/keyed_sim.h) shared by every
+// A KeyedSimBackend owns one simulator driver (services/keyed/backend/keyed_sim.h) shared by every
 // client, as an in-process lock is shared by the threads of a process. It marks the history as
 // keyed (so fifo, writer_preference and no_leak are judged) and records a key_state event after
 // every operation that touched a key. These locks are not TTL leases: the lease scenarios of the
@@ -23,10 +23,10 @@
 #include <string>
 #include <string_view>
 
-#include "adapters/keyed/rw_core.h"
-#include "scenarios/backends/keyed_sim.h"
-#include "scenarios/harness/backend.h"
-#include "scenarios/harness/client.h"
+#include "harness/backend.h"
+#include "harness/client.h"
+#include "services/keyed/adapter/rw_core.h"
+#include "services/keyed/backend/keyed_sim.h"
 
 namespace lockstep {
 

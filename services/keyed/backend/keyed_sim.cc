@@ -1,4 +1,4 @@
-#include "scenarios/backends/keyed_sim.h"
+#include "services/keyed/backend/keyed_sim.h"
 
 #include "sim/assert.h"
 

@@ -1,6 +1,6 @@
 #pragma once
 // The simulator drivers of the keyed locks: the same cores as the thread drivers
-// (adapters/keyed/rw_core.h, fifo_core.h), run on simulator fibers. A caller that must wait parks
+// (services/keyed/adapter/rw_core.h, fifo_core.h), run on simulator fibers. A caller that must wait parks
 // its fiber (sim::World::park); a grant or a clear() wakes it; a FIFO max wait is the park's
 // deadline (true time). One fiber runs at a time, so no mutex is needed, and a run stays a pure
 // function of the seed.
@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
-#include "adapters/keyed/fifo_lock.h"
-#include "adapters/keyed/keyed_rw.h"
+#include "services/keyed/adapter/fifo_lock.h"
+#include "services/keyed/adapter/keyed_rw.h"
 #include "sim/world.h"
 
 namespace lockstep {

@@ -21,9 +21,9 @@
 #include <string>
 #include <unordered_map>
 
-#include "adapters/keyed/fifo_lock.h"
-#include "adapters/keyed/keyed_rw.h"
-#include "contention.h"
+#include "bench/contention.h"
+#include "services/keyed/adapter/fifo_lock.h"
+#include "services/keyed/adapter/keyed_rw.h"
 
 namespace {
 

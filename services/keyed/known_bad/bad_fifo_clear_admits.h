@@ -4,7 +4,7 @@
 // holder still runs finds the key idle and runs beside it (the dropped holder's release then
 // releases nothing). The suite must catch it as a mutual_exclusion violation (fifo-queue).
 // Registered as the known-bad adapter `bad-fifo-clear-admits` (known_bad.cc).
-#include "adapters/keyed/fifo_core.h"
+#include "services/keyed/adapter/fifo_core.h"
 
 namespace lockstep {
 

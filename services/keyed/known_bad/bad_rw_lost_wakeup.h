@@ -5,7 +5,7 @@
 // nothing left to wake it. The suite must catch it as a liveness violation (a `stuck` client:
 // writer-starvation, and sweeps of keyed-rw). Registered as the known-bad adapter
 // `bad-rw-lost-wakeup` (known_bad.cc).
-#include "adapters/keyed/rw_core.h"
+#include "services/keyed/adapter/rw_core.h"
 
 namespace lockstep {
 

@@ -4,7 +4,7 @@
 // queued writer and a steady stream of overlapping readers starves it. The suite must catch it
 // (writer-starvation through the writer_preference checker; property_tests/keyed_properties.cc).
 // Registered as the known-bad adapter `bad-rw-reader-preference` (known_bad.cc).
-#include "adapters/keyed/rw_core.h"
+#include "services/keyed/adapter/rw_core.h"
 
 namespace lockstep {
 

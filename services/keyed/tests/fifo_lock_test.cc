@@ -7,11 +7,11 @@
 #include <thread>
 #include <vector>
 
-#include "adapters/keyed/fifo_lock.h"
-#include "known_bad/bad_fifo_clear_admits.h"
-#include "known_bad/known_bad.h"
-#include "scenarios/report/report.h"
-#include "scenarios/runner.h"
+#include "report/report.h"
+#include "run/runner.h"
+#include "services/keyed/adapter/fifo_lock.h"
+#include "services/keyed/known_bad/bad_fifo_clear_admits.h"
+#include "services/known_bad.h"
 
 namespace lockstep {
 namespace {

@@ -5,11 +5,11 @@
 #include <stdexcept>
 #include <thread>
 
-#include "adapters/keyed/keyed_rw.h"
-#include "known_bad/bad_rw_lost_wakeup.h"
-#include "known_bad/known_bad.h"
-#include "scenarios/report/report.h"
-#include "scenarios/runner.h"
+#include "report/report.h"
+#include "run/runner.h"
+#include "services/keyed/adapter/keyed_rw.h"
+#include "services/keyed/known_bad/bad_rw_lost_wakeup.h"
+#include "services/known_bad.h"
 
 namespace lockstep {
 namespace {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "adapters/core/random.h"
-#include "adapters/keyed/fifo_lock.h"
-#include "adapters/keyed/keyed_rw.h"
+#include "services/keyed/adapter/fifo_lock.h"
+#include "services/keyed/adapter/keyed_rw.h"
 
 namespace lockstep {
 namespace {

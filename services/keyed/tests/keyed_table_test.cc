@@ -8,7 +8,7 @@
 #include <string>
 
 #include "adapters/core/random.h"
-#include "adapters/keyed/key_table.h"
+#include "services/keyed/adapter/key_table.h"
 
 namespace lockstep::keyed {
 namespace {

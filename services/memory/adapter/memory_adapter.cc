@@ -1,4 +1,4 @@
-#include "adapters/memory/memory_adapter.h"
+#include "services/memory/adapter/memory_adapter.h"
 
 #include <utility>
 

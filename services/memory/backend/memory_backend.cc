@@ -1,4 +1,4 @@
-#include "scenarios/backends/memory.h"
+#include "services/memory/backend/memory_backend.h"
 
 #include "base/check.h"
 #include "sim/world.h"

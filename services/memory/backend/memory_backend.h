@@ -3,9 +3,9 @@
 #include <functional>
 #include <memory>
 
-#include "adapters/memory/memory_adapter.h"
+#include "services/memory/adapter/memory_adapter.h"
 
-#include "scenarios/harness/backend.h"
+#include "harness/backend.h"
 
 namespace lockstep {
 

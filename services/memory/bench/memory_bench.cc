@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "adapters/core/clock.h"
-#include "adapters/memory/memory_adapter.h"
-#include "contention.h"
+#include "bench/contention.h"
+#include "services/memory/adapter/memory_adapter.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "known_bad/known_bad_memory.h"
+#include "services/memory/known_bad/known_bad_memory.h"
 
 namespace lockstep {
 

@@ -9,7 +9,7 @@
 
 #include "adapters/core/adapter.h"
 #include "adapters/core/clock.h"
-#include "adapters/memory/memory_adapter.h"
+#include "services/memory/adapter/memory_adapter.h"
 
 namespace lockstep {
 

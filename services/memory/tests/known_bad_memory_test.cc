@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "adapters/core/clock.h"
-#include "adapters/memory/memory_adapter.h"
-#include "known_bad/known_bad_memory.h"
+#include "services/memory/adapter/memory_adapter.h"
+#include "services/memory/known_bad/known_bad_memory.h"
 
 namespace lockstep {
 namespace {

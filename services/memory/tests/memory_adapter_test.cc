@@ -10,7 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "adapters/core/clock.h"
-#include "adapters/memory/memory_adapter.h"
+#include "services/memory/adapter/memory_adapter.h"
 
 namespace lockstep {
 namespace {

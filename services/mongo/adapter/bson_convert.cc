@@ -1,4 +1,4 @@
-#include "adapters/mongo/bson_convert.h"
+#include "services/mongo/adapter/bson_convert.h"
 
 #include <bson/bson.h>
 

@@ -1,5 +1,5 @@
 #pragma once
-// MongoDocument (adapters/core/mongo_connection.h) <-> BSON, walking the
+// MongoDocument (services/mongo/client/mongo_connection.h) <-> BSON, walking the
 // values with bson_iter / bson_append_* directly (no JSON text in between, so no type guessing).
 //
 // To BSON (what the adapter builds):
@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "adapters/core/mongo_connection.h"
+#include "services/mongo/client/mongo_connection.h"
 
 typedef struct _bson_t bson_t;  // libbson's document type (bson/bson-types.h)
 

@@ -1,4 +1,4 @@
-#include "adapters/mongo/mongo_adapter.h"
+#include "services/mongo/adapter/mongo_adapter.h"
 
 #include <fmt/format.h>
 

@@ -48,8 +48,8 @@
 
 #include "adapters/core/adapter.h"
 #include "adapters/core/clock.h"
-#include "adapters/core/mongo_connection.h"
-#include "adapters/mongo/mongo_commands.h"
+#include "services/mongo/adapter/mongo_commands.h"
+#include "services/mongo/client/mongo_connection.h"
 
 namespace lockstep {
 

@@ -1,4 +1,4 @@
-#include "adapters/mongo/mongo_commands.h"
+#include "services/mongo/adapter/mongo_commands.h"
 
 #include <fmt/format.h>
 

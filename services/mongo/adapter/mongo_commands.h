@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "adapters/core/mongo_connection.h"
+#include "services/mongo/client/mongo_connection.h"
 
 namespace lockstep {
 

@@ -1,4 +1,4 @@
-#include "adapters/mongo/mongoc_connection.h"
+#include "services/mongo/adapter/mongoc_connection.h"
 
 #include <mongoc/mongoc.h>
 
@@ -9,8 +9,8 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "adapters/mongo/bson_convert.h"
 #include "base/check.h"
+#include "services/mongo/adapter/bson_convert.h"
 
 namespace lockstep {
 namespace {

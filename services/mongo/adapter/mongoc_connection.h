@@ -26,7 +26,7 @@
 #include <cstdint>
 #include <string>
 
-#include "adapters/core/mongo_connection.h"
+#include "services/mongo/client/mongo_connection.h"
 
 typedef struct _mongoc_client_t mongoc_client_t;
 

@@ -1,7 +1,7 @@
 #pragma once
 // The Mongo lock in both worlds.
 //
-// Sim: a simulated replica set of three mongods (sim/mongo), one simulated connection and adapter
+// Sim: a simulated replica set of three mongods (services/mongo/sim), one simulated connection and adapter
 // per client, and the translation of the primary's writes to the lock collection into the
 // history's grant / extend / revoke events (lease facts come from the server, as for Redis; writes
 // a secondary applies by replication and writes lost to a rollback are not events).
@@ -13,8 +13,8 @@
 
 #include "adapters/core/adapter.h"
 #include "adapters/core/clock.h"
-#include "adapters/core/mongo_connection.h"
-#include "scenarios/harness/backend.h"
+#include "harness/backend.h"
+#include "services/mongo/client/mongo_connection.h"
 
 namespace lockstep {
 

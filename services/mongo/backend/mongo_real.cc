@@ -13,15 +13,15 @@
 
 #include <fmt/format.h>
 
-#include "adapters/mongo/mongo_adapter.h"
-#include "adapters/mongo/mongoc_connection.h"
+#include "harness/options.h"
+#include "harness/usage_error.h"
 #include "real/keeper_thread.h"
-#include "real/mongod_server.h"
 #include "real/server_errors.h"
 #include "real/tcp_proxy.h"
-#include "scenarios/backends/mongo.h"
-#include "scenarios/harness/options.h"
-#include "scenarios/runner.h"
+#include "services/mongo/adapter/mongo_adapter.h"
+#include "services/mongo/adapter/mongoc_connection.h"
+#include "services/mongo/backend/mongo_backend.h"
+#include "services/mongo/real/mongod_server.h"
 
 namespace lockstep {
 

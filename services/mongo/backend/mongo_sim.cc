@@ -1,11 +1,11 @@
-#include "scenarios/backends/mongo.h"
+#include "services/mongo/backend/mongo_backend.h"
 
 #include <fmt/format.h>
 
-#include "adapters/mongo/mongo_adapter.h"
 #include "base/check.h"
-#include "sim/mongo/replica_set.h"
-#include "sim/mongo/sim_mongo_connection.h"
+#include "services/mongo/adapter/mongo_adapter.h"
+#include "services/mongo/sim/replica_set.h"
+#include "services/mongo/sim/sim_mongo_connection.h"
 #include "sim/world.h"
 
 namespace lockstep {

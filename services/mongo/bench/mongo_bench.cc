@@ -1,7 +1,7 @@
 // The Mongo lock (adapters/mongo) under contention, where a mongod is present:
 // BM_Lock_AcquireRelease/mongo/contenders:N[/keys:many][/hold:1ms] on contention.h's harness, each
 // contender a Locker over MongoAdapter (server time, w:majority: the defaults) on a libmongoc
-// connection of its own, retrying with bench/redis_bench.cc's jittered backoff.
+// connection of its own, retrying with services/redis/bench/redis_bench.cc's jittered backoff.
 //
 // The deployment: LOCKSTEP_MONGO_URI when set (the cases then work in a database of their own,
 // lockstep_bench_PID, dropped at exit), else a mongod the run starts (real::MongodProcess: a
@@ -28,11 +28,11 @@
 #include "adapters/core/clock.h"
 #include "adapters/core/locker.h"
 #include "adapters/core/random.h"
-#include "adapters/mongo/mongo_adapter.h"
-#include "adapters/mongo/mongoc_connection.h"
-#include "contention.h"
-#include "real/mongod_server.h"
+#include "bench/contention.h"
 #include "real/server_errors.h"
+#include "services/mongo/adapter/mongo_adapter.h"
+#include "services/mongo/adapter/mongoc_connection.h"
+#include "services/mongo/real/mongod_server.h"
 
 namespace {
 
@@ -99,7 +99,7 @@ class CountingConnection final : public lockstep::MongoConnection {
   int64_t commands_ = 0;
 };
 
-// bench/redis_bench.cc's backoff: 1 ms plus jitter in windows of 2, 4, 8, then 16 ms.
+// services/redis/bench/redis_bench.cc's backoff: 1 ms plus jitter in windows of 2, 4, 8, then 16 ms.
 lockstep::RetrySettings backoff_retry(lockstep::Prng& prng) {
   return {.retry_delay_fn = [&prng](const lockstep::RetryAttempt& attempt) {
     const int64_t window_ms =

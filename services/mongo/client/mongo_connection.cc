@@ -1,4 +1,4 @@
-#include "adapters/core/mongo_connection.h"
+#include "services/mongo/client/mongo_connection.h"
 
 #include "base/check.h"
 

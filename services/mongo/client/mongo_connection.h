@@ -2,9 +2,9 @@
 // The MongoConnection seam: run one database command (a document) against a MongoDB deployment and
 // get its reply document.
 //
-// Real: libmongoc (adapters/mongo/mongoc_connection.h), which does server selection, sessions and
+// Real: libmongoc (services/mongo/adapter/mongoc_connection.h), which does server selection, sessions and
 // the wire protocol. Sim: a connection over the simulated network to a simulated replica set
-// (sim/mongo). The Mongo adapter builds every command itself (update, delete, find, findAndModify,
+// (services/mongo/sim). The Mongo adapter builds every command itself (update, delete, find, findAndModify,
 // createIndexes), so it runs unchanged in both worlds and the contract tests see exactly what it
 // sends.
 //
@@ -28,8 +28,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "adapters/core/ordered_object.h"
-#include "adapters/core/redis_connection.h"  // IoStatus
+#include "adapters/core/io_status.h"
+#include "services/mongo/client/ordered_object.h"
 
 namespace lockstep {
 

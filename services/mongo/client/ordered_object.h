@@ -1,5 +1,5 @@
 #pragma once
-// OrderedObject: the object type of MongoDocument (adapters/core/mongo_connection.h), a JSON object
+// OrderedObject: the object type of MongoDocument (services/mongo/client/mongo_connection.h), a JSON object
 // that keeps its fields in insertion order, as BSON does.
 //
 // Why not nlohmann's ordered_map: it stores std::pair<const Key, T>, whose move constructor copies

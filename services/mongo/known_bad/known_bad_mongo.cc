@@ -1,9 +1,9 @@
-#include "known_bad/known_bad_mongo.h"
+#include "services/mongo/known_bad/known_bad_mongo.h"
 
 #include <utility>
 
-#include "adapters/mongo/mongo_adapter.h"
-#include "scenarios/backends/mongo.h"
+#include "services/mongo/adapter/mongo_adapter.h"
+#include "services/mongo/backend/mongo_backend.h"
 
 namespace lockstep {
 

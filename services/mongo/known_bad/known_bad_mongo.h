@@ -6,8 +6,8 @@
 
 #include "adapters/core/adapter.h"
 #include "adapters/core/clock.h"
-#include "adapters/core/mongo_connection.h"
-#include "scenarios/harness/options.h"
+#include "harness/options.h"
+#include "services/mongo/client/mongo_connection.h"
 
 namespace lockstep {
 

@@ -1,4 +1,4 @@
-#include "real/mongod_server.h"
+#include "services/mongo/real/mongod_server.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -11,12 +11,12 @@
 #include <thread>
 #include <vector>
 
-#include "adapters/mongo/mongoc_connection.h"
 #include "base/check.h"
 #include "real/child_process.h"
 #include "real/loopback.h"
 #include "real/server_errors.h"
 #include "real/server_files.h"
+#include "services/mongo/adapter/mongoc_connection.h"
 
 namespace lockstep::real {
 namespace {

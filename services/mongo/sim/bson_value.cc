@@ -1,4 +1,4 @@
-#include "sim/mongo/bson_value.h"
+#include "services/mongo/sim/bson_value.h"
 
 #include <cmath>
 #include <iterator>

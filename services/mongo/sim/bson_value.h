@@ -1,7 +1,7 @@
 #pragma once
 // Values of the simulated mongod: MongoDocument (nlohmann JSON, objects in insertion order) read
-// as BSON, with the conventions of adapters/core/mongo_connection.h ({"$date": ms} is a date,
-// {"$oid": hex} an ObjectId). What every other file of sim/mongo shares:
+// as BSON, with the conventions of services/mongo/client/mongo_connection.h ({"$date": ms} is a date,
+// {"$oid": hex} an ObjectId). What every other file of services/mongo/sim shares:
 // - BSON comparison order across types (missing < null < numbers < strings < objects < arrays <
 //   ObjectId < booleans < dates), numbers compared by value whatever their width;
 // - dotted field paths ("a.b") into nested objects;
@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "adapters/core/mongo_connection.h"
+#include "services/mongo/client/mongo_connection.h"
 
 namespace lockstep::sim::mongo {
 

@@ -1,4 +1,4 @@
-#include "sim/mongo/collection.h"
+#include "services/mongo/sim/collection.h"
 
 #include <fmt/format.h>
 

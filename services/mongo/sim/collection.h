@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/mongo/bson_value.h"
+#include "services/mongo/sim/bson_value.h"
 
 namespace lockstep::sim::mongo {
 

@@ -1,12 +1,12 @@
-#include "sim/mongo/commands.h"
+#include "services/mongo/sim/commands.h"
 
 #include <limits>
 #include <optional>
 
 #include <fmt/format.h>
 
-#include "sim/mongo/matcher.h"
-#include "sim/mongo/update.h"
+#include "services/mongo/sim/matcher.h"
+#include "services/mongo/sim/update.h"
 
 namespace lockstep::sim::mongo {
 namespace {

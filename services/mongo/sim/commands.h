@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/mongo/bson_value.h"
-#include "sim/mongo/collection.h"
+#include "services/mongo/sim/bson_value.h"
+#include "services/mongo/sim/collection.h"
 
 namespace lockstep::sim::mongo {
 

@@ -1,4 +1,4 @@
-#include "sim/mongo/expression.h"
+#include "services/mongo/sim/expression.h"
 
 #include <cmath>
 #include <set>

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "sim/mongo/bson_value.h"
+#include "services/mongo/sim/bson_value.h"
 
 namespace lockstep::sim::mongo {
 

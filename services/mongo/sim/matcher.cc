@@ -1,4 +1,4 @@
-#include "sim/mongo/matcher.h"
+#include "services/mongo/sim/matcher.h"
 
 #include <fmt/format.h>
 

@@ -4,15 +4,15 @@
 // Supported: field equality ({"key": "a"}, dates and nested documents compare as BSON values; a
 // null matches a missing field), operator objects {"f": {"$eq"|"$ne"|"$lt"|"$lte"|"$gt"|"$gte"|
 // "$in"|"$nin"|"$exists": v}}, "$and" / "$or" / "$nor" arrays, and {"$expr": expression}
-// (sim/mongo/expression.h). Dotted paths reach into nested documents; a field holding an array
+// (services/mongo/sim/expression.h). Dotted paths reach into nested documents; a field holding an array
 // matches when an element does (or the whole array equals the operand).
 //
 // Like mongod, comparison operators only match values of the operand's type class (query type
 // bracketing): {"expire_at": {"$lt": date}} never matches a missing field or a number. $expr
 // compares across types in BSON order instead (a missing field sorts before everything).
 // Unknown operators are refused before anything is matched (2 BadValue, as mongod).
-#include "sim/mongo/bson_value.h"
-#include "sim/mongo/expression.h"
+#include "services/mongo/sim/bson_value.h"
+#include "services/mongo/sim/expression.h"
 
 namespace lockstep::sim::mongo {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/mongo/collection.h"
+#include "services/mongo/sim/collection.h"
 
 namespace lockstep::sim::mongo {
 

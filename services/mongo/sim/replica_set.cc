@@ -1,4 +1,4 @@
-#include "sim/mongo/replica_set.h"
+#include "services/mongo/sim/replica_set.h"
 
 #include <algorithm>
 #include <array>
@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "services/mongo/sim/commands.h"
 #include "sim/assert.h"
-#include "sim/mongo/commands.h"
 
 namespace lockstep::sim {
 

@@ -76,8 +76,8 @@
 #include <string_view>
 #include <vector>
 
-#include "adapters/core/mongo_connection.h"
-#include "sim/mongo/oplog.h"
+#include "services/mongo/client/mongo_connection.h"
+#include "services/mongo/sim/oplog.h"
 #include "sim/world.h"
 
 namespace lockstep::sim {

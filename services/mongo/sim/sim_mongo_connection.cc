@@ -1,11 +1,11 @@
-#include "sim/mongo/sim_mongo_connection.h"
+#include "services/mongo/sim/sim_mongo_connection.h"
 
 #include <cstdlib>
 
 #include <fmt/format.h>
 
+#include "services/mongo/sim/commands.h"
 #include "sim/assert.h"
-#include "sim/mongo/commands.h"
 
 namespace lockstep::sim {
 namespace {

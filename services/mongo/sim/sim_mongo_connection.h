@@ -26,8 +26,8 @@
 #include <memory>
 #include <string>
 
-#include "adapters/core/mongo_connection.h"
-#include "sim/mongo/replica_set.h"
+#include "services/mongo/client/mongo_connection.h"
+#include "services/mongo/sim/replica_set.h"
 #include "sim/world.h"
 
 namespace lockstep::sim {

@@ -1,4 +1,4 @@
-#include "sim/mongo/update.h"
+#include "services/mongo/sim/update.h"
 
 #include <algorithm>
 #include <iterator>

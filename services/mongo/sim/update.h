@@ -15,8 +15,8 @@
 // operators), 66 ImmutableField (changing _id).
 #include <vector>
 
-#include "sim/mongo/bson_value.h"
-#include "sim/mongo/expression.h"
+#include "services/mongo/sim/bson_value.h"
+#include "services/mongo/sim/expression.h"
 
 namespace lockstep::sim::mongo {
 

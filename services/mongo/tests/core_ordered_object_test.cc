@@ -6,8 +6,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "adapters/core/mongo_connection.h"
-#include "adapters/core/ordered_object.h"
+#include "services/mongo/client/mongo_connection.h"
+#include "services/mongo/client/ordered_object.h"
 
 namespace lockstep {
 namespace {

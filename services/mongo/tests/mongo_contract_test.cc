@@ -1,12 +1,12 @@
 // Contract tests of the Mongo adapter: the REAL adapter over the REAL MongocConnection (libmongoc)
-// against a scripted MongoDB wire peer (tests/contract/mongo_peer.py, Debian's python3-mockupdb),
+// against a scripted MongoDB wire peer (services/mongo/tests/contract/mongo_peer.py, Debian's python3-mockupdb),
 // one peer process per test. They assert the exact command documents the adapter sends (filters,
 // the $$NOW pipeline updates, upsert flags, write concern, readConcern, index specs) and how the
 // adapter maps the replies a mongod can give (11000, writeConcernError, ok: 0) and the transport
 // failures (a peer that does not answer, closes the connection, or vanishes).
 //
 // These are not database tests: the peer answers only what each test scripts. The behaviour of a
-// real mongod is tests/mongo_real_test.cc's.
+// real mongod is services/mongo/tests/mongo_real_test.cc's.
 #include <catch2/catch.hpp>
 
 #include <stdlib.h>
@@ -25,11 +25,11 @@
 #include "adapters/core/errors.h"
 #include "adapters/core/locker.h"
 #include "adapters/core/random.h"
-#include "adapters/mongo/mongo_adapter.h"
-#include "adapters/mongo/mongoc_connection.h"
 #include "base/check.h"
 #include "real/child_process.h"
-#include "real/mongod_server.h"
+#include "services/mongo/adapter/mongo_adapter.h"
+#include "services/mongo/adapter/mongoc_connection.h"
+#include "services/mongo/real/mongod_server.h"
 #include "tests/real_support.h"
 
 namespace lockstep {
@@ -649,7 +649,7 @@ TEST_CASE("contract: a replica-set primary peer works the same", "[mongo][contra
 namespace lockstep {
 
 // MongodProcess's start protocol (hello polled, replSetInitiate sent once, wait for a writable
-// primary, stop by PID) against tests/contract/fake_mongod.py put on PATH as `mongod`: the part of
+// primary, stop by PID) against services/mongo/tests/contract/fake_mongod.py put on PATH as `mongod`: the part of
 // the real-mongod support that runs even where MongoDB is not installed.
 TEST_CASE("contract: MongodProcess initiates rs0 and waits for a primary (fake mongod on PATH)",
           "[mongo][contract]") {

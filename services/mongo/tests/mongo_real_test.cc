@@ -15,9 +15,9 @@
 #include "adapters/core/errors.h"
 #include "adapters/core/locker.h"
 #include "adapters/core/random.h"
-#include "adapters/mongo/mongo_adapter.h"
-#include "adapters/mongo/mongoc_connection.h"
-#include "real/mongod_server.h"
+#include "services/mongo/adapter/mongo_adapter.h"
+#include "services/mongo/adapter/mongoc_connection.h"
+#include "services/mongo/real/mongod_server.h"
 #include "tests/real_support.h"
 
 namespace lockstep {

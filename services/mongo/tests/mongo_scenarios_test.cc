@@ -3,10 +3,10 @@
 // the known-bad variant without the unique index, and determinism.
 #include <catch2/catch.hpp>
 
-#include "known_bad/known_bad.h"
-#include "scenarios/backends/registry.h"
-#include "scenarios/report/report.h"
-#include "scenarios/runner.h"
+#include "report/report.h"
+#include "run/runner.h"
+#include "services/known_bad.h"
+#include "services/registry.h"
 
 namespace lockstep {
 namespace {

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "adapters/mongo/bson_convert.h"
-#include "adapters/mongo/mongo_adapter.h"
-#include "adapters/mongo/mongo_commands.h"
+#include "services/mongo/adapter/bson_convert.h"
+#include "services/mongo/adapter/mongo_adapter.h"
+#include "services/mongo/adapter/mongo_commands.h"
 
 namespace lockstep {
 namespace {

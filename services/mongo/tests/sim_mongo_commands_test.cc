@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/mongo/collection.h"
-#include "sim/mongo/commands.h"
-#include "sim/mongo/update.h"
+#include "services/mongo/sim/collection.h"
+#include "services/mongo/sim/commands.h"
+#include "services/mongo/sim/update.h"
 
 using lockstep::mongo_date;
 using lockstep::MongoDocument;

@@ -1,5 +1,5 @@
 // A conformance table for the simulated mongod: every command shape the Mongo adapter sends
-// (built by adapters/mongo/mongo_commands.h itself, so the table cannot drift from the adapter),
+// (built by services/mongo/adapter/mongo_commands.h itself, so the table cannot drift from the adapter),
 // and the refusals and edge cases around them, each row citing where mongod's behaviour is
 // documented (a MongoDB docs page, a file of mongodb/mongo, or one of its jstests).
 //
@@ -30,17 +30,17 @@
 #include <string>
 #include <vector>
 
-#include "adapters/core/mongo_connection.h"
-#include "adapters/mongo/mongo_commands.h"
+#include "services/mongo/adapter/mongo_commands.h"
+#include "services/mongo/client/mongo_connection.h"
 
 #ifdef LOCKSTEP_CONFORMANCE_REAL
 #include <memory>
 
-#include "adapters/mongo/mongoc_connection.h"
-#include "real/mongod_server.h"
+#include "services/mongo/adapter/mongoc_connection.h"
+#include "services/mongo/real/mongod_server.h"
 #include "tests/real_support.h"
 #else
-#include "sim/mongo/replica_set.h"
+#include "services/mongo/sim/replica_set.h"
 #include "sim/world.h"
 #endif
 

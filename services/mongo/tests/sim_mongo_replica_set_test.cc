@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/mongo/replica_set.h"
-#include "sim/mongo/sim_mongo_connection.h"
+#include "services/mongo/sim/replica_set.h"
+#include "services/mongo/sim/sim_mongo_connection.h"
 #include "sim/world.h"
 
 using namespace lockstep::sim;

@@ -1,4 +1,4 @@
-#include "adapters/redis/hiredis_connection.h"
+#include "services/redis/adapter/hiredis_connection.h"
 
 #include <poll.h>
 

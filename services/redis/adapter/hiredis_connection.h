@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "adapters/core/redis_connection.h"
+#include "services/redis/client/redis_connection.h"
 
 struct redisContext;
 struct redisReply;

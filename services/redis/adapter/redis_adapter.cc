@@ -1,9 +1,9 @@
-#include "adapters/redis/redis_adapter.h"
+#include "services/redis/adapter/redis_adapter.h"
 
 #include <fmt/format.h>
 
-#include "adapters/redis/scripts.h"
 #include "base/check.h"
+#include "services/redis/adapter/scripts.h"
 
 namespace lockstep {
 

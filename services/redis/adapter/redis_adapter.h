@@ -21,7 +21,7 @@
 #include <string>
 
 #include "adapters/core/adapter.h"
-#include "adapters/core/redis_connection.h"
+#include "services/redis/client/redis_connection.h"
 
 namespace lockstep {
 

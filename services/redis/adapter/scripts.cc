@@ -1,6 +1,6 @@
-#include "adapters/redis/scripts.h"
+#include "services/redis/adapter/scripts.h"
 
-#include "adapters/core/sha1.h"
+#include "services/redis/client/sha1.h"
 
 namespace lockstep {
 

@@ -1,4 +1,4 @@
-#include "scenarios/backends/lease_events.h"
+#include "services/redis/backend/lease_events.h"
 
 #include <cstdint>
 

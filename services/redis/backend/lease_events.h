@@ -19,8 +19,8 @@
 #include <string>
 #include <string_view>
 
-#include "scenarios/history/history.h"
-#include "sim/redis/redis_node.h"
+#include "history/history.h"
+#include "services/redis/sim/redis_node.h"
 
 namespace lockstep {
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "adapters/core/adapter.h"
-#include "adapters/core/redis_connection.h"
-#include "scenarios/harness/backend.h"
+#include "harness/backend.h"
+#include "services/redis/client/redis_connection.h"
 
 namespace lockstep {
 

@@ -3,10 +3,10 @@
 
 #include <fmt/format.h>
 
-#include "adapters/redis/hiredis_connection.h"
-#include "real/redis_server.h"
 #include "real/tcp_proxy.h"
-#include "scenarios/backends/redis.h"
+#include "services/redis/adapter/hiredis_connection.h"
+#include "services/redis/backend/redis_backend.h"
+#include "services/redis/real/redis_server.h"
 
 namespace lockstep {
 

@@ -1,13 +1,13 @@
-#include "scenarios/backends/redis.h"
+#include "services/redis/backend/redis_backend.h"
 
 #include <fmt/format.h>
 
-#include "adapters/redis/redis_adapter.h"
 #include "base/check.h"
-#include "scenarios/backends/lease_events.h"
-#include "sim/redis/commands.h"
-#include "sim/redis/redis_node.h"
-#include "sim/redis/sim_redis_connection.h"
+#include "services/redis/adapter/redis_adapter.h"
+#include "services/redis/backend/lease_events.h"
+#include "services/redis/sim/commands.h"
+#include "services/redis/sim/redis_node.h"
+#include "services/redis/sim/sim_redis_connection.h"
 #include "sim/world.h"
 
 namespace lockstep {

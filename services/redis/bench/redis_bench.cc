@@ -23,11 +23,11 @@
 #include "adapters/core/clock.h"
 #include "adapters/core/locker.h"
 #include "adapters/core/random.h"
-#include "adapters/redis/hiredis_connection.h"
-#include "adapters/redis/redis_adapter.h"
-#include "adapters/redis/scripts.h"
-#include "contention.h"
-#include "servers.h"
+#include "bench/contention.h"
+#include "bench/servers.h"
+#include "services/redis/adapter/hiredis_connection.h"
+#include "services/redis/adapter/redis_adapter.h"
+#include "services/redis/adapter/scripts.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "adapters/core/redis_connection.h"
+#include "services/redis/client/redis_connection.h"
 
 namespace lockstep {
 
@@ -15,15 +15,6 @@ std::string describe(const RedisReply& reply) {
         out += (i ? ", " : "") + describe(reply.elements[i]);
       return out + "]";
     }
-  }
-  return "?";
-}
-
-std::string_view to_string(IoStatus status) {
-  switch (status) {
-    case IoStatus::ok: return "ok";
-    case IoStatus::timeout: return "timeout";
-    case IoStatus::connection_error: return "connection_error";
   }
   return "?";
 }

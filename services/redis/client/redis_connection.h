@@ -1,7 +1,7 @@
 #pragma once
 // The RedisConnection seam: send one command (argv) to one Redis server and get its reply.
 //
-// Real: hiredis over TCP (adapters/redis/hiredis_connection.h). Sim: a connection over the
+// Real: hiredis over TCP (services/redis/adapter/hiredis_connection.h). Sim: a connection over the
 // simulated network to a simulated Redis node. Adapters see only this interface, so they run
 // unchanged in both worlds.
 //
@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "adapters/core/io_status.h"
 
 namespace lockstep {
 
@@ -46,9 +48,6 @@ struct RedisReply {
 
 // "OK", "(nil)", "(integer) 3", "\"value\"", "(error) ERR ...", "[1, \"a\"]": for traces and tests.
 std::string describe(const RedisReply& reply);
-
-enum class IoStatus { ok, timeout, connection_error };
-std::string_view to_string(IoStatus status);
 
 struct RedisResult {
   IoStatus status = IoStatus::ok;

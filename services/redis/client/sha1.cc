@@ -1,4 +1,4 @@
-#include "adapters/core/sha1.h"
+#include "services/redis/client/sha1.h"
 
 #include <array>
 #include <cstdint>

@@ -1,6 +1,6 @@
-#include "known_bad/known_bad_redis.h"
+#include "services/redis/known_bad/known_bad_redis.h"
 
-#include "adapters/redis/redis_adapter.h"
+#include "services/redis/adapter/redis_adapter.h"
 
 namespace lockstep {
 

@@ -1,4 +1,4 @@
-#include "real/redis_ping.h"
+#include "services/redis/real/redis_ping.h"
 
 #include <poll.h>
 #include <sys/socket.h>

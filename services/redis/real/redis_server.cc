@@ -1,4 +1,4 @@
-#include "real/redis_server.h"
+#include "services/redis/real/redis_server.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -15,9 +15,9 @@
 #include "real/child_process.h"
 #include "real/faketime.h"
 #include "real/loopback.h"
-#include "real/redis_ping.h"
 #include "real/server_errors.h"
 #include "real/server_files.h"
+#include "services/redis/real/redis_ping.h"
 
 namespace lockstep::real {
 namespace {

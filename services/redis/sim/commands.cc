@@ -1,11 +1,11 @@
-#include "sim/redis/commands.h"
+#include "services/redis/sim/commands.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <span>
 
-#include "sim/redis/lua_engine.h"
+#include "services/redis/sim/lua_engine.h"
 
 namespace lockstep::sim {
 namespace {

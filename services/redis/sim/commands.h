@@ -1,7 +1,7 @@
 #pragma once
 // The Redis command table of the simulated node: argv in, RESP2 reply out, with Redis 7.0.15's
 // exact replies and error texts (checked against redis-server 7.0.15 with redis-cli; the texts
-// are in tests/sim_redis_keyspace_test.cc).
+// are in services/redis/tests/sim_redis_keyspace_test.cc).
 //
 // Commands: SET (NX XX GET EX PX EXAT PXAT KEEPTTL), SETNX, GET, DEL, EXISTS, INCR, PEXPIRE and
 // EXPIRE (NX XX GT LT), PTTL, TTL, PING, and EVAL, EVALSHA, SCRIPT LOAD|EXISTS|FLUSH through the
@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "adapters/core/redis_connection.h"
-#include "sim/redis/keyspace.h"
+#include "services/redis/client/redis_connection.h"
+#include "services/redis/sim/keyspace.h"
 
 namespace lockstep::sim {
 

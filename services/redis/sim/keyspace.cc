@@ -1,4 +1,4 @@
-#include "sim/redis/keyspace.h"
+#include "services/redis/sim/keyspace.h"
 
 #include <utility>
 

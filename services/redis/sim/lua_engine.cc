@@ -1,4 +1,4 @@
-#include "sim/redis/lua_engine.h"
+#include "services/redis/sim/lua_engine.h"
 
 #include <algorithm>
 #include <bit>
@@ -9,10 +9,10 @@
 #include <utility>
 #include <vector>
 
-#include "adapters/core/sha1.h"
+#include "services/redis/client/sha1.h"
+#include "services/redis/sim/commands.h"
+#include "services/redis/sim/lua_internal.h"
 #include "sim/assert.h"
-#include "sim/redis/commands.h"
-#include "sim/redis/lua_internal.h"
 
 namespace lockstep::sim {
 namespace {

@@ -47,7 +47,7 @@
 #include <utility>
 #include <vector>
 
-#include "adapters/core/redis_connection.h"
+#include "services/redis/client/redis_connection.h"
 
 struct lua_State;
 

@@ -15,7 +15,7 @@ extern "C" {
 #include <string_view>
 #include <vector>
 
-#include "sim/redis/lua_engine.h"
+#include "services/redis/sim/lua_engine.h"
 
 namespace lockstep::sim {
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "adapters/core/sha1.h"
-#include "sim/redis/commands.h"
-#include "sim/redis/lua_internal.h"
+#include "services/redis/client/sha1.h"
+#include "services/redis/sim/commands.h"
+#include "services/redis/sim/lua_internal.h"
 
 namespace lockstep::sim {
 namespace {

@@ -1,9 +1,9 @@
-#include "sim/redis/redis_node.h"
+#include "services/redis/sim/redis_node.h"
 
 #include <fmt/format.h>
 
+#include "services/redis/sim/commands.h"
 #include "sim/assert.h"
-#include "sim/redis/commands.h"
 
 namespace lockstep::sim {
 namespace {

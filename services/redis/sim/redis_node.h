@@ -39,10 +39,10 @@
 #include <utility>
 #include <vector>
 
-#include "adapters/core/redis_connection.h"
+#include "services/redis/client/redis_connection.h"
+#include "services/redis/sim/keyspace.h"
+#include "services/redis/sim/lua_engine.h"
 #include "sim/node_clock.h"
-#include "sim/redis/keyspace.h"
-#include "sim/redis/lua_engine.h"
 #include "sim/world.h"
 
 namespace lockstep::sim {

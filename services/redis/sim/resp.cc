@@ -1,4 +1,4 @@
-#include "sim/redis/resp.h"
+#include "services/redis/sim/resp.h"
 
 #include <charconv>
 

@@ -1,5 +1,5 @@
 #pragma once
-// RESP2, the Redis wire protocol, for the simulated node's front (sim/redis/sim_redis_stream.h):
+// RESP2, the Redis wire protocol, for the simulated node's front (services/redis/sim/sim_redis_stream.h):
 // the commands a client writes (arrays of bulk strings, or inline lines) parsed from a byte
 // stream that arrives in arbitrary pieces, and replies encoded as a redis-server writes them.
 //
@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "adapters/core/redis_connection.h"
+#include "services/redis/client/redis_connection.h"
 
 namespace lockstep::sim {
 

@@ -1,4 +1,4 @@
-#include "sim/redis/sim_redis_connection.h"
+#include "services/redis/sim/sim_redis_connection.h"
 
 #include <memory>
 

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "adapters/core/redis_connection.h"
-#include "sim/redis/redis_node.h"
+#include "services/redis/client/redis_connection.h"
+#include "services/redis/sim/redis_node.h"
 #include "sim/world.h"
 
 namespace lockstep::sim {

@@ -1,11 +1,11 @@
-#include "sim/redis/sim_redis_stream.h"
+#include "services/redis/sim/sim_redis_stream.h"
 
 #include <map>
 
 #include <fmt/format.h>
 
-#include "sim/redis/resp.h"
-#include "sim/redis/sim_redis_connection.h"
+#include "services/redis/sim/resp.h"
+#include "services/redis/sim/sim_redis_connection.h"
 
 namespace lockstep::sim {
 

@@ -1,9 +1,9 @@
 #pragma once
 // A client's TCP connection to a simulated Redis node, carrying RESP bytes: the seam for a Redis
-// client that is not lockstep's (a co-simulated driver's ioredis, ext/PROTOCOL.md version 2).
+// client that is not lockstep's (a co-simulated driver's ioredis, services/ext/PROTOCOL.md version 2).
 //
 // write() sends the bytes as one message over the World's network (latency, loss, partitions,
-// crashes apply as to any message). At the node, the RESP front parses them (sim/redis/resp.h),
+// crashes apply as to any message). At the node, the RESP front parses them (services/redis/sim/resp.h),
 // runs each complete command at the node's own clock (RedisNode::execute, as
 // SimRedisConnection does), and sends every reply of the piece back as one message; on_bytes
 // runs on the client's node with those bytes (deferred while it is paused, dropped once it
@@ -28,7 +28,7 @@
 #include <memory>
 #include <string>
 
-#include "sim/redis/redis_node.h"
+#include "services/redis/sim/redis_node.h"
 #include "sim/world.h"
 
 namespace lockstep::sim {

@@ -7,9 +7,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "adapters/redis/hiredis_connection.h"
 #include "real/loopback.h"
-#include "real/redis_server.h"
+#include "services/redis/adapter/hiredis_connection.h"
+#include "services/redis/real/redis_server.h"
 #include "tests/real_support.h"
 
 namespace lockstep {

@@ -17,11 +17,11 @@
 
 #include <catch2/catch.hpp>
 
-#include "adapters/redis/hiredis_connection.h"
 #include "real/process_registry.h"
-#include "real/redis_ping.h"
-#include "real/redis_server.h"
 #include "real/server_errors.h"
+#include "services/redis/adapter/hiredis_connection.h"
+#include "services/redis/real/redis_ping.h"
+#include "services/redis/real/redis_server.h"
 #include "tests/real_support.h"
 
 namespace lockstep {

@@ -9,10 +9,10 @@
 
 #include "adapters/core/errors.h"
 #include "adapters/core/locker.h"
-#include "adapters/redis/hiredis_connection.h"
-#include "adapters/redis/redis_adapter.h"
-#include "real/redis_server.h"
 #include "real/server_errors.h"
+#include "services/redis/adapter/hiredis_connection.h"
+#include "services/redis/adapter/redis_adapter.h"
+#include "services/redis/real/redis_server.h"
 #include "tests/real_support.h"
 
 namespace lockstep {

@@ -10,10 +10,10 @@
 #include <fmt/format.h>
 
 #include "adapters/core/random.h"
-#include "adapters/redis/hiredis_connection.h"
-#include "adapters/redis/scripts.h"
-#include "real/redis_server.h"
-#include "sim/redis/redis_node.h"
+#include "services/redis/adapter/hiredis_connection.h"
+#include "services/redis/adapter/scripts.h"
+#include "services/redis/real/redis_server.h"
+#include "services/redis/sim/redis_node.h"
 #include "sim/world.h"
 #include "tests/real_support.h"
 

@@ -5,12 +5,12 @@
 
 #include <catch2/catch.hpp>
 
-#include "adapters/redis/redis_adapter.h"
-#include "known_bad/known_bad.h"
-#include "scenarios/backends/redis.h"
-#include "scenarios/backends/registry.h"
-#include "scenarios/report/report.h"
-#include "scenarios/runner.h"
+#include "report/report.h"
+#include "run/runner.h"
+#include "services/known_bad.h"
+#include "services/redis/adapter/redis_adapter.h"
+#include "services/redis/backend/redis_backend.h"
+#include "services/registry.h"
 
 namespace lockstep {
 namespace {

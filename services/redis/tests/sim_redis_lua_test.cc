@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "adapters/core/sha1.h"
-#include "sim/redis/commands.h"
-#include "sim/redis/keyspace.h"
-#include "sim/redis/lua_engine.h"
-#include "tests/sim_redis_support.h"
+#include "services/redis/client/sha1.h"
+#include "services/redis/sim/commands.h"
+#include "services/redis/sim/keyspace.h"
+#include "services/redis/sim/lua_engine.h"
+#include "services/redis/tests/sim_redis_support.h"
 
 using namespace lockstep::sim;
 using lockstep::RedisReply;

@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "adapters/core/sha1.h"
-#include "sim/redis/redis_node.h"
-#include "sim/redis/sim_redis_connection.h"
+#include "services/redis/client/sha1.h"
+#include "services/redis/sim/redis_node.h"
+#include "services/redis/sim/sim_redis_connection.h"
+#include "services/redis/tests/sim_redis_support.h"
 #include "sim/world.h"
-#include "tests/sim_redis_support.h"
 
 using namespace lockstep::sim;
 using lockstep::IoStatus;

@@ -1,8 +1,8 @@
-// The simulated node's RESP front (sim/redis/resp.h): commands parsed from bytes that arrive in
+// The simulated node's RESP front (services/redis/sim/resp.h): commands parsed from bytes that arrive in
 // any pieces, inline commands, protocol errors, and replies encoded as redis-server sends them.
 #include <catch2/catch.hpp>
 
-#include "sim/redis/resp.h"
+#include "services/redis/sim/resp.h"
 
 namespace lockstep::sim {
 

@@ -9,10 +9,10 @@
 #include <utility>
 #include <vector>
 
-#include "adapters/core/redis_connection.h"
-#include "sim/redis/commands.h"
-#include "sim/redis/keyspace.h"
-#include "sim/redis/lua_engine.h"
+#include "services/redis/client/redis_connection.h"
+#include "services/redis/sim/commands.h"
+#include "services/redis/sim/keyspace.h"
+#include "services/redis/sim/lua_engine.h"
 
 namespace Catch {
 template <>

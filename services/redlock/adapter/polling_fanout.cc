@@ -1,4 +1,4 @@
-#include "adapters/redlock/polling_fanout.h"
+#include "services/redlock/adapter/polling_fanout.h"
 
 #include <hiredis/hiredis.h>
 #include <poll.h>
@@ -9,8 +9,8 @@
 #include <chrono>
 #include <cstring>
 
-#include "adapters/redis/hiredis_connection.h"
 #include "base/check.h"
+#include "services/redis/adapter/hiredis_connection.h"
 
 namespace lockstep {
 

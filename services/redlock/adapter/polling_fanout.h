@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "adapters/core/redis_fanout.h"
+#include "services/redlock/client/redis_fanout.h"
 
 namespace lockstep {
 

@@ -1,4 +1,4 @@
-#include "adapters/redlock/redlock_adapter.h"
+#include "services/redlock/adapter/redlock_adapter.h"
 
 #include <algorithm>
 

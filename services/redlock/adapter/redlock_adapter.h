@@ -22,7 +22,7 @@
 #include <string>
 
 #include "adapters/core/adapter.h"
-#include "adapters/redlock/redlock_manager.h"
+#include "services/redlock/adapter/redlock_manager.h"
 
 namespace lockstep {
 

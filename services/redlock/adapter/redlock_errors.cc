@@ -1,4 +1,4 @@
-#include "adapters/redlock/redlock_errors.h"
+#include "services/redlock/adapter/redlock_errors.h"
 
 namespace lockstep {
 

@@ -1,4 +1,4 @@
-#include "adapters/redlock/redlock_manager.h"
+#include "services/redlock/adapter/redlock_manager.h"
 
 #include <algorithm>
 

@@ -28,10 +28,10 @@
 
 #include "adapters/core/clock.h"
 #include "adapters/core/random.h"
-#include "adapters/core/redis_fanout.h"
-#include "adapters/redlock/redlock_errors.h"
-#include "adapters/redlock/redlock_settings.h"
-#include "adapters/redlock/redlock_steps.h"
+#include "services/redlock/adapter/redlock_errors.h"
+#include "services/redlock/adapter/redlock_settings.h"
+#include "services/redlock/adapter/redlock_steps.h"
+#include "services/redlock/client/redis_fanout.h"
 
 namespace lockstep {
 

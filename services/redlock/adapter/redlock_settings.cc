@@ -1,4 +1,4 @@
-#include "adapters/redlock/redlock_settings.h"
+#include "services/redlock/adapter/redlock_settings.h"
 
 #include <cmath>
 #include <string>

@@ -1,8 +1,8 @@
-#include "adapters/redlock/redlock_steps.h"
+#include "services/redlock/adapter/redlock_steps.h"
 
 #include <fmt/format.h>
 
-#include "adapters/redis/scripts.h"
+#include "services/redis/adapter/scripts.h"
 
 namespace lockstep {
 

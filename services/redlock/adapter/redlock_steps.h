@@ -5,13 +5,13 @@
 //
 // Per node: acquire is a plain SET key value NX PX ttl (Redlock has no fencing counter); release
 // and extend are the compare-and-delete and compare-and-pexpire scripts of the single-node lock
-// (adapters/redis/scripts.h), sent by EVALSHA and, to the nodes that answer NOSCRIPT (a restarted
+// (services/redis/adapter/scripts.h), sent by EVALSHA and, to the nodes that answer NOSCRIPT (a restarted
 // node), by EVAL in a second round: a round takes at most twice the timeout, only after a restart.
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "adapters/core/redis_fanout.h"
+#include "services/redlock/client/redis_fanout.h"
 
 namespace lockstep {
 

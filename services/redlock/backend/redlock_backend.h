@@ -3,7 +3,7 @@
 // one connection to each node bundled in a fan-out, and one adapter.
 //
 // Sim: N simulated redis-servers ("redis-0".."redis-N-1"); their keyspace events on lock keys are
-// the history's lease facts (scenarios/backends/lease_events.h), one server each, and quorum() =
+// the history's lease facts (services/redis/backend/lease_events.h), one server each, and quorum() =
 // N/2+1, so lease_exclusion is violated exactly when two owners hold live leases on majorities at
 // once. Per-node faults: crash and restart (persistence: option), pause, clock jump, partition of
 // one client from one node; drift and partition apply to every node. Real: N redis-server processes
@@ -19,9 +19,9 @@
 #include "adapters/core/adapter.h"
 #include "adapters/core/clock.h"
 #include "adapters/core/random.h"
-#include "adapters/core/redis_fanout.h"
-#include "adapters/redlock/redlock_settings.h"
-#include "scenarios/harness/backend.h"
+#include "harness/backend.h"
+#include "services/redlock/adapter/redlock_settings.h"
+#include "services/redlock/client/redis_fanout.h"
 
 namespace lockstep {
 

@@ -8,11 +8,11 @@
 
 #include <fmt/format.h>
 
-#include "adapters/redlock/polling_fanout.h"
 #include "real/keeper_thread.h"
-#include "real/redis_server.h"
 #include "real/tcp_proxy.h"
-#include "scenarios/backends/redlock.h"
+#include "services/redis/real/redis_server.h"
+#include "services/redlock/adapter/polling_fanout.h"
+#include "services/redlock/backend/redlock_backend.h"
 
 namespace lockstep {
 

@@ -1,14 +1,14 @@
-#include "scenarios/backends/redlock.h"
+#include "services/redlock/backend/redlock_backend.h"
 
 #include <fmt/format.h>
 
 #include "adapters/core/locker.h"
-#include "adapters/redlock/redlock_adapter.h"
 #include "base/check.h"
-#include "scenarios/backends/lease_events.h"
-#include "sim/redis/redis_node.h"
-#include "sim/redis/sim_redis_connection.h"
-#include "sim/redis/sim_redis_fanout.h"
+#include "services/redis/backend/lease_events.h"
+#include "services/redis/sim/redis_node.h"
+#include "services/redis/sim/sim_redis_connection.h"
+#include "services/redlock/adapter/redlock_adapter.h"
+#include "services/redlock/sim/sim_redis_fanout.h"
 #include "sim/world.h"
 
 namespace lockstep {

@@ -19,11 +19,11 @@
 #include "adapters/core/clock.h"
 #include "adapters/core/locker.h"
 #include "adapters/core/random.h"
-#include "adapters/redis/hiredis_connection.h"
-#include "adapters/redlock/polling_fanout.h"
-#include "adapters/redlock/redlock_adapter.h"
-#include "contention.h"
-#include "servers.h"
+#include "bench/contention.h"
+#include "bench/servers.h"
+#include "services/redis/adapter/hiredis_connection.h"
+#include "services/redlock/adapter/polling_fanout.h"
+#include "services/redlock/adapter/redlock_adapter.h"
 
 namespace {
 

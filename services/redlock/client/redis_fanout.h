@@ -4,8 +4,8 @@
 // it, so one slow or dead node costs the request timeout once, not once per node.
 //
 // Real: non-blocking hiredis sockets polled by the calling thread
-// (adapters/redlock/polling_fanout.h). Sim: every request sent over the simulated network, then the
-// calling fiber parks once until all replies or the deadline (sim/redis/sim_redis_fanout.h).
+// (services/redlock/adapter/polling_fanout.h). Sim: every request sent over the simulated network, then the
+// calling fiber parks once until all replies or the deadline (services/redlock/sim/sim_redis_fanout.h).
 //
 // Invariants: command_all() returns exactly size() results, result i for connection i, and blocks
 // at most timeout_us of the caller's clock (plus, in the real world, a reconnect bounded by the
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "adapters/core/redis_connection.h"
+#include "services/redis/client/redis_connection.h"
 
 namespace lockstep {
 

@@ -1,10 +1,10 @@
-#include "known_bad/known_bad_redlock.h"
+#include "services/redlock/known_bad/known_bad_redlock.h"
 
 #include <algorithm>
 #include <map>
 
-#include "adapters/redlock/redlock_adapter.h"
-#include "adapters/redlock/redlock_steps.h"
+#include "services/redlock/adapter/redlock_adapter.h"
+#include "services/redlock/adapter/redlock_steps.h"
 
 namespace lockstep {
 

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "adapters/core/adapter.h"
-#include "scenarios/backends/redlock.h"
+#include "services/redlock/backend/redlock_backend.h"
 
 namespace lockstep {
 

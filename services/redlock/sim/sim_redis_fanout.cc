@@ -1,4 +1,4 @@
-#include "sim/redis/sim_redis_fanout.h"
+#include "services/redlock/sim/sim_redis_fanout.h"
 
 #include <memory>
 

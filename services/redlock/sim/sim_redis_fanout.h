@@ -13,8 +13,8 @@
 // connection belongs to that node; the fan-out does not own the connections (they outlive it).
 #include <vector>
 
-#include "adapters/core/redis_fanout.h"
-#include "sim/redis/sim_redis_connection.h"
+#include "services/redis/sim/sim_redis_connection.h"
+#include "services/redlock/client/redis_fanout.h"
 #include "sim/world.h"
 
 namespace lockstep::sim {

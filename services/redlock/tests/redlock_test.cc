@@ -7,16 +7,16 @@
 #include <memory>
 #include <vector>
 
-#include "adapters/redlock/polling_fanout.h"
-#include "adapters/redlock/redlock_adapter.h"
-#include "adapters/redlock/redlock_manager.h"
-#include "known_bad/known_bad.h"
 #include "real/silent_port.h"
-#include "scenarios/backends/registry.h"
-#include "scenarios/report/report.h"
-#include "scenarios/runner.h"
-#include "sim/redis/redis_node.h"
-#include "sim/redis/sim_redis_fanout.h"
+#include "report/report.h"
+#include "run/runner.h"
+#include "services/known_bad.h"
+#include "services/redis/sim/redis_node.h"
+#include "services/redlock/adapter/polling_fanout.h"
+#include "services/redlock/adapter/redlock_adapter.h"
+#include "services/redlock/adapter/redlock_manager.h"
+#include "services/redlock/sim/sim_redis_fanout.h"
+#include "services/registry.h"
 #include "sim/world.h"
 #include "tests/real_support.h"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# A fake mongod for the contract test of MongodProcess (real/mongod_server.h): it
+# A fake mongod for the contract test of MongodProcess (services/mongo/real/mongod_server.h): it
 # answers hello as an uninitiated member until replSetInitiate, then as a secondary for a few
 # checks (an election under way), then as the writable primary of rs0. Nothing else is real.
 import sys, threading, datetime, mockupdb

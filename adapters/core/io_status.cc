@@ -1,0 +1,14 @@
+#include "adapters/core/io_status.h"
+
+namespace lockstep {
+
+std::string_view to_string(IoStatus status) {
+  switch (status) {
+    case IoStatus::ok: return "ok";
+    case IoStatus::timeout: return "timeout";
+    case IoStatus::connection_error: return "connection_error";
+  }
+  return "?";
+}
+
+}  // namespace lockstep

@@ -1,0 +1,29 @@
+# Helpers every folder uses to declare its tests and benchmarks beside its code.
+
+# A Catch2 test executable, its test cases discovered by ctest. Optional: PROPERTIES followed by
+# test properties for every discovered test case.
+function(lockstep_test_executable name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "PROPERTIES")
+  add_executable(${name} ${arg_UNPARSED_ARGUMENTS})
+  target_link_libraries(${name} PRIVATE Catch2::Catch2WithMain lockstep_allocator lockstep_warnings)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})  # tests/*_support.h
+  if(arg_PROPERTIES)
+    catch_discover_tests(${name} EXTRA_ARGS -w NoTests PROPERTIES ${arg_PROPERTIES})
+  else()
+    catch_discover_tests(${name} EXTRA_ARGS -w NoTests)
+  endif()
+endfunction()
+
+# A folder's Google Benchmark cases (names are part of the contract, docs/DESIGN.md), compiled as
+# an object library that bench/ links into lockstep_bench: the cases register themselves. LIBRARIES
+# are what they benchmark. Nothing when the benchmarks are not built.
+function(lockstep_bench_sources name)
+  if(NOT LOCKSTEP_BUILD_BENCH)
+    return()
+  endif()
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "LIBRARIES")
+  add_library(${name} OBJECT ${arg_UNPARSED_ARGUMENTS})
+  target_link_libraries(${name} PUBLIC ${arg_LIBRARIES} benchmark::benchmark PRIVATE lockstep_warnings)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})  # bench/*.h
+  set_property(GLOBAL APPEND PROPERTY LOCKSTEP_BENCH_OBJECTS ${name})
+endfunction()
