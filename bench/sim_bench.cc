@@ -107,7 +107,8 @@ void BM_Sim_Scenario(benchmark::State& state, const char* scenario) {
   for (auto _ : state) {
     const lockstep::RunReport report =
         lockstep::run_scenario({.scenario = scenario, .adapter = "memory", .keep_trace = false});
-    if (report.end != "complete") return state.SkipWithError(report.end_message.c_str());
+    if (report.end != lockstep::RunEnd::complete)
+      return state.SkipWithError(report.end_message.c_str());
     events += report.stats.events;
     sim_us += report.stats.sim_time_us;
     wall_us += report.stats.wall_time_us;

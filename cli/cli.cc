@@ -46,7 +46,7 @@ struct RunFlags {
   std::string adapter;
   std::string world = "sim";
   uint64_t seed = 1;
-  std::string fencing = "off";
+  std::string fencing;  // set by add_fencing_option
   std::vector<std::string> sets;
   std::string report_dir;
   std::string junit;
@@ -64,6 +64,7 @@ struct MatrixFlags {
   bool json = false;
   int jobs = 1;  // set by add_jobs_option
   std::vector<std::string> sets;
+  std::string fencing;  // set by add_fencing_option
 };
 
 struct ReplayFlags {
@@ -93,6 +94,32 @@ const CLI::Validator kSeed = decimal(0, UINT64_MAX);
 
 // --jobs of sweep, matrix and calibrate: one default (every core this process may use) and one
 // bound (worker_pool.h), here only.
+std::vector<std::string> world_strings(const std::vector<WorldKind>& worlds) {
+  std::vector<std::string> out;
+  for (WorldKind world : worlds) out.emplace_back(to_string(world));
+  return out;
+}
+
+// --fencing of run, sweep and matrix: one default for every command, on (the resource refuses a
+// stale token, as a fenced deployment's does). The matrix also takes `both`: each cell twice, so
+// its table shows what fencing changes (the main job, scripts/matrix.sh, charts both).
+constexpr const char* kFencingDefault = "on";
+void add_fencing_option(CLI::App& command, std::string& fencing, bool both_allowed) {
+  fencing = kFencingDefault;
+  if (both_allowed) {
+    command
+        .add_option("--fencing", fencing,
+                    "on, off, or both (each cell twice); default on: the resource refuses stale "
+                    "tokens")
+        ->check(CLI::IsMember({"on", "off", "both"}));
+  } else {
+    command
+        .add_option("--fencing", fencing,
+                    "on or off; default on: the resource refuses stale tokens")
+        ->check(CLI::IsMember({"on", "off"}));
+  }
+}
+
 void add_jobs_option(CLI::App& command, int& jobs) {
   jobs = available_cores();
   command
@@ -139,7 +166,7 @@ nlohmann::json list_json() {
     for (const OptionSpec& spec : a.options) options[spec.name] = spec.default_value;
     out["adapters"].push_back({{"name", a.name},
                                {"description", a.description},
-                               {"worlds", a.worlds},
+                               {"worlds", world_strings(a.worlds)},
                                {"known_bad", a.known_bad},
                                {"options", options}});
   }
@@ -153,7 +180,7 @@ nlohmann::json list_json() {
     out["scenarios"].push_back({{"name", s.name},
                                 {"description", s.description},
                                 {"options", options},
-                                {"worlds", s.worlds},
+                                {"worlds", world_strings(s.worlds)},
                                 {"fits", s.fits_text},
                                 {"adapters", fitting}});
   }
@@ -167,7 +194,7 @@ int cmd_list(bool json) {
   }
   print_out(fmt::format("adapters:\n"));
   for (const AdapterEntry& a : adapters()) {
-    print_out(fmt::format("  {:<28} [{}] {}\n", a.name, fmt::join(a.worlds, ","), a.description));
+    print_out(fmt::format("  {:<28} [{}] {}\n", a.name, world_names(a.worlds, ","), a.description));
     if (a.known_bad) continue;  // its options are its production sibling's
     for (const OptionSpec& spec : a.options) {
       print_out(fmt::format("  {:<28}   --set {}={}  ({})\n", "", spec.name, spec.default_value,
@@ -176,7 +203,7 @@ int cmd_list(bool json) {
   }
   print_out(fmt::format("scenarios:\n"));
   for (const Scenario& s : scenarios()) {
-    print_out(fmt::format("  {:<22} [{}] {}\n", s.name, fmt::join(s.worlds, ","), s.description));
+    print_out(fmt::format("  {:<22} [{}] {}\n", s.name, world_names(s.worlds, ","), s.description));
     for (const OptionSpec& spec : s.options) {
       print_out(fmt::format("  {:<22}   --set {}={}  ({})\n", "", spec.name, spec.default_value,
                             spec.help));
@@ -219,7 +246,7 @@ int print_run(const RunReport& report, bool json, const std::string& report_dir)
 int cmd_run(const RunFlags& flags) {
   RunConfig config{.scenario = flags.scenario,
                    .adapter = flags.adapter,
-                   .world = flags.world,
+                   .world = *world_kind_from_string(flags.world),
                    .seed = flags.seed,
                    .fencing_on = flags.fencing == "on",
                    .sets = flags.sets};
@@ -234,7 +261,7 @@ int cmd_run(const RunFlags& flags) {
 // a violation and seeing the violation again is success. 1 only when the trace differs.
 int cmd_replay(const ReplayFlags& flags) {
   const ReplaySpec spec = read_replay_spec(flags.report);
-  if (spec.config.world != "real" && spec.trace_hash_version != sim::Trace::kHashVersion) {
+  if (spec.config.world != WorldKind::real && spec.trace_hash_version != sim::Trace::kHashVersion) {
     throw UsageError(fmt::format(
         "replay: {} has a trace_hash of version {}, this build hashes version {} (sim/trace.h) and "
         "cannot compare them; run the report's scenario and seed again with this build for a new "
@@ -243,7 +270,7 @@ int cmd_replay(const ReplayFlags& flags) {
   }
   const RunReport report = replay_run(spec);  // a catalogue scenario or a generated workload
   print_run(report, flags.json, "");
-  if (spec.config.world == "real") {
+  if (spec.config.world == WorldKind::real) {
     // Real servers' timing is not reproducible, so neither is the trace: the run is redone and
     // its verdict compared.
     const bool same = verdict(report) == spec.verdict;
@@ -271,13 +298,16 @@ int cmd_matrix(const MatrixFlags& flags) {
     throw UsageError("matrix --set sets an adapter's options: name the adapters with --adapter");
   }
   for (const std::string& adapter : flags.adapters) check_adapter_sets(adapter, flags.sets);
-  MatrixResult result = run_matrix({.world = flags.world,
+  MatrixResult result = run_matrix({.world = *world_kind_from_string(flags.world),
                                     .seeds = flags.seeds,
                                     .first_seed = flags.first_seed,
                                     .adapters = flags.adapters,
                                     .scenarios = flags.scenarios,
                                     .jobs = flags.jobs,
-                                    .sets = flags.sets},
+                                    .sets = flags.sets,
+                                    .fencing = flags.fencing == "both" ? FencingChoice::both
+                                               : flags.fencing == "on" ? FencingChoice::on
+                                                                       : FencingChoice::off},
                                    [show_progress](size_t done, size_t total) {
                                      if (show_progress)
                                        fmt::print(stderr, "\rmatrix: {}/{} cells", done, total);
@@ -314,7 +344,7 @@ struct SweepFlags {
   uint64_t first_seed = 1;
   std::string faults = "all";
   std::string shard = "0/1";
-  std::string fencing = "on";
+  std::string fencing;  // set by add_fencing_option
   std::string report_dir;
   bool keep_going = false;
   int shrink = 1;
@@ -499,7 +529,7 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
   c.sweep->add_option("--faults", s.faults,
                       "comma list of fault kinds to draw: " + sweep_fault_kind_names());
   c.sweep->add_option("--shard", s.shard, "I/N: run only the seeds s with (s - first) % N == I");
-  c.sweep->add_option("--fencing", s.fencing, "on or off")->check(CLI::IsMember({"on", "off"}));
+  add_fencing_option(*c.sweep, s.fencing, false);
   c.sweep->add_option(
       "--report", s.report_dir,
       "write the shard report and replay files here (replay files default to reports/sweep)");
@@ -567,7 +597,7 @@ int run_cli(int argc, char** argv) {
   run_cmd->add_option("--adapter", run.adapter, adapter_help())->required();
   run_cmd->add_option("--world", run.world, "sim or real")->check(CLI::IsMember({"sim", "real"}));
   run_cmd->add_option("--seed", run.seed, "seed of the run")->transform(kSeed);
-  run_cmd->add_option("--fencing", run.fencing, "on or off")->check(CLI::IsMember({"on", "off"}));
+  add_fencing_option(*run_cmd, run.fencing, false);
   run_cmd->add_option("--set", run.sets, "KEY=VALUE: override a scenario or adapter option");
   run_cmd->add_option("--report", run.report_dir,
                       "write the JSON report, trace and HTML timeline here");
@@ -592,6 +622,7 @@ int run_cli(int argc, char** argv) {
                          "write a JUnit XML file (one testcase per cell) for CI");
   matrix_cmd->add_flag("--json", matrix.json, "print JSON");
   add_jobs_option(*matrix_cmd, matrix.jobs);
+  add_fencing_option(*matrix_cmd, matrix.fencing, true);
   matrix_cmd->add_option(
       "--set", matrix.sets,
       "KEY=VALUE: an option of the named adapters (e.g. ext's driver), every cell");

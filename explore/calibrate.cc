@@ -117,7 +117,7 @@ CalibrationResult run_calibration(const CalibrateConfig& config) {
   std::vector<const AdapterEntry*> chosen;
   for (const AdapterEntry& entry : adapters()) {
     if (!entry.known_bad ||
-        std::find(entry.worlds.begin(), entry.worlds.end(), "sim") == entry.worlds.end())
+        std::find(entry.worlds.begin(), entry.worlds.end(), WorldKind::sim) == entry.worlds.end())
       continue;
     if (!config.adapters.empty() && std::find(config.adapters.begin(), config.adapters.end(),
                                               entry.name) == config.adapters.end()) {

@@ -71,7 +71,7 @@ MatrixCell run_cell(const MatrixConfig& config, const Scenario& scenario,
     cell.observed.insert(observed.begin(), observed.end());
     ++cell.seeds_run;
     cell.wall_time_us += report.stats.wall_time_us;
-    if (report.end != "complete") ++cell.error_runs;
+    if (report.end != RunEnd::complete) ++cell.error_runs;
     if (report.matches_expectation()) continue;
     if (!report.finding.empty()) {
       if (cell.finding.empty()) cell.first_finding = report.replay_command();
@@ -169,14 +169,17 @@ MatrixResult run_matrix(const MatrixConfig& config,
     }
   }
   MatrixResult result;
-  const size_t total = plan.size() * 2;  // cell i: plan[i / 2], fencing on when i is odd
+  // Cell i: plan[i / per_pair]; with both, fencing on when i is odd.
+  const size_t per_pair = config.fencing == FencingChoice::both ? 2 : 1;
+  const size_t total = plan.size() * per_pair;
   const auto cell = [&](size_t i) {
-    const auto& [scenario, adapter] = plan[i / 2];
-    return run_cell(config, *scenario, *adapter, i % 2 == 1);
+    const auto& [scenario, adapter] = plan[i / per_pair];
+    const bool fencing_on = per_pair == 2 ? i % 2 == 1 : config.fencing == FencingChoice::on;
+    return run_cell(config, *scenario, *adapter, fencing_on);
   };
   // A simulated cell is a pure function of its inputs, so it may run in any worker; real runs stay
   // one at a time, in this process.
-  const int jobs = config.world == "sim" ? config.jobs : 1;
+  const int jobs = config.world == WorldKind::sim ? config.jobs : 1;
   run_in_order(
       total, jobs, [&](size_t i) { return encode(cell(i)); },
       [&](size_t, const std::string& encoded) {

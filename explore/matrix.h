@@ -14,8 +14,11 @@
 
 namespace lockstep {
 
+// Which cells of each (scenario, adapter) pair run: fencing off, on, or both (off then on).
+enum class FencingChoice { off, on, both };
+
 struct MatrixConfig {
-  std::string world = "sim";
+  WorldKind world = WorldKind::sim;
   int seeds = 1;
   uint64_t first_seed = 1;
   std::vector<std::string> adapters;   // empty: every adapter that runs in `world`
@@ -25,6 +28,7 @@ struct MatrixConfig {
   int jobs = 1;
   // KEY=VALUE for the named adapters' own options (a user's driver command), in every cell.
   std::vector<std::string> sets;
+  FencingChoice fencing = FencingChoice::both;
 };
 
 struct MatrixCell {

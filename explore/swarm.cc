@@ -79,9 +79,10 @@ SwarmCapabilities swarm_capabilities(const std::string& adapter) {
     throw UsageError(
         fmt::format("unknown adapter \"{}\"; valid adapters: {}", adapter, adapter_names()));
   }
-  if (std::find(entry->worlds.begin(), entry->worlds.end(), "sim") == entry->worlds.end()) {
+  if (std::find(entry->worlds.begin(), entry->worlds.end(), WorldKind::sim) ==
+      entry->worlds.end()) {
     throw UsageError(fmt::format("adapter \"{}\" does not run in world \"sim\"; its worlds: {}",
-                                 adapter, fmt::join(entry->worlds, ", ")));
+                                 adapter, world_names(entry->worlds)));
   }
   return swarm_capabilities(*entry);
 }
@@ -91,8 +92,6 @@ SwarmCapabilities swarm_capabilities(const std::string& adapter) {
 
 void SwarmSpec::validate() const {
   auto fail = [](const std::string& what) { throw std::invalid_argument("swarm spec: " + what); };
-  if (family != "lease" && family != "keyed-rw" && family != "keyed-fifo")
-    fail("unknown family " + family);
   if (keys < 1 || keys > kKeysMax) fail(fmt::format("keys must be in [1, {}]", kKeysMax));
   if (ttl_ms < 1 || retry_delay_ms < 1 || retry_times < 0 || retry_jitter_ms < 0)
     fail("bad ttl or retry settings");
@@ -112,7 +111,8 @@ void SwarmSpec::validate() const {
       if (s.gap_ms < 0 || s.hold_ms < 0 || s.pause_ms < 0 || s.release_pause_ms < 0 ||
           s.acquire_pause_ms < 0)
         fail("negative duration");
-      if (s.clear && family != "keyed-fifo") fail("clear() is a step of keyed-fifo specs only");
+      if (s.clear && family != LockFamily::keyed_fifo)
+        fail("clear() is a step of keyed-fifo specs only");
     }
   }
   const std::vector<FaultKind>& drawn = sweep_fault_kinds();
@@ -306,7 +306,7 @@ void draw_faults(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps,
 StepRates draw_rates(Prng& rng, const SwarmSpec& spec, const SwarmCapabilities& caps,
                      const SwarmDrawOptions& o) {
   const bool pause = allowed(o, FaultKind::pause) && producible(caps, FaultKind::pause);
-  const bool lease = spec.family == "lease";
+  const bool lease = spec.family == LockFamily::lease;
   StepRates r;
   r.pause = rate(rng, pause);
   r.release_pause = rate(rng, pause && lease);
@@ -314,8 +314,8 @@ StepRates draw_rates(Prng& rng, const SwarmSpec& spec, const SwarmCapabilities& 
   r.crash = rate(rng, allowed(o, FaultKind::crash) && producible(caps, FaultKind::crash));
   r.extend = rate(rng, lease);
   r.walk_away = lease && rng.chance(1, 3) ? 1 : 0;
-  r.shared = spec.family == "keyed-rw" ? static_cast<uint64_t>(rng.between(2, 6)) : 0;
-  r.clear = spec.family == "keyed-fifo" ? 1 : 0;
+  r.shared = spec.family == LockFamily::keyed_rw ? static_cast<uint64_t>(rng.between(2, 6)) : 0;
+  r.clear = spec.family == LockFamily::keyed_fifo ? 1 : 0;
   // A call is on the wire for about two one-way latencies.
   r.wire_us = spec.fixed_latency_us > 0 ? 4 * spec.fixed_latency_us : 3000;
   return r;
@@ -344,7 +344,9 @@ SwarmSpec draw_swarm_spec(const SwarmCapabilities& caps, uint64_t seed,
                           const SwarmDrawOptions& options) {
   Prng rng(seed ^ 0x5357'4152'4d00'0001ULL);  // "SWARM": the spec's own stream of the seed
   SwarmSpec spec;
-  spec.family = caps.keyed_rw ? "keyed-rw" : caps.keyed_fifo ? "keyed-fifo" : "lease";
+  spec.family = caps.keyed_rw     ? LockFamily::keyed_rw
+                : caps.keyed_fifo ? LockFamily::keyed_fifo
+                                  : LockFamily::lease;
   spec.keys = static_cast<int>(rng.between(1, 3));
   spec.ttl_ms = rng.chance(1, 2) ? rng.between(50, 400) : rng.between(400, 3000);
   spec.retry_delay_ms = rng.between(5, std::max<int64_t>(5, spec.ttl_ms / 4));
@@ -359,8 +361,8 @@ SwarmSpec draw_swarm_spec(const SwarmCapabilities& caps, uint64_t seed,
   for (const SwarmClient& c : spec.clients) planned = std::max(planned, planned_ms(c));
   spec.safety_ms = std::min<int64_t>(planned + spec.ttl_ms, 60'000);
   draw_faults(rng, spec, caps, options);
-  spec.heal_clients = spec.family == "lease" ? static_cast<int>(rng.between(1, 2)) : 0;
-  spec.careful = spec.family == "lease";
+  spec.heal_clients = spec.family == LockFamily::lease ? static_cast<int>(rng.between(1, 2)) : 0;
+  spec.careful = spec.family == LockFamily::lease;
   spec.validate();
   return spec;
 }
@@ -410,7 +412,7 @@ std::string describe_fault(const SwarmFault& f) {
 
 std::vector<std::string> describe_params(const SwarmSpec& spec) {
   std::vector<std::string> lines = {
-      fmt::format("swarm.family={}", spec.family),
+      fmt::format("swarm.family={}", to_string(spec.family)),
       fmt::format("swarm.keys={}", spec.keys),
       fmt::format("swarm.ttl_ms={}", spec.ttl_ms),
       fmt::format("swarm.retry_delay_ms={}", spec.retry_delay_ms),
@@ -422,7 +424,7 @@ std::vector<std::string> describe_params(const SwarmSpec& spec) {
       fmt::format("swarm.heal_clients={}", spec.heal_clients),
       fmt::format("swarm.careful={}", spec.careful ? 1 : 0),
       fmt::format("swarm.liveness_bound_us={}",
-                  spec.family == "lease" ? spec.liveness_bound_us() : 0),
+                  spec.family == LockFamily::lease ? spec.liveness_bound_us() : 0),
       fmt::format("swarm.clients={}", spec.clients.size()),
   };
   for (size_t i = 0; i < spec.clients.size(); ++i) {
@@ -475,7 +477,7 @@ nlohmann::json to_json(const SwarmSpec& spec) {
                       {"amount", f.amount}});
   }
   return {{"kind", "swarm"},
-          {"family", spec.family},
+          {"family", to_string(spec.family)},
           {"keys", spec.keys},
           {"ttl_ms", spec.ttl_ms},
           {"retry_delay_ms", spec.retry_delay_ms},
@@ -494,7 +496,12 @@ SwarmSpec swarm_spec_from_json(const nlohmann::json& j) {
   try {
     if (j.at("kind").get<std::string>() != "swarm") throw std::invalid_argument("not a swarm spec");
     SwarmSpec spec;
-    spec.family = j.at("family").get<std::string>();
+    const std::optional<LockFamily> family =
+        lock_family_from_string(j.at("family").get<std::string>());
+    if (!family) {
+      throw std::invalid_argument("swarm spec: family must be lease, keyed-rw or keyed-fifo");
+    }
+    spec.family = *family;
     spec.keys = j.at("keys").get<int>();
     spec.ttl_ms = j.at("ttl_ms").get<int64_t>();
     spec.retry_delay_ms = j.at("retry_delay_ms").get<int64_t>();
@@ -677,7 +684,7 @@ void lease_step(SwarmRun& run, Client& c, const SwarmStep& step) {
 
 void keyed_step(SwarmRun& run, Client& c, const SwarmStep& step) {
   KeyedSimBackend& backend = keyed_backend(run.env->backend());
-  if (run.spec.family == "keyed-fifo") {
+  if (run.spec.family == LockFamily::keyed_fifo) {
     if (step.clear) {
       run.env->world().trace_linef("{} calls fifo clear()", c.name());
       backend.fifo()->clear();
@@ -697,7 +704,7 @@ void client_program(SwarmRun& run, Client& c, const SwarmClient& plan) {
   for (const SwarmStep& step : plan.steps) {
     c.sleep_ms(step.gap_ms);
     if (run.safety_over()) return;  // steps start only in the safety phase
-    if (run.spec.family == "lease") {
+    if (run.spec.family == LockFamily::lease) {
       lease_step(run, c, step);
     } else {
       keyed_step(run, c, step);
@@ -813,7 +820,7 @@ void build_swarm(const std::shared_ptr<SwarmRun>& run, ScenarioEnv& env) {
   if (env.world().trace_wants_text()) {  // a sweep's tallied seeds need no param lines
     for (const std::string& line : describe_params(spec)) env.world().trace_linef("param {}", line);
   }
-  run->network = spec.family == "lease" && env.adapter().traits.sim_faults.network;
+  run->network = spec.family == LockFamily::lease && env.adapter().traits.sim_faults.network;
   if (spec.fixed_latency_us > 0) env.backend().set_fixed_latency(spec.fixed_latency_us);
   run->base_network = run->sim().network().options();
   for (size_t i = 0; i < spec.clients.size(); ++i) {
@@ -828,7 +835,7 @@ void build_swarm(const std::shared_ptr<SwarmRun>& run, ScenarioEnv& env) {
     env.start(env.add_client(fmt::format("h{}", i)), spec.safety_ms + 1,
               [run](Client& self) { heal_program(*run, self); });
   }
-  if (spec.family == "lease") env.meta().liveness_bound_us = spec.liveness_bound_us();
+  if (spec.family == LockFamily::lease) env.meta().liveness_bound_us = spec.liveness_bound_us();
 }
 
 }  // namespace
@@ -840,7 +847,7 @@ Scenario make_swarm_scenario(SwarmSpec spec) {
   return {
       .name = kSwarmScenarioName,
       .description = "a swarm-drawn workload and fault schedule (lockstep sweep)",
-      .worlds = {"sim"},
+      .worlds = {WorldKind::sim},
       .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
       .build = [run](ScenarioEnv& env) { build_swarm(run, env); },
   };

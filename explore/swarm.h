@@ -94,7 +94,7 @@ struct SwarmFault {
 };
 
 struct SwarmSpec {
-  std::string family = "lease";  // "lease", "keyed-rw" or "keyed-fifo": what the steps call
+  LockFamily family = LockFamily::lease;  // what the steps call
   int keys = 1;
   int64_t ttl_ms = 1000;
   int64_t retry_delay_ms = 50;

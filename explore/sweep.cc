@@ -75,7 +75,7 @@ bool seed_in_shard(uint64_t seed, uint64_t first_seed, int index, int count) {
 
 std::string SeedOutcome::target() const {
   if (!untolerated.empty()) return std::string(to_string(*untolerated.begin()));
-  return report.end == "complete" ? "" : "incomplete";
+  return report.end == RunEnd::complete ? "" : "incomplete";
 }
 
 void check_adapter_sets(const std::string& adapter, const std::vector<std::string>& sets) {
@@ -180,7 +180,7 @@ struct SeedTally {
 SeedTally tally_of(const SeedOutcome& o) {
   SeedTally t{.seed = o.seed,
               .violates = o.violates(),
-              .complete = o.report.end == "complete",
+              .complete = o.report.end == RunEnd::complete,
               .events = o.report.stats.events,
               .ops = o.report.stats.ops,
               .sim_time_us = o.report.stats.sim_time_us,

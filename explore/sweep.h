@@ -61,7 +61,7 @@ struct SeedOutcome {
   Expectation untolerated;              // violated and not excused by the spec's faults
   Expectation tolerated;                // violated, every violation excused
   std::vector<std::string> excused_by;  // per excused violation, the kind of fault that excused it
-  bool violates() const { return !untolerated.empty() || report.end != "complete"; }
+  bool violates() const { return !untolerated.empty() || report.end != RunEnd::complete; }
   // The invariant a shrink preserves: the first untolerated one, or "incomplete".
   std::string target() const;
 };

@@ -11,12 +11,18 @@
 // draws only those, and tests/backend_capabilities_test.cc holds each declaration to what the
 // backend does. The faults the adapter claims to survive (its FaultEnvelope, history/fault.h) are
 // part of the same declaration: a violation is excused only by a fault outside it.
+#include <optional>
+#include <string_view>
+
 #include "history/fault.h"
 
 namespace lockstep {
 
 // Which workloads apply: TTL leases, or an in-process keyed lock (shared/exclusive, or FIFO).
 enum class LockFamily { lease, keyed_rw, keyed_fifo };
+// "lease", "keyed-rw", "keyed-fifo": the spelling of swarm specs in reports.
+std::string_view to_string(LockFamily family);
+std::optional<LockFamily> lock_family_from_string(std::string_view name);
 
 // What the clients talk to. Scenarios written for one kind of server (a Redis primary with a
 // replica, N independent Redlock nodes, a Mongo replica set) apply by it; `custom` is anything else.

@@ -17,7 +17,9 @@
 #include "harness/adapter_traits.h"
 #include "harness/options.h"
 #include "harness/recorder.h"
+#include "harness/run_end.h"
 #include "harness/scenario_world.h"
+#include "harness/world_kind.h"
 
 namespace lockstep::sim {
 class World;
@@ -73,24 +75,24 @@ using BackendFactory = std::function<std::unique_ptr<Backend>(BackendEnv&)>;
 // The invariants a run is expected to break (empty: safe).
 using Expectation = std::set<Invariant>;
 
-// A documented finding: in `scenario` and `world`, the lock's run ends as `end` ("complete", or "error" for a
+// A documented finding: in `scenario` and `world`, the lock's run ends as `end` (complete, or error for a
 // driver that never answers) having violated exactly `violated`, where its traits expect otherwise.
 // A matrix cell whose every seed either matches its expectation or ends exactly so is charted as
 // the finding and does not fail; any other outcome (the library fixed, or broken differently) is a
 // difference again. The expectation itself stays what the lock claims.
 struct Finding {
   std::string scenario;
-  std::string world = "sim";
+  WorldKind world = WorldKind::sim;
   Expectation violated;
-  std::string end = "complete";
+  RunEnd end = RunEnd::complete;
   std::string summary;  // one line: what the lock does, for the matrix and the findings table
 };
 
 struct AdapterEntry {
   std::string name;
   std::string description;
-  std::vector<std::string> worlds;  // "sim", "real"
-  AdapterTraits traits;             // what it is: scenarios apply and expect by these
+  std::vector<WorldKind> worlds;
+  AdapterTraits traits;  // what it is: scenarios apply and expect by these
   bool known_bad = false;
   std::string breaks;  // known-bad: the invariant the sweep is expected to find broken
   // Known-bad: the scenarios whose matrix cells judge it (empty: every one its traits fit). A

@@ -36,7 +36,7 @@ class RealScenarioWorld final : public ScenarioWorld {
   explicit RealScenarioWorld(RealWorldOptions options);
   ~RealScenarioWorld() override;
 
-  std::string_view kind() const override { return "real"; }
+  WorldKind kind() const override { return WorldKind::real; }
   TimeUs now_us() override;
   size_t add_trace_line(const sim::TraceLine& line) override;
   int add_client_node(const std::string& name, int64_t clock_offset_us, int64_t drift_ppm) override;

@@ -104,7 +104,8 @@ void ScenarioEnv::schedule_client_kill_us(int64_t at_us, const Client& client, s
 }
 
 void ScenarioEnv::require_sim(const std::string& why) const {
-  if (world_.kind() != "sim") throw WorldUnsupported(fmt::format("needs the simulator: {}", why));
+  if (world_.kind() != WorldKind::sim)
+    throw WorldUnsupported(fmt::format("needs the simulator: {}", why));
 }
 
 int ScenarioEnv::client_for_node(int node) const {
@@ -112,8 +113,8 @@ int ScenarioEnv::client_for_node(int node) const {
   return client_of_node_[node];
 }
 
-bool Scenario::runs_in(const std::string& world) const {
-  for (const std::string& candidate : worlds) {
+bool Scenario::runs_in(WorldKind world) const {
+  for (WorldKind candidate : worlds) {
     if (candidate == world) return true;
   }
   return false;

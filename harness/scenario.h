@@ -96,7 +96,7 @@ struct Scenario {
   std::function<bool(const AdapterTraits& traits)> fits;
   std::string fits_text = "every adapter";
   // The worlds whose faults it needs (a client paused from outside exists only in the simulator).
-  std::vector<std::string> worlds = {"sim", "real"};
+  std::vector<WorldKind> worlds = {WorldKind::sim, WorldKind::real};
   // What it is meant to break for an adapter with these traits (empty: safe).
   std::function<Expectation(const AdapterTraits& traits, const Options& options, bool fencing_on)>
       expected;
@@ -111,7 +111,7 @@ struct Scenario {
   bool applies_to(const AdapterEntry& adapter) const;
   // It applies, and the adapter (a known-bad one) is charted in it (AdapterEntry::judged_in).
   bool judges_in_matrix(const AdapterEntry& adapter) const;
-  bool runs_in(const std::string& world) const;
+  bool runs_in(WorldKind world) const;
 };
 
 const std::vector<Scenario>& scenarios();

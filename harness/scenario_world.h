@@ -19,6 +19,7 @@
 #include "adapters/core/background.h"
 #include "adapters/core/clock.h"
 #include "base/time.h"
+#include "harness/world_kind.h"
 #include "sim/trace.h"
 
 namespace lockstep {
@@ -44,7 +45,7 @@ class ScenarioWorld {
  public:
   virtual ~ScenarioWorld() = default;
 
-  virtual std::string_view kind() const = 0;  // "sim" or "real"
+  virtual WorldKind kind() const = 0;
   virtual TimeUs now_us() = 0;
   // Appends a trace line (true time first) and returns its index (sim/trace.h: a line is hashed
   // as its binary record and formatted only when kept).

@@ -17,7 +17,7 @@ class SimScenarioWorld final : public ScenarioWorld {
 
   sim::World& sim() { return world_; }
 
-  std::string_view kind() const override { return "sim"; }
+  WorldKind kind() const override { return WorldKind::sim; }
   TimeUs now_us() override { return world_.now_us(); }
   size_t add_trace_line(const sim::TraceLine& line) override { return world_.trace_line(line); }
   bool trace_wants_text() const override { return world_.trace_wants_text(); }

@@ -29,7 +29,7 @@ TEST_CASE(
   rc::prop("any workload, any pauses", [] {
     const WorkloadSpec spec = *gen_workload({.long_pauses = true});
     const RunReport r = run_workload(spec, "memory", /*fencing_on=*/true);
-    RC_ASSERT(r.end == "complete");
+    RC_ASSERT(r.end == RunEnd::complete);
     RC_ASSERT(holds(r, Invariant::no_lost_update));
     RC_ASSERT(holds(r, Invariant::fencing));
     RC_ASSERT(holds(r, Invariant::ownership));
@@ -46,7 +46,7 @@ TEST_CASE("memory without pauses longer than the TTL: every invariant holds",
     RC_PRE(spec.longest_hold_ms() < spec.ttl_ms);
     const bool fencing_on = *rc::gen::arbitrary<bool>().as("fencing_on");
     const RunReport r = run_workload(spec, "memory", fencing_on);
-    RC_ASSERT(r.end == "complete");
+    RC_ASSERT(r.end == RunEnd::complete);
     RC_ASSERT(r.violations.empty());
   });
 }

@@ -40,7 +40,7 @@ rc::Gen<std::pair<uint64_t, SwarmSpec>> gen_swarm(const std::string& adapter) {
 void safe_under_swarm(const std::string& adapter) {
   const auto [seed, spec] = *gen_swarm(adapter);
   const SeedOutcome o = run_swarm_spec(adapter, spec, seed, /*fencing_on=*/true);
-  RC_ASSERT(o.report.end == "complete");
+  RC_ASSERT(o.report.end == RunEnd::complete);
   RC_ASSERT(o.untolerated.empty());
   // Fencing on: these hold whatever the faults, unless a failover lost the counter itself.
   if (!spec.has_fault(FaultKind::failover)) {
@@ -59,7 +59,7 @@ TEST_CASE("production lease adapters hold fencing, no_lost_update and ownership 
   register_known_bad_adapters();
   for (const AdapterEntry& entry : adapters()) {
     if (entry.known_bad ||
-        std::find(entry.worlds.begin(), entry.worlds.end(), "sim") == entry.worlds.end())
+        std::find(entry.worlds.begin(), entry.worlds.end(), WorldKind::sim) == entry.worlds.end())
       continue;
     if (swarm_capabilities(entry.name).keyed()) continue;  // not TTL leases
     // Third parties' lock libraries (co-simulated through their drivers) are not lockstep's to

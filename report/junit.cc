@@ -43,7 +43,8 @@ std::string testcase_xml(const JUnitCase& c) {
 }
 
 std::string violations_line(const RunReport& report) {
-  if (report.end != "complete") return fmt::format("run did not complete: {}", report.end_message);
+  if (report.end != RunEnd::complete)
+    return fmt::format("run did not complete: {}", report.end_message);
   const Violation& v = report.violations.front().violation;
   return fmt::format("{} violation(s), first {} at {}us on key {}: {}", report.violations.size(),
                      to_string(v.invariant), v.time_us, v.key, v.detail);

@@ -44,8 +44,8 @@ std::string ms(int64_t us) { return fmt::format("{:.3f}ms", static_cast<double>(
 }  // namespace
 
 std::string verdict(const RunReport& report) {
-  if (report.end == "vacuous") return "vacuous";
-  if (report.end != "complete") return "error";
+  if (report.end == RunEnd::vacuous) return "vacuous";
+  if (report.end != RunEnd::complete) return "error";
   return report.violations.empty() ? "ok" : "violation";
 }
 
@@ -69,7 +69,7 @@ nlohmann::json to_json(const RunReport& r) {
       {"verdict", verdict(r)},
       {"scenario", r.config.scenario},
       {"adapter", r.config.adapter},
-      {"world", r.config.world},
+      {"world", to_string(r.config.world)},
       {"seed", r.config.seed},
       {"fencing", r.config.fencing_on ? "on" : "off"},
       {"options", r.options.values()},
@@ -77,7 +77,7 @@ nlohmann::json to_json(const RunReport& r) {
       {"trace_hash", r.trace_hash},
       {"trace_hash_version", r.trace_hash_version},
       {"library", r.library},
-      {"end", r.end},
+      {"end", to_string(r.end)},
       {"end_message", r.end_message},
       {"violations", violations},
       {"expected", invariant_names(r.expected)},
@@ -94,13 +94,13 @@ nlohmann::json to_json(const RunReport& r) {
 }
 
 std::string to_text(const RunReport& r) {
-  std::string out =
-      fmt::format("{} with {} ({}, seed {}, fencing {}): {}\n", r.config.scenario, r.config.adapter,
-                  r.config.world, r.config.seed, r.config.fencing_on ? "on" : "off", verdict(r));
+  std::string out = fmt::format("{} with {} ({}, seed {}, fencing {}): {}\n", r.config.scenario,
+                                r.config.adapter, to_string(r.config.world), r.config.seed,
+                                r.config.fencing_on ? "on" : "off", verdict(r));
   if (!r.library.empty()) out += fmt::format("  library: {}\n", r.library);
-  if (r.end == "vacuous") {
+  if (r.end == RunEnd::vacuous) {
     out += fmt::format("  vacuous: {}\n", r.end_message);
-  } else if (r.end != "complete") {
+  } else if (r.end != RunEnd::complete) {
     out += fmt::format("  run did not complete: {}\n", r.end_message);
   }
   for (const ReportedViolation& rv : r.violations) {
@@ -291,7 +291,7 @@ ReplaySpec read_replay_spec(const std::filesystem::path& report_json) {
     ReplaySpec spec;
     spec.config.scenario = field.text("scenario");
     spec.config.adapter = field.text("adapter");
-    spec.config.world = field.choice("world", {"sim", "real"});
+    spec.config.world = *world_kind_from_string(field.choice("world", {"sim", "real"}));
     spec.config.seed = field.seed("seed");
     spec.config.fencing_on = field.choice("fencing", {"on", "off"}) == "on";
     for (const auto& assignment : j.at("overrides"))

@@ -39,19 +39,20 @@ const AdapterEntry& adapter_or_throw(const std::string& name) {
   return *adapter;
 }
 
-std::string run_end_name(sim::RunEnd end) {
+RunEnd run_end_of(sim::RunEnd end) {
   switch (end) {
-    case sim::RunEnd::queue_empty: return "complete";
-    case sim::RunEnd::stopped: return "stopped";
-    case sim::RunEnd::event_bound: return "event_bound";
-    case sim::RunEnd::time_bound: return "time_bound";
+    case sim::RunEnd::queue_empty: return RunEnd::complete;
+    case sim::RunEnd::stopped: return RunEnd::stopped;
+    case sim::RunEnd::event_bound: return RunEnd::event_bound;
+    case sim::RunEnd::time_bound: return RunEnd::time_bound;
   }
-  return "unknown";
+  return RunEnd::error;
 }
 
 void write_trace_header(ScenarioWorld& world, const RunConfig& config, const Options& options) {
   world.trace_linef("run scenario={} adapter={} world={} seed={} fencing={}", config.scenario,
-                    config.adapter, config.world, config.seed, config.fencing_on ? "on" : "off");
+                    config.adapter, to_string(config.world), config.seed,
+                    config.fencing_on ? "on" : "off");
   for (const auto& [name, value] : options.values()) world.trace_linef("param {}={}", name, value);
 }
 
@@ -120,7 +121,7 @@ void set_program_name(std::string name) { program_name_storage() = std::move(nam
 std::string RunReport::replay_command() const {
   std::string cmd = fmt::format("{} run {} --adapter {} --world {} --seed {} --fencing {}",
                                 shell_quote(program_name()), shell_quote(config.scenario),
-                                shell_quote(config.adapter), config.world, config.seed,
+                                shell_quote(config.adapter), to_string(config.world), config.seed,
                                 config.fencing_on ? "on" : "off");
   for (const std::string& assignment : options.overrides())
     cmd += " --set " + shell_quote(assignment);
@@ -139,12 +140,13 @@ Options resolve_options(const Scenario& scenario, const RunConfig& config) {
   }
   if (!scenario.runs_in(config.world)) {
     throw UsageError(fmt::format("scenario \"{}\" needs faults that only exist in: {}",
-                                 scenario.name, fmt::join(scenario.worlds, ", ")));
+                                 scenario.name, world_names(scenario.worlds)));
   }
   if (std::find(adapter.worlds.begin(), adapter.worlds.end(), config.world) ==
       adapter.worlds.end()) {
     throw UsageError(fmt::format("adapter \"{}\" does not run in world \"{}\"; its worlds: {}",
-                                 adapter.name, config.world, fmt::join(adapter.worlds, ", ")));
+                                 adapter.name, to_string(config.world),
+                                 world_names(adapter.worlds)));
   }
   Options options(scenario.options);
   for (const OptionSpec& spec : adapter.options) options.declare(spec);
@@ -167,7 +169,7 @@ namespace {
 WorldUnsupportedError cannot_run(const Scenario& scenario, const ScenarioWorld& world,
                                  const WorldUnsupported& why) {
   return WorldUnsupportedError(fmt::format("scenario \"{}\" cannot run in world \"{}\": {}",
-                                           scenario.name, world.kind(), why.what()));
+                                           scenario.name, to_string(world.kind()), why.what()));
 }
 
 // What both worlds share once the world exists: the recorder, the resource, the backend, the
@@ -220,12 +222,12 @@ class RunAssembly {
   // A lease lock whose grants nobody recorded would pass every lease check by default: a run in
   // which acquires succeeded but no lease was seen is an error, never an "ok".
   void refuse_blind_lease_checks(RunReport& report) const {
-    if (adapter_.traits.family != LockFamily::lease || report.end != "complete") return;
+    if (adapter_.traits.family != LockFamily::lease || report.end != RunEnd::complete) return;
     if (report.stats.acquisitions == 0) return;
     for (const HistoryEvent& e : report.history.events()) {
       if (e.kind == EventKind::grant) return;
     }
-    report.end = "no_leases";
+    report.end = RunEnd::no_leases;
     report.end_message = fmt::format(
         "{} acquires succeeded but the servers recorded no lease, so lease_exclusion and ownership "
         "could not be judged: the adapter's lock keys must get a TTL when granted (SET PX, or "
@@ -284,7 +286,7 @@ class RunAssembly {
   void judge(RunReport& report, const sim::Trace& trace) {
     report.library = backend_->library();
     if (recorder_.full()) {
-      report.end = "error";
+      report.end = RunEnd::error;
       report.end_message = fmt::format(
           "history bound: {} events recorded (RunConfig::history_events_max), the run was "
           "stopped there",
@@ -337,15 +339,15 @@ void run_in_sim(const Scenario& scenario, const AdapterEntry& adapter, RunReport
   sim::RunResult result;
   try {
     result = world.run();
-    report.end = run_end_name(result.end);
+    report.end = run_end_of(result.end);
     report.end_message = result.message;
   } catch (const ClientProcessFailed& e) {
-    report.end = "error";
+    report.end = RunEnd::error;
     report.end_message = e.what();
     result.events = world.scheduler().events_run();
   }
   // At a bound the run is an error already, and its unfinished clients may just be slow.
-  if (report.end == "complete") run.record_stuck(world.unfinished_fiber_nodes());
+  if (report.end == RunEnd::complete) run.record_stuck(world.unfinished_fiber_nodes());
   run.judge(report, world.trace());
   report.stats.events = result.events;
 }
@@ -354,7 +356,7 @@ void run_in_real(const Scenario& scenario, const AdapterEntry& adapter, RunRepor
   RealScenarioWorld world({.seed = report.config.seed});
   RunAssembly run(world, scenario, adapter, report, nullptr);
   const RealRunResult result = world.run();
-  report.end = result.complete ? "complete" : "error";
+  report.end = result.complete ? RunEnd::complete : RunEnd::error;
   report.end_message = result.message;
   run.judge(report, world.trace());
   report.stats.events = world.trace().size();
@@ -368,7 +370,7 @@ void refuse_broken_backend(RunReport& report) {
   for (const HistoryEvent& e : report.history.events()) {
     if (e.kind != EventKind::complete || e.op != Op::acquire || e.outcome != Outcome::error)
       continue;
-    report.end = "error";
+    report.end = RunEnd::error;
     report.end_message = fmt::format(
         "no acquire succeeded and the backend failed them ({}); the first: c{} acquire {}: {}",
         report.end_message, e.client, e.key, e.detail);
@@ -395,14 +397,14 @@ RunReport run_scenario(const Scenario& scenario, const RunConfig& config) {
   report.config.scenario = scenario.name;
   const AdapterEntry& adapter = *find_adapter(config.adapter);
   report.expected = scenario.expected(adapter.traits, report.options, config.fencing_on);
-  if (config.world == "sim") {
+  if (config.world == WorldKind::sim) {
     run_in_sim(scenario, adapter, report);
   } else {
     run_in_real(scenario, adapter, report);
   }
-  if (report.end == "complete" && scenario.premise_held &&
+  if (report.end == RunEnd::complete && scenario.premise_held &&
       !scenario.premise_held(report.history, report.options)) {
-    report.end = "vacuous";
+    report.end = RunEnd::vacuous;
     report.end_message = "its premise did not happen: " + scenario.premise;
     refuse_broken_backend(report);
   }

@@ -11,8 +11,10 @@
 
 #include "checkers/checkers.h"
 #include "harness/options.h"
+#include "harness/run_end.h"
 #include "harness/scenario.h"
 #include "harness/usage_error.h"
+#include "harness/world_kind.h"
 #include "history/history.h"
 
 namespace lockstep {
@@ -28,7 +30,7 @@ inline constexpr size_t kTraceLinesKeptMax = 250'000;
 struct RunConfig {
   std::string scenario;
   std::string adapter;
-  std::string world = "sim";
+  WorldKind world = WorldKind::sim;
   uint64_t seed = 1;
   bool fencing_on = false;
   std::vector<std::string> sets;  // KEY=VALUE overrides
@@ -66,9 +68,9 @@ struct RunReport {
   std::string library;  // Backend::library(): the library under test as it named itself, or ""
   std::vector<ReportedViolation> violations;
   RunStats stats;
-  // How the run ended: "complete", which bound it hit, or "no_leases" (a lease lock whose grants
-  // no server recorded, so its lease checks would have been blind).
-  std::string end;
+  // How the run ended (harness/run_end.h): complete, which bound it hit, or no_leases (a lease
+  // lock whose grants no server recorded, so its lease checks would have been blind).
+  RunEnd end = RunEnd::complete;
   std::string end_message;
   Expectation expected;
   // When the run differs from `expected` exactly as one of the adapter's documented findings says
@@ -77,10 +79,10 @@ struct RunReport {
   std::vector<std::string> trace;  // every trace line (when kept)
   History history;
 
-  bool ok() const { return violations.empty() && end == "complete"; }
+  bool ok() const { return violations.empty() && end == RunEnd::complete; }
   // The invariants violated, deduplicated.
   Expectation violated() const;
-  bool matches_expectation() const { return end == "complete" && violated() == expected; }
+  bool matches_expectation() const { return end == RunEnd::complete && violated() == expected; }
   // The one command line that reproduces this run.
   std::string replay_command() const;
 };

@@ -154,7 +154,7 @@ Scenario crash_in_acquire() {
   for (OptionSpec& option : s.options) {
     if (option.name == "crash_at") option.default_value = "in-acquire";
   }
-  s.worlds = {"sim"};
+  s.worlds = {WorldKind::sim};
   s.fits = is_networked_lease;  // "on the wire" needs one
   s.fits_text = "a lease lock whose servers are across a network";
   return s;

@@ -30,7 +30,7 @@ Scenario lost_extension_scenario() {
                   int_option("hold_ms", 200, "B's work inside the lock")},
       .fits = [](const AdapterTraits& lock) { return is_networked_lease(lock) && lock.extends; },
       .fits_text = "a lease lock with an extend call, whose servers are across a network",
-      .worlds = {"sim"},
+      .worlds = {WorldKind::sim},
       .expected =
           [](const AdapterTraits& lock, const Options&, bool fencing_on) {
             Expectation e;

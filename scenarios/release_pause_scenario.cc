@@ -31,7 +31,7 @@ Scenario pause_in_release_scenario() {
                    .max = kWorkInLeaseMaxMs}},
       .fits = talks_to_redis,
       .fits_text = "a lock on a single Redis primary",
-      .worlds = {"sim"},
+      .worlds = {WorldKind::sim},
       .expected =
           [](const AdapterTraits& lock, const Options&, bool fencing_on) {
             if (lock.release != OwnerCheck::check_then_act) return Expectation{};

@@ -87,7 +87,7 @@ Scenario slow_acquire_scenario() {
                   retry_delay_option(50), retry_times_option(40)},
       .fits = is_networked_lease,
       .fits_text = "a lease lock whose servers are across a network",
-      .worlds = {"sim"},
+      .worlds = {WorldKind::sim},
       .expected = slow_acquire_expected,
       .build =
           [](ScenarioEnv& env) {
@@ -124,7 +124,7 @@ Scenario slow_grant_scenario() {
                   retry_times_option(40)},
       .fits = is_networked_lease,
       .fits_text = "a lease lock whose servers are across a network",
-      .worlds = {"sim"},
+      .worlds = {WorldKind::sim},
       .expected =
           [](const AdapterTraits& lock, const Options& options, bool fencing_on) {
             const int64_t ttl_ms = options.get_int("ttl_ms");
@@ -235,7 +235,7 @@ Scenario server_clock_jump_scenario() {
                   retry_delay_option(20), retry_times_option(100)},
       .fits = has_jumping_servers,
       .fits_text = "a lease lock whose servers' wall clocks can jump",
-      .worlds = {"sim"},
+      .worlds = {WorldKind::sim},
       .expected =
           [](const AdapterTraits& lock, const Options& options, bool fencing_on) {
             // A jump while A holds, past what is left of its lease, with A still working after it.

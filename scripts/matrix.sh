@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
-build/cli/lockstep matrix --world sim --report reports/matrix "$@"
+build/cli/lockstep matrix --world sim --fencing both --report reports/matrix "$@"

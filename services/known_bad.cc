@@ -94,7 +94,7 @@ void register_bad(const KnownBad& bad, const std::string& sibling_name,
                   const std::function<BackendFactory(const std::string& name)>& make_sim) {
   register_adapter({.name = bad.name,
                     .description = bad.description,
-                    .worlds = {"sim"},
+                    .worlds = {WorldKind::sim},
                     .traits = with_wrong(sibling, bad),
                     .known_bad = true,
                     .breaks = bad.breaks,
@@ -137,7 +137,7 @@ void register_known_bad_adapters() {
       .name = "bad-memory-no-owner-check",
       .description =
           "known-bad: the in-memory lock whose release deletes whatever lock holds the key",
-      .worlds = {"sim"},
+      .worlds = {WorldKind::sim},
       .traits = with_wrong(kMemoryTraits,
                            {.wrong = [](AdapterTraits& t) { t.release = OwnerCheck::none; }}),
       .known_bad = true,
@@ -155,7 +155,7 @@ void register_known_bad_adapters() {
       .name = "bad-wall-clock-expiry",
       .description = "known-bad: the in-memory lock whose store times its leases on the wall "
                      "clock (a forward jump ends them early)",
-      .worlds = {"sim"},
+      .worlds = {WorldKind::sim},
       .traits = with_wrong(
           kMemoryTraits, {.wrong = [](AdapterTraits& t) { t.server_expiry = ExpiryClock::wall; }}),
       .known_bad = true,
@@ -173,7 +173,7 @@ void register_known_bad_adapters() {
       .name = "bad-mongo-no-unique",
       .description =
           "known-bad: the Mongo lock without the unique index on key (two upserts both insert)",
-      .worlds = {"sim"},
+      .worlds = {WorldKind::sim},
       .traits =
           with_wrong(kMongoTraits, {.wrong = [](AdapterTraits& t) { t.exclusive_grant = false; }}),
       .known_bad = true,
@@ -188,7 +188,7 @@ void register_known_bad_adapters() {
       .name = "bad-rw-reader-preference",
       .description = "known-bad: keyed-rw whose readers pass a queued writer (reader preference "
                      "starves writers)",
-      .worlds = {"sim"},
+      .worlds = {WorldKind::sim},
       .traits =
           with_wrong(kKeyedRwTraits, {.wrong = [](AdapterTraits& t) { t.writers_first = false; }}),
       .known_bad = true,
@@ -203,7 +203,7 @@ void register_known_bad_adapters() {
       .name = "bad-rw-lost-wakeup",
       .description = "known-bad: keyed-rw whose last release forgets to wake a queued writer (it "
                      "stays parked for good)",
-      .worlds = {"sim"},
+      .worlds = {WorldKind::sim},
       .traits =
           with_wrong(kKeyedRwTraits, {.wrong = [](AdapterTraits& t) { t.wakes_waiters = false; }}),
       .known_bad = true,
@@ -219,7 +219,7 @@ void register_known_bad_adapters() {
       .name = "bad-fifo-clear-admits",
       .description = "known-bad: the FIFO keyed lock whose clear() drops the running holders, so a "
                      "caller after it runs beside one",
-      .worlds = {"sim"},
+      .worlds = {WorldKind::sim},
       .traits = with_wrong(kFifoTraits,
                            {.wrong = [](AdapterTraits& t) { t.clear_keeps_exclusion = false; }}),
       .known_bad = true,

@@ -21,7 +21,7 @@ std::vector<AdapterEntry>& registry() {
       {.name = "memory",
        .description = "in-process TTL lease table with owner-checked release/extend and monotonic "
                       "fencing tokens",
-       .worlds = {"sim", "real"},
+       .worlds = {WorldKind::sim, WorldKind::real},
        .traits = kMemoryTraits,
        .make_sim = [](BackendEnv& env) { return make_memory_backend(env); },
        .make_real = [](BackendEnv& env) { return make_memory_backend(env); }},
@@ -29,7 +29,7 @@ std::vector<AdapterEntry>& registry() {
        .description = "single Redis: SET NX PX with a fencing token in the same script, Lua "
                       "compare-and-delete "
                       "release and compare-and-pexpire extend",
-       .worlds = {"sim", "real"},
+       .worlds = {WorldKind::sim, WorldKind::real},
        .traits = kRedisTraits,
        .options = redis_backend_options(),
        .make_sim =
@@ -44,7 +44,7 @@ std::vector<AdapterEntry>& registry() {
                       "majority and positive validity after elapsed time and drift, release "
                       "everywhere on failure; "
                       "no fencing token",
-       .worlds = {"sim", "real"},
+       .worlds = {WorldKind::sim, WorldKind::real},
        .traits = kRedlockTraits,
        .options = redlock_backend_options(),
        .make_sim =
@@ -60,7 +60,7 @@ std::vector<AdapterEntry>& registry() {
            "MongoDB: upsert against a unique index on key, expiry by the server's $$NOW (or the "
            "client's clock), TTL index, owner-checked release and extend, a fencing counter per "
            "key",
-       .worlds = {"sim", "real"},
+       .worlds = {WorldKind::sim, WorldKind::real},
        .traits = kMongoTraits,
        .options = mongo_backend_options(),
        .make_sim =
@@ -73,14 +73,14 @@ std::vector<AdapterEntry>& registry() {
        .description = "in-process keyed shared/exclusive mutex: writer preference, exclusives in "
                       "request order, "
                       "per-key state freed when idle",
-       .worlds = {"sim"},
+       .worlds = {WorldKind::sim},
        .traits = kKeyedRwTraits,
        .make_sim = [](BackendEnv& env) { return make_keyed_rw_sim_backend(env); }},
       {.name = "fifo",
        .description = "in-process FIFO keyed lock: one caller per key in arrival order, max wait, "
                       "bounded queues, "
                       "clear() that keeps exclusion",
-       .worlds = {"sim"},
+       .worlds = {WorldKind::sim},
        .traits = kFifoTraits,
        .options = fifo_backend_options(),
        .make_sim = [](BackendEnv& env) { return make_fifo_sim_backend(env); }},

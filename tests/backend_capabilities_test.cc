@@ -48,7 +48,7 @@ struct Observed {
 Scenario probe(Observed* seen) {
   return {.name = "capability-probe",
           .description = "tries each fault on the adapter's simulated backend",
-          .worlds = {"sim"},
+          .worlds = {WorldKind::sim},
           .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
           .build =
               [seen](ScenarioEnv& env) {
@@ -73,7 +73,8 @@ TEST_CASE("every adapter's declared simulator faults are what its backend does",
   register_known_bad_adapters();
   int checked = 0;
   for (const AdapterEntry& entry : adapters()) {
-    if (std::find(entry.worlds.begin(), entry.worlds.end(), "sim") == entry.worlds.end()) continue;
+    if (std::find(entry.worlds.begin(), entry.worlds.end(), WorldKind::sim) == entry.worlds.end())
+      continue;
     if (entry.needs_user_option) {
       WARN("skipped " << entry.name << ": it runs only with a driver command of the user's");
       continue;

@@ -119,9 +119,9 @@ TEST_CASE("replay of a report reproduces its trace hash", "[cli]") {
   const CommandResult r =
       cli("run stolen-lock --adapter memory --seed 5 --set pause_ms=900 --report " + dir.string());
   CHECK(r.exit_code == 1);
-  const auto report = dir / "stolen-lock.memory.seed5.fencing-off.json";
+  const auto report = dir / "stolen-lock.memory.seed5.fencing-on.json";
   REQUIRE(std::filesystem::exists(report));
-  REQUIRE(std::filesystem::exists(dir / "stolen-lock.memory.seed5.fencing-off.trace"));
+  REQUIRE(std::filesystem::exists(dir / "stolen-lock.memory.seed5.fencing-on.trace"));
   const CommandResult replay = cli("replay " + report.string());
   CHECK(replay.exit_code == 0);  // reproduced: the violation again, which is what was asked
   CHECK(replay.out.find("stolen-lock") != std::string::npos);
@@ -134,7 +134,7 @@ TEST_CASE("replay refuses what is not a report, with one line naming what is wro
                    ("lockstep-cli-bad-report-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   REQUIRE(cli("run sequential --adapter memory --report " + dir.string()).exit_code == 0);
-  const auto good = dir / "sequential.memory.seed1.fencing-off.json";
+  const auto good = dir / "sequential.memory.seed1.fencing-on.json";
   std::string text;
   {
     std::ifstream in(good);
@@ -155,7 +155,7 @@ TEST_CASE("replay refuses what is not a report, with one line naming what is wro
       {"garbage.json", text + "trailing garbage\n", "not a lockstep report"},
       {"fractional-seed.json", with("\"seed\": 1", "\"seed\": 1.5"),
        "\"seed\" must be a non-negative integer"},
-      {"maybe-fencing.json", with("\"fencing\": \"off\"", "\"fencing\": \"maybe\""),
+      {"maybe-fencing.json", with("\"fencing\": \"on\"", "\"fencing\": \"maybe\""),
        "\"fencing\" is \"maybe\"; valid: on, off"},
       {"unknown-field.json", with("\"seed\": 1", "\"bogus\": 1, \"seed\": 1"),
        "unknown field \"bogus\"; valid: "},
@@ -201,7 +201,7 @@ TEST_CASE("check judges the history file a run writes as the run did", "[cli][ch
   std::filesystem::remove_all(dir);
   const CommandResult run = cli("run gc-pause --adapter redis --json --report " + dir.string());
   REQUIRE(run.exit_code == 1);
-  const auto history = dir / "gc-pause.redis.seed1.fencing-off.history.jsonl";
+  const auto history = dir / "gc-pause.redis.seed1.fencing-on.history.jsonl";
   REQUIRE(std::filesystem::exists(history));
   const CommandResult check = cli("check " + history.string() + " --json");
   INFO(check.err);
@@ -265,13 +265,30 @@ TEST_CASE("run --help shows each option's default", "[cli]") {
   INFO(r.out);
   CHECK(r.out.find("--world TEXT:{sim,real}=sim") != std::string::npos);
   CHECK(r.out.find("--seed UINT=1") != std::string::npos);
-  CHECK(r.out.find("--fencing TEXT:{on,off}=off") != std::string::npos);
+  CHECK(r.out.find("--fencing TEXT:{on,off}=on") != std::string::npos);
+}
+
+TEST_CASE("fencing has one default (on) in every command that runs", "[cli]") {
+  for (const char* command : {"run --help", "sweep --help"}) {
+    const CommandResult r = cli(command);
+    INFO(command << "\n" << r.out);
+    CHECK(r.out.find("--fencing TEXT:{on,off}=on") != std::string::npos);
+  }
+  const CommandResult matrix_help = cli("matrix --help");
+  INFO(matrix_help.out);
+  CHECK(matrix_help.out.find("--fencing TEXT:{on,off,both}=on") != std::string::npos);
+  const CommandResult matrix =
+      cli("matrix --adapter memory --scenario sequential --scenario gc-pause --json");
+  INFO(matrix.err);
+  const auto cells = nlohmann::json::parse(matrix.out).at("cells");
+  CHECK(cells.size() == 2);
+  for (const auto& cell : cells) CHECK(cell.at("fencing") == "on");
 }
 
 TEST_CASE("matrix --adapter and --scenario run only the chosen cells", "[cli][matrix]") {
   const CommandResult r =
       cli("matrix --adapter memory --adapter redis --scenario gc-pause --scenario sequential "
-          "--json");
+          "--fencing both --json");
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
@@ -449,7 +466,7 @@ TEST_CASE("replay of a real-world report re-runs it and compares the verdict", "
   }
   REQUIRE(run.exit_code == 0);
   const CommandResult replay =
-      cli("replay " + (dir / "sequential.redis.seed1.fencing-off.json").string());
+      cli("replay " + (dir / "sequential.redis.seed1.fencing-on.json").string());
   INFO(replay.err);
   CHECK(replay.exit_code == 0);
   CHECK(replay.err.find("real world: re-ran; verdict ok matches the report's ok") !=

@@ -16,7 +16,7 @@ RunReport run_real(const std::string& scenario, bool fencing_on = false,
                    std::vector<std::string> sets = {}) {
   return run_scenario({.scenario = scenario,
                        .adapter = "redis",
-                       .world = "real",
+                       .world = WorldKind::real,
                        .fencing_on = fencing_on,
                        .sets = std::move(sets)});
 }
@@ -31,7 +31,7 @@ TEST_CASE("real: stolen-lock keeps ownership, like the simulator", "[real][runne
   testing::require_redis_server();
   const RunReport real = run_real("stolen-lock");
   INFO(to_text(real));
-  CHECK(real.end == "complete");
+  CHECK(real.end == RunEnd::complete);
   CHECK_FALSE(violates(real, Invariant::ownership));
   CHECK(violates(real, Invariant::mutual_exclusion));  // A's pause outlived its lease
   CHECK(real.matches_expectation());

@@ -38,7 +38,7 @@ TEST_CASE("every catalogue scenario matches its expectation for memory, fencing 
       for (uint64_t seed : {1, 2, 3}) {
         RunReport r = run(scenario.name, "memory", seed, fencing_on);
         INFO(to_text(r));
-        CHECK(r.end == "complete");
+        CHECK(r.end == RunEnd::complete);
         CHECK(r.matches_expectation());
         CHECK(r.stats.ops > 0);
       }
@@ -57,7 +57,7 @@ TEST_CASE("a correct lock loses only to faults outside its envelope, in every sc
     // under test, whose findings (node-redlock's slow-acquire) nothing excuses.
     if (adapter.known_bad || !adapter.make_sim || adapter.third_party) continue;
     for (const Scenario& scenario : scenarios()) {
-      if (!scenario.applies_to(adapter) || !scenario.runs_in("sim")) continue;
+      if (!scenario.applies_to(adapter) || !scenario.runs_in(WorldKind::sim)) continue;
       for (bool fencing_on : {false, true}) {
         const RunReport r = run(scenario.name, adapter.name, 1, fencing_on);
         for (const ReportedViolation& rv : r.violations) {
@@ -155,31 +155,32 @@ TEST_CASE("bad input is a UsageError naming the valid choices", "[runner][usage]
                     Catch::Contains("not a decimal integer"));
   CHECK_THROWS_WITH(run("gc-pause", "memory", 1, false, {"ttl_ms"}), Catch::Contains("KEY=VALUE"));
   register_known_bad_adapters();
+  CHECK_THROWS_WITH(run_scenario({.scenario = "gc-pause",
+                                  .adapter = "bad-memory-no-owner-check",
+                                  .world = WorldKind::real}),
+                    Catch::Contains("does not run in world"));
   CHECK_THROWS_WITH(
-      run_scenario(
-          {.scenario = "gc-pause", .adapter = "bad-memory-no-owner-check", .world = "real"}),
-      Catch::Contains("does not run in world"));
-  CHECK_THROWS_WITH(run_scenario({.scenario = "slow-acquire", .adapter = "redis", .world = "real"}),
-                    Catch::Contains("only exist in: sim"));
+      run_scenario({.scenario = "slow-acquire", .adapter = "redis", .world = WorldKind::real}),
+      Catch::Contains("only exist in: sim"));
 }
 
 TEST_CASE("a run whose history reaches its bound is stopped there as an error naming it",
           "[runner]") {
   RunReport r =
       run_scenario({.scenario = "retry-storm", .adapter = "memory", .history_events_max = 50});
-  CHECK(r.end == "error");
+  CHECK(r.end == RunEnd::error);
   CHECK_THAT(r.end_message, Catch::Contains("history bound: 50 events"));
   CHECK(r.history.size() <= 50);
   CHECK(run_exit_code(r) == kExitError);
   RunReport unbounded = run_scenario({.scenario = "retry-storm", .adapter = "memory"});
-  CHECK(unbounded.end == "complete");
+  CHECK(unbounded.end == RunEnd::complete);
   CHECK(unbounded.history.size() > 50);
 }
 
 TEST_CASE("a run that hits the event bound ends with an error, not a verdict of safety",
           "[runner]") {
   RunReport r = run_scenario({.scenario = "gc-pause", .adapter = "memory", .events_max = 2});
-  CHECK(r.end == "event_bound");
+  CHECK(r.end == RunEnd::event_bound);
   CHECK(verdict(r) == "error");
   CHECK_FALSE(r.ok());
   CHECK_FALSE(r.end_message.empty());
@@ -204,7 +205,7 @@ Scenario stuck_clients_scenario() {
       .name = "test-stuck-clients",
       .description = "clients parked for good when the run ends",
       .fits = [](const AdapterTraits& t) { return t.family == LockFamily::keyed_rw; },
-      .worlds = {"sim"},
+      .worlds = {WorldKind::sim},
       .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
       .build =
           [](ScenarioEnv& env) {
@@ -237,7 +238,7 @@ TEST_CASE("clients parked for good when the run ends are liveness violations, na
   const Scenario scenario = stuck_clients_scenario();
   const RunReport r = run_scenario(scenario, {.adapter = "keyed-rw"});
   INFO(to_text(r));
-  CHECK(r.end == "complete");
+  CHECK(r.end == RunEnd::complete);
   std::vector<int> stuck;
   for (const HistoryEvent& e : r.history.events()) {
     if (e.kind != EventKind::stuck) continue;
@@ -350,7 +351,7 @@ TEST_CASE("the default matrix separates every known-bad adapter from its correct
     CHECK_FALSE(sibling->known_bad);
     bool separated = false;
     for (const Scenario& scenario : scenarios()) {
-      if (!scenario.judges_in_matrix(bad) || !scenario.runs_in("sim")) continue;
+      if (!scenario.judges_in_matrix(bad) || !scenario.runs_in(WorldKind::sim)) continue;
       const Options options = resolve_options(scenario, {.adapter = bad.name});
       for (bool fencing_on : {false, true}) {
         separated = separated || scenario.expected(bad.traits, options, fencing_on) !=
@@ -372,13 +373,13 @@ TEST_CASE("a run whose premise did not happen is vacuous, never a pass", "[runne
   // The primary dies 5 s after A's grant, long after A released: nothing was judged of a failover
   // while A held, so "safe" would prove nothing.
   const RunReport late = run("failover", "redis", 1, false, {"failover_at_ms=5000"});
-  CHECK(late.end == "vacuous");
+  CHECK(late.end == RunEnd::vacuous);
   CHECK(late.end_message.find("A holds when the primary dies") != std::string::npos);
   CHECK_FALSE(late.ok());
   CHECK_FALSE(late.matches_expectation());  // so the matrix counts it as a failure
   CHECK(to_json(late).at("verdict") == "vacuous");
   // The default timeline keeps its premise.
-  CHECK(run("failover", "redis").end == "complete");
+  CHECK(run("failover", "redis").end == RunEnd::complete);
 }
 
 TEST_CASE("every catalogue scenario states a premise", "[runner][premise]") {

@@ -334,7 +334,7 @@ TEST_CASE("a fifo waiter turned away by clear() while paused is refused when cle
   // clear() at 30; c3 asks at 150, after c0 is done. c1 learns of its refusal only at 220, but
   // the lock refused it at 30: c3's grant overtakes nobody.
   SwarmSpec spec;
-  spec.family = "keyed-fifo";
+  spec.family = LockFamily::keyed_fifo;
   spec.safety_ms = 400;
   spec.heal_clients = 0;
   spec.clients = {
@@ -411,7 +411,7 @@ nlohmann::json json_without_wall_times(const CommandResult& r) {
 TEST_CASE("matrix and calibrate print on two workers what they print on one", "[jobs][cli]") {
   const std::string matrix =
       "matrix --adapter memory --adapter redis --adapter bad-del-release --scenario stolen-lock "
-      "--scenario gc-pause --scenario slow-acquire --seeds 2 --json --jobs ";
+      "--scenario gc-pause --scenario slow-acquire --seeds 2 --fencing both --json --jobs ";
   const CommandResult matrix_one = lockstep_cli(matrix + "1");
   const CommandResult matrix_two = lockstep_cli(matrix + "2");
   INFO(matrix_one.err << matrix_two.err);

@@ -234,7 +234,7 @@ TEST_CASE("run --junit and matrix --junit write JUnit XML for CI", "[junit][cli]
   REQUIRE(run->all("testcase").size() == 1);
   const Element& c = *run->all("testcase")[0];
   CHECK(c.attrs.at("classname") == "memory");
-  CHECK(c.attrs.at("name") == "gc-pause/fencing-off/seed1");
+  CHECK(c.attrs.at("name") == "gc-pause/fencing-on/seed1");
   REQUIRE(c.all("failure").size() == 1);
   CHECK(c.all("failure")[0]->attrs.at("message").find("mutual_exclusion") != std::string::npos);
   CHECK(c.all("failure")[0]->text.find("replay: lockstep run gc-pause --adapter memory") !=

@@ -430,7 +430,7 @@ std::vector<Finding> sim_findings(const ExtLibrary& library) {
     for (const char* scenario : {"clock-jump", "crash-restart"}) {
       out.push_back({.scenario = scenario,
                      .violated = overlap,
-                     .end = "error",
+                     .end = RunEnd::error,
                      .summary = "after the expected violations, a release whose unreachable nodes "
                                 "leave no quorum for or against never completes (no command "
                                 "timeout)"});
@@ -446,7 +446,7 @@ std::vector<Finding> sim_findings(const ExtLibrary& library) {
     for (const char* scenario : {"clock-jump", "crash-restart"}) {
       out.push_back({.scenario = scenario,
                      .violated = {Invariant::lease_exclusion},
-                     .end = "error",
+                     .end = RunEnd::error,
                      .summary = waits + ": a partitioned node hangs the first acquire for good"});
     }
   }
@@ -519,7 +519,7 @@ std::vector<AdapterEntry> ext_adapter_entries() {
       kExtSimFaults;  // a driver that speaks version 2 (services/ext/PROTOCOL.md)
   entries.push_back({.name = kUserDriver.adapter,
                      .description = kUserDriver.description,
-                     .worlds = {"sim", "real"},
+                     .worlds = {WorldKind::sim, WorldKind::real},
                      .traits = user_traits,
                      .options = ext_options(kUserDriver),
                      .check_options = check_user_driver,
@@ -536,7 +536,7 @@ std::vector<AdapterEntry> ext_adapter_entries() {
   for (const ExtLibrary& library : kLibraries) {
     entries.push_back({.name = library.adapter,
                        .description = library.description,
-                       .worlds = {"real"},
+                       .worlds = {WorldKind::real},
                        .traits = ext_traits(library),
                        .options = ext_options(library),
                        .make_real = [&library](BackendEnv& env) -> std::unique_ptr<Backend> {
@@ -546,7 +546,7 @@ std::vector<AdapterEntry> ext_adapter_entries() {
     // on a node of its own (no network; its clock drifts and jumps as a server's). Their findings
     // are declared, so the default matrix charts them.
     AdapterEntry& entry = entries.back();
-    entry.worlds = {"sim", "real"};
+    entry.worlds = {WorldKind::sim, WorldKind::real};
     entry.traits.sim_faults = library.in_memory    ? kExtSimSharedFaults
                               : library.over_nodes ? kExtSimNodesFaults
                                                    : kExtSimFaults;

@@ -26,8 +26,10 @@ void require_ext() {
 
 RunReport run_ext(const std::string& scenario, const std::string& adapter,
                   std::vector<std::string> sets = {}) {
-  return run_scenario(
-      {.scenario = scenario, .adapter = adapter, .world = "real", .sets = std::move(sets)});
+  return run_scenario({.scenario = scenario,
+                       .adapter = adapter,
+                       .world = WorldKind::real,
+                       .sets = std::move(sets)});
 }
 
 bool violates(const RunReport& r, Invariant invariant) {
@@ -54,7 +56,7 @@ TEST_CASE("ext: every ext adapter runs sequential safely", "[ext][real][runner]"
     INFO(adapter);
     const RunReport r = run_ext("sequential", adapter);
     INFO(to_text(r));
-    CHECK(r.end == "complete");
+    CHECK(r.end == RunEnd::complete);
     CHECK(r.violations.empty());
     CHECK(r.stats.acquisitions == 2);
     check_drivers_gone(r);
@@ -67,7 +69,7 @@ TEST_CASE("ext: stolen-lock judges ownership for every ext adapter", "[ext][real
     INFO(adapter);
     const RunReport r = run_ext("stolen-lock", adapter);
     INFO(to_text(r));
-    CHECK(r.end == "complete");
+    CHECK(r.end == RunEnd::complete);
     CHECK_FALSE(
         violates(r, Invariant::ownership));  // A's late release and extend leave B's lock alone
     CHECK(violates(
@@ -84,7 +86,7 @@ TEST_CASE("ext: a crashed client's driver dies with it, so its lock expires",
   // after its client crashed would hold the lock for ever, and B would never get in.
   const RunReport r = run_ext("crash-holder", "ext:redis-semaphore");
   INFO(to_text(r));
-  CHECK(r.end == "complete");
+  CHECK(r.end == RunEnd::complete);
   CHECK(r.violations.empty());
   CHECK(r.stats.acquisitions == 2);
 }
@@ -95,7 +97,7 @@ TEST_CASE("ext: a driver that fails ends the run as an error, never as a lock re
   // A deadline below a Redis round trip through Node: an acquire or release overruns it.
   const RunReport r = run_ext("sequential", "ext:locco-redis", {"ext_deadline_ms=1"});
   INFO(to_text(r));
-  CHECK(r.end == "error");
+  CHECK(r.end == RunEnd::error);
   CHECK_THAT(r.end_message, Catch::Contains("hung") && Catch::Contains("within 1 ms"));
 }
 
@@ -106,7 +108,7 @@ TEST_CASE("ext: the Redlock libraries on 5 real nodes, one of them stopped",
     INFO(adapter);
     const RunReport r = run_ext("node-pause", adapter, {"pause_ms=1500"});
     INFO(to_text(r));
-    CHECK(r.end == "complete");
+    CHECK(r.end == RunEnd::complete);
     CHECK_FALSE(violates(r, Invariant::mutual_exclusion));
     CHECK_FALSE(violates(r, Invariant::ownership));
   }

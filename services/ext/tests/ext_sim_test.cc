@@ -29,7 +29,8 @@ void require_node() {
 }
 
 RunReport run_sim(const std::string& scenario, const std::string& adapter, uint64_t seed) {
-  return run_scenario({.scenario = scenario, .adapter = adapter, .world = "sim", .seed = seed});
+  return run_scenario(
+      {.scenario = scenario, .adapter = adapter, .world = WorldKind::sim, .seed = seed});
 }
 
 }  // namespace
@@ -38,7 +39,7 @@ TEST_CASE("ext sim: locco-redis takes turns and races safely, in virtual time", 
   require_node();
   const RunReport sequential = run_sim("sequential", "ext:locco-redis", 1);
   INFO(to_text(sequential));
-  CHECK(sequential.end == "complete");
+  CHECK(sequential.end == RunEnd::complete);
   CHECK(sequential.violations.empty());
   CHECK(sequential.matches_expectation());
   CHECK(sequential.stats.acquisitions == 2);
@@ -53,7 +54,7 @@ TEST_CASE("ext sim: locco-redis takes turns and races safely, in virtual time", 
   for (uint64_t seed : {1, 2, 3}) {
     const RunReport race = run_sim("concurrent-race", "ext:locco-redis", seed);
     INFO("seed " << seed << "\n" << to_text(race));
-    CHECK(race.end == "complete");
+    CHECK(race.end == RunEnd::complete);
     CHECK(race.violations.empty());
     CHECK(race.matches_expectation());
     CHECK(race.stats.acquisitions == 1);  // exactly one wins, the other is told it is contended
@@ -71,7 +72,7 @@ TEST_CASE("ext sim: the same seed gives the same trace hash twice", "[ext][sim][
       const RunReport first = run_sim(scenario, adapter, 7);
       const RunReport second = run_sim(scenario, adapter, 7);
       INFO(adapter << " " << scenario << "\n" << to_text(first));
-      CHECK(first.end == "complete");
+      CHECK(first.end == RunEnd::complete);
       CHECK(first.violations.empty());
       CHECK(first.matches_expectation());
       CHECK(first.stats.acquisitions == (std::string(scenario) == "sequential" ? 2 : 1));
@@ -91,7 +92,7 @@ TEST_CASE("ext sim: node-redlock returns a lock already over after a slow acquir
   // validity had ended: valid_on_return. lockstep's own redlock fails that acquire instead.
   const RunReport first = run_sim("slow-acquire", "ext:node-redlock", 1);
   INFO(to_text(first));
-  CHECK(first.end == "complete");
+  CHECK(first.end == RunEnd::complete);
   CHECK(first.violated().count(Invariant::valid_on_return) == 1);
   CHECK(run_sim("slow-acquire", "ext:node-redlock", 1).trace_hash == first.trace_hash);
   const RunReport own = run_sim("slow-acquire", "redlock", 1);
@@ -115,7 +116,7 @@ TEST_CASE("ext sim: a partition delays the library's bytes, it does not lose the
   // partition heals the release lands, A's lock goes, and A gets the key again: no hang, no error.
   const RunReport r = run_sim("partition", "ext:locco-redis", 1);
   INFO(to_text(r));
-  CHECK(r.end == "complete");
+  CHECK(r.end == RunEnd::complete);
   CHECK(r.matches_expectation());
   CHECK(r.stats.acquisitions == 3);
   bool retransmitted = false;
@@ -135,7 +136,7 @@ TEST_CASE("ext sim: a failover moves the library's connections to the promoted r
   for (const char* adapter : {"ext:locco-redis", "ext:redis-semaphore"}) {
     const RunReport r = run_sim("failover", adapter, 1);
     INFO(adapter << "\n" << to_text(r));
-    CHECK(r.end == "complete");
+    CHECK(r.end == RunEnd::complete);
     CHECK(r.matches_expectation());
     CHECK(r.stats.acquisitions == 2);
     CHECK_FALSE(r.violations.empty());
@@ -149,7 +150,8 @@ TEST_CASE("ext sim: a failover moves the library's connections to the promoted r
   // The real world's ext backend has no replica: the scenario cannot run there (`run`: exit 2,
   // `matrix`: not applicable), before any server starts, rather than failing at the failover.
   CHECK_THROWS_AS(
-      run_scenario({.scenario = "failover", .adapter = "ext:locco-redis", .world = "real"}),
+      run_scenario(
+          {.scenario = "failover", .adapter = "ext:locco-redis", .world = WorldKind::real}),
       WorldUnsupportedError);
 }
 
@@ -168,7 +170,7 @@ TEST_CASE("ext sim: a backward wall-clock jump of the client leaves the driver's
   const SwarmSpec spec = draw_swarm_spec(caps, 2, {.faults = {FaultKind::clock_jump}});
   REQUIRE(spec.has_fault(FaultKind::clock_jump));
   const SeedOutcome outcome = run_swarm_spec("ext:locco-redis", spec, 2, /*fencing_on=*/true);
-  CHECK(outcome.report.end == "complete");
+  CHECK(outcome.report.end == RunEnd::complete);
   CHECK(outcome.report.end_message.find("t1_ns is before t0_ns") == std::string::npos);
 }
 
@@ -183,7 +185,7 @@ TEST_CASE("ext sim: locco-memory shares one driver and is judged by what its cli
   require_node();
   const RunReport sequential = run_sim("sequential", "ext:locco-memory", 1);
   INFO(to_text(sequential));
-  CHECK(sequential.end == "complete");
+  CHECK(sequential.end == RunEnd::complete);
   CHECK(sequential.violations.empty());
   CHECK(sequential.stats.acquisitions == 2);
   for (uint64_t seed : {1, 2, 3}) {
@@ -222,11 +224,11 @@ TEST_CASE("ext sim: many clients share a few drivers", "[ext][sim][pool]") {
   require_node();
   const RunReport r = run_scenario({.scenario = "retry-storm",
                                     .adapter = "ext:locco-redis",
-                                    .world = "sim",
+                                    .world = WorldKind::sim,
                                     .seed = 1,
                                     .sets = {"clients=40"}});
   INFO(to_text(r));
-  CHECK(r.end == "complete");
+  CHECK(r.end == RunEnd::complete);
   CHECK(r.matches_expectation());
   CHECK(r.stats.acquisitions == 40);
   int drivers = 0;

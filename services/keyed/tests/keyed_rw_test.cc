@@ -198,7 +198,7 @@ TEST_CASE("writer-starvation catches the lost-wakeup known-bad lock: the writer 
     const RunReport r = run_scenario(
         {.scenario = "writer-starvation", .adapter = "bad-rw-lost-wakeup", .seed = seed});
     INFO(to_text(r));
-    CHECK(r.end == "complete");
+    CHECK(r.end == RunEnd::complete);
     CHECK(r.violated() == Expectation{Invariant::liveness});
     CHECK(r.matches_expectation());
     const int writer = static_cast<int>(r.history.meta.clients) - 1;

@@ -33,7 +33,7 @@ TEST_CASE("sequential: the Mongo lock is taken and released twice, with server a
   for (const char* time_source : {"time_source=server", "time_source=client"}) {
     const RunReport r = run("sequential", "mongo", {time_source});
     INFO(time_source << "\n" << to_text(r));
-    CHECK(r.end == "complete");
+    CHECK(r.end == RunEnd::complete);
     CHECK(r.violated().empty());
     CHECK(r.stats.acquisitions == 2);
     CHECK(r.ok());
@@ -44,14 +44,14 @@ TEST_CASE("client-clock-ahead: client time takes over a live lock, the server's 
           "[mongo]") {
   const RunReport client = run("client-clock-ahead", "mongo", {"time_source=client"});
   INFO(to_text(client));
-  CHECK(client.end == "complete");
+  CHECK(client.end == RunEnd::complete);
   CHECK(violates(client, Invariant::mutual_exclusion));
   CHECK(violates(client, Invariant::lease_exclusion));
   CHECK(client.matches_expectation());
 
   const RunReport server = run("client-clock-ahead", "mongo", {"time_source=server"});
   INFO(to_text(server));
-  CHECK(server.end == "complete");
+  CHECK(server.end == RunEnd::complete);
   CHECK(server.violated().empty());
   CHECK(server.stats.acquisitions == 2);  // B gets in once A has released
 }
@@ -59,13 +59,13 @@ TEST_CASE("client-clock-ahead: client time takes over a live lock, the server's 
 TEST_CASE("failover: w:1 loses the lock in the rollback, w:majority keeps it", "[mongo]") {
   const RunReport one = run("failover", "mongo", {"write_concern=1"});
   INFO(to_text(one));
-  CHECK(one.end == "complete");
+  CHECK(one.end == RunEnd::complete);
   CHECK(violates(one, Invariant::mutual_exclusion));
   CHECK(one.matches_expectation());
 
   const RunReport majority = run("failover", "mongo", {"write_concern=majority"});
   INFO(to_text(majority));
-  CHECK(majority.end == "complete");
+  CHECK(majority.end == RunEnd::complete);
   CHECK(majority.violated().empty());
   CHECK(majority.stats.acquisitions >= 1);
 }
@@ -76,7 +76,7 @@ TEST_CASE("every scenario for mongo matches its expectation, fencing off and on"
     for (bool fencing_on : {false, true}) {
       const RunReport r = run(scenario.name, "mongo", {}, fencing_on);
       INFO(to_text(r));
-      CHECK(r.end == "complete");
+      CHECK(r.end == RunEnd::complete);
       CHECK(r.matches_expectation());
     }
   }

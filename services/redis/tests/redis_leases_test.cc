@@ -56,7 +56,7 @@ const std::string& registered(const std::string& name, UnprefixedRedis::Bug bug)
   if (find_adapter(name) == nullptr) {
     register_adapter({.name = name,
                       .description = "test: the Redis lock on unprefixed keys",
-                      .worlds = {"sim"},
+                      .worlds = {WorldKind::sim},
                       .traits = kRedisTraits,
                       .options = redis_backend_options(),
                       .make_sim = [bug](BackendEnv& env) {
@@ -84,7 +84,7 @@ int grants_on(const RunReport& report, const std::string& key) {
 TEST_CASE("leases are recorded for unprefixed keys, and a correct lock on them holds", "[leases]") {
   const RunReport report =
       run_for("stolen-lock", registered("test-unprefixed", UnprefixedRedis::Bug::none));
-  CHECK(report.end == "complete");
+  CHECK(report.end == RunEnd::complete);
   CHECK(grants_on(report, "resource") >= 2);  // A's lease, then B's after it expired
   // As for the production Redis lock: A's pause outlasts its lease (mutual_exclusion), and
   // nothing else.
@@ -95,7 +95,7 @@ TEST_CASE("an unprefixed extend without owner check is caught by stolen-lock", "
   const RunReport report = run_for(
       "stolen-lock",
       registered("test-unprefixed-pexpire", UnprefixedRedis::Bug::extend_without_owner_check));
-  CHECK(report.end == "complete");
+  CHECK(report.end == RunEnd::complete);
   CHECK(report.violated().count(Invariant::ownership) == 1);
 }
 
@@ -104,7 +104,7 @@ TEST_CASE("a lease run in which acquires succeeded but no lease was recorded is 
   const RunReport report = run_for(
       "sequential", registered("test-unprefixed-no-ttl", UnprefixedRedis::Bug::grant_without_ttl));
   CHECK(report.stats.acquisitions >= 2);
-  CHECK(report.end == "no_leases");
+  CHECK(report.end == RunEnd::no_leases);
   CHECK_FALSE(report.ok());
   CHECK(report.end_message.find("recorded no lease") != std::string::npos);
 }

@@ -360,7 +360,8 @@ TEST_CASE("each known-bad Redlock variant is caught in the simulator",
 TEST_CASE("redlock: every scenario that applies matches its expectation in the simulator",
           "[redlock][runner]") {
   for (const Scenario& scenario : scenarios()) {
-    if (!scenario.applies_to(*find_adapter("redlock")) || !scenario.runs_in("sim")) continue;
+    if (!scenario.applies_to(*find_adapter("redlock")) || !scenario.runs_in(WorldKind::sim))
+      continue;
     for (bool fencing_on : {false, true}) {
       const RunReport r =
           run_scenario({.scenario = scenario.name, .adapter = "redlock", .fencing_on = fencing_on});
@@ -506,14 +507,15 @@ TEST_CASE("real redlock: 3 redis-servers and 1 node that never accepts still acq
 TEST_CASE("real redlock: scenarios against 5 redis-servers", "[redlock][real][runner]") {
   testing::require_redis_server();
   for (const char* scenario : {"crash-restart", "partition", "sequential", "stolen-lock"}) {
-    const RunReport r = run_scenario({.scenario = scenario, .adapter = "redlock", .world = "real"});
+    const RunReport r =
+        run_scenario({.scenario = scenario, .adapter = "redlock", .world = WorldKind::real});
     INFO(to_text(r));
-    CHECK(r.end == "complete");
+    CHECK(r.end == RunEnd::complete);
     CHECK(r.matches_expectation());
   }
   const RunReport remedy = run_scenario({.scenario = "crash-restart",
                                          .adapter = "redlock",
-                                         .world = "real",
+                                         .world = WorldKind::real,
                                          .sets = {"restart_delay_ms=5000"}});
   INFO(to_text(remedy));
   CHECK(remedy.ok());
@@ -523,7 +525,7 @@ TEST_CASE("real redlock: a node's clock jump through libfaketime gives two major
           "[redlock][real][runner]") {
   testing::require_libfaketime();
   const RunReport r =
-      run_scenario({.scenario = "clock-jump", .adapter = "redlock", .world = "real"});
+      run_scenario({.scenario = "clock-jump", .adapter = "redlock", .world = WorldKind::real});
   INFO(to_text(r));
   CHECK(r.matches_expectation());
 }
