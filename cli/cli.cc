@@ -30,12 +30,12 @@
 #include "explore/sweep.h"
 #include "explore/worker_pool.h"
 #include "real/server_errors.h"
-#include "real/server_files.h"
 #include "report/junit.h"
 #include "report/report.h"
 #include "report/report_html.h"
 #include "run/runner.h"
 #include "services/registry.h"
+#include "services/service.h"
 #include "sim/trace.h"
 
 namespace lockstep {
@@ -680,7 +680,7 @@ int cli_main(int argc, char** argv) {
     set_program_name(std::filesystem::path(argv[0]).filename().string());
   }
   const std::string& program = program_name();
-  real::remove_stale_mongoc_counters();  // or a reused pid makes libmongoc warn on stderr
+  prepare_services();  // each service's process-wide preparation, before anything runs
   try {
     const int code = run_cli(argc, argv);
     // Output that could not be written (a full disk, a closed pipe) must not pass for a result.

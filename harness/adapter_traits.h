@@ -24,9 +24,16 @@ enum class LockFamily { lease, keyed_rw, keyed_fifo };
 std::string_view to_string(LockFamily family);
 std::optional<LockFamily> lock_family_from_string(std::string_view name);
 
-// What the clients talk to. Scenarios written for one kind of server (a Redis primary with a
-// replica, N independent Redlock nodes, a Mongo replica set) apply by it; `custom` is anything else.
-enum class BackendKind { in_process, redis, redlock, mongo, custom };
+// What its servers are, by shape, never by product: scenarios written about one shape apply by it.
+//   in_process         the lock's state lives in the clients' process (or one store reached
+//                      without a network)
+//   one_server         a single server, which may replicate to a standby that takes over
+//   independent_nodes  N servers that know nothing of each other; a quorum of their grants is the
+//                      lock (Redlock)
+//   replica_set        servers that elect a primary among themselves and replicate to it; what a
+//                      failover keeps depends on the write concern
+//   other              none of these: no scenario written for one shape applies
+enum class ServerLayout { in_process, one_server, independent_nodes, replica_set, other };
 
 // The fencing tokens it hands out: none, strictly increasing per key in grant order, or random
 // while claiming to be monotonic (a known-bad lie the fencing checker must catch).
@@ -49,9 +56,11 @@ enum class ValidityRule {
   until_extension_fails
 };
 
-// Which clock its servers expire leases by: the wall clock (redis-server's absolute expiry times,
-// mongod's $$NOW; a jump forward ends leases early) or a monotonic one (the in-process store).
-enum class ExpiryClock { wall, monotonic };
+// Which clock decides when a lease has expired: the servers' wall clock (redis-server's absolute
+// expiry times, mongod's $$NOW; a jump forward ends leases early), a server's monotonic clock (the
+// in-process store), or the wall clock of the client that takes over (a deadline written with the
+// lock and compared by the next client: a client whose clock runs ahead takes a live lock).
+enum class ExpiryClock { wall, monotonic, client_wall };
 
 struct FaultCapabilities {
   bool network = false;            // latency, loss and partitions between clients and servers
@@ -62,7 +71,7 @@ struct FaultCapabilities {
 
 struct AdapterTraits {
   LockFamily family = LockFamily::lease;
-  BackendKind backend = BackendKind::custom;
+  ServerLayout servers = ServerLayout::other;
   FaultCapabilities sim_faults;  // what its simulated backend can do (nothing: no sim world)
   FaultEnvelope envelope;        // what it claims to survive (Backend::envelope refines by options)
   TokenKind tokens = TokenKind::none;

@@ -41,10 +41,6 @@ class Backend {
   // The lock library under test as it named itself ("name version"; ext drivers' ready line), for
   // the report; "" for lockstep's own adapters.
   virtual std::string library() const { return {}; }
-  // What the adapter claims to survive as this backend was configured: the declared envelope
-  // (AdapterTraits::envelope), changed where an option changes the claim (a majority write
-  // concern survives a failover; persistence on every write survives a restart).
-  virtual FaultEnvelope envelope(FaultEnvelope declared) const { return declared; }
 
   // Faults. Each throws WorldUnsupported unless this backend can produce it in its world.
   virtual void failover();                                // primary dies, its replica takes over
@@ -116,8 +112,17 @@ struct AdapterEntry {
   // Runs only with an option the user sets (a user's driver names its command): a matrix that
   // does not name it leaves it out.
   bool needs_user_option = false;
+  // What the adapter is as its options configure it: the declared traits, changed where an option
+  // changes the claim or the behaviour (a majority write concern survives a failover; expiry by the
+  // client's clock; persistence on every write survives a restart). Empty: the declared traits.
+  std::function<AdapterTraits(AdapterTraits declared, const Options& options)> refine;
   BackendFactory make_sim;
   BackendFactory make_real;  // empty when the adapter has no real world
 };
+
+// The adapter's traits under these options (AdapterEntry::refine).
+inline AdapterTraits effective_traits(const AdapterEntry& entry, const Options& options) {
+  return entry.refine ? entry.refine(entry.traits, options) : entry.traits;
+}
 
 }  // namespace lockstep

@@ -209,7 +209,7 @@ class RunAssembly {
     meta.servers = backend_->server_count();
     meta.quorum = backend_->quorum();
     meta.fencing_on = report.config.fencing_on;
-    meta.envelope = backend_->envelope(adapter.traits.envelope);
+    meta.envelope = effective_traits(adapter, report.options).envelope;
     try {
       scenario.build(*env_);
     } catch (const WorldUnsupported& e) {
@@ -396,7 +396,8 @@ RunReport run_scenario(const Scenario& scenario, const RunConfig& config) {
   RunReport report{.config = config, .options = resolve_options(scenario, config)};
   report.config.scenario = scenario.name;
   const AdapterEntry& adapter = *find_adapter(config.adapter);
-  report.expected = scenario.expected(adapter.traits, report.options, config.fencing_on);
+  report.expected = scenario.expected(effective_traits(adapter, report.options), report.options,
+                                      config.fencing_on);
   if (config.world == WorldKind::sim) {
     run_in_sim(scenario, adapter, report);
   } else {

@@ -518,11 +518,13 @@ bool has_jumping_servers(const AdapterTraits& lock) {
   return is_lease(lock) && lock.sim_faults.server_clock_jump;
 }
 bool can_fail_over(const AdapterTraits& lock) { return is_lease(lock) && lock.sim_faults.failover; }
-bool talks_to_redis(const AdapterTraits& lock) { return lock.backend == BackendKind::redis; }
-bool talks_to_redlock_nodes(const AdapterTraits& lock) {
-  return lock.backend == BackendKind::redlock;
+bool on_one_server(const AdapterTraits& lock) { return lock.servers == ServerLayout::one_server; }
+bool on_independent_nodes(const AdapterTraits& lock) {
+  return lock.servers == ServerLayout::independent_nodes;
 }
-bool talks_to_mongo(const AdapterTraits& lock) { return lock.backend == BackendKind::mongo; }
+bool on_a_replica_set(const AdapterTraits& lock) {
+  return lock.servers == ServerLayout::replica_set;
+}
 
 const std::vector<Scenario>& scenarios() {
   static const std::vector<Scenario> catalogue = build_catalogue();

@@ -44,9 +44,10 @@ bool has_drifting_servers(const AdapterTraits& lock);
 bool has_jumping_servers(const AdapterTraits& lock);  // servers whose wall clock can jump (sim)
 // A lease lock whose primary can die and be replaced (a Redis replica, a Mongo election).
 bool can_fail_over(const AdapterTraits& lock);
-bool talks_to_redis(const AdapterTraits& lock);
-bool talks_to_redlock_nodes(const AdapterTraits& lock);
-bool talks_to_mongo(const AdapterTraits& lock);
+// The shape of its servers (AdapterTraits::servers).
+bool on_one_server(const AdapterTraits& lock);
+bool on_independent_nodes(const AdapterTraits& lock);
+bool on_a_replica_set(const AdapterTraits& lock);
 
 // Server faults: scenarios/server_fault_scenarios.cc.
 Scenario slow_acquire_scenario();

@@ -301,10 +301,11 @@ Scenario failover_scenario() {
           [](const AdapterTraits& lock, const Options& options, bool) {
             if (options.get_int("replication_delay_ms") < options.get_int("failover_at_ms"))
               return Expectation{};
-            if (lock.backend == BackendKind::mongo) {
-              // w:majority acknowledges only what the next primary has; w:1 loses A's lock if the
-              // election is over while A still works.
-              if (options.get("write_concern") == "majority") return Expectation{};
+            if (lock.servers == ServerLayout::replica_set) {
+              // A majority write concern acknowledges only what the next primary has (the
+              // envelope says a failover keeps every grant); w:1 loses A's lock if the election
+              // is over while A still works.
+              if (lock.envelope.failover) return Expectation{};
               const int64_t elected_by_ms =
                   options.get_int("failover_at_ms") + options.get_int("election_timeout_ms");
               if (elected_by_ms >= options.get_int("hold_ms")) return Expectation{};

@@ -402,11 +402,11 @@ class ExtBackend final : public Backend {
 // What each library claims to be (owner-checked release and extend, no fencing token), judged as
 // such: a library whose claims do not hold shows it as a violation. No simulated backend yet.
 AdapterTraits ext_traits(const ExtLibrary& library) {
-  const BackendKind backend = library.over_nodes  ? BackendKind::redlock
-                              : library.in_memory ? BackendKind::in_process
-                                                  : BackendKind::redis;
+  const ServerLayout servers = library.over_nodes  ? ServerLayout::independent_nodes
+                               : library.in_memory ? ServerLayout::in_process
+                                                   : ServerLayout::one_server;
   // The npm libraries time validity and retries with Date.now(): a wall-clock step reaches them.
-  return {.backend = backend,
+  return {.servers = servers,
           .envelope = {.client_wall_clock = false},
           .tokens = TokenKind::none,
           .extends = library.extends};

@@ -108,9 +108,6 @@ class MongoSimBackend final : public Backend, public sim::MongoObserver {
 
   int server_count() const override { return replica_set_->members(); }
   bool records_leases() const override { return true; }
-  FaultEnvelope envelope(FaultEnvelope declared) const override {
-    return mongo_envelope(declared, options_);
-  }
 
   // The primary dies; the others elect a new one after the election timeout. Its writes that had
   // not reached them are gone from the new primary (and rolled back if it comes back). With a
@@ -250,9 +247,12 @@ std::vector<OptionSpec> mongo_backend_options() {
   };
 }
 
-FaultEnvelope mongo_envelope(FaultEnvelope declared, const Options& options) {
-  declared.failover = declared.failover && options.get("write_concern") == "majority";
-  declared.client_wall_clock = declared.client_wall_clock && options.get("time_source") == "server";
+AdapterTraits mongo_traits(AdapterTraits declared, const Options& options) {
+  declared.envelope.failover =
+      declared.envelope.failover && options.get("write_concern") == "majority";
+  const bool client_time = options.get("time_source") == "client";
+  declared.envelope.client_wall_clock = declared.envelope.client_wall_clock && !client_time;
+  if (client_time) declared.server_expiry = ExpiryClock::client_wall;
   return declared;
 }
 
