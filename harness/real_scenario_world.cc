@@ -43,6 +43,11 @@ int RealScenarioWorld::add_client_node(const std::string& name, int64_t clock_of
 
 Clock& RealScenarioWorld::clock(int node) { return *nodes_.at(static_cast<size_t>(node)).clock; }
 
+// Every real client reads the machine's one monotonic clock, which true time is measured on too.
+TimeUs RealScenarioWorld::true_time_at_monotonic(int node, int64_t monotonic_us) {
+  return now_us() + (monotonic_us - clock(node).monotonic_us());
+}
+
 int64_t RealScenarioWorld::draw_between(int64_t lo, int64_t hi) {
   std::lock_guard<std::mutex> guard(mutex_);
   return prng_.between(lo, hi);

@@ -41,6 +41,7 @@ class RealScenarioWorld final : public ScenarioWorld {
   size_t add_trace_line(const sim::TraceLine& line) override;
   int add_client_node(const std::string& name, int64_t clock_offset_us, int64_t drift_ppm) override;
   Clock& clock(int node) override;
+  TimeUs true_time_at_monotonic(int node, int64_t monotonic_us) override;
   // Threads: a pause of the client (its own thread sleeping) does not stop them, unlike a
   // process's stop-the-world; scenarios that pause an auto-extending holder are sim-only.
   Background& background(int) override { return threads_; }

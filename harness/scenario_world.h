@@ -62,6 +62,10 @@ class ScenarioWorld {
   virtual int add_client_node(const std::string& name, int64_t clock_offset_us = 0,
                               int64_t drift_ppm = 0) = 0;
   virtual Clock& clock(int node) = 0;
+  // The true time at which node's monotonic clock reads monotonic_us, at the rate it runs now
+  // (a later change of drift is not foreseen). For the history: when a validity the lock reported
+  // on its client's clock ends in true time.
+  virtual TimeUs true_time_at_monotonic(int node, int64_t monotonic_us) = 0;
   // Where a client's background work runs (a lock's auto-extension): a fiber of the node in the
   // simulator, so the node's pauses and crashes stop it too; a thread in the real world.
   virtual Background& background(int node) = 0;

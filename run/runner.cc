@@ -209,6 +209,7 @@ class RunAssembly {
     meta.servers = backend_->server_count();
     meta.quorum = backend_->quorum();
     meta.fencing_on = report.config.fencing_on;
+    meta.leases_from_clients = leases_ != nullptr;
     meta.envelope = effective_traits(adapter, report.options).envelope;
     try {
       scenario.build(*env_);

@@ -35,6 +35,9 @@ Scenario lost_extension_scenario() {
           [](const AdapterTraits& lock, const Options&, bool fencing_on) {
             Expectation e;
             if (lock.validity != ValidityRule::until_extension_fails) return e;
+            // Its validity lasts until an extension fails, which it learns only after the lease
+            // ran out: A relies on it past the lease's end, and B gets in meanwhile.
+            e.insert(Invariant::validity_within_lease);
             e.merge(overlap_expectation(lock, fencing_on));
             return e;
           },
