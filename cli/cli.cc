@@ -415,6 +415,7 @@ int cmd_sweep(const SweepFlags& flags) {
                      .first_seed = flags.first_seed,
                      .seeds = flags.seeds,
                      .faults = parse_fault_list(flags.faults),
+                     .faults_named = !flags.faults.empty() && flags.faults != "all",
                      .shard_index = shard_index,
                      .shard_count = shard_count,
                      .fencing_on = flags.fencing == "on",
@@ -441,7 +442,7 @@ int cmd_sweep(const SweepFlags& flags) {
   } else {
     print_out(fmt::format("{}", to_text(result)));
   }
-  return sweep_exit_code(to_json(result).at("violations"));
+  return sweep_exit_code(to_json(result));
 }
 
 std::vector<std::filesystem::path> shard_reports(const std::vector<std::string>& paths) {
@@ -492,8 +493,7 @@ int cmd_sweep_merge(const MergeFlags& flags) {
   } else {
     print_out(fmt::format("{}", merged_text(merged)));
   }
-  if (merged.at("verdict") == "ok") return kExitOk;
-  return sweep_exit_code(merged.at("violations"));
+  return sweep_exit_code(merged);
 }
 
 int cmd_calibrate(const CalibrateFlags& flags) {

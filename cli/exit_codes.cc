@@ -9,8 +9,9 @@ int run_exit_code(const RunReport& report) {
   return report.ok() ? kExitOk : kExitViolation;
 }
 
-int sweep_exit_code(const nlohmann::json& violations) {
-  if (violations.empty()) return kExitOk;
+int sweep_exit_code(const nlohmann::json& report) {
+  const nlohmann::json& violations = report.at("violations");
+  if (violations.empty()) return report.at("verdict") == "vacuous" ? kExitViolation : kExitOk;
   if (violations.size() == 1 && violations.contains("incomplete")) return kExitError;
   return kExitViolation;
 }

@@ -25,8 +25,9 @@ inline constexpr const char* kExitCodesHelp =
 // run: 4 when the verdict is error, else 1 on a violation, else 0.
 int run_exit_code(const RunReport& report);
 
-// sweep, sweep-merge: a seed that ended as error counts as "incomplete" among the violations;
-// 4 only when nothing else was found.
-int sweep_exit_code(const nlohmann::json& violations);
+// sweep, sweep-merge, from the report's JSON: a seed that ended as error counts as "incomplete"
+// among the violations, 4 only when nothing else was found; without violations, 1 when too many
+// seeds were not exercised (verdict "vacuous").
+int sweep_exit_code(const nlohmann::json& report);
 
 }  // namespace lockstep

@@ -99,7 +99,7 @@ SeedOutcome run_swarm_spec(const std::string& adapter, const SwarmSpec& spec, ui
                            bool fencing_on, bool keep_trace, bool hash_trace,
                            const std::vector<std::string>& adapter_sets) {
   SeedOutcome out{.seed = seed, .spec = spec};
-  std::vector<std::string> sets = swarm_sets(spec);
+  std::vector<std::string> sets = swarm_sets(spec, swarm_capabilities(adapter));
   sets.insert(sets.end(), adapter_sets.begin(), adapter_sets.end());
   out.report = run_scenario(make_swarm_scenario(spec), {.adapter = adapter,
                                                         .seed = seed,
@@ -168,6 +168,7 @@ struct SeedTally {
   uint64_t seed = 0;
   bool violates = false;
   bool complete = true;
+  bool exercised = true;
   uint64_t events = 0;
   uint64_t ops = 0;
   int64_t sim_time_us = 0;
@@ -181,6 +182,7 @@ SeedTally tally_of(const SeedOutcome& o) {
   SeedTally t{.seed = o.seed,
               .violates = o.violates(),
               .complete = o.report.end == RunEnd::complete,
+              .exercised = o.exercised(),
               .events = o.report.stats.events,
               .ops = o.report.stats.ops,
               .sim_time_us = o.report.stats.sim_time_us,
@@ -261,6 +263,7 @@ std::string encode(const SeedTally& t) {
   w.integer(t.seed);
   w.integer(int{t.violates});
   w.integer(int{t.complete});
+  w.integer(int{t.exercised});
   w.integer(t.events);
   w.integer(t.ops);
   w.integer(t.sim_time_us);
@@ -285,6 +288,7 @@ SeedTally decode(const std::string& text) {
   SeedTally t{.seed = r.integer<uint64_t>(),
               .violates = r.integer<int>() != 0,
               .complete = r.integer<int>() != 0,
+              .exercised = r.integer<int>() != 0,
               .events = r.integer<uint64_t>(),
               .ops = r.integer<uint64_t>(),
               .sim_time_us = r.integer<int64_t>()};
@@ -309,6 +313,8 @@ void tally(SweepResult& result, const SeedTally& t) {
   result.sim_time_us += t.sim_time_us;
   for (const std::string& i : t.tolerated) ++result.tolerated[i];
   for (const std::string& kind : t.excused_by) ++result.excused_by[kind];
+  if (!t.excused_by.empty()) ++result.excused_seeds;
+  if (!t.exercised) ++result.not_exercised_seeds;
   for (const auto& [side, kinds] : t.faults) {
     for (const auto& [kind, n] : kinds) result.faults[side][kind] += n;
   }
@@ -317,7 +323,34 @@ void tally(SweepResult& result, const SeedTally& t) {
   if (result.violating_seed_list.size() < SweepResult::kListedMax)
     result.violating_seed_list.push_back(t.seed);
   for (const std::string& i : t.untolerated) ++result.violations[i];
-  if (!t.complete) ++result.violations["incomplete"];
+  if (!t.complete && t.exercised) ++result.violations["incomplete"];
+}
+
+// Each named kind must be one the adapter's simulated backend can strike: a sweep that asks for a
+// failover of an in-process lock would run without one and pass.
+void check_strikable(const SweepConfig& config, const SwarmCapabilities& caps) {
+  const std::vector<FaultKind> can = strikable_fault_kinds(caps);
+  std::vector<std::string_view> refused;
+  for (FaultKind kind : config.faults) {
+    if (std::find(can.begin(), can.end(), kind) == can.end()) refused.push_back(to_string(kind));
+  }
+  if (refused.empty()) return;
+  std::vector<std::string_view> names;
+  for (FaultKind kind : can) names.push_back(to_string(kind));
+  throw UsageError(
+      fmt::format("--faults {}: adapter {} cannot be struck by it in the simulator; "
+                  "it can: {}",
+                  fmt::join(refused, ","), config.adapter, fmt::join(names, ", ")));
+}
+
+// Whether any fault of the named kinds struck (a restart shows as its crash and its restart).
+bool drew_named_faults(const SweepResult& result) {
+  for (FaultKind kind : result.config.faults) {
+    for (const auto& [side, kinds] : result.faults) {
+      if (kinds.count(std::string(to_string(kind))) > 0) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -327,6 +360,7 @@ SweepResult run_sweep(const SweepConfig& config,
   const auto start = std::chrono::steady_clock::now();
   const KeepBackendsWarm warm;  // co-simulated drivers serve seed after seed (keep_warm.h)
   const SwarmCapabilities caps = swarm_capabilities(config.adapter);
+  if (config.faults_named) check_strikable(config, caps);
   SweepResult result{.config = config};
   std::vector<uint64_t> seeds;  // this shard's, in order
   for (int i = 0; i < config.seeds; ++i) {
@@ -359,6 +393,7 @@ SweepResult run_sweep(const SweepConfig& config,
         }
         return !t.violates || config.keep_going;
       });
+  if (config.faults_named) result.named_faults_drawn = drew_named_faults(result);
   result.wall_time_us = wall_us_since(start);
   return result;
 }
@@ -388,7 +423,9 @@ nlohmann::json to_json(const SweepResult& r) {
   }
   const SweepConfig& c = r.config;
   nlohmann::json out = {{"kind", "sweep"},
-                        {"verdict", r.ok() ? "ok" : "violation"},
+                        {"verdict", r.violating_seeds > 0   ? "violation"
+                                    : !r.enough_exercised() ? "vacuous"
+                                                            : "ok"},
                         {"adapter", c.adapter},
                         {"first_seed", c.first_seed},
                         {"seeds", c.seeds},
@@ -403,6 +440,8 @@ nlohmann::json to_json(const SweepResult& r) {
                         {"violations", r.violations},
                         {"tolerated", r.tolerated},
                         {"excused_by", r.excused_by},
+                        {"excused_seeds", r.excused_seeds},
+                        {"not_exercised_seeds", r.not_exercised_seeds},
                         {"faults_drawn", r.faults},
                         {"counterexamples", cxs},
                         {"stats",
@@ -435,8 +474,14 @@ std::string summary_text(const nlohmann::json& j) {
   out += fmt::format("  {} seeds run, {} violating ({}); excused by their faults: {}\n", run,
                      j.at("violating_seeds").get<int>(), counts_text(j.at("violations")),
                      counts_text(j.at("tolerated")));
-  out += fmt::format("  violations excused, by the fault outside the envelope: {}\n",
-                     counts_text(j.at("excused_by")));
+  out += fmt::format("  violations excused, by the fault outside the envelope: {} ({} seeds)\n",
+                     counts_text(j.at("excused_by")), j.at("excused_seeds").get<int>());
+  const int not_exercised = j.at("not_exercised_seeds").get<int>();
+  out += fmt::format(
+      "  not exercised (no lock held while faults could strike): {} seeds ({:.1f}%; at most "
+      "{}% passes)\n",
+      not_exercised, run > 0 ? 100.0 * not_exercised / run : 0.0,
+      SweepResult::kNotExercisedPercentMax);
   out += fmt::format("  faults struck: inside the envelope {}; outside {}\n",
                      counts_text(j.at("faults_drawn").value("inside", nlohmann::json::object())),
                      counts_text(j.at("faults_drawn").value("outside", nlohmann::json::object())));
@@ -470,7 +515,9 @@ nlohmann::json merge_sweeps(const std::vector<nlohmann::json>& shards) {
   std::vector<int> seen(static_cast<size_t>(count), 0);
   nlohmann::json merged = first;
   merged["shard"] = {{"index", 0}, {"count", 1}};
-  for (const char* field : {"seeds_in_shard", "seeds_run", "violating_seeds"}) merged[field] = 0;
+  for (const char* field :
+       {"seeds_in_shard", "seeds_run", "violating_seeds", "excused_seeds", "not_exercised_seeds"})
+    merged[field] = 0;
   for (const char* field : {"violations", "tolerated", "excused_by"})
     merged[field] = nlohmann::json::object();
   merged["faults_drawn"] = {{"inside", nlohmann::json::object()},
@@ -492,7 +539,8 @@ nlohmann::json merge_sweeps(const std::vector<nlohmann::json>& shards) {
     }
     if (seen[static_cast<size_t>(index)]++ > 0)
       throw UsageError(fmt::format("sweep-merge: shard {}/{} given twice", index, count));
-    for (const char* field : {"seeds_in_shard", "seeds_run", "violating_seeds"}) {
+    for (const char* field : {"seeds_in_shard", "seeds_run", "violating_seeds", "excused_seeds",
+                              "not_exercised_seeds"}) {
       merged[field] = merged[field].get<int>() + s.at(field).get<int>();
     }
     add_counts(merged["violations"], s.at("violations"));
@@ -522,7 +570,12 @@ nlohmann::json merge_sweeps(const std::vector<nlohmann::json>& shards) {
   std::vector<uint64_t> seeds = merged["violating_seed_list"].get<std::vector<uint64_t>>();
   std::sort(seeds.begin(), seeds.end());
   merged["violating_seed_list"] = seeds;
-  merged["verdict"] = merged["violating_seeds"].get<int>() == 0 ? "ok" : "violation";
+  const SweepResult counts{.seeds_run = merged["seeds_run"].get<int>(),
+                           .violating_seeds = merged["violating_seeds"].get<int>(),
+                           .not_exercised_seeds = merged["not_exercised_seeds"].get<int>()};
+  merged["verdict"] = counts.violating_seeds > 0   ? "violation"
+                      : !counts.enough_exercised() ? "vacuous"
+                                                   : "ok";
   merged["merged_shards"] = count;
   return merged;
 }

@@ -67,6 +67,8 @@ struct FaultCapabilities {
   bool server_clock = false;       // the servers' clocks drift
   bool server_clock_jump = false;  // a server's wall clock jumps (jump_server_clock)
   bool failover = false;           // a primary dies and a replica is promoted
+  bool server_restart = false;     // a server dies and comes back (crash_server, restart_server)
+  bool server_pause = false;       // a server stops for a while (pause_server)
 };
 
 struct AdapterTraits {

@@ -2,7 +2,9 @@
 
 namespace lockstep {
 
-void Backend::failover() { throw WorldUnsupported("this adapter has no replica to fail over to"); }
+int64_t Backend::failover() {
+  throw WorldUnsupported("this adapter has no replica to fail over to");
+}
 void Backend::set_server_drift(int64_t) {
   throw WorldUnsupported("this adapter's server clock cannot drift here");
 }

@@ -43,7 +43,10 @@ class Backend {
   virtual std::string library() const { return {}; }
 
   // Faults. Each throws WorldUnsupported unless this backend can produce it in its world.
-  virtual void failover();                                // primary dies, its replica takes over
+  // The primary dies and a replica takes over. Returns how many writes the primary had
+  // acknowledged that the new primary lacks (lost with it), or -1 when it cannot tell (a real
+  // server): the judge excuses nothing by a failover that lost nothing.
+  virtual int64_t failover();
   virtual void set_server_drift(int64_t drift_ppm);       // every server's clock, from now on
   virtual void partition(int client_node, bool two_way);  // one-way: replies to the client lost
   virtual void heal();                                    // every partition

@@ -219,15 +219,18 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
   }
   // The primary dies and its replica is promoted; the drivers' connections follow it, and so does
   // every later connect to server 0, as the clients of lockstep's redis backend do. Once a run.
-  void failover() override {
+  int64_t failover() override {
     if (!replica_) throw WorldUnsupported("failover needs a replica: --set replicas=1");
     sim::RedisNode& old_primary = *servers_.front();
+    const int64_t lost =
+        static_cast<int64_t>(old_primary.replication_seq() - replica_->replication_seq());
     world_.crash(old_primary.node());
     replica_->promote();
     for (auto* drivers : {&clients_, &shared_}) {
       for (auto& driver : *drivers) driver->retarget(old_primary, *replica_);
     }
     failed_primary_ = std::exchange(servers_.front(), std::move(replica_));
+    return lost;
   }
   void partition(int client_node, bool two_way) override {
     for (int i = 0; i < server_count(); ++i) partition_server(client_node, i, two_way);

@@ -45,7 +45,9 @@ inline constexpr AdapterTraits kMongoTraits{.servers = ServerLayout::replica_set
                                             .sim_faults = {.network = true,
                                                            .server_clock = true,
                                                            .server_clock_jump = true,
-                                                           .failover = true},
+                                                           .failover = true,
+                                                           .server_restart = true,
+                                                           .server_pause = true},
                                             .envelope = {.failover = true},
                                             .tokens = TokenKind::monotonic};
 

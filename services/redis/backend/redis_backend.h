@@ -39,7 +39,9 @@ inline constexpr AdapterTraits kRedisTraits{.servers = ServerLayout::one_server,
                                             .sim_faults = {.network = true,
                                                            .server_clock = true,
                                                            .server_clock_jump = true,
-                                                           .failover = true},
+                                                           .failover = true,
+                                                           .server_restart = true,
+                                                           .server_pause = true},
                                             .tokens = TokenKind::monotonic};
 
 }  // namespace lockstep

@@ -65,7 +65,11 @@ AdapterTraits redlock_traits(AdapterTraits declared, const Options& options);
 // Redlock's own failure mode, produced by crash-restart).
 inline constexpr AdapterTraits kRedlockTraits{
     .servers = ServerLayout::independent_nodes,
-    .sim_faults = {.network = true, .server_clock = true, .server_clock_jump = true},
+    .sim_faults = {.network = true,
+                   .server_clock = true,
+                   .server_clock_jump = true,
+                   .server_restart = true,
+                   .server_pause = true},
     // As redlock_traits() makes it of the default drift allowance (drift_factor_ppm=1000).
     .envelope = {.client_slow_ppm_max = 500,
                  .server_fast_ppm_max = 500,
