@@ -69,7 +69,8 @@ def simulated(binary, driver, cwd):
     v1 = run(binary, "run", "sequential", "--adapter", "ext", "--set",
              "driver=%s %s" % (sys.executable, v1_driver), cwd=cwd)
     os.remove(v1_driver)
-    check(v1.returncode == 3 and "--world sim needs a co-simulated driver" in v1.stderr,
+    check(v1.returncode == 4 and "--world sim needs a co-simulated driver" in v1.stdout and
+          "broke rule `ready-first`" in v1.stdout,
           "sim: a version 1 driver is told to speak protocol 2 or run in the real world", v1)
 
 
