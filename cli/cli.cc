@@ -277,7 +277,8 @@ int cmd_replay(const ReplayFlags& flags) {
         "report",
         flags.report, spec.trace_hash_version, sim::Trace::kHashVersion));
   }
-  const RunReport report = replay_run(spec);  // a catalogue scenario or a generated workload
+  RunReport report = replay_run(spec);  // a catalogue scenario or a generated workload
+  if (!spec.workload.is_null()) report.replay_file = flags.report;  // replayed from this file
   const int judged = print_run(report, flags.json, "", flags.expect);
   if (spec.config.world == WorldKind::real) {
     // Real servers' timing is not reproducible, so neither is the trace: the run is redone and
@@ -308,20 +309,24 @@ int cmd_matrix(const MatrixFlags& flags) {
     throw UsageError("matrix --set sets an adapter's options: name the adapters with --adapter");
   }
   for (const std::string& adapter : flags.adapters) check_adapter_sets(adapter, flags.sets);
-  MatrixResult result = run_matrix({.world = *world_kind_from_string(flags.world),
-                                    .seeds = flags.seeds,
-                                    .first_seed = flags.first_seed,
-                                    .adapters = flags.adapters,
-                                    .scenarios = flags.scenarios,
-                                    .jobs = flags.jobs,
-                                    .sets = flags.sets,
-                                    .fencing = flags.fencing == "both" ? FencingChoice::both
-                                               : flags.fencing == "on" ? FencingChoice::on
-                                                                       : FencingChoice::off},
-                                   [show_progress](size_t done, size_t total) {
-                                     if (show_progress)
-                                       fmt::print(stderr, "\rmatrix: {}/{} cells", done, total);
-                                   });
+  MatrixResult result =
+      run_matrix({.world = *world_kind_from_string(flags.world),
+                  .seeds = flags.seeds,
+                  .first_seed = flags.first_seed,
+                  .adapters = flags.adapters,
+                  .scenarios = flags.scenarios,
+                  .jobs = flags.jobs,
+                  .sets = flags.sets,
+                  .fencing = flags.fencing == "both" ? FencingChoice::both
+                             : flags.fencing == "on" ? FencingChoice::on
+                                                     : FencingChoice::off,
+                  // each cell's run, which matrix.html links to
+                  .runs_dir = flags.report_dir.empty()
+                                  ? std::string()
+                                  : (std::filesystem::path(flags.report_dir) / "runs").string()},
+                 [show_progress](size_t done, size_t total) {
+                   if (show_progress) fmt::print(stderr, "\rmatrix: {}/{} cells", done, total);
+                 });
   if (show_progress) fmt::print(stderr, "\n");
   if (result.cells.empty()) {
     // Not an error (nothing differed), but a CI job must not read it as "tested".
@@ -329,12 +334,18 @@ int cmd_matrix(const MatrixFlags& flags) {
                "matrix: no scenario applies to the chosen adapters in the {} world: nothing ran\n",
                flags.world);
   }
+  for (const MatrixCell& cell : result.cells) {
+    if (!cell.run_report_error.empty())
+      throw OutputError(fmt::format("--report {}: {}", flags.report_dir, cell.run_report_error));
+  }
   if (!flags.report_dir.empty()) {
     const std::filesystem::path dir(flags.report_dir);
     write_output_file((dir / "matrix.md").string(), to_markdown(result));
     write_output_file((dir / "matrix.json").string(), to_json(result).dump(2) + "\n");
     write_output_file((dir / "matrix.html").string(), matrix_html(result));
-    fmt::print(stderr, "report: {}/matrix.md, matrix.json, matrix.html\n", flags.report_dir);
+    fmt::print(stderr,
+               "report: {}/matrix.md, matrix.json, matrix.html (each cell's run in runs/)\n",
+               flags.report_dir);
   }
   write_junit_checked(flags.junit, "lockstep matrix", junit_cases(result));
   if (flags.json) {

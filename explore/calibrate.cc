@@ -279,8 +279,7 @@ std::string to_text(const CalibrationResult& result) {
                        : r.judged(result.config)      ? "MISSED"
                                                       : "not judged");
     if (r.first && !r.first->replay_file.empty())
-      out += fmt::format("      replay: {} replay {}\n", shell_quote(program_name()),
-                         r.first->replay_file);
+      out += fmt::format("      replay: {}\n", replay_file_command(r.first->replay_file));
   }
   return out;
 }

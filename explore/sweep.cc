@@ -390,20 +390,18 @@ std::string sweep_report_name(const SweepConfig& c) {
 nlohmann::json to_json(const SweepResult& r) {
   nlohmann::json cxs = nlohmann::json::array();
   for (const Counterexample& cx : r.counterexamples) {
-    cxs.push_back(
-        {{"seed", cx.seed},
-         {"invariant", cx.invariant},
-         {"trace_hash", cx.trace_hash},
-         {"ops", cx.ops},
-         {"shrunk_ops", cx.shrunk_ops},
-         {"shrunk_trace_hash", cx.shrunk_trace_hash},
-         {"shrink_runs", cx.shrink_runs},
-         {"shrink_wall_time_us", cx.shrink_wall_us},
-         {"replay_file", cx.replay_file},
-         {"shrink_cut_short", cx.shrink_cut_short},
-         {"replay",
-          cx.replay_file.empty() ? "" : shell_quote(program_name()) + " replay " + cx.replay_file},
-         {"spec", to_json(cx.shrunk)}});
+    cxs.push_back({{"seed", cx.seed},
+                   {"invariant", cx.invariant},
+                   {"trace_hash", cx.trace_hash},
+                   {"ops", cx.ops},
+                   {"shrunk_ops", cx.shrunk_ops},
+                   {"shrunk_trace_hash", cx.shrunk_trace_hash},
+                   {"shrink_runs", cx.shrink_runs},
+                   {"shrink_wall_time_us", cx.shrink_wall_us},
+                   {"replay_file", cx.replay_file},
+                   {"shrink_cut_short", cx.shrink_cut_short},
+                   {"replay", replay_file_command(cx.replay_file)},
+                   {"spec", to_json(cx.shrunk)}});
   }
   const SweepConfig& c = r.config;
   nlohmann::json out = {

@@ -18,7 +18,7 @@ std::string stop_text(const std::string& stopped_by, int64_t budget_us) {
 
 std::string replay_line(const Counterexample& cx) {
   return cx.replay_file.empty() ? std::string("(no replay file saved)")
-                                : shell_quote(program_name()) + " replay " + cx.replay_file;
+                                : replay_file_command(cx.replay_file);
 }
 
 }  // namespace

@@ -118,7 +118,15 @@ const std::string& program_name() { return program_name_storage(); }
 
 void set_program_name(std::string name) { program_name_storage() = std::move(name); }
 
+std::string replay_file_command(const std::string& file) {
+  return file.empty() ? std::string()
+                      : shell_quote(program_name()) + " replay " + shell_quote(file);
+}
+
 std::string RunReport::replay_command() const {
+  if (config.scenario == kSwarmScenarioName) {  // no command line names a generated workload
+    return replay_file_command(replay_file);
+  }
   std::string cmd = fmt::format("{} run {} --adapter {} --world {} --seed {} --fencing {}",
                                 shell_quote(program_name()), shell_quote(config.scenario),
                                 shell_quote(config.adapter), to_string(config.world), config.seed,
