@@ -16,11 +16,10 @@ class WarmDrivers final : public WarmScope {
 }  // namespace
 
 Service ext_service() {
-  return {.name = "ext",
-          .adapters = ext_adapter_entries,
-          .keep_warm = []() -> std::unique_ptr<WarmScope> {
-            return std::make_unique<WarmDrivers>();
-          }};
+  return {
+      .name = "ext",
+      .adapters = ext_adapter_entries,
+      .keep_warm = []() -> std::unique_ptr<WarmScope> { return std::make_unique<WarmDrivers>(); }};
 }
 
 }  // namespace lockstep

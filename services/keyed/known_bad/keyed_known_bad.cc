@@ -19,17 +19,18 @@ std::vector<AdapterEntry> keyed_known_bad(const AdapterEntry& keyed_rw, const Ad
                         return make_keyed_rw_sim_backend(
                             env, std::make_unique<ReaderPreferenceRwCore>());
                       }),
-      known_bad_entry({"bad-rw-lost-wakeup", "liveness",
+      known_bad_entry({"bad-rw-lost-wakeup",
+                       "liveness",
                        "known-bad: keyed-rw whose last release forgets to wake a queued writer "
                        "(it stays parked for good)",
                        [](AdapterTraits& t) { t.wakes_waiters = false; },
                        {"writer-starvation"}},
                       keyed_rw,
                       [](BackendEnv& env) {
-                        return make_keyed_rw_sim_backend(env,
-                                                         std::make_unique<LostWakeupRwCore>());
+                        return make_keyed_rw_sim_backend(env, std::make_unique<LostWakeupRwCore>());
                       }),
-      known_bad_entry({"bad-fifo-clear-admits", "mutual_exclusion",
+      known_bad_entry({"bad-fifo-clear-admits",
+                       "mutual_exclusion",
                        "known-bad: the FIFO keyed lock whose clear() drops the running holders, "
                        "so a caller after it runs beside one",
                        [](AdapterTraits& t) { t.clear_keeps_exclusion = false; },

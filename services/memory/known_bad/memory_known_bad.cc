@@ -23,7 +23,8 @@ std::vector<AdapterEntry> memory_known_bad(const AdapterEntry& memory) {
             });
           }),
       known_bad_entry(
-          {"bad-wall-clock-expiry", "mutual_exclusion",
+          {"bad-wall-clock-expiry",
+           "mutual_exclusion",
            "known-bad: the in-memory lock whose store times its leases on the wall clock (a "
            "forward jump ends them early)",
            [](AdapterTraits& t) { t.server_expiry = ExpiryClock::wall; },

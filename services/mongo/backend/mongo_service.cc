@@ -9,23 +9,22 @@ namespace lockstep {
 namespace {
 
 std::vector<AdapterEntry> mongo_adapters() {
-  return {{.name = "mongo",
-           .description =
-               "MongoDB: upsert against a unique index on key, expiry by the server's $$NOW (or "
-               "the client's clock), TTL index, owner-checked release and extend, a fencing "
-               "counter per key",
-           .worlds = {WorldKind::sim, WorldKind::real},
-           .traits = kMongoTraits,
-           .options = mongo_backend_options(),
-           .refine = mongo_traits,
-           .make_sim =
-               [](BackendEnv& env) {
-                 return make_mongo_sim_backend(env, production_mongo_adapter());
-               },
-           .make_real =
-               [](BackendEnv& env) {
-                 return make_mongo_real_backend(env, production_mongo_adapter());
-               }}};
+  return {
+      {.name = "mongo",
+       .description =
+           "MongoDB: upsert against a unique index on key, expiry by the server's $$NOW (or "
+           "the client's clock), TTL index, owner-checked release and extend, a fencing "
+           "counter per key",
+       .worlds = {WorldKind::sim, WorldKind::real},
+       .traits = kMongoTraits,
+       .options = mongo_backend_options(),
+       .refine = mongo_traits,
+       .make_sim =
+           [](BackendEnv& env) { return make_mongo_sim_backend(env, production_mongo_adapter()); },
+       .make_real =
+           [](BackendEnv& env) {
+             return make_mongo_real_backend(env, production_mongo_adapter());
+           }}};
 }
 
 // libmongoc keeps its counters in /dev/shm/mongoc-<pid>. A process killed by a signal leaves the

@@ -8,9 +8,11 @@ namespace lockstep {
 
 std::vector<AdapterEntry> mongo_known_bad(const AdapterEntry& mongo) {
   return {known_bad_entry(
-      {"bad-mongo-no-unique", "mutual_exclusion",
+      {"bad-mongo-no-unique",
+       "mutual_exclusion",
        "known-bad: the Mongo lock without the unique index on key (two upserts both insert)",
-       [](AdapterTraits& t) { t.exclusive_grant = false; }, {"concurrent-race"}},
+       [](AdapterTraits& t) { t.exclusive_grant = false; },
+       {"concurrent-race"}},
       mongo,
       [](BackendEnv& env) { return make_mongo_sim_backend(env, make_bad_mongo_no_unique); })};
 }
