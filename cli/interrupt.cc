@@ -37,9 +37,11 @@ void on_interrupt(int signal_number) {
     g_first_ns.store(monotonic_ns());
     return;
   }
-  if (g_active != 0 && monotonic_ns() - g_first_ns.load() < kRepeatWindowNs) return;
-  // No watch any more, or a second request: end as the default action would. The signal is
-  // blocked while this handler runs, so it is delivered when the handler returns.
+  // The same request, also once the watch has ended: the command may have finished and dropped
+  // its watch before timeout's signal to the process group arrives.
+  if (g_caught != 0 && monotonic_ns() - g_first_ns.load() < kRepeatWindowNs) return;
+  // No watch and nothing caught, or a second request: end as the default action would. The
+  // signal is blocked while this handler runs, so it is delivered when the handler returns.
   std::signal(signal_number, SIG_DFL);
   std::raise(signal_number);
 }
@@ -65,6 +67,9 @@ InterruptWatch::InterruptWatch() {
 
 InterruptWatch::~InterruptWatch() {
   g_active = 0;
+  // Once a signal was caught, the handler stays to take its repeat (and end the process on a
+  // later one); the command is ending anyway.
+  if (g_caught != 0) return;
   restore_if_ours(SIGINT, previous_int_);
   restore_if_ours(SIGTERM, previous_term_);
 }

@@ -8,9 +8,10 @@
 //   command stops taking seeds (explore/stop.h), writes what it has, and exits 128 + the signal's
 //   number (130, 143) unless it found a violation (1). Another signal a second or more later ends
 //   the process at once, as the signal's default action would; one sooner is the same request
-//   (GNU timeout signals the command, then its process group). Servers and drivers the run started are still killed by
+//   (GNU timeout signals the command, then its process group), also when it arrives after the
+//   watch ended: once a signal was caught, the handler stays for the rest of the process. Servers and drivers the run started are still killed by
 //   the process registry's handler (real/process_registry.h), which hands the signal on to this one.
-// - At most one watch at a time; its destructor puts back the action it replaced when that is still
+// - At most one watch at a time; its destructor (nothing caught) puts back the action it replaced when that is still
 //   the current one (a handler installed over it since, the registry's, hands signals on to the
 //   action it saved; once no watch is active, that action ends the process as the default would).
 #include <csignal>
