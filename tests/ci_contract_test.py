@@ -123,19 +123,31 @@ def caught_sigterm(pid):
     return False
 
 
+def sweeping(pid):
+    """Whether the sweep has forked its workers: it does so after installing its watch for
+    SIGINT/SIGTERM (cli/interrupt.h). A handler alone is not enough: the process registry's
+    (real/process_registry.h) is installed as the program starts, and a signal that finds only it
+    ends the process as by default, as it should before a sweep has begun."""
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return f.read().strip() != ""
+    except FileNotFoundError:
+        return False
+
+
 def interrupted(binary, cwd):
     out = os.path.join(cwd, "interrupted")
     j = os.path.join(cwd, "interrupted.xml")
     # A process group of its own, as a CI step's command has; the signal goes to the command and
     # then to the whole group, as GNU timeout sends it.
     proc = subprocess.Popen([binary, "sweep", "--adapter", "memory", "--seeds", "10000000",
-                             "--keep-going", "--report", out, "--junit", j], cwd=cwd,
+                             "--keep-going", "--jobs", "2", "--report", out, "--junit", j], cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
-        # The handler is installed once the command has parsed its flags and begun the sweep: wait
-        # for that condition, bounded by the process still running.
-        while proc.poll() is None and not caught_sigterm(proc.pid):
+        # The watch is installed once the command has parsed its flags and begun the sweep: wait
+        # for that condition (its handler and its workers), bounded by the process still running.
+        while proc.poll() is None and not (caught_sigterm(proc.pid) and sweeping(proc.pid)):
             try:
                 proc.wait(timeout=0.01)
             except subprocess.TimeoutExpired:
