@@ -130,8 +130,11 @@ SeedOutcome run_sweep_seed(const SweepConfig& config, const SwarmCapabilities& c
                         config.sets);
 }
 
-Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcome& outcome) {
+Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcome& outcome,
+                                     const StopClock* clock) {
   const auto start = std::chrono::steady_clock::now();
+  ShrinkOptions options = config.shrink;
+  if (clock != nullptr) options.stop = [clock] { return clock->stop_shrinking(); };
   const std::string target = outcome.target();
   Counterexample cx{.seed = outcome.seed,
                     .invariant = target,
@@ -145,10 +148,20 @@ Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcom
                                              config.fencing_on, false, false, config.sets);
         return o.violates() && o.target() == target;
       },
-      config.shrink);
+      options);
   const SeedOutcome final_run = run_swarm_spec(config.adapter, shrunk.spec, outcome.seed,
                                                config.fencing_on, true, true, config.sets);
-  LOCKSTEP_CHECK(final_run.target() == target, "a shrunk spec violates what the original did");
+  cx.shrink_cut_short = shrunk.cut_short;
+  if (final_run.target() != target) {
+    // Only a signal may break a run (the process registry kills a driver the run was talking to
+    // as the signal arrives): then there is no replay file to save, and nothing else is wrong.
+    LOCKSTEP_CHECK(clock != nullptr && clock->signal() != 0,
+                   "a shrunk spec violates what the original did");
+    cx.shrunk = shrunk.spec;
+    cx.shrink_runs = shrunk.runs;
+    cx.shrink_wall_us = wall_us_since(start);
+    return cx;
+  }
   cx.shrunk = shrunk.spec;
   cx.shrunk_ops = final_run.report.stats.ops;
   cx.shrunk_trace_hash = final_run.report.trace_hash;
@@ -358,6 +371,7 @@ bool drew_named_faults(const SweepResult& result) {
 SweepResult run_sweep(const SweepConfig& config,
                       const std::function<void(const SweepProgress&)>& progress) {
   const auto start = std::chrono::steady_clock::now();
+  const StopClock clock(config.stop);
   const KeepBackendsWarm warm;  // co-simulated drivers serve seed after seed (keep_warm.h)
   const SwarmCapabilities caps = swarm_capabilities(config.adapter);
   if (config.faults_named) check_strikable(config, caps);
@@ -383,7 +397,7 @@ SweepResult run_sweep(const SweepConfig& config,
         if (t.violates && static_cast<int>(result.counterexamples.size()) < config.shrink_max) {
           // Run again here (a pure function of the seed) for the whole outcome to shrink.
           result.counterexamples.push_back(
-              shrink_counterexample(config, run_sweep_seed(config, caps, t.seed)));
+              shrink_counterexample(config, run_sweep_seed(config, caps, t.seed), &clock));
         }
         if (progress) {
           progress({.done = result.seeds_run,
@@ -391,8 +405,12 @@ SweepResult run_sweep(const SweepConfig& config,
                     .violations = result.violating_seeds,
                     .elapsed_us = wall_us_since(start)});
         }
+        if (t.violates && !config.keep_going) result.stopped_by = "violation";
         return !t.violates || config.keep_going;
-      });
+      },
+      [&clock] { return clock.stop_seeds(); });
+  if (result.stopped_by.empty() && result.seeds_run < result.seeds_in_shard)
+    result.stopped_by = clock.reason();
   if (config.faults_named) result.named_faults_drawn = drew_named_faults(result);
   result.wall_time_us = wall_us_since(start);
   return result;
@@ -407,48 +425,52 @@ std::string sweep_report_name(const SweepConfig& c) {
 nlohmann::json to_json(const SweepResult& r) {
   nlohmann::json cxs = nlohmann::json::array();
   for (const Counterexample& cx : r.counterexamples) {
-    cxs.push_back(
-        {{"seed", cx.seed},
-         {"invariant", cx.invariant},
-         {"trace_hash", cx.trace_hash},
-         {"ops", cx.ops},
-         {"shrunk_ops", cx.shrunk_ops},
-         {"shrunk_trace_hash", cx.shrunk_trace_hash},
-         {"shrink_runs", cx.shrink_runs},
-         {"shrink_wall_time_us", cx.shrink_wall_us},
-         {"replay_file", cx.replay_file},
-         {"replay",
-          cx.replay_file.empty() ? "" : shell_quote(program_name()) + " replay " + cx.replay_file},
-         {"spec", to_json(cx.shrunk)}});
+    cxs.push_back({{"seed", cx.seed},
+                   {"invariant", cx.invariant},
+                   {"trace_hash", cx.trace_hash},
+                   {"ops", cx.ops},
+                   {"shrunk_ops", cx.shrunk_ops},
+                   {"shrunk_trace_hash", cx.shrunk_trace_hash},
+                   {"shrink_runs", cx.shrink_runs},
+                   {"shrink_wall_time_us", cx.shrink_wall_us},
+                   {"replay_file", cx.replay_file},
+                   {"shrink_cut_short", cx.shrink_cut_short},
+                   {"replay", replay_file_command(cx.replay_file)},
+                   {"spec", to_json(cx.shrunk)}});
   }
   const SweepConfig& c = r.config;
-  nlohmann::json out = {{"kind", "sweep"},
-                        {"verdict", r.violating_seeds > 0   ? "violation"
-                                    : !r.enough_exercised() ? "vacuous"
-                                                            : "ok"},
-                        {"adapter", c.adapter},
-                        {"first_seed", c.first_seed},
-                        {"seeds", c.seeds},
-                        {"faults", fault_names(c.faults)},
-                        {"fencing", c.fencing_on ? "on" : "off"},
-                        {"keep_going", c.keep_going},
-                        {"shard", {{"index", c.shard_index}, {"count", c.shard_count}}},
-                        {"seeds_in_shard", r.seeds_in_shard},
-                        {"seeds_run", r.seeds_run},
-                        {"violating_seeds", r.violating_seeds},
-                        {"violating_seed_list", r.violating_seed_list},
-                        {"violations", r.violations},
-                        {"tolerated", r.tolerated},
-                        {"excused_by", r.excused_by},
-                        {"excused_seeds", r.excused_seeds},
-                        {"not_exercised_seeds", r.not_exercised_seeds},
-                        {"faults_drawn", r.faults},
-                        {"counterexamples", cxs},
-                        {"stats",
-                         {{"events", r.events},
-                          {"ops", r.ops},
-                          {"sim_time_us", r.sim_time_us},
-                          {"wall_time_us", r.wall_time_us}}}};
+  nlohmann::json out = {
+      {"kind", "sweep"},
+      {"verdict", r.violating_seeds > 0   ? "violation"
+                  : !r.enough_exercised() ? "vacuous"
+                                          : "ok"},
+      {"adapter", c.adapter},
+      {"first_seed", c.first_seed},
+      {"seeds", c.seeds},
+      {"faults", fault_names(c.faults)},
+      {"fencing", c.fencing_on ? "on" : "off"},
+      {"keep_going", c.keep_going},
+      {"shard", {{"index", c.shard_index}, {"count", c.shard_count}}},
+      {"seeds_in_shard", r.seeds_in_shard},
+      {"seeds_run", r.seeds_run},
+      {"violating_seeds", r.violating_seeds},
+      {"violating_seed_list", r.violating_seed_list},
+      {"violations", r.violations},
+      {"tolerated", r.tolerated},
+      {"excused_by", r.excused_by},
+      {"excused_seeds", r.excused_seeds},
+      {"not_exercised_seeds", r.not_exercised_seeds},
+      {"faults_drawn", r.faults},
+      {"counterexamples", cxs},
+      {"stopped_by", r.stopped_by},
+      {"time_budget_s", c.stop.time_budget_us > 0
+                            ? nlohmann::json(static_cast<double>(c.stop.time_budget_us) / 1e6)
+                            : nlohmann::json()},
+      {"stats",
+       {{"events", r.events},
+        {"ops", r.ops},
+        {"sim_time_us", r.sim_time_us},
+        {"wall_time_us", r.wall_time_us}}}};
   if (!c.sets.empty()) out["sets"] = c.sets;  // the adapter's options, when any were set
   return out;
 }
@@ -471,6 +493,15 @@ std::string summary_text(const nlohmann::json& j) {
                   j.at("first_seed").get<uint64_t>() + j.at("seeds").get<uint64_t>() - 1,
                   fmt::join(j.at("faults").get<std::vector<std::string>>(), ","),
                   j.at("fencing").get<std::string>(), j.at("verdict").get<std::string>());
+  const std::string stopped_by = j.value("stopped_by", "");
+  const int in_shard = j.value("seeds_in_shard", run);
+  if (stopped_by == "time") {
+    out += fmt::format("  stopped at its time budget ({}s) after {} of {} seeds\n",
+                       j.at("time_budget_s").get<double>(), run, in_shard);
+  } else if (!stopped_by.empty() && stopped_by != "violation") {
+    out += fmt::format("  interrupted by {} after {} of {} seeds: a partial report\n", stopped_by,
+                       run, in_shard);
+  }
   out += fmt::format("  {} seeds run, {} violating ({}); excused by their faults: {}\n", run,
                      j.at("violating_seeds").get<int>(), counts_text(j.at("violations")),
                      counts_text(j.at("tolerated")));
@@ -490,10 +521,11 @@ std::string summary_text(const nlohmann::json& j) {
                      static_cast<double>(j.at("stats").at("sim_time_us").get<int64_t>()) / 1e6,
                      wall_s, wall_s > 0 ? run / wall_s : 0.0);
   for (const auto& cx : j.at("counterexamples")) {
-    out += fmt::format("  seed {} breaks {}: {} ops, shrunk to {} ops in {} runs\n",
+    out += fmt::format("  seed {} breaks {}: {} ops, shrunk to {} ops in {} runs{}\n",
                        cx.at("seed").get<uint64_t>(), cx.at("invariant").get<std::string>(),
                        cx.at("ops").get<uint64_t>(), cx.at("shrunk_ops").get<uint64_t>(),
-                       cx.at("shrink_runs").get<int>());
+                       cx.at("shrink_runs").get<int>(),
+                       cx.value("shrink_cut_short", false) ? " (its shrink was cut short)" : "");
     if (!cx.at("replay").get<std::string>().empty())
       out += "  replay: " + cx.at("replay").get<std::string>() + "\n";
   }
@@ -525,6 +557,7 @@ nlohmann::json merge_sweeps(const std::vector<nlohmann::json>& shards) {
   merged["counterexamples"] = nlohmann::json::array();
   merged["violating_seed_list"] = nlohmann::json::array();
   merged["stats"] = {{"events", 0}, {"ops", 0}, {"sim_time_us", 0}, {"wall_time_us", 0}};
+  merged["stopped_by"] = "";
   for (const nlohmann::json& s : shards) {
     for (const char* field : {"adapter", "first_seed", "seeds", "faults", "fencing", "sets"}) {
       if (s.value(field, nlohmann::json()) != first.value(field, nlohmann::json())) {
@@ -551,6 +584,13 @@ nlohmann::json merge_sweeps(const std::vector<nlohmann::json>& shards) {
                  s.at("faults_drawn").value(side, nlohmann::json::object()));
     }
     for (const auto& cx : s.at("counterexamples")) merged["counterexamples"].push_back(cx);
+    // A shard cut short by its budget or a signal leaves the merged sweep partial: say why (the
+    // first shard's reason; a violation's stop is any shard's own business).
+    const std::string stopped = s.value("stopped_by", "");
+    if (merged["stopped_by"] == "" && stopped != "" && stopped != "violation") {
+      merged["stopped_by"] = stopped;
+      merged["time_budget_s"] = s.value("time_budget_s", nlohmann::json());
+    }
     for (const auto& seed : s.at("violating_seed_list"))
       merged["violating_seed_list"].push_back(seed);
     for (const char* field : {"events", "ops", "sim_time_us"}) {

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "explore/shrink.h"
+#include "explore/stop.h"
 #include "explore/swarm.h"
 #include "run/runner.h"
 
@@ -50,6 +51,8 @@ struct SweepConfig {
   // KEY=VALUE for the adapter's own options (a user's driver command); the swarm draws the
   // scenario's. check_adapter_sets() says which are allowed.
   std::vector<std::string> sets;
+  // A time budget and a signal to stop at (explore/stop.h): the seeds run so far are the report.
+  StopConditions stop;
 };
 
 // Throws UsageError unless every KEY=VALUE names an option of the adapter (the ones `lockstep
@@ -94,11 +97,14 @@ struct Counterexample {
   int shrink_runs = 0;
   int64_t shrink_wall_us = 0;
   SwarmSpec shrunk;
-  std::string replay_file;  // empty when not saved
+  std::string replay_file;        // empty when not saved
+  bool shrink_cut_short = false;  // the budget or a signal ended the shrink (explore/stop.h)
 };
 
 // Shrinks a violating seed's spec and saves the shrunk run as a replay report (if dir is set).
-Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcome& outcome);
+// With a clock, the shrink stops when clock->stop_shrinking() says so.
+Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcome& outcome,
+                                     const StopClock* clock = nullptr);
 
 struct SweepProgress {
   int done = 0;
@@ -132,6 +138,9 @@ struct SweepResult {
   uint64_t ops = 0;
   int64_t sim_time_us = 0;
   int64_t wall_time_us = 0;
+  // Why the sweep ran fewer seeds than its shard holds: "" (it ran them all), "violation" (it
+  // stopped at the first violating seed), "time" (the budget), or the signal ("SIGTERM").
+  std::string stopped_by;
   static constexpr size_t kListedMax = 100;
   bool enough_exercised() const {
     return named_faults_drawn && static_cast<int64_t>(not_exercised_seeds) * 100 <=

@@ -112,6 +112,11 @@ void RealScenarioWorld::run_process(const Process& process) {
     process.body();
   } catch (const ClientKilled&) {
     trace_linef("client {} killed", process.name);
+  } catch (const ClientProtocolBroken& e) {
+    // Its message is the run's, whatever failed before: the run is judged by nothing else.
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (!protocol_broken_) failure_ = fmt::format("client {} failed: {}", process.name, e.what());
+    protocol_broken_ = true;
   } catch (const std::exception& e) {
     fail(fmt::format("client {} failed: {}", process.name, e.what()));
   }
@@ -140,6 +145,7 @@ RealRunResult RealScenarioWorld::run() {
   for (std::thread& thread : threads) thread.join();
   RealRunResult result{.time_us = now_us()};
   std::lock_guard<std::mutex> guard(mutex_);
+  result.protocol_broken = protocol_broken_;
   if (!failure_.empty()) {
     result.complete = false;
     result.message = failure_;

@@ -29,6 +29,7 @@ struct RealRunResult {
   std::string
       message;  // what went wrong: a client's escaped exception, a fault that failed, the bound
   TimeUs time_us = 0;
+  bool protocol_broken = false;  // a client's process broke its protocol (ClientProtocolBroken)
 };
 
 class RealScenarioWorld final : public ScenarioWorld {
@@ -78,7 +79,7 @@ class RealScenarioWorld final : public ScenarioWorld {
 
   RealWorldOptions options_;
   ThreadBackground threads_;
-  std::mutex mutex_;  // guards trace_, prng_, failure_
+  std::mutex mutex_;  // guards trace_, prng_, failure_, protocol_broken_
   sim::Trace trace_;
   Prng prng_;
   std::vector<Node> nodes_;
@@ -87,6 +88,7 @@ class RealScenarioWorld final : public ScenarioWorld {
   std::multimap<int, ClientProcessHooks> client_processes_;  // by node; written before run() only
   int64_t origin_ns_ = 0;  // steady clock at run() start; 0 before
   std::string failure_;
+  bool protocol_broken_ = false;  // a client threw ClientProtocolBroken (failure_ is its message)
 };
 
 }  // namespace lockstep

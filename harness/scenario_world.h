@@ -37,6 +37,16 @@ class ClientProcessFailed : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A client's process broke the protocol it is spoken to over (a driver's malformed line, a death,
+// a real-time hang; services/ext/PROTOCOL.md, "Rules a driver keeps"): its answers say nothing
+// about its lock, so the run ends as an error with nothing judged (no violations), and the message
+// names the rule. A ClientProcessFailed that is not one (a library that never answers in simulated
+// time) still has what happened before it judged.
+class ClientProtocolBroken : public ClientProcessFailed {
+ public:
+  using ClientProcessFailed::ClientProcessFailed;
+};
+
 // Thrown inside a client whose process a fault killed; the client's top level swallows it.
 // Not a std::exception, so code that catches std::exception lets it pass.
 struct ClientKilled {};
