@@ -105,8 +105,8 @@ class ValidityWithinLeasePass final : public CheckerPass {
     Claim claim{.complete = e.index,
                 .valid_until_us = e.end_us,
                 .relied_until_us = e.end_us,
-                .invoked_us = links_.invoked() != kNoEvent ? history_[links_.invoked()].time_us
-                                                           : e.time_us};
+                .invoked_us =
+                    links_.invoked() != kNoEvent ? history_[links_.invoked()].time_us : e.time_us};
     for (size_t fact : links_.linked()) {
       const std::pair<uint32_t, uint32_t> lease{history_[fact].value_id, history_[fact].server_id};
       if (std::find(claim.leases.begin(), claim.leases.end(), lease) == claim.leases.end())
@@ -159,7 +159,8 @@ class ValidityWithinLeasePass final : public CheckerPass {
     const size_t shown = ends.size() >= need ? ends[need - 1].second : kNoEvent;
     // The violation happens where the lease ended under a client still relying on it.
     Violation& v = found.emplace_back(make_violation(
-        Invariant::validity_within_lease, std::max(held_until_us, e.time_us), e.key, {e.client}, {shown, e.index},
+        Invariant::validity_within_lease, std::max(held_until_us, e.time_us), e.key, {e.client},
+        {shown, e.index},
         fmt::format("{}'s {} of key {} at {}us reported it valid until {}us and relied on it "
                     "until {}us, but {} ended at {}us, {}us earlier",
                     client_name(e.client), e.op == Op::acquire ? "acquire" : "extend", e.key,
