@@ -243,6 +243,16 @@ std::unique_ptr<PgConnection> LibpqConnector::connect(const PgSettings& settings
   return std::make_unique<Tracked>(std::move(options), mutex_, live_);
 }
 
+std::vector<int64_t> LibpqConnector::session_pids() {
+  std::lock_guard<std::mutex> guard(*mutex_);
+  std::vector<int64_t> pids;
+  for (LibpqConnection* connection : *live_) {
+    const int64_t pid = connection->session_pid();
+    if (pid != 0) pids.push_back(pid);
+  }
+  return pids;
+}
+
 void LibpqConnector::abort_all() {
   std::lock_guard<std::mutex> guard(*mutex_);
   for (LibpqConnection* connection : *live_) connection->abort();

@@ -11,6 +11,7 @@
 // Invariants: one statement in flight at a time; a connection is never reopened behind the
 // caller's back; every wait is bounded. Not thread-safe, except abort(), which may be called from
 // another thread and only shuts the socket down (as the death of the client's process would).
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -44,7 +45,7 @@ class LibpqConnection final : public PgConnection {
 
   PgResult open() override;
   bool is_open() const override { return conn_ != nullptr; }
-  int64_t session_pid() const override { return pid_; }
+  int64_t session_pid() const override { return pid_.load(); }
   PgResult execute(const std::string& sql) override;
   void close() override;
   std::string endpoint() const override;
@@ -60,7 +61,7 @@ class LibpqConnection final : public PgConnection {
 
   LibpqOptions options_;
   pg_conn* conn_ = nullptr;
-  int64_t pid_ = 0;
+  std::atomic<int64_t> pid_ = 0;  // read by other threads (a fault ending the session)
   std::vector<std::string> notices_;  // raised during the statement in flight
   std::mutex socket_mutex_;           // guards socket_ against abort() from another thread
   int socket_ = -1;
@@ -73,6 +74,8 @@ class LibpqConnector final : public PgConnector {
   std::unique_ptr<PgConnection> connect(const PgSettings& settings) override;
   // Aborts every connection this connector made that still exists (thread-safe).
   void abort_all();
+  // The sessions of its connections that are open now (thread-safe).
+  std::vector<int64_t> session_pids();
 
  private:
   class Tracked;

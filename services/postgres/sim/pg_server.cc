@@ -1,5 +1,6 @@
 #include "services/postgres/sim/pg_server.h"
 
+#include <algorithm>
 #include <charconv>
 #include <utility>
 
@@ -52,6 +53,15 @@ PgServer::Conn* PgServer::live(uint64_t conn) {
 int64_t PgServer::pid_of(uint64_t conn) const {
   auto it = conns_.find(conn);
   return it == conns_.end() || it->second.ended ? 0 : it->second.pid;
+}
+
+std::vector<int64_t> PgServer::pids_from(NodeId host) const {
+  std::vector<int64_t> pids;
+  for (const auto& [conn, c] : conns_) {
+    if (!c.ended && c.peer->node() == host) pids.push_back(c.pid);
+  }
+  std::sort(pids.begin(), pids.end());
+  return pids;
 }
 
 void PgServer::at_local(int64_t local_delay_us, std::function<void()> fn) {

@@ -89,6 +89,8 @@ class PgServer {
   bool terminate(int64_t pid);
   // The session of connection conn, 0 when it has none (never opened, or ended).
   int64_t pid_of(uint64_t conn) const;
+  // The live sessions of connections from host, ascending.
+  std::vector<int64_t> pids_from(NodeId host) const;
 
   // Streams what becomes durable here to `replica` (a PgServer made with replica = true).
   void add_replica(PgServer& replica, int64_t replication_delay_ms);

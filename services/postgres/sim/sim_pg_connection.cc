@@ -17,15 +17,18 @@ constexpr int kFinTriesMax = 8;         // tcp_orphan_retries' default for a clo
 }  // namespace
 
 SimPgHost::SimPgHost(World& world, NodeId client_node, int client,
-                     std::function<PgServer*()> target)
+                     std::function<PgServer*()> target, std::function<bool()> lives)
     : world_(world),
       client_node_(client_node),
       client_(client),
       target_(std::move(target)),
+      lives_(std::move(lives)),
       node_(world.add_node(world.node_name(client_node) + "-host")) {}
 
 bool SimPgHost::socket_open(uint64_t conn) const {
-  if (!open_.contains(conn) || !world_.alive(client_node_)) return false;
+  if (!open_.contains(conn)) return false;
+  if (lives_) return lives_();
+  if (!world_.alive(client_node_)) return false;
   // A process whose program has ended has exited, closing its sockets.
   const std::vector<NodeId> busy = world_.unfinished_fiber_nodes();
   return std::find(busy.begin(), busy.end(), client_node_) != busy.end();
@@ -135,7 +138,7 @@ PgServer::Reply SimPgConnection::reply_to(std::shared_ptr<Request> request, Wait
 bool SimPgConnection::wait(Request& request, Waiter waiter, int64_t timeout_us) {
   World& world = host_->world();
   const TimeUs timeout_true_us =
-      world.node_clock(host_->client_node()).true_duration_for(timeout_us);
+      world.node_clock(world.current_node()).true_duration_for(timeout_us);
   const TimeUs deadline_us = timeout_true_us >= kTimeNever - world.now_us()
                                  ? kTimeNever
                                  : world.now_us() + timeout_true_us;
@@ -150,8 +153,9 @@ bool SimPgConnection::wait(Request& request, Waiter waiter, int64_t timeout_us) 
 PgResult SimPgConnection::open() {
   if (pid_ != 0) return PgResult{.command_tag = "OPEN"};
   World& world = host_->world();
-  LOCKSTEP_SIM_CHECK(world.in_fiber() && world.current_node() == host_->client_node(),
-                     "open() runs on a fiber of the client's node");
+  LOCKSTEP_SIM_CHECK(
+      world.in_fiber() && (options_.any_caller || world.current_node() == host_->client_node()),
+      "open() runs on a fiber of the client's node");
   PgServer* server = host_->target();
   const int client = host_->client();
   if (!world.alive(server->node()) && link_up(*server)) {
@@ -200,8 +204,9 @@ PgResult SimPgConnection::execute(const std::string& sql) {
     return PgResult{.status = IoStatus::connection_error, .message = "no session is open"};
   }
   World& world = host_->world();
-  LOCKSTEP_SIM_CHECK(world.in_fiber() && world.current_node() == host_->client_node(),
-                     "execute() runs on a fiber of the client's node");
+  LOCKSTEP_SIM_CHECK(
+      world.in_fiber() && (options_.any_caller || world.current_node() == host_->client_node()),
+      "execute() runs on a fiber of the client's node");
   PgServer* server = server_;
   const int client = host_->client();
   if (std::optional<PgResult> closed = host_->take_closing(conn_)) {

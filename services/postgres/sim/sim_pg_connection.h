@@ -35,12 +35,18 @@ namespace lockstep::sim {
 struct SimPgClientOptions {
   int64_t command_timeout_us = 1'000'000;  // on the client's clock
   int64_t connect_timeout_us = 1'000'000;
+  // A pooled connection: any client's fiber may call it, its statements pipelined in the order
+  // sent (the known-bad shared session). Otherwise only the host's client node calls it.
+  bool any_caller = false;
 };
 
 class SimPgHost final : public PgPeer, public std::enable_shared_from_this<SimPgHost> {
  public:
-  // target: the server new sessions go to (the primary, which a failover changes).
-  SimPgHost(World& world, NodeId client_node, int client, std::function<PgServer*()> target);
+  // target: the server new sessions go to (the primary, which a failover changes). lives: whether
+  // the process that owns the sockets still runs (default: client_node is up and its program has
+  // not ended; a pooler shared by every client lives while any client's program runs).
+  SimPgHost(World& world, NodeId client_node, int client, std::function<PgServer*()> target,
+            std::function<bool()> lives = nullptr);
 
   NodeId node() const override { return node_; }
   int client() const override { return client_; }
@@ -73,6 +79,7 @@ class SimPgHost final : public PgPeer, public std::enable_shared_from_this<SimPg
   NodeId client_node_;
   int client_;
   std::function<PgServer*()> target_;
+  std::function<bool()> lives_;
   NodeId node_;
   PgTag tag_;
   uint64_t next_connection_ = 0;
