@@ -54,9 +54,14 @@ Scenario concurrent_race() {
           [](const AdapterTraits& lock, const Options&, bool fencing_on) {
             if (lock.exclusive_grant) return Expectation{};
             // Without a unique index both upserts insert a lock document: both hold. Tokens still
-            // increase, so fencing refuses the stale write.
+            // increase, so fencing refuses the stale write; without tokens nothing refuses it.
             Expectation e{Invariant::mutual_exclusion, Invariant::lease_exclusion};
-            if (!fencing_on) e.insert(Invariant::no_lost_update);
+            if (!fencing_on || lock.tokens != TokenKind::monotonic) {
+              e.insert(Invariant::no_lost_update);
+            }
+            // Both hold one key: a release that checks no owner, whichever comes to end the lock,
+            // ends the other's lease with its own (a session shared by both).
+            if (lock.release == OwnerCheck::none) e.insert(Invariant::ownership);
             return e;
           },
       .build =
