@@ -355,8 +355,16 @@ std::optional<std::optional<std::string>> PgEngine::call(int64_t pid, Session& s
 bool PgEngine::try_take(int64_t pid, Session& session, int64_t key, bool xact, const PgTag& tag) {
   Lock& lock = locks_[key];
   if (lock.hold && lock.hold->pid != pid) return false;
-  if (!lock.hold) {
-    lock.hold = Hold{.pid = pid, .owner = tag};
+  if (!lock.hold) lock.hold = Hold{.pid = pid};
+  // A session shared by several lock operations (a pooled session) re-enters the lock for each:
+  // the server has then granted it to each of them, and the lease facts say so.
+  const bool new_owner =
+      lock.hold->owners.empty() ||
+      std::none_of(lock.hold->owners.begin(), lock.hold->owners.end(), [&tag](const PgTag& o) {
+        return o.client == tag.client && o.value == tag.value;
+      });
+  if (new_owner) {
+    lock.hold->owners.push_back(tag);
     grants_in_statement_.push_back(
         PgLockEvent{.kind = PgLockEvent::Kind::granted, .pid = pid, .key = key, .owner = tag});
   }
@@ -384,12 +392,14 @@ void PgEngine::release_one(int64_t pid, int64_t key, bool xact, int requester,
 void PgEngine::release_hold(Lock& lock, int64_t key, int requester, const std::string& cause) {
   const Hold hold = *lock.hold;
   lock.hold.reset();
-  notify(PgLockEvent{.kind = PgLockEvent::Kind::released,
-                     .pid = hold.pid,
-                     .key = key,
-                     .owner = hold.owner,
-                     .requester = requester,
-                     .cause = cause});
+  for (const PgTag& owner : hold.owners) {
+    notify(PgLockEvent{.kind = PgLockEvent::Kind::released,
+                       .pid = hold.pid,
+                       .key = key,
+                       .owner = owner,
+                       .requester = requester,
+                       .cause = cause});
+  }
   grant_next(key);
 }
 
@@ -553,12 +563,14 @@ void PgEngine::crash(const std::string& cause) {
   for (auto& [key, lock] : locks_) {
     if (!lock.hold) continue;
     const Hold hold = *lock.hold;
-    notify(PgLockEvent{.kind = PgLockEvent::Kind::released,
-                       .pid = hold.pid,
-                       .key = key,
-                       .owner = hold.owner,
-                       .requester = -1,
-                       .cause = cause});
+    for (const PgTag& owner : hold.owners) {
+      notify(PgLockEvent{.kind = PgLockEvent::Kind::released,
+                         .pid = hold.pid,
+                         .key = key,
+                         .owner = owner,
+                         .requester = -1,
+                         .cause = cause});
+    }
   }
   locks_.clear();
   sessions_.clear();

@@ -52,7 +52,7 @@ struct PgLockEvent {
   Kind kind = Kind::granted;
   int64_t pid = 0;
   int64_t key = 0;
-  PgTag owner;         // the statement that made the session hold the key
+  PgTag owner;         // the lock operation the session holds the key for
   int requester = -1;  // released: the client whose statement or close ended it; -1 the server
   std::string cause;   // released: "unlock", "commit", "session end (terminated)", ...
   std::optional<uint64_t> token;  // granted: a nextval evaluated in the same statement
@@ -129,7 +129,8 @@ class PgEngine {
     int64_t pid = 0;
     int session_count = 0;
     int xact_count = 0;
-    PgTag owner;
+    // The lock operations it was granted to, in order: one, unless the session is shared.
+    std::vector<PgTag> owners;
   };
   struct Wait {
     int64_t key = 0;
