@@ -119,6 +119,14 @@ AdvisoryAdapter::Session* AdvisoryAdapter::holding(const LockSpec& spec) {
   return nullptr;
 }
 
+bool AdvisoryAdapter::believes_held(const LockSpec& spec) const {
+  return std::any_of(sessions_.begin(), sessions_.end(), [&spec](const auto& session) {
+    auto it = session->held.find(spec.key);
+    return session->connection->is_open() && it != session->held.end() &&
+           it->second == spec.value;
+  });
+}
+
 bool AdvisoryAdapter::held_anywhere(const std::string& key) const {
   return std::any_of(sessions_.begin(), sessions_.end(),
                      [&key](const auto& session) { return session->held.contains(key); });
@@ -199,6 +207,19 @@ AdapterResult AdvisoryAdapter::create_lock(const LockSpec& spec) {
   const PgResult taken = session->connection->execute(acquire_statement(spec.key));
   if (taken.status != IoStatus::ok) return failed(*session, taken, "acquire", true);
   if (taken.sqlstate == "55P03") {  // lock_timeout: it stayed taken for the whole wait
+    // Unless the grant raced the timeout: PostgreSQL then keeps the lock it was granted and
+    // raises 55P03 all the same (LockErrorCleanup), and the session would hold it for good, the
+    // next acquire re-entering it. Give back what it may hold (nothing else of this key is held
+    // here: held_anywhere), and lose the session if that fails.
+    const PgResult given_back = session->connection->execute(
+        fmt::format("SELECT pg_advisory_unlock({})", lock_key(spec.key)));
+    if (given_back.status != IoStatus::ok) return failed(*session, given_back, "acquire", false);
+    if (!given_back.sqlstate.empty()) {
+      lose(*session);
+      return result_of(AdapterStatus::backend_error,
+                       "could not give back a lock the timeout may have left: " +
+                           describe(given_back));
+    }
     return result_of(AdapterStatus::contended,
                      fmt::format("still held after {}ms in the queue", options_.lock_wait_ms));
   }

@@ -3,7 +3,8 @@
 // - session_try:      SELECT pg_try_advisory_lock(K) on the client's session; the Locker retries
 //                     contention.
 // - session_blocking: SELECT pg_advisory_lock(K), waiting in the server's queue for at most
-//                     lock_wait_ms (the session's lock_timeout; 55P03 is contention).
+//                     lock_wait_ms (the session's lock_timeout; 55P03 is contention, after
+//                     which it unlocks K: a grant that races the timeout stays held).
 // - xact:             BEGIN; SELECT pg_try_advisory_xact_lock(K) on a session of its own per held
 //                     lock; release is COMMIT (a lost session or a ROLLBACK ends it too).
 // K is a 64-bit hash of key_prefix + key (lock_key()). With a fencing sequence, the grant and its
@@ -82,6 +83,9 @@ class AdvisoryAdapter final : public LockAdapter {
   }
   // The statements this adapter sends (the simulated server and the tests know them).
   std::string acquire_statement(const std::string& key) const;
+  // Whether, as far as this client knows, spec's lock is still held: taken, not released, and
+  // its session not found lost (no round trip).
+  bool believes_held(const LockSpec& spec) const;
 
  private:
   struct Session {

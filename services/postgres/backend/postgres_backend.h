@@ -14,7 +14,8 @@
 // per client (so one client can be cut off), the client's sessions aborted when it crashes (as its
 // process's death would close them), end_session through an administrator's
 // pg_terminate_backend. A proxy keeps the server's side of a connection alive through a
-// partition, so there the server never ends a partitioned client's session.
+// partition, so there the server never ends a partitioned client's session. No replica: a
+// failover is sim-only. Lease facts as the backend knows them (real_leases.h).
 #include <functional>
 #include <memory>
 #include <vector>
@@ -47,9 +48,9 @@ struct PostgresSimOptions {
 };
 std::unique_ptr<Backend> make_postgres_sim_backend(BackendEnv& env, PostgresAdapterFactory factory,
                                                    PostgresSimOptions sim_options = {});
-// Throws real::ServerUnavailable when PostgreSQL 15 is missing.
-std::unique_ptr<Backend> make_postgres_real_backend(BackendEnv& env,
-                                                    PostgresAdapterFactory factory);
+// The production adapter of `mode` against a private cluster. Throws real::ServerUnavailable when
+// PostgreSQL 15 is missing, WorldUnsupported for a replica (streaming replication is sim-only).
+std::unique_ptr<Backend> make_postgres_real_backend(BackendEnv& env, AdvisoryMode mode);
 
 // A PostgreSQL advisory lock: a session lock without expiry on one server, whose streaming replica
 // can be promoted. Its envelope: network faults (its validity stops a cut-off holder before the

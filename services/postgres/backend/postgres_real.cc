@@ -10,6 +10,7 @@
 #include "real/tcp_proxy.h"
 #include "services/postgres/adapter/libpq_connection.h"
 #include "services/postgres/backend/postgres_backend.h"
+#include "services/postgres/backend/real_leases.h"
 #include "services/postgres/real/pg_server.h"
 
 namespace lockstep {
@@ -17,6 +18,7 @@ namespace lockstep {
 namespace {
 
 struct ClientLink {
+  int client = -1;
   std::unique_ptr<real::TcpProxy> proxy;  // client <-> server, for partitions
   std::unique_ptr<LibpqConnector> connector;
   std::unique_ptr<LockAdapter> adapter;  // last: its connections go before the connector
@@ -24,9 +26,12 @@ struct ClientLink {
 
 class PostgresRealBackend final : public Backend {
  public:
-  PostgresRealBackend(BackendEnv& env, PostgresAdapterFactory factory)
-      : world_(env.world), options_(env.options), factory_(std::move(factory)) {
+  PostgresRealBackend(BackendEnv& env, AdvisoryMode mode)
+      : world_(env.world), options_(env.options), mode_(mode), leases_(env.recorder) {
     real::PgServerProcess::bin_dir();  // ServerUnavailable, saying what to install
+    if (options_.get_int("replicas") > 0) {
+      throw WorldUnsupported("a streaming replica (replicas=1) is simulated only");
+    }
     keeper_.run([this] { server_ = std::make_unique<real::PgServerProcess>(); });
     env.world.trace_linef("server postgres pid {} at {}", server_->pid(), server_->endpoint());
     admin_ = std::make_unique<LibpqConnection>(LibpqOptions{.port = server_->port()});
@@ -40,7 +45,7 @@ class PostgresRealBackend final : public Backend {
     }
   }
 
-  LockAdapter& adapter_for(int, int node) override {
+  LockAdapter& adapter_for(int client, int node) override {
     ClientLink& link = links_[node];
     link.proxy =
         std::make_unique<real::TcpProxy>(real::TcpProxyOptions{.upstream_port = server_->port()});
@@ -48,16 +53,24 @@ class PostgresRealBackend final : public Backend {
         .port = link.proxy->port(),
         .connect_timeout_ms = options_.get_int("command_timeout_ms"),
         .command_timeout_ms = options_.get_int("command_timeout_ms")});
-    link.adapter = factory_(*link.connector, options_);
+    link.client = client;
+    link.adapter = recording_adapter(
+        std::make_unique<AdvisoryAdapter>(advisory_options(*link.connector, mode_, options_)),
+        leases_, client);
     // A client's death closes its sessions, as its process's would.
     LibpqConnector* connector = link.connector.get();
-    world_.attach_client_process(
-        node, {.stop = [] {}, .resume = [] {}, .kill = [connector] { connector->abort_all(); }});
+    world_.attach_client_process(node, {.stop = [] {},
+                                        .resume = [] {},
+                                        .kill =
+                                            [this, connector, client] {
+                                              connector->abort_all();
+                                              leases_.revoke_all_of(client, "client died");
+                                            }});
     return *link.adapter;
   }
 
   int server_count() const override { return 1; }
-  bool records_leases() const override { return false; }
+  bool records_leases() const override { return true; }
   std::string library() const override { return {}; }
 
   void partition(int client_node, bool two_way) override {
@@ -76,6 +89,7 @@ class PostgresRealBackend final : public Backend {
   void crash_server(int server) override {
     check_server(server);
     server_->crash();
+    leases_.revoke_all("server crash");
   }
   // On the keeper: the server dies with the thread that started it, and the fault thread ends
   // first.
@@ -96,6 +110,9 @@ class PostgresRealBackend final : public Backend {
     if (!admin_->is_open() && !admin_->open().ok()) {
       throw std::runtime_error("no administrator session to end a client's session with");
     }
+    // Recorded as the termination starts: pg_terminate_backend(pid, 5000) returns only once the
+    // backend process has exited, well after its locks went to the next waiter.
+    leases_.revoke_all_of(link(client_node).client, "session terminated");
     for (int64_t pid : link(client_node).connector->session_pids()) {
       const PgResult ended =
           admin_->execute(fmt::format("SELECT pg_terminate_backend({}, 5000)", pid));
@@ -115,7 +132,8 @@ class PostgresRealBackend final : public Backend {
 
   ScenarioWorld& world_;
   const Options& options_;
-  PostgresAdapterFactory factory_;
+  AdvisoryMode mode_;
+  RealPgLeases leases_;  // before links_: their adapters report to it
   real::KeeperThread keeper_;  // before server_: outlives the process it started
   std::unique_ptr<real::PgServerProcess> server_;
   std::unique_ptr<LibpqConnection> admin_;
@@ -124,9 +142,8 @@ class PostgresRealBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_postgres_real_backend(BackendEnv& env,
-                                                    PostgresAdapterFactory factory) {
-  return std::make_unique<PostgresRealBackend>(env, std::move(factory));
+std::unique_ptr<Backend> make_postgres_real_backend(BackendEnv& env, AdvisoryMode mode) {
+  return std::make_unique<PostgresRealBackend>(env, mode);
 }
 
 }  // namespace lockstep

@@ -95,7 +95,7 @@ AdapterEntry entry(std::string name, std::string description, AdvisoryMode mode)
                      },
                  .make_real =
                      [mode](BackendEnv& env) {
-                       return make_postgres_real_backend(env, production_postgres_adapter(mode));
+                       return make_postgres_real_backend(env, mode);
                      }};
   if (mode == AdvisoryMode::session_blocking) {
     // One attempt waits lock_wait_ms in the server's queue: its statement must outlast that.
