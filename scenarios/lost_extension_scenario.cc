@@ -34,8 +34,9 @@ Scenario lost_extension_scenario() {
           [](const AdapterTraits& lock) {
             return is_networked_lease(lock) && expires(lock) && lock.extends;
           },
-      .fits_text = "a lease lock that expires, with an extend call, whose servers are across a "
-                   "network",
+      .fits_text =
+          "a lease lock that expires, with an extend call, whose servers are across a "
+          "network",
       .worlds = {WorldKind::sim},
       .expected =
           [](const AdapterTraits& lock, const Options&, bool fencing_on) {

@@ -17,8 +17,8 @@ Scenario session_killed_scenario() {
       .options = {int_option("ttl_ms", 1000, "lock TTL", 1),
                   int_option("hold_ms", 600, "A's work inside the lock"),
                   int_option("kill_at_ms", 200, "when the server ends A's session"),
-                  int_option("b_hold_ms", 100, "B's work inside the lock"),
-                  retry_delay_option(20), retry_times_option(50)},
+                  int_option("b_hold_ms", 100, "B's work inside the lock"), retry_delay_option(20),
+                  retry_times_option(50)},
       .fits = lasts_with_session,
       .fits_text = "a lease lock that lasts as long as its holder's session",
       .expected =

@@ -31,7 +31,8 @@ void register_known_bad_adapters() {
   for (AdapterEntry& e : mongo_known_bad(sibling("mongo"))) all.push_back(std::move(e));
   for (AdapterEntry& e : keyed_known_bad(sibling("keyed-rw"), sibling("fifo")))
     all.push_back(std::move(e));
-  for (AdapterEntry& e : postgres_known_bad(sibling("postgres-session"))) all.push_back(std::move(e));
+  for (AdapterEntry& e : postgres_known_bad(sibling("postgres-session")))
+    all.push_back(std::move(e));
   for (AdapterEntry& entry : all) register_adapter(std::move(entry));
 }
 

@@ -18,7 +18,7 @@ namespace lockstep {
 
 const std::vector<Service>& services() {
   static const std::vector<Service> all = {
-      memory_service(), redis_service(), redlock_service(),   mongo_service(),
+      memory_service(), redis_service(), redlock_service(),  mongo_service(),
       keyed_service(),  ext_service(),   postgres_service(),
   };
   return all;

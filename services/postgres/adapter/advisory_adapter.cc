@@ -40,7 +40,8 @@ int64_t advisory_key(const std::string& prefix, const std::string& key) {
 }
 
 AdvisoryAdapter::AdvisoryAdapter(AdvisoryAdapterOptions options) : options_(std::move(options)) {
-  if (options_.connector == nullptr) throw std::invalid_argument("AdvisoryAdapter needs a connector");
+  if (options_.connector == nullptr)
+    throw std::invalid_argument("AdvisoryAdapter needs a connector");
   if (options_.keepalive_idle_s < 1 || options_.keepalive_interval_s < 1 ||
       options_.keepalive_count < 1 || options_.sessions_max < 1) {
     throw std::invalid_argument("AdvisoryAdapter: keepalive settings and sessions_max are >= 1");
@@ -98,9 +99,9 @@ std::string AdvisoryAdapter::acquire_statement(const std::string& key) const {
                  : fmt::format("SELECT CASE WHEN pg_try_advisory_lock({}) THEN nextval('{}') END",
                                k, sequence);
     case AdvisoryMode::session_blocking:
-      return sequence.empty() ? fmt::format("SELECT pg_advisory_lock({})", k)
-                              : fmt::format("SELECT nextval('{}') FROM pg_advisory_lock({})",
-                                            sequence, k);
+      return sequence.empty()
+                 ? fmt::format("SELECT pg_advisory_lock({})", k)
+                 : fmt::format("SELECT nextval('{}') FROM pg_advisory_lock({})", sequence, k);
     case AdvisoryMode::xact:
       return sequence.empty()
                  ? fmt::format("SELECT pg_try_advisory_xact_lock({})", k)
@@ -122,8 +123,7 @@ AdvisoryAdapter::Session* AdvisoryAdapter::holding(const LockSpec& spec) {
 bool AdvisoryAdapter::believes_held(const LockSpec& spec) const {
   return std::any_of(sessions_.begin(), sessions_.end(), [&spec](const auto& session) {
     auto it = session->held.find(spec.key);
-    return session->connection->is_open() && it != session->held.end() &&
-           it->second == spec.value;
+    return session->connection->is_open() && it != session->held.end() && it->second == spec.value;
   });
 }
 
@@ -160,9 +160,9 @@ AdvisoryAdapter::Session* AdvisoryAdapter::session_for_acquire(AdapterResult& fa
     chosen->held.clear();  // a lost session took its locks with it
     const PgResult opened = chosen->connection->open();
     if (!opened.ok()) {
-      failure = result_of(AdapterStatus::backend_error,
-                          fmt::format("no session from {}: {}", chosen->connection->endpoint(),
-                                      describe(opened)));
+      failure = result_of(
+          AdapterStatus::backend_error,
+          fmt::format("no session from {}: {}", chosen->connection->endpoint(), describe(opened)));
       return nullptr;
     }
   }
@@ -183,9 +183,9 @@ AdapterResult AdvisoryAdapter::failed(Session& session, const PgResult& result, 
   if (result.status == IoStatus::timeout && writes) {
     return result_of(AdapterStatus::outcome_unknown, why);
   }
-  return result_of(std::string_view(op) == "acquire" ? AdapterStatus::backend_error
-                                                     : AdapterStatus::not_owner,
-                   why);
+  return result_of(
+      std::string_view(op) == "acquire" ? AdapterStatus::backend_error : AdapterStatus::not_owner,
+      why);
 }
 
 AdapterResult AdvisoryAdapter::create_lock(const LockSpec& spec) {
@@ -216,9 +216,9 @@ AdapterResult AdvisoryAdapter::create_lock(const LockSpec& spec) {
     if (given_back.status != IoStatus::ok) return failed(*session, given_back, "acquire", false);
     if (!given_back.sqlstate.empty()) {
       lose(*session);
-      return result_of(AdapterStatus::backend_error,
-                       "could not give back a lock the timeout may have left: " +
-                           describe(given_back));
+      return result_of(
+          AdapterStatus::backend_error,
+          "could not give back a lock the timeout may have left: " + describe(given_back));
     }
     return result_of(AdapterStatus::contended,
                      fmt::format("still held after {}ms in the queue", options_.lock_wait_ms));
@@ -279,8 +279,7 @@ AdapterResult AdvisoryAdapter::release_lock(const LockSpec& spec) {
     if (committed.command_tag == "COMMIT" && committed.notices.empty()) {
       return AdapterResult{.status = AdapterStatus::ok};
     }
-    return result_of(AdapterStatus::not_owner,
-                     "its transaction had ended: " + describe(committed));
+    return result_of(AdapterStatus::not_owner, "its transaction had ended: " + describe(committed));
   }
   const PgResult unlocked = session->connection->execute(
       fmt::format("SELECT pg_advisory_unlock({})", lock_key(spec.key)));

@@ -78,9 +78,7 @@ class AdvisoryAdapter final : public LockAdapter {
   // The shortest time in which the server's keepalive can end the session of a client it cannot
   // reach, counted from the client's last word.
   int64_t session_loss_bound_us() const;
-  int64_t lock_key(const std::string& key) const {
-    return advisory_key(options_.key_prefix, key);
-  }
+  int64_t lock_key(const std::string& key) const { return advisory_key(options_.key_prefix, key); }
   // The statements this adapter sends (the simulated server and the tests know them).
   std::string acquire_statement(const std::string& key) const;
   // Whether, as far as this client knows, spec's lock is still held: taken, not released, and

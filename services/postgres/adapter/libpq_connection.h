@@ -61,7 +61,7 @@ class LibpqConnection final : public PgConnection {
 
   LibpqOptions options_;
   pg_conn* conn_ = nullptr;
-  std::atomic<int64_t> pid_ = 0;  // read by other threads (a fault ending the session)
+  std::atomic<int64_t> pid_ = 0;      // read by other threads (a fault ending the session)
   std::vector<std::string> notices_;  // raised during the statement in flight
   std::mutex socket_mutex_;           // guards socket_ against abort() from another thread
   int socket_ = -1;

@@ -56,13 +56,14 @@ std::unique_ptr<Backend> make_postgres_real_backend(BackendEnv& env, AdvisoryMod
 // can be promoted. Its envelope: network faults (its validity stops a cut-off holder before the
 // server's keepalive can end its session) and server pauses; no failover (advisory locks are not
 // replicated), no restart (they are volatile); a server clock that jumps ends nothing.
-inline constexpr AdapterTraits kPostgresTraits{
-    .servers = ServerLayout::one_server,
-    .sim_faults =
-        {.network = true, .server_clock = true, .server_clock_jump = true, .failover = true},
-    .envelope = {.server_wall_clock = true},
-    .tokens = TokenKind::none,
-    .server_expiry = ExpiryClock::none};
+inline constexpr AdapterTraits kPostgresTraits{.servers = ServerLayout::one_server,
+                                               .sim_faults = {.network = true,
+                                                              .server_clock = true,
+                                                              .server_clock_jump = true,
+                                                              .failover = true},
+                                               .envelope = {.server_wall_clock = true},
+                                               .tokens = TokenKind::none,
+                                               .server_expiry = ExpiryClock::none};
 
 // The declared traits as the options configure them: tokens from a sequence are monotonic.
 AdapterTraits refine_postgres_traits(AdapterTraits declared, const Options& options);

@@ -37,8 +37,7 @@ class PostgresRealBackend final : public Backend {
     admin_ = std::make_unique<LibpqConnection>(LibpqOptions{.port = server_->port()});
     const PgResult opened = admin_->open();
     const PgResult created =
-        opened.ok() ? admin_->execute(fmt::format("CREATE SEQUENCE {}", kFencingSequence))
-                    : opened;
+        opened.ok() ? admin_->execute(fmt::format("CREATE SEQUENCE {}", kFencingSequence)) : opened;
     if (!created.ok()) {
       throw real::ServerStartError("postgres at " + server_->endpoint() +
                                    " did not take the fencing sequence: " + describe(created));
@@ -49,10 +48,10 @@ class PostgresRealBackend final : public Backend {
     ClientLink& link = links_[node];
     link.proxy =
         std::make_unique<real::TcpProxy>(real::TcpProxyOptions{.upstream_port = server_->port()});
-    link.connector = std::make_unique<LibpqConnector>(LibpqOptions{
-        .port = link.proxy->port(),
-        .connect_timeout_ms = options_.get_int("command_timeout_ms"),
-        .command_timeout_ms = options_.get_int("command_timeout_ms")});
+    link.connector = std::make_unique<LibpqConnector>(
+        LibpqOptions{.port = link.proxy->port(),
+                     .connect_timeout_ms = options_.get_int("command_timeout_ms"),
+                     .command_timeout_ms = options_.get_int("command_timeout_ms")});
     link.client = client;
     link.adapter = recording_adapter(
         std::make_unique<AdvisoryAdapter>(advisory_options(*link.connector, mode_, options_)),
@@ -133,7 +132,7 @@ class PostgresRealBackend final : public Backend {
   ScenarioWorld& world_;
   const Options& options_;
   AdvisoryMode mode_;
-  RealPgLeases leases_;  // before links_: their adapters report to it
+  RealPgLeases leases_;        // before links_: their adapters report to it
   real::KeeperThread keeper_;  // before server_: outlives the process it started
   std::unique_ptr<real::PgServerProcess> server_;
   std::unique_ptr<LibpqConnection> admin_;

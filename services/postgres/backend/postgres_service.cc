@@ -56,21 +56,20 @@ std::vector<OptionSpec> postgres_backend_options(AdvisoryMode mode) {
 
 AdvisoryAdapterOptions advisory_options(PgConnector& connector, AdvisoryMode mode,
                                         const Options& options) {
-  AdvisoryAdapterOptions out{
-      .connector = &connector,
-      .mode = mode,
-      .fencing_sequence =
-          options.get("fencing_token") == "sequence" ? std::string(kFencingSequence) : "",
-      .keepalive_idle_s = options.get_int("keepalive_idle_s"),
-      .keepalive_interval_s = options.get_int("keepalive_interval_s"),
-      .keepalive_count = options.get_int("keepalive_count")};
+  AdvisoryAdapterOptions out{.connector = &connector,
+                             .mode = mode,
+                             .fencing_sequence = options.get("fencing_token") == "sequence"
+                                                     ? std::string(kFencingSequence)
+                                                     : "",
+                             .keepalive_idle_s = options.get_int("keepalive_idle_s"),
+                             .keepalive_interval_s = options.get_int("keepalive_interval_s"),
+                             .keepalive_count = options.get_int("keepalive_count")};
   if (options.has("lock_wait_ms")) out.lock_wait_ms = options.get_int("lock_wait_ms");
   return out;
 }
 
 PostgresAdapterFactory production_postgres_adapter(AdvisoryMode mode) {
-  return [mode](PgConnector& connector,
-                const Options& options) -> std::unique_ptr<LockAdapter> {
+  return [mode](PgConnector& connector, const Options& options) -> std::unique_ptr<LockAdapter> {
     return std::make_unique<AdvisoryAdapter>(advisory_options(connector, mode, options));
   };
 }
@@ -83,20 +82,18 @@ AdapterTraits refine_postgres_traits(AdapterTraits declared, const Options& opti
 namespace {
 
 AdapterEntry entry(std::string name, std::string description, AdvisoryMode mode) {
-  AdapterEntry e{.name = std::move(name),
-                 .description = std::move(description),
-                 .worlds = {WorldKind::sim, WorldKind::real},
-                 .traits = kPostgresTraits,
-                 .options = postgres_backend_options(mode),
-                 .refine = refine_postgres_traits,
-                 .make_sim =
-                     [mode](BackendEnv& env) {
-                       return make_postgres_sim_backend(env, production_postgres_adapter(mode));
-                     },
-                 .make_real =
-                     [mode](BackendEnv& env) {
-                       return make_postgres_real_backend(env, mode);
-                     }};
+  AdapterEntry e{
+      .name = std::move(name),
+      .description = std::move(description),
+      .worlds = {WorldKind::sim, WorldKind::real},
+      .traits = kPostgresTraits,
+      .options = postgres_backend_options(mode),
+      .refine = refine_postgres_traits,
+      .make_sim =
+          [mode](BackendEnv& env) {
+            return make_postgres_sim_backend(env, production_postgres_adapter(mode));
+          },
+      .make_real = [mode](BackendEnv& env) { return make_postgres_real_backend(env, mode); }};
   if (mode == AdvisoryMode::session_blocking) {
     // One attempt waits lock_wait_ms in the server's queue: its statement must outlast that.
     e.check_options = [](const Options& options) {

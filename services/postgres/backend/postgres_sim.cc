@@ -115,9 +115,9 @@ class PostgresSimBackend final : public Backend, public sim::PgLockObserver {
     servers_.push_back(primary_.get());
     if (options_.get_int("replicas") > 0) {
       replica_ = std::make_unique<sim::PgServer>(
-          world_, sim::PgServerOptions{
-                      .name = "postgres-1", .first_pid = 100'000, .observer = this,
-                      .replica = true});
+          world_,
+          sim::PgServerOptions{
+              .name = "postgres-1", .first_pid = 100'000, .observer = this, .replica = true});
       primary_->add_replica(*replica_, options_.get_int("replication_delay_ms"));
       servers_.push_back(replica_.get());
     }
@@ -143,8 +143,8 @@ class PostgresSimBackend final : public Backend, public sim::PgLockObserver {
     } else {
       connector = std::make_unique<sim::SimPgConnector>(host, client_options_);
     }
-    adapters_.push_back(std::make_unique<TaggingAdapter>(factory_(*connector, options_),
-                                                         host->tag(), client));
+    adapters_.push_back(
+        std::make_unique<TaggingAdapter>(factory_(*connector, options_), host->tag(), client));
     return *adapters_.back();
   }
 
@@ -186,25 +186,25 @@ class PostgresSimBackend final : public Backend, public sim::PgLockObserver {
 
   void end_session(int client_node) override {
     const std::vector<int64_t> pids = current_->pids_from(host_of(client_node).node());
-    world_.trace_linef("pg {}: terminating {} session(s) of node {}", current_->name(),
-                       pids.size(), client_node);
+    world_.trace_linef("pg {}: terminating {} session(s) of node {}", current_->name(), pids.size(),
+                       client_node);
     for (int64_t pid : pids) current_->terminate(pid);
   }
 
   void on_lock_event(const sim::PgLockEvent& e) override {
     if (e.owner.value.empty()) return;  // not a client's lock operation
     const bool granted = e.kind == sim::PgLockEvent::Kind::granted;
-    recorder_.record(HistoryEvent{
-        .kind = granted ? EventKind::grant : EventKind::revoke,
-        .client = granted ? e.owner.client : e.requester,
-        .key = e.owner.key,
-        .has_token = granted && e.token.has_value(),
-        .token = granted ? e.token.value_or(0) : 0,
-        .server = kGroup,
-        .value = e.owner.value,
-        .ttl_us = granted ? kSessionLeaseUs : 0,
-        .detail = granted ? fmt::format("session {}", e.pid)
-                          : fmt::format("session {}: {}", e.pid, e.cause)});
+    recorder_.record(HistoryEvent{.kind = granted ? EventKind::grant : EventKind::revoke,
+                                  .client = granted ? e.owner.client : e.requester,
+                                  .key = e.owner.key,
+                                  .has_token = granted && e.token.has_value(),
+                                  .token = granted ? e.token.value_or(0) : 0,
+                                  .server = kGroup,
+                                  .value = e.owner.value,
+                                  .ttl_us = granted ? kSessionLeaseUs : 0,
+                                  .detail = granted
+                                                ? fmt::format("session {}", e.pid)
+                                                : fmt::format("session {}: {}", e.pid, e.cause)});
   }
 
  private:
@@ -212,9 +212,7 @@ class PostgresSimBackend final : public Backend, public sim::PgLockObserver {
     LOCKSTEP_CHECK(server >= 0 && server < server_count(), "a server of this backend");
     return *servers_[static_cast<size_t>(server)];
   }
-  int index_of(const sim::PgServer& server) const {
-    return &server == primary_.get() ? 0 : 1;
-  }
+  int index_of(const sim::PgServer& server) const { return &server == primary_.get() ? 0 : 1; }
   sim::SimPgHost& host_of(int client_node) {
     auto it = hosts_.find(client_node);
     if (it == hosts_.end()) throw WorldUnsupported("no client on that node");

@@ -8,7 +8,8 @@ namespace lockstep {
 namespace {
 
 const std::vector<KnownBad> kKnownBadPostgres = {
-    {"bad-pg-shared-session", "mutual_exclusion",
+    {"bad-pg-shared-session",
+     "mutual_exclusion",
      "known-bad: session advisory locks on one pooled session every client shares, so a second "
      "client's try-lock re-enters the first one's lock and its unlock releases it",
      // One session, two consequences of it: the grant is not exclusive, and an unlock acts on

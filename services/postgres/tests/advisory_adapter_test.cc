@@ -30,10 +30,11 @@ struct Fixture {
   }
   // Whether any session holds the advisory lock of `key` (pg_locks, the server's own word).
   bool held_on_server(const AdvisoryAdapter& adapter, const std::string& key) {
-    const PgResult r = must(
-        admin, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
-               "((classid::bigint << 32) | objid::bigint) = " +
-                   std::to_string(adapter.lock_key(key)));
+    const PgResult r =
+        must(admin,
+             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
+             "((classid::bigint << 32) | objid::bigint) = " +
+                 std::to_string(adapter.lock_key(key)));
     return r.scalar() != "0";
   }
 };
@@ -120,9 +121,8 @@ TEST_CASE("a blocking acquire waits in the queue for lock_wait_ms, then is conte
   testing::require_postgres();
   Fixture f;
   AdvisoryAdapter a = f.adapter(f.connector_a, AdvisoryMode::session_try, false);
-  AdvisoryAdapter b(AdvisoryAdapterOptions{.connector = &f.connector_b,
-                                           .mode = AdvisoryMode::session_blocking,
-                                           .lock_wait_ms = 50});
+  AdvisoryAdapter b(AdvisoryAdapterOptions{
+      .connector = &f.connector_b, .mode = AdvisoryMode::session_blocking, .lock_wait_ms = 50});
   const LockSpec a_spec{.key = "q", .value = "a1", .ttl_ms = 1000};
   REQUIRE(a.create_lock(a_spec).status == AdapterStatus::ok);
   const AdapterResult waited = b.create_lock(LockSpec{.key = "q", .value = "b1", .ttl_ms = 1000});
@@ -133,8 +133,7 @@ TEST_CASE("a blocking acquire waits in the queue for lock_wait_ms, then is conte
         AdapterStatus::ok);
 }
 
-TEST_CASE("validity is the TTL, cut to what keepalive allows a cut-off holder",
-          "[postgres]") {
+TEST_CASE("validity is the TTL, cut to what keepalive allows a cut-off holder", "[postgres]") {
   LibpqConnector unused{LibpqOptions{}};
   AdvisoryAdapter a(AdvisoryAdapterOptions{.connector = &unused,
                                            .keepalive_idle_s = 2,
