@@ -110,7 +110,7 @@ void PgServer::query(uint64_t conn, const std::string& sql, const PgTag& tag, Re
     return;
   }
   c.last_heard_us = world_.now_us();
-  if (c.unanswered > 0) {  // the client's packets answer a probe round too
+  if (c.probing) {  // the client's packets end a probe round too (Linux: probes_out = 0)
     c.unanswered = 0;
     schedule_keepalive(conn, c, c.idle_us);
   }
@@ -261,6 +261,7 @@ bool PgServer::terminate(int64_t pid) {
 
 void PgServer::schedule_keepalive(uint64_t conn, Conn& c, int64_t local_delay_us) {
   const uint64_t gen = ++c.keepalive_gen;
+  c.probing = false;
   at_local(local_delay_us, [this, conn, gen] { keepalive_check(conn, gen); });
 }
 
@@ -269,7 +270,12 @@ void PgServer::keepalive_check(uint64_t conn, uint64_t gen) {
   if (c == nullptr || c->keepalive_gen != gen) return;
   const TimeUs due_us = c->last_heard_us + world_.node_clock(node_).true_duration_for(c->idle_us);
   if (world_.now_us() < due_us) {
-    schedule_keepalive(conn, *c, world_.node_clock(node_).local_duration(due_us - world_.now_us()));
+    // At due_us itself, in true time: a round trip through the local clock can round down to a
+    // time before it (or to now) under drift, and the check would run again and again at once.
+    const uint64_t next_gen = ++c->keepalive_gen;
+    world_.deliver_at(
+        node_, world_.incarnation(node_), due_us,
+        [this, conn, next_gen] { keepalive_check(conn, next_gen); }, [] {});
     return;
   }
   send_probe(conn, *c);
@@ -277,6 +283,7 @@ void PgServer::keepalive_check(uint64_t conn, uint64_t gen) {
 
 void PgServer::send_probe(uint64_t conn, Conn& c) {
   const uint64_t gen = ++c.keepalive_gen;
+  c.probing = true;
   if (c.unanswered == 0) c.unanswered_since_us = world_.now_us();
   std::shared_ptr<PgPeer> peer = c.peer;
   World& world = world_;

@@ -112,6 +112,7 @@ class PgServer {
     int64_t user_timeout_us = 0;
     TimeUs last_heard_us = 0;
     int64_t unanswered = 0;
+    bool probing = false;  // a probe round is under way (any packet from the client ends it)
     TimeUs unanswered_since_us = 0;
     uint64_t keepalive_gen = 0;
   };
