@@ -434,7 +434,7 @@ constexpr StatedPremise kPremises[] = {
      [](const History& h, const Options&) { return contended(h); }},
     {"session-killed", "A's session is ended while A holds, and B gets the key",
      [](const History& h, const Options&) {
-       return fault_while_inside(h, 0, FaultKind::other) && entered(h, 1);
+       return fault_while_inside(h, 0, FaultKind::session_end) && entered(h, 1);
      }},
 };
 

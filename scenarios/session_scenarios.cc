@@ -43,8 +43,7 @@ Scenario session_killed_scenario() {
                   c.release(*lock);             // fails: the session and its lock are gone
                 },
                 200);
-            // Other, not a kind the excuse judge knows: the matrix judges it by the expectation.
-            env.schedule_fault(kill_at_ms, {.kind = FaultKind::other, .client = a.id()},
+            env.schedule_fault(kill_at_ms, {.kind = FaultKind::session_end, .client = a.id()},
                                "the server ends a's session (pg_terminate_backend)",
                                [&env, &a] { env.backend().end_session(a.node()); });
             env.start(
