@@ -271,6 +271,8 @@ bool inside_envelope(const History& history, const HistoryEvent& fault) {
     case FaultKind::latency:
     case FaultKind::loss:
     case FaultKind::partition: return v.network;
+    // No lock keeps a session the server ended: only fencing can refuse its holder's writes.
+    case FaultKind::session_end: return false;
     case FaultKind::other: return true;  // not a fault of the world: excuses nothing
   }
   return true;

@@ -59,8 +59,11 @@ enum class ValidityRule {
 // Which clock decides when a lease has expired: the servers' wall clock (redis-server's absolute
 // expiry times, mongod's $$NOW; a jump forward ends leases early), a server's monotonic clock (the
 // in-process store), or the wall clock of the client that takes over (a deadline written with the
-// lock and compared by the next client: a client whose clock runs ahead takes a live lock).
-enum class ExpiryClock { wall, monotonic, client_wall };
+// lock and compared by the next client: a client whose clock runs ahead takes a live lock). Or
+// none: the lease never expires; it lasts as long as its holder's session (a PostgreSQL advisory
+// lock), and the server ends it only with the session (the holder's unlock, close or death, its
+// connection found dead, its termination, a crash or failover), so a paused holder keeps it.
+enum class ExpiryClock { wall, monotonic, client_wall, none };
 
 struct FaultCapabilities {
   bool network = false;            // latency, loss and partitions between clients and servers

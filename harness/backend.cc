@@ -30,5 +30,8 @@ void Backend::jump_server_clock(int, int64_t) {
 void Backend::partition_server(int, int, bool) {
   throw WorldUnsupported("this adapter has no per-server network to partition");
 }
+void Backend::end_session(int) {
+  throw WorldUnsupported("this adapter's servers hold no session to end");
+}
 
 }  // namespace lockstep

@@ -60,6 +60,9 @@ class Backend {
   virtual void jump_server_clock(int server, int64_t delta_us);  // its wall clock jumps, from now
   virtual void partition_server(int client_node, int server,
                                 bool two_way);  // one client from one server
+  // The server ends the sessions of the client on client_node (pg_terminate_backend): whatever
+  // they held goes, and the client learns of it only at its next request to that server.
+  virtual void end_session(int client_node);
 };
 
 struct BackendEnv {

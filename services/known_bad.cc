@@ -5,6 +5,7 @@
 #include "services/keyed/known_bad/keyed_known_bad.h"
 #include "services/memory/known_bad/memory_known_bad.h"
 #include "services/mongo/known_bad/mongo_known_bad.h"
+#include "services/postgres/known_bad/postgres_known_bad.h"
 #include "services/redis/known_bad/redis_known_bad.h"
 #include "services/redlock/known_bad/redlock_known_bad.h"
 #include "services/registry.h"
@@ -29,6 +30,8 @@ void register_known_bad_adapters() {
   for (AdapterEntry& e : memory_known_bad(sibling("memory"))) all.push_back(std::move(e));
   for (AdapterEntry& e : mongo_known_bad(sibling("mongo"))) all.push_back(std::move(e));
   for (AdapterEntry& e : keyed_known_bad(sibling("keyed-rw"), sibling("fifo")))
+    all.push_back(std::move(e));
+  for (AdapterEntry& e : postgres_known_bad(sibling("postgres-session")))
     all.push_back(std::move(e));
   for (AdapterEntry& entry : all) register_adapter(std::move(entry));
 }

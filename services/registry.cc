@@ -9,6 +9,7 @@
 #include "services/keyed/backend/keyed_service.h"
 #include "services/memory/backend/memory_service.h"
 #include "services/mongo/backend/mongo_service.h"
+#include "services/postgres/backend/postgres_service.h"
 #include "services/redis/backend/redis_service.h"
 #include "services/redlock/backend/redlock_service.h"
 #include "services/service.h"
@@ -17,8 +18,8 @@ namespace lockstep {
 
 const std::vector<Service>& services() {
   static const std::vector<Service> all = {
-      memory_service(), redis_service(), redlock_service(),
-      mongo_service(),  keyed_service(), ext_service(),
+      memory_service(), redis_service(), redlock_service(),  mongo_service(),
+      keyed_service(),  ext_service(),   postgres_service(),
   };
   return all;
 }
