@@ -962,6 +962,8 @@ void EtcdCluster::handle(int member, int client, const std::string& path, const 
     time_to_live(m, body, std::move(respond));
   } else if (path == "/v3/maintenance/status") {
     status(m, std::move(respond));
+  } else if (path == "/v3/lock/lock") {  // a unary call too: a stream of its one reply
+    open_stream(member, client, m.next_internal_watch++, path, body, std::move(respond));
   } else {
     respond(404, error_body(5, "Not Found"));
   }

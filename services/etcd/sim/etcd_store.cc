@@ -207,13 +207,18 @@ Applied EtcdStore::range(const EtcdJson& request) const {
   const int64_t max_mod = int_field(request, "max_mod_revision").value_or(0);
   const int64_t min_mod = int_field(request, "min_mod_revision").value_or(0);
 
+  // etcd fetches everything only for a sort order or a revision filter; otherwise limit + 1 keys
+  // in key order, which a sort target other than KEY then sorts (a quirk the real server has).
+  const bool fetch_all = order != "NONE" || max_create != 0 || min_create != 0 || max_mod != 0 ||
+                         min_mod != 0 || limit <= 0;
   std::vector<const Kv*> kvs;
   int64_t count = 0;
   const auto first = range_end.empty() ? keys_.find(key) : keys_.lower_bound(key);
   for (auto it = first; it != keys_.end() && in_range(it->first, key, range_end); ++it) {
     ++count;
-    kvs.push_back(&it->second);
+    if (fetch_all || static_cast<int64_t>(kvs.size()) <= limit) kvs.push_back(&it->second);
   }
+  if (bool_field(request, "count_only")) kvs.clear();  // mvcc counts and returns no key
   std::erase_if(kvs, [&](const Kv* kv) {
     return (max_mod != 0 && kv->mod_revision > max_mod) ||
            (min_mod != 0 && kv->mod_revision < min_mod) ||

@@ -54,12 +54,25 @@ TEST_CASE("puts, ranges and deletes answer as etcd 3.4.23 does", "[etcd][store]"
   CHECK(store.range({{"key", b("a")}, {"range_end", b("c")}, {"count_only", true}}).body ==
         EtcdJson::parse(R"({"count":"2"})"));
   CHECK(store.range({{"key", b("zz")}}).body == EtcdJson::object());
+  // A sort target without a sort order: etcd fetches limit + 1 keys in key order and sorts only
+  // those (found by the differential test). "a" (mod 3) comes after "b" (mod 4) unsorted.
+  write(store, "/v3/kv/put", {{"key", b("c")}});  // mod 5
+  CHECK(store.range({{"key", b("a")}, {"range_end", "AA=="}, {"limit", 1}, {"sort_target", "MOD"}})
+            .body["kvs"][0]["key"] == b("a"));
+  CHECK(store
+            .range({{"key", b("b")},
+                    {"range_end", "AA=="},
+                    {"limit", 1},
+                    {"sort_target", "MOD"},
+                    {"sort_order", "DESCEND"}})
+            .body["kvs"][0]["key"] == b("c"));
+  write(store, "/v3/kv/deleterange", {{"key", b("c")}});
   CHECK(
       EtcdStore::validate("/v3/kv/range", EtcdJson::object())->body ==
       EtcdJson::parse(
           R"({"error":"etcdserver: key is not provided","message":"etcdserver: key is not provided","code":3})"));
   CHECK(write(store, "/v3/kv/deleterange", {{"key", b("zz")}}).body == EtcdJson::object());
-  CHECK(store.revision() == 4);  // deleting nothing keeps the revision
+  CHECK(store.revision() == 6);  // deleting nothing keeps the revision
   CHECK(
       write(store, "/v3/kv/deleterange", {{"key", b("b")}, {"prev_kv", true}}).body ==
       EtcdJson::parse(
