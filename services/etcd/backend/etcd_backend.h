@@ -63,7 +63,9 @@ inline constexpr AdapterTraits kEtcdTraits{
     .queued_grant = QueuedGrant::lease_checked,
 };
 
-// What lockstep has shown etcd's Lock RPC to do that its claim does not allow.
-std::vector<Finding> etcd_lock_findings();
+// What lockstep has shown each etcd lock to do where its traits let a cell expect otherwise
+// (etcd_findings.cc).
+enum class EtcdLockKind { recipe, lock_rpc, smallest_key };
+std::vector<Finding> etcd_findings(EtcdLockKind kind);
 
 }  // namespace lockstep

@@ -23,6 +23,7 @@ std::vector<AdapterEntry> etcd_adapters() {
        .worlds = {WorldKind::sim, WorldKind::real},
        .traits = kEtcdTraits,
        .options = etcd_backend_options(),
+       .findings = etcd_findings(EtcdLockKind::recipe),
        .make_sim =
            [](BackendEnv& env) { return make_etcd_sim_backend(env, etcd_recipe_adapter()); },
        .make_real =
@@ -36,7 +37,7 @@ std::vector<AdapterEntry> etcd_adapters() {
        .worlds = {WorldKind::sim, WorldKind::real},
        .traits = kEtcdTraits,
        .options = with(etcd_backend_options(), etcd_lock_options()),
-       .findings = etcd_lock_findings(),
+       .findings = etcd_findings(EtcdLockKind::lock_rpc),
        .make_sim = [](BackendEnv& env) { return make_etcd_sim_backend(env, etcd_lock_adapter()); },
        .make_real =
            [](BackendEnv& env) { return make_etcd_real_backend(env, etcd_lock_adapter()); }},
@@ -81,22 +82,6 @@ std::vector<OptionSpec> etcd_lock_options() {
        .min = 1,
        .max = 600'000},
   };
-}
-
-// Seed 1 of lease-expires-while-queued with --set lease_check=off, in both worlds (Debian's etcd
-// 3.4.23 and the simulator alike; docs/adapters.md has the replay lines): the Lock RPC answers a
-// waiter whose lease expired in the queue that it holds the lock. With lease_check=on (the
-// default) the adapter's own check refuses that answer and the cell is as expected.
-std::vector<Finding> etcd_lock_findings() {
-  std::vector<Finding> out;
-  for (const WorldKind world : {WorldKind::sim, WorldKind::real}) {
-    out.push_back({.scenario = "lease-expires-while-queued",
-                   .world = world,
-                   .violated = {Invariant::valid_on_return},
-                   .summary = "etcd 3.4's Lock RPC returns a key whose lease expired while it "
-                              "waited in the queue, without checking it (etcd-io/etcd#11456)"});
-  }
-  return out;
 }
 
 EtcdAdapterFactory etcd_recipe_adapter() {

@@ -32,7 +32,7 @@ std::unique_ptr<Backend> no_lease_check_backend(BackendEnv& env) {
 }  // namespace
 
 std::vector<AdapterEntry> etcd_known_bad(const AdapterEntry& recipe, const AdapterEntry& lock_rpc) {
-  return {
+  std::vector<AdapterEntry> out = {
       known_bad_entry(
           {"bad-etcd-smallest-key",
            "mutual_exclusion",
@@ -50,6 +50,8 @@ std::vector<AdapterEntry> etcd_known_bad(const AdapterEntry& recipe, const Adapt
            {"lease-expires-while-queued"}},
           lock_rpc, no_lease_check_backend),
   };
+  out[0].findings = etcd_findings(EtcdLockKind::smallest_key);
+  return out;
 }
 
 }  // namespace lockstep

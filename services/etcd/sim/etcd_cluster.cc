@@ -19,7 +19,12 @@ using lockstep::etcd::int_json;
 namespace {
 
 constexpr uint64_t kClusterId = 0x3c1d6e2b9a5f4e07;
+// Member 0's ID is the one etcd 3.4 gives a lone member named "default"; real IDs are hashes of
+// the peer URLs, in no order, so the others' step down from it: a lease ID begins with its
+// member's ID, and a lease a higher member grants sorts before one of member 0 (a lock taken by
+// the smallest key, not the first created, then lets a later waiter in: bad-etcd-smallest-key).
 constexpr uint64_t kMemberIdBase = 0x8e9e05c52164694d;
+constexpr uint64_t kMemberIdStep = 0x1111;
 constexpr int64_t kLessorTickUs = 500'000;     // etcd's lessor loop
 constexpr int64_t kRevokeRetryUs = 3'000'000;  // expiredLeaseRetryInterval
 constexpr int64_t kDefaultSessionTtlS = 60;    // concurrency.NewSession without a lease
@@ -152,7 +157,7 @@ EtcdCluster::EtcdCluster(World& world, EtcdClusterOptions options)
     m->id = i;
     m->name = fmt::format("etcd-{}", i);
     m->node = world_.add_node(m->name);
-    m->member_id = kMemberIdBase + static_cast<uint64_t>(i) * 0x1111;
+    m->member_id = kMemberIdBase - static_cast<uint64_t>(i) * kMemberIdStep;
     m->term = 2;
     m->voted_for = 0;
     m->log = {sentinel, empty};
