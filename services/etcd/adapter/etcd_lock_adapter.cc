@@ -83,11 +83,6 @@ AdapterResult EtcdLockAdapter::create_lock(const LockSpec& spec) {
   held.key = bytes_field(reply, "key").value_or("");
   int64_t token = int_field(reply.value("header", EtcdJson::object()), "revision").value_or(0);
   if (rpc_.lease_check) {
-    const int64_t valid_until_us =
-        held.refreshed_at_us + std::min(spec.ttl_ms * 1000, held.lease_ttl_s * 1'000'000);
-    if (clock.monotonic_us() >= valid_until_us) {
-      return give_up(held.lease, contended("the Lock RPC answered after the lease's validity"));
-    }
     bool still = false;
     step = key_held(held.key, held.lease, &still, &token);
     if (!step.result.ok()) return give_up(held.lease, step.result);
@@ -96,6 +91,13 @@ AdapterResult EtcdLockAdapter::create_lock(const LockSpec& spec) {
                      contended(fmt::format("the Lock RPC returned {}, which is gone: its lease "
                                            "expired while it waited (etcd-io/etcd#11456)",
                                            held.key)));
+    }
+    // Last, after every round trip: a lock whose validity (from the last keepalive that
+    // succeeded) ended while Lock answered or the key was read is not reported held.
+    const int64_t valid_until_us =
+        held.refreshed_at_us + std::min(spec.ttl_ms * 1000, held.lease_ttl_s * 1'000'000);
+    if (clock.monotonic_us() >= valid_until_us) {
+      return give_up(held.lease, contended("the lock's validity ended before it was confirmed"));
     }
   }
   remember(spec.value, held);
