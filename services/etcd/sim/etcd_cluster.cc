@@ -25,7 +25,9 @@ constexpr uint64_t kClusterId = 0x3c1d6e2b9a5f4e07;
 // the smallest key, not the first created, then lets a later waiter in: bad-etcd-smallest-key).
 constexpr uint64_t kMemberIdBase = 0x8e9e05c52164694d;
 constexpr uint64_t kMemberIdStep = 0x1111;
-constexpr int64_t kLessorTickUs = 500'000;     // etcd's lessor loop
+constexpr int64_t kLessorTickUs = 500'000;  // etcd's lessor loop
+constexpr TimeUs kForwardRtoUs = 200'000;   // TCP's minimum RTO, doubled per try
+constexpr int kForwardTriesMax = 6;
 constexpr int64_t kRevokeRetryUs = 3'000'000;  // expiredLeaseRetryInterval
 constexpr int64_t kDefaultSessionTtlS = 60;    // concurrency.NewSession without a lease
 constexpr size_t kAppendEntriesMax = 64;
@@ -51,6 +53,7 @@ struct EtcdCluster::Entry {
   std::string path;  // "" for a leader's empty entry
   EtcdJson body;
   int64_t lease_id = 0;  // a grant's lease
+  bool arrived = false;  // a forwarded proposal reached the leader (a copy is ignored)
 };
 
 struct EtcdCluster::Watch {
@@ -110,6 +113,7 @@ struct EtcdCluster::Member {
     uint64_t id = 0;
     int64_t index = -1;  // known once the leader confirmed it
     bool sent = false;
+    int tries = 0;  // requests sent to the leader (a lost one or its lost reply: sent again)
     std::function<void(bool)> ready;
     EventId timeout = kNoEvent;
   };
@@ -667,10 +671,31 @@ void EtcdCluster::propose(Member& m, std::shared_ptr<Entry> entry) {
     if (entry->id != 0) complete(m, entry->id, 500, error_body(kUnknown, "raft proposal dropped"));
     return;
   }
-  const int leader = m.leader;
+  forward_proposal(m, m.leader, std::move(entry), 0);
+}
+
+// Peers talk over TCP (rafthttp): a proposal the network drops is sent again after TCP's RTO,
+// doubling, while the follower lives and still follows that leader; after kForwardTriesMax tries
+// it is given up (the client's request times out, as etcd's does).
+void EtcdCluster::forward_proposal(Member& m, int leader, std::shared_ptr<Entry> entry,
+                                   int attempt) {
   world_.network().send(
       m.node, at(leader).node, [&] { return fmt::format("etcd proposal {}", entry->path); },
-      [this, leader, entry] { receive_proposal(at(leader), entry); });
+      [this, leader, entry] {
+        if (std::exchange(entry->arrived, true)) return;
+        receive_proposal(at(leader), entry);
+      });
+  const int member = m.id;
+  const uint64_t incarnation = world_.incarnation(m.node);
+  world_.scheduler().after(
+      kForwardRtoUs << attempt, [this, member, leader, entry, attempt, incarnation] {
+        Member& from = at(member);
+        if (entry->arrived || world_.incarnation(from.node) != incarnation ||
+            from.leader != leader || attempt + 1 >= kForwardTriesMax)
+          return;
+        trace(from, fmt::format("forwards proposal {} again (try {})", entry->id, attempt + 2));
+        forward_proposal(from, leader, entry, attempt + 1);
+      });
 }
 
 void EtcdCluster::receive_proposal(Member& leader, std::shared_ptr<Entry> entry) {
@@ -758,6 +783,21 @@ void EtcdCluster::serve_reads(Member& m) {
     const uint64_t id = r.id;
     world_.network().send(m.node, at(leader).node, "etcd read index",
                           [this, leader, from, id] { receive_read_request(at(leader), from, id); });
+    // Over TCP (rafthttp) a dropped request or reply is sent again: ask again after the RTO,
+    // doubling, while this member lives and the read is unanswered.
+    const uint64_t incarnation = world_.incarnation(m.node);
+    if (++r.tries < kForwardTriesMax) {
+      world_.scheduler().after(kForwardRtoUs << (r.tries - 1), [this, from, id, incarnation] {
+        Member& me = at(from);
+        if (world_.incarnation(me.node) != incarnation) return;
+        for (Member::Read& read : me.reads) {
+          if (read.id != id || read.index >= 0) continue;
+          read.sent = false;
+          serve_reads(me);
+          return;
+        }
+      });
+    }
   }
   std::vector<std::function<void(bool)>> ready;
   for (auto it = m.reads.begin(); it != m.reads.end();) {

@@ -167,6 +167,7 @@ class EtcdCluster {
 
   // requests
   void propose(Member& m, std::shared_ptr<Entry> entry);
+  void forward_proposal(Member& m, int leader, std::shared_ptr<Entry> entry, int attempt);
   void receive_proposal(Member& leader, std::shared_ptr<Entry> entry);
   void complete(Member& m, uint64_t id, int http_status, EtcdJson body);
   void read_index(Member& m, std::function<void(bool ok)> ready);
