@@ -27,7 +27,7 @@ bool violates(const RunReport& r, Invariant invariant) {
 
 }  // namespace
 
-TEST_CASE("sim: the Lock RPC hands a waiter a lock whose lease expired; the lease check refuses it",
+TEST_CASE("sim: the Lock RPC hands out a lock whose lease expired, which the lease check refuses",
           "[etcd][scenarios]") {
   const RunReport trusting = run("lease-expires-while-queued", "etcd-lock", {"lease_check=off"});
   INFO(to_text(trusting));

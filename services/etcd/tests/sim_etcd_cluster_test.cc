@@ -150,7 +150,7 @@ TEST_CASE("the leader dies: a new one is elected, keeps what was committed, refr
   f.world.run();
 }
 
-TEST_CASE("a stopped leader is replaced; it steps down when it wakes", "[etcd][sim]") {
+TEST_CASE("a stopped leader is replaced, and steps down when it wakes", "[etcd][sim]") {
   Fixture f(3, 3);
   const NodeId node = f.client("c0");
   f.world.spawn(node, "c0", [&] {
