@@ -58,10 +58,12 @@ class EtcdRealBackend final : public Backend {
   int server_count() const override { return cluster_->members(); }
   bool records_leases() const override { return false; }
 
-  void failover() override {
+  // A real cluster cannot tell what the next leader lacks: -1 (Raft loses no acknowledged write).
+  int64_t failover() override {
     const int leader = cluster_->leader();
     if (leader < 0) throw std::runtime_error("failover: the etcd cluster has no leader to crash");
     cluster_->crash(leader);
+    return -1;
   }
   void set_server_drift(int64_t) override { throw WorldUnsupported(kNoClockFaults); }
   void jump_server_clock(int, int64_t) override { throw WorldUnsupported(kNoClockFaults); }

@@ -78,14 +78,16 @@ class EtcdSimBackend final : public Backend {
   int server_count() const override { return cluster_->members(); }
   bool records_leases() const override { return true; }
 
-  // The leader dies; the others elect a new one after an election timeout.
-  void failover() override {
+  // The leader dies; the others elect a new one after an election timeout. Raft acknowledges a
+  // write only once a majority has it, so the next leader lacks none: 0 lost.
+  int64_t failover() override {
     const int leader = cluster_->leader();
     if (leader < 0) {
       world_.trace_line("failover: the cluster has no leader now (an election is under way)");
-      return;
+      return 0;
     }
     cluster_->crash(leader);
+    return 0;
   }
   void set_server_drift(int64_t drift_ppm) override {
     for (int m = 0; m < cluster_->members(); ++m) world_.set_drift(cluster_->node(m), drift_ppm);
