@@ -211,6 +211,8 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
     case FaultKind::loss:
     case FaultKind::partition:
     case FaultKind::server_pause: return sized(kUnbounded, std::string(to_string(fault.fault)));
+    case FaultKind::session_end:  // unbounded: a session's locks end with it, whole
+      return Explanation{"the server ended the session that held the lock"};
     case FaultKind::pause:
     case FaultKind::crash:
     case FaultKind::server_crash:
