@@ -43,7 +43,7 @@ bool can_break(const HistoryMeta& meta, const HistoryEvent& fault, Invariant inv
       // A clock that measures wrongly or a server that loses or shortens leases can end a lease
       // the holder could not know had ended; a pause cannot (the lock checks after it).
       return loses_state || client_clock || fault.fault == FaultKind::server_drift ||
-             fault.fault == FaultKind::server_clock_jump;
+             fault.fault == FaultKind::server_clock_jump || fault.fault == FaultKind::session_end;
     case Invariant::no_lost_update:
       if (protected_by_fencing(meta)) return loses_state;
       return can_break(meta, fault, Invariant::mutual_exclusion);
@@ -102,8 +102,8 @@ TimeUs window_start_us(const History& history, const Violation& v) {
   return start;
 }
 
-bool touches_window(const HistoryEvent& fault, TimeUs start_us, TimeUs end_us) {
-  if (fault.time_us > end_us) return false;
+bool touches_window(const HistoryEvent& fault, TimeUs struck_us, TimeUs start_us, TimeUs end_us) {
+  if (struck_us > end_us) return false;
   return lasting(fault.fault) || std::max(fault.end_us, fault.time_us) >= start_us;
 }
 
@@ -291,11 +291,15 @@ void excuse_violations(const History& history, std::vector<Violation>& violation
     std::vector<std::pair<const HistoryEvent*, Explanation>> parts;
     TimeUs explained_us = 0;
     for (const HistoryEvent& fault : history.events()) {
-      if (fault.time_us > overrun_end_us) break;
       if (fault.kind != EventKind::fault || !involves(v, fault.client)) continue;
-      if (!touches_window(fault, start_us, overrun_end_us)) continue;
+      // A restart is recorded when the server comes back; it struck when the server went down.
+      const TimeUs struck_us = fault.fault == FaultKind::server_restart
+                                   ? fault.time_us - std::max<int64_t>(fault.amount, 0)
+                                   : fault.time_us;
+      if (struck_us > overrun_end_us) continue;
+      if (!touches_window(fault, struck_us, start_us, overrun_end_us)) continue;
       if (inside_envelope(history, fault) || !can_break(history.meta, fault, v.invariant)) continue;
-      const bool after_start = fault.time_us > v.time_us;
+      const bool after_start = struck_us > v.time_us;
       if (after_start && fault.fault != FaultKind::pause) continue;
       std::optional<Explanation> why = fault.fault == FaultKind::pause
                                            ? holder_overrun(history, fault, v)
