@@ -129,10 +129,10 @@ TimeUs holder_claim_start_us(const History& history, const Violation& v) {
 // explain: the error it accumulates from the first holder's claim (or from when the drift began,
 // whichever is later) until the drift ended or the overrun did (the violation plus its excess:
 // a slow holder's error keeps growing while it overruns), whichever is earlier.
-TimeUs drift_explains_us(const History& history, const HistoryEvent& fault, const Violation& v,
+TimeUs drift_explains_us(TimeUs claim_start_us, const HistoryEvent& fault, const Violation& v,
                          int64_t excess_ppm) {
   if (excess_ppm <= 0) return 0;
-  const TimeUs from = std::max(fault.time_us, holder_claim_start_us(history, v));
+  const TimeUs from = std::max(fault.time_us, claim_start_us);
   const TimeUs overrun_end_us = v.time_us + std::max<TimeUs>(v.excess_us, 0);
   const TimeUs until =
       fault.end_us > fault.time_us ? std::min(fault.end_us, overrun_end_us) : overrun_end_us;
@@ -150,8 +150,9 @@ struct Explanation {
 
 // Why this fault could have caused this violation, in numbers, or nullopt when it could not:
 // the fault's amount and direction against the lock's stated margins, whom it struck, and when.
+// claim_start_us: holder_claim_start_us of the violation, found once for all its faults.
 std::optional<Explanation> causal(const History& history, const HistoryEvent& fault,
-                                  const Violation& v) {
+                                  const Violation& v, TimeUs claim_start_us) {
   const FaultEnvelope& envelope = history.meta.envelope;
   const auto sized = [](TimeUs explains_us, std::string how) -> std::optional<Explanation> {
     return Explanation{std::move(how), explains_us};
@@ -162,7 +163,7 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
       if (fault.client >= 0 && v.holder >= 0 && fault.client != v.holder) return std::nullopt;
       const int64_t excess_ppm = -fault.amount - envelope.client_slow_ppm_max;
       if (excess_ppm <= 0) return std::nullopt;
-      return sized(drift_explains_us(history, fault, v, excess_ppm),
+      return sized(drift_explains_us(claim_start_us, fault, v, excess_ppm),
                    fmt::format("c{}'s clock ran {}ppm slower than the lock allows for",
                                fault.client, excess_ppm));
     }
@@ -182,14 +183,13 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
       const int64_t excess_ppm = fault.amount - envelope.server_fast_ppm_max;
       if (excess_ppm <= 0) return std::nullopt;
       return sized(
-          drift_explains_us(history, fault, v, excess_ppm),
+          drift_explains_us(claim_start_us, fault, v, excess_ppm),
           fmt::format("the servers' clocks ran {}ppm faster than the lock allows for", excess_ppm));
     }
     case FaultKind::server_clock_jump: {
       if (fault.amount <= 0) return std::nullopt;  // a jump back only lengthens leases
       // It must strike while the first holder's lease ran: a jump before the grant ends nothing.
-      if (v.claim_since_us > 0 && fault.time_us < holder_claim_start_us(history, v))
-        return std::nullopt;
+      if (v.claim_since_us > 0 && fault.time_us < claim_start_us) return std::nullopt;
       return sized(fault.amount, fmt::format("a server's wall clock jumped {:+}us during the lease",
                                              fault.amount));
     }
@@ -198,8 +198,7 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
       // Only state that existed before and was lost: a lease or token granted after it, or a
       // failover that lost no acknowledged write (amount 0), explains nothing.
       if (fault.fault == FaultKind::failover && fault.amount == 0) return std::nullopt;
-      if (v.claim_since_us > 0 && fault.time_us < holder_claim_start_us(history, v))
-        return std::nullopt;
+      if (v.claim_since_us > 0 && fault.time_us < claim_start_us) return std::nullopt;
       const std::string lost =
           fault.fault == FaultKind::failover
               ? (fault.amount > 0 ? fmt::format("lost {} acknowledged write(s)", fault.amount)
@@ -285,6 +284,7 @@ void excuse_violations(const History& history, std::vector<Violation>& violation
     v.excused_by.reset();
     v.excuse = "not excused";
     const TimeUs start_us = window_start_us(history, v);
+    const TimeUs claim_start_us = holder_claim_start_us(history, v);
     // Faults up to the end of the overlap: one that struck after the violation began can only
     // prolong it (a holder paused inside), so it counts only as a part of a joint explanation.
     const TimeUs overrun_end_us = v.time_us + std::max<TimeUs>(v.excess_us, 0);
@@ -303,7 +303,7 @@ void excuse_violations(const History& history, std::vector<Violation>& violation
       if (after_start && fault.fault != FaultKind::pause) continue;
       std::optional<Explanation> why = fault.fault == FaultKind::pause
                                            ? holder_overrun(history, fault, v)
-                                           : causal(history, fault, v);
+                                           : causal(history, fault, v, claim_start_us);
       if (!why) continue;
       if (!after_start && explains_all(v, why->explains_us)) {
         v.excused_by = fault.index;
