@@ -43,7 +43,7 @@ bool can_break(const HistoryMeta& meta, const HistoryEvent& fault, Invariant inv
       // A clock that measures wrongly or a server that loses or shortens leases can end a lease
       // the holder could not know had ended; a pause cannot (the lock checks after it).
       return loses_state || client_clock || fault.fault == FaultKind::server_drift ||
-             fault.fault == FaultKind::server_clock_jump;
+             fault.fault == FaultKind::server_clock_jump || fault.fault == FaultKind::session_end;
     case Invariant::no_lost_update:
       if (protected_by_fencing(meta)) return loses_state;
       return can_break(meta, fault, Invariant::mutual_exclusion);
@@ -102,8 +102,8 @@ TimeUs window_start_us(const History& history, const Violation& v) {
   return start;
 }
 
-bool touches_window(const HistoryEvent& fault, TimeUs start_us, TimeUs end_us) {
-  if (fault.time_us > end_us) return false;
+bool touches_window(const HistoryEvent& fault, TimeUs struck_us, TimeUs start_us, TimeUs end_us) {
+  if (struck_us > end_us) return false;
   return lasting(fault.fault) || std::max(fault.end_us, fault.time_us) >= start_us;
 }
 
@@ -129,10 +129,10 @@ TimeUs holder_claim_start_us(const History& history, const Violation& v) {
 // explain: the error it accumulates from the first holder's claim (or from when the drift began,
 // whichever is later) until the drift ended or the overrun did (the violation plus its excess:
 // a slow holder's error keeps growing while it overruns), whichever is earlier.
-TimeUs drift_explains_us(const History& history, const HistoryEvent& fault, const Violation& v,
+TimeUs drift_explains_us(TimeUs claim_start_us, const HistoryEvent& fault, const Violation& v,
                          int64_t excess_ppm) {
   if (excess_ppm <= 0) return 0;
-  const TimeUs from = std::max(fault.time_us, holder_claim_start_us(history, v));
+  const TimeUs from = std::max(fault.time_us, claim_start_us);
   const TimeUs overrun_end_us = v.time_us + std::max<TimeUs>(v.excess_us, 0);
   const TimeUs until =
       fault.end_us > fault.time_us ? std::min(fault.end_us, overrun_end_us) : overrun_end_us;
@@ -150,8 +150,9 @@ struct Explanation {
 
 // Why this fault could have caused this violation, in numbers, or nullopt when it could not:
 // the fault's amount and direction against the lock's stated margins, whom it struck, and when.
+// claim_start_us: holder_claim_start_us of the violation, found once for all its faults.
 std::optional<Explanation> causal(const History& history, const HistoryEvent& fault,
-                                  const Violation& v) {
+                                  const Violation& v, TimeUs claim_start_us) {
   const FaultEnvelope& envelope = history.meta.envelope;
   const auto sized = [](TimeUs explains_us, std::string how) -> std::optional<Explanation> {
     return Explanation{std::move(how), explains_us};
@@ -162,7 +163,7 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
       if (fault.client >= 0 && v.holder >= 0 && fault.client != v.holder) return std::nullopt;
       const int64_t excess_ppm = -fault.amount - envelope.client_slow_ppm_max;
       if (excess_ppm <= 0) return std::nullopt;
-      return sized(drift_explains_us(history, fault, v, excess_ppm),
+      return sized(drift_explains_us(claim_start_us, fault, v, excess_ppm),
                    fmt::format("c{}'s clock ran {}ppm slower than the lock allows for",
                                fault.client, excess_ppm));
     }
@@ -182,14 +183,13 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
       const int64_t excess_ppm = fault.amount - envelope.server_fast_ppm_max;
       if (excess_ppm <= 0) return std::nullopt;
       return sized(
-          drift_explains_us(history, fault, v, excess_ppm),
+          drift_explains_us(claim_start_us, fault, v, excess_ppm),
           fmt::format("the servers' clocks ran {}ppm faster than the lock allows for", excess_ppm));
     }
     case FaultKind::server_clock_jump: {
       if (fault.amount <= 0) return std::nullopt;  // a jump back only lengthens leases
       // It must strike while the first holder's lease ran: a jump before the grant ends nothing.
-      if (v.claim_since_us > 0 && fault.time_us < holder_claim_start_us(history, v))
-        return std::nullopt;
+      if (v.claim_since_us > 0 && fault.time_us < claim_start_us) return std::nullopt;
       return sized(fault.amount, fmt::format("a server's wall clock jumped {:+}us during the lease",
                                              fault.amount));
     }
@@ -198,8 +198,7 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
       // Only state that existed before and was lost: a lease or token granted after it, or a
       // failover that lost no acknowledged write (amount 0), explains nothing.
       if (fault.fault == FaultKind::failover && fault.amount == 0) return std::nullopt;
-      if (v.claim_since_us > 0 && fault.time_us < holder_claim_start_us(history, v))
-        return std::nullopt;
+      if (v.claim_since_us > 0 && fault.time_us < claim_start_us) return std::nullopt;
       const std::string lost =
           fault.fault == FaultKind::failover
               ? (fault.amount > 0 ? fmt::format("lost {} acknowledged write(s)", fault.amount)
@@ -211,6 +210,8 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
     case FaultKind::loss:
     case FaultKind::partition:
     case FaultKind::server_pause: return sized(kUnbounded, std::string(to_string(fault.fault)));
+    case FaultKind::session_end:  // unbounded: a session's locks end with it, whole
+      return Explanation{"the server ended the session that held the lock"};
     case FaultKind::pause:
     case FaultKind::crash:
     case FaultKind::server_crash:
@@ -283,21 +284,26 @@ void excuse_violations(const History& history, std::vector<Violation>& violation
     v.excused_by.reset();
     v.excuse = "not excused";
     const TimeUs start_us = window_start_us(history, v);
+    const TimeUs claim_start_us = holder_claim_start_us(history, v);
     // Faults up to the end of the overlap: one that struck after the violation began can only
     // prolong it (a holder paused inside), so it counts only as a part of a joint explanation.
     const TimeUs overrun_end_us = v.time_us + std::max<TimeUs>(v.excess_us, 0);
     std::vector<std::pair<const HistoryEvent*, Explanation>> parts;
     TimeUs explained_us = 0;
     for (const HistoryEvent& fault : history.events()) {
-      if (fault.time_us > overrun_end_us) break;
       if (fault.kind != EventKind::fault || !involves(v, fault.client)) continue;
-      if (!touches_window(fault, start_us, overrun_end_us)) continue;
+      // A restart is recorded when the server comes back; it struck when the server went down.
+      const TimeUs struck_us = fault.fault == FaultKind::server_restart
+                                   ? fault.time_us - std::max<int64_t>(fault.amount, 0)
+                                   : fault.time_us;
+      if (struck_us > overrun_end_us) continue;
+      if (!touches_window(fault, struck_us, start_us, overrun_end_us)) continue;
       if (inside_envelope(history, fault) || !can_break(history.meta, fault, v.invariant)) continue;
-      const bool after_start = fault.time_us > v.time_us;
+      const bool after_start = struck_us > v.time_us;
       if (after_start && fault.fault != FaultKind::pause) continue;
       std::optional<Explanation> why = fault.fault == FaultKind::pause
                                            ? holder_overrun(history, fault, v)
-                                           : causal(history, fault, v);
+                                           : causal(history, fault, v, claim_start_us);
       if (!why) continue;
       if (!after_start && explains_all(v, why->explains_us)) {
         v.excused_by = fault.index;

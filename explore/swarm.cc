@@ -80,6 +80,7 @@ SwarmCapabilities swarm_capabilities(const AdapterEntry& adapter) {
       .server_pause = traits.sim_faults.server_pause && traits.servers != ServerLayout::replica_set,
       .replica_option = has_option("replicas"),
       .replication_delay_option = has_option("replication_delay_ms"),
+      .concurrent_calls = traits.concurrent_calls,
       .envelope = traits.envelope};
 }
 
@@ -116,6 +117,14 @@ void SwarmSpec::validate() const {
     if (c.steps.size() > static_cast<size_t>(kStepsMax))
       fail(fmt::format("a client has more than {} steps", kStepsMax));
     if (c.start_ms < 0 || c.drift_ppm <= -1'000'000) fail("bad client start or drift");
+    if (c.concurrent) {
+      // Its two fibers take alternate steps and never share a key.
+      if (keys < 2) fail("a concurrent client needs two keys");
+      for (size_t j = 0; j < c.steps.size(); ++j) {
+        if (c.steps[j].key != static_cast<int>(j % 2))
+          fail("a concurrent client's fibers share a key");
+      }
+    }
     for (const SwarmStep& s : c.steps) {
       if (s.key < 0 || s.key >= keys) fail("a step names a key outside [0, keys)");
       if (s.gap_ms < 0 || s.hold_ms < 0 || s.pause_ms < 0 || s.release_pause_ms < 0 ||
@@ -396,8 +405,8 @@ void draw_clients(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps,
     const int64_t steps = rng.between(1, storm ? 10 : 5);
     for (int64_t j = 0; j < steps; ++j) c.steps.push_back(draw_step(rng, spec, rates, storm));
     // Two of its operations in flight at once, on different keys, over one lock client.
-    c.concurrent =
-        spec.family == LockFamily::lease && spec.keys > 1 && steps > 1 && rng.chance(1, 4);
+    c.concurrent = caps.concurrent_calls && spec.family == LockFamily::lease && spec.keys > 1 &&
+                   steps > 1 && rng.chance(1, 4);
     if (c.concurrent) {
       for (size_t j = 0; j < c.steps.size(); ++j)
         c.steps[j].key = static_cast<int>(j % 2) % spec.keys;  // the fibers never share a key

@@ -61,7 +61,8 @@ struct SwarmCapabilities {
   // swarm_sets.
   bool replica_option = false;
   bool replication_delay_option = false;
-  FaultEnvelope envelope;  // as declared: where drifts are drawn inside or outside it
+  bool concurrent_calls = true;  // AdapterTraits::concurrent_calls: a client may be concurrent
+  FaultEnvelope envelope;        // as declared: where drifts are drawn inside or outside it
   bool keyed() const { return keyed_rw || keyed_fifo; }
 };
 // From the adapter's declaration (AdapterEntry::family and sim_faults). By name: UsageError for an

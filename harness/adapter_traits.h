@@ -102,6 +102,11 @@ struct AdapterTraits {
                               // parked for good (a lost wakeup)
   bool clear_keeps_exclusion = true;  // fifo: false: clear() drops the running holders, so a new
                                       // caller runs beside one
+  // One client may run operations on different keys at once (threads of one program sharing the
+  // adapter and its connections). False for a lock whose connection is one session that runs one
+  // statement at a time and whose transaction is the session's (PostgreSQL): sweeps then draw no
+  // concurrent client for it.
+  bool concurrent_calls = true;
 };
 
 }  // namespace lockstep

@@ -328,6 +328,9 @@ Scenario failover_scenario() {
             // one that lasts with its session ended with the primary's sessions (the server says
             // so), so only A, who works on without asking, overlaps B.
             if (expires(lock)) e.insert(Invariant::lease_exclusion);
+            // ... and since the server says the session's lease ended, the validity A was told
+            // outlived it while A relied on it.
+            if (lasts_with_session(lock)) e.insert(Invariant::validity_within_lease);
             // The replica reissues token 1 to B: the tokens repeat, so fencing cannot refuse A's
             // write either. A lock without tokens has none to repeat.
             if (lock.tokens == TokenKind::monotonic) e.insert(Invariant::fencing);

@@ -25,7 +25,11 @@ Scenario session_killed_scenario() {
           [](const AdapterTraits& lock, const Options& options, bool fencing_on) {
             // A still works after its session ended, and B, coming after the end, gets in.
             if (options.get_int("kill_at_ms") >= options.get_int("hold_ms")) return Expectation{};
-            return overlap_expectation(lock, fencing_on);
+            // The server ends A's lease with the session while A relies on the validity it was
+            // told: that validity outlived the lease.
+            Expectation e = overlap_expectation(lock, fencing_on);
+            e.insert(Invariant::validity_within_lease);
+            return e;
           },
       .build =
           [](ScenarioEnv& env) {

@@ -60,10 +60,13 @@ inline constexpr AdapterTraits kPostgresTraits{.servers = ServerLayout::one_serv
                                                .sim_faults = {.network = true,
                                                               .server_clock = true,
                                                               .server_clock_jump = true,
-                                                              .failover = true},
+                                                              .failover = true,
+                                                              .server_restart = true,
+                                                              .server_pause = true},
                                                .envelope = {.server_wall_clock = true},
                                                .tokens = TokenKind::none,
-                                               .server_expiry = ExpiryClock::none};
+                                               .server_expiry = ExpiryClock::none,
+                                               .concurrent_calls = false};
 
 // The declared traits as the options configure them: tokens from a sequence are monotonic.
 AdapterTraits refine_postgres_traits(AdapterTraits declared, const Options& options);

@@ -33,17 +33,8 @@ std::vector<OptionSpec> postgres_backend_options(AdvisoryMode mode) {
        .help = "tcp_keepalives_count of the lock's sessions",
        .min = 1,
        .max = 100},
-      {.name = "replicas",
-       .default_value = "0",
-       .help = "streaming replicas (failover)",
-       .min = 0,
-       .max = 1},
-      {.name = "replication_delay_ms",
-       .default_value = "1000",
-       .help = "replica lag",
-       .min = 0,
-       .max = 600'000},
   };
+  for (OptionSpec& o : replica_options("streaming replicas (failover)")) options.push_back(o);
   if (mode == AdvisoryMode::session_blocking) {
     options.push_back({.name = "lock_wait_ms",
                        .default_value = "100",

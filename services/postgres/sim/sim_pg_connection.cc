@@ -200,7 +200,9 @@ PgResult SimPgConnection::open() {
 }
 
 PgResult SimPgConnection::execute(const std::string& sql) {
-  if (pid_ == 0) {
+  // A connection shared by several fibers (bad-pg-shared-session's pool) can be closed by one of
+  // them while another is between its open and this call: no server, no session.
+  if (pid_ == 0 || server_ == nullptr) {
     return PgResult{.status = IoStatus::connection_error, .message = "no session is open"};
   }
   World& world = host_->world();

@@ -88,7 +88,7 @@ TEST_CASE("each mode grants one owner at a time and checks the owner", "[postgre
   }
 }
 
-TEST_CASE("a terminated session takes its lock; the holder learns at its next request",
+TEST_CASE("a terminated session takes its lock, and the holder learns at its next request",
           "[postgres][real]") {
   testing::require_postgres();
   Fixture f;

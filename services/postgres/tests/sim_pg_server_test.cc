@@ -43,7 +43,8 @@ std::optional<std::string> value(PgConnection& c, const std::string& sql) {
   return r.scalar();
 }
 
-TEST_CASE("sim: a session lives with its connection; the client's FIN ends it", "[postgres][sim]") {
+TEST_CASE("sim: a session lives with its connection, and the client's FIN ends it",
+          "[postgres][sim]") {
   Setup s;
   auto a = s.client("a", 0);
   auto b = s.client("b", 1);
@@ -105,7 +106,7 @@ TEST_CASE("sim: a partitioned client's session ends at its keepalive, a paused o
   CHECK(freed_us <= cut_granted_us + 3'200'000);
 }
 
-TEST_CASE("sim: a crashed client's kernel closes its socket; an exited one's is reset",
+TEST_CASE("sim: a crashed client's kernel closes its socket, and an exited one's is reset",
           "[postgres][sim]") {
   Setup s;
   auto crashing = s.client("crashing", 0);
@@ -156,7 +157,7 @@ TEST_CASE("sim: a terminated session's client reads FATAL 57P01 at its next stat
   CHECK(s.holder(1) == 0);
 }
 
-TEST_CASE("sim: a server crash resets sessions; sequences come back from the log",
+TEST_CASE("sim: a server crash resets sessions, and sequences come back from the log",
           "[postgres][sim]") {
   Setup s;
   s.server.engine().create_sequence("f");
@@ -180,7 +181,7 @@ TEST_CASE("sim: a server crash resets sessions; sequences come back from the log
   s.world.run();
 }
 
-TEST_CASE("sim: a paused server times statements out; the timed-out session is closed",
+TEST_CASE("sim: a paused server times statements out, and the timed-out session is closed",
           "[postgres][sim]") {
   Setup s;
   auto a = s.client("a", 0);

@@ -129,7 +129,7 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
 }  // namespace
 
 std::vector<OptionSpec> redis_backend_options() {
-  return {
+  std::vector<OptionSpec> options{
       {.name = "command_timeout_ms",
        .default_value = "100",
        .help = "client command timeout",
@@ -139,17 +139,9 @@ std::vector<OptionSpec> redis_backend_options() {
        .default_value = "none",
        .help = "server persistence across a crash",
        .choices = {"none", "everysec", "always"}},
-      {.name = "replicas",
-       .default_value = "0",
-       .help = "asynchronous replicas (failover)",
-       .min = 0,
-       .max = 1},
-      {.name = "replication_delay_ms",
-       .default_value = "1000",
-       .help = "replica lag",
-       .min = 0,
-       .max = 600'000},
   };
+  for (OptionSpec& o : replica_options("asynchronous replicas (failover)")) options.push_back(o);
+  return options;
 }
 
 RedisAdapterFactory production_redis_adapter() {
