@@ -14,8 +14,9 @@ namespace {
 
 constexpr int64_t kUsPerMs = 1000;
 
-// The adapter a client uses, telling the lease facts which value it is acquiring: the lease it
-// grants next is that value's (the Lock RPC's keys carry no value of their own).
+// The adapter a client uses, telling the lease facts which value it is acquiring each lock with:
+// the lease of the key it puts under that lock is that value's (the Lock RPC's keys carry no value
+// of their own, and a client may acquire several locks at once).
 class NotingAdapter final : public LockAdapter {
  public:
   NotingAdapter(std::unique_ptr<LockAdapter> inner, EtcdLeaseFacts& facts, int client)
@@ -24,7 +25,7 @@ class NotingAdapter final : public LockAdapter {
   std::string_view name() const override { return inner_->name(); }
   FencingSupport fencing() const override { return inner_->fencing(); }
   AdapterResult create_lock(const LockSpec& spec) override {
-    facts_.acquiring(client_, spec.value);
+    facts_.acquiring(client_, spec.key, spec.value);
     return inner_->create_lock(spec);
   }
   AdapterResult release_lock(const LockSpec& spec) override { return inner_->release_lock(spec); }

@@ -21,6 +21,11 @@ std::string EtcdLeaseFacts::resource_of(const std::string& key) const {
   return key.substr(key_prefix_.size(), slash - key_prefix_.size());
 }
 
+std::string EtcdLeaseFacts::value_of(int client, const std::string& resource) const {
+  const auto value = acquiring_.find({client, resource});
+  return value == acquiring_.end() ? std::string() : value->second;
+}
+
 void EtcdLeaseFacts::record(EventKind kind, int client, const std::string& resource,
                             const Owner& owner, int64_t ttl_us, uint64_t token,
                             std::string detail) {
@@ -45,8 +50,6 @@ void EtcdLeaseFacts::on_applied(int client, const std::string& path, const EtcdJ
   if (applied.granted_lease != 0) {
     Owner& owner = owners_[applied.granted_lease];
     owner.client = client;
-    const auto value = acquiring_.find(client);
-    owner.value = value == acquiring_.end() ? std::string() : value->second;
     const int64_t ttl_s = etcd::int_field(applied.body, "TTL").value_or(0);
     owner.promised_until_us = std::max(owner.promised_until_us, now + ttl_s * 1'000'000);
   }
@@ -65,9 +68,13 @@ void EtcdLeaseFacts::on_applied(int client, const std::string& path, const EtcdJ
     auto& queue = queues_[resource];
     if (e.deleted) {
       std::erase_if(queue, [&e](const auto& item) { return item.second.key == e.kv.key; });
-    } else {
-      queue[e.kv.create_revision] = Entry{.key = e.kv.key, .lease = e.kv.lease};
+      continue;
     }
+    queue[e.kv.create_revision] = Entry{.key = e.kv.key, .lease = e.kv.lease};
+    // The lease now names its lock: it is the value its client acquires that lock with.
+    const auto owner = owners_.find(e.kv.lease);
+    if (owner != owners_.end() && owner->second.value.empty())
+      owner->second.value = value_of(owner->second.client, resource);
   }
   for (const auto& [resource, held] : before) {
     auto& queue = queues_[resource];
@@ -108,13 +115,11 @@ void EtcdLeaseFacts::on_lease_refreshed(int64_t lease, int64_t ttl_us, int clien
 void EtcdLeaseFacts::on_lock_returned(int client, const std::string& key, int64_t lease,
                                       bool key_exists) {
   if (key_exists) return;  // its grant was recorded when the key came first
+  const std::string resource = resource_of(key);
   const auto owner = owners_.find(lease);
   Owner told = owner != owners_.end() ? owner->second : Owner{};
-  if (told.value.empty()) {
-    const auto value = acquiring_.find(client);
-    if (value != acquiring_.end()) told.value = value->second;
-  }
-  record(EventKind::grant, client, resource_of(key), told, 0, 0,
+  if (told.value.empty()) told.value = value_of(client, resource);
+  record(EventKind::grant, client, resource, told, 0, 0,
          fmt::format("the Lock RPC returned {}, which no longer exists (etcd-io/etcd#11456)", key));
 }
 

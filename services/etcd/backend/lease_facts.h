@@ -6,7 +6,8 @@
 // keys:
 // - grant: a key becomes the first under its prefix (created there, or its predecessors gone),
 //   for its owner (the client that granted the key's lease, and the unique value that client was
-//   acquiring then); it promises what is left of the lease's TTL from its last refresh, in true
+//   acquiring on that lock when the key was put: a client may acquire several locks at once, and
+//   a lease names no lock until a key under a lock's prefix is put with it); it promises what is left of the lease's TTL from its last refresh, in true
 //   time as the leader meant it; its token is the key's create revision;
 // - extend: the lease of a holding key is refreshed (a keepalive, by its client; a new leader's
 //   promotion, by nobody);
@@ -20,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "harness/recorder.h"
 #include "services/etcd/sim/etcd_cluster.h"
@@ -32,8 +34,11 @@ class EtcdLeaseFacts final : public sim::etcd::EtcdObserver {
   EtcdLeaseFacts(Recorder& recorder, std::function<TimeUs()> now_us, std::string key_prefix)
       : recorder_(recorder), now_us_(std::move(now_us)), key_prefix_(std::move(key_prefix)) {}
 
-  // The unique value `client` is acquiring now (its next lease is that value's).
-  void acquiring(int client, const std::string& value) { acquiring_[client] = value; }
+  // The unique value `client` is acquiring on lock `resource` now (the lease of the key it puts
+  // under that lock's prefix next is that value's).
+  void acquiring(int client, const std::string& resource, const std::string& value) {
+    acquiring_[{client, resource}] = value;
+  }
 
   void on_applied(int client, const std::string& path, const EtcdJson& request,
                   const sim::etcd::Applied& applied) override;
@@ -59,9 +64,12 @@ class EtcdLeaseFacts final : public sim::etcd::EtcdObserver {
   Recorder& recorder_;
   std::function<TimeUs()> now_us_;
   std::string key_prefix_;
-  std::map<int, std::string> acquiring_;                    // client -> value in flight
-  std::map<int64_t, Owner> owners_;                         // lease -> owner
-  std::map<std::string, std::map<int64_t, Entry>> queues_;  // resource -> create rev -> key
+  // The value a client is acquiring a lock with: its lease is that value's.
+  std::string value_of(int client, const std::string& resource) const;
+
+  std::map<std::pair<int, std::string>, std::string> acquiring_;  // (client, resource) -> value
+  std::map<int64_t, Owner> owners_;                               // lease -> owner
+  std::map<std::string, std::map<int64_t, Entry>> queues_;        // resource -> create rev -> key
 };
 
 }  // namespace lockstep
