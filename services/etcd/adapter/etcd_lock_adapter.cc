@@ -57,11 +57,15 @@ AdapterResult EtcdLockAdapter::create_lock(const LockSpec& spec) {
           return give_up(held.lease, contended("its lease expired while it waited in the queue"));
         }
         if (alive.result.ok()) held.refreshed_at_us = sent_us;
-        continue;  // a keepalive that failed: the validity check below decides
+        // A keepalive that failed: the validity check below decides. Either way the stream is
+        // read next, even when the keepalive took longer than the interval between them: a
+        // refresh must never starve Lock's answer (a 31 ms lock whose keepalives take 11 ms
+        // each, through a follower, would otherwise keep refreshing until lock_wait_ms).
       }
+      const int64_t read_from_us = clock.monotonic_us();
       const int64_t until_us =
           rpc_.lease_check ? std::min(deadline_us, next_refresh_us) : deadline_us;
-      EtcdResult message = call->next(until_us - now_us);
+      EtcdResult message = call->next(std::max<int64_t>(0, until_us - read_from_us));
       if (message.status == IoStatus::timeout) continue;
       if (!message.ok()) {
         call.reset();
