@@ -20,6 +20,14 @@ void add_lease_granularity(std::vector<Finding>& out) {
                    .world = world,
                    .violated = {Invariant::liveness},
                    .summary = longer + "the lock comes free up to 1.5 s after its TTL"});
+    // The simulator kills A once a server granted its lease (crash-in-acquire watches for the
+    // grant), so its dead holder's lease runs out as crash-holder's does.
+    if (world == WorldKind::sim) {
+      out.push_back({.scenario = "crash-in-acquire",
+                     .world = world,
+                     .violated = {Invariant::liveness},
+                     .summary = longer + "the dead A's lock comes free up to 1.5 s after its TTL"});
+    }
     out.push_back(
         {.scenario = "stolen-lock",
          .world = world,
