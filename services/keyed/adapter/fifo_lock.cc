@@ -44,11 +44,16 @@ RequestId FifoLock::wait(std::unique_lock<std::mutex>& lock, std::string_view ke
     throw;
   }
   auto done = [&waiter] { return waiter.end != WaitEnd::waiting; };
-  if (!options.max_wait_ms) {
+  // A wait longer than the steady clock can count to (now + max_wait_ms would overflow its
+  // nanoseconds and land in the past: an immediate timeout) is a wait without a deadline.
+  const auto now = std::chrono::steady_clock::now();
+  const auto wait_ms_max = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::time_point::max() - now)
+                               .count();
+  if (!options.max_wait_ms || *options.max_wait_ms >= wait_ms_max) {
     waiter.cv.wait(lock, done);
   } else {
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(*options.max_wait_ms);
+    const auto deadline = now + std::chrono::milliseconds(*options.max_wait_ms);
     if (!waiter.cv.wait_until(lock, deadline, done)) {
       // Still waiting: withdraw. Nobody else was touched, the holder keeps the key.
       LOCKSTEP_CHECK(core_.cancel(key, id),

@@ -62,8 +62,11 @@ class KeyedFifoLock {
   template <class Fn>
   std::invoke_result_t<Fn> with_lock(std::string_view key, Fn&& fn, WithLockOptions options = {}) {
     const KeyRef hashed(key);  // hashed once for the acquire and the release
+    // The releaser's copy of the key is made before the grant: a throw between the grant and the
+    // releaser (a failed allocation) would hold the key for good.
+    std::string owned_key(key);
     const RequestId id = acquire_hashed(hashed, options);
-    const Releaser releaser{this, std::string(key), hashed.hash, id};
+    const Releaser releaser{this, std::move(owned_key), hashed.hash, id};
     return std::forward<Fn>(fn)();
   }
 

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <limits>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -131,6 +132,32 @@ TEST_CASE("FifoLock: waiters run in arrival order", "[fifo][threads]") {
   });
   for (std::thread& t : threads) t.join();
   CHECK(order == std::vector<int>{0, 1, 2, 3});
+  CHECK(lock.size() == 0);
+}
+
+// now + max_wait_ms overflowed the steady clock's nanoseconds for huge waits and landed in the
+// past: the caller timed out at once instead of waiting.
+TEST_CASE("FifoLock: a wait longer than the clock can count is a wait without a deadline",
+          "[fifo][threads]") {
+  keyed::FifoLock lock;
+  std::atomic<bool> ran = false;
+  std::atomic<bool> timed_out = false;
+  std::thread waiter;
+  lock.with_lock("k", [&] {
+    waiter = std::thread([&] {
+      try {
+        lock.with_lock("k", [&] { ran = true; },
+                       {.max_wait_ms = std::numeric_limits<int64_t>::max()});
+      } catch (const KeyedLockError&) {
+        timed_out = true;
+      }
+    });
+    wait_until([&] { return lock.waiting("k") == 1 || timed_out; });
+    CHECK_FALSE(timed_out);
+  });
+  waiter.join();
+  CHECK(ran);
+  CHECK_FALSE(timed_out);
   CHECK(lock.size() == 0);
 }
 
