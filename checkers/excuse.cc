@@ -283,8 +283,12 @@ void excuse_violations(const History& history, std::vector<Violation>& violation
   for (Violation& v : violations) {
     v.excused_by.reset();
     v.excuse = "not excused";
-    const TimeUs start_us = window_start_us(history, v);
     const TimeUs claim_start_us = holder_claim_start_us(history, v);
+    // From the holder's claim start as the drift measure counts it: a holder whose acquire never
+    // completed (it crashed) has only its grant to say when its claim began, yet its lease was
+    // timed from before (a queued lock's lease runs while it waits its turn).
+    TimeUs start_us = window_start_us(history, v);
+    if (claim_start_us > 0) start_us = std::min(start_us, claim_start_us);
     // Faults up to the end of the overlap: one that struck after the violation began can only
     // prolong it (a holder paused inside), so it counts only as a part of a joint explanation.
     const TimeUs overrun_end_us = v.time_us + std::max<TimeUs>(v.excess_us, 0);

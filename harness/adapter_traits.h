@@ -68,6 +68,12 @@ enum class ValidityRule {
 // connection found dead, its termination, a crash or failover), so a paused holder keeps it.
 enum class ExpiryClock { wall, monotonic, client_wall, none };
 
+// How an acquire that waits its turn in a queue (etcd's Lock RPC, the etcd recipe's wait for its
+// predecessor) ends: there is no such wait (a contender retries), it checks that its lease
+// outlived the wait, or it trusts the turn it was given (etcd 3.4's Lock returned a key whose
+// lease had expired while it waited: etcd-io/etcd#11456).
+enum class QueuedGrant { none, lease_checked, trusted };
+
 struct FaultCapabilities {
   bool network = false;            // latency, loss and partitions between clients and servers
   bool server_clock = false;       // the servers' clocks drift
@@ -91,6 +97,7 @@ struct AdapterTraits {
   bool exclusive_grant = true;    // false: two acquires racing for a free key can both win
   ValidityRule validity = ValidityRule::ttl;
   ExpiryClock server_expiry = ExpiryClock::wall;
+  QueuedGrant queued_grant = QueuedGrant::none;
   bool majority_quorum = true;          // Redlock: false counts N/2 grants as a majority
   bool releases_partial_grants = true;  // Redlock: a failed attempt releases what it was granted
   bool writers_first = true;            // keyed-rw: readers never pass a queued writer

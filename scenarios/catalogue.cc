@@ -502,6 +502,7 @@ std::vector<Scenario> build_catalogue() {
                         pause_in_release_scenario(),
                         lost_extension_scenario(),
                         retry_storm_scenario(),
+                        lease_expires_while_queued_scenario(),
                         writer_starvation_scenario(),
                         fifo_queue_scenario(),
                         clock_jump_scenario(),

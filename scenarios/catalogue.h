@@ -69,6 +69,8 @@ Scenario node_pause_scenario();  // scenarios/node_pause_scenario.cc
 Scenario pause_in_release_scenario();
 Scenario lost_extension_scenario();  // scenarios/lost_extension_scenario.cc
 Scenario retry_storm_scenario();
+// An acquire waiting its turn in a queue past its lease: scenarios/queued_lease_scenario.cc.
+Scenario lease_expires_while_queued_scenario();
 // The Mongo lock's clock source: scenarios/mongo_scenarios.cc.
 Scenario client_clock_ahead_scenario();
 // A session lock's session ended under a working holder: scenarios/session_scenarios.cc.

