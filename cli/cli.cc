@@ -29,6 +29,7 @@
 #include "explore/replay.h"
 #include "explore/sweep.h"
 #include "explore/worker_pool.h"
+#include "history/json_input.h"
 #include "real/server_errors.h"
 #include "real/server_files.h"
 #include "report/junit.h"
@@ -128,18 +129,6 @@ void add_jobs_option(CLI::App& command, int& jobs) {
       ->transform(decimal(1, kJobsMax));
 }
 
-// stdout could not take the output (a full disk, a closed pipe): exit 3, naming stdout.
-class StdoutError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-void print_out(std::string_view text) {
-  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::ferror(stdout)) {
-    throw StdoutError(std::strerror(errno));
-  }
-}
-
 // A message on one line: newlines and other control characters inside it are escaped.
 std::string escape_lines(std::string_view text) {
   std::string out;
@@ -189,7 +178,7 @@ nlohmann::json list_json() {
 
 int cmd_list(bool json) {
   if (json) {
-    print_out(fmt::format("{}\n", list_json().dump(2)));
+    print_out(json_text(list_json()) + "\n");
     return kExitOk;
   }
   print_out(fmt::format("adapters:\n"));
@@ -236,7 +225,7 @@ int print_run(const RunReport& report, bool json, const std::string& report_dir)
     fmt::print(stderr, "history: {}\n", history_path_for(path).string());
   }
   if (json) {
-    print_out(fmt::format("{}\n", to_json(report).dump(2)));
+    print_out(json_text(to_json(report)) + "\n");
   } else {
     print_out(fmt::format("{}", to_text(report)));
   }
@@ -322,13 +311,13 @@ int cmd_matrix(const MatrixFlags& flags) {
   if (!flags.report_dir.empty()) {
     const std::filesystem::path dir(flags.report_dir);
     write_output_file((dir / "matrix.md").string(), to_markdown(result));
-    write_output_file((dir / "matrix.json").string(), to_json(result).dump(2) + "\n");
+    write_output_file((dir / "matrix.json").string(), json_text(to_json(result)) + "\n");
     write_output_file((dir / "matrix.html").string(), matrix_html(result));
     fmt::print(stderr, "report: {}/matrix.md, matrix.json, matrix.html\n", flags.report_dir);
   }
   write_junit_checked(flags.junit, "lockstep matrix", junit_cases(result));
   if (flags.json) {
-    print_out(fmt::format("{}\n", to_json(result).dump(2)));
+    print_out(json_text(to_json(result)) + "\n");
   } else {
     print_out(fmt::format("{}", to_text(result)));
   }
@@ -433,11 +422,11 @@ int cmd_sweep(const SweepFlags& flags) {
   if (!flags.report_dir.empty()) {
     const std::filesystem::path path =
         std::filesystem::path(flags.report_dir) / sweep_report_name(config);
-    write_output_file(path.string(), to_json(result).dump(2) + "\n");
+    write_output_file(path.string(), json_text(to_json(result)) + "\n");
     fmt::print(stderr, "report: {}\n", path.string());
   }
   if (flags.json) {
-    print_out(fmt::format("{}\n", to_json(result).dump(2)));
+    print_out(json_text(to_json(result)) + "\n");
   } else {
     print_out(fmt::format("{}", to_text(result)));
   }
@@ -484,11 +473,11 @@ int cmd_sweep_merge(const MergeFlags& flags) {
   }
   if (!flags.report_dir.empty()) {
     const auto path = std::filesystem::path(flags.report_dir) / "sweep.merged.json";
-    write_output_file(path.string(), merged.dump(2) + "\n");
+    write_output_file(path.string(), json_text(merged) + "\n");
     fmt::print(stderr, "report: {}\n", path.string());
   }
   if (flags.json) {
-    print_out(fmt::format("{}\n", merged.dump(2)));
+    print_out(json_text(merged) + "\n");
   } else {
     print_out(fmt::format("{}", merged_text(merged)));
   }
@@ -512,7 +501,7 @@ int cmd_calibrate(const CalibrateFlags& flags) {
                                                     .judge_time = !flags.no_time_target,
                                                     .jobs = flags.jobs});
   if (flags.json) {
-    print_out(fmt::format("{}\n", to_json(result).dump(2)));
+    print_out(json_text(to_json(result)) + "\n");
   } else {
     print_out(fmt::format("{}", to_text(result)));
   }
@@ -681,6 +670,7 @@ int cli_main(int argc, char** argv) {
   }
   const std::string& program = program_name();
   real::remove_stale_mongoc_counters();  // or a reused pid makes libmongoc warn on stderr
+  write_errors_instead_of_sigpipe();
   try {
     const int code = run_cli(argc, argv);
     // Output that could not be written (a full disk, a closed pipe) must not pass for a result.

@@ -117,7 +117,7 @@ std::string encode(const MatrixCell& c) {
                         {"error_runs", c.error_runs},
                         {"wall_time_us", c.wall_time_us},
                         {"not_applicable", c.not_applicable}}
-      .dump();
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // a driver's bytes
 }
 
 MatrixCell decode(const std::string& text) {

@@ -13,6 +13,7 @@
 #include "checkers/excuse.h"
 #include "explore/worker_pool.h"
 #include "harness/options.h"
+#include "harness/usage_error.h"
 #include "report/report.h"
 #include "services/keep_warm.h"
 #include "services/registry.h"
@@ -146,16 +147,30 @@ Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcom
         return o.violates() && o.target() == target;
       },
       config.shrink);
-  const SeedOutcome final_run = run_swarm_spec(config.adapter, shrunk.spec, outcome.seed,
-                                               config.fencing_on, true, true, config.sets);
-  LOCKSTEP_CHECK(final_run.target() == target, "a shrunk spec violates what the original did");
-  cx.shrunk = shrunk.spec;
+  SwarmSpec kept = shrunk.spec;
+  SeedOutcome final_run = run_swarm_spec(config.adapter, kept, outcome.seed, config.fencing_on,
+                                         true, true, config.sets);
+  if (final_run.target() != target &&
+      (target == "incomplete" || final_run.target() == "incomplete")) {
+    // A run that ended as an error (a driver process that crashed or stopped answering: outside
+    // the simulator's determinism) need not end so again: the counterexample is the seed's own
+    // spec, as drawn, with whatever its run gives now.
+    kept = outcome.spec;
+    final_run = run_swarm_spec(config.adapter, kept, outcome.seed, config.fencing_on, true, true,
+                               config.sets);
+  } else {
+    LOCKSTEP_CHECK(final_run.target() == target, "a shrunk spec violates what the original did");
+  }
+  cx.shrunk = kept;
   cx.shrunk_ops = final_run.report.stats.ops;
   cx.shrunk_trace_hash = final_run.report.trace_hash;
   cx.shrink_runs = shrunk.runs;
   if (!config.report_dir.empty()) {
-    cx.replay_file =
-        write_report(final_run.report, config.report_dir, to_json(shrunk.spec)).string();
+    try {
+      cx.replay_file = write_report(final_run.report, config.report_dir, to_json(kept)).string();
+    } catch (const std::runtime_error& e) {
+      throw OutputError(fmt::format("the replay file of seed {}: {}", outcome.seed, e.what()));
+    }
   }
   cx.shrink_wall_us = wall_us_since(start);
   return cx;

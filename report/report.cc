@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "history/history_jsonl.h"
+#include "history/json_input.h"
 #include "report/report_html.h"
 
 namespace lockstep {
@@ -157,7 +158,7 @@ std::filesystem::path write_report(const RunReport& report, const std::filesyste
     j["replay"] = shell_quote(program_name()) + " replay " + json_path.string();
   }
   std::ofstream json_out(json_path);
-  json_out << j.dump(2) << "\n";
+  json_out << json_text(j) << "\n";
   std::ofstream trace_out(trace_path);
   for (const std::string& line : report.trace) trace_out << line << "\n";
   std::ofstream html_out(timeline_path_for(json_path));
