@@ -27,8 +27,10 @@
 #include "explore/matrix.h"
 #include "explore/matrix_report.h"
 #include "explore/replay.h"
+#include "explore/shard_input.h"
 #include "explore/sweep.h"
 #include "explore/worker_pool.h"
+#include "harness/option_bounds.h"
 #include "history/json_input.h"
 #include "real/server_errors.h"
 #include "real/server_files.h"
@@ -129,9 +131,12 @@ void add_jobs_option(CLI::App& command, int& jobs) {
       ->transform(decimal(1, kJobsMax));
 }
 
-// A message on one line: newlines and other control characters inside it are escaped.
+// A message on one line: newlines and other control characters inside it (a server's log, a
+// driver's output: escape sequences included) are escaped, and it is cut at kMessageBytesMax.
+constexpr size_t kMessageBytesMax = 4096;
 std::string escape_lines(std::string_view text) {
   std::string out;
+  if (text.size() > kMessageBytesMax) text = text.substr(0, kMessageBytesMax);
   for (const char ch : text) {
     const auto byte = static_cast<unsigned char>(ch);
     if (ch == '\n') {
@@ -436,12 +441,15 @@ int cmd_sweep(const SweepFlags& flags) {
 std::vector<std::filesystem::path> shard_reports(const std::vector<std::string>& paths) {
   std::vector<std::filesystem::path> files;
   for (const std::string& p : paths) {
-    if (!std::filesystem::is_directory(p)) {
-      files.emplace_back(p);
+    std::error_code ec;
+    if (!std::filesystem::is_directory(p, ec)) {
+      files.emplace_back(p);  // read_shard_report says what it is if it is no report
       continue;
     }
     std::vector<std::filesystem::path> in_dir;
-    for (const auto& entry : std::filesystem::directory_iterator(p)) {
+    std::filesystem::directory_iterator entries(p, ec);
+    if (ec) throw UsageError(fmt::format("sweep-merge: cannot list {}: {}", p, ec.message()));
+    for (const auto& entry : entries) {
       const std::string name = entry.path().filename().string();
       if (name.rfind("sweep.", 0) == 0 && name.find(".shard") != std::string::npos)
         in_dir.push_back(entry.path());
@@ -456,14 +464,7 @@ int cmd_sweep_merge(const MergeFlags& flags) {
   check_output_dir("--report", flags.report_dir);
   std::vector<nlohmann::json> shards;
   for (const std::filesystem::path& file : shard_reports(flags.paths)) {
-    std::ifstream in(file);
-    if (!in) throw UsageError(fmt::format("sweep-merge: cannot read {}", file.string()));
-    try {
-      shards.push_back(nlohmann::json::parse(in));
-    } catch (const nlohmann::json::exception& e) {
-      throw UsageError(
-          fmt::format("sweep-merge: {} is not a sweep report: {}", file.string(), e.what()));
-    }
+    shards.push_back(read_shard_report(file.string()));  // checked field by field
   }
   nlohmann::json merged;
   try {
@@ -513,7 +514,7 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
   c.sweep = app.add_subcommand(
       "sweep", "many seeds of random workloads and fault schedules against one adapter");
   c.sweep->add_option("--adapter", s.adapter, adapter_help())->required();
-  c.sweep->add_option("--seeds", s.seeds, "how many seeds")->transform(decimal(1, 10'000'000));
+  c.sweep->add_option("--seeds", s.seeds, "how many seeds")->transform(decimal(1, kSweepSeedsMax));
   c.sweep->add_option("--first-seed", s.first_seed, "first seed")->transform(kSeed);
   c.sweep->add_option("--faults", s.faults,
                       "comma list of fault kinds to draw: " + sweep_fault_kind_names());
@@ -525,7 +526,7 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
   c.sweep->add_flag("--keep-going", s.keep_going,
                     "run every seed instead of stopping at the first violation");
   c.sweep->add_option("--shrink", s.shrink, "how many counterexamples to shrink and save")
-      ->transform(decimal(0, 1000));
+      ->transform(decimal(0, kShrinkMax));
   add_jobs_option(*c.sweep, s.jobs);
   c.sweep->add_option("--set", s.sets,
                       "KEY=VALUE: an adapter option (e.g. ext's driver); the swarm draws the rest");
@@ -547,7 +548,7 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
   c.calibrate->add_option("--adapter", k.adapters,
                           "known-bad adapters to calibrate (default: all)");
   c.calibrate->add_option("--seeds", k.seeds, "seeds per adapter")
-      ->transform(decimal(1, 1'000'000));
+      ->transform(decimal(1, kCalibrateSeedsMax));
   c.calibrate->add_option("--first-seed", k.first_seed, "first seed")->transform(kSeed);
   c.calibrate->add_option("--report", k.report_dir,
                           "write the shrunk counterexamples' replay files here");
@@ -598,7 +599,8 @@ int run_cli(int argc, char** argv) {
       app.add_subcommand("matrix", "adapters against the scenarios that apply to them");
   matrix_cmd->add_option("--world", matrix.world, "sim or real")
       ->check(CLI::IsMember({"sim", "real"}));
-  matrix_cmd->add_option("--seeds", matrix.seeds, "seeds per cell")->transform(decimal(1, 100000));
+  matrix_cmd->add_option("--seeds", matrix.seeds, "seeds per cell")
+      ->transform(decimal(1, kMatrixSeedsMax));
   matrix_cmd->add_option("--first-seed", matrix.first_seed, "first seed of each cell")
       ->transform(kSeed);
   matrix_cmd->add_option("--adapter", matrix.adapters,
@@ -679,9 +681,15 @@ int cli_main(int argc, char** argv) {
                  std::strerror(errno));
       return kExitEnvironment;
     }
+    // Every exit 2-4 says why on stderr in one line; for 4 the why is in the output itself.
+    if (code == kExitError) {
+      fmt::print(stderr, "{}: a run ended as an error, not judged (the output says why)\n",
+                 program);
+    }
     return code;
   } catch (const StdoutError& e) {
-    fmt::print(stderr, "{}: cannot write the output to stdout: {}\n", program, e.what());
+    fmt::print(stderr, "{}: cannot write the output to stdout: {}\n", program,
+               escape_lines(e.what()));
     return kExitEnvironment;
   } catch (const UsageError& e) {
     fmt::print(stderr, "{}: {}\n", program, escape_lines(e.what()));
@@ -690,13 +698,14 @@ int cli_main(int argc, char** argv) {
     fmt::print(stderr, "{}: cannot write the results: {}\n", program, escape_lines(e.what()));
     return kExitEnvironment;
   } catch (const real::ServerUnavailable& e) {
-    fmt::print(stderr, "{}: {}\n", program, e.what());  // names what is missing and how to get it
+    // names what is missing and how to get it
+    fmt::print(stderr, "{}: {}\n", program, escape_lines(e.what()));
     return kExitEnvironment;
   } catch (const real::ServerStartError& e) {
-    fmt::print(stderr, "{}: a server would not start: {}\n", program, e.what());
+    fmt::print(stderr, "{}: a server would not start: {}\n", program, escape_lines(e.what()));
     return kExitEnvironment;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "{}: internal error: {}\n", program, e.what());
+    fmt::print(stderr, "{}: internal error: {}\n", program, escape_lines(e.what()));
     return kExitInternal;
   }
 }

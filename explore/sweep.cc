@@ -14,6 +14,7 @@
 #include "explore/worker_pool.h"
 #include "harness/options.h"
 #include "harness/usage_error.h"
+#include "history/json_input.h"
 #include "report/report.h"
 #include "services/keep_warm.h"
 #include "services/registry.h"
@@ -498,7 +499,8 @@ nlohmann::json merge_sweeps(const std::vector<nlohmann::json>& shards) {
       if (s.value(field, nlohmann::json()) != first.value(field, nlohmann::json())) {
         throw UsageError(fmt::format(
             "sweep-merge: the reports are not shards of one sweep ({} differs: {} vs {})", field,
-            s.at(field).dump(), first.at(field).dump()));
+            json_brief(s.value(field, nlohmann::json())),
+            json_brief(first.value(field, nlohmann::json()))));
       }
     }
     const int index = s.at("shard").at("index").get<int>();
@@ -528,12 +530,18 @@ nlohmann::json merge_sweeps(const std::vector<nlohmann::json>& shards) {
     merged["stats"]["wall_time_us"] = std::max(merged["stats"]["wall_time_us"].get<int64_t>(),
                                                s.at("stats").at("wall_time_us").get<int64_t>());
   }
-  std::vector<std::string> missing;
+  std::vector<std::string> missing;  // the first few by name, then how many: one short line
+  size_t missing_count = 0;
   for (int i = 0; i < count; ++i) {
-    if (seen[static_cast<size_t>(i)] == 0) missing.push_back(fmt::format("{}/{}", i, count));
+    if (seen[static_cast<size_t>(i)] != 0) continue;
+    if (++missing_count <= 5) missing.push_back(fmt::format("{}/{}", i, count));
   }
-  if (!missing.empty())
-    throw UsageError(fmt::format("sweep-merge: missing shards: {}", fmt::join(missing, ", ")));
+  if (missing_count > 0) {
+    throw UsageError(fmt::format("sweep-merge: missing shards: {}{}", fmt::join(missing, ", "),
+                                 missing_count > missing.size()
+                                     ? fmt::format(" and {} more", missing_count - missing.size())
+                                     : ""));
+  }
   std::vector<uint64_t> seeds = merged["violating_seed_list"].get<std::vector<uint64_t>>();
   std::sort(seeds.begin(), seeds.end());
   merged["violating_seed_list"] = seeds;

@@ -75,18 +75,14 @@ class RuleWalk {
           return fmt::format("c{} leaves key {} without having entered it", e.client, e.key);
         }
         break;
-      case EventKind::fault:
-        return fault_rule(e);
+      case EventKind::fault: return fault_rule(e);
       case EventKind::access:
         if (e.op == Op::write && e.outcome == Outcome::ok && !written_.count(e.key)) {
           written_.emplace(e.key, e.index);
         }
         break;
-      case EventKind::final_value:
-        finals_.insert(e.key);
-        break;
-      default:
-        break;
+      case EventKind::final_value: finals_.insert(e.key); break;
+      default: break;
     }
     return std::nullopt;
   }
@@ -118,8 +114,9 @@ class RuleWalk {
 std::optional<HistoryRuleBreak> first_rule_break(const History& history) {
   const HistoryMeta& meta = history.meta;
   if (meta.quorum > std::max(meta.servers, 1)) {
-    return HistoryRuleBreak{SIZE_MAX, fmt::format("meta \"quorum\" {} is more than the {} server(s)",
-                                           meta.quorum, meta.servers)};
+    return HistoryRuleBreak{
+        SIZE_MAX,
+        fmt::format("meta \"quorum\" {} is more than the {} server(s)", meta.quorum, meta.servers)};
   }
   RuleWalk walk(history);
   for (const HistoryEvent& e : history.events()) {

@@ -308,16 +308,34 @@ void DriverProcess::read_loop() {
   bool out_open = true;
   bool err_open = true;
   char chunk[8192];
+  // Reads after the driver was reaped: its pipes may stay open in a process it left behind (a
+  // background child holding its stdout), which must not keep lockstep waiting for their end.
+  constexpr int kReadsAfterExitMax = 64;
+  int reads_after_exit = 0;
   while (out_open || err_open) {
     pollfd fds[2] = {{.fd = out_open ? from_driver_fd_ : -1, .events = POLLIN, .revents = 0},
                      {.fd = err_open ? stderr_fd_ : -1, .events = POLLIN, .revents = 0}};
     const int ready = poll(fds, 2, kPollIntervalMs);
     if (ready < 0 && errno != EINTR) break;
-    if (ready <= 0) {
+    bool dead = false;
+    {
       std::lock_guard<std::mutex> wait_lock(wait_mutex_);
-      if (reaped_ && !out_open) break;  // dead, stdout drained: stderr may be held by nobody else
-      continue;
+      dead = reap_now();
     }
+    if (dead && (ready <= 0 || ++reads_after_exit > kReadsAfterExitMax)) {
+      // Its output ends with it: what is still open belongs to whatever it left running.
+      if (out_open) {
+        const std::string how = exit_description();
+        std::lock_guard<std::mutex> lock(mutex_);
+        fail_locked(DriverFailure::died,
+                    closing_ ? "shut down"
+                             : fmt::format("exited ({}) while a process it left kept its stdout "
+                                           "open",
+                                           how));
+      }
+      break;
+    }
+    if (ready <= 0) continue;
     if (err_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
       const ssize_t n = read(stderr_fd_, chunk, sizeof chunk);
       if (n <= 0) {

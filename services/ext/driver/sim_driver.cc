@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -197,7 +198,18 @@ SimExchange SimDriverProcess::exchange(const std::string& fields_json, SimNow no
       try {
         if (object.contains("idle")) {
           const json& next = object.at("next_timer_ns");
-          if (!next.is_null()) result.next_timer_ns = std::stoll(next.get<std::string>());
+          if (!next.is_null()) {
+            // A monotonic reading: a decimal string of digits only ("-1", "12abc" refused).
+            const std::string digits = next.is_string() ? next.get<std::string>() : "";
+            int64_t ns = -1;
+            const auto [end, ec] =
+                std::from_chars(digits.data(), digits.data() + digits.size(), ns);
+            if (digits.empty() || digits[0] == '-' || ec != std::errc() ||
+                end != digits.data() + digits.size()) {
+              throw std::invalid_argument("next_timer_ns is not a decimal string of nanoseconds");
+            }
+            result.next_timer_ns = ns;
+          }
           out_buffer_.erase(0, start);
           if (out_buffer_.find('\n') != std::string::npos) {
             fail("wrote a line after its idle line");
