@@ -139,15 +139,21 @@ Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcom
                     .invariant = target,
                     .trace_hash = outcome.report.trace_hash,
                     .ops = outcome.report.stats.ops};
-  const ShrinkResult shrunk = shrink(
-      outcome.spec,
-      [&](const SwarmSpec& candidate) {
-        // A candidate's hash is never reported: only the final run's.
-        const SeedOutcome o = run_swarm_spec(config.adapter, candidate, outcome.seed,
-                                             config.fencing_on, false, false, config.sets);
-        return o.violates() && o.target() == target;
-      },
-      config.shrink);
+  // A seed that ended as an error (a driver that crashed or went silent: outside the
+  // simulator's determinism, and each silent exchange costs its deadline of real time) is kept
+  // as drawn: shrinking toward an error would rerun that cost for every candidate.
+  const ShrinkResult shrunk = target == "incomplete"
+                                  ? ShrinkResult{.spec = outcome.spec}
+                                  : shrink(
+                                        outcome.spec,
+                                        [&](const SwarmSpec& candidate) {
+                                          // A candidate's hash is never reported: only the final run's.
+                                          const SeedOutcome o = run_swarm_spec(
+                                              config.adapter, candidate, outcome.seed,
+                                              config.fencing_on, false, false, config.sets);
+                                          return o.violates() && o.target() == target;
+                                        },
+                                        config.shrink);
   SwarmSpec kept = shrunk.spec;
   SeedOutcome final_run = run_swarm_spec(config.adapter, kept, outcome.seed, config.fencing_on,
                                          true, true, config.sets);

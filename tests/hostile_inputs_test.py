@@ -28,8 +28,10 @@ BOUND_S = 60
 def run(binary, args, cwd, stdout=None, env=None):
     started = time.monotonic()
     out = stdout if stdout is not None else subprocess.PIPE
+    # A guard on memory: a run that tries to allocate gigabytes fails here instead of the machine.
     p = subprocess.run([binary] + args, cwd=cwd, stdout=out, stderr=subprocess.PIPE,
-                       stdin=subprocess.DEVNULL, env=env, timeout=BOUND_S)
+                       stdin=subprocess.DEVNULL, env=env, timeout=BOUND_S,
+                       preexec_fn=fuzz.limits(1024 * 1024 * 1024))
     return p.returncode, p.stderr.decode("utf-8", "replace"), time.monotonic() - started
 
 
@@ -190,6 +192,16 @@ def main(binary):
                 case("TMPDIR " + name, ["run", "sequential", "--adapter", "redis", "--world",
                                         "real"], 3,
                      env=dict(os.environ, TMPDIR=tmp.replace("@D", work)))
+            bin_dir = os.path.join(work, "bin")
+            os.makedirs(bin_dir)
+            with open(os.path.join(bin_dir, "redis-server"), "w") as f:
+                f.write("#!%s\n%s" % (sys.executable, fuzz.FAKE_REDIS))
+            os.chmod(os.path.join(bin_dir, "redis-server"), 0o755)
+            for mode in ("big-array", "exit-start", "garbage"):
+                case("a fake redis-server: " + mode,
+                     ["run", "sequential", "--adapter", "redis", "--world", "real"], (3, 4),
+                     env=dict(os.environ, FUZZ_REDIS_MODE=mode,
+                              PATH=bin_dir + os.pathsep + os.environ["PATH"]))
             case("a real-world driver leaving a child that holds its stdout",
                  ["run", "sequential", "--adapter", "ext", "--world", "real", "--set",
                   driver + "bg-child"], (3, 4))
