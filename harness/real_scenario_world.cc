@@ -1,6 +1,7 @@
 #include "harness/real_scenario_world.h"
 
 #include <chrono>
+#include <system_error>
 #include <thread>
 
 #include <fmt/format.h>
@@ -128,9 +129,16 @@ RealRunResult RealScenarioWorld::run() {
   origin_ns_ = steady_ns();
   std::vector<std::thread> threads;
   threads.reserve(processes_.size() + 1);
-  threads.emplace_back([this] { run_faults(); });
-  for (const Process& process : processes_)
-    threads.emplace_back([this, &process] { run_process(process); });
+  // A thread that cannot be started (out of memory for its stack) fails the run; the ones
+  // already running are joined all the same (a joinable thread destroyed is std::terminate).
+  try {
+    threads.emplace_back([this] { run_faults(); });
+    for (const Process& process : processes_)
+      threads.emplace_back([this, &process] { run_process(process); });
+  } catch (const std::system_error& e) {
+    fail(fmt::format("could not start the thread of client {} of {}: {}", threads.size(),
+                     processes_.size(), e.what()));
+  }
   // Every client's waits are bounded (command timeouts, retry limits), so every thread ends.
   for (std::thread& thread : threads) thread.join();
   RealRunResult result{.time_us = now_us()};

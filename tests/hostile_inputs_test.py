@@ -25,13 +25,13 @@ spec.loader.exec_module(fuzz)
 BOUND_S = 60
 
 
-def run(binary, args, cwd, stdout=None, env=None):
+def run(binary, args, cwd, stdout=None, env=None, limit_bytes=1024 * 1024 * 1024):
     started = time.monotonic()
     out = stdout if stdout is not None else subprocess.PIPE
     # A guard on memory: a run that tries to allocate gigabytes fails here instead of the machine.
     p = subprocess.run([binary] + args, cwd=cwd, stdout=out, stderr=subprocess.PIPE,
                        stdin=subprocess.DEVNULL, env=env, timeout=BOUND_S,
-                       preexec_fn=fuzz.limits(1024 * 1024 * 1024))
+                       preexec_fn=fuzz.limits(limit_bytes // 3))
     return p.returncode, p.stderr.decode("utf-8", "replace"), time.monotonic() - started
 
 
@@ -44,7 +44,8 @@ def main(binary):
     work = tempfile.mkdtemp(prefix="lockstep-hostile-")
     results = []
     try:
-        def case(name, args, expected, stdout=None, env=None, files=None, fifo=None):
+        def case(name, args, expected, stdout=None, env=None, files=None, fifo=None,
+                 limit_bytes=3 * 1024 * 1024 * 1024):
             d = tempfile.mkdtemp(dir=work)
             for fname, text in (files or {}).items():
                 mode = "wb" if isinstance(text, bytes) else "w"
@@ -57,7 +58,7 @@ def main(binary):
             argv = [a.replace("@D", d) if isinstance(a, str) else a.replace(b"@D", os.fsencode(d))
                     for a in args]
             try:
-                code, err, took = run(binary, argv, d, stdout, env)
+                code, err, took = run(binary, argv, d, stdout, env, limit_bytes)
             except subprocess.TimeoutExpired:
                 results.append((name, False, "no answer within %d s" % BOUND_S))
                 return
@@ -183,6 +184,11 @@ def main(binary):
                                              "ext_deadline_ms=1000"], (3, 4))
         case("a driver that exits at start with escape sequences",
              ["run", "sequential", "--adapter", "ext", "--set", driver + "exit-start"], 3)
+        # 200 client threads under a memory guard: a thread that cannot start once aborted the
+        # process (a joinable std::thread destroyed).
+        case("a real-world run whose threads cannot all start",
+             ["run", "retry-storm", "--adapter", "memory", "--world", "real"], (0, 4),
+             limit_bytes=300 * 1000 * 1000)
         case("--set hold_ms=-0", ["run", "sequential", "--adapter", "memory", "--set",
                                   "hold_ms=-0"], 2)
         # TMPDIR unusable for a server's files, and a sweep whose replay files cannot be written.

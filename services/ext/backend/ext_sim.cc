@@ -107,7 +107,7 @@ class CoSimClient {
   // Ticks sent at one instant of true time: a driver that keeps asking for a timer that is due
   // already (next_timer_ns at or before now) makes no progress in virtual time, and would spin
   // the simulator at that instant for ever (an hour of wall time before the event bound).
-  static constexpr int kTicksAtOneInstantMax = 10'000;
+  static constexpr int kTicksAtOneInstantMax = 1000;
   TimeUs last_tick_us_ = -1;
   int ticks_at_instant_ = 0;
   std::optional<sim::EventId> timer_event_;  // its event, cancelled when the driver names another
