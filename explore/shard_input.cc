@@ -22,8 +22,8 @@ class ShardFields {
   explicit ShardFields(const std::string& name) : name_(name) {}
 
   [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-    throw UsageError(fmt::format("sweep-merge: {} is not a sweep shard report: \"{}\" {}", name_,
-                                 field, what));
+    throw UsageError(
+        fmt::format("sweep-merge: {} is not a sweep shard report: \"{}\" {}", name_, field, what));
   }
   const nlohmann::json& at(const nlohmann::json& in, const std::string& path,
                            const char* field) const {

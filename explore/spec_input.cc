@@ -23,8 +23,8 @@ class Fields {
   Fields(const nlohmann::json& j, std::string path) : j_(j), path_(std::move(path)) {}
 
   [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-    throw UsageError(fmt::format("the report's workload cannot be replayed: \"{}{}\" {}", path_,
-                                 field, what));
+    throw UsageError(
+        fmt::format("the report's workload cannot be replayed: \"{}{}\" {}", path_, field, what));
   }
   const nlohmann::json& at(const char* field) const {
     if (!j_.is_object() || !j_.contains(field)) fail(field, "is missing");

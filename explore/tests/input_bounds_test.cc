@@ -9,17 +9,15 @@
 
 #include "explore/shard_input.h"
 #include "explore/spec_input.h"
-#include "explore/sweep.h"
 #include "explore/swarm.h"
+#include "explore/sweep.h"
 #include "harness/usage_error.h"
 #include "services/registry.h"
 
 namespace lockstep {
 namespace {
 
-nlohmann::json drawn_workload() {
-  return to_json(draw_swarm_spec(swarm_capabilities("redis"), 7));
-}
+nlohmann::json drawn_workload() { return to_json(draw_swarm_spec(swarm_capabilities("redis"), 7)); }
 
 std::string refusal(const nlohmann::json& workload) {
   try {
@@ -56,8 +54,7 @@ TEST_CASE("a workload's numbers past the command line's bounds are refused, name
         "86400000], got 86400001");
   w = drawn_workload();
   w["retry_times"] = 4294967296;  // read as an int, it was 0
-  CHECK(refusal(w).find("\"retry_times\" must be an integer in [0, 1000000]") !=
-        std::string::npos);
+  CHECK(refusal(w).find("\"retry_times\" must be an integer in [0, 1000000]") != std::string::npos);
   w = drawn_workload();
   w["faults"] = nlohmann::json::array(
       {{{"kind", "pause"}, {"at_ms", 1}, {"duration_ms", -5}, {"client", 0}, {"amount", 0}}});
@@ -96,10 +93,12 @@ TEST_CASE("a shard report's fields are checked before the merge sizes anything f
   CHECK(shard_refusal(s).find("\"shard.count\" must be an integer") != std::string::npos);
   s = good;
   s.erase("adapter");
-  CHECK(shard_refusal(s) == "sweep-merge: s.json is not a sweep shard report: \"adapter\" is missing");
+  CHECK(shard_refusal(s) ==
+        "sweep-merge: s.json is not a sweep shard report: \"adapter\" is missing");
   s = good;
   s.erase("fencing");
-  CHECK(shard_refusal(s) == "sweep-merge: s.json is not a sweep shard report: \"fencing\" is missing");
+  CHECK(shard_refusal(s) ==
+        "sweep-merge: s.json is not a sweep shard report: \"fencing\" is missing");
   s = good;
   s["stats"]["events"] = "many";
   CHECK(shard_refusal(s).find("\"stats.events\" must be an integer") != std::string::npos);
