@@ -31,6 +31,7 @@
 #include "explore/sweep.h"
 #include "explore/worker_pool.h"
 #include "harness/option_bounds.h"
+#include "harness/real_scenario_world.h"
 #include "history/json_input.h"
 #include "real/server_errors.h"
 #include "real/server_files.h"
@@ -585,7 +586,12 @@ int run_cli(int argc, char** argv) {
                    fmt::format("scenario name (see `{} list`)", program_name()))
       ->required();
   run_cmd->add_option("--adapter", run.adapter, adapter_help())->required();
-  run_cmd->add_option("--world", run.world, "sim or real")->check(CLI::IsMember({"sim", "real"}));
+  run_cmd
+      ->add_option("--world", run.world,
+                   fmt::format("sim or real (real servers on loopback; a real-world run is "
+                               "bounded to {} s of wall time, exit 4 past it)",
+                               kRealRunTimeMaxUs / 1'000'000))
+      ->check(CLI::IsMember({"sim", "real"}));
   run_cmd->add_option("--seed", run.seed, "seed of the run")->transform(kSeed);
   add_fencing_option(*run_cmd, run.fencing, false);
   run_cmd->add_option("--set", run.sets, "KEY=VALUE: override a scenario or adapter option");

@@ -208,6 +208,9 @@ def main(binary):
                      ["run", "sequential", "--adapter", "redis", "--world", "real"], (3, 4),
                      env=dict(os.environ, FUZZ_REDIS_MODE=mode,
                               PATH=bin_dir + os.pathsep + os.environ["PATH"]))
+            case("a real-world run whose in-range pause is a day",
+                 ["run", "gc-pause", "--adapter", "redis", "--world", "real", "--set",
+                  "pause_ms=86400000"], 4)
             case("a real-world driver leaving a child that holds its stdout",
                  ["run", "sequential", "--adapter", "ext", "--world", "real", "--set",
                   driver + "bg-child"], (3, 4))
