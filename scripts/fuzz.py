@@ -883,8 +883,9 @@ def main():
                         "  [%s]" % r["note"] if r["note"] else "",
                         r.get("stderr", "")[:300].replace("\n", "\\n")), flush=True)
                 if not a.quiet and n % 500 == 0:
-                    print("... %d/%d inputs, %.0fs" % (n, len(cases), time.monotonic() - started),
-                          flush=True)
+                    print("... %d/%d inputs, %.0fs; exit codes so far: %s" % (
+                        n, len(cases), time.monotonic() - started,
+                        ", ".join("%s: %d" % kv for kv in sorted(histogram.items()))), flush=True)
     finally:
         make_removable(work)
         shutil.rmtree(work, ignore_errors=True)
