@@ -66,6 +66,8 @@ std::unique_ptr<CheckerPass> no_lost_update_pass(const History& history,
 std::unique_ptr<CheckerPass> liveness_pass(const History& history, const CheckOptions& options);
 std::unique_ptr<CheckerPass> valid_on_return_pass(const History& history,
                                                   const CheckOptions& options);
+std::unique_ptr<CheckerPass> validity_within_lease_pass(const History& history,
+                                                        const CheckOptions& options);
 
 // Feeds the passes every event of `history` they want, in one walk.
 void run_passes(const History& history, const std::vector<CheckerPass*>& passes);

@@ -12,10 +12,14 @@
 //                   live leases on a key at the same time.
 // ownership         A revoke or extend requested by a client other than the lease's owner (the
 //                   client the grant went to) is a violation.
-// fencing           If meta.monotonic_tokens: tokens a server issued on a key strictly increase in
-//                   history order: token events where the server issues them apart from grants
-//                   (Mongo's counter), else grants' tokens (and what clients received, in grant
-//                   order), else successful acquires' tokens. If
+// fencing           If meta.monotonic_tokens: the tokens clients received on a key strictly
+//                   increase in the order the servers granted the leases: of two successful
+//                   acquires, the one granted later has the larger token. When the grant is a
+//                   lease fact the servers recorded (linked as lease_links.h says, whatever the
+//                   lock's keys and values), its true time orders it; otherwise (leases derived
+//                   from clients) only [invocation, completion] bounds it, and two acquires are
+//                   ordered only when one's interval ends before the other's begins. Never the
+//                   order in which replies arrived. If
 //                   meta.fencing_on: an access the resource served (outcome ok) never carries a
 //                   token lower than the highest it had seen for that key.
 // no_lost_update    The final counter equals the number of writes the resource accepted; the
@@ -26,8 +30,9 @@
 //                   bound), reported at the end with the operation and key it waited in. And if
 //                   meta.liveness_bound_us > 0: every acquire waits at most the bound after
 //                   max(invocation, meta.heal_us): one that fails, or is still pending at the end,
-//                   or succeeds later than that, is a violation (a stuck client's pending acquire
-//                   is reported once, as stuck).
+//                   or succeeds later than that, is a violation, and so is one that ends in an
+//                   error (not a refusal) at or after meta.heal_us, however soon (a stuck client's
+//                   pending acquire is reported once, as stuck).
 // fifo              If meta.keyed: no exclusive acquire on a key succeeds while an acquire (of any
 //                   mode) invoked earlier on that key is still pending: writers never pass anyone,
 //                   so exclusives (and FIFO-lock callers) are served in request order.
@@ -44,6 +49,16 @@
 //                   (local_now_us); (b) by the servers: where they recorded leases for the
 //                   returned lease's value, at least meta.quorum of them are live (granted or
 //                   extended, neither ended nor revoked) at the true time the call returned.
+// validity_within_lease The validity a lock reports to its caller ends no later than the leases
+//                   that back it: a successful acquire or extend that reported a validity ending
+//                   at true time V (end_us of its completion) is backed by the servers' lease
+//                   facts linked to it (lease_links.h); at least meta.quorum of those leases stay
+//                   held (not expired by their promised ttl_us, not revoked; later extends count)
+//                   until V, or until the client stopped relying on it (its cs_exit, its release,
+//                   its next successful acquire or extend of the key), whichever is earlier.
+//                   Judged even when no one else enters; not where leases were derived from the
+//                   clients (meta.leases_from_clients); not for a call whose quorum of leases was
+//                   already gone when it returned (that is valid_on_return).
 //                   (Each checker is in the file named after its invariant.)
 //
 // Every checker is O(n log n) in the history length and reports at most per_invariant_max
@@ -68,6 +83,7 @@ enum class Invariant {
   writer_preference,
   no_leak,
   valid_on_return,
+  validity_within_lease,
 };
 std::string_view to_string(Invariant invariant);
 std::optional<Invariant> invariant_from_string(std::string_view name);
@@ -80,6 +96,14 @@ struct Violation {
   std::string key;
   std::string detail;          // one sentence for people
   std::vector<size_t> events;  // history indices that show it, ascending
+  // What the excuse judge weighs a fault against (excuse.h), where the checker can say: the client
+  // that held first and the one that came in on it (-1: not a story of two), when the first one's
+  // claim began (its lease's grant, or its acquire), and by how much the violation outran what
+  // was promised (an overlap's length, how far a validity outlived its lease). 0: not measured.
+  int holder = -1;
+  int entrant = -1;
+  TimeUs claim_since_us = 0;
+  TimeUs excess_us = 0;
   // Set by excuse_violations (excuse.h): the fault event outside the adapter's envelope that
   // explains it, or nothing; `excuse` says which for people ("not excused" when none does).
   std::optional<size_t> excused_by;
@@ -106,6 +130,8 @@ std::vector<Violation> check_writer_preference(const History& history,
 std::vector<Violation> check_no_leak(const History& history, const CheckOptions& options = {});
 std::vector<Violation> check_valid_on_return(const History& history,
                                              const CheckOptions& options = {});
+std::vector<Violation> check_validity_within_lease(const History& history,
+                                                   const CheckOptions& options = {});
 
 // All of the above, in the order of all_invariants(), violations of each sorted by time.
 std::vector<Violation> check_all(const History& history, const CheckOptions& options = {});

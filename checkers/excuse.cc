@@ -1,6 +1,7 @@
 #include "checkers/excuse.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 
 #include <fmt/format.h>
@@ -9,12 +10,19 @@ namespace lockstep {
 
 namespace {
 
+// What a measured clock or lease error may differ from the amount a fault explains: message
+// latency and integer rounding, not a fault's effect.
+constexpr TimeUs kSlackUs = 2'000;
+constexpr TimeUs kUnbounded = std::numeric_limits<TimeUs>::max() / 4;
+
 bool protected_by_fencing(const HistoryMeta& meta) {
   return meta.fencing_on && meta.monotonic_tokens;
 }
 
-// What the fault's kind can break, outside the envelope. Tokens are lost only with server state.
+// What the fault's kind can break at all, outside the envelope. Tokens are lost only with server
+// state; a keyed (in-process) lock has no lease for any fault to shorten.
 bool can_break(const HistoryMeta& meta, const HistoryEvent& fault, Invariant invariant) {
+  if (meta.keyed) return false;  // fifo, writer_preference, no_leak, and exclusion of keyed locks
   const bool loses_state =
       fault.fault == FaultKind::failover || fault.fault == FaultKind::server_restart;
   const bool client_clock = fault.fault == FaultKind::clock_drift ||
@@ -31,10 +39,11 @@ bool can_break(const HistoryMeta& meta, const HistoryEvent& fault, Invariant inv
              fault.fault == FaultKind::server_clock_jump;
     case Invariant::fencing: return loses_state;
     case Invariant::valid_on_return:
+    case Invariant::validity_within_lease:
       // A clock that measures wrongly or a server that loses or shortens leases can end a lease
       // the holder could not know had ended; a pause cannot (the lock checks after it).
-      return loses_state || fault.fault == FaultKind::clock_drift ||
-             fault.fault == FaultKind::server_drift || fault.fault == FaultKind::server_clock_jump;
+      return loses_state || client_clock || fault.fault == FaultKind::server_drift ||
+             fault.fault == FaultKind::server_clock_jump || fault.fault == FaultKind::session_end;
     case Invariant::no_lost_update:
       if (protected_by_fencing(meta)) return loses_state;
       return can_break(meta, fault, Invariant::mutual_exclusion);
@@ -69,12 +78,12 @@ bool inside_before(const History& history, int client, const std::string& key, s
 }
 
 // Where the violation's story begins: the earliest event that shows it (a lease_exclusion's first
-// grant may be an earlier lease of the same client), and the invocation of the acquire through
-// which each involved client got where the violation found it (its last successful acquire of the
-// key completed by then).
+// grant may be an earlier lease of the same client), the first holder's claim, and the invocation
+// of the acquire through which each involved client got where the violation found it.
 TimeUs window_start_us(const History& history, const Violation& v) {
   if (v.clients.empty()) return 0;
   TimeUs start = v.time_us;
+  if (v.claim_since_us > 0) start = std::min(start, v.claim_since_us);
   for (size_t index : v.events) {
     if (index < history.size()) start = std::min(start, history[index].time_us);
   }
@@ -87,19 +96,158 @@ TimeUs window_start_us(const History& history, const Violation& v) {
       if (e.kind == EventKind::invoke) invoked = e.time_us;
       if (e.kind == EventKind::complete && e.outcome == Outcome::ok) acquired = invoked;
     }
-    if (!acquired) return 0;  // nothing to narrow it by: the run so far
+    if (!acquired) continue;  // its claim is the lease's (the violation's own events say when)
     start = std::min(start, *acquired);
   }
   return start;
 }
 
-bool touches_window(const HistoryEvent& fault, TimeUs start_us, TimeUs end_us) {
-  if (fault.time_us > end_us) return false;
+bool touches_window(const HistoryEvent& fault, TimeUs struck_us, TimeUs start_us, TimeUs end_us) {
+  if (struck_us > end_us) return false;
   return lasting(fault.fault) || std::max(fault.end_us, fault.time_us) >= start_us;
 }
 
 std::string fault_text(const HistoryEvent& fault) {
   return fmt::format("{} at {}us: {}", to_string(fault.fault), fault.time_us, fault.detail);
+}
+
+// When the holder began measuring its claim: the invocation of the acquire that led to it (a lock
+// counts its validity from before it asked), else the claim itself.
+TimeUs holder_claim_start_us(const History& history, const Violation& v) {
+  if (v.holder < 0 || v.claim_since_us <= 0) return v.claim_since_us;
+  TimeUs start = v.claim_since_us;
+  for (const HistoryEvent& e : history.events()) {
+    if (e.time_us > v.claim_since_us) break;
+    if (e.client == v.holder && e.kind == EventKind::invoke && e.op == Op::acquire &&
+        (v.key.empty() || e.key == v.key))
+      start = e.time_us;
+  }
+  return start;
+}
+
+// How much of a violation a clock running `excess_ppm` beyond what the lock allows for could
+// explain: the error it accumulates from the first holder's claim (or from when the drift began,
+// whichever is later) until the drift ended or the overrun did (the violation plus its excess:
+// a slow holder's error keeps growing while it overruns), whichever is earlier.
+TimeUs drift_explains_us(TimeUs claim_start_us, const HistoryEvent& fault, const Violation& v,
+                         int64_t excess_ppm) {
+  if (excess_ppm <= 0) return 0;
+  const TimeUs from = std::max(fault.time_us, claim_start_us);
+  const TimeUs overrun_end_us = v.time_us + std::max<TimeUs>(v.excess_us, 0);
+  const TimeUs until =
+      fault.end_us > fault.time_us ? std::min(fault.end_us, overrun_end_us) : overrun_end_us;
+  const TimeUs span = std::max<TimeUs>(until - from, 0);
+  __extension__ using Int128 = __int128;  // span x ppm overflows 64 bits for long runs
+  return static_cast<TimeUs>(static_cast<Int128>(span) * excess_ppm / 1'000'000);
+}
+
+// What a fault explains of a violation: why, and how many microseconds of its excess (kUnbounded
+// when the fault has no measure, like a partition).
+struct Explanation {
+  std::string how;
+  TimeUs explains_us = kUnbounded;
+};
+
+// Why this fault could have caused this violation, in numbers, or nullopt when it could not:
+// the fault's amount and direction against the lock's stated margins, whom it struck, and when.
+// claim_start_us: holder_claim_start_us of the violation, found once for all its faults.
+std::optional<Explanation> causal(const History& history, const HistoryEvent& fault,
+                                  const Violation& v, TimeUs claim_start_us) {
+  const FaultEnvelope& envelope = history.meta.envelope;
+  const auto sized = [](TimeUs explains_us, std::string how) -> std::optional<Explanation> {
+    return Explanation{std::move(how), explains_us};
+  };
+  switch (fault.fault) {
+    case FaultKind::clock_drift: {
+      // A slow clock keeps its holder inside past its lease; only the holder's clock counts.
+      if (fault.client >= 0 && v.holder >= 0 && fault.client != v.holder) return std::nullopt;
+      const int64_t excess_ppm = -fault.amount - envelope.client_slow_ppm_max;
+      if (excess_ppm <= 0) return std::nullopt;
+      return sized(drift_explains_us(claim_start_us, fault, v, excess_ppm),
+                   fmt::format("c{}'s clock ran {}ppm slower than the lock allows for",
+                               fault.client, excess_ppm));
+    }
+    case FaultKind::clock_jump:
+    case FaultKind::clock_offset: {
+      // A wall clock ahead lets its client take a lock early; one behind makes its holder write
+      // an expiry that ends early. Either way by at most the jump.
+      if (fault.client >= 0 && v.holder >= 0) {
+        const bool ahead = fault.amount > 0;
+        const int expected = ahead ? v.entrant : v.holder;
+        if (expected >= 0 && fault.client != expected) return std::nullopt;
+      }
+      return sized(std::abs(fault.amount),
+                   fmt::format("c{}'s wall clock is {:+}us off", fault.client, fault.amount));
+    }
+    case FaultKind::server_drift: {
+      const int64_t excess_ppm = fault.amount - envelope.server_fast_ppm_max;
+      if (excess_ppm <= 0) return std::nullopt;
+      return sized(
+          drift_explains_us(claim_start_us, fault, v, excess_ppm),
+          fmt::format("the servers' clocks ran {}ppm faster than the lock allows for", excess_ppm));
+    }
+    case FaultKind::server_clock_jump: {
+      if (fault.amount <= 0) return std::nullopt;  // a jump back only lengthens leases
+      // It must strike while the first holder's lease ran: a jump before the grant ends nothing.
+      if (v.claim_since_us > 0 && fault.time_us < claim_start_us) return std::nullopt;
+      return sized(fault.amount, fmt::format("a server's wall clock jumped {:+}us during the lease",
+                                             fault.amount));
+    }
+    case FaultKind::failover:
+    case FaultKind::server_restart: {  // unbounded: a lost lease is lost whole
+      // Only state that existed before and was lost: a lease or token granted after it, or a
+      // failover that lost no acknowledged write (amount 0), explains nothing.
+      if (fault.fault == FaultKind::failover && fault.amount == 0) return std::nullopt;
+      if (v.claim_since_us > 0 && fault.time_us < claim_start_us) return std::nullopt;
+      const std::string lost =
+          fault.fault == FaultKind::failover
+              ? (fault.amount > 0 ? fmt::format("lost {} acknowledged write(s)", fault.amount)
+                                  : std::string("may have lost writes"))
+              : fmt::format("came back empty after {}us down", fault.amount);
+      return Explanation{fmt::format("the servers' state {} during the lease", lost)};
+    }
+    case FaultKind::latency:
+    case FaultKind::loss:
+    case FaultKind::partition:
+    case FaultKind::server_pause: return sized(kUnbounded, std::string(to_string(fault.fault)));
+    case FaultKind::session_end:  // unbounded: a session's locks end with it, whole
+      return Explanation{"the server ended the session that held the lock"};
+    case FaultKind::pause:
+    case FaultKind::crash:
+    case FaultKind::server_crash:
+    case FaultKind::other: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// A paused holder's overrun: it was inside its critical section when the world stopped. A pause
+// that began before the other got in explains all of the overlap; one that began after it only
+// prolongs it, by at most its length. What the holder does on waking is not the lock's to prevent
+// (fencing is), and a validity that told it to go on is validity_within_lease's to report.
+std::optional<Explanation> holder_overrun(const History& history, const HistoryEvent& fault,
+                                          const Violation& v) {
+  if (v.invariant != Invariant::mutual_exclusion && v.invariant != Invariant::no_lost_update)
+    return std::nullopt;
+  if (v.invariant == Invariant::mutual_exclusion && v.time_us > fault.end_us) return std::nullopt;
+  if (v.holder >= 0 && fault.client != v.holder) return std::nullopt;
+  if (!inside_before(history, fault.client, v.key, fault.index)) return std::nullopt;
+  return Explanation{
+      fmt::format("holder overrun: c{} was paused inside its critical section ({})", fault.client,
+                  fault_text(fault)),
+      fault.time_us <= v.time_us ? kUnbounded : std::max<TimeUs>(fault.end_us - fault.time_us, 0)};
+}
+
+bool explains_all(const Violation& v, TimeUs explains_us) {
+  return v.excess_us <= 0 || explains_us >= kUnbounded || explains_us + kSlackUs >= v.excess_us;
+}
+
+std::string excuse_text(const HistoryEvent& fault, const Violation& v, const Explanation& why) {
+  const std::string how = v.excess_us > 0 && why.explains_us < kUnbounded
+                              ? fmt::format("{}; it explains up to {}us of the {}us", why.how,
+                                            why.explains_us, v.excess_us)
+                              : why.how;
+  if (fault.fault == FaultKind::pause) return how;
+  return fmt::format("{}: {} (outside the adapter's fault envelope)", fault_text(fault), how);
 }
 
 }  // namespace
@@ -124,6 +272,8 @@ bool inside_envelope(const History& history, const HistoryEvent& fault) {
     case FaultKind::latency:
     case FaultKind::loss:
     case FaultKind::partition: return v.network;
+    // No lock keeps a session the server ended: only fencing can refuse its holder's writes.
+    case FaultKind::session_end: return false;
     case FaultKind::other: return true;  // not a fault of the world: excuses nothing
   }
   return true;
@@ -134,26 +284,46 @@ void excuse_violations(const History& history, std::vector<Violation>& violation
     v.excused_by.reset();
     v.excuse = "not excused";
     const TimeUs start_us = window_start_us(history, v);
+    const TimeUs claim_start_us = holder_claim_start_us(history, v);
+    // Faults up to the end of the overlap: one that struck after the violation began can only
+    // prolong it (a holder paused inside), so it counts only as a part of a joint explanation.
+    const TimeUs overrun_end_us = v.time_us + std::max<TimeUs>(v.excess_us, 0);
+    std::vector<std::pair<const HistoryEvent*, Explanation>> parts;
+    TimeUs explained_us = 0;
     for (const HistoryEvent& fault : history.events()) {
-      if (fault.time_us > v.time_us) break;
       if (fault.kind != EventKind::fault || !involves(v, fault.client)) continue;
-      if (!touches_window(fault, start_us, v.time_us)) continue;
+      // A restart is recorded when the server comes back; it struck when the server went down.
+      const TimeUs struck_us = fault.fault == FaultKind::server_restart
+                                   ? fault.time_us - std::max<int64_t>(fault.amount, 0)
+                                   : fault.time_us;
+      if (struck_us > overrun_end_us) continue;
+      if (!touches_window(fault, struck_us, start_us, overrun_end_us)) continue;
       if (inside_envelope(history, fault) || !can_break(history.meta, fault, v.invariant)) continue;
-      if (fault.fault == FaultKind::pause) {
-        // An overrun: it was inside when the world stopped, and the other got in while it was
-        // still stopped (a holder that checks its validity on waking leaves at once). Its stale
-        // write comes after it wakes.
-        const bool late = v.invariant == Invariant::mutual_exclusion && v.time_us > fault.end_us;
-        if (late || !inside_before(history, fault.client, v.key, fault.index)) continue;
+      const bool after_start = struck_us > v.time_us;
+      if (after_start && fault.fault != FaultKind::pause) continue;
+      std::optional<Explanation> why = fault.fault == FaultKind::pause
+                                           ? holder_overrun(history, fault, v)
+                                           : causal(history, fault, v, claim_start_us);
+      if (!why) continue;
+      if (!after_start && explains_all(v, why->explains_us)) {
         v.excused_by = fault.index;
-        v.excuse = fmt::format("holder overrun: c{} was paused inside its critical section ({})",
-                               fault.client, fault_text(fault));
+        v.excuse = excuse_text(fault, v, *why);
         break;
       }
-      v.excused_by = fault.index;
-      v.excuse = fmt::format("{} (outside the adapter's fault envelope)", fault_text(fault));
-      break;
+      explained_us = std::min(explained_us + why->explains_us, kUnbounded);
+      parts.emplace_back(&fault, std::move(*why));
     }
+    // Faults that each explain a part of the excess, and together all of it (a server clock that
+    // ran fast let the other in early, then a pause kept the holder inside longer).
+    if (v.excused() || parts.empty() || !explains_all(v, explained_us)) continue;
+    const bool one_began_it = std::any_of(parts.begin(), parts.end(), [&v](const auto& part) {
+      return part.first->time_us <= v.time_us;
+    });
+    if (!one_began_it) continue;  // faults that only prolonged an overlap nothing began
+    v.excused_by = parts.front().first->index;
+    std::string text = "together";
+    for (const auto& [fault, why] : parts) text += fmt::format("; {}", excuse_text(*fault, v, why));
+    v.excuse = std::move(text);
   }
 }
 

@@ -270,8 +270,13 @@ Violation clash_violation(const QuorumClash& clash, const KeyLeases& leases, int
       "{}us ({} had held its quorum since {}us)",
       lease_holder_name(first), lease_holder_name(second), clash.key, quorum, clash.time_us,
       first.owner >= 0 ? client_name(first.owner) : "the first", clash.first_since_us);
-  return make_violation(Invariant::lease_exclusion, clash.time_us, clash.key,
-                        {first.owner, second.owner}, std::move(events), std::move(detail));
+  Violation v = make_violation(Invariant::lease_exclusion, clash.time_us, clash.key,
+                               {first.owner, second.owner}, std::move(events), std::move(detail));
+  v.holder = first.owner;
+  v.entrant = second.owner;
+  v.claim_since_us = clash.first_since_us;
+  v.excess_us = std::max<TimeUs>(std::min(first.end_us, second.end_us) - clash.time_us, 0);
+  return v;
 }
 
 // Collects every key's lease stretches in the walk; sweeps each key's at the end.

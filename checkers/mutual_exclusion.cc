@@ -126,9 +126,16 @@ class MutualExclusionSweep final : public CheckerPass {
         "and {})",
         holder_name(other), holder_name(enter), enter.key, enter.time_us, client_name(other.client),
         other.time_us, left);
-    return make_violation(
+    Violation v = make_violation(
         Invariant::mutual_exclusion, enter.time_us, enter.key, {other.client, enter.client},
         {overlap.other_enter, overlap.enter, overlap.other_exit}, std::move(detail));
+    v.holder = other.client;
+    v.entrant = enter.client;
+    v.claim_since_us = other.time_us;
+    const TimeUs left_us = overlap.other_exit != kNoEvent ? history_[overlap.other_exit].time_us
+                                                          : history_.meta.end_us;
+    v.excess_us = std::max<TimeUs>(left_us - enter.time_us, 0);
+    return v;
   }
 
   const History& history_;

@@ -22,6 +22,7 @@
 
 #include "cli/check_command.h"
 #include "cli/exit_codes.h"
+#include "cli/interrupt.h"
 #include "cli/output_paths.h"
 #include "explore/calibrate.h"
 #include "explore/matrix.h"
@@ -29,17 +30,18 @@
 #include "explore/replay.h"
 #include "explore/shard_input.h"
 #include "explore/sweep.h"
+#include "explore/sweep_junit.h"
 #include "explore/worker_pool.h"
 #include "harness/option_bounds.h"
 #include "harness/real_scenario_world.h"
 #include "history/json_input.h"
 #include "real/server_errors.h"
-#include "real/server_files.h"
 #include "report/junit.h"
 #include "report/report.h"
 #include "report/report_html.h"
 #include "run/runner.h"
 #include "services/registry.h"
+#include "services/service.h"
 #include "sim/trace.h"
 
 namespace lockstep {
@@ -55,6 +57,7 @@ struct RunFlags {
   std::string report_dir;
   std::string junit;
   bool json = false;
+  bool expect = false;  // exit by the catalogue's expectation (expectation_exit_code)
 };
 
 struct MatrixFlags {
@@ -74,7 +77,12 @@ struct MatrixFlags {
 struct ReplayFlags {
   std::string report;
   bool json = false;
+  bool expect = false;
 };
+
+constexpr const char* kExpectHelp =
+    "exit 0 when the run is what the catalogue expects of this adapter (the expected violations, "
+    "or a documented finding), 1 when it differs, 4 when it ended as error";
 
 // Numbers on the command line are strict decimal integers within [min, max]: digits only, no
 // sign, hex, octal, spaces or wrap-around. Leading zeros are decimal ("010" is ten, "08" eight).
@@ -218,7 +226,8 @@ void write_junit_checked(const std::string& file, const std::string& suite,
   }
 }
 
-int print_run(const RunReport& report, bool json, const std::string& report_dir) {
+int print_run(const RunReport& report, bool json, const std::string& report_dir,
+              bool expect = false) {
   if (!report_dir.empty()) {
     std::filesystem::path path;
     try {
@@ -235,7 +244,7 @@ int print_run(const RunReport& report, bool json, const std::string& report_dir)
   } else {
     print_out(fmt::format("{}", to_text(report)));
   }
-  return run_exit_code(report);
+  return expect ? expectation_exit_code(report) : run_exit_code(report);
 }
 
 int cmd_run(const RunFlags& flags) {
@@ -248,8 +257,8 @@ int cmd_run(const RunFlags& flags) {
   check_output_dir("--report", flags.report_dir);
   check_output_file("--junit", flags.junit);
   const RunReport report = run_scenario(config);
-  write_junit_checked(flags.junit, "lockstep run", {junit_case(report)});
-  return print_run(report, flags.json, flags.report_dir);
+  write_junit_checked(flags.junit, "lockstep run", {junit_case(report, flags.expect)});
+  return print_run(report, flags.json, flags.report_dir, flags.expect);
 }
 
 // Exit 0 when the run reproduced (the same trace hash), whatever its verdict: replaying a report of
@@ -263,15 +272,17 @@ int cmd_replay(const ReplayFlags& flags) {
         "report",
         flags.report, spec.trace_hash_version, sim::Trace::kHashVersion));
   }
-  const RunReport report = replay_run(spec);  // a catalogue scenario or a generated workload
-  print_run(report, flags.json, "");
+  RunReport report = replay_run(spec);  // a catalogue scenario or a generated workload
+  if (!spec.workload.is_null()) report.replay_file = flags.report;  // replayed from this file
+  const int judged = print_run(report, flags.json, "", flags.expect);
   if (spec.config.world == WorldKind::real) {
     // Real servers' timing is not reproducible, so neither is the trace: the run is redone and
     // its verdict compared.
     const bool same = verdict(report) == spec.verdict;
     fmt::print(stderr, "replay: real world: re-ran; verdict {} {} the report's {}\n",
                verdict(report), same ? "matches" : "differs from", spec.verdict);
-    return same ? kExitOk : kExitViolation;
+    if (!same) return kExitViolation;
+    return flags.expect ? judged : kExitOk;
   }
   if (report.trace_hash != spec.trace_hash) {
     fmt::print(
@@ -282,7 +293,7 @@ int cmd_replay(const ReplayFlags& flags) {
   }
   fmt::print(stderr, "replay: reproduced: trace_hash {} matches the report (verdict {})\n",
              report.trace_hash, verdict(report));
-  return kExitOk;
+  return flags.expect ? judged : kExitOk;
 }
 
 int cmd_matrix(const MatrixFlags& flags) {
@@ -293,20 +304,24 @@ int cmd_matrix(const MatrixFlags& flags) {
     throw UsageError("matrix --set sets an adapter's options: name the adapters with --adapter");
   }
   for (const std::string& adapter : flags.adapters) check_adapter_sets(adapter, flags.sets);
-  MatrixResult result = run_matrix({.world = *world_kind_from_string(flags.world),
-                                    .seeds = flags.seeds,
-                                    .first_seed = flags.first_seed,
-                                    .adapters = flags.adapters,
-                                    .scenarios = flags.scenarios,
-                                    .jobs = flags.jobs,
-                                    .sets = flags.sets,
-                                    .fencing = flags.fencing == "both" ? FencingChoice::both
-                                               : flags.fencing == "on" ? FencingChoice::on
-                                                                       : FencingChoice::off},
-                                   [show_progress](size_t done, size_t total) {
-                                     if (show_progress)
-                                       fmt::print(stderr, "\rmatrix: {}/{} cells", done, total);
-                                   });
+  MatrixResult result =
+      run_matrix({.world = *world_kind_from_string(flags.world),
+                  .seeds = flags.seeds,
+                  .first_seed = flags.first_seed,
+                  .adapters = flags.adapters,
+                  .scenarios = flags.scenarios,
+                  .jobs = flags.jobs,
+                  .sets = flags.sets,
+                  .fencing = flags.fencing == "both" ? FencingChoice::both
+                             : flags.fencing == "on" ? FencingChoice::on
+                                                     : FencingChoice::off,
+                  // each cell's run, which matrix.html links to
+                  .runs_dir = flags.report_dir.empty()
+                                  ? std::string()
+                                  : (std::filesystem::path(flags.report_dir) / "runs").string()},
+                 [show_progress](size_t done, size_t total) {
+                   if (show_progress) fmt::print(stderr, "\rmatrix: {}/{} cells", done, total);
+                 });
   if (show_progress) fmt::print(stderr, "\n");
   if (result.cells.empty()) {
     // Not an error (nothing differed), but a CI job must not read it as "tested".
@@ -314,12 +329,18 @@ int cmd_matrix(const MatrixFlags& flags) {
                "matrix: no scenario applies to the chosen adapters in the {} world: nothing ran\n",
                flags.world);
   }
+  for (const MatrixCell& cell : result.cells) {
+    if (!cell.run_report_error.empty())
+      throw OutputError(fmt::format("--report {}: {}", flags.report_dir, cell.run_report_error));
+  }
   if (!flags.report_dir.empty()) {
     const std::filesystem::path dir(flags.report_dir);
     write_output_file((dir / "matrix.md").string(), to_markdown(result));
     write_output_file((dir / "matrix.json").string(), json_text(to_json(result)) + "\n");
     write_output_file((dir / "matrix.html").string(), matrix_html(result));
-    fmt::print(stderr, "report: {}/matrix.md, matrix.json, matrix.html\n", flags.report_dir);
+    fmt::print(stderr,
+               "report: {}/matrix.md, matrix.json, matrix.html (each cell's run in runs/)\n",
+               flags.report_dir);
   }
   write_junit_checked(flags.junit, "lockstep matrix", junit_cases(result));
   if (flags.json) {
@@ -346,6 +367,8 @@ struct SweepFlags {
   int jobs = 1;  // set by add_jobs_option
   bool json = false;
   std::vector<std::string> sets;
+  std::optional<std::string> time;  // --time DURATION (cli/interrupt.h)
+  std::string junit;
 };
 
 struct MergeFlags {
@@ -361,7 +384,9 @@ struct CalibrateFlags {
   std::string report_dir;
   bool json = false;
   bool no_time_target = false;
-  int jobs = 1;  // set by add_jobs_option
+  int jobs = 1;                     // set by add_jobs_option
+  std::optional<std::string> time;  // --time DURATION (cli/interrupt.h)
+  std::string junit;
 };
 
 struct SweepCommands {
@@ -410,6 +435,7 @@ int cmd_sweep(const SweepFlags& flags) {
                      .first_seed = flags.first_seed,
                      .seeds = flags.seeds,
                      .faults = parse_fault_list(flags.faults),
+                     .faults_named = !flags.faults.empty() && flags.faults != "all",
                      .shard_index = shard_index,
                      .shard_count = shard_count,
                      .fencing_on = flags.fencing == "on",
@@ -420,8 +446,12 @@ int cmd_sweep(const SweepFlags& flags) {
                      .sets = flags.sets};
   check_adapter_sets(flags.adapter, flags.sets);
   check_output_dir("--report", flags.report_dir);
+  check_output_file("--junit", flags.junit);
+  if (flags.time) config.stop.time_budget_us = parse_duration_us("--time", *flags.time);
   SweepResult result;
   {
+    const InterruptWatch interrupt;  // a CI timeout's SIGTERM: the partial report is written
+    config.stop.signal_caught = &InterruptWatch::caught;
     ProgressLine progress("sweep " + flags.adapter);
     result = run_sweep(config, [&progress](const SweepProgress& p) { progress.update(p); });
   }
@@ -436,7 +466,16 @@ int cmd_sweep(const SweepFlags& flags) {
   } else {
     print_out(fmt::format("{}", to_text(result)));
   }
-  return sweep_exit_code(to_json(result).at("violations"));
+  write_junit_checked(flags.junit, "lockstep sweep", junit_cases(result));
+  // Cut short by a signal with nothing found: not a pass. A violation found before it still is 1.
+  const bool cut_by_signal =
+      !result.stopped_by.empty() && result.stopped_by != "time" && result.stopped_by != "violation";
+  if (const int signal = InterruptWatch::caught(); cut_by_signal && result.ok()) {
+    fmt::print(stderr, "sweep: interrupted by {}: the report holds the {} seeds run\n",
+               signal_name(signal), result.seeds_run);
+    return interrupted_exit_code(signal);
+  }
+  return sweep_exit_code(to_json(result));
 }
 
 std::vector<std::filesystem::path> shard_reports(const std::vector<std::string>& paths) {
@@ -483,8 +522,7 @@ int cmd_sweep_merge(const MergeFlags& flags) {
   } else {
     print_out(fmt::format("{}", merged_text(merged)));
   }
-  if (merged.at("verdict") == "ok") return kExitOk;
-  return sweep_exit_code(merged.at("violations"));
+  return sweep_exit_code(merged);
 }
 
 int cmd_calibrate(const CalibrateFlags& flags) {
@@ -496,18 +534,31 @@ int cmd_calibrate(const CalibrateFlags& flags) {
     }
   }
   check_output_dir("--report", flags.report_dir);
-  const CalibrationResult result = run_calibration({.adapters = flags.adapters,
-                                                    .first_seed = flags.first_seed,
-                                                    .seeds = flags.seeds,
-                                                    .report_dir = flags.report_dir,
-                                                    .judge_time = !flags.no_time_target,
-                                                    .jobs = flags.jobs});
+  check_output_file("--junit", flags.junit);
+  const int64_t budget_us = flags.time ? parse_duration_us("--time", *flags.time) : 0;
+  CalibrationResult result;
+  {
+    const InterruptWatch interrupt;  // a CI timeout's SIGTERM: the partial report is written
+    result = run_calibration(
+        {.adapters = flags.adapters,
+         .first_seed = flags.first_seed,
+         .seeds = flags.seeds,
+         .report_dir = flags.report_dir,
+         .judge_time = !flags.no_time_target,
+         .jobs = flags.jobs,
+         .stop = {.time_budget_us = budget_us, .signal_caught = &InterruptWatch::caught}});
+  }
   if (flags.json) {
     print_out(json_text(to_json(result)) + "\n");
   } else {
     print_out(fmt::format("{}", to_text(result)));
   }
-  return result.all_meet_targets() ? kExitOk : kExitViolation;
+  write_junit_checked(flags.junit, "lockstep calibrate", junit_cases(result));
+  const std::string verdict = result.verdict();
+  if (verdict == "missed") return kExitViolation;
+  if (const int signal = InterruptWatch::caught(); signal != 0 && verdict != "ok")
+    return interrupted_exit_code(signal);
+  return verdict == "ok" ? kExitOk : kExitError;  // incomplete: adapters the budget left unjudged
 }
 
 void add_sweep_commands(CLI::App& app, SweepCommands& c) {
@@ -532,6 +583,11 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
   c.sweep->add_option("--set", s.sets,
                       "KEY=VALUE: an adapter option (e.g. ext's driver); the swarm draws the rest");
   c.sweep->add_flag("--json", s.json, "print JSON");
+  c.sweep->add_option("--time", s.time,
+                      "time budget, e.g. 30s, 5m, 1h: stop taking seeds then and report those "
+                      "run (a shrink gets a tenth more)");
+  c.sweep->add_option("--junit", s.junit,
+                      "write a JUnit XML file (the seeds run, and each counterexample) for CI");
 
   MergeFlags& m = c.merge_flags;
   c.merge = app.add_subcommand("sweep-merge",
@@ -557,6 +613,11 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
   c.calibrate->add_flag("--no-time-target", k.no_time_target,
                         "judge caught and shrunk size only, not the median time (for CI)");
   add_jobs_option(*c.calibrate, k.jobs);
+  c.calibrate->add_option("--time", k.time,
+                          "time budget, e.g. 5m: stop then; adapters not caught by then are not "
+                          "judged (exit 4 if none missed)");
+  c.calibrate->add_option("--junit", k.junit,
+                          "write a JUnit XML file (one testcase per known-bad adapter) for CI");
 }
 
 // -1 when none of them was chosen.
@@ -599,6 +660,7 @@ int run_cli(int argc, char** argv) {
                       "write the JSON report, trace and HTML timeline here");
   run_cmd->add_option("--junit", run.junit, "write a JUnit XML file (one testcase) for CI");
   run_cmd->add_flag("--json", run.json, "print JSON");
+  run_cmd->add_flag("--expect", run.expect, kExpectHelp);
 
   MatrixFlags matrix;
   CLI::App* matrix_cmd =
@@ -630,6 +692,8 @@ int run_cli(int argc, char** argv) {
   replay_cmd->add_option("REPORT", replay.report, "a report JSON written with --report")
       ->required();
   replay_cmd->add_flag("--json", replay.json, "print JSON");
+  replay_cmd->add_flag("--expect", replay.expect,
+                       std::string(kExpectHelp) + "; 1 also when the trace did not reproduce");
 
   std::string history_path;
   bool check_json = false;
@@ -677,7 +741,7 @@ int cli_main(int argc, char** argv) {
     set_program_name(std::filesystem::path(argv[0]).filename().string());
   }
   const std::string& program = program_name();
-  real::remove_stale_mongoc_counters();  // or a reused pid makes libmongoc warn on stderr
+  prepare_services();  // each service's process-wide preparation, before anything runs
   write_errors_instead_of_sigpipe();
   try {
     const int code = run_cli(argc, argv);

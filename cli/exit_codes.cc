@@ -9,8 +9,14 @@ int run_exit_code(const RunReport& report) {
   return report.ok() ? kExitOk : kExitViolation;
 }
 
-int sweep_exit_code(const nlohmann::json& violations) {
-  if (violations.empty()) return kExitOk;
+int expectation_exit_code(const RunReport& report) {
+  if (report.matches_expectation() || !report.finding.empty()) return kExitOk;
+  return verdict(report) == "error" ? kExitError : kExitViolation;
+}
+
+int sweep_exit_code(const nlohmann::json& report) {
+  const nlohmann::json& violations = report.at("violations");
+  if (violations.empty()) return report.at("verdict") == "vacuous" ? kExitViolation : kExitOk;
   if (violations.size() == 1 && violations.contains("incomplete")) return kExitError;
   return kExitViolation;
 }

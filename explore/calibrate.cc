@@ -60,9 +60,21 @@ bool CalibrationRow::meets_targets(const CalibrateConfig& config) const {
   return caught > 0 && fast_enough && first && first->shrunk_ops <= config.target_shrunk_ops;
 }
 
+bool CalibrationRow::judged(const CalibrateConfig& config) const {
+  return seeds_run == config.seeds || (caught > 0 && first.has_value());
+}
+
 bool CalibrationResult::all_meet_targets() const {
   return std::all_of(rows.begin(), rows.end(),
                      [this](const CalibrationRow& r) { return r.meets_targets(config); });
+}
+
+std::string CalibrationResult::verdict() const {
+  if (all_meet_targets()) return "ok";
+  const bool missed = std::any_of(rows.begin(), rows.end(), [this](const CalibrationRow& r) {
+    return r.judged(config) && !r.meets_targets(config);
+  });
+  return missed ? "missed" : "incomplete";
 }
 
 namespace {
@@ -113,6 +125,7 @@ Counterexample decode_counterexample(const std::string& text) {
 
 CalibrationResult run_calibration(const CalibrateConfig& config) {
   CalibrationResult result{.config = config};
+  const StopClock clock(config.stop);
   const KeepBackendsWarm warm;  // co-simulated drivers serve run after run (keep_warm.h)
   std::vector<const AdapterEntry*> chosen;
   for (const AdapterEntry& entry : adapters()) {
@@ -129,28 +142,34 @@ CalibrationResult run_calibration(const CalibrateConfig& config) {
   std::vector<SwarmCapabilities> caps;
   for (const AdapterEntry* entry : chosen) caps.push_back(swarm_capabilities(entry->name));
   // Every (adapter, seed) in one pool, so a short list of adapters still fills the workers: item
-  // k is adapter k / seeds, seed first_seed + k % seeds. A worker sends whether the seed caught
-  // the adapter and how long its run took.
+  // k is adapter k % adapters, seed first_seed + k / adapters, so each adapter's seeds are taken
+  // in order and a stop leaves every adapter a share. A worker sends whether the seed caught the
+  // adapter and how long its run took.
   const size_t per_row = static_cast<size_t>(config.seeds);
+  const size_t row_count = chosen.size();
   std::vector<std::vector<bool>> caught(chosen.size());
   std::vector<std::vector<int64_t>> wall_us(chosen.size());
   run_in_order(
-      chosen.size() * per_row, config.jobs,
+      row_count * per_row, config.jobs,
       [&](size_t k) {
-        const size_t row = k / per_row;
+        const size_t row = k % row_count;
         const auto start = std::chrono::steady_clock::now();
         const SeedOutcome o =
             run_sweep_seed(sweep_config(config, chosen[row]->name), caps[row],
-                           config.first_seed + static_cast<uint64_t>(k % per_row), false);
+                           config.first_seed + static_cast<uint64_t>(k / row_count), false);
         return nlohmann::json{{"caught", o.violates()}, {"wall_us", wall_us_since(start)}}.dump();
       },
       [&](size_t k, const std::string& encoded) {
         const nlohmann::json j = nlohmann::json::parse(encoded);
-        const size_t row = k / per_row;
+        const size_t row = k % row_count;
         caught[row].push_back(j.at("caught").get<bool>());
         wall_us[row].push_back(j.at("wall_us").get<int64_t>());
         return true;
-      });
+      },
+      [&clock] { return clock.stop_seeds(); });
+  size_t taken = 0;
+  for (const std::vector<bool>& row : caught) taken += row.size();
+  if (taken < row_count * per_row) result.stopped_by = clock.reason();
   for (size_t row = 0; row < chosen.size(); ++row) {
     CalibrationRow& r = result.rows[row];
     r.seeds_run = static_cast<int>(caught[row].size());
@@ -170,14 +189,18 @@ CalibrationResult run_calibration(const CalibrateConfig& config) {
         const SweepConfig sweep = sweep_config(config, chosen[row]->name);
         const uint64_t seed =
             config.first_seed + static_cast<uint64_t>(first - caught[row].begin());
-        return encode(shrink_counterexample(sweep, run_sweep_seed(sweep, caps[row], seed)));
+        return encode(shrink_counterexample(sweep, run_sweep_seed(sweep, caps[row], seed), &clock));
       },
       [&](size_t row, const std::string& encoded) {
         if (encoded.empty()) return true;
-        result.rows[row].first = decode_counterexample(encoded);
+        Counterexample cx = decode_counterexample(encoded);
+        // A signal that broke its final run left no hashed run: not a counterexample to show.
+        if (cx.shrunk_trace_hash.empty()) return true;
+        result.rows[row].first = std::move(cx);
         result.rows[row].wall_time_us += result.rows[row].first->shrink_wall_us;
         return true;
-      });
+      },
+      [&clock] { return clock.signal() != 0; });
   return result;
 }
 
@@ -193,7 +216,8 @@ nlohmann::json to_json(const CalibrationResult& result) {
         {"median_seeds_to_first", r.median_seeds ? nlohmann::json(*r.median_seeds) : nullptr},
         {"median_time_to_first_us", r.median_time_us ? nlohmann::json(*r.median_time_us) : nullptr},
         {"wall_time_us", r.wall_time_us},
-        {"meets_targets", r.meets_targets(result.config)}};
+        {"meets_targets", r.meets_targets(result.config)},
+        {"judged", r.judged(result.config)}};
     if (r.first) {
       row["first_counterexample"] = {{"seed", r.first->seed},
                                      {"invariant", r.first->invariant},
@@ -205,7 +229,12 @@ nlohmann::json to_json(const CalibrationResult& result) {
     rows.push_back(std::move(row));
   }
   return {{"kind", "calibration"},
-          {"verdict", result.all_meet_targets() ? "ok" : "missed"},
+          {"verdict", result.verdict()},
+          {"stopped_by", result.stopped_by},
+          {"time_budget_s",
+           result.config.stop.time_budget_us > 0
+               ? nlohmann::json(static_cast<double>(result.config.stop.time_budget_us) / 1e6)
+               : nlohmann::json()},
           {"first_seed", result.config.first_seed},
           {"seeds", result.config.seeds},
           {"targets",
@@ -226,6 +255,17 @@ std::string to_text(const CalibrationResult& result) {
                   result.config.first_seed,
                   result.config.first_seed + static_cast<uint64_t>(result.config.seeds) - 1,
                   time_target, result.config.target_shrunk_ops);
+  if (result.stopped_by == "time") {
+    out += fmt::format(
+        "  stopped at its time budget ({}s): adapters cut short before a catch are "
+        "not judged\n",
+        static_cast<double>(result.config.stop.time_budget_us) / 1e6);
+  } else if (!result.stopped_by.empty()) {
+    out += fmt::format(
+        "  interrupted by {}: a partial report; adapters cut short before a catch "
+        "are not judged\n",
+        result.stopped_by);
+  }
   out += fmt::format("  {:<28} {:<18} {:>7} {:>8} {:>9} {:>9} {:>6}  {}\n", "adapter", "breaks",
                      "rate", "med.seeds", "med.time", "shrunk", "orig", "verdict");
   for (const CalibrationRow& r : result.rows) {
@@ -235,10 +275,11 @@ std::string to_text(const CalibrationResult& result) {
                        maybe(r.median_seeds, "", 1, ""), maybe(r.median_time_us, "", 1000, "ms"),
                        r.first ? fmt::format("{} ops", r.first->shrunk_ops) : "-",
                        r.first ? fmt::format("{}", r.first->ops) : "-",
-                       r.meets_targets(result.config) ? "ok" : "MISSED");
+                       r.meets_targets(result.config) ? "ok"
+                       : r.judged(result.config)      ? "MISSED"
+                                                      : "not judged");
     if (r.first && !r.first->replay_file.empty())
-      out += fmt::format("      replay: {} replay {}\n", shell_quote(program_name()),
-                         r.first->replay_file);
+      out += fmt::format("      replay: {}\n", replay_file_command(r.first->replay_file));
   }
   return out;
 }

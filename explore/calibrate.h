@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "explore/stop.h"
 #include "explore/sweep.h"
 
 namespace lockstep {
@@ -31,6 +32,10 @@ struct CalibrateConfig {
   // Worker processes (worker_pool.h): the seeds of every adapter, then the shrinks, are spread
   // over them and taken in order, so everything but the wall times is one process's result.
   int jobs = 1;
+  // A time budget and a signal to stop at (explore/stop.h). The seeds are taken round-robin over
+  // the adapters (seed 1 of each, then seed 2 of each, ...), so a budget gives each its share; an
+  // adapter whose seeds were cut before one caught it is not judged.
+  StopConditions stop;
 };
 
 struct CalibrationRow {
@@ -43,12 +48,19 @@ struct CalibrationRow {
   std::optional<Counterexample> first;  // the shrunk first counterexample
   int64_t wall_time_us = 0;  // its seeds' wall times plus its shrink's (work done, on any worker)
   bool meets_targets(const CalibrateConfig& config) const;
+  // Judged: every seed ran, or a counterexample was found and shrunk before the stop. A row cut
+  // short before that is neither met nor missed.
+  bool judged(const CalibrateConfig& config) const;
 };
 
 struct CalibrationResult {
   CalibrateConfig config;
   std::vector<CalibrationRow> rows;
+  std::string stopped_by;  // "" (every seed ran), "time", or the signal ("SIGTERM")
   bool all_meet_targets() const;
+  // "ok" (every adapter met its targets), "missed" (a judged adapter missed one), or
+  // "incomplete" (none missed, but the budget or a signal left some not judged).
+  std::string verdict() const;
 };
 
 CalibrationResult run_calibration(const CalibrateConfig& config);

@@ -1,6 +1,7 @@
 #include "explore/matrix.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <optional>
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 
 #include "base/check.h"
 #include "explore/worker_pool.h"
+#include "report/report.h"
 #include "services/keep_warm.h"
 #include "services/registry.h"
 
@@ -50,21 +52,41 @@ void check_names(const MatrixConfig& config) {
 MatrixCell run_cell(const MatrixConfig& config, const Scenario& scenario,
                     const AdapterEntry& adapter, bool fencing_on) {
   MatrixCell cell{.scenario = scenario.name, .adapter = adapter.name, .fencing_on = fencing_on};
+  const bool write_runs = !config.runs_dir.empty();
+  // The run the cell's pages show (write_runs): its rank, 0 the first that differed, 1 the first
+  // finding, 2 the first seed.
+  std::optional<RunReport> shown;
+  int shown_rank = 3;
   for (int i = 0; i < config.seeds; ++i) {
+    // A cell reports verdicts and replay lines, no hash; the first seed keeps its trace when the
+    // cell's run is written (it is the one shown unless a later seed differs).
+    const bool keep = write_runs && i == 0;
     RunConfig run{.scenario = scenario.name,
                   .adapter = adapter.name,
                   .world = config.world,
                   .seed = config.first_seed + static_cast<uint64_t>(i),
                   .fencing_on = fencing_on,
                   .sets = config.sets,
-                  .keep_trace = false,
-                  .hash_trace = false};  // a cell reports verdicts and replay lines, no hash
+                  .keep_trace = keep,
+                  .hash_trace = keep};
     RunReport report;
     try {
       report = run_scenario(run);
     } catch (const WorldUnsupportedError& e) {
       cell.not_applicable = e.what();
       return cell;
+    }
+    if (write_runs) {
+      const int rank = report.matches_expectation() ? 2 : report.finding.empty() ? 0 : 1;
+      if (rank < shown_rank) {
+        shown_rank = rank;
+        if (keep) {
+          shown = report;
+        } else {  // the same run again, with its trace (a simulated run is a pure function)
+          run.keep_trace = run.hash_trace = true;
+          shown = run_scenario(run);
+        }
+      }
     }
     cell.expected = report.expected;
     const Expectation observed = report.violated();
@@ -81,6 +103,13 @@ MatrixCell run_cell(const MatrixConfig& config, const Scenario& scenario,
     if (cell.matches) {
       cell.matches = false;
       cell.first_mismatch = report.replay_command();
+    }
+  }
+  if (shown) {
+    try {
+      cell.run_report = write_report(*shown, config.runs_dir).string();
+    } catch (const std::runtime_error& e) {
+      cell.run_report_error = e.what();  // the command's to report (exit 3), not a cell's verdict
     }
   }
   return cell;
@@ -116,7 +145,9 @@ std::string encode(const MatrixCell& c) {
                         {"first_finding", c.first_finding},
                         {"error_runs", c.error_runs},
                         {"wall_time_us", c.wall_time_us},
-                        {"not_applicable", c.not_applicable}}
+                        {"not_applicable", c.not_applicable},
+                        {"run_report", c.run_report},
+                        {"run_report_error", c.run_report_error}}
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // a driver's bytes
 }
 
@@ -134,7 +165,9 @@ MatrixCell decode(const std::string& text) {
           .first_mismatch = j.at("first_mismatch").get<std::string>(),
           .error_runs = j.at("error_runs").get<int>(),
           .wall_time_us = j.at("wall_time_us").get<int64_t>(),
-          .not_applicable = j.at("not_applicable").get<std::string>()};
+          .not_applicable = j.at("not_applicable").get<std::string>(),
+          .run_report = j.at("run_report").get<std::string>(),
+          .run_report_error = j.at("run_report_error").get<std::string>()};
 }
 
 }  // namespace
@@ -203,9 +236,66 @@ nlohmann::json to_json(const MatrixResult& result) {
                      {"first_mismatch", c.first_mismatch},
                      {"finding", c.finding},
                      {"first_finding", c.first_finding},
-                     {"not_applicable", c.not_applicable}});
+                     {"not_applicable", c.not_applicable},
+                     {"run_report", c.run_report}});
   }
   return {{"verdict", result.all_match() ? "ok" : "violation"}, {"cells", cells}};
+}
+
+MatrixCounts count_cells(const MatrixResult& result) {
+  MatrixCounts n{.cells = result.cells.size()};
+  for (const MatrixCell& c : result.cells) {
+    const std::string status = cell_status(c);
+    if (status == "expected") ++n.as_expected;
+    if (status == "finding") ++n.findings;
+    if (status == "differs") ++n.differ;
+    if (status == "na") ++n.not_applicable;
+  }
+  return n;
+}
+
+std::string counts_line(const MatrixCounts& n) {
+  return fmt::format(
+      "{} cells: {} as expected, {} documented finding{}, {} differ{}, {} not "
+      "applicable",
+      n.cells, n.as_expected, n.findings, n.findings == 1 ? "" : "s", n.differ,
+      n.differ == 1 ? "s" : "", n.not_applicable);
+}
+
+std::string cell_status(const MatrixCell& c) {
+  if (!c.not_applicable.empty()) return "na";
+  if (!c.matches) return "differs";
+  return c.finding.empty() ? "expected" : "finding";
+}
+
+std::pair<std::string, std::string> MatrixGrid::names(size_t row, size_t column) const {
+  if (corner == "scenario") return {rows[row], columns[column]};
+  return {columns[column], rows[row]};
+}
+
+std::vector<MatrixGrid> matrix_grids(const MatrixResult& result) {
+  MatrixGrid locks{.title = "Lock adapters", .corner = "scenario"};
+  MatrixGrid bad{.title = "Known-bad adapters (each must show its bug)",
+                 .corner = "known-bad adapter"};
+  const auto index = [](std::vector<std::string>& names, const std::string& name) {
+    const auto it = std::find(names.begin(), names.end(), name);
+    if (it != names.end()) return static_cast<size_t>(it - names.begin());
+    names.push_back(name);
+    return names.size() - 1;
+  };
+  for (const MatrixCell& c : result.cells) {
+    const AdapterEntry* entry = find_adapter(c.adapter);
+    if (entry != nullptr && entry->known_bad) {
+      bad.at[{index(bad.rows, c.adapter), index(bad.columns, c.scenario)}].push_back(&c);
+    } else {
+      locks.at[{index(locks.rows, c.scenario), index(locks.columns, c.adapter)}].push_back(&c);
+    }
+  }
+  std::vector<MatrixGrid> out;
+  for (MatrixGrid* g : {&locks, &bad}) {
+    if (!g->at.empty()) out.push_back(std::move(*g));
+  }
+  return out;
 }
 
 std::string to_text(const MatrixResult& result) {
@@ -228,25 +318,88 @@ std::string to_text(const MatrixResult& result) {
                          c.first_finding);
     }
   }
-  const size_t matched = static_cast<size_t>(std::count_if(
-      result.cells.begin(), result.cells.end(), [](const MatrixCell& c) { return c.matches; }));
-  const size_t not_applicable = static_cast<size_t>(
-      std::count_if(result.cells.begin(), result.cells.end(),
-                    [](const MatrixCell& c) { return !c.not_applicable.empty(); }));
-  const size_t findings = static_cast<size_t>(
-      std::count_if(result.cells.begin(), result.cells.end(),
-                    [](const MatrixCell& c) { return c.matches && !c.finding.empty(); }));
-  out += fmt::format("{} of {} cells as expected", matched - not_applicable,
-                     result.cells.size() - not_applicable);
-  if (findings > 0) out += fmt::format(" ({} of them documented findings)", findings);
-  out += not_applicable > 0 ? fmt::format(" ({} not applicable in this world)\n", not_applicable)
-                            : "\n";
+  const MatrixCounts n = count_cells(result);
+  const size_t applicable = n.cells - n.not_applicable;
+  out += fmt::format("{} of {} cells as expected", n.as_expected + n.findings, applicable);
+  if (n.findings > 0) out += fmt::format(" ({} of them documented findings)", n.findings);
+  out += n.not_applicable > 0
+             ? fmt::format(" ({} not applicable in this world)\n", n.not_applicable)
+             : "\n";
   return out;
 }
 
+namespace {
+
+// One cell in a markdown grid: a mark per fencing cell, off then on.
+std::string markdown_marks(const std::vector<const MatrixCell*>& cells) {
+  std::string out;
+  for (const MatrixCell* c : cells) {
+    const std::string status = cell_status(*c);
+    const char* mark = status == "expected"  ? "✓"
+                       : status == "finding" ? "⚑"
+                       : status == "differs" ? "**✗**"
+                                             : "–";
+    out += (out.empty() ? "" : " ") + std::string(mark);
+  }
+  return out;
+}
+
+std::string where(const MatrixCell& c) {
+  return fmt::format("{} / {} / fencing {}", c.scenario, c.adapter, c.fencing_on ? "on" : "off");
+}
+
+// "[timeline](runs/NAME.html)" for a cell whose run was written, relative to the matrix's files.
+std::string timeline_link(const MatrixCell& c) {
+  if (c.run_report.empty()) return "";
+  const std::filesystem::path json(c.run_report);
+  return fmt::format(" ([timeline](runs/{}))", json.filename().replace_extension(".html").string());
+}
+
+}  // namespace
+
 std::string to_markdown(const MatrixResult& result) {
-  std::string out =
-      "| scenario | adapter | fencing | observed | expected | matches "
+  const MatrixCounts n = count_cells(result);
+  std::string out = fmt::format("# lockstep matrix\n\n**{}.**\n\n", counts_line(n));
+  out +=
+      "✓ as expected · **✗** differs · ⚑ documented finding · – not applicable; two marks: fencing "
+      "off, then on.\n\n";
+  for (const MatrixGrid& g : matrix_grids(result)) {
+    out += fmt::format("## {}\n\n| {} |", g.title, g.corner);
+    for (const std::string& column : g.columns) out += fmt::format(" {} |", column);
+    out += "\n|---|";
+    for (size_t i = 0; i < g.columns.size(); ++i) out += "---|";
+    out += "\n";
+    for (size_t r = 0; r < g.rows.size(); ++r) {
+      out += fmt::format("| {} |", g.rows[r]);
+      for (size_t k = 0; k < g.columns.size(); ++k) {
+        const auto it = g.at.find({r, k});
+        out += fmt::format(" {} |", it == g.at.end() ? "–" : markdown_marks(it->second));
+      }
+      out += "\n";
+    }
+    out += "\n";
+  }
+  if (n.differ > 0) {
+    out += "## Cells that differ\n\n";
+    for (const MatrixCell& c : result.cells) {
+      if (cell_status(c) != "differs") continue;
+      out += fmt::format("- {}: observed {}, expected {}{}: `{}`\n", where(c), describe(c.observed),
+                         describe(c.expected), timeline_link(c), c.first_mismatch);
+    }
+    out += "\n";
+  }
+  if (n.findings > 0) {
+    out += "## Documented findings\n\n";
+    for (const MatrixCell& c : result.cells) {
+      if (cell_status(c) != "finding") continue;
+      out += fmt::format("- {}: {}; observed {}, expected {}{}: `{}`\n", where(c), c.finding,
+                         describe(c.observed), describe(c.expected), timeline_link(c),
+                         c.first_finding);
+    }
+    out += "\n";
+  }
+  out +=
+      "## Every cell\n\n| scenario | adapter | fencing | observed | expected | matches "
       "|\n|---|---|---|---|---|---|\n";
   for (const MatrixCell& c : result.cells) {
     const bool applies = c.not_applicable.empty();

@@ -5,7 +5,9 @@
 // documented findings says (charted as that finding, with its replay line).
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -29,6 +31,11 @@ struct MatrixConfig {
   // KEY=VALUE for the named adapters' own options (a user's driver command), in every cell.
   std::vector<std::string> sets;
   FencingChoice fencing = FencingChoice::both;
+  // When set, each cell's run is written here as `run --report` writes it (JSON, trace, history,
+  // HTML timeline): the first seed that differed, else the first that ended as a finding, else
+  // the first seed. The matrix's pages link each cell to it. Runs written are the same runs (a
+  // kept trace changes nothing a run does).
+  std::string runs_dir;
 };
 
 struct MatrixCell {
@@ -46,7 +53,9 @@ struct MatrixCell {
   int error_runs = 0;          // seeds whose verdict was error (a bound hit, or not judged)
   int64_t wall_time_us = 0;    // summed over seeds (for JUnit; never part of a verdict)
   std::string
-      not_applicable;  // why the world cannot produce this scenario's faults here ("" if run)
+      not_applicable;      // why the world cannot produce this scenario's faults here ("" if run)
+  std::string run_report;  // the JSON of the run written to MatrixConfig::runs_dir, or ""
+  std::string run_report_error;  // why that run could not be written, or ""
 };
 
 struct MatrixResult {
@@ -64,7 +73,39 @@ MatrixResult run_matrix(const MatrixConfig& config,
 
 nlohmann::json to_json(const MatrixResult& result);
 std::string to_text(const MatrixResult& result);
+// Opens with the counts (as expected, documented findings, differ, not applicable), then a
+// scenario x adapter grid, the cells that differ and the findings with their replay lines, then
+// every cell.
 std::string to_markdown(const MatrixResult& result);
+
+// The counts of a matrix's cells by how they ended.
+struct MatrixCounts {
+  size_t cells = 0;
+  size_t as_expected = 0;  // matched, not as a finding
+  size_t findings = 0;     // matched as a documented finding
+  size_t differ = 0;
+  size_t not_applicable = 0;
+};
+MatrixCounts count_cells(const MatrixResult& result);
+// "446 cells: 420 as expected, 12 documented findings, 2 differ, 12 not applicable"
+std::string counts_line(const MatrixCounts& counts);
+// How a cell ended: "expected", "finding", "differs" or "na".
+std::string cell_status(const MatrixCell& cell);
+
+// The matrix as grids people read. The lock adapters': a row per scenario, a column per adapter.
+// The known-bad adapters' (each judged in a few scenarios): a row per adapter, a column per
+// scenario one of them is judged in. Each position holds its cells in the matrix's order (fencing
+// off, then on); positions without cells are not in the matrix (the scenario does not apply).
+struct MatrixGrid {
+  std::string title;
+  std::string corner;  // what the rows are: "scenario" or "known-bad adapter"
+  std::vector<std::string> rows;
+  std::vector<std::string> columns;
+  std::map<std::pair<size_t, size_t>, std::vector<const MatrixCell*>> at;  // (row, column)
+  // The scenario and adapter of a position.
+  std::pair<std::string, std::string> names(size_t row, size_t column) const;
+};
+std::vector<MatrixGrid> matrix_grids(const MatrixResult& result);
 std::string describe(const Expectation& e);  // "safe" or "violation: a, b"
 
 }  // namespace lockstep

@@ -179,6 +179,10 @@ ShrinkResult shrink(const SwarmSpec& failing,
     improved = false;
     for (SwarmSpec& candidate : shrink_candidates(result.spec)) {
       if (result.runs >= options.runs_max) break;
+      if (options.stop && options.stop()) {
+        result.cut_short = true;
+        return result;
+      }
       ++result.runs;
       if (!still_fails(candidate)) continue;
       result.spec = std::move(candidate);

@@ -4,6 +4,7 @@
 #include <exception>
 #include <limits>
 #include <map>
+#include <memory>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -21,10 +22,10 @@ namespace lockstep {
 namespace {
 
 constexpr FaultKind kSweepFaultKinds[] = {
-    FaultKind::pause,      FaultKind::crash,        FaultKind::clock_drift,
-    FaultKind::clock_jump, FaultKind::server_drift, FaultKind::server_clock_jump,
-    FaultKind::failover,   FaultKind::latency,      FaultKind::loss,
-    FaultKind::partition,
+    FaultKind::pause,      FaultKind::crash,          FaultKind::clock_drift,
+    FaultKind::clock_jump, FaultKind::server_drift,   FaultKind::server_clock_jump,
+    FaultKind::failover,   FaultKind::latency,        FaultKind::loss,
+    FaultKind::partition,  FaultKind::server_restart, FaultKind::server_pause,
 };
 
 // Headroom in the liveness bound for one round trip that times out (command timeouts are 100 ms).
@@ -59,18 +60,28 @@ std::string sweep_fault_kind_names() {
 
 SwarmCapabilities swarm_capabilities(const AdapterEntry& adapter) {
   const AdapterTraits& traits = adapter.traits;
-  // The swarm's failover promotes the replica that `replicas=1` adds (swarm_sets): it is drawn
-  // only for backends with that option (the Redis one), not for the Mongo replica set's elections.
-  const bool takes_a_replica =
-      std::any_of(adapter.options.begin(), adapter.options.end(),
-                  [](const OptionSpec& option) { return option.name == "replicas"; });
-  return {.keyed_rw = traits.family == LockFamily::keyed_rw,
-          .keyed_fifo = traits.family == LockFamily::keyed_fifo,
-          .network = traits.sim_faults.network,
-          .server_clock = traits.sim_faults.server_clock,
-          .server_clock_jump = traits.sim_faults.server_clock_jump,
-          .failover = traits.sim_faults.failover && takes_a_replica,
-          .envelope = traits.envelope};
+  const auto has_option = [&adapter](const char* name) {
+    return std::any_of(adapter.options.begin(), adapter.options.end(),
+                       [name](const OptionSpec& option) { return option.name == name; });
+  };
+  return {
+      .keyed_rw = traits.family == LockFamily::keyed_rw,
+      .keyed_fifo = traits.family == LockFamily::keyed_fifo,
+      .network = traits.sim_faults.network,
+      .message_loss = traits.sim_faults.network && traits.servers != ServerLayout::replica_set,
+      .server_clock = traits.sim_faults.server_clock,
+      .server_clock_jump = traits.sim_faults.server_clock_jump,
+      // A replica set recovers from a lost, restarted or paused primary only by an election,
+      // which takes longer than the liveness bound a swarm run judges by: the named scenarios
+      // (failover, node-pause) cover those faults there.
+      .failover = traits.sim_faults.failover && traits.servers != ServerLayout::replica_set,
+      .server_restart =
+          traits.sim_faults.server_restart && traits.servers != ServerLayout::replica_set,
+      .server_pause = traits.sim_faults.server_pause && traits.servers != ServerLayout::replica_set,
+      .replica_option = has_option("replicas"),
+      .replication_delay_option = has_option("replication_delay_ms"),
+      .concurrent_calls = traits.concurrent_calls,
+      .envelope = traits.envelope};
 }
 
 SwarmCapabilities swarm_capabilities(const std::string& adapter) {
@@ -106,10 +117,18 @@ void SwarmSpec::validate() const {
     if (c.steps.size() > static_cast<size_t>(kStepsMax))
       fail(fmt::format("a client has more than {} steps", kStepsMax));
     if (c.start_ms < 0 || c.drift_ppm <= -1'000'000) fail("bad client start or drift");
+    if (c.concurrent) {
+      // Its two fibers take alternate steps and never share a key.
+      if (keys < 2) fail("a concurrent client needs two keys");
+      for (size_t j = 0; j < c.steps.size(); ++j) {
+        if (c.steps[j].key != static_cast<int>(j % 2))
+          fail("a concurrent client's fibers share a key");
+      }
+    }
     for (const SwarmStep& s : c.steps) {
       if (s.key < 0 || s.key >= keys) fail("a step names a key outside [0, keys)");
       if (s.gap_ms < 0 || s.hold_ms < 0 || s.pause_ms < 0 || s.release_pause_ms < 0 ||
-          s.acquire_pause_ms < 0)
+          s.acquire_pause_ms < 0 || s.ttl_ms < 0 || s.extend_ttl_ms < 0 || s.late_ms < -1)
         fail("negative duration");
       if (s.clear && family != LockFamily::keyed_fifo)
         fail("clear() is a step of keyed-fifo specs only");
@@ -130,6 +149,9 @@ void SwarmSpec::validate() const {
     if (f.kind == FaultKind::latency && f.amount < 1) fail("latency must be positive");
     if (f.kind == FaultKind::failover && replication_delay_ms < 0)
       fail("a failover needs a replica");
+    if (f.server < 0) fail("a fault names a negative server");
+    if (f.kind == FaultKind::server_restart && f.amount < 0)
+      fail("a restart's downtime is negative");
   }
 }
 
@@ -170,9 +192,13 @@ int64_t SwarmSpec::liveness_bound_us() const {
   return (holders * round_ms + retry_budget_ms + ttl_ms) * 1000;
 }
 
-std::vector<std::string> swarm_sets(const SwarmSpec& spec) {
+std::vector<std::string> swarm_sets(const SwarmSpec& spec, const SwarmCapabilities& caps) {
   if (spec.replication_delay_ms < 0) return {};
-  return {"replicas=1", fmt::format("replication_delay_ms={}", spec.replication_delay_ms)};
+  std::vector<std::string> sets;
+  if (caps.replica_option) sets.emplace_back("replicas=1");
+  if (caps.replication_delay_option)
+    sets.push_back(fmt::format("replication_delay_ms={}", spec.replication_delay_ms));
+  return sets;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -183,7 +209,8 @@ namespace {
 // Per-seed rates (out of 8) of the faults and operations a step can carry.
 struct StepRates {
   uint64_t pause = 0, release_pause = 0, acquire_pause = 0, crash = 0, extend = 0, walk_away = 0,
-           shared = 0, clear = 0;
+           shared = 0, clear = 0, late = 0;
+  bool ttl_per_step = false;
   int64_t wire_us = 3000;  // how far after a call a fault aimed "on the wire" may land
 };
 
@@ -191,18 +218,32 @@ bool allowed(const SwarmDrawOptions& options, FaultKind kind) {
   return std::find(options.faults.begin(), options.faults.end(), kind) != options.faults.end();
 }
 
-bool producible(const SwarmCapabilities& caps, FaultKind kind) {
+}  // namespace
+
+static bool producible(const SwarmCapabilities& caps, FaultKind kind) {
   if (caps.keyed()) return kind == FaultKind::pause;  // no clocks, no network, no lease to lose
   switch (kind) {
     case FaultKind::server_drift: return caps.server_clock;
     case FaultKind::server_clock_jump: return caps.server_clock_jump;
     case FaultKind::failover: return caps.failover;
+    case FaultKind::server_restart: return caps.server_restart;
+    case FaultKind::server_pause: return caps.server_pause;
+    case FaultKind::loss: return caps.network && caps.message_loss;
     case FaultKind::latency:
-    case FaultKind::loss:
     case FaultKind::partition: return caps.network;
     default: return true;
   }
 }
+
+std::vector<FaultKind> strikable_fault_kinds(const SwarmCapabilities& caps) {
+  std::vector<FaultKind> kinds;
+  for (FaultKind kind : sweep_fault_kinds()) {
+    if (producible(caps, kind)) kinds.push_back(kind);
+  }
+  return kinds;
+}
+
+namespace {
 
 uint64_t rate(Prng& rng, bool on) {
   return on && rng.chance(1, 2) ? static_cast<uint64_t>(rng.between(1, 4)) : 0;
@@ -213,9 +254,16 @@ SwarmStep draw_step(Prng& rng, const SwarmSpec& spec, const StepRates& r, bool s
   SwarmStep s;
   s.key = static_cast<int>(rng.between(0, spec.keys - 1));
   s.gap_ms = storm ? rng.between(0, 5) : rng.between(0, ttl);
+  // What lock code varies by: a TTL per operation, and extends that ask for less or more than the
+  // acquire did (a lock that extends by its first TTL whatever it is asked is caught by these).
+  if (r.ttl_per_step && rng.chance(1, 2))
+    s.ttl_ms = rng.between(std::max<int64_t>(ttl / 4, 10), 2 * ttl);
   s.hold_ms = storm ? rng.between(0, 3) : rng.between(0, ttl / 2);
   if (rng.chance(r.pause, 8)) s.pause_ms = rng.between(1, 3 * ttl);
   s.extend = rng.chance(r.extend, 8);
+  if (s.extend && rng.chance(1, 2))
+    s.extend_ttl_ms = rng.between(std::max<int64_t>(ttl / 10, 5), 3 * ttl);
+  if (rng.chance(r.late, 8)) s.late_ms = rng.between(0, ttl);
   s.release = !rng.chance(r.walk_away, 8);
   s.shared = rng.chance(r.shared, 8);
   if (r.clear > 0) s.clear = rng.chance(r.clear, 8);
@@ -239,6 +287,8 @@ int64_t planned_ms(const SwarmClient& c) {
 
 // A server clock rate inside the envelope (any slowness, or as fast as it tolerates) or outside it
 // (faster), half and half.
+constexpr int64_t kReplicationDelayMsMax = 80;
+
 int64_t server_drift_ppm(Prng& rng, const FaultEnvelope& envelope) {
   const int64_t fast_max = std::min<int64_t>(envelope.server_fast_ppm_max, 499'999);
   return rng.chance(1, 2) ? rng.between(-300'000, fast_max) : rng.between(fast_max + 1, 500'000);
@@ -264,7 +314,25 @@ SwarmFault draw_fault(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps,
       f.duration_ms = rng.between(1, spec.safety_ms);
       break;
     case FaultKind::failover:
-      if (spec.replication_delay_ms < 0) spec.replication_delay_ms = rng.between(0, 2 * ttl);
+      // Enough lag to lose acknowledged writes at the failover, and short enough that a lock
+      // waiting for its replicas (Mongo w:majority, three writes per acquire) still gets a lock
+      // with the shortest TTL a step draws (ttl / 4) and within the 100 ms a simulated client
+      // waits for a reply: the lag outlasts the heal, and would otherwise be a fault that never
+      // heals.
+      if (spec.replication_delay_ms < 0) {
+        spec.replication_delay_ms =
+            rng.between(0, std::min<int64_t>(ttl / 16, kReplicationDelayMsMax));
+      }
+      break;
+    case FaultKind::server_restart:  // back before the heal: liveness is judged after it
+      f.server = static_cast<int>(rng.between(0, 6));
+      f.amount =
+          rng.between(0, std::max<int64_t>(0, std::min(2 * ttl, spec.safety_ms - 1 - f.at_ms)));
+      break;
+    case FaultKind::server_pause:
+      f.server = static_cast<int>(rng.between(0, 6));
+      f.duration_ms =
+          rng.between(1, std::max<int64_t>(1, std::min(2 * ttl, spec.safety_ms - 1 - f.at_ms)));
       break;
     case FaultKind::latency:
       f.amount = rng.between(1'000, 150'000);
@@ -314,6 +382,8 @@ StepRates draw_rates(Prng& rng, const SwarmSpec& spec, const SwarmCapabilities& 
   r.crash = rate(rng, allowed(o, FaultKind::crash) && producible(caps, FaultKind::crash));
   r.extend = rate(rng, lease);
   r.walk_away = lease && rng.chance(1, 3) ? 1 : 0;
+  r.late = rate(rng, lease);
+  r.ttl_per_step = lease && rng.chance(1, 2);
   r.shared = spec.family == LockFamily::keyed_rw ? static_cast<uint64_t>(rng.between(2, 6)) : 0;
   r.clear = spec.family == LockFamily::keyed_fifo ? 1 : 0;
   // A call is on the wire for about two one-way latencies.
@@ -334,6 +404,13 @@ void draw_clients(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps,
     if (drift && rng.chance(1, 3)) c.drift_ppm = client_drift_ppm(rng, caps.envelope);
     const int64_t steps = rng.between(1, storm ? 10 : 5);
     for (int64_t j = 0; j < steps; ++j) c.steps.push_back(draw_step(rng, spec, rates, storm));
+    // Two of its operations in flight at once, on different keys, over one lock client.
+    c.concurrent = caps.concurrent_calls && spec.family == LockFamily::lease && spec.keys > 1 &&
+                   steps > 1 && rng.chance(1, 4);
+    if (c.concurrent) {
+      for (size_t j = 0; j < c.steps.size(); ++j)
+        c.steps[j].key = static_cast<int>(j % 2) % spec.keys;  // the fibers never share a key
+    }
     spec.clients.push_back(std::move(c));
   }
 }
@@ -374,8 +451,10 @@ namespace {
 
 std::string describe_step(const SwarmStep& s) {
   std::string out = fmt::format("k{} gap={} hold={}", s.key, s.gap_ms, s.hold_ms);
+  if (s.ttl_ms > 0) out += fmt::format(" ttl={}", s.ttl_ms);
   if (s.pause_ms > 0) out += fmt::format(" pause={}", s.pause_ms);
-  if (s.extend) out += " extend";
+  if (s.extend) out += s.extend_ttl_ms > 0 ? fmt::format(" extend={}", s.extend_ttl_ms) : " extend";
+  if (s.late_ms >= 0) out += fmt::format(" late={}", s.late_ms);
   if (!s.release) out += " walk-away";
   if (s.shared) out += " shared";
   if (s.clear) out += " clear";
@@ -404,6 +483,10 @@ std::string describe_fault(const SwarmFault& f) {
     case FaultKind::partition:
       return out + fmt::format(" c{} {} for={}ms", f.client, f.amount != 0 ? "two-way" : "one-way",
                                f.duration_ms);
+    case FaultKind::server_restart:
+      return out + fmt::format(" server#{} down={}ms", f.server, f.amount);
+    case FaultKind::server_pause:
+      return out + fmt::format(" server#{} for={}ms", f.server, f.duration_ms);
     default: return out;
   }
 }
@@ -464,9 +547,15 @@ nlohmann::json to_json(const SwarmSpec& spec) {
                        {"release_pause_ms", s.release_pause_ms},
                        {"acquire_crash_after_us", s.acquire_crash_after_us},
                        {"acquire_pause_after_us", s.acquire_pause_after_us},
-                       {"acquire_pause_ms", s.acquire_pause_ms}});
+                       {"acquire_pause_ms", s.acquire_pause_ms},
+                       {"ttl_ms", s.ttl_ms},
+                       {"extend_ttl_ms", s.extend_ttl_ms},
+                       {"late_ms", s.late_ms}});
     }
-    clients.push_back({{"start_ms", c.start_ms}, {"drift_ppm", c.drift_ppm}, {"steps", steps}});
+    clients.push_back({{"start_ms", c.start_ms},
+                       {"drift_ppm", c.drift_ppm},
+                       {"concurrent", c.concurrent},
+                       {"steps", steps}});
   }
   nlohmann::json faults = nlohmann::json::array();
   for (const SwarmFault& f : spec.faults) {
@@ -474,6 +563,7 @@ nlohmann::json to_json(const SwarmSpec& spec) {
                       {"at_ms", f.at_ms},
                       {"duration_ms", f.duration_ms},
                       {"client", f.client},
+                      {"server", f.server},
                       {"amount", f.amount}});
   }
   return {{"kind", "swarm"},
@@ -514,7 +604,8 @@ SwarmSpec swarm_spec_from_json(const nlohmann::json& j) {
     spec.careful = j.value("careful", false);  // absent in specs saved before careful clients
     for (const auto& jc : j.at("clients")) {
       SwarmClient c{.start_ms = jc.at("start_ms").get<int64_t>(),
-                    .drift_ppm = jc.at("drift_ppm").get<int64_t>()};
+                    .drift_ppm = jc.at("drift_ppm").get<int64_t>(),
+                    .concurrent = jc.value("concurrent", false)};
       for (const auto& js : jc.at("steps")) {
         c.steps.push_back(
             {.key = js.at("key").get<int>(),
@@ -531,6 +622,9 @@ SwarmSpec swarm_spec_from_json(const nlohmann::json& j) {
              // absent in specs saved before slow acquires were drawn
              .acquire_pause_after_us = js.value("acquire_pause_after_us", int64_t{-1}),
              .acquire_pause_ms = js.value("acquire_pause_ms", int64_t{0})});
+        c.steps.back().ttl_ms = js.value("ttl_ms", int64_t{0});
+        c.steps.back().extend_ttl_ms = js.value("extend_ttl_ms", int64_t{0});
+        c.steps.back().late_ms = js.value("late_ms", int64_t{-1});
       }
       spec.clients.push_back(std::move(c));
     }
@@ -543,6 +637,7 @@ SwarmSpec swarm_spec_from_json(const nlohmann::json& j) {
                              .at_ms = jf.at("at_ms").get<int64_t>(),
                              .duration_ms = jf.at("duration_ms").get<int64_t>(),
                              .client = jf.at("client").get<int>(),
+                             .server = jf.value("server", 0),
                              .amount = jf.at("amount").get<int64_t>()});
     }
     spec.validate();
@@ -564,6 +659,10 @@ struct SwarmRun {
   std::vector<Client*> clients;  // the safety-phase clients, by spec index
   sim::NetworkOptions base_network;
   bool network = false;
+  // Per server, how many crashes a server_restart fault has scheduled so far: a restart brings
+  // its server back only if no later crash took it down again, so overlapping restart faults on
+  // one server keep it down for the union of their windows (never a restart of a live server).
+  std::map<int, int> crashes_by_server;
 
   sim::World& sim() { return *env->sim(); }
   bool safety_over() { return env->world().now_us() >= spec.safety_ms * 1000; }
@@ -601,7 +700,7 @@ bool careful_work(Client& c, Lock& lock, int64_t duration_ms) {
 // while an extend is in flight (it cannot know whether the call outlives the validity),
 // re-entering when the extend succeeded in time. Then it releases (outside the critical section)
 // unless the step walks away.
-void careful_lease_step(Client& c, Lock& lock, const SwarmStep& step, int64_t ttl_ms) {
+void careful_lease_step(Client& c, Lock& lock, const SwarmStep& step, int64_t extend_ttl_ms) {
   std::optional<int64_t> value;
   bool valid = careful_work(c, lock, 0);
   if (valid) value = c.read(lock);
@@ -611,7 +710,7 @@ void careful_lease_step(Client& c, Lock& lock, const SwarmStep& step, int64_t tt
     // Tried even when its validity has ended (after a pause, say): a holder may ask to keep a lock
     // it has lost, and the lock must refuse. It works on only if the extend gave it time.
     c.leave(lock);
-    valid = c.extend(lock, ttl_ms) && c.clock().monotonic_us() < c.validity_end_us(lock);
+    valid = c.extend(lock, extend_ttl_ms) && c.clock().monotonic_us() < c.validity_end_us(lock);
     if (valid) c.reenter(lock);
   }
   valid = valid && careful_work(c, lock, 0);
@@ -658,17 +757,27 @@ void lease_step(SwarmRun& run, Client& c, const SwarmStep& step) {
                     step.acquire_pause_ms),
         [&world, node, pause_us] { world.pause(node, pause_us); }, pause_us);
   }
-  std::optional<Lock> lock = c.acquire(key_name(step.key), run.spec.ttl_ms, run.retry());
+  const int64_t ttl_ms = step.ttl_ms > 0 ? step.ttl_ms : run.spec.ttl_ms;
+  const int64_t extend_ttl_ms = step.extend_ttl_ms > 0 ? step.extend_ttl_ms : ttl_ms;
+  std::optional<Lock> lock = c.acquire(key_name(step.key), ttl_ms, run.retry());
   if (!lock) return;
   const LeaveWhenKilled leave_when_killed(c, *lock);
   if (run.spec.careful) {
-    careful_lease_step(c, *lock, step, run.spec.ttl_ms);
+    careful_lease_step(c, *lock, step, extend_ttl_ms);
   } else {
     std::optional<int64_t> value = c.read(*lock);
     if (step.pause_ms > 0) c.pause(step.pause_ms);
     c.sleep_ms(step.hold_ms);
-    if (step.extend) c.extend(*lock, run.spec.ttl_ms);
+    if (step.extend) c.extend(*lock, extend_ttl_ms);
     if (value) c.write(*lock, *value + 1);
+  }
+  if (step.late_ms >= 0) {
+    // Its validity is over (a careful holder worked until it ended): later still, it extends and
+    // releases a lock it no longer holds. The lock must refuse both and touch the next owner's.
+    c.leave(*lock);
+    c.sleep_ms(step.late_ms);
+    c.extend(*lock, extend_ttl_ms);
+    c.leave(*lock);
   }
   if (!step.release) return c.leave(*lock);
   if (step.release_pause_after_us >= 0) {
@@ -700,8 +809,11 @@ void keyed_step(SwarmRun& run, Client& c, const SwarmStep& step) {
   backend.steps().rw_release(c, handle);
 }
 
-void client_program(SwarmRun& run, Client& c, const SwarmClient& plan) {
-  for (const SwarmStep& step : plan.steps) {
+// fiber: which of a concurrent client's two fibers this is (0 or 1), or -1 for every step.
+void client_program(SwarmRun& run, Client& c, const SwarmClient& plan, int fiber) {
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    if (fiber >= 0 && static_cast<int>(i % 2) != fiber) continue;
+    const SwarmStep& step = plan.steps[i];
     c.sleep_ms(step.gap_ms);
     if (run.safety_over()) return;  // steps start only in the safety phase
     if (run.spec.family == LockFamily::lease) {
@@ -759,8 +871,7 @@ void schedule_fault(SwarmRun& run, const SwarmFault& f) {
                                   for (int s = 0; s < backend.server_count(); ++s)
                                     backend.jump_server_clock(s, f.amount * 1000);
                                 });
-    case FaultKind::failover:
-      return env.schedule_fault(f.at_ms, on_servers, what, [&backend] { backend.failover(); });
+    case FaultKind::failover: return env.schedule_failover_us(f.at_ms * 1000, what);
     case FaultKind::server_drift:
       env.schedule_fault(
           f.at_ms, on_servers, what, [&backend, f] { backend.set_server_drift(f.amount); },
@@ -791,6 +902,31 @@ void schedule_fault(SwarmRun& run, const SwarmFault& f) {
           f.at_ms, on_client, what, [&backend, node, f] { backend.partition(node, f.amount != 0); },
           f.duration_ms);
       return world.at(end_ms * 1000, [&backend] { backend.heal(); });
+    case FaultKind::server_restart: {
+      const int server = f.server % backend.server_count();
+      const int64_t down_us = f.amount * 1000;
+      auto crash_seen = std::make_shared<int>(0);
+      env.schedule_fault(
+          f.at_ms, {.kind = FaultKind::server_crash, .server = std::to_string(server)},
+          fmt::format("server #{} crashes", server), [&backend, r, server, crash_seen] {
+            *crash_seen = ++r->crashes_by_server[server];
+            backend.crash_server(server);
+          });
+      return env.schedule_fault_us(
+          f.at_ms * 1000 + down_us,
+          {.kind = FaultKind::server_restart, .server = std::to_string(server), .amount = down_us},
+          fmt::format("server #{} restarts after {}ms down", server, f.amount),
+          [&backend, r, server, crash_seen] {
+            if (r->crashes_by_server[server] == *crash_seen) backend.restart_server(server);
+          });
+    }
+    case FaultKind::server_pause: {
+      const int server = f.server % backend.server_count();
+      return env.schedule_fault(
+          f.at_ms, {.kind = FaultKind::server_pause, .server = std::to_string(server)}, what,
+          [&backend, server, f] { backend.pause_server(server, f.duration_ms * 1000); },
+          f.duration_ms);
+    }
     case FaultKind::clock_drift: return;  // per client, at creation
     default: LOCKSTEP_CHECK(false, "a swarm spec holds only the kinds a sweep draws");
   }
@@ -827,7 +963,15 @@ void build_swarm(const std::shared_ptr<SwarmRun>& run, ScenarioEnv& env) {
     const SwarmClient& plan = spec.clients[i];
     Client& c = env.add_client(fmt::format("c{}", i), 0, plan.drift_ppm);
     run->clients.push_back(&c);
-    env.start(c, plan.start_ms, [run, &plan](Client& self) { client_program(*run, self, plan); });
+    if (!plan.concurrent) {
+      env.start(c, plan.start_ms,
+                [run, &plan](Client& self) { client_program(*run, self, plan, -1); });
+      continue;
+    }
+    for (int fiber : {0, 1}) {
+      env.start(c, plan.start_ms,
+                [run, &plan, fiber](Client& self) { client_program(*run, self, plan, fiber); });
+    }
   }
   for (const SwarmFault& f : spec.faults) schedule_fault(*run, f);
   schedule_heal(*run);
@@ -844,12 +988,26 @@ Scenario make_swarm_scenario(SwarmSpec spec) {
   spec.validate();
   auto run = std::make_shared<SwarmRun>();
   run->spec = std::move(spec);
+  const TimeUs safety_us = run->spec.safety_ms * 1000;
   return {
       .name = kSwarmScenarioName,
       .description = "a swarm-drawn workload and fault schedule (lockstep sweep)",
       .worlds = {WorldKind::sim},
       .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
       .build = [run](ScenarioEnv& env) { build_swarm(run, env); },
+      // What a seed is about: the lock held while its faults could strike. A run in which no
+      // acquire succeeded in the safety phase (a lock that fails every acquire, steps swallowed
+      // by pauses) judged nothing it claims to.
+      .premise = "a lock was held during the safety phase",
+      .premise_held =
+          [safety_us](const History& history, const Options&) {
+            for (const HistoryEvent& e : history.events()) {
+              if (e.time_us >= safety_us) return false;
+              if (e.kind == EventKind::complete && e.op == Op::acquire && e.outcome == Outcome::ok)
+                return true;
+            }
+            return false;
+          },
   };
 }
 

@@ -32,7 +32,9 @@ namespace lockstep {
 //   clock-jump    a client's wall clock jumps forward or back
 //   server-drift  every server's clock runs fast or slow for a while
 //   server-clock-jump  every server's wall clock jumps forward or back
-//   failover      the primary dies and its replica takes over (adapters with a replica)
+//   failover      the primary dies and a replica takes over (a Redis replica, a replica set)
+//   server-restart  a server dies and comes back after a while (what it had not persisted, lost)
+//   server-pause  a server stops (SIGSTOP) for a while
 //   latency       fixed one-way latency for the whole run, or a spike for a while
 //   loss          messages lost with a probability for a while
 //   partition     a client cut off from the servers (one-way or two-way) for a while
@@ -46,26 +48,44 @@ struct SwarmCapabilities {
   bool keyed_rw = false;    // an in-process keyed shared/exclusive lock: steps take a mode
   bool keyed_fifo = false;  // an in-process FIFO keyed lock
   bool network = false;     // partitions, loss, latency reach it
+  // Lost messages: not for a simulated replica set, whose members re-send a lost replication
+  // message only at their next heartbeat (seconds), where TCP would retransmit within
+  // milliseconds, so a loss outlives the heal as no real one does.
+  bool message_loss = false;
   bool server_clock = false;
   bool server_clock_jump = false;
-  bool failover = false;   // with replicas=1
-  FaultEnvelope envelope;  // as declared: where drifts are drawn inside or outside it
+  bool failover = false;  // a primary that can be replaced
+  bool server_restart = false;
+  bool server_pause = false;
+  // The failover needs its replica asked for (`replicas=1`, an option of the adapter's): see
+  // swarm_sets.
+  bool replica_option = false;
+  bool replication_delay_option = false;
+  bool concurrent_calls = true;  // AdapterTraits::concurrent_calls: a client may be concurrent
+  FaultEnvelope envelope;        // as declared: where drifts are drawn inside or outside it
   bool keyed() const { return keyed_rw || keyed_fifo; }
 };
 // From the adapter's declaration (AdapterEntry::family and sim_faults). By name: UsageError for an
 // unknown adapter or one that does not run in the simulator.
 SwarmCapabilities swarm_capabilities(const AdapterEntry& adapter);
 SwarmCapabilities swarm_capabilities(const std::string& adapter);
+// The sweep's fault kinds this adapter's simulated backend can strike, in sweep order.
+std::vector<FaultKind> strikable_fault_kinds(const SwarmCapabilities& caps);
 
 struct SwarmStep {
   int key = 0;
-  int64_t gap_ms = 0;    // before the acquire
-  int64_t hold_ms = 0;   // work inside the critical section
-  int64_t pause_ms = 0;  // stop-the-world inside the critical section (0: none)
-  bool extend = false;   // extend by the TTL after the pause, before the write
-  bool release = true;   // false: walk away and let the lease expire
-  bool shared = false;   // keyed-rw: a reader
-  bool clear = false;    // keyed-fifo: instead of holding, clear() the lock (rejects the waiters)
+  int64_t gap_ms = 0;         // before the acquire
+  int64_t ttl_ms = 0;         // this acquire's TTL (0: the spec's)
+  int64_t hold_ms = 0;        // work inside the critical section
+  int64_t pause_ms = 0;       // stop-the-world inside the critical section (0: none)
+  bool extend = false;        // extend after the pause, before the write
+  int64_t extend_ttl_ms = 0;  // the TTL the extend asks for (0: the acquire's)
+  // >= 0: once its validity ended and it left, wait this long, then extend and release anyway: a
+  // lock must refuse both, and touch nobody else's.
+  int64_t late_ms = -1;
+  bool release = true;  // false: walk away and let the lease expire
+  bool shared = false;  // keyed-rw: a reader
+  bool clear = false;   // keyed-fifo: instead of holding, clear() the lock (rejects the waiters)
   // Faults timed from the step's own calls, so they stay aimed when shrinking moves the step.
   int64_t release_pause_after_us =
       -1;  // pause release_pause_ms this long after the release is sent
@@ -80,16 +100,21 @@ struct SwarmStep {
 struct SwarmClient {
   int64_t start_ms = 0;
   int64_t drift_ppm = 0;  // the client's clock rate (healed to 0 at safety_ms)
+  // Its odd steps run on a second fiber of the same process, concurrently with the even ones,
+  // over the same lock client (its Locker, adapter and connections), as two threads of one
+  // program would.
+  bool concurrent = false;
   std::vector<SwarmStep> steps;
 };
 
 struct SwarmFault {
   FaultKind kind = FaultKind::pause;
   int64_t at_ms = 0;        // true time, inside the safety phase
-  int64_t duration_ms = 0;  // pause, server_drift, latency, loss, partition
+  int64_t duration_ms = 0;  // pause, server_drift, latency, loss, partition, server_pause
   int client = 0;           // pause, crash, clock_jump, partition
-  // clock_jump, server_clock_jump: delta ms; server_drift: ppm; latency: one-way us; loss: percent; partition: 1
-  // two-way.
+  int server = 0;           // server_restart, server_pause: taken modulo the backend's servers
+  // clock_jump, server_clock_jump: delta ms; server_drift: ppm; latency: one-way us; loss: percent;
+  // partition: 1 two-way; server_restart: ms down.
   int64_t amount = 0;
 };
 
@@ -144,8 +169,9 @@ nlohmann::json to_json(const SwarmSpec& spec);
 // Throws std::invalid_argument when j is not a valid spec.
 SwarmSpec swarm_spec_from_json(const nlohmann::json& j);
 
-// The RunConfig `--set` overrides a spec needs (a replica for failover).
-std::vector<std::string> swarm_sets(const SwarmSpec& spec);
+// The RunConfig `--set` overrides a spec needs (a replica to fail over to, where the adapter has
+// that option).
+std::vector<std::string> swarm_sets(const SwarmSpec& spec, const SwarmCapabilities& caps);
 
 Scenario make_swarm_scenario(SwarmSpec spec);
 

@@ -101,7 +101,7 @@ SeedOutcome run_swarm_spec(const std::string& adapter, const SwarmSpec& spec, ui
                            bool fencing_on, bool keep_trace, bool hash_trace,
                            const std::vector<std::string>& adapter_sets) {
   SeedOutcome out{.seed = seed, .spec = spec};
-  std::vector<std::string> sets = swarm_sets(spec);
+  std::vector<std::string> sets = swarm_sets(spec, swarm_capabilities(adapter));
   sets.insert(sets.end(), adapter_sets.begin(), adapter_sets.end());
   out.report = run_scenario(make_swarm_scenario(spec), {.adapter = adapter,
                                                         .seed = seed,
@@ -132,8 +132,11 @@ SeedOutcome run_sweep_seed(const SweepConfig& config, const SwarmCapabilities& c
                         config.sets);
 }
 
-Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcome& outcome) {
+Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcome& outcome,
+                                     const StopClock* clock) {
   const auto start = std::chrono::steady_clock::now();
+  ShrinkOptions options = config.shrink;
+  if (clock != nullptr) options.stop = [clock] { return clock->stop_shrinking(); };
   const std::string target = outcome.target();
   Counterexample cx{.seed = outcome.seed,
                     .invariant = target,
@@ -142,22 +145,24 @@ Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcom
   // A seed that ended as an error (a driver that crashed or went silent: outside the
   // simulator's determinism, and each silent exchange costs its deadline of real time) is kept
   // as drawn: shrinking toward an error would rerun that cost for every candidate.
-  const ShrinkResult shrunk = target == "incomplete"
-                                  ? ShrinkResult{.spec = outcome.spec}
-                                  : shrink(
-                                        outcome.spec,
-                                        [&](const SwarmSpec& candidate) {
-                                          // A candidate's hash is never reported: only the final run's.
-                                          const SeedOutcome o = run_swarm_spec(
-                                              config.adapter, candidate, outcome.seed,
-                                              config.fencing_on, false, false, config.sets);
-                                          return o.violates() && o.target() == target;
-                                        },
-                                        config.shrink);
+  const ShrinkResult shrunk =
+      target == "incomplete"
+          ? ShrinkResult{.spec = outcome.spec}
+          : shrink(
+                outcome.spec,
+                [&](const SwarmSpec& candidate) {
+                  // A candidate's hash is never reported: only the final run's.
+                  const SeedOutcome o = run_swarm_spec(config.adapter, candidate, outcome.seed,
+                                                       config.fencing_on, false, false, config.sets);
+                  return o.violates() && o.target() == target;
+                },
+                options);
   SwarmSpec kept = shrunk.spec;
   SeedOutcome final_run = run_swarm_spec(config.adapter, kept, outcome.seed, config.fencing_on,
                                          true, true, config.sets);
-  if (final_run.target() != target &&
+  cx.shrink_cut_short = shrunk.cut_short;
+  const bool signalled = clock != nullptr && clock->signal() != 0;
+  if (final_run.target() != target && !signalled &&
       (target == "incomplete" || final_run.target() == "incomplete")) {
     // A run that ended as an error (a driver process that crashed or stopped answering: outside
     // the simulator's determinism) need not end so again: the counterexample is the seed's own
@@ -165,8 +170,14 @@ Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcom
     kept = outcome.spec;
     final_run = run_swarm_spec(config.adapter, kept, outcome.seed, config.fencing_on, true, true,
                                config.sets);
-  } else {
-    LOCKSTEP_CHECK(final_run.target() == target, "a shrunk spec violates what the original did");
+  } else if (final_run.target() != target) {
+    // Only a signal may break a run (the process registry kills a driver the run was talking to
+    // as the signal arrives): then there is no replay file to save, and nothing else is wrong.
+    LOCKSTEP_CHECK(signalled, "a shrunk spec violates what the original did");
+    cx.shrunk = kept;
+    cx.shrink_runs = shrunk.runs;
+    cx.shrink_wall_us = wall_us_since(start);
+    return cx;
   }
   cx.shrunk = kept;
   cx.shrunk_ops = final_run.report.stats.ops;
@@ -190,6 +201,7 @@ struct SeedTally {
   uint64_t seed = 0;
   bool violates = false;
   bool complete = true;
+  bool exercised = true;
   uint64_t events = 0;
   uint64_t ops = 0;
   int64_t sim_time_us = 0;
@@ -203,6 +215,7 @@ SeedTally tally_of(const SeedOutcome& o) {
   SeedTally t{.seed = o.seed,
               .violates = o.violates(),
               .complete = o.report.end == RunEnd::complete,
+              .exercised = o.exercised(),
               .events = o.report.stats.events,
               .ops = o.report.stats.ops,
               .sim_time_us = o.report.stats.sim_time_us,
@@ -283,6 +296,7 @@ std::string encode(const SeedTally& t) {
   w.integer(t.seed);
   w.integer(int{t.violates});
   w.integer(int{t.complete});
+  w.integer(int{t.exercised});
   w.integer(t.events);
   w.integer(t.ops);
   w.integer(t.sim_time_us);
@@ -307,6 +321,7 @@ SeedTally decode(const std::string& text) {
   SeedTally t{.seed = r.integer<uint64_t>(),
               .violates = r.integer<int>() != 0,
               .complete = r.integer<int>() != 0,
+              .exercised = r.integer<int>() != 0,
               .events = r.integer<uint64_t>(),
               .ops = r.integer<uint64_t>(),
               .sim_time_us = r.integer<int64_t>()};
@@ -331,6 +346,8 @@ void tally(SweepResult& result, const SeedTally& t) {
   result.sim_time_us += t.sim_time_us;
   for (const std::string& i : t.tolerated) ++result.tolerated[i];
   for (const std::string& kind : t.excused_by) ++result.excused_by[kind];
+  if (!t.excused_by.empty()) ++result.excused_seeds;
+  if (!t.exercised) ++result.not_exercised_seeds;
   for (const auto& [side, kinds] : t.faults) {
     for (const auto& [kind, n] : kinds) result.faults[side][kind] += n;
   }
@@ -339,7 +356,34 @@ void tally(SweepResult& result, const SeedTally& t) {
   if (result.violating_seed_list.size() < SweepResult::kListedMax)
     result.violating_seed_list.push_back(t.seed);
   for (const std::string& i : t.untolerated) ++result.violations[i];
-  if (!t.complete) ++result.violations["incomplete"];
+  if (!t.complete && t.exercised) ++result.violations["incomplete"];
+}
+
+// Each named kind must be one the adapter's simulated backend can strike: a sweep that asks for a
+// failover of an in-process lock would run without one and pass.
+void check_strikable(const SweepConfig& config, const SwarmCapabilities& caps) {
+  const std::vector<FaultKind> can = strikable_fault_kinds(caps);
+  std::vector<std::string_view> refused;
+  for (FaultKind kind : config.faults) {
+    if (std::find(can.begin(), can.end(), kind) == can.end()) refused.push_back(to_string(kind));
+  }
+  if (refused.empty()) return;
+  std::vector<std::string_view> names;
+  for (FaultKind kind : can) names.push_back(to_string(kind));
+  throw UsageError(
+      fmt::format("--faults {}: adapter {} cannot be struck by it in the simulator; "
+                  "it can: {}",
+                  fmt::join(refused, ","), config.adapter, fmt::join(names, ", ")));
+}
+
+// Whether any fault of the named kinds struck (a restart shows as its crash and its restart).
+bool drew_named_faults(const SweepResult& result) {
+  for (FaultKind kind : result.config.faults) {
+    for (const auto& [side, kinds] : result.faults) {
+      if (kinds.count(std::string(to_string(kind))) > 0) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -347,8 +391,10 @@ void tally(SweepResult& result, const SeedTally& t) {
 SweepResult run_sweep(const SweepConfig& config,
                       const std::function<void(const SweepProgress&)>& progress) {
   const auto start = std::chrono::steady_clock::now();
+  const StopClock clock(config.stop);
   const KeepBackendsWarm warm;  // co-simulated drivers serve seed after seed (keep_warm.h)
   const SwarmCapabilities caps = swarm_capabilities(config.adapter);
+  if (config.faults_named) check_strikable(config, caps);
   SweepResult result{.config = config};
   std::vector<uint64_t> seeds;  // this shard's, in order
   for (int i = 0; i < config.seeds; ++i) {
@@ -371,7 +417,7 @@ SweepResult run_sweep(const SweepConfig& config,
         if (t.violates && static_cast<int>(result.counterexamples.size()) < config.shrink_max) {
           // Run again here (a pure function of the seed) for the whole outcome to shrink.
           result.counterexamples.push_back(
-              shrink_counterexample(config, run_sweep_seed(config, caps, t.seed)));
+              shrink_counterexample(config, run_sweep_seed(config, caps, t.seed), &clock));
         }
         if (progress) {
           progress({.done = result.seeds_run,
@@ -379,8 +425,13 @@ SweepResult run_sweep(const SweepConfig& config,
                     .violations = result.violating_seeds,
                     .elapsed_us = wall_us_since(start)});
         }
+        if (t.violates && !config.keep_going) result.stopped_by = "violation";
         return !t.violates || config.keep_going;
-      });
+      },
+      [&clock] { return clock.stop_seeds(); });
+  if (result.stopped_by.empty() && result.seeds_run < result.seeds_in_shard)
+    result.stopped_by = clock.reason();
+  if (config.faults_named) result.named_faults_drawn = drew_named_faults(result);
   result.wall_time_us = wall_us_since(start);
   return result;
 }
@@ -394,44 +445,52 @@ std::string sweep_report_name(const SweepConfig& c) {
 nlohmann::json to_json(const SweepResult& r) {
   nlohmann::json cxs = nlohmann::json::array();
   for (const Counterexample& cx : r.counterexamples) {
-    cxs.push_back(
-        {{"seed", cx.seed},
-         {"invariant", cx.invariant},
-         {"trace_hash", cx.trace_hash},
-         {"ops", cx.ops},
-         {"shrunk_ops", cx.shrunk_ops},
-         {"shrunk_trace_hash", cx.shrunk_trace_hash},
-         {"shrink_runs", cx.shrink_runs},
-         {"shrink_wall_time_us", cx.shrink_wall_us},
-         {"replay_file", cx.replay_file},
-         {"replay",
-          cx.replay_file.empty() ? "" : shell_quote(program_name()) + " replay " + cx.replay_file},
-         {"spec", to_json(cx.shrunk)}});
+    cxs.push_back({{"seed", cx.seed},
+                   {"invariant", cx.invariant},
+                   {"trace_hash", cx.trace_hash},
+                   {"ops", cx.ops},
+                   {"shrunk_ops", cx.shrunk_ops},
+                   {"shrunk_trace_hash", cx.shrunk_trace_hash},
+                   {"shrink_runs", cx.shrink_runs},
+                   {"shrink_wall_time_us", cx.shrink_wall_us},
+                   {"replay_file", cx.replay_file},
+                   {"shrink_cut_short", cx.shrink_cut_short},
+                   {"replay", replay_file_command(cx.replay_file)},
+                   {"spec", to_json(cx.shrunk)}});
   }
   const SweepConfig& c = r.config;
-  nlohmann::json out = {{"kind", "sweep"},
-                        {"verdict", r.ok() ? "ok" : "violation"},
-                        {"adapter", c.adapter},
-                        {"first_seed", c.first_seed},
-                        {"seeds", c.seeds},
-                        {"faults", fault_names(c.faults)},
-                        {"fencing", c.fencing_on ? "on" : "off"},
-                        {"keep_going", c.keep_going},
-                        {"shard", {{"index", c.shard_index}, {"count", c.shard_count}}},
-                        {"seeds_in_shard", r.seeds_in_shard},
-                        {"seeds_run", r.seeds_run},
-                        {"violating_seeds", r.violating_seeds},
-                        {"violating_seed_list", r.violating_seed_list},
-                        {"violations", r.violations},
-                        {"tolerated", r.tolerated},
-                        {"excused_by", r.excused_by},
-                        {"faults_drawn", r.faults},
-                        {"counterexamples", cxs},
-                        {"stats",
-                         {{"events", r.events},
-                          {"ops", r.ops},
-                          {"sim_time_us", r.sim_time_us},
-                          {"wall_time_us", r.wall_time_us}}}};
+  nlohmann::json out = {
+      {"kind", "sweep"},
+      {"verdict", r.violating_seeds > 0   ? "violation"
+                  : !r.enough_exercised() ? "vacuous"
+                                          : "ok"},
+      {"adapter", c.adapter},
+      {"first_seed", c.first_seed},
+      {"seeds", c.seeds},
+      {"faults", fault_names(c.faults)},
+      {"fencing", c.fencing_on ? "on" : "off"},
+      {"keep_going", c.keep_going},
+      {"shard", {{"index", c.shard_index}, {"count", c.shard_count}}},
+      {"seeds_in_shard", r.seeds_in_shard},
+      {"seeds_run", r.seeds_run},
+      {"violating_seeds", r.violating_seeds},
+      {"violating_seed_list", r.violating_seed_list},
+      {"violations", r.violations},
+      {"tolerated", r.tolerated},
+      {"excused_by", r.excused_by},
+      {"excused_seeds", r.excused_seeds},
+      {"not_exercised_seeds", r.not_exercised_seeds},
+      {"faults_drawn", r.faults},
+      {"counterexamples", cxs},
+      {"stopped_by", r.stopped_by},
+      {"time_budget_s", c.stop.time_budget_us > 0
+                            ? nlohmann::json(static_cast<double>(c.stop.time_budget_us) / 1e6)
+                            : nlohmann::json()},
+      {"stats",
+       {{"events", r.events},
+        {"ops", r.ops},
+        {"sim_time_us", r.sim_time_us},
+        {"wall_time_us", r.wall_time_us}}}};
   if (!c.sets.empty()) out["sets"] = c.sets;  // the adapter's options, when any were set
   return out;
 }
@@ -454,11 +513,26 @@ std::string summary_text(const nlohmann::json& j) {
                   j.at("first_seed").get<uint64_t>() + j.at("seeds").get<uint64_t>() - 1,
                   fmt::join(j.at("faults").get<std::vector<std::string>>(), ","),
                   j.at("fencing").get<std::string>(), j.at("verdict").get<std::string>());
+  const std::string stopped_by = j.value("stopped_by", "");
+  const int in_shard = j.value("seeds_in_shard", run);
+  if (stopped_by == "time") {
+    out += fmt::format("  stopped at its time budget ({}s) after {} of {} seeds\n",
+                       j.at("time_budget_s").get<double>(), run, in_shard);
+  } else if (!stopped_by.empty() && stopped_by != "violation") {
+    out += fmt::format("  interrupted by {} after {} of {} seeds: a partial report\n", stopped_by,
+                       run, in_shard);
+  }
   out += fmt::format("  {} seeds run, {} violating ({}); excused by their faults: {}\n", run,
                      j.at("violating_seeds").get<int>(), counts_text(j.at("violations")),
                      counts_text(j.at("tolerated")));
-  out += fmt::format("  violations excused, by the fault outside the envelope: {}\n",
-                     counts_text(j.at("excused_by")));
+  out += fmt::format("  violations excused, by the fault outside the envelope: {} ({} seeds)\n",
+                     counts_text(j.at("excused_by")), j.at("excused_seeds").get<int>());
+  const int not_exercised = j.at("not_exercised_seeds").get<int>();
+  out += fmt::format(
+      "  not exercised (no lock held while faults could strike): {} seeds ({:.1f}%; at most "
+      "{}% passes)\n",
+      not_exercised, run > 0 ? 100.0 * not_exercised / run : 0.0,
+      SweepResult::kNotExercisedPercentMax);
   out += fmt::format("  faults struck: inside the envelope {}; outside {}\n",
                      counts_text(j.at("faults_drawn").value("inside", nlohmann::json::object())),
                      counts_text(j.at("faults_drawn").value("outside", nlohmann::json::object())));
@@ -467,10 +541,11 @@ std::string summary_text(const nlohmann::json& j) {
                      static_cast<double>(j.at("stats").at("sim_time_us").get<int64_t>()) / 1e6,
                      wall_s, wall_s > 0 ? run / wall_s : 0.0);
   for (const auto& cx : j.at("counterexamples")) {
-    out += fmt::format("  seed {} breaks {}: {} ops, shrunk to {} ops in {} runs\n",
+    out += fmt::format("  seed {} breaks {}: {} ops, shrunk to {} ops in {} runs{}\n",
                        cx.at("seed").get<uint64_t>(), cx.at("invariant").get<std::string>(),
                        cx.at("ops").get<uint64_t>(), cx.at("shrunk_ops").get<uint64_t>(),
-                       cx.at("shrink_runs").get<int>());
+                       cx.at("shrink_runs").get<int>(),
+                       cx.value("shrink_cut_short", false) ? " (its shrink was cut short)" : "");
     if (!cx.at("replay").get<std::string>().empty())
       out += "  replay: " + cx.at("replay").get<std::string>() + "\n";
   }
@@ -492,7 +567,9 @@ nlohmann::json merge_sweeps(const std::vector<nlohmann::json>& shards) {
   std::vector<int> seen(static_cast<size_t>(count), 0);
   nlohmann::json merged = first;
   merged["shard"] = {{"index", 0}, {"count", 1}};
-  for (const char* field : {"seeds_in_shard", "seeds_run", "violating_seeds"}) merged[field] = 0;
+  for (const char* field :
+       {"seeds_in_shard", "seeds_run", "violating_seeds", "excused_seeds", "not_exercised_seeds"})
+    merged[field] = 0;
   for (const char* field : {"violations", "tolerated", "excused_by"})
     merged[field] = nlohmann::json::object();
   merged["faults_drawn"] = {{"inside", nlohmann::json::object()},
@@ -500,6 +577,7 @@ nlohmann::json merge_sweeps(const std::vector<nlohmann::json>& shards) {
   merged["counterexamples"] = nlohmann::json::array();
   merged["violating_seed_list"] = nlohmann::json::array();
   merged["stats"] = {{"events", 0}, {"ops", 0}, {"sim_time_us", 0}, {"wall_time_us", 0}};
+  merged["stopped_by"] = "";
   for (const nlohmann::json& s : shards) {
     for (const char* field : {"adapter", "first_seed", "seeds", "faults", "fencing", "sets"}) {
       if (s.value(field, nlohmann::json()) != first.value(field, nlohmann::json())) {
@@ -515,7 +593,8 @@ nlohmann::json merge_sweeps(const std::vector<nlohmann::json>& shards) {
     }
     if (seen[static_cast<size_t>(index)]++ > 0)
       throw UsageError(fmt::format("sweep-merge: shard {}/{} given twice", index, count));
-    for (const char* field : {"seeds_in_shard", "seeds_run", "violating_seeds"}) {
+    for (const char* field : {"seeds_in_shard", "seeds_run", "violating_seeds", "excused_seeds",
+                              "not_exercised_seeds"}) {
       merged[field] = merged[field].get<int>() + s.at(field).get<int>();
     }
     add_counts(merged["violations"], s.at("violations"));
@@ -526,6 +605,13 @@ nlohmann::json merge_sweeps(const std::vector<nlohmann::json>& shards) {
                  s.at("faults_drawn").value(side, nlohmann::json::object()));
     }
     for (const auto& cx : s.at("counterexamples")) merged["counterexamples"].push_back(cx);
+    // A shard cut short by its budget or a signal leaves the merged sweep partial: say why (the
+    // first shard's reason; a violation's stop is any shard's own business).
+    const std::string stopped = s.value("stopped_by", "");
+    if (merged["stopped_by"] == "" && stopped != "" && stopped != "violation") {
+      merged["stopped_by"] = stopped;
+      merged["time_budget_s"] = s.value("time_budget_s", nlohmann::json());
+    }
     for (const auto& seed : s.at("violating_seed_list"))
       merged["violating_seed_list"].push_back(seed);
     for (const char* field : {"events", "ops", "sim_time_us"}) {
@@ -551,7 +637,12 @@ nlohmann::json merge_sweeps(const std::vector<nlohmann::json>& shards) {
   std::vector<uint64_t> seeds = merged["violating_seed_list"].get<std::vector<uint64_t>>();
   std::sort(seeds.begin(), seeds.end());
   merged["violating_seed_list"] = seeds;
-  merged["verdict"] = merged["violating_seeds"].get<int>() == 0 ? "ok" : "violation";
+  const SweepResult counts{.seeds_run = merged["seeds_run"].get<int>(),
+                           .violating_seeds = merged["violating_seeds"].get<int>(),
+                           .not_exercised_seeds = merged["not_exercised_seeds"].get<int>()};
+  merged["verdict"] = counts.violating_seeds > 0   ? "violation"
+                      : !counts.enough_exercised() ? "vacuous"
+                                                   : "ok";
   merged["merged_shards"] = count;
   return merged;
 }

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "explore/shrink.h"
+#include "explore/stop.h"
 #include "explore/swarm.h"
 #include "run/runner.h"
 
@@ -36,6 +37,9 @@ struct SweepConfig {
   uint64_t first_seed = 1;
   int seeds = 1000;
   std::vector<FaultKind> faults = sweep_fault_kinds();
+  // The kinds were named (--faults LIST, not all): each must be one the adapter's backend can
+  // strike (UsageError naming those it can), and a sweep that drew none of them is not a pass.
+  bool faults_named = false;
   int shard_index = 0;
   int shard_count = 1;
   bool fencing_on = true;
@@ -47,6 +51,8 @@ struct SweepConfig {
   // KEY=VALUE for the adapter's own options (a user's driver command); the swarm draws the
   // scenario's. check_adapter_sets() says which are allowed.
   std::vector<std::string> sets;
+  // A time budget and a signal to stop at (explore/stop.h): the seeds run so far are the report.
+  StopConditions stop;
 };
 
 // Throws UsageError unless every KEY=VALUE names an option of the adapter (the ones `lockstep
@@ -61,7 +67,14 @@ struct SeedOutcome {
   Expectation untolerated;              // violated and not excused by the spec's faults
   Expectation tolerated;                // violated, every violation excused
   std::vector<std::string> excused_by;  // per excused violation, the kind of fault that excused it
-  bool violates() const { return !untolerated.empty() || report.end != RunEnd::complete; }
+  // A seed violates when it broke an invariant no fault excuses, or did not complete. One whose
+  // premise did not happen (no lock was ever held: a lock that fails every acquire) is not
+  // exercised: counted apart, never a pass.
+  bool violates() const {
+    return !untolerated.empty() ||
+           (report.end != RunEnd::complete && report.end != RunEnd::vacuous);
+  }
+  bool exercised() const { return report.end != RunEnd::vacuous; }
   // The invariant a shrink preserves: the first untolerated one, or "incomplete".
   std::string target() const;
 };
@@ -84,11 +97,14 @@ struct Counterexample {
   int shrink_runs = 0;
   int64_t shrink_wall_us = 0;
   SwarmSpec shrunk;
-  std::string replay_file;  // empty when not saved
+  std::string replay_file;        // empty when not saved
+  bool shrink_cut_short = false;  // the budget or a signal ended the shrink (explore/stop.h)
 };
 
 // Shrinks a violating seed's spec and saves the shrunk run as a replay report (if dir is set).
-Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcome& outcome);
+// With a clock, the shrink stops when clock->stop_shrinking() says so.
+Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcome& outcome,
+                                     const StopClock* clock = nullptr);
 
 struct SweepProgress {
   int done = 0;
@@ -107,6 +123,14 @@ struct SweepResult {
   std::map<std::string, int> tolerated;       // invariant -> seeds where faults excused it
   std::map<std::string, int> excused_by;      // fault kind -> violations it excused ("pause":
                                               // holders' overruns)
+  int excused_seeds = 0;                      // seeds with at least one excused violation
+  bool named_faults_drawn = true;             // with faults_named: at least one of them struck
+  // Seeds whose run never did what a sweep is about (no lock held in the safety phase): neither
+  // passes nor violations. More than kNotExercisedPercentMax of the seeds run fails the sweep:
+  // random schedules sometimes keep every acquire out (a server down from the start, a partition)
+  // and such seeds are spent, not failed, but a lock whose acquires mostly fail cannot pass.
+  int not_exercised_seeds = 0;
+  static constexpr int kNotExercisedPercentMax = 10;
   // "inside" / "outside" the envelope -> fault kind -> faults that struck
   std::map<std::string, std::map<std::string, int>> faults;
   std::vector<Counterexample> counterexamples;
@@ -114,8 +138,15 @@ struct SweepResult {
   uint64_t ops = 0;
   int64_t sim_time_us = 0;
   int64_t wall_time_us = 0;
+  // Why the sweep ran fewer seeds than its shard holds: "" (it ran them all), "violation" (it
+  // stopped at the first violating seed), "time" (the budget), or the signal ("SIGTERM").
+  std::string stopped_by;
   static constexpr size_t kListedMax = 100;
-  bool ok() const { return violating_seeds == 0; }
+  bool enough_exercised() const {
+    return named_faults_drawn && static_cast<int64_t>(not_exercised_seeds) * 100 <=
+                                     static_cast<int64_t>(seeds_run) * kNotExercisedPercentMax;
+  }
+  bool ok() const { return violating_seeds == 0 && enough_exercised(); }
 };
 
 SweepResult run_sweep(const SweepConfig& config,

@@ -201,7 +201,8 @@ void parse_records(std::string& buffer, std::map<size_t, Received>& out, size_t&
 }
 
 void run_in_workers(size_t count, int jobs, const std::function<std::string(size_t)>& work,
-                    const std::function<bool(size_t, const std::string&)>& take) {
+                    const std::function<bool(size_t, const std::string&)>& take,
+                    const std::function<bool()>& stop) {
   Workers workers;
   workers.start(count, jobs, work);
   std::vector<std::string> buffers(static_cast<size_t>(jobs));
@@ -211,6 +212,7 @@ void run_in_workers(size_t count, int jobs, const std::function<std::string(size
   std::map<size_t, Received> ready;
   size_t next = 0;
   while (next < count) {
+    if (stop && stop()) return;
     if (auto it = ready.find(next); it != ready.end()) {
       if (it->second.status != 'R') rethrow(next, it->second.status, it->second.body);
       const bool go_on = take(next, it->second.body);
@@ -227,10 +229,13 @@ void run_in_workers(size_t count, int jobs, const std::function<std::string(size
       owner.push_back(w);
     }
     LOCKSTEP_CHECK(!polled.empty(), "the worker of the next index is always read");
-    if (::poll(polled.data(), polled.size(), -1) < 0) {
+    if (::poll(polled.data(), polled.size(), stop ? kStopPollMs : -1) < 0) {
       if (errno == EINTR) continue;
       throw std::runtime_error(fmt::format("worker pool: poll: {}", std::strerror(errno)));
     }
+    // A signal that stops the pool may have reached the workers too: what they send or how they end
+    // from here on is not a result.
+    if (stop && stop()) return;
     for (size_t p = 0; p < polled.size(); ++p) {
       if (polled[p].revents == 0) continue;
       const size_t w = owner[p];
@@ -258,16 +263,20 @@ void run_in_workers(size_t count, int jobs, const std::function<std::string(size
 }  // namespace
 
 void run_in_order(size_t count, int jobs, const std::function<std::string(size_t index)>& work,
-                  const std::function<bool(size_t index, const std::string& result)>& take) {
+                  const std::function<bool(size_t index, const std::string& result)>& take,
+                  const std::function<bool()>& stop) {
   LOCKSTEP_CHECK(jobs >= 1 && jobs <= kJobsMax, "jobs is in [1, kJobsMax]");
   const int workers = static_cast<int>(std::min<size_t>(static_cast<size_t>(jobs), count));
   if (workers <= 1) {
     for (size_t i = 0; i < count; ++i) {
-      if (!take(i, work(i))) return;
+      if (stop && stop()) return;
+      std::string result = work(i);
+      if (stop && stop()) return;
+      if (!take(i, result)) return;
     }
     return;
   }
-  run_in_workers(count, workers, work, take);
+  run_in_workers(count, workers, work, take, stop);
 }
 
 int available_cores() {

@@ -23,6 +23,9 @@
 //   std::runtime_error naming the index. A worker that dies is a std::runtime_error naming the
 //   index. Results already taken stay taken.
 // - work() must not depend on state that take() changes (workers are forked before any take()).
+// - stop (optional) ends it early like a take() returning false: once it returns true, nothing more
+//   is taken (a result that arrives after a signal may come from a run the signal broke) and no more
+//   work starts. It is asked before each take and at least every kStopPollMs while waiting.
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -31,9 +34,11 @@ namespace lockstep {
 
 inline constexpr int kJobsMax = 256;
 inline constexpr size_t kLookaheadMax = 4096;
+inline constexpr int kStopPollMs = 100;
 
 void run_in_order(size_t count, int jobs, const std::function<std::string(size_t index)>& work,
-                  const std::function<bool(size_t index, const std::string& result)>& take);
+                  const std::function<bool(size_t index, const std::string& result)>& take,
+                  const std::function<bool()>& stop = {});
 
 // The number of cores this process may run on (at least 1, at most kJobsMax).
 int available_cores();

@@ -24,9 +24,16 @@ enum class LockFamily { lease, keyed_rw, keyed_fifo };
 std::string_view to_string(LockFamily family);
 std::optional<LockFamily> lock_family_from_string(std::string_view name);
 
-// What the clients talk to. Scenarios written for one kind of server (a Redis primary with a
-// replica, N independent Redlock nodes, a Mongo replica set) apply by it; `custom` is anything else.
-enum class BackendKind { in_process, redis, redlock, mongo, custom };
+// What its servers are, by shape, never by product: scenarios written about one shape apply by it.
+//   in_process         the lock's state lives in the clients' process (or one store reached
+//                      without a network)
+//   one_server         a single server, which may replicate to a standby that takes over
+//   independent_nodes  N servers that know nothing of each other; a quorum of their grants is the
+//                      lock (Redlock)
+//   replica_set        servers that elect a primary among themselves and replicate to it; what a
+//                      failover keeps depends on the write concern
+//   other              none of these: no scenario written for one shape applies
+enum class ServerLayout { in_process, one_server, independent_nodes, replica_set, other };
 
 // The fencing tokens it hands out: none, strictly increasing per key in grant order, or random
 // while claiming to be monotonic (a known-bad lie the fencing checker must catch).
@@ -49,20 +56,27 @@ enum class ValidityRule {
   until_extension_fails
 };
 
-// Which clock its servers expire leases by: the wall clock (redis-server's absolute expiry times,
-// mongod's $$NOW; a jump forward ends leases early) or a monotonic one (the in-process store).
-enum class ExpiryClock { wall, monotonic };
+// Which clock decides when a lease has expired: the servers' wall clock (redis-server's absolute
+// expiry times, mongod's $$NOW; a jump forward ends leases early), a server's monotonic clock (the
+// in-process store), or the wall clock of the client that takes over (a deadline written with the
+// lock and compared by the next client: a client whose clock runs ahead takes a live lock). Or
+// none: the lease never expires; it lasts as long as its holder's session (a PostgreSQL advisory
+// lock), and the server ends it only with the session (the holder's unlock, close or death, its
+// connection found dead, its termination, a crash or failover), so a paused holder keeps it.
+enum class ExpiryClock { wall, monotonic, client_wall, none };
 
 struct FaultCapabilities {
   bool network = false;            // latency, loss and partitions between clients and servers
   bool server_clock = false;       // the servers' clocks drift
   bool server_clock_jump = false;  // a server's wall clock jumps (jump_server_clock)
   bool failover = false;           // a primary dies and a replica is promoted
+  bool server_restart = false;     // a server dies and comes back (crash_server, restart_server)
+  bool server_pause = false;       // a server stops for a while (pause_server)
 };
 
 struct AdapterTraits {
   LockFamily family = LockFamily::lease;
-  BackendKind backend = BackendKind::custom;
+  ServerLayout servers = ServerLayout::other;
   FaultCapabilities sim_faults;  // what its simulated backend can do (nothing: no sim world)
   FaultEnvelope envelope;        // what it claims to survive (Backend::envelope refines by options)
   TokenKind tokens = TokenKind::none;
@@ -81,6 +95,11 @@ struct AdapterTraits {
                               // parked for good (a lost wakeup)
   bool clear_keeps_exclusion = true;  // fifo: false: clear() drops the running holders, so a new
                                       // caller runs beside one
+  // One client may run operations on different keys at once (threads of one program sharing the
+  // adapter and its connections). False for a lock whose connection is one session that runs one
+  // statement at a time and whose transaction is the session's (PostgreSQL): sweeps then draw no
+  // concurrent client for it.
+  bool concurrent_calls = true;
 };
 
 }  // namespace lockstep

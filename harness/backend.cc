@@ -2,7 +2,9 @@
 
 namespace lockstep {
 
-void Backend::failover() { throw WorldUnsupported("this adapter has no replica to fail over to"); }
+int64_t Backend::failover() {
+  throw WorldUnsupported("this adapter has no replica to fail over to");
+}
 void Backend::set_server_drift(int64_t) {
   throw WorldUnsupported("this adapter's server clock cannot drift here");
 }
@@ -27,6 +29,9 @@ void Backend::jump_server_clock(int, int64_t) {
 }
 void Backend::partition_server(int, int, bool) {
   throw WorldUnsupported("this adapter has no per-server network to partition");
+}
+void Backend::end_session(int) {
+  throw WorldUnsupported("this adapter's servers hold no session to end");
 }
 
 }  // namespace lockstep

@@ -41,13 +41,12 @@ class Backend {
   // The lock library under test as it named itself ("name version"; ext drivers' ready line), for
   // the report; "" for lockstep's own adapters.
   virtual std::string library() const { return {}; }
-  // What the adapter claims to survive as this backend was configured: the declared envelope
-  // (AdapterTraits::envelope), changed where an option changes the claim (a majority write
-  // concern survives a failover; persistence on every write survives a restart).
-  virtual FaultEnvelope envelope(FaultEnvelope declared) const { return declared; }
 
   // Faults. Each throws WorldUnsupported unless this backend can produce it in its world.
-  virtual void failover();                                // primary dies, its replica takes over
+  // The primary dies and a replica takes over. Returns how many writes the primary had
+  // acknowledged that the new primary lacks (lost with it), or -1 when it cannot tell (a real
+  // server): the judge excuses nothing by a failover that lost nothing.
+  virtual int64_t failover();
   virtual void set_server_drift(int64_t drift_ppm);       // every server's clock, from now on
   virtual void partition(int client_node, bool two_way);  // one-way: replies to the client lost
   virtual void heal();                                    // every partition
@@ -61,6 +60,9 @@ class Backend {
   virtual void jump_server_clock(int server, int64_t delta_us);  // its wall clock jumps, from now
   virtual void partition_server(int client_node, int server,
                                 bool two_way);  // one client from one server
+  // The server ends the sessions of the client on client_node (pg_terminate_backend): whatever
+  // they held goes, and the client learns of it only at its next request to that server.
+  virtual void end_session(int client_node);
 };
 
 struct BackendEnv {
@@ -116,8 +118,17 @@ struct AdapterEntry {
   // Runs only with an option the user sets (a user's driver names its command): a matrix that
   // does not name it leaves it out.
   bool needs_user_option = false;
+  // What the adapter is as its options configure it: the declared traits, changed where an option
+  // changes the claim or the behaviour (a majority write concern survives a failover; expiry by the
+  // client's clock; persistence on every write survives a restart). Empty: the declared traits.
+  std::function<AdapterTraits(AdapterTraits declared, const Options& options)> refine;
   BackendFactory make_sim;
   BackendFactory make_real;  // empty when the adapter has no real world
 };
+
+// The adapter's traits under these options (AdapterEntry::refine).
+inline AdapterTraits effective_traits(const AdapterEntry& entry, const Options& options) {
+  return entry.refine ? entry.refine(entry.traits, options) : entry.traits;
+}
 
 }  // namespace lockstep

@@ -40,17 +40,21 @@ void Client::record_complete(Op op, const std::string& key, Outcome outcome,
 // and until when it is valid by the client's own monotonic clock, read as the call returned
 // (valid_on_return judges both).
 void Client::record_granted(Op op, const Lock& lock, std::string detail) {
-  setup_.recorder->record({.kind = EventKind::complete,
-                           .client = setup_.id,
-                           .key = lock.key(),
-                           .op = op,
-                           .outcome = Outcome::ok,
-                           .has_token = op == Op::acquire && lock.fencing_token().has_value(),
-                           .token = op == Op::acquire ? lock.fencing_token().value_or(0) : 0,
-                           .value = lock.unique_value(),
-                           .local_now_us = clock().monotonic_us(),
-                           .local_valid_until_us = lock.valid_until_us(),
-                           .detail = std::move(detail)});
+  setup_.recorder->record(
+      {.kind = EventKind::complete,
+       .client = setup_.id,
+       .key = lock.key(),
+       .op = op,
+       .outcome = Outcome::ok,
+       .has_token = op == Op::acquire && lock.fencing_token().has_value(),
+       .token = op == Op::acquire ? lock.fencing_token().value_or(0) : 0,
+       .value = lock.unique_value(),
+       .end_us = lock.valid_until_us() != 0
+                     ? setup_.world->true_time_at_monotonic(setup_.node, lock.valid_until_us())
+                     : 0,
+       .local_now_us = clock().monotonic_us(),
+       .local_valid_until_us = lock.valid_until_us(),
+       .detail = std::move(detail)});
 }
 
 std::optional<Lock> Client::acquire(const std::string& key, int64_t ttl_ms, RetrySettings retry) {
@@ -79,13 +83,12 @@ std::optional<Lock> Client::acquire(const std::string& key, int64_t ttl_ms, Retr
 }
 
 void Client::enter(const Lock& lock) {
-  inside_key_ = lock.key();
+  inside_keys_.insert(lock.key());
   setup_.recorder->record({.kind = EventKind::cs_enter, .client = setup_.id, .key = lock.key()});
 }
 
 void Client::exit_critical_section(const std::string& key) {
-  if (!inside_key_ || *inside_key_ != key) return;
-  inside_key_.reset();
+  if (inside_keys_.erase(key) == 0) return;
   setup_.recorder->record({.kind = EventKind::cs_exit, .client = setup_.id, .key = key});
 }
 
@@ -206,7 +209,7 @@ void Client::crash() {
                            .end_us = world.now_us(),
                            .fault = FaultKind::crash,
                            .detail = fmt::format("crash {}", setup_.name)});
-  if (inside_key_) exit_critical_section(*inside_key_);
+  while (!inside_keys_.empty()) exit_critical_section(*inside_keys_.begin());
   world.crash(
       setup_.node);  // from our own code: unwinds us (ProcessKilled in sim, ClientKilled in real)
   throw ClientKilled{};  // not reached; keeps [[noreturn]] true whatever crash() does

@@ -128,8 +128,10 @@ class Client {
   SeededRandom random_;
   std::unique_ptr<AttemptTimedAdapter> timed_;  // only where leases are derived (setup_.leases)
   Locker locker_;
-  std::optional<std::string> inside_key_;  // the key whose critical section we are in
-  std::set<std::string> held_values_;      // locks acquired and not released yet, by value
+  // The keys whose critical sections it is in: one at a time, or several when its operations on
+  // different keys run concurrently (fibers of one process sharing its lock client).
+  std::set<std::string> inside_keys_;
+  std::set<std::string> held_values_;  // locks acquired and not released yet, by value
 };
 
 }  // namespace lockstep

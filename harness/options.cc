@@ -179,4 +179,13 @@ std::string Options::known_names() const {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
+std::vector<OptionSpec> replica_options(const std::string& replicas_help) {
+  return {{.name = "replicas", .default_value = "0", .help = replicas_help, .min = 0, .max = 1},
+          {.name = "replication_delay_ms",
+           .default_value = "1000",
+           .help = "replica lag",
+           .min = 0,
+           .max = 600'000}};
+}
+
 }  // namespace lockstep

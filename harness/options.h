@@ -44,6 +44,10 @@ struct OptionSpec {
   bool is_integer() const { return choices.empty() && text_bytes_max == 0; }
 };
 
+// The options of a backend with a promotable replica, under the names sweeps draw by
+// (explore/swarm.cc: replicas=1 for a failover, a lag that can lose acknowledged writes).
+std::vector<OptionSpec> replica_options(const std::string& replicas_help);
+
 class Options {
  public:
   Options() = default;

@@ -72,6 +72,11 @@ int RealScenarioWorld::add_client_node(const std::string& name, int64_t clock_of
 
 Clock& RealScenarioWorld::clock(int node) { return *nodes_.at(static_cast<size_t>(node)).clock; }
 
+// Every real client reads the machine's one monotonic clock, which true time is measured on too.
+TimeUs RealScenarioWorld::true_time_at_monotonic(int node, int64_t monotonic_us) {
+  return now_us() + (monotonic_us - clock(node).monotonic_us());
+}
+
 int64_t RealScenarioWorld::draw_between(int64_t lo, int64_t hi) {
   std::lock_guard<std::mutex> guard(mutex_);
   return prng_.between(lo, hi);
@@ -139,6 +144,11 @@ void RealScenarioWorld::run_process(const Process& process) {
     trace_linef("client {} stopped at the run's bound", process.name);
     fail(fmt::format("the run reached its bound of {}s of wall time (a real-world run is bounded)",
                      options_.run_time_max_us / 1'000'000));
+  } catch (const ClientProtocolBroken& e) {
+    // Its message is the run's, whatever failed before: the run is judged by nothing else.
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (!protocol_broken_) failure_ = fmt::format("client {} failed: {}", process.name, e.what());
+    protocol_broken_ = true;
   } catch (const std::exception& e) {
     fail(fmt::format("client {} failed: {}", process.name, e.what()));
   }
@@ -174,6 +184,7 @@ RealRunResult RealScenarioWorld::run() {
   for (std::thread& thread : threads) thread.join();
   RealRunResult result{.time_us = now_us()};
   std::lock_guard<std::mutex> guard(mutex_);
+  result.protocol_broken = protocol_broken_;
   if (!failure_.empty()) {
     result.complete = false;
     result.message = failure_;

@@ -34,6 +34,7 @@ struct RealRunResult {
   std::string
       message;  // what went wrong: a client's escaped exception, a fault that failed, the bound
   TimeUs time_us = 0;
+  bool protocol_broken = false;  // a client's process broke its protocol (ClientProtocolBroken)
 };
 
 class RealScenarioWorld final : public ScenarioWorld {
@@ -46,6 +47,7 @@ class RealScenarioWorld final : public ScenarioWorld {
   size_t add_trace_line(const sim::TraceLine& line) override;
   int add_client_node(const std::string& name, int64_t clock_offset_us, int64_t drift_ppm) override;
   Clock& clock(int node) override;
+  TimeUs true_time_at_monotonic(int node, int64_t monotonic_us) override;
   // Threads: a pause of the client (its own thread sleeping) does not stop them, unlike a
   // process's stop-the-world; scenarios that pause an auto-extending holder are sim-only.
   Background& background(int) override { return threads_; }
@@ -85,7 +87,7 @@ class RealScenarioWorld final : public ScenarioWorld {
 
   RealWorldOptions options_;
   ThreadBackground threads_;
-  std::mutex mutex_;  // guards trace_, prng_, failure_
+  std::mutex mutex_;  // guards trace_, prng_, failure_, protocol_broken_
   sim::Trace trace_;
   Prng prng_;
   std::vector<Node> nodes_;
@@ -94,6 +96,7 @@ class RealScenarioWorld final : public ScenarioWorld {
   std::multimap<int, ClientProcessHooks> client_processes_;  // by node; written before run() only
   int64_t origin_ns_ = 0;  // steady clock at run() start; 0 before
   std::string failure_;
+  bool protocol_broken_ = false;  // a client threw ClientProtocolBroken (failure_ is its message)
 };
 
 }  // namespace lockstep

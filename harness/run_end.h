@@ -20,10 +20,9 @@ enum class RunEnd {
   time_bound,   // the simulator hit its time bound
   error,        // anything else: a client's process failed, a real run failed or timed out
 };
-inline constexpr std::array kRunEndsAll = {RunEnd::complete,    RunEnd::vacuous,
-                                           RunEnd::no_leases,   RunEnd::stopped,
-                                           RunEnd::event_bound, RunEnd::time_bound,
-                                           RunEnd::error};
+inline constexpr std::array kRunEndsAll = {
+    RunEnd::complete,    RunEnd::vacuous,    RunEnd::no_leases, RunEnd::stopped,
+    RunEnd::event_bound, RunEnd::time_bound, RunEnd::error};
 
 std::string_view to_string(RunEnd end);
 std::optional<RunEnd> run_end_from_string(std::string_view name);

@@ -89,6 +89,19 @@ void ScenarioEnv::schedule_fault_us(int64_t at_us, FaultTag tag, std::string wha
   });
 }
 
+void ScenarioEnv::schedule_failover_us(int64_t at_us, std::string what) {
+  world_.at(at_us, [this, at_us, what = std::move(what)] {
+    const int64_t lost = backend_.failover();
+    recorder_.record({.kind = EventKind::fault,
+                      .end_us = at_us,
+                      .fault = FaultKind::failover,
+                      .amount = lost,
+                      .detail = lost >= 0
+                                    ? fmt::format("{} ({} acknowledged write(s) lost)", what, lost)
+                                    : what});
+  });
+}
+
 void ScenarioEnv::schedule_client_kill_us(int64_t at_us, const Client& client, std::string what,
                                           std::function<void()> action) {
   world_.at(at_us,

@@ -57,6 +57,10 @@ class ScenarioEnv {
   // trace as `what`.
   void schedule_fault_us(int64_t at_us, FaultTag tag, std::string what,
                          std::function<void()> action, int64_t duration_us = 0);
+  // The backend's failover at at_us, recorded once done with what it lost (Backend::failover:
+  // the acknowledged writes the new primary lacks; -1 unknown), so the judge excuses by it only
+  // what it could have caused.
+  void schedule_failover_us(int64_t at_us, std::string what);
   // A fault that kills `client` at at_us (action does the killing): recorded as its death, so a
   // checker does not wait for the operation it had in flight.
   void schedule_client_kill_us(int64_t at_us, const Client& client, std::string what,

@@ -37,6 +37,16 @@ class ClientProcessFailed : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A client's process broke the protocol it is spoken to over (a driver's malformed line, a death,
+// a real-time hang; services/ext/PROTOCOL.md, "Rules a driver keeps"): its answers say nothing
+// about its lock, so the run ends as an error with nothing judged (no violations), and the message
+// names the rule. A ClientProcessFailed that is not one (a library that never answers in simulated
+// time) still has what happened before it judged.
+class ClientProtocolBroken : public ClientProcessFailed {
+ public:
+  using ClientProcessFailed::ClientProcessFailed;
+};
+
 // Thrown inside a client whose process a fault killed; the client's top level swallows it.
 // Not a std::exception, so code that catches std::exception lets it pass.
 struct ClientKilled {};
@@ -62,6 +72,10 @@ class ScenarioWorld {
   virtual int add_client_node(const std::string& name, int64_t clock_offset_us = 0,
                               int64_t drift_ppm = 0) = 0;
   virtual Clock& clock(int node) = 0;
+  // The true time at which node's monotonic clock reads monotonic_us, at the rate it runs now
+  // (a later change of drift is not foreseen). For the history: when a validity the lock reported
+  // on its client's clock ends in true time.
+  virtual TimeUs true_time_at_monotonic(int node, int64_t monotonic_us) = 0;
   // Where a client's background work runs (a lock's auto-extension): a fiber of the node in the
   // simulator, so the node's pauses and crashes stop it too; a thread in the real world.
   virtual Background& background(int node) = 0;

@@ -23,6 +23,7 @@ class SimScenarioWorld final : public ScenarioWorld {
   bool trace_wants_text() const override { return world_.trace_wants_text(); }
   int add_client_node(const std::string& name, int64_t clock_offset_us, int64_t drift_ppm) override;
   Clock& clock(int node) override { return world_.clock(node); }
+  TimeUs true_time_at_monotonic(int node, int64_t monotonic_us) override;
   Background& background(int node) override {
     std::unique_ptr<sim::SimBackground>& slot = backgrounds_[node];
     if (!slot) slot = std::make_unique<sim::SimBackground>(world_, node);

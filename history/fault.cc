@@ -21,6 +21,7 @@ constexpr std::pair<FaultKind, std::string_view> kFaultNames[] = {
     {FaultKind::latency, "latency"},
     {FaultKind::loss, "loss"},
     {FaultKind::partition, "partition"},
+    {FaultKind::session_end, "session-end"},
     {FaultKind::other, "other"},
 };
 static_assert(std::size(kFaultNames) == kFaultKindsAll.size(), "every FaultKind has a name");
@@ -58,7 +59,8 @@ bool lasting(FaultKind kind) {
     case FaultKind::server_clock_jump:
     case FaultKind::server_crash:
     case FaultKind::server_restart:
-    case FaultKind::failover: return true;
+    case FaultKind::failover:
+    case FaultKind::session_end: return true;  // the session's locks stay gone
     default: return false;
   }
 }

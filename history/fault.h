@@ -38,6 +38,9 @@ enum class FaultKind {
   loss,               // messages lost (amount: percent)
   partition,          // a client cut off from servers (amount: 1 two-way, 0 one-way)
   other,              // anything else a scenario does (a fifo clear(), ...): never an excuse
+  // The server ends a client's session (pg_terminate_backend) and with it the locks the session
+  // held. After `other` so that no earlier kind's value (packed in traces) changes.
+  session_end,
 };
 std::string_view to_string(FaultKind kind);
 std::optional<FaultKind> fault_kind_from_string(std::string_view name);
@@ -55,12 +58,13 @@ inline constexpr std::array kFaultKindsAll = {FaultKind::pause,
                                               FaultKind::latency,
                                               FaultKind::loss,
                                               FaultKind::partition,
+                                              FaultKind::session_end,
                                               FaultKind::other};
 static_assert(kFaultKindsAll.back() == FaultKind::other, "every FaultKind is listed, last last");
 
 // A fault's effect outlives its window: a jumped, offset or drifted client clock stays where it went
 // (a drift's error accumulates), a server that lost its data or a failed-over primary does not get
-// it back.
+// it back, nor does a client the locks of a session the server ended.
 bool lasting(FaultKind kind);
 
 // When a server that lost its memory may come back without breaking a lease lock's claims.

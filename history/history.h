@@ -77,7 +77,10 @@ struct HistoryEvent {
   std::string value;    // grant/extend/revoke: the lease owner's unique value
   int64_t ttl_us = 0;   // grant/extend: promised lease length in true time
   int64_t counter = 0;  // access: the value read or written; final_value: the final count
-  TimeUs end_us = 0;    // fault: when it ends (== time_us for instant faults)
+  // fault: when it ends (== time_us for instant faults); complete of a successful acquire or
+  // extend: the true time at which the validity the lock reported ends by the client's own clock
+  // (its rate as the call returned), 0 when none was reported
+  TimeUs end_us = 0;
   // fault: what it was, and its size in the kind's unit (FaultKind); client and server say whom it
   // struck (-1 / "": every client / every server)
   FaultKind fault = FaultKind::other;
@@ -109,9 +112,12 @@ struct HistoryMeta {
   int quorum = 1;                 // servers whose leases make a grant (Redlock: N/2+1)
   bool fencing_on = false;        // the resource refuses stale tokens
   bool monotonic_tokens = false;  // the adapter claims strictly increasing tokens per key
-  TimeUs end_us = 0;              // when the run ended
-  TimeUs heal_us = 0;             // faults healed by then (0: none)
-  TimeUs liveness_bound_us = 0;   // 0: liveness not judged
+  // The lease facts were derived from the clients' operations (real servers report none): they
+  // bound when a grant happened by what the client saw, no more precisely.
+  bool leases_from_clients = false;
+  TimeUs end_us = 0;             // when the run ended
+  TimeUs heal_us = 0;            // faults healed by then (0: none)
+  TimeUs liveness_bound_us = 0;  // 0: liveness not judged
   bool keyed = false;  // an in-process keyed lock: fifo, writer_preference, no_leak judged
   // The faults the adapter claims to survive: which faults may excuse a violation (excuse.h).
   FaultEnvelope envelope;

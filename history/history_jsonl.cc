@@ -150,14 +150,15 @@ FaultEnvelope read_envelope(const LineReader& r) {
 }
 
 HistoryMeta read_meta(size_t line, const LineReader& r) {
-  r.only({"clients", "servers", "quorum", "fencing_on", "monotonic_tokens", "end_us", "heal_us",
-          "liveness_bound_us", "keyed", "envelope"});
+  r.only({"clients", "servers", "quorum", "fencing_on", "monotonic_tokens", "leases_from_clients",
+          "end_us", "heal_us", "liveness_bound_us", "keyed", "envelope"});
   HistoryMeta meta;
   meta.clients = static_cast<int>(r.integer("clients", 0, 0, kHistoryClientsMax));
   meta.servers = static_cast<int>(r.integer("servers", 0, 1, kHistoryServersMax));
   meta.quorum = static_cast<int>(r.integer("quorum", 1, 1, kHistoryServersMax));
   meta.fencing_on = r.flag("fencing_on");
   meta.monotonic_tokens = r.flag("monotonic_tokens");
+  meta.leases_from_clients = r.flag("leases_from_clients");
   meta.end_us = r.integer("end_us", 0, 0);
   meta.heal_us = r.integer("heal_us", 0, 0);
   meta.liveness_bound_us = r.integer("liveness_bound_us", 0, 0);
@@ -219,6 +220,7 @@ void write_history_jsonl(const History& history, std::ostream& out) {
                        {"quorum", m.quorum},
                        {"fencing_on", m.fencing_on},
                        {"monotonic_tokens", m.monotonic_tokens},
+                       {"leases_from_clients", m.leases_from_clients},
                        {"end_us", m.end_us},
                        {"heal_us", m.heal_us},
                        {"liveness_bound_us", m.liveness_bound_us},

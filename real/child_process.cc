@@ -1,6 +1,7 @@
 #include "real/child_process.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -47,12 +48,18 @@ std::vector<char*> pointers_to(std::vector<std::string>& strings) {
 
 // In the child: only async-signal-safe calls until exec.
 [[noreturn]] void exec_child(const char* path, char* const* argv, char* const* envp,
-                             const char* output_path, pid_t parent) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(126);  // the parent died before prctl took effect
+                             const char* output_path, pid_t parent, const RunAs* run_as) {
+  // The output file is opened with the harness's rights, before any drop.
   const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   const int out_fd = open(output_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (null_fd < 0 || out_fd < 0) _exit(126);
+  if (run_as != nullptr &&
+      (setgroups(0, nullptr) != 0 || setgid(run_as->gid) != 0 || setuid(run_as->uid) != 0)) {
+    _exit(126);
+  }
+  // After the drop: a change of credentials clears the parent-death signal.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(126);  // the parent died before prctl took effect
   dup2(null_fd, STDIN_FILENO);
   dup2(out_fd, STDOUT_FILENO);
   dup2(out_fd, STDERR_FILENO);
@@ -91,10 +98,13 @@ ChildProcess::ChildProcess(const SpawnOptions& options) {
   const std::vector<char*> argv = pointers_to(argv_strings);
   const std::vector<char*> envp = pointers_to(env_strings);
   const pid_t parent = getpid();
+  const RunAs* run_as = options.run_as ? &*options.run_as : nullptr;
   pid_ = fork();
   if (pid_ < 0) throw std::system_error(errno, std::generic_category(), "fork");
-  if (pid_ == 0)
-    exec_child(options.path.c_str(), argv.data(), envp.data(), options.output_path.c_str(), parent);
+  if (pid_ == 0) {
+    exec_child(options.path.c_str(), argv.data(), envp.data(), options.output_path.c_str(), parent,
+               run_as);
+  }
   register_child(pid_);
 }
 

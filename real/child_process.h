@@ -8,6 +8,9 @@
 // - The destructor kills (SIGKILL) and reaps a child that is still there. Every wait is bounded.
 // - Spawning does only async-signal-safe work between fork and exec (argv and environment are
 //   built before the fork), so it is safe in a multi-threaded process.
+// - A child started with run_as (a server that refuses to run as root, started by a harness that
+//   is root) drops to that user and group before exec, and arms PR_SET_PDEATHSIG after the drop
+//   (a change of credentials clears it), so it dies with its spawning thread like any other.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -17,12 +20,19 @@
 
 namespace lockstep::real {
 
+// A user and group for the child to run as (setgroups to none, setgid, setuid before exec).
+struct RunAs {
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
 struct SpawnOptions {
   std::string path;               // absolute path of the program
   std::vector<std::string> args;  // argv[1..]
   std::vector<std::string>
-      extra_env;            // "NAME=value", added to (overriding) the current environment
-  std::string output_path;  // stdout and stderr go here (appended); stdin is /dev/null
+      extra_env;                // "NAME=value", added to (overriding) the current environment
+  std::string output_path;      // stdout and stderr go here (appended); stdin is /dev/null
+  std::optional<RunAs> run_as;  // none: the harness's own user
 };
 
 // The absolute path of `name` found on PATH, if it is there and executable.

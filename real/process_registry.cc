@@ -24,6 +24,8 @@ struct TempDirSlot {
   char path[kTempDirPathMax] = {};
 };
 std::array<TempDirSlot, kMaxTempDirs> g_temp_dirs{};
+// "DIR/PREFIX" of each registered pid file; the pid is appended in the handler.
+std::array<TempDirSlot, kPidFilesMax> g_pid_files{};
 
 constexpr std::array<int, 3> kFatalSignals = {SIGINT, SIGTERM, SIGHUP};
 // The action each signal had before ours; the handler hands the signal on to it.
@@ -54,23 +56,29 @@ void remove_contents(int dir_fd, int depth) {
   }
 }
 
-// Unlinks /dev/shm/mongoc-<our pid>, libmongoc's counters, which a signal death would leave for
-// the next process given this pid to trip over. Async-signal-safe: digits by hand, one unlink.
-void unlink_own_mongoc_counters() {
-  char path[40] = "/dev/shm/mongoc-";
-  size_t at = 16;
-  char digits[16];
-  size_t count = 0;
-  for (pid_t pid = getpid(); pid > 0 && count < sizeof digits; pid /= 10)
-    digits[count++] = static_cast<char>('0' + pid % 10);
-  while (count > 0 && at + 1 < sizeof path) path[at++] = digits[--count];
-  path[at] = '\0';
-  unlink(path);
+// Unlinks every registered DIR/PREFIX<our pid>. Async-signal-safe: digits by hand, one unlink each.
+void unlink_own_pid_files() {
+  for (const TempDirSlot& slot : g_pid_files) {
+    if (!slot.used.load()) continue;
+    char path[kTempDirPathMax + 16];
+    size_t at = 0;
+    while (slot.path[at] != '\0' && at < kTempDirPathMax) {
+      path[at] = slot.path[at];
+      ++at;
+    }
+    char digits[16];
+    size_t count = 0;
+    for (pid_t pid = getpid(); pid > 0 && count < sizeof digits; pid /= 10)
+      digits[count++] = static_cast<char>('0' + pid % 10);
+    while (count > 0 && at + 1 < sizeof path) path[at++] = digits[--count];
+    path[at] = '\0';
+    unlink(path);
+  }
 }
 
 void on_fatal_signal(int signal_number) {
   kill_registered_children();
-  unlink_own_mongoc_counters();
+  unlink_own_pid_files();
   // Reaped before their dirs go: a dying server must not write into a dir being removed.
   for (auto& slot : g_children) {
     const pid_t pid = slot.load();
@@ -141,6 +149,26 @@ void register_temp_dir(const std::string& path) {
     return;
   }
   LOCKSTEP_CHECK(false, "at most kMaxTempDirs temp dirs at once");
+}
+
+void register_own_pid_file(const std::string& dir, const std::string& prefix) {
+  const std::string path = dir + "/" + prefix;
+  LOCKSTEP_CHECK(!dir.empty() && !prefix.empty() && path.size() < kTempDirPathMax,
+                 "a pid file path of at most kTempDirPathMax bytes");
+  install_handlers();
+  static std::mutex claim_mutex;
+  const std::lock_guard lock(claim_mutex);
+  for (auto& slot : g_pid_files) {
+    if (slot.used.load() && path == slot.path) return;  // registered already
+  }
+  for (auto& slot : g_pid_files) {
+    if (slot.used.load()) continue;
+    path.copy(slot.path, path.size());
+    slot.path[path.size()] = '\0';
+    slot.used.store(true);
+    return;
+  }
+  LOCKSTEP_CHECK(false, "at most kPidFilesMax pid files");
 }
 
 void unregister_temp_dir(const std::string& path) {

@@ -37,6 +37,12 @@ void unregister_temp_dir(const std::string& path);
 // Removes every registered temp dir and its contents. Async-signal-safe; for the handler and tests.
 void remove_registered_temp_dirs();
 
+// A file this process owns under dir, named PREFIX<pid> (a library's shared-memory counters,
+// /dev/shm/mongoc-<pid>), to unlink should a fatal signal end the process: left behind, the next
+// process given this pid would find it. At most kPidFilesMax; a longer path is an assertion.
+inline constexpr size_t kPidFilesMax = 8;
+void register_own_pid_file(const std::string& dir, const std::string& prefix);
+
 // How many pids are registered now (for tests).
 size_t registered_child_count();
 

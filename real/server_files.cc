@@ -63,11 +63,12 @@ bool owned_by_dead_process(pid_t owner) {
   return owner > 0 && owner != getpid() && !process_exists(owner);
 }
 
-// The pid of a libmongoc counter file, "mongoc-PID"; 0 for any other name.
-pid_t mongoc_counter_owner(const std::string& name) {
-  if (name.rfind("mongoc-", 0) != 0 || name.size() <= 7 || name.size() > 7 + 9) return 0;
+// The pid of a file named PREFIX<pid>; 0 for any other name.
+pid_t pid_file_owner(const std::string& name, const std::string& prefix) {
+  if (name.rfind(prefix, 0) != 0 || name.size() <= prefix.size() || name.size() > prefix.size() + 9)
+    return 0;
   pid_t pid = 0;
-  for (size_t i = 7; i < name.size(); ++i) {
+  for (size_t i = prefix.size(); i < name.size(); ++i) {
     if (name[i] < '0' || name[i] > '9') return 0;
     pid = pid * 10 + (name[i] - '0');
   }
@@ -87,10 +88,10 @@ size_t remove_stale_server_dirs(const std::string& parent) {
   });
 }
 
-size_t remove_stale_mongoc_counters(const std::string& shm_dir) {
-  return remove_entries(shm_dir, [](const std::filesystem::directory_entry& entry) {
+size_t remove_stale_pid_files(const std::string& dir, const std::string& prefix) {
+  return remove_entries(dir, [&prefix](const std::filesystem::directory_entry& entry) {
     std::error_code ignored;
-    return owned_by_dead_process(mongoc_counter_owner(entry.path().filename().string())) &&
+    return owned_by_dead_process(pid_file_owner(entry.path().filename().string(), prefix)) &&
            std::filesystem::remove(entry.path(), ignored);
   });
 }

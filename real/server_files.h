@@ -21,11 +21,10 @@ void remove_server_dir(std::string& dir);
 // (SIGKILLed runs leave them). Returns how many it removed.
 size_t remove_stale_server_dirs(const std::string& parent);
 
-// Removes libmongoc's shared-memory counter files ("mongoc-<pid>" under shm_dir) whose pid no
-// longer exists. A process killed by a signal leaves its file, and the next process given that
-// pid prints a warning on stderr as libmongoc loads ("Falling back to malloc for counters").
-// Returns how many it removed.
-size_t remove_stale_mongoc_counters(const std::string& shm_dir = "/dev/shm");
+// Removes the files named PREFIX<pid> under dir whose pid no longer exists: a library's per-process
+// files (shared-memory counters) that a process killed by a signal leaves, and that the next
+// process given that pid would trip over. Returns how many it removed.
+size_t remove_stale_pid_files(const std::string& dir, const std::string& prefix);
 
 // The last bytes_max of the file at path; "" when it cannot be read.
 std::string tail_of_file(const std::string& path, size_t bytes_max);

@@ -23,17 +23,25 @@ struct JUnitCase {
   std::string failure_message;  // one line: what differed (when !passed)
   std::string failure_text;     // the body of <failure>: details, the replay command
   double time_s = 0;            // wall time; 0 when unknown
+  // Neither passed nor failed: not judged (a sweep interrupted by a signal, a calibration cut
+  // short by its budget). A skipped case is never counted as a failure.
+  bool skipped = false;
+  std::string skipped_message;
+  std::string system_out;  // <system-out>: what a reader of a passing case may want (seeds run)
 };
 
-// <testsuites> with one <testsuite name=suite> holding cases in order, with tests/failures counts.
+// <testsuites> with one <testsuite name=suite> holding cases in order, with tests/failures/skipped
+// counts.
 std::string to_junit_xml(std::string_view suite, const std::vector<JUnitCase>& cases);
 
 // Writes to_junit_xml to path (creating its directory). Throws std::runtime_error when it cannot.
 void write_junit(const std::filesystem::path& path, std::string_view suite,
                  const std::vector<JUnitCase>& cases);
 
-// A run: classname = adapter, name = scenario/fencing-X/seedN; fails when the run was not ok.
-JUnitCase junit_case(const RunReport& report);
+// A run: classname = adapter, name = scenario/fencing-X/seedN; fails when the run was not ok, or,
+// by_expectation (run --expect), when it is not what the catalogue expects of the adapter (nor a
+// documented finding).
+JUnitCase junit_case(const RunReport& report, bool by_expectation = false);
 
 // "fencing-on" or "fencing-off", as case names spell it.
 std::string fencing_name(bool on);

@@ -123,11 +123,8 @@ std::string to_text(const RunReport& r) {
       fmt::format("  trace_hash {}; {} events, {} ops, {} acquisitions; {} simulated in {} wall\n",
                   r.trace_hash, r.stats.events, r.stats.ops, r.stats.acquisitions,
                   ms(r.stats.sim_time_us), ms(r.stats.wall_time_us));
-  if (!r.violations.empty() && r.config.scenario == kSwarmScenarioName) {
-    out += fmt::format(
-        "  replay: {} replay REPORT.json (a generated workload: its report carries the spec)\n",
-        shell_quote(program_name()));
-  } else if (!r.violations.empty()) {
+  // Only a line that runs as printed: a generated workload without a report file has none.
+  if (!r.violations.empty() && !r.replay_command().empty()) {
     out += fmt::format("  replay: {}\n", r.replay_command());
   }
   return out;
@@ -154,15 +151,16 @@ std::filesystem::path write_report(const RunReport& report, const std::filesyste
   const std::filesystem::path trace_path = dir / (file_stem(report) + ".trace");
   nlohmann::json j = to_json(report);
   if (!workload.is_null()) {
+    // A generated workload is replayed from this file: its JSON and its timeline say so.
     j["workload"] = workload;
-    j["replay"] = shell_quote(program_name()) + " replay " + json_path.string();
+    j["replay"] = replay_file_command(json_path.string());
   }
   std::ofstream json_out(json_path);
   json_out << json_text(j) << "\n";
   std::ofstream trace_out(trace_path);
   for (const std::string& line : report.trace) trace_out << line << "\n";
   std::ofstream html_out(timeline_path_for(json_path));
-  html_out << timeline_html(report);
+  html_out << timeline_html(report, j.at("replay").get<std::string>());
   std::ofstream history_out(history_path_for(json_path));
   write_history_jsonl(report.history, history_out);
   // Flushed before the check: a full disk shows only when the buffers go out.

@@ -358,9 +358,10 @@ nlohmann::json event_json(const HistoryEvent& e) {
 
 // What the script draws: the report's JSON without its wall time (so the page is a function of
 // the run), the history, and the violations with the events that show them.
-nlohmann::json timeline_data(const RunReport& report) {
+nlohmann::json timeline_data(const RunReport& report, std::string_view replay_line) {
   nlohmann::json run = to_json(report);
   run["stats"].erase("wall_time_us");
+  if (!replay_line.empty()) run["replay"] = replay_line;
   nlohmann::json events = nlohmann::json::array();
   for (const HistoryEvent& e : report.history.events()) events.push_back(event_json(e));
   nlohmann::json violations = nlohmann::json::array();
@@ -398,7 +399,7 @@ std::string script_safe_json(const nlohmann::json& value) {
   return out;
 }
 
-std::string timeline_html(const RunReport& report) {
+std::string timeline_html(const RunReport& report, std::string_view replay_line) {
   const RunConfig& run = report.config;
   const std::string title = fmt::format("lockstep: {} with {} seed {} fencing {}", run.scenario,
                                         run.adapter, run.seed, run.fencing_on ? "on" : "off");
@@ -411,7 +412,7 @@ std::string timeline_html(const RunReport& report) {
       "<noscript>This timeline is drawn by an inline script; its data is in "
       "#lockstep-data.</noscript>\n";
   body += "<script type=\"application/json\" id=\"lockstep-data\">" +
-          script_safe_json(timeline_data(report)) + "</script>\n";
+          script_safe_json(timeline_data(report, replay_line)) + "</script>\n";
   body += fmt::format("<script>{}</script>\n", kScript);
   return html_page(title, body);
 }

@@ -23,8 +23,9 @@
 
 namespace lockstep {
 
-// The HTML timeline of one run.
-std::string timeline_html(const RunReport& report);
+// The HTML timeline of one run. replay_line: the command the page shows to replay it ("": the
+// report's own, RunReport::replay_command()).
+std::string timeline_html(const RunReport& report, std::string_view replay_line = {});
 
 // A whole self-contained page around body, with the shared style.
 std::string html_page(std::string_view title, std::string_view body);

@@ -118,7 +118,15 @@ const std::string& program_name() { return program_name_storage(); }
 
 void set_program_name(std::string name) { program_name_storage() = std::move(name); }
 
+std::string replay_file_command(const std::string& file) {
+  return file.empty() ? std::string()
+                      : shell_quote(program_name()) + " replay " + shell_quote(file);
+}
+
 std::string RunReport::replay_command() const {
+  if (config.scenario == kSwarmScenarioName) {  // no command line names a generated workload
+    return replay_file_command(replay_file);
+  }
   std::string cmd = fmt::format("{} run {} --adapter {} --world {} --seed {} --fencing {}",
                                 shell_quote(program_name()), shell_quote(config.scenario),
                                 shell_quote(config.adapter), to_string(config.world), config.seed,
@@ -209,7 +217,8 @@ class RunAssembly {
     meta.servers = backend_->server_count();
     meta.quorum = backend_->quorum();
     meta.fencing_on = report.config.fencing_on;
-    meta.envelope = backend_->envelope(adapter.traits.envelope);
+    meta.leases_from_clients = leases_ != nullptr;
+    meta.envelope = effective_traits(adapter, report.options).envelope;
     try {
       scenario.build(*env_);
     } catch (const WorldUnsupported& e) {
@@ -282,8 +291,10 @@ class RunAssembly {
     }
   }
 
-  // After the run: the final counters, the heal time, and the verdict.
-  void judge(RunReport& report, const sim::Trace& trace) {
+  // After the run: the final counters, the heal time, and the verdict. judged = false: a client's
+  // process broke its protocol (ClientProtocolBroken), so nothing of the run is judged: no checker
+  // runs, and the report carries no violation.
+  void judge(RunReport& report, const sim::Trace& trace, bool judged = true) {
     report.library = backend_->library();
     if (recorder_.full()) {
       report.end = RunEnd::error;
@@ -297,7 +308,9 @@ class RunAssembly {
     meta.end_us = world_.now_us();
     meta.heal_us = heal_time(recorder_.history());
     recorder_.close();
-    for (Violation& v : check_and_excuse(recorder_.history())) {
+    std::vector<Violation> found;
+    if (judged) found = check_and_excuse(recorder_.history());
+    for (Violation& v : found) {
       std::vector<std::string> excerpt = excerpt_for(v, recorder_.history(), trace);
       report.violations.push_back({.violation = std::move(v), .excerpt = std::move(excerpt)});
     }
@@ -337,6 +350,7 @@ void run_in_sim(const Scenario& scenario, const AdapterEntry& adapter, RunReport
     ~UnwindFirst() { world.unwind_unfinished(); }
   } unwind_first{world};
   sim::RunResult result;
+  bool judged = true;
   try {
     result = world.run();
     report.end = run_end_of(result.end);
@@ -345,10 +359,11 @@ void run_in_sim(const Scenario& scenario, const AdapterEntry& adapter, RunReport
     report.end = RunEnd::error;
     report.end_message = e.what();
     result.events = world.scheduler().events_run();
+    judged = dynamic_cast<const ClientProtocolBroken*>(&e) == nullptr;
   }
   // At a bound the run is an error already, and its unfinished clients may just be slow.
   if (report.end == RunEnd::complete) run.record_stuck(world.unfinished_fiber_nodes());
-  run.judge(report, world.trace());
+  run.judge(report, world.trace(), judged);
   report.stats.events = result.events;
 }
 
@@ -358,7 +373,7 @@ void run_in_real(const Scenario& scenario, const AdapterEntry& adapter, RunRepor
   const RealRunResult result = world.run();
   report.end = result.complete ? RunEnd::complete : RunEnd::error;
   report.end_message = result.message;
-  run.judge(report, world.trace());
+  run.judge(report, world.trace(), !result.protocol_broken);
   report.stats.events = world.trace().size();
 }
 
@@ -396,11 +411,19 @@ RunReport run_scenario(const Scenario& scenario, const RunConfig& config) {
   RunReport report{.config = config, .options = resolve_options(scenario, config)};
   report.config.scenario = scenario.name;
   const AdapterEntry& adapter = *find_adapter(config.adapter);
-  report.expected = scenario.expected(adapter.traits, report.options, config.fencing_on);
-  if (config.world == WorldKind::sim) {
-    run_in_sim(scenario, adapter, report);
-  } else {
-    run_in_real(scenario, adapter, report);
+  report.expected = scenario.expected(effective_traits(adapter, report.options), report.options,
+                                      config.fencing_on);
+  try {
+    if (config.world == WorldKind::sim) {
+      run_in_sim(scenario, adapter, report);
+    } else {
+      run_in_real(scenario, adapter, report);
+    }
+  } catch (const ClientProtocolBroken& e) {
+    // Before the run began: a driver that broke the protocol as it started (no ready line, a
+    // wrong one, an exit). An error of the run, naming the rule, with nothing run or judged.
+    report.end = RunEnd::error;
+    report.end_message = e.what();
   }
   if (report.end == RunEnd::complete && scenario.premise_held &&
       !scenario.premise_held(report.history, report.options)) {

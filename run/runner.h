@@ -78,12 +78,16 @@ struct RunReport {
   std::string finding;
   std::vector<std::string> trace;  // every trace line (when kept)
   History history;
+  // A generated workload's report file (explore/swarm.h), once there is one: such a run is
+  // replayed from its file, not from a command line. "" until written (or when never saved).
+  std::string replay_file;
 
   bool ok() const { return violations.empty() && end == RunEnd::complete; }
   // The invariants violated, deduplicated.
   Expectation violated() const;
   bool matches_expectation() const { return end == RunEnd::complete && violated() == expected; }
-  // The one command line that reproduces this run.
+  // The one command line that reproduces this run: `PROGRAM run ...`, or for a generated
+  // workload `PROGRAM replay FILE` (replay_file), or "" when that has no file to name.
   std::string replay_command() const;
 };
 
@@ -94,6 +98,8 @@ const std::string& program_name();
 void set_program_name(std::string name);
 // The word as one shell word: as is when it is plain, else in single quotes.
 std::string shell_quote(const std::string& word);
+// `PROGRAM replay FILE`, each word quoted as the shell needs; "" when file is "" (nothing saved).
+std::string replay_file_command(const std::string& file);
 
 // Resolves and validates a config: the scenario's and adapter's options with the overrides.
 Options resolve_options(const RunConfig& config);

@@ -54,9 +54,14 @@ Scenario concurrent_race() {
           [](const AdapterTraits& lock, const Options&, bool fencing_on) {
             if (lock.exclusive_grant) return Expectation{};
             // Without a unique index both upserts insert a lock document: both hold. Tokens still
-            // increase, so fencing refuses the stale write.
+            // increase, so fencing refuses the stale write; without tokens nothing refuses it.
             Expectation e{Invariant::mutual_exclusion, Invariant::lease_exclusion};
-            if (!fencing_on) e.insert(Invariant::no_lost_update);
+            if (!fencing_on || lock.tokens != TokenKind::monotonic) {
+              e.insert(Invariant::no_lost_update);
+            }
+            // Both hold one key: a release that checks no owner, whichever comes to end the lock,
+            // ends the other's lease with its own (a session shared by both).
+            if (lock.release == OwnerCheck::none) e.insert(Invariant::ownership);
             return e;
           },
       .build =
@@ -177,7 +182,8 @@ Scenario stolen_lock() {
           [](const AdapterTraits& lock, const Options& options, bool fencing_on) {
             Expectation e;
             // A's pause outlasts its lease while A still believes it holds: exclusion is lost.
-            if (options.get_int("pause_ms") > options.get_int("ttl_ms"))
+            // (A lease that lasts with its session stays A's through a pause: B waits for it.)
+            if (options.get_int("pause_ms") > options.get_int("ttl_ms") && expires(lock))
               e.insert(Invariant::mutual_exclusion);
             if (lock.extend == OwnerCheck::none) {
               // A's extend lengthens B's lock, and reports success for A's own lease, long gone.
@@ -243,8 +249,8 @@ Scenario extend_after_expiry() {
       .options = {int_option("ttl_ms", 500, "lock TTL", 1),
                   int_option("hold_ms", 50, "B's work inside the lock"), retry_delay_option(20),
                   retry_times_option(50)},
-      .fits = [](const AdapterTraits& lock) { return is_lease(lock) && lock.extends; },
-      .fits_text = "a lease lock with an extend call",
+      .fits = [](const AdapterTraits& lock) { return expires(lock) && lock.extends; },
+      .fits_text = "a lease lock that expires, with an extend call",
       .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
       .build =
           [](ScenarioEnv& env) {
@@ -302,6 +308,8 @@ Scenario gc_pause() {
           [](const AdapterTraits& lock, const Options& options, bool fencing_on) {
             Expectation e;
             if (options.get_int("pause_ms") <= options.get_int("ttl_ms")) return e;
+            // A lease that lasts with its session stays A's through the pause: B waits for it.
+            if (!expires(lock)) return e;
             e.merge(overlap_expectation(lock, fencing_on));
             return e;
           },
@@ -424,6 +432,10 @@ constexpr StatedPremise kPremises[] = {
      }},
     {"client-clock-ahead", "B, its clock ahead, asks while A holds",
      [](const History& h, const Options&) { return contended(h); }},
+    {"session-killed", "A's session is ended while A holds, and B gets the key",
+     [](const History& h, const Options&) {
+       return fault_while_inside(h, 0, FaultKind::session_end) && entered(h, 1);
+     }},
 };
 
 // Gives each scenario its premise; a scenario without one is a catalogue bug.
@@ -465,7 +477,8 @@ std::vector<Scenario> build_catalogue() {
                         crash_restart_scenario(),
                         split_vote_scenario(),
                         node_pause_scenario(),
-                        client_clock_ahead_scenario()});
+                        client_clock_ahead_scenario(),
+                        session_killed_scenario()});
 }
 
 }  // namespace
@@ -518,11 +531,19 @@ bool has_jumping_servers(const AdapterTraits& lock) {
   return is_lease(lock) && lock.sim_faults.server_clock_jump;
 }
 bool can_fail_over(const AdapterTraits& lock) { return is_lease(lock) && lock.sim_faults.failover; }
-bool talks_to_redis(const AdapterTraits& lock) { return lock.backend == BackendKind::redis; }
-bool talks_to_redlock_nodes(const AdapterTraits& lock) {
-  return lock.backend == BackendKind::redlock;
+bool expires(const AdapterTraits& lock) {
+  return is_lease(lock) && lock.server_expiry != ExpiryClock::none;
 }
-bool talks_to_mongo(const AdapterTraits& lock) { return lock.backend == BackendKind::mongo; }
+bool lasts_with_session(const AdapterTraits& lock) {
+  return is_lease(lock) && lock.server_expiry == ExpiryClock::none;
+}
+bool on_one_server(const AdapterTraits& lock) { return lock.servers == ServerLayout::one_server; }
+bool on_independent_nodes(const AdapterTraits& lock) {
+  return lock.servers == ServerLayout::independent_nodes;
+}
+bool on_a_replica_set(const AdapterTraits& lock) {
+  return lock.servers == ServerLayout::replica_set;
+}
 
 const std::vector<Scenario>& scenarios() {
   static const std::vector<Scenario> catalogue = build_catalogue();

@@ -44,9 +44,14 @@ bool has_drifting_servers(const AdapterTraits& lock);
 bool has_jumping_servers(const AdapterTraits& lock);  // servers whose wall clock can jump (sim)
 // A lease lock whose primary can die and be replaced (a Redis replica, a Mongo election).
 bool can_fail_over(const AdapterTraits& lock);
-bool talks_to_redis(const AdapterTraits& lock);
-bool talks_to_redlock_nodes(const AdapterTraits& lock);
-bool talks_to_mongo(const AdapterTraits& lock);
+// A lease lock whose servers expire a lease by a clock (a TTL), or one that lasts as long as its
+// holder's session and never expires (AdapterTraits::server_expiry == ExpiryClock::none).
+bool expires(const AdapterTraits& lock);
+bool lasts_with_session(const AdapterTraits& lock);
+// The shape of its servers (AdapterTraits::servers).
+bool on_one_server(const AdapterTraits& lock);
+bool on_independent_nodes(const AdapterTraits& lock);
+bool on_a_replica_set(const AdapterTraits& lock);
 
 // Server faults: scenarios/server_fault_scenarios.cc.
 Scenario slow_acquire_scenario();
@@ -66,5 +71,7 @@ Scenario lost_extension_scenario();  // scenarios/lost_extension_scenario.cc
 Scenario retry_storm_scenario();
 // The Mongo lock's clock source: scenarios/mongo_scenarios.cc.
 Scenario client_clock_ahead_scenario();
+// A session lock's session ended under a working holder: scenarios/session_scenarios.cc.
+Scenario session_killed_scenario();
 
 }  // namespace lockstep

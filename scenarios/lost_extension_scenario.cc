@@ -28,13 +28,23 @@ Scenario lost_extension_scenario() {
                   int_option("work_ms", 2000, "A's work, if nothing stops it"),
                   int_option("partition_ms", 3000, "how long A is cut off"),
                   int_option("hold_ms", 200, "B's work inside the lock")},
-      .fits = [](const AdapterTraits& lock) { return is_networked_lease(lock) && lock.extends; },
-      .fits_text = "a lease lock with an extend call, whose servers are across a network",
+      // B gets the lock when A's lease expires: a lease that lasts with its session ends only when
+      // the server gives up on A's connection.
+      .fits =
+          [](const AdapterTraits& lock) {
+            return is_networked_lease(lock) && expires(lock) && lock.extends;
+          },
+      .fits_text =
+          "a lease lock that expires, with an extend call, whose servers are across a "
+          "network",
       .worlds = {WorldKind::sim},
       .expected =
           [](const AdapterTraits& lock, const Options&, bool fencing_on) {
             Expectation e;
             if (lock.validity != ValidityRule::until_extension_fails) return e;
+            // Its validity lasts until an extension fails, which it learns only after the lease
+            // ran out: A relies on it past the lease's end, and B gets in meanwhile.
+            e.insert(Invariant::validity_within_lease);
             e.merge(overlap_expectation(lock, fencing_on));
             return e;
           },

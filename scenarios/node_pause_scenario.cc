@@ -25,8 +25,8 @@ Scenario node_pause_scenario() {
                   int_option("hold_ms", 100, "work inside the lock"),
                   int_option("pause_ms", 3000, "how long node 2 stays stopped"),
                   retry_delay_option(50), retry_times_option(40)},
-      .fits = talks_to_redlock_nodes,
-      .fits_text = "a lock over N independent Redis nodes (Redlock)",
+      .fits = on_independent_nodes,
+      .fits_text = "a lock over N independent nodes, a quorum of whose grants makes it (Redlock)",
       .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
       .build =
           [](ScenarioEnv& env) {

@@ -29,8 +29,8 @@ Scenario pause_in_release_scenario() {
                    .help = "A's pause mid-release",
                    .min = 0,
                    .max = kWorkInLeaseMaxMs}},
-      .fits = talks_to_redis,
-      .fits_text = "a lock on a single Redis primary",
+      .fits = on_one_server,
+      .fits_text = "a lease lock on one server",
       .worlds = {WorldKind::sim},
       .expected =
           [](const AdapterTraits& lock, const Options&, bool fencing_on) {

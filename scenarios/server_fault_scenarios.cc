@@ -27,6 +27,13 @@ bool returns_expired(const AdapterTraits& lock, int64_t ttl_ms, int64_t elapsed_
          ttl_ms - redlock_drift_ms(ttl_ms) - elapsed_ms < elapsed_ms;
 }
 
+// A lock that ignores the time spent acquiring reports a validity that outlasts the servers'
+// leases by that time; a holder still relying on it past the lease's end (ttl_ms from the grant,
+// which came at the start) breaks validity_within_lease.
+bool outlasts_lease(const AdapterTraits& lock, int64_t ttl_ms, int64_t relied_until_ms) {
+  return lock.validity == ValidityRule::ttl_ignoring_elapsed && relied_until_ms > ttl_ms;
+}
+
 // A's grant comes back pause_ms after it was sent. Every adapter refuses one older than its TTL
 // (Lock::acquire); Redlock also subtracts the drift allowance, unless it ignores the time spent
 // (bad-redlock-no-elapsed). If A accepts and then works past B's start (ttl + 100, when A's lease
@@ -40,6 +47,8 @@ Expectation slow_acquire_expected(const AdapterTraits& lock, const Options& opti
   const bool accepts = pause_ms + drift_ms < ttl_ms;
   Expectation e;
   if (accepts && returns_expired(lock, ttl_ms, pause_ms)) e.insert(Invariant::valid_on_return);
+  if (accepts && outlasts_lease(lock, ttl_ms, pause_ms + a_hold_ms))
+    e.insert(Invariant::validity_within_lease);
   if (!accepts || a_hold_ms == 0 || pause_ms + a_hold_ms <= ttl_ms + 100) return e;
   e.merge(overlap_expectation(lock, fencing_on));  // without tokens nothing refuses A's write
   return e;
@@ -140,6 +149,8 @@ Scenario slow_grant_scenario() {
                                                 : 0;
             const int64_t a_works_until_ms =
                 std::min(believed_end_ms, pause_ms + options.get_int("a_hold_ms"));
+            if (outlasts_lease(lock, ttl_ms, a_works_until_ms))
+              e.insert(Invariant::validity_within_lease);
             if (a_works_until_ms > ttl_ms + 100) {
               e.merge(overlap_expectation(lock, fencing_on));
             }
@@ -189,7 +200,8 @@ Scenario clock_drift_scenario() {
             const int64_t ttl_ms = options.get_int("ttl_ms");
             const int64_t server_ttl_ms =
                 ttl_ms * 1'000'000 / (1'000'000 + options.get_int("drift_ppm"));
-            if (options.get_int("hold_ms") <= server_ttl_ms) return Expectation{};
+            // A lease that lasts with its session has no expiry for a clock to hasten.
+            if (options.get_int("hold_ms") <= server_ttl_ms || !expires(lock)) return Expectation{};
             return lost_lease(lock, fencing_on);
           },
       .build =
@@ -242,7 +254,8 @@ Scenario server_clock_jump_scenario() {
             const bool lease_cut = options.get_int("jump_at_ms") < options.get_int("hold_ms") &&
                                    options.get_int("jump_at_ms") + options.get_int("jump_ms") >=
                                        options.get_int("ttl_ms");
-            if (lock.server_expiry == ExpiryClock::monotonic || !lease_cut) return Expectation{};
+            if (lock.server_expiry == ExpiryClock::monotonic || !expires(lock) || !lease_cut)
+              return Expectation{};
             return lost_lease(lock, fencing_on);
           },
       .build =
@@ -301,16 +314,23 @@ Scenario failover_scenario() {
           [](const AdapterTraits& lock, const Options& options, bool) {
             if (options.get_int("replication_delay_ms") < options.get_int("failover_at_ms"))
               return Expectation{};
-            if (lock.backend == BackendKind::mongo) {
-              // w:majority acknowledges only what the next primary has; w:1 loses A's lock if the
-              // election is over while A still works.
-              if (options.get("write_concern") == "majority") return Expectation{};
+            if (lock.servers == ServerLayout::replica_set) {
+              // A majority write concern acknowledges only what the next primary has (the
+              // envelope says a failover keeps every grant); w:1 loses A's lock if the election
+              // is over while A still works.
+              if (lock.envelope.failover) return Expectation{};
               const int64_t elected_by_ms =
                   options.get_int("failover_at_ms") + options.get_int("election_timeout_ms");
               if (elected_by_ms >= options.get_int("hold_ms")) return Expectation{};
             }
-            Expectation e{Invariant::mutual_exclusion, Invariant::lease_exclusion,
-                          Invariant::no_lost_update};
+            Expectation e{Invariant::mutual_exclusion, Invariant::no_lost_update};
+            // A lease with an expiry is owed until then and the promoted replica grants it again;
+            // one that lasts with its session ended with the primary's sessions (the server says
+            // so), so only A, who works on without asking, overlaps B.
+            if (expires(lock)) e.insert(Invariant::lease_exclusion);
+            // ... and since the server says the session's lease ended, the validity A was told
+            // outlived it while A relied on it.
+            if (lasts_with_session(lock)) e.insert(Invariant::validity_within_lease);
             // The replica reissues token 1 to B: the tokens repeat, so fencing cannot refuse A's
             // write either. A lock without tokens has none to repeat.
             if (lock.tokens == TokenKind::monotonic) e.insert(Invariant::fencing);
@@ -323,7 +343,6 @@ Scenario failover_scenario() {
             const int64_t failover_at_ms = env.option("failover_at_ms");
             Client& a = env.add_client("a");
             Client& b = env.add_client("b");
-            const FaultTag failover{.kind = FaultKind::failover};
             const std::string what = "failover: the primary crashes, a replica takes over";
             if (env.sim() == nullptr) {
               // Real threads cannot be started once the run is under way: a fixed timeline, the
@@ -334,8 +353,7 @@ Scenario failover_scenario() {
                     take_work_release(c, env, ttl_ms, hold_ms);
                   },
                   200);
-              env.schedule_fault(failover_at_ms, failover, what,
-                                 [&env] { env.backend().failover(); });
+              env.schedule_failover_us(failover_at_ms * 1000, what);
               env.start(
                   b, failover_at_ms + 100,
                   [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); }, 200);
@@ -346,12 +364,11 @@ Scenario failover_scenario() {
             // comes after it.
             env.start(
                 a, 0,
-                [&env, &b, ttl_ms, hold_ms, failover_at_ms, failover, what](Client& c) {
+                [&env, &b, ttl_ms, hold_ms, failover_at_ms, what](Client& c) {
                   std::optional<Lock> lock = c.acquire("resource", ttl_ms, retry_from(env));
                   if (!lock) return;
                   const int64_t failover_us = env.world().now_us() + failover_at_ms * 1000;
-                  env.schedule_fault_us(failover_us, failover, what,
-                                        [&env] { env.backend().failover(); });
+                  env.schedule_failover_us(failover_us, what);
                   env.start(
                       b, failover_us / 1000 + 100,
                       [&env, ttl_ms](Client& other) { take_work_release(other, env, ttl_ms, 100); },

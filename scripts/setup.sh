@@ -7,12 +7,16 @@ packages=(
   build-essential cmake ninja-build pkg-config clang-format
   catch2 librapidcheck-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev
-  libboost-context-dev liblua5.1-0-dev libgoogle-perftools-dev
-  libhiredis-dev libmongoc-dev libbson-dev
-  redis-server redis-tools faketime libfaketime
-  python3-mockupdb
+  libboost-context-dev libgoogle-perftools-dev
   chromium
 )
+# Each lock service lists what it needs in services/NAME/packages.txt (words; # starts a comment).
+repo_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+for list in "$repo_dir"/services/*/packages.txt; do
+  [ -f "$list" ] || continue
+  # shellcheck disable=SC2207 # one package name per word
+  packages+=($(sed 's/#.*//' "$list"))
+done
 
 # The Node drivers of the ext adapters (services/ext/node): their npm packages, pinned by the lockfile. Needs
 # Node 20 or newer (Debian 12's own nodejs is 18: NodeSource's nodejs 20 package, or any node 20 on

@@ -1,7 +1,6 @@
 #pragma once
-// The registry of adapters by name: the production ones (memory, redis, redlock, mongo, keyed-rw,
-// fifo, and the ext: libraries), then whatever was registered from outside the production code
-// (the known-bad adapters, a user's own). Registry order is registration order, so listings are
+// The registry of adapters by name: every service's production adapters (services/service.h), then
+// whatever was registered from outside the production code (the known-bad adapters, a user's own). Registry order is registration order, so listings are
 // stable.
 #include <string>
 #include <vector>

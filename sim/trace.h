@@ -12,6 +12,9 @@
 // trace_hash was made with, and a replay of another version says so instead of comparing.
 //   version 1: FNV-1a 64 over every line's text, newline-terminated.
 //   version 2: word-at-a-time multiply-fold over every line's (true time, binary record).
+//   version 3: version 2's fold, over the runs of a build whose judge and workloads record more
+//              (a validity's true end on each grant, swarm specs with per-step TTLs, server
+//              restarts and pauses): a version-2 report names a run this build no longer makes.
 //
 // A trace that neither hashes nor keeps lines (hash = false, keep_lines_max = 0) only counts them:
 // wants_text() is false, and writers of a plain text line should not make one nobody reads. Nothing
@@ -132,7 +135,7 @@ class FormattedLine final : public TraceLine {
 
 class Trace {
  public:
-  static constexpr int kHashVersion = 2;
+  static constexpr int kHashVersion = 3;
 
   explicit Trace(size_t keep_lines_max = 2'000'000, bool hash = true)
       : keep_lines_max_(keep_lines_max), hashing_(hash) {}

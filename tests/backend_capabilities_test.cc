@@ -61,10 +61,19 @@ Scenario probe(Observed* seen) {
                 seen->faults.network = works([&] { backend.heal(); });
                 seen->faults.server_clock = works([&] { backend.set_server_drift(0); });
                 seen->faults.server_clock_jump = works([&] { backend.jump_server_clock(0, 0); });
+                seen->faults.server_pause = works([&] { backend.pause_server(0, 1); });
                 // Once the servers are up (a replica set elects its first primary within
                 // seconds), and last, since it kills this run's primary.
                 env.world().at(kFailoverProbeUs, [seen, &backend] {
                   seen->faults.failover = works([&] { backend.failover(); });
+                });
+                // Last of all, the last server: a crash and a restart.
+                env.world().at(kFailoverProbeUs + 1'000'000, [seen, &backend] {
+                  const int last = backend.server_count() - 1;
+                  seen->faults.server_restart = works([&] {
+                    backend.crash_server(last);
+                    backend.restart_server(last);
+                  });
                 });
               }};
 }
@@ -95,6 +104,8 @@ TEST_CASE("every adapter's declared simulator faults are what its backend does",
     CHECK(seen.faults.server_clock == entry.traits.sim_faults.server_clock);
     CHECK(seen.faults.server_clock_jump == entry.traits.sim_faults.server_clock_jump);
     CHECK(seen.faults.failover == entry.traits.sim_faults.failover);
+    CHECK(seen.faults.server_restart == entry.traits.sim_faults.server_restart);
+    CHECK(seen.faults.server_pause == entry.traits.sim_faults.server_pause);
     ++checked;
   }
   CHECK(checked >= 17);  // 6 production adapters and 11 known-bad ones run in the simulator

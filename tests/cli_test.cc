@@ -168,12 +168,14 @@ TEST_CASE("replay refuses what is not a report, with one line naming what is wro
        "option \"drift_ppm\" is not an option of sequential"},
       // A report from before trace_hash_version existed hashed with version 1; one from another
       // build may name a version this one does not make: neither is compared as if it were ours.
-      {"old-hash.json", with("\"trace_hash_version\": 2,", ""),
-       "has a trace_hash of version 1, this build hashes version 2"},
-      {"newer-hash.json", with("\"trace_hash_version\": 2,", "\"trace_hash_version\": 3,"),
-       "has a trace_hash of version 3, this build hashes version 2"},
+      {"old-hash.json", with("\"trace_hash_version\": 3,", ""),
+       "has a trace_hash of version 1, this build hashes version 3"},
+      {"previous-hash.json", with("\"trace_hash_version\": 3,", "\"trace_hash_version\": 2,"),
+       "has a trace_hash of version 2, this build hashes version 3"},
+      {"newer-hash.json", with("\"trace_hash_version\": 3,", "\"trace_hash_version\": 4,"),
+       "has a trace_hash of version 4, this build hashes version 3"},
       {"bad-hash-version.json",
-       with("\"trace_hash_version\": 2,", "\"trace_hash_version\": \"2\","),
+       with("\"trace_hash_version\": 3,", "\"trace_hash_version\": \"3\","),
        "\"trace_hash_version\" must be a small non-negative integer"},
   };
   for (const Case& c : cases) {

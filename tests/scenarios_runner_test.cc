@@ -223,9 +223,14 @@ TEST_CASE("a run that hits the event bound ends with an error, not a verdict of 
   CHECK(run_exit_code(run_scenario({.scenario = "gc-pause", .adapter = "memory"})) ==
         kExitViolation);
   // Sweeps count such a seed as "incomplete": 4 only when nothing else was found.
-  CHECK(sweep_exit_code(nlohmann::json::object()) == kExitOk);
-  CHECK(sweep_exit_code({{"incomplete", 2}}) == kExitError);
-  CHECK(sweep_exit_code({{"incomplete", 2}, {"mutual_exclusion", 1}}) == kExitViolation);
+  const auto report = [](nlohmann::json violations, const char* verdict) {
+    return nlohmann::json{{"violations", std::move(violations)}, {"verdict", verdict}};
+  };
+  CHECK(sweep_exit_code(report(nlohmann::json::object(), "ok")) == kExitOk);
+  CHECK(sweep_exit_code(report(nlohmann::json::object(), "vacuous")) == kExitViolation);
+  CHECK(sweep_exit_code(report({{"incomplete", 2}}, "violation")) == kExitError);
+  CHECK(sweep_exit_code(report({{"incomplete", 2}, {"mutual_exclusion", 1}}, "violation")) ==
+        kExitViolation);
 }
 
 namespace {

@@ -2,6 +2,8 @@
 // minimal bad one is reported with the right invariant, time, clients, key and events.
 #include <catch2/catch.hpp>
 
+#include <functional>
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -36,6 +38,16 @@ struct Builder {
     HistoryEvent e = base(EventKind::complete, t_us, client, key);
     e.op = op;
     e.outcome = outcome;
+    set_token(e, token);
+    return history.add(e);
+  }
+  // A successful acquire (or extend) that told the client which lock value it holds.
+  size_t granted(TimeUs t_us, int client, const std::string& key, const std::string& value,
+                 std::optional<uint64_t> token = std::nullopt, Op op = Op::acquire) {
+    HistoryEvent e = base(EventKind::complete, t_us, client, key);
+    e.op = op;
+    e.outcome = Outcome::ok;
+    e.value = value;
     set_token(e, token);
     return history.add(e);
   }
@@ -196,8 +208,9 @@ TEST_CASE("names of enums and invariants", "[history][checkers]") {
   CHECK(to_string(EventKind::final_value) == "final_value");
   CHECK(to_string(Op::is_locked) == "is_locked");
   CHECK(to_string(Outcome::refused) == "refused");
-  // docs/DESIGN.md's six lease invariants, valid_on_return, and the in-process locks' three
-  REQUIRE(all_invariants().size() == 10);
+  // docs/DESIGN.md's six lease invariants, valid_on_return, validity_within_lease, and the
+  // in-process locks' three
+  REQUIRE(all_invariants().size() == 11);
   for (Invariant invariant : all_invariants()) {
     CHECK(invariant_from_string(to_string(invariant)) == invariant);
   }
@@ -486,53 +499,163 @@ TEST_CASE("ownership", "[checkers]") {
 
 // ---------------------------------------------------------------------------------------------
 
-TEST_CASE("fencing: issued tokens", "[checkers]") {
+TEST_CASE("fencing: tokens in the order the servers granted", "[checkers]") {
   Builder b;
   b.history.meta.monotonic_tokens = true;
-
-  SECTION("strictly increasing grants pass") {
-    b.grant(0, "memory", "k", "A", 0, 100, 1);
-    b.grant(200, "memory", "k", "B", 1, 100, 2);
-    b.grant(300, "memory", "j", "C", 1, 100, 1);  // tokens are per key
+  // c0 asks first and is granted first; c1 is granted after c0's lease ended.
+  const auto two_grants = [&b](uint64_t first_token, uint64_t second_token, TimeUs first_learns,
+                               const std::string& key_at_server, const std::string& stored) {
+    b.invoke(0, 0, "k");
+    b.grant(100, "redis", key_at_server, stored + "A", 0, 1000);
+    if (first_learns < 1200) b.granted(first_learns, 0, "k", "A", first_token);
+    b.invoke(1200, 1, "k");
+    b.grant(1300, "redis", key_at_server, stored + "B", 1, 1000);
+    b.granted(1400, 1, "k", "B", second_token);
+    if (first_learns >= 1200) b.granted(first_learns, 0, "k", "A", first_token);
+  };
+  SECTION("increasing in grant order passes, whenever the replies arrive") {
+    two_grants(1, 2, 150, "k", "");
     CHECK(check_fencing(b.history).empty());
   }
-  SECTION("an equal token is flagged") {
-    b.grant(0, "memory", "k", "A", 0, 100, 3);
-    b.grant(200, "memory", "k", "B", 1, 100, 3);
+  SECTION("a client that learns its token late is not taken for one that got an older one") {
+    two_grants(1, 2, 5000, "k", "");  // c0's reply was held up past c1's
+    CHECK(check_fencing(b.history).empty());
+  }
+  SECTION("a token not greater than one granted before it is flagged") {
+    two_grants(2, 2, 150, "k", "");
     auto found = check_fencing(b.history);
     REQUIRE(found.size() == 1);
-    require_violation(found[0], Invariant::fencing, 200, {0, 1}, "k", {0, 1});
+    CHECK(found[0].invariant == Invariant::fencing);
+    CHECK(found[0].time_us == 1400);
+    CHECK(found[0].clients == Clients{0, 1});
+    CHECK(found[0].holder == 0);
+    CHECK(found[0].entrant == 1);
   }
-  SECTION("a token below the highest so far is flagged against the highest") {
-    b.grant(0, "memory", "k", "A", 0, 100, 5);
-    b.grant(200, "memory", "k", "B", 1, 100, 3);
-    b.grant(400, "memory", "k", "C", 2, 100, 4);
+  SECTION("whatever the lock calls its keys and stores in them") {
+    // The servers' key and value are the lock's own ("mylock:k", "deadline=...:A"): the grant
+    // is the one the servers recorded for that client while its acquire was in flight.
+    two_grants(1, 2, 5000, "mylock:k", "deadline=1100:");
+    CHECK(check_fencing(b.history).empty());
+  }
+  SECTION("tokens going backwards under foreign names are still caught") {
+    two_grants(2, 1, 5000, "mylock:k", "deadline=1100:");
     auto found = check_fencing(b.history);
-    REQUIRE(found.size() == 2);
-    require_violation(found[0], Invariant::fencing, 200, {0, 1}, "k", {0, 1});
-    require_violation(found[1], Invariant::fencing, 400, {0, 2}, "k", {0, 2});
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].time_us == 1400);
+  }
+  SECTION("tokens are per key") {
+    b.invoke(0, 0, "k");
+    b.grant(10, "redis", "k", "A", 0, 1000);
+    b.granted(20, 0, "k", "A", 5);
+    b.invoke(30, 1, "j");
+    b.grant(40, "redis", "j", "B", 1, 1000);
+    b.granted(50, 1, "j", "B", 1);
+    CHECK(check_fencing(b.history).empty());
   }
   SECTION("without the monotonic claim nothing is judged") {
     b.history.meta.monotonic_tokens = false;
-    b.grant(0, "memory", "k", "A", 0, 100, 5);
-    b.grant(200, "memory", "k", "B", 1, 100, 3);
+    two_grants(2, 1, 150, "k", "");
     CHECK(check_fencing(b.history).empty());
   }
-  SECTION("successful acquires stand in when servers record no tokens") {
-    b.grant(0, "memory", "k", "A", 0, 100);  // no token
-    b.complete(10, 0, "k", Outcome::ok, 7);
-    b.complete(200, 1, "k", Outcome::contended, 1);  // only successes count
-    b.complete(300, 1, "k", Outcome::ok, 6);
+}
+
+TEST_CASE("fencing: without the servers' grants, only what the clients saw orders them",
+          "[checkers]") {
+  Builder b;
+  b.history.meta.monotonic_tokens = true;
+  b.history.meta.leases_from_clients = true;
+  SECTION("an acquire that completed before another was invoked must have the smaller token") {
+    b.invoke(0, 0, "k");
+    b.granted(50, 0, "k", "A", 5);
+    b.invoke(100, 1, "k");
+    b.granted(150, 1, "k", "B", 3);
     auto found = check_fencing(b.history);
     REQUIRE(found.size() == 1);
-    require_violation(found[0], Invariant::fencing, 300, {0, 1}, "k", {1, 3});
+    CHECK(found[0].time_us == 150);
   }
-  SECTION("acquires are ignored when the servers record tokens") {
-    b.grant(0, "memory", "k", "A", 0, 100, 1);
-    b.complete(10, 0, "k", Outcome::ok, 7);
-    b.complete(300, 1, "k", Outcome::ok, 6);
+  SECTION("acquires in flight together are not ordered by when they returned") {
+    b.invoke(0, 0, "k");
+    b.invoke(10, 1, "k");
+    b.granted(50, 1, "k", "B", 3);
+    b.granted(60, 0, "k", "A", 5);  // c0 may have been granted first
     CHECK(check_fencing(b.history).empty());
   }
+}
+
+TEST_CASE("validity_within_lease: a reported validity ends no later than the leases behind it",
+          "[checkers]") {
+  // c0's acquire: granted at 100 for 1000 us (until 1100), returned at 150.
+  const auto run = [](TimeUs valid_until_us, const std::function<void(Builder&)>& after) {
+    Builder h;
+    h.invoke(0, 0, "k");
+    h.grant(100, "redis", "lock:k", "A", 0, 1000);
+    HistoryEvent done{.time_us = 150,
+                      .kind = EventKind::complete,
+                      .client = 0,
+                      .key = "k",
+                      .op = Op::acquire,
+                      .outcome = Outcome::ok,
+                      .value = "A",
+                      .end_us = valid_until_us};
+    h.history.add(std::move(done));
+    if (after) after(h);
+    return check_validity_within_lease(h.history);
+  };
+  SECTION("a validity inside the lease passes") { CHECK(run(1100, {}).empty()); }
+  SECTION("a validity past the lease's promised end is flagged, by how much") {
+    const auto found = run(1300, {});
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].invariant == Invariant::validity_within_lease);
+    CHECK(found[0].time_us == 1100);  // where the lease ended under a client relying on it
+    CHECK(found[0].clients == Clients{0});
+    CHECK(found[0].excess_us == 200);
+  }
+  SECTION("a validity the client stopped relying on before the lease ended passes") {
+    CHECK(run(1300, [](Builder& h) { h.exit(1050, 0, "k"); }).empty());
+  }
+  SECTION("a revoke by the server itself while the validity runs is flagged") {
+    const auto found = run(1000, [](Builder& h) { h.revoke(500, "redis", "lock:k", "A", -1); });
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].excess_us == 500);
+  }
+  SECTION("a revoke by another client is ownership's to report, not this") {
+    CHECK(run(1000, [](Builder& h) { h.revoke(500, "redis", "lock:k", "A", 1); }).empty());
+  }
+  SECTION("an extend that keeps the lease held covers the validity") {
+    CHECK(run(1300, [](Builder& h) { h.extend(1000, "redis", "lock:k", "A", 0, 1000); }).empty());
+  }
+  SECTION("where leases were derived from the clients nothing is judged") {
+    Builder h;
+    h.history.meta.leases_from_clients = true;
+    h.invoke(0, 0, "k");
+    h.grant(100, "redis", "k", "A", 0, 10);
+    h.granted(150, 0, "k", "A");
+    CHECK(check_validity_within_lease(h.history).empty());
+  }
+}
+
+TEST_CASE("validity_within_lease: a quorum of the servers' leases must last", "[checkers]") {
+  Builder h;
+  h.history.meta.quorum = 2;
+  h.history.meta.servers = 3;
+  h.invoke(0, 0, "k");
+  h.grant(100, "n0", "k", "A", 0, 1000);
+  h.grant(100, "n1", "k", "A", 0, 500);  // a node whose lease ends early
+  h.grant(100, "n2", "k", "A", 0, 1000);
+  HistoryEvent done{.time_us = 150,
+                    .kind = EventKind::complete,
+                    .client = 0,
+                    .key = "k",
+                    .op = Op::acquire,
+                    .outcome = Outcome::ok,
+                    .value = "A",
+                    .end_us = 1050};
+  h.history.add(HistoryEvent(done));
+  CHECK(check_validity_within_lease(h.history).empty());  // n0 and n2 last
+  h.revoke(700, "n2", "k", "A", -1);  // n2 lost it on its own (an eviction, a restart)
+  const auto found = check_validity_within_lease(h.history);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].excess_us == 1050 - 700);  // the 2nd-latest end is n2's revoke, at 700
 }
 
 TEST_CASE("fencing: guarded accesses", "[checkers]") {
@@ -788,7 +911,7 @@ TEST_CASE("check_all reports by invariant, each by time", "[checkers]") {
   CHECK(found[0].time_us == 9100);
   CHECK(found[1].time_us == 9000);
   CHECK(found[2].time_us == 16'000);
-  CHECK(found[3].time_us == 9000);
+  CHECK(found[3].time_us == 9100);  // B learned the reused token
   CHECK(found[4].time_us == 15'300);
   CHECK(found[5].time_us == 47'000);
 }
@@ -1085,53 +1208,6 @@ TEST_CASE("fencing judges the tokens clients received in the servers' grant orde
     CHECK(found[0].clients == Clients{0, 1});
     CHECK(found[0].time_us == 1400);
   }
-}
-
-TEST_CASE("fencing: tokens a server issues by a step of its own are judged in issue order",
-          "[checkers][fencing]") {
-  // Mongo's counter issues 1 to c0, then 2 to c1; c1 learns its token first. In completion order
-  // that read as a reissue (token 1 after 2): the judge must follow the server's order.
-  auto issued_then_acquired = [](uint64_t second_token) {
-    History h;
-    h.meta.clients = 2;
-    h.meta.monotonic_tokens = true;
-    h.add({.time_us = 10,
-           .kind = EventKind::token,
-           .client = 0,
-           .key = "k",
-           .has_token = true,
-           .token = 1,
-           .server = "mongo"});
-    h.add({.time_us = 20,
-           .kind = EventKind::token,
-           .client = 1,
-           .key = "k",
-           .has_token = true,
-           .token = second_token,
-           .server = "mongo"});
-    h.add({.time_us = 30,
-           .kind = EventKind::complete,
-           .client = 1,
-           .key = "k",
-           .op = Op::acquire,
-           .outcome = Outcome::ok,
-           .has_token = true,
-           .token = second_token});
-    h.add({.time_us = 40,
-           .kind = EventKind::complete,
-           .client = 0,
-           .key = "k",
-           .op = Op::acquire,
-           .outcome = Outcome::ok,
-           .has_token = true,
-           .token = 1});
-    return h;
-  };
-  CHECK(check_fencing(issued_then_acquired(2)).empty());
-  const std::vector<Violation> reissued = check_fencing(issued_then_acquired(1));
-  REQUIRE(reissued.size() == 1);
-  CHECK(reissued[0].time_us == 20);
-  CHECK(reissued[0].detail.find("issued") != std::string::npos);
 }
 
 }  // namespace lockstep

@@ -65,8 +65,22 @@ struct Overlap {
     for (HistoryEvent& e : all) history.add(e);
   }
   Violation judged(Invariant invariant = Invariant::mutual_exclusion) {
-    std::vector<Violation> vs = {
-        {.invariant = invariant, .time_us = 1000, .clients = {0, 1}, .key = "k"}};
+    return judged_as({.invariant = invariant, .time_us = 1000, .clients = {0, 1}, .key = "k"});
+  }
+  // As a checker measures it: c0 held first (claimed at 100), c1 came in at 1000, and the two
+  // overlapped for excess_us.
+  Violation measured(TimeUs excess_us, Invariant invariant = Invariant::mutual_exclusion) {
+    return judged_as({.invariant = invariant,
+                      .time_us = 1000,
+                      .clients = {0, 1},
+                      .key = "k",
+                      .holder = 0,
+                      .entrant = 1,
+                      .claim_since_us = 100,
+                      .excess_us = excess_us});
+  }
+  Violation judged_as(Violation v) {
+    std::vector<Violation> vs = {std::move(v)};
     excuse_violations(history, vs);
     return vs.front();
   }
@@ -152,15 +166,113 @@ TEST_CASE("server drift: slow or within the envelope excuses nothing, faster doe
   CHECK(v.excuse.find("outside the adapter's fault envelope") != std::string::npos);
 }
 
-TEST_CASE("a fault that ended before the window excuses nothing, but a lasting one does",
+TEST_CASE("a fault that ended before the window excuses nothing, nor lost state before the lease",
           "[excuse]") {
   Overlap early_drift;
   early_drift.fault(FaultKind::server_drift, 10, 50, -1, 400'000);  // before either acquire
   CHECK_FALSE(early_drift.judged(Invariant::lease_exclusion).excused());
 
+  // A failover before the first holder's lease existed lost nothing of it.
   Overlap early_failover;
-  early_failover.fault(FaultKind::failover, 10, 10);  // lost state stays lost
-  CHECK(early_failover.judged(Invariant::fencing).excused());
+  early_failover.fault(FaultKind::failover, 10, 10, -1, 3);
+  CHECK_FALSE(early_failover.measured(1000, Invariant::fencing).excused());
+
+  Overlap during_lease;
+  during_lease.fault(FaultKind::failover, 500, 500, -1, 3);  // lost 3 acknowledged writes
+  const Violation v = during_lease.measured(1000, Invariant::fencing);
+  CHECK(v.excused());
+  CHECK(v.excuse.find("lost 3 acknowledged write(s)") != std::string::npos);
+}
+
+TEST_CASE("a failover that lost no acknowledged write excuses nothing", "[excuse]") {
+  Overlap nothing_lost;
+  nothing_lost.fault(FaultKind::failover, 500, 500, -1, 0);
+  CHECK_FALSE(nothing_lost.measured(1000, Invariant::fencing).excused());
+  CHECK_FALSE(nothing_lost.measured(1000).excused());
+  Overlap unknown;  // a real server: what the replica lacked is not known
+  unknown.fault(FaultKind::failover, 500, 500, -1, -1);
+  CHECK(unknown.measured(1000, Invariant::fencing).excused());
+}
+
+TEST_CASE("a clock fault excuses no more than its size can explain", "[excuse]") {
+  // A server jump of +1ms cannot explain a second of overlap; one of 2 s can.
+  Overlap small_jump;
+  small_jump.fault(FaultKind::server_clock_jump, 500, 500, -1, 1'000);
+  CHECK_FALSE(small_jump.measured(1'000'000).excused());
+  Overlap big_jump;
+  big_jump.fault(FaultKind::server_clock_jump, 500, 500, -1, 2'000'000);
+  CHECK(big_jump.measured(1'000'000).excused());
+  // A jump before the holder's lease began ends nothing of it.
+  Overlap jump_before;
+  jump_before.fault(FaultKind::server_clock_jump, 50, 50, -1, 2'000'000);
+  CHECK_FALSE(jump_before.measured(1'000).excused());
+
+  // A client clock 1 ppm slower than the lock allows for, over under a second, explains
+  // microseconds, not 193 ms.
+  Overlap barely;
+  barely.history.meta.envelope.client_slow_ppm_max = 500;
+  barely.fault(FaultKind::clock_drift, 0, 5000, 0, -501);
+  CHECK_FALSE(barely.measured(193'000).excused());
+  Overlap far;
+  far.history.meta.envelope.client_slow_ppm_max = 500;
+  far.fault(FaultKind::clock_drift, 0, 5000, 0, -300'000);  // 30% slow over 900 us: 270 us
+  CHECK(far.measured(200).excused());
+  CHECK_FALSE(far.measured(193'000).excused());
+}
+
+TEST_CASE("a wall clock ahead excuses only its own client's early entry", "[excuse]") {
+  // A forward jump lets the jumping client take the lock early: it must be the one that came in,
+  // not the holder, and by no more than the jump.
+  Overlap holder_ahead;
+  holder_ahead.history.meta.envelope.client_wall_clock = false;  // it sends wall times
+  holder_ahead.fault(FaultKind::clock_jump, 500, 500, 0, 5'000);
+  CHECK_FALSE(holder_ahead.measured(1'000).excused());
+  Overlap entrant_ahead;
+  entrant_ahead.history.meta.envelope.client_wall_clock = false;
+  entrant_ahead.fault(FaultKind::clock_jump, 500, 500, 1, 5'000);
+  CHECK(entrant_ahead.measured(1'000).excused());
+  CHECK_FALSE(entrant_ahead.measured(1'000'000).excused());  // a +5 ms jump, a second of overlap
+}
+
+TEST_CASE("a paused holder's overrun is the pause's, whatever it does on waking", "[excuse]") {
+  // Refusing its stale write is fencing's job; a validity that told it to go on is
+  // validity_within_lease's.
+  Overlap careless;
+  careless.fault(FaultKind::pause, 500, 1500, 0);
+  careless.add({.time_us = 1600,
+                .kind = EventKind::access,
+                .client = 0,
+                .key = "k",
+                .op = Op::write,
+                .outcome = Outcome::ok});
+  careless.sort();
+  CHECK(careless.judged().excused());
+}
+
+TEST_CASE(
+    "faults that each explain a part of an overlap excuse it together, never a late pause "
+    "alone",
+    "[excuse]") {
+  // A server clock 100000 ppm fast beyond the allowance from the claim (100) to the overlap's start
+  // (1000) explains 90us; c0 then paused from 1500 to 2500 prolongs the overlap by 1000us.
+  Overlap both;
+  both.fault(FaultKind::server_drift, 0, 1000, -1, 100'000);
+  both.fault(FaultKind::pause, 1500, 2500, 0);
+  const Violation v = both.measured(1'000 + 90 + 2'000);
+  REQUIRE(v.excused());
+  CHECK(v.excuse.find("together") != std::string::npos);
+  CHECK_FALSE(both.measured(10'000).excused());  // more than both explain, with the slack
+  Overlap late_pause_only;
+  late_pause_only.fault(FaultKind::pause, 1500, 2500, 0);
+  CHECK_FALSE(late_pause_only.measured(1'000).excused());  // nothing began the overlap
+}
+
+TEST_CASE("a pause excuses nothing for an in-process keyed lock: it has no lease to overrun",
+          "[excuse]") {
+  Overlap keyed;
+  keyed.history.meta.keyed = true;
+  keyed.fault(FaultKind::pause, 500, 1500, 0);
+  CHECK_FALSE(keyed.judged().excused());
 }
 
 TEST_CASE("the window reaches back to the earliest event that shows the violation", "[excuse]") {
@@ -208,13 +320,13 @@ TEST_CASE("the window reaches back to the earliest event that shows the violatio
 TEST_CASE("a failover excuses tokens only outside the envelope (a majority write concern)",
           "[excuse]") {
   Overlap async;
-  async.fault(FaultKind::failover, 500, 500);
+  async.fault(FaultKind::failover, 500, 500, -1, 1);
   CHECK(async.judged(Invariant::fencing).excused());
   CHECK(async.judged(Invariant::lease_exclusion).excused());
 
   Overlap majority;
   majority.history.meta.envelope.failover = true;
-  majority.fault(FaultKind::failover, 500, 500);
+  majority.fault(FaultKind::failover, 500, 500, -1, 1);
   CHECK_FALSE(majority.judged(Invariant::fencing).excused());
   CHECK_FALSE(majority.judged().excused());
 }

@@ -14,11 +14,11 @@ void register_my_lock(std::string name, my_lock::MyLock::Extend extend, std::str
   lockstep::register_adapter({
       .name = std::move(name),
       .description = std::move(description),
-      .worlds = {WorldKind::sim, WorldKind::real},
+      .worlds = {lockstep::WorldKind::sim, lockstep::WorldKind::real},
       // What the lock claims to be, so every scenario that fits it judges it by that: a lease lock
       // on one Redis (the simulated one takes network, clock and failover faults), no fencing
       // token, owner-checked release and extend. Both variants claim the same; one lies.
-      .traits = {.backend = lockstep::BackendKind::redis,
+      .traits = {.servers = lockstep::ServerLayout::one_server,
                  .sim_faults = lockstep::kRedisTraits.sim_faults,
                  .tokens = lockstep::TokenKind::none},
       .options = lockstep::redis_backend_options(),

@@ -124,5 +124,38 @@ TEST_CASE("more workers than items, and no items at all", "[pool]") {
   CHECK(no_children_left());
 }
 
+TEST_CASE("stop ends the pool: nothing more is taken, also while a worker is still busy",
+          "[pool][stop]") {
+  for (int jobs : {1, 2}) {
+    INFO("jobs " << jobs);
+    std::vector<size_t> taken;
+    run_in_order(
+        1000, jobs, square,
+        [&](size_t i, const std::string&) {
+          taken.push_back(i);
+          return true;
+        },
+        [&] { return taken.size() >= 3; });
+    CHECK(taken == std::vector<size_t>{0, 1, 2});
+    CHECK(no_children_left());
+  }
+  // Item 1 never finishes (its worker waits for a signal that never comes): a stop must not wait
+  // for it. The pool asks stop() while it waits, so it returns; its workers are killed and reaped.
+  std::vector<size_t> taken;
+  auto work = [](size_t i) -> std::string {
+    if (i == 1) ::pause();  // only ever runs in a worker: the pool forks for jobs > 1
+    return square(i);
+  };
+  run_in_order(
+      10, 2, work,
+      [&](size_t i, const std::string&) {
+        taken.push_back(i);
+        return true;
+      },
+      [&] { return !taken.empty(); });
+  CHECK(taken == std::vector<size_t>{0});
+  CHECK(no_children_left());
+}
+
 }  // namespace
 }  // namespace lockstep

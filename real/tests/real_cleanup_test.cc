@@ -120,8 +120,7 @@ TEST_CASE("a start removes the dirs of killed runs, never a live run's", "[real]
 namespace lockstep {
 namespace {
 
-TEST_CASE("libmongoc counter files of dead processes are removed, a live one's kept",
-          "[real][cleanup]") {
+TEST_CASE("per-process files of dead processes are removed, a live one's kept", "[real][cleanup]") {
   const std::string dir = real::make_server_dir("shm-test");
   const pid_t dead = fork();
   REQUIRE(dead >= 0);
@@ -131,7 +130,7 @@ TEST_CASE("libmongoc counter files of dead processes are removed, a live one's k
   const fs::path live = fs::path(dir) / ("mongoc-" + std::to_string(getppid()));
   const fs::path other = fs::path(dir) / "mongoc-notapid";
   for (const fs::path& file : {stale, live, other}) std::ofstream(file) << "counters";
-  CHECK(real::remove_stale_mongoc_counters(dir) == 1);
+  CHECK(real::remove_stale_pid_files(dir, "mongoc-") == 1);
   CHECK_FALSE(fs::exists(stale));
   CHECK(fs::exists(live));
   CHECK(fs::exists(other));

@@ -16,12 +16,12 @@ TEST_CASE("trace: lines are '<t_us> <text>' and indexed", "[sim][trace]") {
   CHECK(t.line(2).empty());
 }
 
-TEST_CASE("trace: the hash (version 2) folds each line's time and record, then the count",
+TEST_CASE("trace: the hash (version 3, version 2's fold) folds each line's time and record",
           "[sim][trace]") {
   // Expected values computed independently (a few lines of Python with big integers) from the
   // definition in sim/trace.h: word(w) = fold((state ^ w ^ salt) * multiplier), bytes as length
   // then little-endian words, a text line as (time, text tag, bytes, end tag), the count last.
-  STATIC_REQUIRE(Trace::kHashVersion == 2);
+  STATIC_REQUIRE(Trace::kHashVersion == 3);
   Trace t;
   CHECK(t.hash_hex() == "55ba897d2af3577c");  // no line: only the count, 0
   t.add(5, "hello");

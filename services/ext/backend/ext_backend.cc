@@ -31,11 +31,12 @@ namespace lockstep {
 
 namespace ext {
 
-// A driver failed (died, hung, malformed): not a lock outcome, so not a LockError. It escapes the
-// client and ends the run as an error carrying the message.
-class DriverFailed : public std::runtime_error {
+// A driver broke the protocol (died, hung, wrote a malformed line, refused a request, could not
+// start): not a lock outcome, so not a LockError. It escapes the client and ends the run as an
+// error carrying the message, which names the rule, with nothing judged (ClientProtocolBroken).
+class DriverFailed : public ClientProtocolBroken {
  public:
-  using std::runtime_error::runtime_error;
+  using ClientProtocolBroken::ClientProtocolBroken;
 };
 
 }  // namespace ext
@@ -195,8 +196,11 @@ class ExtAdapter final : public LockAdapter {
         r.err ? fmt::format(" {}: {:.120}", r.err->name, r.err->message) : std::string(),
         (r.t1_ns - r.t0_ns) / 1000, (result.received_ns - result.sent_ns) / 1000));
     if (r.status == ext::Status::bad_request) {
-      throw ext::DriverFailed(fmt::format("driver {} refused a request as bad: {}", name_,
-                                          r.err ? r.err->message : std::string("(no message)")));
+      throw ext::DriverFailed(fmt::format(
+          "driver {} {}", name_,
+          ext::broke(ext::kRuleRequests,
+                     fmt::format("refused a request as bad: {}",
+                                 r.err ? r.err->message : std::string("(no message)")))));
     }
     return r;
   }
@@ -206,8 +210,10 @@ class ExtAdapter final : public LockAdapter {
     uint64_t token = 0;
     const auto [end, ec] = std::from_chars(r.token.data(), r.token.data() + r.token.size(), token);
     if (ec != std::errc() || end != r.token.data() + r.token.size()) {
-      throw ext::DriverFailed(
-          fmt::format("driver {} promised monotonic tokens and sent \"{}\"", name_, r.token));
+      throw ext::DriverFailed(fmt::format(
+          "driver {} {}", name_,
+          ext::broke(ext::kRuleTokens,
+                     fmt::format("promised monotonic tokens and sent \"{}\"", r.token))));
     }
     return token;
   }
@@ -363,7 +369,7 @@ class ExtBackend final : public Backend {
                              to_string(driver->ready().capabilities.token));
       return driver;
     } catch (const ext::DriverStartError& e) {
-      throw real::ServerStartError(e.what());
+      throw ext::DriverFailed(e.what());  // the run's error: its message names the rule broken
     }
   }
 
@@ -402,11 +408,11 @@ class ExtBackend final : public Backend {
 // What each library claims to be (owner-checked release and extend, no fencing token), judged as
 // such: a library whose claims do not hold shows it as a violation. No simulated backend yet.
 AdapterTraits ext_traits(const ExtLibrary& library) {
-  const BackendKind backend = library.over_nodes  ? BackendKind::redlock
-                              : library.in_memory ? BackendKind::in_process
-                                                  : BackendKind::redis;
+  const ServerLayout servers = library.over_nodes  ? ServerLayout::independent_nodes
+                               : library.in_memory ? ServerLayout::in_process
+                                                   : ServerLayout::one_server;
   // The npm libraries time validity and retries with Date.now(): a wall-clock step reaches them.
-  return {.backend = backend,
+  return {.servers = servers,
           .envelope = {.client_wall_clock = false},
           .tokens = TokenKind::none,
           .extends = library.extends};

@@ -14,6 +14,7 @@
 #include "base/check.h"
 #include "real/server_errors.h"
 #include "services/ext/driver/node_drivers.h"
+#include "services/ext/driver/protocol_rules.h"
 #include "services/ext/driver/sim_driver.h"
 #include "services/ext/driver/sim_driver_pool.h"
 #include "services/redis/backend/lease_events.h"
@@ -25,11 +26,20 @@ namespace lockstep {
 
 namespace ext {
 
-// A co-simulated driver failed (died, hung, malformed, or left a request unanswered): not a lock
-// outcome. It escapes the client's fiber and ends the run as an error carrying the message.
+// A co-simulated driver's library left a request unanswered for ext_deadline_ms of simulated time:
+// not a lock outcome. It escapes the client's fiber and ends the run as an error carrying the
+// message; what happened before it is judged (a library that hangs is a finding about it).
 class SimDriverFailed : public ClientProcessFailed {
  public:
   using ClientProcessFailed::ClientProcessFailed;
+};
+
+// A co-simulated driver broke the protocol (died, hung in real time, wrote a malformed line or an
+// answer to nothing, refused a request): the run ends as an error with nothing judged, the message
+// naming the rule (services/ext/driver/protocol_rules.h).
+class SimDriverBroke : public ClientProtocolBroken {
+ public:
+  using ClientProtocolBroken::ClientProtocolBroken;
 };
 
 }  // namespace ext
@@ -84,7 +94,9 @@ class CoSimClient {
   void on_reset(int conn);
   void schedule_timer(std::optional<int64_t> next_timer_ns);
   void on_timer();
-  void fail(std::string message);
+  // broke_protocol: the driver broke a rule (SimDriverBroke), else its library hung (SimDriverFailed).
+  void fail(std::string message, bool broke_protocol = true);
+  [[noreturn]] void throw_failed() const;
 
   ExtSimBackend& backend_;
   sim::World& world_;
@@ -111,7 +123,8 @@ class CoSimClient {
   TimeUs last_tick_us_ = -1;
   int ticks_at_instant_ = 0;
   std::optional<sim::EventId> timer_event_;  // its event, cancelled when the driver names another
-  std::string failed_;  // set once the driver failed: every later call throws it
+  std::string failed_;         // set once the driver failed: every later call throws it
+  bool failed_broke_ = false;  // failed_ is a protocol rule broken (throw_failed)
   // Per handle: the validity the library reported, on the client's monotonic clock (us).
   std::map<std::string, int64_t> validity_end_us_;
 };
@@ -225,15 +238,18 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
   }
   // The primary dies and its replica is promoted; the drivers' connections follow it, and so does
   // every later connect to server 0, as the clients of lockstep's redis backend do. Once a run.
-  void failover() override {
+  int64_t failover() override {
     if (!replica_) throw WorldUnsupported("failover needs a replica: --set replicas=1");
     sim::RedisNode& old_primary = *servers_.front();
+    const int64_t lost =
+        static_cast<int64_t>(old_primary.replication_seq() - replica_->replication_seq());
     world_.crash(old_primary.node());
     replica_->promote();
     for (auto* drivers : {&clients_, &shared_}) {
       for (auto& driver : *drivers) driver->retarget(old_primary, *replica_);
     }
     failed_primary_ = std::exchange(servers_.front(), std::move(replica_));
+    return lost;
   }
   void partition(int client_node, bool two_way) override {
     for (int i = 0; i < server_count(); ++i) partition_server(client_node, i, two_way);
@@ -364,32 +380,32 @@ CoSimClient::CoSimClient(ExtSimBackend& backend, int client, sim::NodeId node,
   process_ = ext::SimDriverPool::take(
       ext::SimDriverOptions{.program = program, .args = std::move(args), .name = who_});
   // Started and connected before the run, at this instant: the handshake's replies come from the
-  // nodes' fronts at once, without the network.
-  try {
-    const std::string seed = shared() ? fmt::format("{}:{}", world_.seed(), shared_name)
-                                      : fmt::format("{}:{}", world_.seed(), client);
-    exchange(nlohmann::json{{"op", "init"}, {"seed", seed}}.dump());
-    for (int i = 0; i < kStartExchangesMax && !start_replies_.empty(); ++i) {
-      auto [conn, bytes] = std::move(start_replies_.front());
-      start_replies_.pop_front();
-      exchange(nlohmann::json{{"op", "recv"}, {"conn", conn}, {"data", ext::base64_encode(bytes)}}
-                   .dump());
-    }
-  } catch (const ext::SimDriverFailed& e) {
-    throw real::ServerStartError(e.what());
+  // nodes' fronts at once, without the network. A driver that breaks the protocol here throws
+  // SimDriverBroke: the run's error, naming the rule.
+  const std::string seed = shared() ? fmt::format("{}:{}", world_.seed(), shared_name)
+                                    : fmt::format("{}:{}", world_.seed(), client);
+  exchange(nlohmann::json{{"op", "init"}, {"seed", seed}}.dump());
+  for (int i = 0; i < kStartExchangesMax && !start_replies_.empty(); ++i) {
+    auto [conn, bytes] = std::move(start_replies_.front());
+    start_replies_.pop_front();
+    exchange(
+        nlohmann::json{{"op", "recv"}, {"conn", conn}, {"data", ext::base64_encode(bytes)}}.dump());
   }
   starting_ = false;
   if (!ready_) {
-    throw real::ServerStartError(
-        fmt::format("driver {} (pid {}) did not say ready after its connection handshake", who_,
-                    process_->pid()));
+    throw ext::SimDriverBroke(fmt::format(
+        "driver {} (pid {}) {}", who_, process_->pid(),
+        ext::broke(ext::kRuleReady, "did not say ready after its connection handshake")));
   }
   // No pid here: the trace is the run's identity, and a pid is the machine's.
   world_.trace_line(fmt::format("driver {}: {} protocol {} (co-simulated)", who_, ready_->version,
                                 ready_->protocol));
   if (shared()) return;  // its node never crashes: it is no client's
   world_.on_crash(node_, [this] {
-    if (failed_.empty()) failed_ = fmt::format("driver {} was killed with its client", who_);
+    if (failed_.empty()) {
+      failed_ = fmt::format("driver {} was killed with its client", who_);
+      failed_broke_ = false;
+    }
     // Nothing more of this process reaches the run (failed_ is set): killed, or reset into the
     // pool, which is the same to the run and spares a sweep a start per crash.
     ext::SimDriverPool::give_back(std::move(process_));
@@ -403,29 +419,37 @@ ext::SimNow CoSimClient::now() const {
           .mono_ns = world_.monotonic_us(node_) * 1000};
 }
 
-void CoSimClient::fail(std::string message) {
-  if (failed_.empty()) failed_ = std::move(message);
+void CoSimClient::fail(std::string message, bool broke_protocol) {
+  if (failed_.empty()) {
+    failed_ = std::move(message);
+    failed_broke_ = broke_protocol;
+  }
   for (const auto& [id, waiter] : waiters_) world_.wake(waiter);
 }
 
+void CoSimClient::throw_failed() const {
+  if (failed_broke_) throw ext::SimDriverBroke(failed_);
+  throw ext::SimDriverFailed(failed_);
+}
+
 void CoSimClient::exchange(const std::string& fields) {
-  if (!failed_.empty()) throw ext::SimDriverFailed(failed_);
+  if (!failed_.empty()) throw_failed();
   ext::SimExchange result;
   try {
     result = process_->exchange(fields, now());
   } catch (const ext::SimDriverError& e) {
-    fail(e.what());
-    throw ext::SimDriverFailed(failed_);
+    fail(e.what());  // names the rule it broke (sim_driver.cc)
+    throw_failed();
   }
   dispatch(std::move(result));
-  if (!failed_.empty()) throw ext::SimDriverFailed(failed_);
+  if (!failed_.empty()) throw_failed();
 }
 
 void CoSimClient::exchange_in_callback(const std::string& fields) {
   if (!failed_.empty()) return;
   try {
     exchange(fields);
-  } catch (const ext::SimDriverFailed&) {
+  } catch (const ClientProcessFailed&) {
     // kept in failed_; the fiber waiting (if any) was woken to throw it
   }
 }
@@ -435,10 +459,12 @@ void CoSimClient::dispatch(ext::SimExchange result) {
     if (auto* connect = std::get_if<ext::SimConnect>(&line)) {
       sim::RedisNode* target = backend_.server(connect->server);
       if (target == nullptr || streams_.contains(connect->conn) || streams_.size() >= kStreamsMax) {
-        return fail(
-            fmt::format("driver {} opened connection {} to server {}: no such server, "
-                        "a connection id in use, or more than {} connections",
-                        who_, connect->conn, connect->server, kStreamsMax));
+        return fail(fmt::format(
+            "driver {} {}", who_,
+            ext::broke(ext::kRuleConnections,
+                       fmt::format("opened connection {} to server {}: no such server, a "
+                                   "connection id in use, or more than {} connections",
+                                   connect->conn, connect->server, kStreamsMax))));
       }
       const int conn = connect->conn;
       streams_.emplace(
@@ -449,8 +475,10 @@ void CoSimClient::dispatch(ext::SimExchange result) {
     } else if (auto* send = std::get_if<ext::SimSend>(&line)) {
       auto it = streams_.find(send->conn);
       if (it == streams_.end()) {
-        return fail(fmt::format("driver {} wrote on connection {}, which it never opened", who_,
-                                send->conn));
+        return fail(fmt::format(
+            "driver {} {}", who_,
+            ext::broke(ext::kRuleConnections,
+                       fmt::format("wrote on connection {}, which it never opened", send->conn))));
       }
       if (starting_) {
         std::string replies = it->second->write_now(send->bytes);
@@ -461,20 +489,29 @@ void CoSimClient::dispatch(ext::SimExchange result) {
     } else if (auto* close = std::get_if<ext::SimClose>(&line)) {
       if (auto it = streams_.find(close->conn); it != streams_.end()) it->second->close();
     } else if (auto* ready = std::get_if<ext::Ready>(&line)) {
-      if (ready_) return fail(fmt::format("driver {} wrote a second ready line", who_));
+      if (ready_) {
+        return fail(fmt::format("driver {} {}", who_,
+                                ext::broke(ext::kRuleReady, "wrote a second ready line")));
+      }
       if (ready->protocol != 2) {
         return fail(fmt::format(
-            "driver {} speaks protocol {}; --world sim needs a co-simulated driver, protocol 2 "
-            "(services/ext/PROTOCOL.md, \"Version 2\"), or run it with --world real",
-            who_, ready->protocol));
+            "driver {} {}", who_,
+            ext::broke(ext::kRuleReady,
+                       fmt::format("speaks protocol {}; --world sim needs a co-simulated driver, "
+                                   "protocol 2 (services/ext/PROTOCOL.md, \"Version 2\"), or "
+                                   "run it with --world real",
+                                   ready->protocol))));
       }
       ready_ = std::move(*ready);
     } else if (auto* response = std::get_if<ext::Response>(&line)) {
       if (abandoned_.erase(response->id) > 0) continue;  // its fiber is gone
       auto it = requests_.find(response->id);
       if (it == requests_.end() || it->second.has_value()) {
-        return fail(fmt::format("driver {} answered request {}, which is not waiting for one", who_,
-                                response->id));
+        return fail(fmt::format(
+            "driver {} {}", who_,
+            ext::broke(
+                ext::kRuleOneAnswer,
+                fmt::format("answered request {}, which is not waiting for one", response->id))));
       }
       const int64_t id = response->id;
       it->second = std::move(*response);
@@ -523,6 +560,7 @@ void CoSimClient::on_timer() {
   if (shared() ? busy.empty() : std::find(busy.begin(), busy.end(), node_) == busy.end()) {
     // Its process is left idle, not killed: ticks stop here, and the pool may reuse it.
     failed_ = fmt::format("driver {} exited with its client's program", who_);
+    failed_broke_ = false;
     world_.trace_line(fmt::format("driver {} stopped: its client's program is over", who_));
     return;
   }
@@ -547,7 +585,7 @@ void CoSimClient::on_timer() {
 }
 
 ext::Response CoSimClient::call(int client, ext::Request request) {
-  if (!failed_.empty()) throw ext::SimDriverFailed(failed_);
+  if (!failed_.empty()) throw_failed();
   const int64_t id = next_id_++;
   request.id = id;
   // A shared driver keeps each client's handles apart (version 1's `client`).
@@ -573,13 +611,17 @@ ext::Response CoSimClient::call(int client, ext::Request request) {
     waiters_.erase(id);
   }
   if (request.op == ext::Op::acquire) backend_.set_acquiring(client, "");
-  if (!failed_.empty()) throw ext::SimDriverFailed(failed_);
+  if (!failed_.empty()) throw_failed();
   std::optional<ext::Response> answer = std::move(requests_.at(id));
   requests_.erase(id);
   if (!answer) {
-    fail(fmt::format("driver {} gave no answer to {} within {} ms of simulated time", who_,
-                     to_string(request.op), backend_.deadline_ms()));
-    throw ext::SimDriverFailed(failed_);
+    // The driver kept the protocol (each exchange ended idle); its library never settled the call:
+    // what the library did until then is judged.
+    fail(fmt::format("driver {}: its library gave no answer to {} within {} ms of simulated time "
+                     "(ext_deadline_ms)",
+                     who_, to_string(request.op), backend_.deadline_ms()),
+         false);
+    throw_failed();
   }
   const ext::Response& r = *answer;
   world_.trace_line(
@@ -596,9 +638,12 @@ ext::Response CoSimClient::call(int client, ext::Request request) {
         world_.monotonic_us(node_) + (r.valid_until_ms * 1000 - world_.local_us(node_));
   }
   if (r.status == ext::Status::bad_request) {
-    fail(fmt::format("driver {} refused a request as bad: {}", who_,
-                     r.err ? r.err->message : std::string("(no message)")));
-    throw ext::SimDriverFailed(failed_);
+    fail(
+        fmt::format("driver {} {}", who_,
+                    ext::broke(ext::kRuleRequests,
+                               fmt::format("refused a request as bad: {}",
+                                           r.err ? r.err->message : std::string("(no message)")))));
+    throw_failed();
   }
   return std::move(*answer);
 }

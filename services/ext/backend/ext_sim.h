@@ -54,10 +54,18 @@ std::unique_ptr<Backend> make_ext_sim_backend(BackendEnv& env, const ExtSimLibra
 
 // What the simulated backend can do (the ext adapters' sim_faults): one Redis, with a replica to
 // fail over to (replicas=1), or a Redlock library's independent nodes (no replicas).
-inline constexpr FaultCapabilities kExtSimFaults{
-    .network = true, .server_clock = true, .server_clock_jump = true, .failover = true};
-inline constexpr FaultCapabilities kExtSimNodesFaults{
-    .network = true, .server_clock = true, .server_clock_jump = true, .failover = false};
+inline constexpr FaultCapabilities kExtSimFaults{.network = true,
+                                                 .server_clock = true,
+                                                 .server_clock_jump = true,
+                                                 .failover = true,
+                                                 .server_restart = true,
+                                                 .server_pause = true};
+inline constexpr FaultCapabilities kExtSimNodesFaults{.network = true,
+                                                      .server_clock = true,
+                                                      .server_clock_jump = true,
+                                                      .failover = false,
+                                                      .server_restart = true,
+                                                      .server_pause = true};
 // An in-memory library's: its shared driver's node has a clock, and nothing else to break.
 inline constexpr FaultCapabilities kExtSimSharedFaults{.server_clock = true,
                                                        .server_clock_jump = true};

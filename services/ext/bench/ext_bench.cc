@@ -52,11 +52,12 @@
 #include <vector>
 
 #include "bench/contention.h"
-#include "bench/servers.h"
+#include "bench/sweep_bench.h"
 #include "services/ext/driver/driver_process.h"
 #include "services/ext/driver/node_drivers.h"
 #include "services/ext/driver/protocol.h"
 #include "services/ext/driver/sim_driver.h"
+#include "services/redis/bench/servers.h"
 
 namespace {
 
@@ -333,3 +334,20 @@ void BM_Ext_SimExchange(benchmark::State& state, const Library& lib) {
 }();
 
 }  // namespace
+
+// BM_Sweep/ext:LIB (bench/sweep_bench.h): the co-simulated libraries beside lockstep's redis (a
+// co-simulated seed's cost against lockstep's own adapter's), with the exchanges per seed.
+[[maybe_unused]] const bool kSweepRegistered = [] {
+  const std::pair<const char*, int> cases[] = {{"ext:locco-redis", 20},
+                                               {"ext:locco-memory", 50},
+                                               {"ext:redis-semaphore", 20},
+                                               {"ext:node-redlock", 10},
+                                               {"ext:redis-semaphore-redlock", 10}};
+  for (const auto& [adapter, seeds] : cases) {
+    lockstep::bench::register_sweep_benchmark(
+        {.adapter = adapter, .seeds = seeds, .own = false, .exchanges_total = [] {
+           return lockstep::ext::SimDriverProcess::exchanges_total();
+         }});
+  }
+  return true;
+}();

@@ -64,17 +64,17 @@ DriverProcess::DriverProcess(DriverOptions options) : options_(std::move(options
         changed_.wait_for(lock, std::chrono::milliseconds(options_.start_deadline_ms),
                           [this] { return have_ready_ || failure_ != DriverFailure::none; });
     if (failure_ != DriverFailure::none) {
-      problem =
-          failure_message_.substr(failure_message_.find(": ") + 2);  // without the name, said below
-      problem = fmt::format("{} {}", to_string(failure_), problem);
+      problem = failure_detail_;  // without the name, said below
     } else if (!came) {
-      problem = fmt::format("no ready line within {} ms", options_.start_deadline_ms);
-    } else if (ready_.protocol != kProtocolVersion) {
-      problem = fmt::format("speaks protocol {}, not {}", ready_.protocol, kProtocolVersion);
-    } else if (ready_.now_ns < spawned_ns || ready_.now_ns > ready_received_ns_) {
       problem =
-          fmt::format("its clock read {} ns, outside [{}, {}]: it does not read CLOCK_MONOTONIC",
-                      ready_.now_ns, spawned_ns, ready_received_ns_);
+          broke(kRuleReady, fmt::format("no ready line within {} ms", options_.start_deadline_ms));
+    } else if (ready_.protocol != kProtocolVersion) {
+      problem = broke(kRuleReady,
+                      fmt::format("speaks protocol {}, not {}", ready_.protocol, kProtocolVersion));
+    } else if (ready_.now_ns < spawned_ns || ready_.now_ns > ready_received_ns_) {
+      problem = broke(kRuleReady, fmt::format("its clock read {} ns, outside [{}, {}]: it does "
+                                              "not read CLOCK_MONOTONIC",
+                                              ready_.now_ns, spawned_ns, ready_received_ns_));
     }
     if (!problem.empty()) problem = fmt::format("{}{}", problem, tail_locked());
   }
@@ -196,7 +196,7 @@ void DriverProcess::kill() {
     }
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  fail_locked(DriverFailure::died, "killed by the harness");
+  fail_locked(DriverFailure::died, nullptr, "killed by the harness");
 }
 
 DriverFailure DriverProcess::failure() const {
@@ -214,11 +214,13 @@ std::string DriverProcess::tail_locked() const {
   return fmt::format("; its stderr ends: {}", stderr_tail_);
 }
 
-void DriverProcess::fail_locked(DriverFailure failure, std::string message) {
+void DriverProcess::fail_locked(DriverFailure failure, const ProtocolRule* rule,
+                                std::string message) {
   if (failure_ != DriverFailure::none) return;  // the first failure is the one that counts
   failure_ = failure;
-  failure_message_ =
-      fmt::format("driver {} (pid {}) {}: {}", options_.name, pid_, to_string(failure), message);
+  const std::string what = fmt::format("{}: {}", to_string(failure), message);
+  failure_detail_ = rule ? broke(*rule, what) : what;
+  failure_message_ = fmt::format("driver {} (pid {}) {}", options_.name, pid_, failure_detail_);
   changed_.notify_all();
 }
 
@@ -249,7 +251,7 @@ CallResult DriverProcess::call(Request request) {
     }
   }
   lock.lock();
-  if (!written) fail_locked(DriverFailure::died, "its stdin is closed");
+  if (!written) fail_locked(DriverFailure::died, &kRuleStayUp, "its stdin is closed");
   const bool answered = changed_.wait_for(
       lock, std::chrono::milliseconds(options_.request_deadline_ms),
       [this, id] { return pending_.at(id).has_value() || failure_ != DriverFailure::none; });
@@ -261,7 +263,7 @@ CallResult DriverProcess::call(Request request) {
     return result;
   }
   if (!answered) {
-    fail_locked(DriverFailure::hung,
+    fail_locked(DriverFailure::hung, &kRuleInTime,
                 fmt::format("no answer to {} within {} ms", to_string(request.op),
                             options_.request_deadline_ms));
   }
@@ -278,11 +280,12 @@ void DriverProcess::handle_line(const std::string& line) {
   }
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto* error = std::get_if<DecodeError>(&decoded)) {
-    return fail_locked(DriverFailure::malformed,
+    return fail_locked(DriverFailure::malformed, &rule_of_decode_error(error->message),
                        fmt::format("{} in line {:.200}", error->message, line));
   }
   if (auto* ready = std::get_if<Ready>(&decoded)) {
-    if (have_ready_) return fail_locked(DriverFailure::malformed, "a second ready line");
+    if (have_ready_)
+      return fail_locked(DriverFailure::malformed, &kRuleReady, "a second ready line");
     ready_ = std::move(*ready);
     ready_received_ns_ = monotonic_ns();
     have_ready_ = true;
@@ -291,10 +294,10 @@ void DriverProcess::handle_line(const std::string& line) {
   }
   Response& response = std::get<Response>(decoded);
   if (!have_ready_)
-    return fail_locked(DriverFailure::malformed, "a response before the ready line");
+    return fail_locked(DriverFailure::malformed, &kRuleReady, "a response before the ready line");
   auto it = pending_.find(response.id);
   if (it == pending_.end() || it->second.has_value()) {
-    return fail_locked(DriverFailure::malformed,
+    return fail_locked(DriverFailure::malformed, &kRuleOneAnswer,
                        fmt::format("a response to request {}, which is not waiting "
                                    "for one: {:.200}",
                                    response.id, line));
@@ -327,7 +330,7 @@ void DriverProcess::read_loop() {
       if (out_open) {
         const std::string how = exit_description();
         std::lock_guard<std::mutex> lock(mutex_);
-        fail_locked(DriverFailure::died,
+        fail_locked(DriverFailure::died, closing_ ? nullptr : &kRuleStayUp,
                     closing_ ? "shut down"
                              : fmt::format("exited ({}) while a process it left kept its stdout "
                                            "open",
@@ -363,8 +366,12 @@ void DriverProcess::read_loop() {
         }
         const std::string how = exit_description();
         std::lock_guard<std::mutex> lock(mutex_);
-        fail_locked(DriverFailure::died,
-                    closing_ ? "shut down" : fmt::format("closed its stdout ({})", how));
+        if (closing_) {
+          fail_locked(DriverFailure::died, nullptr, "shut down");
+        } else {
+          fail_locked(DriverFailure::died, &kRuleStayUp,
+                      fmt::format("closed its stdout ({})", how));
+        }
         continue;
       }
       out_buffer.append(chunk, static_cast<size_t>(n));
@@ -377,7 +384,7 @@ void DriverProcess::read_loop() {
       out_buffer.erase(0, start);
       if (out_buffer.size() > kLineMaxBytes) {
         std::lock_guard<std::mutex> lock(mutex_);
-        fail_locked(DriverFailure::malformed,
+        fail_locked(DriverFailure::malformed, &kRuleLines,
                     fmt::format("a line longer than {} bytes", kLineMaxBytes));
         out_buffer.clear();
       }

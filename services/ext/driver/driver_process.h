@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "services/ext/driver/protocol.h"
+#include "services/ext/driver/protocol_rules.h"
 
 namespace lockstep::ext {
 
@@ -85,7 +86,8 @@ class DriverProcess {
  private:
   void read_loop();
   void teardown();
-  void fail_locked(DriverFailure failure, std::string message);  // must hold mutex_
+  // must hold mutex_; rule: the protocol rule the driver broke (nullptr: none, e.g. killed by us)
+  void fail_locked(DriverFailure failure, const ProtocolRule* rule, std::string message);
   void handle_line(const std::string& line);
   bool reap_now();  // must hold wait_mutex_; true once reaped
   std::string exit_description();
@@ -107,6 +109,7 @@ class DriverProcess {
   std::map<int64_t, std::optional<Response>> pending_;  // id -> its response once it came
   DriverFailure failure_ = DriverFailure::none;
   std::string failure_message_;
+  std::string failure_detail_;  // failure_message_ without the driver's name
   std::string stderr_tail_;
 
   std::mutex write_mutex_;  // one request line at a time on the driver's stdin

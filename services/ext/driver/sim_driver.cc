@@ -121,7 +121,7 @@ bool SimDriverProcess::reset() {
   try {
     const SimExchange result = exchange(R"({"op":"reset"})", SimNow{});
     if (result.lines.empty() && !result.next_timer_ns) return true;
-    fail("answered reset with more than an idle line");
+    fail(kRuleExchange, "answered reset with more than an idle line");
   } catch (const SimDriverError&) {
     // killed by fail()
   }
@@ -151,10 +151,10 @@ void SimDriverProcess::drain_stderr() {
   }
 }
 
-void SimDriverProcess::fail(const std::string& what) {
+void SimDriverProcess::fail(const ProtocolRule& rule, const std::string& what) {
   drain_stderr();
   failed_ = fmt::format(
-      "driver {} (pid {}) {}; {}", options_.name, pid_, what,
+      "driver {} (pid {}) {}; {}", options_.name, pid_, broke(rule, what),
       stderr_tail_.empty() ? "its stderr was empty" : "its stderr ends: " + stderr_tail_);
   kill();
   throw SimDriverError(failed_);
@@ -172,7 +172,7 @@ SimExchange SimDriverProcess::exchange(const std::string& fields_json, SimNow no
   while (done < text.size()) {
     const ssize_t n = send(to_driver_fd_, text.data() + done, text.size() - done, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail("closed its stdin");
+    if (n <= 0) fail(kRuleStayUp, "closed its stdin");
     done += static_cast<size_t>(n);
   }
   SimExchange result;
@@ -186,15 +186,17 @@ SimExchange SimDriverProcess::exchange(const std::string& fields_json, SimNow no
       const std::string raw = out_buffer_.substr(start, nl - start);
       start = nl + 1;
       if (result.lines.size() >= kExchangeLinesMax) {
-        fail(fmt::format("wrote more than {} lines in one exchange", kExchangeLinesMax));
+        fail(kRuleExchange,
+             fmt::format("wrote more than {} lines in one exchange", kExchangeLinesMax));
       }
       json object;
       try {
         object = json::parse(raw);
       } catch (const json::exception&) {
-        fail(fmt::format("wrote a line that is not JSON: {:.200}", raw));
+        fail(kRuleLines, fmt::format("wrote a line that is not JSON: {:.200}", raw));
       }
-      if (!object.is_object()) fail(fmt::format("wrote a line that is no object: {:.200}", raw));
+      if (!object.is_object())
+        fail(kRuleLines, fmt::format("wrote a line that is no object: {:.200}", raw));
       try {
         if (object.contains("idle")) {
           const json& next = object.at("next_timer_ns");
@@ -212,7 +214,7 @@ SimExchange SimDriverProcess::exchange(const std::string& fields_json, SimNow no
           }
           out_buffer_.erase(0, start);
           if (out_buffer_.find('\n') != std::string::npos) {
-            fail("wrote a line after its idle line");
+            fail(kRuleExchange, "wrote a line after its idle line");
           }
           return result;
         }
@@ -233,15 +235,17 @@ SimExchange SimDriverProcess::exchange(const std::string& fields_json, SimNow no
           continue;
         }
       } catch (const std::exception& e) {
-        fail(fmt::format("wrote a malformed line ({}): {:.200}", e.what(), raw));
+        fail(kRuleFields, fmt::format("wrote a malformed line ({}): {:.200}", e.what(), raw));
       }
       Line decoded = decode_line(raw);
       if (auto* error = std::get_if<DecodeError>(&decoded)) {
-        fail(fmt::format("wrote a malformed line ({}): {:.200}", error->message, raw));
+        fail(rule_of_decode_error(error->message),
+             fmt::format("wrote a malformed line ({}): {:.200}", error->message, raw));
       }
       if (auto* ready = std::get_if<Ready>(&decoded)) {
         if (ready->protocol != 2) {  // say so now: a version 1 driver never writes `idle`
           fail(
+              kRuleReady,
               fmt::format("speaks protocol {}; --world sim needs a co-simulated driver, protocol 2 "
                           "(services/ext/PROTOCOL.md, \"Version 2\"), or run it with --world real",
                           ready->protocol));
@@ -255,17 +259,17 @@ SimExchange SimDriverProcess::exchange(const std::string& fields_json, SimNow no
     }
     out_buffer_.erase(0, start);
     if (out_buffer_.size() > kLineMaxBytes) {
-      fail(fmt::format("wrote a line longer than {} bytes", kLineMaxBytes));
+      fail(kRuleLines, fmt::format("wrote a line longer than {} bytes", kLineMaxBytes));
     }
     const int64_t left_ms = deadline_ms - real_monotonic_ms();
     if (left_ms <= 0) {
-      fail(fmt::format("did not finish an exchange within {} ms of real time",
-                       options_.exchange_deadline_ms));
+      fail(kRuleInTime, fmt::format("did not finish an exchange within {} ms of real time",
+                                    options_.exchange_deadline_ms));
     }
     pollfd fds[2] = {{.fd = from_driver_fd_, .events = POLLIN, .revents = 0},
                      {.fd = stderr_fd_, .events = POLLIN, .revents = 0}};
     const int ready = poll(fds, 2, static_cast<int>(std::min<int64_t>(left_ms, 1000)));
-    if (ready < 0 && errno != EINTR) fail("could not be polled");
+    if (ready < 0 && errno != EINTR) fail(kRuleStayUp, "could not be polled");
     if ((fds[1].revents & POLLIN) != 0) drain_stderr();
     if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
       const ssize_t n = read(from_driver_fd_, chunk, sizeof chunk);
@@ -280,8 +284,9 @@ SimExchange SimDriverProcess::exchange(const std::string& fields_json, SimNow no
           }
           poll(nullptr, 0, 2);
         }
-        fail(reaped_ && WIFEXITED(status) ? fmt::format("exited with code {}", WEXITSTATUS(status))
-                                          : std::string("closed its stdout"));
+        fail(kRuleStayUp, reaped_ && WIFEXITED(status)
+                              ? fmt::format("exited with code {}", WEXITSTATUS(status))
+                              : std::string("closed its stdout"));
       }
       out_buffer_.append(chunk, static_cast<size_t>(n));
     }

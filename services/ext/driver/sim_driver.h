@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "services/ext/driver/protocol.h"
+#include "services/ext/driver/protocol_rules.h"
 
 namespace lockstep::ext {
 
@@ -96,7 +97,7 @@ class SimDriverProcess {
   void rename(std::string name) { options_.name = std::move(name); }
 
  private:
-  [[noreturn]] void fail(const std::string& what);
+  [[noreturn]] void fail(const ProtocolRule& rule, const std::string& what);
   void drain_stderr();
 
   SimDriverOptions options_;

@@ -109,8 +109,8 @@ KeyedSimBackend& keyed_backend(Backend& backend);
 
 // The in-process keyed locks: no servers, no clocks, no network.
 inline constexpr AdapterTraits kKeyedRwTraits{.family = LockFamily::keyed_rw,
-                                              .backend = BackendKind::in_process};
+                                              .servers = ServerLayout::in_process};
 inline constexpr AdapterTraits kFifoTraits{.family = LockFamily::keyed_fifo,
-                                           .backend = BackendKind::in_process};
+                                           .servers = ServerLayout::in_process};
 
 }  // namespace lockstep

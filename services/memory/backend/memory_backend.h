@@ -25,7 +25,7 @@ std::unique_ptr<Backend> make_memory_backend(BackendEnv& env, const MemoryAdapte
 // Its store expires leases by its monotonic clock: a jump of the store's wall clock is nothing to
 // it (envelope.server_wall_clock).
 inline constexpr AdapterTraits kMemoryTraits{
-    .backend = BackendKind::in_process,
+    .servers = ServerLayout::in_process,
     .sim_faults = {.server_clock = true, .server_clock_jump = true},
     .envelope = {.server_wall_clock = true},
     .tokens = TokenKind::monotonic,

@@ -21,6 +21,7 @@
 
 #include "adapters/core/clock.h"
 #include "bench/contention.h"
+#include "bench/sweep_bench.h"
 #include "services/memory/adapter/memory_adapter.h"
 
 namespace {
@@ -87,3 +88,7 @@ void BM_StdMutexMap(benchmark::State& state) {
 }();
 
 }  // namespace
+
+// BM_Sweep/memory (bench/sweep_bench.h): about half a second of work per iteration.
+[[maybe_unused]] const bool kSweepRegistered =
+    lockstep::bench::register_sweep_benchmark({.adapter = "memory", .seeds = 2'000});

@@ -33,18 +33,21 @@ std::unique_ptr<Backend> make_mongo_real_backend(BackendEnv& env, MongoAdapterFa
 // The production adapter's factory: MongoAdapterOptions from the options above.
 MongoAdapterFactory production_mongo_adapter();
 
-// What the Mongo lock claims under these options: a failover keeps every grant only with a
-// majority write concern; client-time expiry (time_source=client) trusts the client's wall clock.
-FaultEnvelope mongo_envelope(FaultEnvelope declared, const Options& options);
+// What the Mongo lock is under these options (AdapterEntry::refine): a failover keeps every grant
+// only with a majority write concern; client-time expiry (time_source=client) trusts the wall clock
+// of the client that takes over.
+AdapterTraits mongo_traits(AdapterTraits declared, const Options& options);
 
 // The Mongo lock: a unique index on key, owner-checked release and extend, a fencing counter per
 // key. A replica set of three over the simulated network, whose primary can be replaced by an
 // election.
-inline constexpr AdapterTraits kMongoTraits{.backend = BackendKind::mongo,
+inline constexpr AdapterTraits kMongoTraits{.servers = ServerLayout::replica_set,
                                             .sim_faults = {.network = true,
                                                            .server_clock = true,
                                                            .server_clock_jump = true,
-                                                           .failover = true},
+                                                           .failover = true,
+                                                           .server_restart = true,
+                                                           .server_pause = true},
                                             .envelope = {.failover = true},
                                             .tokens = TokenKind::monotonic};
 

@@ -108,9 +108,6 @@ class MongoRealBackend final : public Backend {
 
   int server_count() const override { return 1; }
   bool records_leases() const override { return false; }
-  FaultEnvelope envelope(FaultEnvelope declared) const override {
-    return mongo_envelope(declared, options_);
-  }
 
   void partition(int client_node, bool two_way) override {
     real::TcpProxy& proxy = proxy_for(client_node);

@@ -108,23 +108,32 @@ class MongoSimBackend final : public Backend, public sim::MongoObserver {
 
   int server_count() const override { return replica_set_->members(); }
   bool records_leases() const override { return true; }
-  FaultEnvelope envelope(FaultEnvelope declared) const override {
-    return mongo_envelope(declared, options_);
-  }
 
   // The primary dies; the others elect a new one after the election timeout. Its writes that had
   // not reached them are gone from the new primary (and rolled back if it comes back). With a
   // short election timeout the set may be between primaries at that instant: there is nothing to
   // crash, the trace says so and the run goes on (any timeout the option accepts is a valid run).
-  void failover() override {
+  int64_t failover() override {
     const int primary = replica_set_->primary();
     if (primary < 0) {
       world_.trace_line(
           "failover: the replica set has no primary now (an election is under way): "
           "nothing to crash");
-      return;
+      return 0;
     }
+    // The entries the best-placed survivor lacks: whoever is elected has no more than it (and
+    // the rest are rolled back if the old primary returns).
+    const auto oplog_size = [this](int member) {
+      return static_cast<int64_t>(replica_set_->oplog(member).size());
+    };
+    int64_t survivor_max = 0;
+    for (int m = 0; m < replica_set_->members(); ++m) {
+      if (m != primary && replica_set_->alive(m))
+        survivor_max = std::max(survivor_max, oplog_size(m));
+    }
+    const int64_t lost = std::max<int64_t>(oplog_size(primary) - survivor_max, 0);
     replica_set_->crash(primary);
+    return lost;
   }
 
   void set_server_drift(int64_t drift_ppm) override {
@@ -250,9 +259,12 @@ std::vector<OptionSpec> mongo_backend_options() {
   };
 }
 
-FaultEnvelope mongo_envelope(FaultEnvelope declared, const Options& options) {
-  declared.failover = declared.failover && options.get("write_concern") == "majority";
-  declared.client_wall_clock = declared.client_wall_clock && options.get("time_source") == "server";
+AdapterTraits mongo_traits(AdapterTraits declared, const Options& options) {
+  declared.envelope.failover =
+      declared.envelope.failover && options.get("write_concern") == "majority";
+  const bool client_time = options.get("time_source") == "client";
+  declared.envelope.client_wall_clock = declared.envelope.client_wall_clock && !client_time;
+  if (client_time) declared.server_expiry = ExpiryClock::client_wall;
   return declared;
 }
 

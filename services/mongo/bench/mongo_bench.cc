@@ -29,6 +29,7 @@
 #include "adapters/core/locker.h"
 #include "adapters/core/random.h"
 #include "bench/contention.h"
+#include "bench/sweep_bench.h"
 #include "real/server_errors.h"
 #include "services/mongo/adapter/mongo_adapter.h"
 #include "services/mongo/adapter/mongoc_connection.h"
@@ -172,3 +173,7 @@ void BM_Lock_AcquireRelease_Mongo(benchmark::State& state, int contenders, bool 
 }();
 
 }  // namespace
+
+// BM_Sweep/mongo (bench/sweep_bench.h): about half a second of work per iteration.
+[[maybe_unused]] const bool kSweepRegistered =
+    lockstep::bench::register_sweep_benchmark({.adapter = "mongo", .seeds = 200});

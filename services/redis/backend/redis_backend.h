@@ -35,11 +35,13 @@ RedisAdapterFactory production_redis_adapter();
 
 // The Redis lock: owner-checked by Lua scripts, a fencing counter per key. A Redis node over the
 // simulated network, with an asynchronous replica to fail over to (replicas=1).
-inline constexpr AdapterTraits kRedisTraits{.backend = BackendKind::redis,
+inline constexpr AdapterTraits kRedisTraits{.servers = ServerLayout::one_server,
                                             .sim_faults = {.network = true,
                                                            .server_clock = true,
                                                            .server_clock_jump = true,
-                                                           .failover = true},
+                                                           .failover = true,
+                                                           .server_restart = true,
+                                                           .server_pause = true},
                                             .tokens = TokenKind::monotonic};
 
 }  // namespace lockstep

@@ -75,7 +75,7 @@ class RedisRealBackend final : public Backend {
   int server_count() const override { return replica_ ? 2 : 1; }
   bool records_leases() const override { return false; }
 
-  void failover() override {
+  int64_t failover() override {
     if (!replica_) throw WorldUnsupported("failover needs a replica: --set replicas=1");
     primary_->crash();
     HiredisConnection admin({.port = replica_->port()});
@@ -85,6 +85,7 @@ class RedisRealBackend final : public Backend {
                                promoted.message);
     }
     for (auto& [node, link] : links_) link.connection->switch_to(*link.to_replica);
+    return -1;  // what the replica lacked is not known from outside
   }
 
   void set_server_drift(int64_t drift_ppm) override {

@@ -16,7 +16,6 @@ namespace {
 
 // The production adapter's key layout (the known-bad variants share it).
 const std::string kLockPrefix = RedisAdapterOptions{}.key_prefix;
-const std::string kFencingPrefix = RedisAdapterOptions{}.fencing_prefix;
 
 sim::Persistence persistence_from(const std::string& name) {
   if (name == "always") return sim::Persistence::always;
@@ -57,12 +56,24 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
   int server_count() const override { return static_cast<int>(servers_.size()); }
   bool records_leases() const override { return true; }
 
-  void failover() override {
+  int64_t failover() override {
     if (!replica_) throw WorldUnsupported("failover needs a replica: --set replicas=1");
+    // Replication batches the primary sent that its replica had not applied: gone with it.
+    const int64_t lost =
+        static_cast<int64_t>(primary_->replication_seq() - replica_->replication_seq());
     world_.crash(primary_->node());
     replica_->promote();
     current_ = replica_.get();
     for (auto& connection : connections_) connection->set_target(*replica_);
+    return lost;
+  }
+
+  // The primary (0) or its replica (1) dies and comes back with what its persistence kept: a
+  // restart without persistence forgets every lock and fencing counter.
+  void crash_server(int server) override { world_.crash(server_node(server)); }
+  void restart_server(int server) override { world_.restart(server_node(server)); }
+  void pause_server(int server, int64_t duration_us) override {
+    world_.pause(server_node(server), duration_us);
   }
 
   void jump_server_clock(int server, int64_t delta_us) override {
@@ -84,51 +95,27 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
     world_.network().set_fixed_latency(latency_us);
   }
 
-  // The grant script sets the lock and then INCRs its fencing counter in the same command: a
-  // grant is held back until that INCR (or the end of the instant) so it carries its token, and
-  // the fencing checker can order grants by what the server issued.
+  // Lease facts from the keyspace, whatever the keys are called (lease_events.h). Fencing tokens
+  // are judged from what clients received, in the order the servers granted (checkers/fencing.cc),
+  // so no counter needs recognising here.
   void on_keyspace_event(std::string_view node_name, const sim::KeyspaceEvent& e) override {
-    if (e.replicated) {
-      leases_.on_event(node_name, e);  // what the replica holds, should it be promoted
-      return;
-    }
-    if (pending_grant_ && e.kind == sim::KeyspaceEvent::Kind::set &&
-        e.client == pending_grant_->client &&
-        e.key == RedisAdapter::hash_tagged(kFencingPrefix, pending_grant_->key)) {
-      int64_t token = 0;
-      if (sim::parse_int64(e.value, token) && token > 0) {
-        pending_grant_->has_token = true;
-        pending_grant_->token = static_cast<uint64_t>(token);
-      }
-      flush_pending_grant();
-      return;
-    }
-    flush_pending_grant();
     std::optional<HistoryEvent> event = leases_.on_event(node_name, e);
-    if (!event) return;
+    if (!event || e.replicated) return;  // a replica's keys are kept, should it be promoted
     event->detail = event->detail.empty() ? std::string(node_name)
                                           : fmt::format("{} on {}", event->detail, node_name);
-    if (event->kind == EventKind::grant) {
-      pending_grant_ = std::move(event);
-      world_.scheduler().after(0, [this] { flush_pending_grant(); });
-      return;
-    }
     recorder_.record(std::move(*event));
   }
 
  private:
-  void flush_pending_grant() {
-    if (!pending_grant_) return;
-    recorder_.record(std::move(*pending_grant_));
-    pending_grant_.reset();
+  sim::NodeId server_node(int server) const {
+    LOCKSTEP_CHECK(server >= 0 && server < server_count(), "a server of this backend");
+    return servers_[static_cast<size_t>(server)];
   }
-
   sim::World& world_;
   Recorder& recorder_;
   // Leases follow the lock, not the node: the primary and its replica are one replication group.
   // Lock keys are kLockPrefix + "{" + key + "}" (RedisAdapter::hash_tagged).
   RedisLeaseEvents leases_{kLockPrefix, /*hash_tagged=*/true, "redis"};
-  std::optional<HistoryEvent> pending_grant_;
   RedisAdapterFactory make_adapter_;
   int64_t command_timeout_us_ = 0;
   std::unique_ptr<sim::RedisNode> primary_;
@@ -142,7 +129,7 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
 }  // namespace
 
 std::vector<OptionSpec> redis_backend_options() {
-  return {
+  std::vector<OptionSpec> options{
       {.name = "command_timeout_ms",
        .default_value = "100",
        .help = "client command timeout",
@@ -152,17 +139,9 @@ std::vector<OptionSpec> redis_backend_options() {
        .default_value = "none",
        .help = "server persistence across a crash",
        .choices = {"none", "everysec", "always"}},
-      {.name = "replicas",
-       .default_value = "0",
-       .help = "asynchronous replicas (failover)",
-       .min = 0,
-       .max = 1},
-      {.name = "replication_delay_ms",
-       .default_value = "1000",
-       .help = "replica lag",
-       .min = 0,
-       .max = 600'000},
   };
+  for (OptionSpec& o : replica_options("asynchronous replicas (failover)")) options.push_back(o);
+  return options;
 }
 
 RedisAdapterFactory production_redis_adapter() {

@@ -24,10 +24,11 @@
 #include "adapters/core/locker.h"
 #include "adapters/core/random.h"
 #include "bench/contention.h"
-#include "bench/servers.h"
+#include "bench/sweep_bench.h"
 #include "services/redis/adapter/hiredis_connection.h"
 #include "services/redis/adapter/redis_adapter.h"
 #include "services/redis/adapter/scripts.h"
+#include "services/redis/bench/servers.h"
 
 namespace {
 
@@ -293,3 +294,7 @@ void BM_Lock_VsPing(benchmark::State& state) {
 BENCHMARK(BM_Lock_VsPing)->Name("BM_Lock_VsPing/redis")->UseRealTime();
 
 }  // namespace
+
+// BM_Sweep/redis (bench/sweep_bench.h): about half a second of work per iteration.
+[[maybe_unused]] const bool kSweepRegistered =
+    lockstep::bench::register_sweep_benchmark({.adapter = "redis", .seeds = 500});

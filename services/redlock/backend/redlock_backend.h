@@ -57,15 +57,20 @@ RedlockAdapterFactory production_redlock_adapter();
 // What Redlock claims under these options: its drift allowance covers a client running slow and
 // a node running fast together (each gets half); a node may come back empty only after the
 // longest lease it granted, unless it persists every write.
-FaultEnvelope redlock_envelope(FaultEnvelope declared, const Options& options);
+// (AdapterEntry::refine)
+AdapterTraits redlock_traits(AdapterTraits declared, const Options& options);
 
 // Redlock: no fencing token; validity is the TTL less the time spent acquiring and the drift
 // allowance. N independent Redis nodes over the simulated network, no replicas (a node's crash is
 // Redlock's own failure mode, produced by crash-restart).
 inline constexpr AdapterTraits kRedlockTraits{
-    .backend = BackendKind::redlock,
-    .sim_faults = {.network = true, .server_clock = true, .server_clock_jump = true},
-    // As redlock_envelope() makes it of the default drift allowance (drift_factor_ppm=1000).
+    .servers = ServerLayout::independent_nodes,
+    .sim_faults = {.network = true,
+                   .server_clock = true,
+                   .server_clock_jump = true,
+                   .server_restart = true,
+                   .server_pause = true},
+    // As redlock_traits() makes it of the default drift allowance (drift_factor_ppm=1000).
     .envelope = {.client_slow_ppm_max = 500,
                  .server_fast_ppm_max = 500,
                  .server_restart = RestartRule::after_ttl},

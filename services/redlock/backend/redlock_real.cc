@@ -67,9 +67,6 @@ class RedlockRealBackend final : public Backend {
 
   int server_count() const override { return static_cast<int>(servers_.size()); }
   bool records_leases() const override { return false; }  // quorum 1: one derived lease per lock
-  FaultEnvelope envelope(FaultEnvelope declared) const override {
-    return redlock_envelope(declared, options_);
-  }
 
   void partition(int client_node, bool two_way) override {
     for (int i = 0; i < server_count(); ++i) partition_server(client_node, i, two_way);

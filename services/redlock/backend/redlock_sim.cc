@@ -74,9 +74,6 @@ class RedlockSimBackend final : public Backend, public sim::KeyspaceObserver {
   int server_count() const override { return static_cast<int>(nodes_.size()); }
   int quorum() const override { return static_cast<int>(nodes_.size() / 2 + 1); }
   bool records_leases() const override { return true; }
-  FaultEnvelope envelope(FaultEnvelope declared) const override {
-    return redlock_envelope(declared, options_);
-  }
 
   void set_server_drift(int64_t drift_ppm) override {
     for (auto& server : nodes_) world_.set_drift(server->node(), drift_ppm);
@@ -166,11 +163,12 @@ RedlockSettings redlock_settings_from(const Options& options) {
           .request_timeout_ms = options.get_int("request_timeout_ms")};
 }
 
-FaultEnvelope redlock_envelope(FaultEnvelope declared, const Options& options) {
+AdapterTraits redlock_traits(AdapterTraits declared, const Options& options) {
   const int64_t drift_ppm = options.get_int("drift_factor_ppm");
-  declared.client_slow_ppm_max = drift_ppm / 2;
-  declared.server_fast_ppm_max = drift_ppm / 2;
-  if (options.get("persistence") == "always") declared.server_restart = RestartRule::always;
+  declared.envelope.client_slow_ppm_max = drift_ppm / 2;
+  declared.envelope.server_fast_ppm_max = drift_ppm / 2;
+  if (options.get("persistence") == "always")
+    declared.envelope.server_restart = RestartRule::always;
   return declared;
 }
 

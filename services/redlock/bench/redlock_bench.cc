@@ -20,8 +20,9 @@
 #include "adapters/core/locker.h"
 #include "adapters/core/random.h"
 #include "bench/contention.h"
-#include "bench/servers.h"
+#include "bench/sweep_bench.h"
 #include "services/redis/adapter/hiredis_connection.h"
+#include "services/redis/bench/servers.h"
 #include "services/redlock/adapter/polling_fanout.h"
 #include "services/redlock/adapter/redlock_adapter.h"
 
@@ -178,3 +179,7 @@ void BM_Lock_AcquireRelease_Redlock(benchmark::State& state, int contenders, boo
 }();
 
 }  // namespace
+
+// BM_Sweep/redlock (bench/sweep_bench.h): about half a second of work per iteration.
+[[maybe_unused]] const bool kSweepRegistered =
+    lockstep::bench::register_sweep_benchmark({.adapter = "redlock", .seeds = 200});

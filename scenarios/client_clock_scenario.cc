@@ -1,5 +1,6 @@
-// The Mongo lock's own scenario: a client whose clock runs ahead, against locco's client-side
-// `new Date()` and against the server's $$NOW.
+// client-clock-ahead: a client whose wall clock runs ahead, against a lock whose expiry is decided
+// by the clock of the client that takes over (a deadline written with the lock: locco's `new
+// Date()`, Mongo's time_source=client) and against one that expires by the server's clock.
 #include <fmt/format.h>
 
 #include "scenarios/catalogue.h"
@@ -19,14 +20,14 @@ Scenario client_clock_ahead_scenario() {
                   int_option("clock_ahead_ms", 15000, "how far B's clock runs ahead of true time"),
                   int_option("b_start_ms", 1000, "when B starts asking"), retry_delay_option(100),
                   retry_times_option(100)},
-      .fits = talks_to_mongo,
-      .fits_text = "a lock on a MongoDB replica set",
+      .fits = on_a_replica_set,
+      .fits_text = "a lease lock on a replica set (servers that elect a primary)",
       .expected =
-          [](const AdapterTraits&, const Options& options, bool fencing_on) {
+          [](const AdapterTraits& lock, const Options& options, bool fencing_on) {
             // B's first attempt sees A's expiry (TTL from A's start) as past on its own clock.
             const int64_t b_start_ms = options.get_int("b_start_ms");
             const bool takes_over =
-                options.get("time_source") == "client" &&
+                lock.server_expiry == ExpiryClock::client_wall &&
                 b_start_ms + options.get_int("clock_ahead_ms") > options.get_int("ttl_ms") &&
                 b_start_ms < options.get_int("hold_ms");
             if (!takes_over) return Expectation{};

@@ -54,8 +54,8 @@ Scenario clock_jump_scenario() {
                   int_option("jump_ms", 10'000, "how far node 2's clock jumps forward", 0),
                   retry_delay_option(50, "delay between B's attempts"),
                   retry_times_option(40, "B's retries after the first attempt")},
-      .fits = talks_to_redlock_nodes,
-      .fits_text = "a lock over N independent Redis nodes (Redlock)",
+      .fits = on_independent_nodes,
+      .fits_text = "a lock over N independent nodes, a quorum of whose grants makes it (Redlock)",
       .expected =
           [](const AdapterTraits& lock, const Options& options, bool) {
             if (options.get_int("jump_ms") < options.get_int("ttl_ms")) {
@@ -109,8 +109,8 @@ Scenario crash_restart_scenario() {
                    .choices = {"none", "everysec", "always"}},
                   retry_delay_option(50, "delay between B's attempts"),
                   retry_times_option(40, "B's retries after the first attempt")},
-      .fits = talks_to_redlock_nodes,
-      .fits_text = "a lock over N independent Redis nodes (Redlock)",
+      .fits = on_independent_nodes,
+      .fits_text = "a lock over N independent nodes, a quorum of whose grants makes it (Redlock)",
       .expected =
           [](const AdapterTraits&, const Options& options, bool) {
             // everysec loses A's grant too: the crash comes well within the fsync period after it.
@@ -160,8 +160,8 @@ Scenario split_vote_scenario() {
                   int_option("heal_at_ms", 100, "when the partitions heal"), retry_delay_option(50),
                   int_option("retry_jitter_ms", 50, "random extra delay", 0),
                   retry_times_option(200)},
-      .fits = talks_to_redlock_nodes,
-      .fits_text = "a lock over N independent Redis nodes (Redlock)",
+      .fits = on_independent_nodes,
+      .fits_text = "a lock over N independent nodes, a quorum of whose grants makes it (Redlock)",
       .expected =
           [](const AdapterTraits& lock, const Options&, bool) {
             // N/2 grants count as a majority: {0,1} and {2,3} both win at once.

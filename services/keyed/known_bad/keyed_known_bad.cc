@@ -1,0 +1,48 @@
+#include "services/keyed/known_bad/keyed_known_bad.h"
+
+#include "harness/known_bad.h"
+#include "services/keyed/backend/keyed_backend.h"
+#include "services/keyed/known_bad/bad_fifo_clear_admits.h"
+#include "services/keyed/known_bad/bad_rw_lost_wakeup.h"
+#include "services/keyed/known_bad/bad_rw_reader_preference.h"
+
+namespace lockstep {
+
+std::vector<AdapterEntry> keyed_known_bad(const AdapterEntry& keyed_rw, const AdapterEntry& fifo) {
+  return {
+      known_bad_entry({"bad-rw-reader-preference", "writer_preference",
+                       "known-bad: keyed-rw whose readers pass a queued writer (reader preference "
+                       "starves writers)",
+                       [](AdapterTraits& t) { t.writers_first = false; }},
+                      keyed_rw,
+                      [](BackendEnv& env) {
+                        return make_keyed_rw_sim_backend(
+                            env, std::make_unique<ReaderPreferenceRwCore>());
+                      }),
+      known_bad_entry({"bad-rw-lost-wakeup",
+                       "liveness",
+                       "known-bad: keyed-rw whose last release forgets to wake a queued writer "
+                       "(it stays parked for good)",
+                       [](AdapterTraits& t) { t.wakes_waiters = false; },
+                       {"writer-starvation"}},
+                      keyed_rw,
+                      [](BackendEnv& env) {
+                        return make_keyed_rw_sim_backend(env, std::make_unique<LostWakeupRwCore>());
+                      }),
+      known_bad_entry({"bad-fifo-clear-admits",
+                       "mutual_exclusion",
+                       "known-bad: the FIFO keyed lock whose clear() drops the running holders, "
+                       "so a caller after it runs beside one",
+                       [](AdapterTraits& t) { t.clear_keeps_exclusion = false; },
+                       {"fifo-queue"}},
+                      fifo,
+                      [](BackendEnv& env) {
+                        return make_fifo_sim_backend(env, [](keyed::FifoLimits limits) {
+                          return std::unique_ptr<keyed::FifoCore>(
+                              std::make_unique<ClearAdmitsFifoCore>(limits));
+                        });
+                      }),
+  };
+}
+
+}  // namespace lockstep

@@ -1,0 +1,240 @@
+// The simulated server over the simulated network: sessions that end when the client closes,
+// crashes, exits or stays unreachable past its keepalive, never while it is merely paused;
+// termination as the client sees it; a server crash, restart and failover; and timeouts.
+#include <catch2/catch.hpp>
+
+#include "services/postgres/sim/sim_pg_connection.h"
+
+namespace lockstep::sim {
+namespace {
+
+// Keepalive after 1 s idle, every 1 s, 2 unanswered probes: a dead peer is noticed 3 s after the
+// last word from it.
+const PgSettings kFastKeepalive{
+    {"tcp_keepalives_idle", "1"}, {"tcp_keepalives_interval", "1"}, {"tcp_keepalives_count", "2"}};
+
+struct Setup {
+  World world{{.seed = 7}};
+  PgServer server{world, {.name = "postgres-0"}};
+  PgServer* target = &server;
+
+  // A client process (node), its host and a connector for it.
+  struct Client {
+    NodeId node;
+    std::shared_ptr<SimPgHost> host;
+  };
+  Client client(const std::string& name, int id) {
+    const NodeId node = world.add_node(name);
+    return {node, std::make_shared<SimPgHost>(world, node, id, [this] { return target; })};
+  }
+  std::unique_ptr<SimPgConnection> connection(const Client& c, PgSettings settings = kFastKeepalive,
+                                              int64_t timeout_us = 500'000) {
+    return std::make_unique<SimPgConnection>(
+        c.host, std::move(settings),
+        SimPgClientOptions{.command_timeout_us = timeout_us, .connect_timeout_us = timeout_us});
+  }
+  int64_t holder(int64_t key) { return server.engine().holder(key); }
+};
+
+std::optional<std::string> value(PgConnection& c, const std::string& sql) {
+  const PgResult r = c.execute(sql);
+  INFO(sql << ": " << describe(r));
+  REQUIRE(r.ok());
+  return r.scalar();
+}
+
+TEST_CASE("sim: a session lives with its connection, and the client's FIN ends it",
+          "[postgres][sim]") {
+  Setup s;
+  auto a = s.client("a", 0);
+  auto b = s.client("b", 1);
+  std::unique_ptr<SimPgConnection> ca = s.connection(a);
+  std::unique_ptr<SimPgConnection> cb = s.connection(b);
+  std::optional<std::string> b_first, b_after;
+  s.world.spawn(a.node, "a", [&] {
+    REQUIRE(ca->open().ok());
+    CHECK(value(*ca, "SELECT pg_try_advisory_lock(1)") == "t");
+    s.world.sleep_for_us(100'000);
+    ca->close();
+  });
+  s.world.spawn(b.node, "b", [&] {
+    REQUIRE(cb->open().ok());
+    s.world.sleep_for_us(50'000);
+    b_first = value(*cb, "SELECT pg_try_advisory_lock(1)");
+    s.world.sleep_for_us(100'000);
+    b_after = value(*cb, "SELECT pg_try_advisory_lock(1)");
+    cb->close();
+  });
+  s.world.run();
+  CHECK(b_first == "f");
+  CHECK(b_after == "t");
+  CHECK(s.server.engine().session_pids().empty());
+}
+
+TEST_CASE("sim: a partitioned client's session ends at its keepalive, a paused one's never",
+          "[postgres][sim]") {
+  Setup s;
+  auto cut = s.client("cut", 0);
+  auto stopped = s.client("stopped", 1);
+  std::unique_ptr<SimPgConnection> c_cut = s.connection(cut);
+  std::unique_ptr<SimPgConnection> c_stopped = s.connection(stopped);
+  TimeUs cut_granted_us = 0;
+  s.world.spawn(cut.node, "cut", [&] {
+    REQUIRE(c_cut->open().ok());
+    value(*c_cut, "SELECT pg_advisory_lock(1)");
+    cut_granted_us = s.world.now_us();
+    s.world.sleep_for_us(20'000'000);  // its process lives on, cut off
+  });
+  s.world.spawn(stopped.node, "stopped", [&] {
+    REQUIRE(c_stopped->open().ok());
+    value(*c_stopped, "SELECT pg_advisory_lock(2)");
+    s.world.pause(stopped.node, 20'000'000);
+    CHECK(value(*c_stopped, "SELECT pg_backend_pid()"));  // the same session, 20 s later
+  });
+  s.world.scheduler().at(
+      10'000, [&] { s.world.network().partition_both(cut.host->node(), s.server.node()); });
+  TimeUs freed_us = 0;
+  for (TimeUs t = 100'000; t <= 10'000'000; t += 100'000) {
+    s.world.scheduler().at(t, [&, t] {
+      if (freed_us == 0 && s.holder(1) == 0) freed_us = t;
+      CHECK(s.holder(2) != 0);
+    });
+  }
+  s.world.run();
+  // Noticed at idle (1 s) + 2 unanswered probes 1 s apart after the last word, not before.
+  CHECK(freed_us >= cut_granted_us + 3'000'000);
+  CHECK(freed_us <= cut_granted_us + 3'200'000);
+}
+
+TEST_CASE("sim: a crashed client's kernel closes its socket, and an exited one's is reset",
+          "[postgres][sim]") {
+  Setup s;
+  auto crashing = s.client("crashing", 0);
+  auto exiting = s.client("exiting", 1);
+  std::unique_ptr<SimPgConnection> c1 = s.connection(crashing);
+  std::unique_ptr<SimPgConnection> c2 = s.connection(exiting);
+  s.world.on_crash(crashing.node, [&] { crashing.host->close_all(); });
+  s.world.spawn(crashing.node, "crashing", [&] {
+    REQUIRE(c1->open().ok());
+    value(*c1, "SELECT pg_advisory_lock(1)");
+    s.world.crash(crashing.node);
+  });
+  s.world.spawn(exiting.node, "exiting", [&] {
+    REQUIRE(c2->open().ok());
+    value(*c2, "SELECT pg_advisory_lock(2)");  // and its program ends, holding it
+  });
+  TimeUs freed1_us = 0, freed2_us = 0;
+  for (TimeUs t = 10'000; t <= 5'000'000; t += 10'000) {
+    s.world.scheduler().at(t, [&, t] {
+      if (freed1_us == 0 && s.holder(1) == 0) freed1_us = t;
+      if (freed2_us == 0 && s.holder(2) == 0) freed2_us = t;
+    });
+  }
+  s.world.run();
+  CHECK(freed1_us > 0);
+  CHECK(freed1_us <= 20'000);    // its FIN, one network hop after the crash
+  CHECK(freed2_us > 1'000'000);  // the next keepalive probe finds the process gone
+  CHECK(freed2_us <= 1'100'000);
+}
+
+TEST_CASE("sim: a terminated session's client reads FATAL 57P01 at its next statement",
+          "[postgres][sim]") {
+  Setup s;
+  auto a = s.client("a", 0);
+  std::unique_ptr<SimPgConnection> ca = s.connection(a);
+  PgResult after;
+  s.world.spawn(a.node, "a", [&] {
+    REQUIRE(ca->open().ok());
+    value(*ca, "SELECT pg_advisory_lock(1)");
+    s.world.sleep_for_us(100'000);
+    after = ca->execute("SELECT pg_backend_pid()");
+    CHECK(!ca->is_open());
+  });
+  s.world.scheduler().at(50'000, [&] { CHECK(s.server.terminate(s.server.engine().holder(1))); });
+  s.world.run();
+  CHECK(after.status == IoStatus::connection_error);
+  CHECK(after.sqlstate == "57P01");
+  CHECK(s.holder(1) == 0);
+}
+
+TEST_CASE("sim: a server crash resets sessions, and sequences come back from the log",
+          "[postgres][sim]") {
+  Setup s;
+  s.server.engine().create_sequence("f");
+  auto a = s.client("a", 0);
+  std::unique_ptr<SimPgConnection> ca = s.connection(a);
+  s.world.spawn(a.node, "a", [&] {
+    REQUIRE(ca->open().ok());
+    CHECK(value(*ca, "SELECT CASE WHEN pg_try_advisory_lock(1) THEN nextval('f') END") == "1");
+    s.world.sleep_for_us(100'000);
+    const PgResult reset = ca->execute("SELECT 1");
+    CHECK(reset.status == IoStatus::connection_error);
+    CHECK(ca->open().status == IoStatus::connection_error);  // refused: the server is down
+    s.world.sleep_for_us(100'000);
+    REQUIRE(ca->open().ok());
+    CHECK(value(*ca, "SELECT pg_try_advisory_lock(1)") == "t");
+    CHECK(value(*ca, "SELECT nextval('f')") == "34");
+    ca->close();
+  });
+  s.world.scheduler().at(50'000, [&] { s.world.crash(s.server.node()); });
+  s.world.scheduler().at(200'000, [&] { s.world.restart(s.server.node()); });
+  s.world.run();
+}
+
+TEST_CASE("sim: a paused server times statements out, and the timed-out session is closed",
+          "[postgres][sim]") {
+  Setup s;
+  auto a = s.client("a", 0);
+  auto b = s.client("b", 1);
+  std::unique_ptr<SimPgConnection> ca = s.connection(a);
+  std::unique_ptr<SimPgConnection> cb = s.connection(b);
+  std::optional<std::string> b_got;
+  s.world.spawn(a.node, "a", [&] {
+    REQUIRE(ca->open().ok());
+    value(*ca, "SELECT pg_advisory_lock(1)");
+    s.world.sleep_for_us(100'000);
+    CHECK(ca->execute("SELECT pg_backend_pid()").status == IoStatus::timeout);
+    CHECK(!ca->is_open());
+  });
+  s.world.spawn(b.node, "b", [&] {
+    REQUIRE(cb->open().ok());
+    s.world.sleep_for_us(2'000'000);
+    b_got = value(*cb, "SELECT pg_try_advisory_lock(1)");  // A's FIN arrived after the pause
+    cb->close();
+  });
+  s.world.scheduler().at(50'000, [&] { s.world.pause(s.server.node(), 1'000'000); });
+  s.world.run();
+  CHECK(b_got == "t");
+}
+
+TEST_CASE("sim: a promoted replica has what was replicated and no advisory lock",
+          "[postgres][sim]") {
+  Setup s;
+  PgServer replica(s.world, {.name = "postgres-1", .replica = true});
+  s.server.engine().create_sequence("f");
+  s.server.add_replica(replica, 1000);
+  auto a = s.client("a", 0);
+  std::unique_ptr<SimPgConnection> ca = s.connection(a);
+  s.world.spawn(a.node, "a", [&] {
+    REQUIRE(ca->open().ok());
+    CHECK(value(*ca, "SELECT CASE WHEN pg_try_advisory_lock(1) THEN nextval('f') END") == "1");
+    s.world.sleep_for_us(1'500'000);  // replicated: the log says 33
+    CHECK(value(*ca, "SELECT nextval('f')") == "2");
+    CHECK(value(*ca, "SELECT nextval('f')") == "3");
+    s.world.sleep_for_us(100'000);
+    CHECK(ca->execute("SELECT 1").status == IoStatus::connection_error);
+    REQUIRE(ca->open().ok());  // to the new primary
+    CHECK(value(*ca, "SELECT pg_try_advisory_lock(1)") == "t");
+    CHECK(value(*ca, "SELECT nextval('f')") == "34");
+    ca->close();
+  });
+  s.world.scheduler().at(1'550'000, [&] {
+    s.world.crash(s.server.node());
+    replica.promote();
+    s.target = &replica;
+  });
+  s.world.run();
+}
+
+}  // namespace
+}  // namespace lockstep::sim

@@ -1,0 +1,44 @@
+#include "services/redlock/known_bad/redlock_known_bad.h"
+
+#include "harness/known_bad.h"
+#include "services/redlock/backend/redlock_backend.h"
+#include "services/redlock/known_bad/known_bad_redlock.h"
+
+namespace lockstep {
+
+namespace {
+
+const std::vector<std::string> kRedlockScenarios = {"clock-jump", "crash-restart", "split-vote",
+                                                    "slow-acquire", "slow-grant"};
+
+const std::vector<KnownBad> kKnownBadRedlock = {
+    {"bad-redlock-half-quorum", "mutual_exclusion",
+     "known-bad: Redlock that counts N/2 grants as a majority",
+     [](AdapterTraits& t) { t.majority_quorum = false; }, kRedlockScenarios},
+    {"bad-redlock-no-elapsed", "mutual_exclusion",
+     "known-bad: Redlock whose validity ignores the time spent acquiring",
+     [](AdapterTraits& t) { t.validity = ValidityRule::ttl_ignoring_elapsed; }, kRedlockScenarios},
+    {"bad-redlock-double-elapsed", "valid_on_return",
+     "known-bad: Redlock that subtracts the time spent acquiring twice (returns expired locks)",
+     [](AdapterTraits& t) { t.validity = ValidityRule::ttl_minus_elapsed_twice; },
+     kRedlockScenarios},
+    {"bad-redlock-no-cleanup", "liveness",
+     "known-bad: Redlock that leaves partial locks after a failed attempt",
+     [](AdapterTraits& t) { t.releases_partial_grants = false; }, kRedlockScenarios},
+};
+
+}  // namespace
+
+std::vector<AdapterEntry> redlock_known_bad(const AdapterEntry& redlock) {
+  std::vector<AdapterEntry> entries;
+  for (const KnownBad& bad : kKnownBadRedlock) {
+    entries.push_back(known_bad_entry(bad, redlock, [name = bad.name](BackendEnv& env) {
+      return make_redlock_sim_backend(env, [name](RedlockAdapterParts& parts) {
+        return make_known_bad_redlock_adapter(name, parts);
+      });
+    }));
+  }
+  return entries;
+}
+
+}  // namespace lockstep

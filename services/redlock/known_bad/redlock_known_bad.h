@@ -1,0 +1,11 @@
+#pragma once
+// The known-bad Redlocks as registry entries (harness/known_bad.h).
+#include <vector>
+
+#include "harness/backend.h"
+
+namespace lockstep {
+
+std::vector<AdapterEntry> redlock_known_bad(const AdapterEntry& redlock);
+
+}  // namespace lockstep
