@@ -145,18 +145,18 @@ Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcom
   // A seed that ended as an error (a driver that crashed or went silent: outside the
   // simulator's determinism, and each silent exchange costs its deadline of real time) is kept
   // as drawn: shrinking toward an error would rerun that cost for every candidate.
-  const ShrinkResult shrunk =
-      target == "incomplete"
-          ? ShrinkResult{.spec = outcome.spec}
-          : shrink(
-                outcome.spec,
-                [&](const SwarmSpec& candidate) {
-                  // A candidate's hash is never reported: only the final run's.
-                  const SeedOutcome o = run_swarm_spec(config.adapter, candidate, outcome.seed,
-                                                       config.fencing_on, false, false, config.sets);
-                  return o.violates() && o.target() == target;
-                },
-                options);
+  const ShrinkResult shrunk = target == "incomplete"
+                                  ? ShrinkResult{.spec = outcome.spec}
+                                  : shrink(
+                                        outcome.spec,
+                                        [&](const SwarmSpec& candidate) {
+                                          // A candidate's hash is never reported: only the final run's.
+                                          const SeedOutcome o = run_swarm_spec(
+                                              config.adapter, candidate, outcome.seed,
+                                              config.fencing_on, false, false, config.sets);
+                                          return o.violates() && o.target() == target;
+                                        },
+                                        options);
   SwarmSpec kept = shrunk.spec;
   SeedOutcome final_run = run_swarm_spec(config.adapter, kept, outcome.seed, config.fencing_on,
                                          true, true, config.sets);

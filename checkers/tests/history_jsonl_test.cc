@@ -150,8 +150,12 @@ TEST_CASE("identities out of range are refused, never folded into others", "[his
                        "\n"
                        R"({"time_us": 2, "kind": "cs_enter", "client": 4294967296, "key": "k"})") ==
         "line 3: \"client\" must be at most 99999");
+  // Past every history's bound: refused at the reader, before anything is sized by it.
   CHECK(error_of(two + R"({"time_us": 1, "kind": "cs_enter", "client": 2147483647, "key": "k"})") ==
-        "line 2: client 2147483647 is not one of the history's 2 clients (meta \"clients\")");
+        "line 2: \"client\" must be at most 99999");
+  // Within the bound but not one of this history's clients: refused by the ids rule.
+  CHECK(error_of(two + R"({"time_us": 1, "kind": "cs_enter", "client": 5, "key": "k"})") ==
+        "line 2: client 5 is not one of the history's 2 clients (meta \"clients\")");
   CHECK(error_of(R"({"meta": {"servers": 1, "quorum": 99}})"
                  "\n"
                  R"({"time_us": 1, "kind": "heal"})") ==
