@@ -32,7 +32,8 @@ def run(binary, args, cwd, stdout=None, env=None, limit_bytes=1024 * 1024 * 1024
     p = subprocess.run([binary] + args, cwd=cwd, stdout=out, stderr=subprocess.PIPE,
                        stdin=subprocess.DEVNULL, env=env, timeout=BOUND_S,
                        preexec_fn=fuzz.limits(limit_bytes // 3))
-    return p.returncode, p.stderr.decode("utf-8", "replace"), time.monotonic() - started
+    return (p.returncode, p.stderr.decode("utf-8", "replace"), p.stdout or b"",
+            time.monotonic() - started)
 
 
 def history(meta, *events):
@@ -58,16 +59,19 @@ def main(binary):
             argv = [a.replace("@D", d) if isinstance(a, str) else a.replace(b"@D", os.fsencode(d))
                     for a in args]
             try:
-                code, err, took = run(binary, argv, d, stdout, env, limit_bytes)
+                code, err, out, took = run(binary, argv, d, stdout, env, limit_bytes)
             except subprocess.TimeoutExpired:
                 results.append((name, False, "no answer within %d s" % BOUND_S))
                 return
             lines = [l for l in err.split("\n")
                      if l.strip() and not l.startswith(fuzz.INFO_PREFIXES)]
             want = expected if isinstance(expected, tuple) else (expected,)
-            ok = code in want and (code < 2 or len(lines) == 1)
-            why = "exit %d (want %s), %d stderr lines, %.1fs: %s" % (
-                code, expected, len(lines), took, err.strip()[:200].replace("\n", "\\n"))
+            # A peer's escape sequences never reach the reader's terminal, on either stream.
+            raw = [b for b in (b"\x1b", b"\x07") if b in out or b.decode() in err]
+            ok = code in want and (code < 2 or len(lines) == 1) and not raw
+            why = "exit %d (want %s), %d stderr lines, %.1fs%s: %s" % (
+                code, expected, len(lines), took, ", raw control bytes %r" % raw if raw else "",
+                err.strip()[:200].replace("\n", "\\n"))
             results.append((name, ok, why))
 
         driver = "driver=%s @D/fake_driver.py " % sys.executable
@@ -182,8 +186,10 @@ def main(binary):
         case("a driver that writes binary", ["run", "sequential", "--adapter", "ext", "--set",
                                              driver + "binary", "--set",
                                              "ext_deadline_ms=1000"], (3, 4))
+        # A driver that breaks the protocol as it starts is the run's error (exit 4, the rule named
+        # in the output; services/ext/PROTOCOL.md), its stderr's escape sequences escaped.
         case("a driver that exits at start with escape sequences",
-             ["run", "sequential", "--adapter", "ext", "--set", driver + "exit-start"], 3)
+             ["run", "sequential", "--adapter", "ext", "--set", driver + "exit-start"], 4)
         # 200 client threads under a memory guard: a thread that cannot start once aborted the
         # process (a joinable std::thread destroyed).
         case("a real-world run whose threads cannot all start",

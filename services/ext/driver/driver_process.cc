@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "base/printable.h"
 #include "real/process_registry.h"
 #include "services/ext/driver/driver_spawn.h"
 
@@ -211,7 +212,7 @@ std::string DriverProcess::stderr_tail() const {
 
 std::string DriverProcess::tail_locked() const {
   if (stderr_tail_.empty()) return "; its stderr was empty";
-  return fmt::format("; its stderr ends: {}", stderr_tail_);
+  return fmt::format("; its stderr ends: {}", printable(stderr_tail_));
 }
 
 void DriverProcess::fail_locked(DriverFailure failure, const ProtocolRule* rule,
@@ -281,7 +282,7 @@ void DriverProcess::handle_line(const std::string& line) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto* error = std::get_if<DecodeError>(&decoded)) {
     return fail_locked(DriverFailure::malformed, &rule_of_decode_error(error->message),
-                       fmt::format("{} in line {:.200}", error->message, line));
+                       fmt::format("{} in line {}", error->message, printable(line, 200)));
   }
   if (auto* ready = std::get_if<Ready>(&decoded)) {
     if (have_ready_)
@@ -299,8 +300,8 @@ void DriverProcess::handle_line(const std::string& line) {
   if (it == pending_.end() || it->second.has_value()) {
     return fail_locked(DriverFailure::malformed, &kRuleOneAnswer,
                        fmt::format("a response to request {}, which is not waiting "
-                                   "for one: {:.200}",
-                                   response.id, line));
+                                   "for one: {}",
+                                   response.id, printable(line, 200)));
   }
   it->second = std::move(response);
   changed_.notify_all();

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/check.h"
+#include "base/printable.h"
 #include "real/process_registry.h"
 #include "services/ext/driver/driver_spawn.h"
 
@@ -153,9 +154,9 @@ void SimDriverProcess::drain_stderr() {
 
 void SimDriverProcess::fail(const ProtocolRule& rule, const std::string& what) {
   drain_stderr();
-  failed_ = fmt::format(
-      "driver {} (pid {}) {}; {}", options_.name, pid_, broke(rule, what),
-      stderr_tail_.empty() ? "its stderr was empty" : "its stderr ends: " + stderr_tail_);
+  failed_ = fmt::format("driver {} (pid {}) {}; {}", options_.name, pid_, broke(rule, what),
+                        stderr_tail_.empty() ? "its stderr was empty"
+                                             : "its stderr ends: " + printable(stderr_tail_));
   kill();
   throw SimDriverError(failed_);
 }
@@ -193,10 +194,10 @@ SimExchange SimDriverProcess::exchange(const std::string& fields_json, SimNow no
       try {
         object = json::parse(raw);
       } catch (const json::exception&) {
-        fail(kRuleLines, fmt::format("wrote a line that is not JSON: {:.200}", raw));
+        fail(kRuleLines, fmt::format("wrote a line that is not JSON: {}", printable(raw, 200)));
       }
       if (!object.is_object())
-        fail(kRuleLines, fmt::format("wrote a line that is no object: {:.200}", raw));
+        fail(kRuleLines, fmt::format("wrote a line that is no object: {}", printable(raw, 200)));
       try {
         if (object.contains("idle")) {
           const json& next = object.at("next_timer_ns");
@@ -235,12 +236,13 @@ SimExchange SimDriverProcess::exchange(const std::string& fields_json, SimNow no
           continue;
         }
       } catch (const std::exception& e) {
-        fail(kRuleFields, fmt::format("wrote a malformed line ({}): {:.200}", e.what(), raw));
+        fail(kRuleFields,
+             fmt::format("wrote a malformed line ({}): {}", e.what(), printable(raw, 200)));
       }
       Line decoded = decode_line(raw);
       if (auto* error = std::get_if<DecodeError>(&decoded)) {
         fail(rule_of_decode_error(error->message),
-             fmt::format("wrote a malformed line ({}): {:.200}", error->message, raw));
+             fmt::format("wrote a malformed line ({}): {}", error->message, printable(raw, 200)));
       }
       if (auto* ready = std::get_if<Ready>(&decoded)) {
         if (ready->protocol != 2) {  // say so now: a version 1 driver never writes `idle`
