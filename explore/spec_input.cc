@@ -17,6 +17,9 @@ namespace lockstep {
 namespace {
 
 constexpr int64_t kDurationMaxUs = kTtlMaxMs * 1000;
+// A fault's server is taken modulo the servers there are (swarm.cc): the sweep draws 0..6, and a
+// bound keeps a number from the file from being cut to fit an int.
+constexpr int64_t kFaultServerMax = 1000;
 
 class Fields {
  public:
@@ -66,6 +69,7 @@ void check_fault(const nlohmann::json& jf, const std::string& path) {
   f.integer("at_ms", 0, kTtlMaxMs);
   f.integer("duration_ms", 0, kTtlMaxMs);
   f.integer("client", 0, SwarmSpec::kClientsMax - 1);
+  f.integer("server", 0, kFaultServerMax, true);
   const std::string kind = jf.at("kind").get<std::string>();
   if (kind == "server-drift" || kind == "clock-drift") {
     f.integer("amount", -kDriftPpmMax, kDriftPpmMax);
@@ -87,6 +91,10 @@ void check_step(const nlohmann::json& js, const std::string& path) {
     f.integer(field, 0, kTtlMaxMs);
   }
   f.integer("acquire_pause_ms", 0, kTtlMaxMs, true);
+  // A step's own TTLs (0: the spec's) and how late it comes back after its validity (-1: never).
+  f.integer("ttl_ms", 0, kTtlMaxMs, true);
+  f.integer("extend_ttl_ms", 0, kTtlMaxMs, true);
+  f.integer("late_ms", -1, kTtlMaxMs, true);
   f.integer("release_pause_after_us", -1, kDurationMaxUs);
   f.integer("acquire_crash_after_us", -1, kDurationMaxUs);
   f.integer("acquire_pause_after_us", -1, kDurationMaxUs, true);
@@ -116,6 +124,7 @@ void check_swarm_workload(const nlohmann::json& workload) {
     const Fields c(clients[i], f.item("clients", i));
     c.integer("start_ms", 0, kTtlMaxMs);
     c.integer("drift_ppm", -kDriftPpmMax, kDriftPpmMax);
+    c.flag("concurrent", true);
     const nlohmann::json& steps = c.array("steps", SwarmSpec::kStepsMax);
     for (size_t s = 0; s < steps.size(); ++s) check_step(steps[s], c.item("steps", s));
   }

@@ -29,7 +29,8 @@ std::string refusal(const nlohmann::json& workload) {
 }
 
 TEST_CASE("every drawn workload is within the replay reader's bounds", "[sweep][input]") {
-  for (const char* adapter : {"memory", "redis", "redlock", "mongo", "keyed-rw", "fifo"}) {
+  for (const char* adapter :
+       {"memory", "redis", "redlock", "mongo", "keyed-rw", "fifo", "postgres-session"}) {
     const SwarmCapabilities caps = swarm_capabilities(adapter);
     for (uint64_t seed = 1; seed <= 400; ++seed) {
       INFO(adapter << " seed " << seed);
@@ -60,6 +61,34 @@ TEST_CASE("a workload's numbers past the command line's bounds are refused, name
       {{{"kind", "pause"}, {"at_ms", 1}, {"duration_ms", -5}, {"client", 0}, {"amount", 0}}});
   CHECK(refusal(w).find("\"faults[0].duration_ms\" must be an integer in [0, 86400000]") !=
         std::string::npos);
+  // A step's own TTLs and lateness, and a fault's server: read as int, 2^31 once reached the
+  // client's TTL check as an internal error (exit 70).
+  w = drawn_workload();
+  REQUIRE(!w["clients"][0]["steps"].empty());
+  w["clients"][0]["steps"][0]["ttl_ms"] = 2147483648;
+  CHECK(refusal(w) ==
+        "the report's workload cannot be replayed: \"clients[0].steps[0].ttl_ms\" must be an "
+        "integer in [0, 86400000], got 2147483648");
+  w = drawn_workload();
+  w["clients"][0]["steps"][0]["extend_ttl_ms"] = -1;
+  CHECK(refusal(w).find("\"clients[0].steps[0].extend_ttl_ms\" must be an integer in [0, "
+                        "86400000]") != std::string::npos);
+  w = drawn_workload();
+  w["clients"][0]["steps"][0]["late_ms"] = -2;
+  CHECK(refusal(w).find("\"clients[0].steps[0].late_ms\" must be an integer in [-1, "
+                        "86400000]") != std::string::npos);
+  w = drawn_workload();
+  w["faults"] = nlohmann::json::array({{{"kind", "server-restart"},
+                                        {"at_ms", 1},
+                                        {"duration_ms", 0},
+                                        {"client", 0},
+                                        {"server", 4294967296},
+                                        {"amount", 10}}});
+  CHECK(refusal(w).find("\"faults[0].server\" must be an integer in [0, 1000]") !=
+        std::string::npos);
+  w = drawn_workload();
+  w["clients"][0]["concurrent"] = "yes";
+  CHECK(refusal(w).find("\"clients[0].concurrent\"") != std::string::npos);
   w = drawn_workload();
   w["keys"] = 1.5;
   CHECK(refusal(w).find("\"keys\" must be an integer") != std::string::npos);
