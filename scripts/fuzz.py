@@ -313,6 +313,8 @@ def cmd_case(rng, cat):
         if target == "@D/fifo":
             fifo.append("fifo")
         args = [sub, target] + rng.choice([[], ["--json"], ["--bogus"]])
+        if sub == "replay" and rng.random() < 0.3:
+            args += rng.choice([["--expect"], ["--expect=1"], ["--expect", "x"]])
         return Case("cmd", args, fifo=fifo)
     adapter = rng.choice(list(cat.adapters) + ["nope", "", "EXT", "ext:", "ext:nope"])
     entry = cat.adapters.get(adapter, {"options": {}, "worlds": ["sim"]})
@@ -335,6 +337,8 @@ def cmd_case(rng, cat):
             args += ["--set", "driver=" + rng.choice([
                 "python3 " + REFERENCE_DRIVER, "nope-no-such-program", "python3 -c 'import sys'",
                 "/dev/null", "'unterminated", "python3 " + REFERENCE_DRIVER + " --bug nope"])]
+        if rng.random() < 0.2:
+            args += rng.choice([["--expect"], ["--expect=0"], ["--expect", "--expect"]])
         if world == "real" and rng.random() < 0.5:
             # in-bound values that take real time
             args += ["--set", rng.choice(["pause_ms=86400000", "hold_ms=86400000",
@@ -396,7 +400,12 @@ def cmd_case(rng, cat):
         args += ["--report", path]
         if path == "@D/fifo":
             fifo.append("fifo")
-    if rng.random() < 0.15 and sub in ("run", "matrix"):
+    if rng.random() < 0.25 and sub in ("sweep", "calibrate"):
+        # a time budget: at and past its bounds, units it does not know, overflow
+        args += ["--time", rng.choice(["1s", "2", "1ms", "0s", "-1s", "1us", "1e3s", "", "1 s",
+                                       "7d", "168h", "169h", "99999999999999999999h", "0x10s",
+                                       "1h", b"1\xffs"])]
+    if rng.random() < 0.15 and sub in ("run", "matrix", "sweep", "calibrate"):
         path = out_path(rng, "junit.xml")
         args += ["--junit", path]
         if path == "@D/fifo":

@@ -46,7 +46,7 @@ def main(binary):
     results = []
     try:
         def case(name, args, expected, stdout=None, env=None, files=None, fifo=None,
-                 limit_bytes=3 * 1024 * 1024 * 1024):
+                 limit_bytes=3 * 1024 * 1024 * 1024, json_out=False):
             d = tempfile.mkdtemp(dir=work)
             for fname, text in (files or {}).items():
                 mode = "wb" if isinstance(text, bytes) else "w"
@@ -69,6 +69,11 @@ def main(binary):
             # A peer's escape sequences never reach the reader's terminal, on either stream.
             raw = [b for b in (b"\x1b", b"\x07") if b in out or b.decode() in err]
             ok = code in want and (code < 2 or len(lines) == 1) and not raw
+            if json_out:  # --json: one document, whatever bytes the input held
+                try:
+                    json.loads(out.decode("utf-8"))
+                except ValueError as e:
+                    ok, raw = False, raw + ["stdout is not UTF-8 JSON: %s" % e]
             why = "exit %d (want %s), %d stderr lines, %.1fs%s: %s" % (
                 code, expected, len(lines), took, ", raw control bytes %r" % raw if raw else "",
                 err.strip()[:200].replace("\n", "\\n"))
@@ -87,6 +92,9 @@ def main(binary):
         case("an ext sweep whose driver crashes",
              ["sweep", "--adapter", "ext", "--seeds", "3", "--set",
               driver + "crash-after-ready"], 4)
+        case("an ext sweep whose driver stops answering",
+             ["sweep", "--adapter", "ext", "--seeds", "3", "--set", driver + "hang-after-ready", "--set",
+              "ext_deadline_ms=1000"], 4)
         # check: identities never folded, the schema's rules.
         two = {"clients": 2}
         enter = {"time_us": 1, "kind": "cs_enter", "client": 0, "key": "k"}
@@ -125,6 +133,15 @@ def main(binary):
         case("check --json of a file whose name is not UTF-8",
              ["check", b"@D/\xff\xfe.jsonl", "--json"], 1,
              files={b"\xff\xfe.jsonl": history(two, enter, dict(enter, client=1))})
+        # ... a driver command and a driver's bytes.
+        case("run --json with a driver command that is not UTF-8",
+             ["run", "sequential", "--adapter", "ext", "--json", "--set",
+              b"driver=" + os.fsencode(sys.executable) + b" @D/\xff.py crash-after-ready"], 4,
+             files={b"\xff.py": "REFERENCE = %r\n%s" % (fuzz.REFERENCE_DRIVER, fuzz.FAKE_DRIVER)},
+             json_out=True)
+        case("run --json with a driver that writes binary",
+             ["run", "sequential", "--adapter", "ext", "--json", "--set", driver + "binary", "--set",
+              "ext_deadline_ms=1000"], (3, 4), json_out=True)
         # Output: full and closed stdout.
         big = history({"clients": 2}, *[dict(enter, time_us=2 * i, client=i % 2,
                                              kind="cs_enter" if i < 2 else "heal")
@@ -169,6 +186,8 @@ def main(binary):
                 ("a negative pause", lambda w: w["clients"][0]["steps"][0].update(pause_ms=-1)
                  if w["clients"][0]["steps"] else w.update(ttl_ms=-1)),
                 ("ttl_ms past 24 h", lambda w: w.update(ttl_ms=86400001)),
+                ("a step's ttl_ms 2^31", lambda w: w["clients"][0]["steps"][0].update(
+                    ttl_ms=2147483648) if w["clients"][0]["steps"] else w.update(ttl_ms=-1)),
                 ("retry_times past its bound", lambda w: w.update(retry_times=4294967296)),
                 ("retry_delay_ms 0", lambda w: w.update(retry_delay_ms=0))]:
             doc = json.loads(json.dumps(report))
@@ -222,6 +241,38 @@ def main(binary):
                   driver + "bg-child"], (3, 4))
         else:
             print("skipped: the real-world cases (no redis-server: apt-get install redis-server)")
+        # Options main added since the hostile pass (the CI contract, postgres replicas): each
+        # malformed value is bad usage on one line, each unwritable output exit 3.
+        for name, args, want in [
+                ("sweep --time 1us", ["sweep", "--adapter", "memory", "--seeds", "5", "--time",
+                                      "1us"], 2),
+                ("sweep --time past 7 days", ["sweep", "--adapter", "memory", "--seeds", "5",
+                                              "--time", "99999999999999999999h"], 2),
+                ("calibrate --time 0s", ["calibrate", "--seeds", "2", "--time", "0s"], 2),
+                ("sweep --time not UTF-8", ["sweep", "--adapter", "memory", "--seeds", "5",
+                                            "--time", b"1\xffs"], 2),
+                ("sweep --junit /dev/full", ["sweep", "--adapter", "memory", "--seeds", "5",
+                                             "--junit", "/dev/full"], 3),
+                ("calibrate --junit a directory", ["calibrate", "--seeds", "2", "--adapter",
+                                                   "bad-get-del-release", "--junit", "@D"], 3),
+                ("run --expect with a driver broken at start",
+                 ["run", "sequential", "--adapter", "ext", "--expect", "--set", driver + "exit-start"],
+                 4),
+                ("sweep postgres-session --set replicas=2",
+                 ["sweep", "--adapter", "postgres-session", "--seeds", "5", "--set",
+                  "replicas=2"], 2),
+                ("sweep postgres-session --set replication_delay_ms past its bound",
+                 ["sweep", "--adapter", "postgres-session", "--seeds", "5", "--set",
+                  "replication_delay_ms=86400000"], 2),
+                ("sweep postgres-blocking --set lock_wait_ms=-0 on two workers",
+                 ["sweep", "--adapter", "postgres-blocking", "--seeds", "5", "--jobs", "2",
+                  "--set", "lock_wait_ms=-0"], 2)]:
+            case(name, args, want)
+        for name, args in [("sweep --junit FIFO", ["sweep", "--adapter", "memory", "--seeds", "5"]),
+                           ("calibrate --junit FIFO", ["calibrate", "--seeds", "2", "--adapter",
+                                                       "bad-get-del-release"])]:
+            case(name, args + ["--junit", "@D/fifo"], 3, fifo="fifo")
+        case("replay --expect of a FIFO", ["replay", "@D/fifo", "--expect"], 2, fifo="fifo")
         case("sweep where reports/ is a file (its replay file cannot be written)",
              ["sweep", "--adapter", "bad-get-del-release", "--seeds", "200", "--jobs", "1"], 3,
              files={"reports": "not a directory"})
