@@ -843,7 +843,8 @@ def judge(r, memory_bytes):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("binary")
     parser.add_argument("--count", type=int, default=10000)
     parser.add_argument("--seed", type=int, default=1)
