@@ -36,8 +36,11 @@ std::optional<LockFamily> lock_family_from_string(std::string_view name);
 enum class ServerLayout { in_process, one_server, independent_nodes, replica_set, other };
 
 // The fencing tokens it hands out: none, strictly increasing per key in grant order, or random
-// while claiming to be monotonic (a known-bad lie the fencing checker must catch).
+// while claiming to be monotonic (a known-bad lie the fencing checker must catch). The lock's
+// one declaration of its tokens: its LockAdapter::fencing() must be `monotonic` exactly when this is
+// not `none` (a run refuses an adapter whose two disagree, exit 2, before anything is judged).
 enum class TokenKind { none, monotonic, random };
+std::string_view to_string(TokenKind tokens);
 
 // How a release or extend makes sure it acts on its own lock: in one atomic step (compare and
 // delete), by a check and then a second call (a race), or not at all.

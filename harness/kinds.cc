@@ -46,6 +46,15 @@ std::optional<LockFamily> lock_family_from_string(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view to_string(TokenKind tokens) {
+  switch (tokens) {
+    case TokenKind::none: return "none";
+    case TokenKind::monotonic: return "monotonic";
+    case TokenKind::random: return "random";
+  }
+  return "?";
+}
+
 std::string_view to_string(RunEnd end) {
   switch (end) {
     case RunEnd::complete: return "complete";

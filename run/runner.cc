@@ -224,8 +224,24 @@ class RunAssembly {
     } catch (const WorldUnsupported& e) {
       throw cannot_run(scenario, world, e);
     }
-    meta.monotonic_tokens =
-        !env_->clients().empty() && env_->clients().front()->fencing() == FencingSupport::monotonic;
+    const TokenKind tokens = effective_traits(adapter, report.options).tokens;
+    refuse_two_token_declarations(tokens);
+    meta.monotonic_tokens = tokens != TokenKind::none;
+  }
+
+  // What a lock says of its tokens is said once, in its traits; the adapter's fencing() (which
+  // tells the Locker to keep them) must agree, or a run would judge tokens its expectations ignore.
+  void refuse_two_token_declarations(TokenKind tokens) const {
+    const FencingSupport wanted =
+        tokens == TokenKind::none ? FencingSupport::none : FencingSupport::monotonic;
+    for (const auto& client : env_->clients()) {
+      if (client->fencing() == wanted) continue;
+      throw UsageError(fmt::format(
+          "adapter \"{}\" declares tokens={} in its traits, but its LockAdapter::fencing() says "
+          "{}; "
+          "make them agree (fencing() is monotonic exactly when tokens is monotonic or random)",
+          adapter_.name, to_string(tokens), to_string(client->fencing())));
+    }
   }
 
   // A lease lock whose grants nobody recorded would pass every lease check by default: a run in

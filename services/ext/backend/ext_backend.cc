@@ -147,16 +147,16 @@ std::vector<std::string> user_driver_command(const std::string& command) {
 // One client's view of a driver (its own, or a shared one with `client` set).
 class ExtAdapter final : public LockAdapter {
  public:
-  ExtAdapter(std::string name, ext::DriverProcess& driver, int client,
+  ExtAdapter(std::string name, ext::DriverProcess& driver, int client, FencingSupport fencing,
              std::function<void(std::string)> trace)
-      : name_(std::move(name)), driver_(driver), client_(client), trace_(std::move(trace)) {}
+      : name_(std::move(name)),
+        driver_(driver),
+        client_(client),
+        fencing_(fencing),
+        trace_(std::move(trace)) {}
 
   std::string_view name() const override { return name_; }
-  FencingSupport fencing() const override {
-    return driver_.ready().capabilities.token == ext::TokenKind::monotonic
-               ? FencingSupport::monotonic
-               : FencingSupport::none;
-  }
+  FencingSupport fencing() const override { return fencing_; }
 
   AdapterResult create_lock(const LockSpec& spec) override {
     const ext::Response r = call(
@@ -237,6 +237,7 @@ class ExtAdapter final : public LockAdapter {
   std::string name_;
   ext::DriverProcess& driver_;
   int client_;
+  FencingSupport fencing_;  // declared by the run; the driver's ready line agreed
   std::function<void(std::string)> trace_;
 };
 
@@ -252,7 +253,8 @@ class ExtBackend final : public Backend {
         command_timeout_ms_(env.options.has("ext_command_timeout_ms")
                                 ? env.options.get_int("ext_command_timeout_ms")
                                 : 0),
-        use_proxies_(cuts_clients_off(env.options)) {
+        use_proxies_(cuts_clients_off(env.options)),
+        fencing_(declared_fencing(env.options)) {
     if (env.options.has("replicas") && env.options.get_int("replicas") > 0) {
       throw WorldUnsupported("the ext adapters' replica to fail over to is simulated only");
     }
@@ -278,8 +280,8 @@ class ExtBackend final : public Backend {
   LockAdapter& adapter_for(int client, int node) override {
     auto trace = [this](const std::string& line) { env_.world.trace_line(line); };
     if (library_.in_memory) {
-      adapters_.push_back(
-          std::make_unique<ExtAdapter>(library_.adapter, *shared_.front(), client, trace));
+      adapters_.push_back(std::make_unique<ExtAdapter>(library_.adapter, *shared_.front(), client,
+                                                       fencing_, trace));
       return *adapters_.back();
     }
     std::vector<int> ports;
@@ -298,7 +300,8 @@ class ExtBackend final : public Backend {
         shared_.push_back(start_driver(fmt::format("pool {}", shared_.size()), ports));
       }
       ext::DriverProcess& driver = *shared_[static_cast<size_t>(client) % shared_.size()];
-      adapters_.push_back(std::make_unique<ExtAdapter>(library_.adapter, driver, client, trace));
+      adapters_.push_back(
+          std::make_unique<ExtAdapter>(library_.adapter, driver, client, fencing_, trace));
       return *adapters_.back();
     }
     own_.push_back(start_driver(fmt::format("client {}", client), ports));
@@ -306,7 +309,8 @@ class ExtBackend final : public Backend {
     env_.world.attach_client_process(node, {.stop = [driver] { driver->stop(); },
                                             .resume = [driver] { driver->resume(); },
                                             .kill = [driver] { driver->kill(); }});
-    adapters_.push_back(std::make_unique<ExtAdapter>(library_.adapter, *driver, -1, trace));
+    adapters_.push_back(
+        std::make_unique<ExtAdapter>(library_.adapter, *driver, -1, fencing_, trace));
     return *adapters_.back();
   }
 
@@ -367,6 +371,8 @@ class ExtBackend final : public Backend {
       env_.world.trace_linef("driver {} pid {}: {} protocol {} token {}", name, driver->pid(),
                              driver->ready().version, driver->ready().protocol,
                              to_string(driver->ready().capabilities.token));
+      const std::string broken = token_promise_broken(fencing_, driver->ready());
+      if (!broken.empty()) throw ext::DriverFailed(fmt::format("driver {} {}", name, broken));
       return driver;
     } catch (const ext::DriverStartError& e) {
       throw ext::DriverFailed(e.what());  // the run's error: its message names the rule broken
@@ -394,6 +400,7 @@ class ExtBackend final : public Backend {
   int64_t deadline_ms_;
   int64_t command_timeout_ms_;
   bool use_proxies_;
+  FencingSupport fencing_;  // what the run declared (the `tokens` option)
   bool pooled_ = false;
   real::KeeperThread keeper_;  // before servers_: outlives the processes it restarted
   std::vector<std::unique_ptr<real::RedisServerProcess>> servers_;
@@ -484,6 +491,11 @@ std::vector<OptionSpec> ext_options(const ExtLibrary& library) {
                        .default_value = "",
                        .help = "the driver's command line (program and arguments, no shell)",
                        .text_bytes_max = kDriverCommandBytesMax});
+    options.push_back({.name = "tokens",
+                       .default_value = "none",
+                       .help = "the fencing tokens the driver's lock gives (its ready line must "
+                               "say the same; random counts as none)",
+                       .choices = {"none", "monotonic"}});
   }
   if (!library.in_memory && !library.over_nodes) {
     // A replica to fail over to, simulated only (ext_sim.h), with the bounds of lockstep's redis.
@@ -503,6 +515,20 @@ std::vector<OptionSpec> ext_options(const ExtLibrary& library) {
 }
 
 }  // namespace
+
+FencingSupport declared_fencing(const Options& options) {
+  return options.has("tokens") && options.get("tokens") == "monotonic" ? FencingSupport::monotonic
+                                                                       : FencingSupport::none;
+}
+
+std::string token_promise_broken(FencingSupport declared, const ext::Ready& ready) {
+  const bool promises = ready.capabilities.token == ext::TokenKind::monotonic;
+  if (promises == (declared == FencingSupport::monotonic)) return {};
+  return ext::broke(ext::kRuleTokens,
+                    fmt::format("its ready line says token {} where the run declares tokens={} "
+                                "(--set tokens=monotonic|none)",
+                                to_string(ready.capabilities.token), to_string(declared)));
+}
 
 // A user's driver must be named, and its command must split into words.
 void check_user_driver(const Options& options) {
@@ -531,6 +557,13 @@ std::vector<AdapterEntry> ext_adapter_entries() {
                      .check_options = check_user_driver,
                      .third_party = true,
                      .needs_user_option = true,
+                     .refine =
+                         [](AdapterTraits declared, const Options& options) {
+                           if (declared_fencing(options) == FencingSupport::monotonic) {
+                             declared.tokens = TokenKind::monotonic;
+                           }
+                           return declared;
+                         },
                      .make_sim = [](BackendEnv& env) -> std::unique_ptr<Backend> {
                        ExtSimLibrary library{.adapter = kUserDriver.adapter};
                        library.command = user_driver_command(env.options.get("driver"));

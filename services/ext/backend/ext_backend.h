@@ -13,7 +13,10 @@
 //   is a backend error with that message, never a success. A driver that dies, hangs past its
 //   deadline or writes a malformed line throws ext::DriverFailed out of the client (not a
 //   LockError), so the run ends as an error with the driver's stderr, never as a lock result.
-// - Fencing: monotonic only if the driver says its tokens are (none of the npm libraries does).
+// - Fencing: a user's driver declares its tokens with `--set tokens=monotonic` (default none),
+//   data known before it starts, as every lock's traits are; its `ready` line must say the same
+//   (`random` counts as none) or it broke the protocol's `tokens` rule. Monotonic tokens go to the
+//   judge with each acquire. None of the npm libraries issues fencing tokens.
 // - Leases: the servers are real and report nothing (records_leases false): the runner derives
 //   them from the clients (client_side_leases.h), which never overstates a violation.
 // - Pause and crash: each client gets its own driver process, attached to the client's node, so a
@@ -29,11 +32,18 @@
 #include <string>
 #include <vector>
 
+#include "adapters/core/adapter.h"
 #include "harness/backend.h"
+#include "services/ext/driver/protocol.h"
 
 namespace lockstep {
 
 inline constexpr int kDriverProcessesMax = 16;
+
+// The fencing tokens the run declares for a driver (the `tokens` option; none without it), and
+// why a driver's `ready` line breaks the protocol's `tokens` rule against it (empty: it does not).
+FencingSupport declared_fencing(const Options& options);
+std::string token_promise_broken(FencingSupport declared, const ext::Ready& ready);
 
 // The registry entries of every ext adapter (registry.cc appends them).
 std::vector<AdapterEntry> ext_adapter_entries();

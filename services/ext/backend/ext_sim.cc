@@ -13,6 +13,7 @@
 
 #include "base/check.h"
 #include "real/server_errors.h"
+#include "services/ext/backend/ext_backend.h"
 #include "services/ext/driver/node_drivers.h"
 #include "services/ext/driver/protocol_rules.h"
 #include "services/ext/driver/sim_driver.h"
@@ -132,11 +133,11 @@ class CoSimClient {
 // One client's LockAdapter over its driver (its own, or the shared one).
 class CoSimAdapter final : public LockAdapter {
  public:
-  CoSimAdapter(std::string name, CoSimClient& driver, int client)
-      : name_(std::move(name)), driver_(driver), client_(client) {}
+  CoSimAdapter(std::string name, CoSimClient& driver, int client, FencingSupport fencing)
+      : name_(std::move(name)), driver_(driver), client_(client), fencing_(fencing) {}
 
   std::string_view name() const override { return name_; }
-  FencingSupport fencing() const override { return FencingSupport::none; }
+  FencingSupport fencing() const override { return fencing_; }
   bool is_whole_library() const override { return true; }
   AdapterResult create_lock(const LockSpec& spec) override;
   AdapterResult release_lock(const LockSpec& spec) override;
@@ -152,9 +153,12 @@ class CoSimAdapter final : public LockAdapter {
   AdapterResult owner_checked(const char* op, const ext::Response& r) const;
   AdapterResult failed(const char* op, const ext::Response& r) const;
 
+  uint64_t token_of(const ext::Response& r) const;
+
   std::string name_;
   CoSimClient& driver_;
   int client_;
+  FencingSupport fencing_;  // declared by the run; the driver's ready line agreed
 };
 
 class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
@@ -220,7 +224,8 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
       clients_.push_back(std::make_unique<CoSimClient>(*this, client, node));
       driver = clients_.back().get();
     }
-    adapters_.push_back(std::make_unique<CoSimAdapter>(library_.adapter, *driver, client));
+    adapters_.push_back(
+        std::make_unique<CoSimAdapter>(library_.adapter, *driver, client, fencing_));
     return *adapters_.back();
   }
 
@@ -267,8 +272,19 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
     no_network_for_in_memory();
     world_.network().set_fixed_latency(latency_us);
   }
-  void crash_server(int server) override { world_.crash(at(server).node()); }
-  void restart_server(int server) override { world_.restart(at(server).node()); }
+  // A restart brings back the node its server's crash took down, also when a failover has since
+  // put the promoted replica in that server's place (the replica is alive: restarting it is wrong).
+  void crash_server(int server) override {
+    const sim::NodeId node = at(server).node();
+    crashed_[server] = node;
+    world_.crash(node);
+  }
+  void restart_server(int server) override {
+    const auto crashed = crashed_.find(server);
+    const sim::NodeId node = crashed != crashed_.end() ? crashed->second : at(server).node();
+    if (crashed != crashed_.end()) crashed_.erase(crashed);
+    world_.restart(node);
+  }
   void pause_server(int server, int64_t duration_us) override {
     world_.pause(at(server).node(), duration_us, "server pause");
   }
@@ -286,9 +302,8 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
     if (pooled_) return;  // leases derived from the clients (records_leases)
     sim::KeyspaceEvent named = e;
     if (e.kind == sim::KeyspaceEvent::Kind::set && e.ttl_ms > 0 && !values_.contains(e.value)) {
-      auto acquiring = acquiring_.find(e.client);
-      if (acquiring != acquiring_.end() && !acquiring->second.empty()) {
-        values_.emplace(e.value, acquiring->second);
+      if (const std::string* handle = acquire_behind(e.client, e.key)) {
+        values_.emplace(e.value, *handle);
       }
     }
     if (auto it = values_.find(e.value); it != values_.end()) named.value = it->second;
@@ -307,7 +322,18 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
     return servers_[static_cast<size_t>(index)].get();
   }
   int redis_node_count() const { return static_cast<int>(servers_.size()); }
-  void set_acquiring(int client, std::string handle) { acquiring_[client] = std::move(handle); }
+  FencingSupport fencing() const { return fencing_; }
+  // A client's acquire of `key` is in flight from begin_acquire to end_acquire (one client may
+  // acquire several keys at once).
+  void begin_acquire(int client, const std::string& key, std::string handle) {
+    acquiring_[client][key] = std::move(handle);
+  }
+  void end_acquire(int client, const std::string& key) {
+    auto it = acquiring_.find(client);
+    if (it == acquiring_.end()) return;
+    it->second.erase(key);
+    if (it->second.empty()) acquiring_.erase(it);
+  }
 
  private:
   // An in-memory library has no network and no Redis node, and its traits let no scenario ask
@@ -319,6 +345,26 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
           "pause",
           library_.adapter));
     }
+  }
+  // The handle of the acquire a client's write of `server_key` grants: its one acquire in flight,
+  // or, with several (other keys at once), the one whose key the library's key contains (the
+  // longest such: a library may prefix or suffix it); none when that does not tell them apart.
+  const std::string* acquire_behind(int client, std::string_view server_key) const {
+    auto it = acquiring_.find(client);
+    if (it == acquiring_.end()) return nullptr;
+    if (it->second.size() == 1) return &it->second.begin()->second;
+    const std::string* best = nullptr;
+    size_t best_size = 0;
+    bool tied = false;
+    for (const auto& [key, handle] : it->second) {
+      if (server_key.find(key) == std::string_view::npos) continue;
+      tied = key.size() == best_size;
+      if (key.size() >= best_size) {
+        best = &handle;
+        best_size = key.size();
+      }
+    }
+    return tied ? nullptr : best;
   }
   sim::RedisNode& at(int server) {
     no_network_for_in_memory();
@@ -332,12 +378,15 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
   std::string node_program_;
   int64_t deadline_ms_;
   int64_t command_timeout_ms_;
+  FencingSupport fencing_ = declared_fencing(env_.options);  // the run's `tokens` option
   RedisLeaseEvents leases_{""};
-  std::map<int, std::string> acquiring_;       // client -> the handle of its acquire in flight
+  // client -> key -> the handle of its acquire of that key in flight
+  std::map<int, std::map<std::string, std::string>> acquiring_;
   std::map<std::string, std::string> values_;  // the library's lock value -> lockstep's handle
   std::vector<std::unique_ptr<sim::RedisNode>> servers_;
   std::unique_ptr<sim::RedisNode> replica_;         // servers_[0]'s, until a failover promotes it
   std::unique_ptr<sim::RedisNode> failed_primary_;  // the primary a failover left behind, crashed
+  std::map<int, sim::NodeId> crashed_;              // server -> the node its last crash took down
   std::optional<sim::NodeId> store_node_;  // an in-memory library's shared driver runs here
   bool pooled_ = false;                    // clients share kSimDriversMax drivers
   // After servers_: they go first. The adapters before the drivers they use.
@@ -396,6 +445,10 @@ CoSimClient::CoSimClient(ExtSimBackend& backend, int client, sim::NodeId node,
     throw ext::SimDriverBroke(fmt::format(
         "driver {} (pid {}) {}", who_, process_->pid(),
         ext::broke(ext::kRuleReady, "did not say ready after its connection handshake")));
+  }
+  if (const std::string broken = token_promise_broken(backend.fencing(), *ready_);
+      !broken.empty()) {
+    throw ext::SimDriverBroke(fmt::format("driver {} (pid {}) {}", who_, process_->pid(), broken));
   }
   // No pid here: the trace is the run's identity, and a pid is the machine's.
   world_.trace_line(fmt::format("driver {}: {} protocol {} (co-simulated)", who_, ready_->version,
@@ -593,7 +646,7 @@ ext::Response CoSimClient::call(int client, ext::Request request) {
   const std::string caller =
       shared() ? fmt::format("{} c{}", backend_.sim_library().adapter, client) : who_;
   requests_.emplace(id, std::nullopt);
-  if (request.op == ext::Op::acquire) backend_.set_acquiring(client, request.handle);
+  if (request.op == ext::Op::acquire) backend_.begin_acquire(client, request.key, request.handle);
   const TimeUs sent_us = world_.now_us();
   exchange(ext::encode(request));
   if (!requests_.at(id)) {
@@ -606,11 +659,12 @@ ext::Response CoSimClient::call(int client, ext::Request request) {
       waiters_.erase(id);
       if (!requests_.at(id)) abandoned_.insert(id);
       requests_.erase(id);
+      if (request.op == ext::Op::acquire) backend_.end_acquire(client, request.key);
       throw;
     }
     waiters_.erase(id);
   }
-  if (request.op == ext::Op::acquire) backend_.set_acquiring(client, "");
+  if (request.op == ext::Op::acquire) backend_.end_acquire(client, request.key);
   if (!failed_.empty()) throw_failed();
   std::optional<ext::Response> answer = std::move(requests_.at(id));
   requests_.erase(id);
@@ -652,10 +706,23 @@ AdapterResult CoSimAdapter::create_lock(const LockSpec& spec) {
   const ext::Response r =
       call({.op = ext::Op::acquire, .handle = spec.value, .key = spec.key, .ttl_ms = spec.ttl_ms});
   switch (r.status) {
-    case ext::Status::ok: return {};
+    case ext::Status::ok: return {.fencing_token = token_of(r)};
     case ext::Status::contended: return {.status = AdapterStatus::contended};
     default: return failed("acquire", r);
   }
+}
+
+uint64_t CoSimAdapter::token_of(const ext::Response& r) const {
+  if (fencing_ != FencingSupport::monotonic) return 0;
+  uint64_t token = 0;
+  const auto [end, ec] = std::from_chars(r.token.data(), r.token.data() + r.token.size(), token);
+  if (ec != std::errc() || end != r.token.data() + r.token.size()) {
+    throw ext::SimDriverBroke(fmt::format(
+        "driver {} {}", name_,
+        ext::broke(ext::kRuleTokens,
+                   fmt::format("promised monotonic tokens and sent \"{:.40}\"", r.token))));
+  }
+  return token;
 }
 
 AdapterResult CoSimAdapter::release_lock(const LockSpec& spec) {

@@ -45,7 +45,9 @@ inline constexpr ProtocolRule kRuleRequests{
     "a driver takes every request the protocol defines (an operation it does not offer is "
     "`unsupported`, never `bad_request`)"};
 inline constexpr ProtocolRule kRuleTokens{
-    "tokens", "a driver that promises monotonic tokens sends decimal integers"};
+    "tokens",
+    "a driver's ready line names the tokens the run declares (monotonic, or none or random) and a "
+    "driver that promises monotonic tokens sends decimal integers"};
 
 // "broke rule `in-time` of the ext protocol (a response comes ...; services/ext/PROTOCOL.md, "Rules
 // a driver keeps"): WHAT", to follow the driver's name

@@ -174,6 +174,25 @@ TEST_CASE("ext sim: a backward wall-clock jump of the client leaves the driver's
   CHECK(outcome.report.end_message.find("t1_ns is before t0_ns") == std::string::npos);
 }
 
+// A server's crash, then a failover while it is down, then its restart: the restart brings back
+// the node that crashed, not the replica a failover put in its place (which is alive: restarting
+// it failed a check in the simulator, an internal error of sweep seed 214).
+TEST_CASE("ext sim: a restart after a failover brings back the crashed node",
+          "[ext][sim][failover]") {
+  require_node();
+  const SwarmCapabilities caps = swarm_capabilities("ext:locco-redis");
+  SwarmSpec spec = draw_swarm_spec(caps, 3, {.faults = {FaultKind::failover}});
+  REQUIRE(spec.replication_delay_ms >= 0);
+  spec.faults = {
+      {.kind = FaultKind::server_restart, .at_ms = 100, .server = 0, .amount = 300},
+      {.kind = FaultKind::failover, .at_ms = 200},
+  };
+  REQUIRE(spec.safety_ms > 400);
+  const SeedOutcome outcome = run_swarm_spec("ext:locco-redis", spec, 3, /*fencing_on=*/true);
+  INFO(to_text(outcome.report));
+  CHECK(outcome.report.end == RunEnd::complete);
+}
+
 // ext:locco-memory: one driver shared by every client (its store is the process's memory), on a
 // node of its own. Leases come from the clients (no keyspace to watch), which must not cry wolf
 // where the store answers without latency: an extend sent at the instant of its own grant was

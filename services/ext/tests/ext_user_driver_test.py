@@ -59,11 +59,16 @@ def simulated(binary, driver, cwd):
     matrix = run(binary, "matrix", "--adapter", "ext", "--set", "driver=" + driver, cwd=cwd)
     check(matrix.returncode == 0,
           "sim: the Python driver passes matrix --adapter ext", matrix)
-    sweeps = [run(binary, "sweep", "--adapter", "ext", "--set", "driver=" + driver, "--seeds", "40",
-                  "--keep-going", "--shrink", "0", "--json", cwd=cwd) for _ in range(2)]
-    check(sweeps[0].returncode in (0, 1), "sim: the sweep ran", sweeps[0])
+    # Seeds 41-70 hold seed 58, where a client acquires two keys at once: each grant is named
+    # after its own acquire (it was named after the other one, a false validity_within_lease),
+    # and seed 214's restart after a failover (an internal error) is ext_sim_test's.
+    sweeps = [run(binary, "sweep", "--adapter", "ext", "--set", "driver=" + driver,
+                  "--first-seed", "41", "--seeds", "30", "--keep-going", "--shrink", "0", "--json",
+                  cwd=cwd) for _ in range(2)]
+    check(sweeps[0].returncode == 0, "sim: the correct driver passes the sweep", sweeps[0])
     first, second = (strip_wall(json.loads(s.stdout)) for s in sweeps)
-    check(first == second and first["seeds_run"] == 40, "sim: the sweep gives the same JSON twice")
+    check(first == second and first["seeds_run"] == 30, "sim: the sweep gives the same JSON twice")
+    fenced(binary, driver, cwd)
     v1_driver = os.path.join(cwd, "v1_driver.py")  # says ready in version 1, then only reads
     with open(v1_driver, "w") as f:
         f.write("import json, sys\n"
@@ -77,6 +82,31 @@ def simulated(binary, driver, cwd):
     check(v1.returncode == 4 and "--world sim needs a co-simulated driver" in v1.stdout and
           "broke rule `ready-first`" in v1.stdout,
           "sim: a version 1 driver is told to speak protocol 2 or run in the real world", v1)
+
+
+def fenced(binary, driver, cwd):
+    """Fencing tokens from a driver: declared with --set tokens=monotonic, promised by its ready
+    line, judged against the order in which the simulated Redis granted the leases (its counter
+    is `fence/KEY`, a name lockstep knows nothing of)."""
+    sweep = ["sweep", "--adapter", "ext", "--first-seed", "41", "--seeds", "30", "--shrink", "0",
+             "--json"]
+    correct = run(binary, *sweep, "--set", "driver=%s --fencing" % driver, "--set",
+                  "tokens=monotonic", cwd=cwd)
+    check(correct.returncode == 0 and json.loads(correct.stdout)["fencing"] == "on",
+          "sim: the fenced driver passes the sweep with its tokens judged", correct)
+    buggy = run(binary, *sweep, "--set", "driver=%s --fencing --bug token-after-grant" % driver,
+                "--set", "tokens=monotonic", cwd=cwd)
+    check(buggy.returncode == 1 and json.loads(buggy.stdout)["violations"],
+          "sim: tokens taken after the grant are caught", buggy)
+    for declared, promised in (("none", "monotonic"), ("monotonic", "random")):
+        fencing_flag = " --fencing" if promised == "monotonic" else ""
+        r = run(binary, "run", "sequential", "--adapter", "ext", "--set",
+                "driver=%s%s" % (driver, fencing_flag), "--set", "tokens=" + declared, cwd=cwd)
+        check(r.returncode == 4 and "broke rule `tokens`" in r.stdout and
+              "says token %s where the run declares tokens=%s" % (
+                  "random" if promised == "random" else promised, declared) in r.stdout,
+              "sim: a ready line promising %s tokens where the run declares %s" % (
+                  promised, declared), r)
 
 
 def main(binary):

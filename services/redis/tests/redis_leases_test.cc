@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "harness/usage_error.h"
 #include "report/report.h"
 #include "run/runner.h"
 #include "services/known_bad.h"
@@ -164,6 +165,41 @@ TEST_CASE("Mongo tokens are judged in the order the counter issued them", "[leas
   int issues = 0;
   for (const HistoryEvent& e : r.history.events()) issues += e.kind == EventKind::token ? 1 : 0;
   CHECK(issues == 2);
+}
+
+// A lock says once whether it has tokens (AdapterTraits::tokens); its adapter's fencing() tells
+// the Locker to keep them. Two answers that disagree were silently accepted: the checkers judged
+// the adapter's tokens while the expectations followed the traits. Now the run refuses it as bad
+// usage, naming both, before anything is judged.
+TEST_CASE("a lock whose traits and adapter disagree on its tokens is refused before it runs",
+          "[leases][tokens]") {
+  const std::string name = "test-tokens-twice";
+  if (find_adapter(name) == nullptr) {
+    AdapterTraits traits = kRedisTraits;
+    traits.tokens = TokenKind::none;  // while the adapter hands out monotonic tokens
+    register_adapter({.name = name,
+                      .description = "test: tokens declared twice, differently",
+                      .worlds = {WorldKind::sim},
+                      .traits = traits,
+                      .options = redis_backend_options(),
+                      .make_sim = [](BackendEnv& env) {
+                        return make_redis_sim_backend(env, [](RedisConnection& connection) {
+                          return std::make_unique<UnprefixedRedis>(connection,
+                                                                   UnprefixedRedis::Bug::none);
+                        });
+                      }});
+  }
+  try {
+    run_for("sequential", name);
+    FAIL("the run was not refused");
+  } catch (const UsageError& e) {
+    const std::string message = e.what();
+    CHECK(message.find("declares tokens=none in its traits") != std::string::npos);
+    CHECK(message.find("fencing() says monotonic") != std::string::npos);
+  }
+  // Declared alike, the same adapter runs.
+  CHECK(run_for("sequential", registered("unprefixed-redis", UnprefixedRedis::Bug::none)).end ==
+        RunEnd::complete);
 }
 
 }  // namespace
