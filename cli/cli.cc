@@ -444,7 +444,7 @@ int cmd_sweep(const SweepFlags& flags) {
                      .report_dir = flags.report_dir.empty() ? "reports/sweep" : flags.report_dir,
                      .jobs = flags.jobs,
                      .sets = flags.sets};
-  check_adapter_sets(flags.adapter, flags.sets);
+  check_sweep_sets(flags.adapter, flags.sets);
   check_output_dir("--report", flags.report_dir);
   check_output_file("--junit", flags.junit);
   if (flags.time) config.stop.time_budget_us = parse_duration_us("--time", *flags.time);

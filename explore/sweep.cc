@@ -97,6 +97,19 @@ void check_adapter_sets(const std::string& adapter, const std::vector<std::strin
   }
 }
 
+void check_sweep_sets(const std::string& adapter, const std::vector<std::string>& sets) {
+  check_adapter_sets(adapter, sets);
+  for (const OptionSpec& drawn : replica_options("")) {
+    for (const std::string& set : sets) {
+      if (set.substr(0, set.find('=')) != drawn.name) continue;
+      throw UsageError(fmt::format(
+          "--set {}: the swarm sets it for each seed (a seed with a failover runs replicas=1 at "
+          "its drawn replication_delay_ms); leave it out",
+          drawn.name));
+    }
+  }
+}
+
 SeedOutcome run_swarm_spec(const std::string& adapter, const SwarmSpec& spec, uint64_t seed,
                            bool fencing_on, bool keep_trace, bool hash_trace,
                            const std::vector<std::string>& adapter_sets) {

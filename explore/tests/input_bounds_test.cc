@@ -94,6 +94,26 @@ TEST_CASE("a workload's numbers past the command line's bounds are refused, name
   CHECK(refusal(w).find("\"keys\" must be an integer") != std::string::npos);
 }
 
+// A sweep's --set replicas=0 overrode the replicas=1 the swarm sets for a seed that fails over:
+// the run could not fail over and the sweep ended as an internal error (exit 70).
+TEST_CASE("a sweep refuses --set of what the swarm sets for each seed", "[sweep][input]") {
+  const auto refusal_of = [](const std::string& set) -> std::string {
+    try {
+      check_sweep_sets("redis", {set});
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  CHECK(refusal_of("persistence=always") == "accepted");
+  CHECK(refusal_of("replicas=0").find("--set replicas: the swarm sets it for each seed") == 0);
+  CHECK(refusal_of("replication_delay_ms=5").find("--set replication_delay_ms: the swarm sets") ==
+        0);
+  CHECK(refusal_of("nope=1").find("not an option of adapter redis") != std::string::npos);
+  // A matrix runs named scenarios: replicas is the adapter's option there.
+  CHECK_NOTHROW(check_adapter_sets("redis", {"replicas=1"}));
+}
+
 nlohmann::json shard() {
   SweepConfig config{.adapter = "memory", .seeds = 4, .shard_count = 2, .jobs = 1};
   return to_json(run_sweep(config));
