@@ -73,7 +73,18 @@ size_t Recorder::record(HistoryEvent e) {
   }
   e.time_us = hooks_.now_us();
   e.trace_line = hooks_.trace_line(EventLine(e));
-  return history_.add(std::move(e));
+  const size_t index = history_.add(std::move(e));
+  if (watcher_) {
+    const HistoryEvent recorded = history_[index];  // the watcher may record: no reference kept
+    watcher_(recorded);
+  }
+  return index;
+}
+
+void Recorder::watch(std::function<void(const HistoryEvent&)> watcher) {
+  LOCKSTEP_CHECK(hooks_.one_thread, "only a simulated run's history is watched");
+  LOCKSTEP_CHECK(!watcher_, "one watcher per run");
+  watcher_ = std::move(watcher);
 }
 
 void Recorder::on_grant(std::string_view server, std::string_view key, std::string_view value,

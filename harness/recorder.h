@@ -44,6 +44,11 @@ class Recorder final : public LeaseObserver {
   bool closed() const { return closed_; }
   bool full() const { return full_; }
 
+  // A simulated run's scenario may watch the events as they are recorded, to act at the moment
+  // something happens (crash-in-acquire kills its holder once a server granted its lease). One
+  // watcher; simulated runs only (one_thread), so it runs on the simulator's thread, in order.
+  void watch(std::function<void(const HistoryEvent&)> watcher);
+
   History& history() { return history_; }
   const History& history() const { return history_; }
   TimeUs now_us() const { return hooks_.now_us(); }
@@ -62,6 +67,7 @@ class Recorder final : public LeaseObserver {
   std::thread::id owner_ = std::this_thread::get_id();
   History history_;
   bool closed_ = false;
+  std::function<void(const HistoryEvent&)> watcher_;
 };
 
 }  // namespace lockstep

@@ -71,6 +71,11 @@ class ScenarioEnv {
                       duration_ms * 1000);
   }
 
+  // Calls watcher with each event as it is recorded (sim only: Recorder::watch).
+  void watch_history(std::function<void(const HistoryEvent&)> watcher) {
+    recorder_.watch(std::move(watcher));
+  }
+
   std::vector<std::unique_ptr<Client>>& clients() { return clients_; }
   // Refuses to build in a world other than the simulator, saying why (WorldUnsupported).
   void require_sim(const std::string& why) const;

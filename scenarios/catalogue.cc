@@ -80,6 +80,28 @@ Scenario concurrent_race() {
   };
 }
 
+// Kills A (the client just added) while its acquire is on the wire, at a fixed latency. A lock
+// that writes its key and gives it a TTL in two calls (as it declares) dies with its first write's
+// reply on the wire, between the two. Any other dies once a server has granted its lease, with the
+// grant's reply halfway back: whatever it sends first (a script load, a handshake), the dead holder
+// has a lease. One that never grants A's lease leaves the premise unmet.
+void kill_with_acquire_on_the_wire(ScenarioEnv& env, Client& a, int64_t latency_us) {
+  if (!effective_traits(env.adapter(), env.options()).expiry_with_grant) {
+    env.schedule_client_kill_us(3 * latency_us / 2, a, "crash a during its acquire",
+                                [&env, &a] { env.world().crash(a.node()); });
+    return;
+  }
+  const int a_index = static_cast<int>(env.clients().size()) - 1;
+  auto killing = std::make_shared<bool>(false);
+  env.watch_history([&env, &a, a_index, killing, latency_us](const HistoryEvent& e) {
+    if (*killing || e.kind != EventKind::grant || e.client != a_index) return;
+    *killing = true;
+    env.schedule_client_kill_us(e.time_us + latency_us / 2, a,
+                                "crash a with its grant's reply on the wire",
+                                [&env, &a] { env.world().crash(a.node()); });
+  });
+}
+
 Scenario crash_holder() {
   return {
       .name = "crash-holder",
@@ -126,8 +148,7 @@ Scenario crash_holder() {
                   throw;
                 }
               });
-              env.schedule_client_kill_us(3 * kLatency_us / 2, a, "crash a during its acquire",
-                                          [&env, &a] { env.world().crash(a.node()); });
+              kill_with_acquire_on_the_wire(env, a, kLatency_us);
             } else {
               env.start(
                   a, 0,
@@ -344,9 +365,16 @@ using premises::contended;
 using premises::entered;
 using premises::fault_while_inside;
 using premises::fault_while_pending;
+using premises::granted_before_killed;
 using premises::invoked_after_other_entered;
 using premises::killed_while_inside;
 using premises::killed_while_pending;
+
+// A died with its acquire pending after a server acted on it: it had granted A a lease, or A's
+// key never became free for B (a key written without its TTL).
+bool died_acquiring_leaving_key(const History& h) {
+  return killed_while_pending(h, 0, Op::acquire) && (granted_before_killed(h, 0) || !entered(h, 1));
+}
 
 struct StatedPremise {
   std::string_view scenario;
@@ -361,13 +389,16 @@ constexpr StatedPremise kPremises[] = {
     {"concurrent-race", "the clients ask for the free key while the other is still asking",
      [](const History& h, const Options&) { return contended(h); }},
     {"crash-holder",
-     "A dies holding the lock (or, crash_at=in-acquire, with its acquire on the wire)",
+     "A dies holding the lock (or, crash_at=in-acquire, with its acquire on the wire after a "
+     "server granted its lease)",
      [](const History& h, const Options& o) {
-       return o.get("crash_at") == "in-acquire" ? killed_while_pending(h, 0, Op::acquire)
+       return o.get("crash_at") == "in-acquire" ? died_acquiring_leaving_key(h)
                                                 : killed_while_inside(h, 0);
      }},
-    {"crash-in-acquire", "A dies with its acquire on the wire",
-     [](const History& h, const Options&) { return killed_while_pending(h, 0, Op::acquire); }},
+    {"crash-in-acquire",
+     "A dies with its acquire on the wire, after a server granted its lease (or left its key "
+     "taken for good)",
+     [](const History& h, const Options&) { return died_acquiring_leaving_key(h); }},
     {"stolen-lock", "A is paused while it holds, and B gets the key",
      [](const History& h, const Options&) {
        return fault_while_inside(h, 0, FaultKind::pause) && entered(h, 1);

@@ -85,6 +85,16 @@ bool killed_while_pending(const History& history, int client, Op op) {
   });
 }
 
+bool granted_before_killed(const History& history, int client) {
+  bool granted = false;
+  for (const HistoryEvent& e : history.events()) {
+    if (e.client != client) continue;
+    granted = granted || e.kind == EventKind::grant;
+    if (e.kind == EventKind::fault && e.kills_client) return granted;
+  }
+  return false;
+}
+
 bool contended(const History& history) {
   return any_event(history, [](const HistoryEvent& e, const State& s) {
     if (e.kind != EventKind::invoke || e.op != Op::acquire) return false;

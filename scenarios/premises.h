@@ -19,6 +19,9 @@ bool fault_while_pending(const History& history, int client, FaultKind kind, Op 
 // A fault killed the client while it was inside, or while its `op` was pending.
 bool killed_while_inside(const History& history, int client);
 bool killed_while_pending(const History& history, int client, Op op);
+// A server granted the client a lease (a grant fact attributed to it) before a fault killed it:
+// the dead holder left a lease behind.
+bool granted_before_killed(const History& history, int client);
 // Some client asked for a key while another was inside or still asking: they contended.
 bool contended(const History& history);
 // The client invoked `op` after another client had entered (the late extend of stolen locks).

@@ -419,6 +419,34 @@ TEST_CASE("a run whose premise did not happen is vacuous, never a pass", "[runne
   CHECK(run("failover", "redis").end == RunEnd::complete);
 }
 
+// crash-in-acquire is about a dead holder's lease. Killed at a fixed instant, A died before any
+// server granted it for redis (its first call meets NOSCRIPT), mongo (the handshake still runs)
+// and ext:node-redlock, and the cell passed with nothing judged. Now A dies once its lease is
+// granted, with the reply on the wire, and the premise asks for that grant.
+TEST_CASE("crash-in-acquire kills a holder that a server granted a lease", "[runner][premise]") {
+  register_known_bad_adapters();
+  for (const char* adapter : {"redis", "mongo", "redlock", "bad-setnx-expire"}) {
+    INFO(adapter);
+    const RunReport r = run("crash-in-acquire", adapter);
+    CHECK(r.end == RunEnd::complete);
+    CHECK(r.matches_expectation());
+    bool granted = false;
+    bool killed_after_grant = false;
+    for (const HistoryEvent& e : r.history.events()) {
+      if (e.client != 0) continue;
+      granted = granted || e.kind == EventKind::grant;
+      if (e.kind == EventKind::fault && e.kills_client) killed_after_grant = granted;
+    }
+    // A two-call lock (SETNX, then PEXPIRE) dies between its calls: a key with no TTL and no
+    // lease fact, which liveness finds.
+    if (std::string_view(adapter) == "bad-setnx-expire") {
+      CHECK(r.violated().contains(Invariant::liveness));
+    } else {
+      CHECK(killed_after_grant);
+    }
+  }
+}
+
 TEST_CASE("every catalogue scenario states a premise", "[runner][premise]") {
   for (const Scenario& scenario : scenarios()) {
     INFO(scenario.name);

@@ -10,8 +10,8 @@ namespace {
 class MemoryBackend final : public Backend {
  public:
   MemoryBackend(BackendEnv& env, const MemoryAdapterWrapper& wrap,
-                const StoreClockWrapper& wrap_clock)
-      : sim_(env.sim) {
+                const StoreClockWrapper& wrap_clock, MemoryClientWrapper wrap_client = {})
+      : sim_(env.sim), seams_(env), wrap_client_(std::move(wrap_client)) {
     Clock* clock = &system_clock_;
     if (sim_ != nullptr) {
       server_ = sim_->add_node("memory");
@@ -26,7 +26,11 @@ class MemoryBackend final : public Backend {
     if (wrap) wrapped_ = wrap(*adapter_);
   }
 
-  LockAdapter& adapter_for(int, int) override {
+  LockAdapter& adapter_for(int client, int node) override {
+    if (wrap_client_) {
+      per_client_.push_back(wrap_client_(*adapter_, seams_.for_client(client, node)));
+      return *per_client_.back();
+    }
     if (wrapped_ != nullptr) return *wrapped_;
     return *adapter_;
   }
@@ -51,6 +55,9 @@ class MemoryBackend final : public Backend {
   std::unique_ptr<Clock> store_clock_;  // what the store reads, when wrapped
   std::unique_ptr<MemoryAdapter> adapter_;
   std::unique_ptr<LockAdapter> wrapped_;  // what the clients use, when given
+  ClientSeamsSource seams_;
+  MemoryClientWrapper wrap_client_;
+  std::vector<std::unique_ptr<LockAdapter>> per_client_;  // one per client, with wrap_client_
 };
 
 }  // namespace
@@ -58,6 +65,11 @@ class MemoryBackend final : public Backend {
 std::unique_ptr<Backend> make_memory_backend(BackendEnv& env, const MemoryAdapterWrapper& wrap,
                                              const StoreClockWrapper& wrap_clock) {
   return std::make_unique<MemoryBackend>(env, wrap, wrap_clock);
+}
+
+std::unique_ptr<Backend> make_memory_backend(BackendEnv& env, MemoryClientWrapper wrap_client) {
+  return std::make_unique<MemoryBackend>(env, MemoryAdapterWrapper{}, StoreClockWrapper{},
+                                         std::move(wrap_client));
 }
 
 }  // namespace lockstep

@@ -6,6 +6,7 @@
 #include "services/memory/adapter/memory_adapter.h"
 
 #include "harness/backend.h"
+#include "harness/client_seams.h"
 
 namespace lockstep {
 
@@ -19,6 +20,11 @@ using MemoryAdapterWrapper = std::function<std::unique_ptr<LockAdapter>(MemoryAd
 using StoreClockWrapper = std::function<std::unique_ptr<Clock>(Clock& node_clock)>;
 std::unique_ptr<Backend> make_memory_backend(BackendEnv& env, const MemoryAdapterWrapper& wrap = {},
                                              const StoreClockWrapper& wrap_clock = {});
+// A user's lock over the store that needs its client's clock or random source
+// (harness/client_seams.h): one adapter per client, each built with that client's seams.
+using MemoryClientWrapper =
+    std::function<std::unique_ptr<LockAdapter>(MemoryAdapter& store, ClientSeams seams)>;
+std::unique_ptr<Backend> make_memory_backend(BackendEnv& env, MemoryClientWrapper wrap_client);
 
 // The in-memory lock: owner-checked, monotonic tokens. Its store sits on a server node of its own,
 // reached without a network: only its clock drifts.

@@ -13,6 +13,7 @@
 
 #include "adapters/core/adapter.h"
 #include "harness/backend.h"
+#include "harness/client_seams.h"
 #include "services/redis/client/redis_connection.h"
 
 namespace lockstep {
@@ -21,14 +22,22 @@ namespace lockstep {
 using RedisAdapterFactory =
     std::function<std::unique_ptr<LockAdapter>(RedisConnection& connection)>;
 
+// The same, for a lock that needs its client's clock or random source (harness/client_seams.h):
+// the simulated ones in the simulator, so the lock's time and randomness stay under its control.
+using RedisClientFactory =
+    std::function<std::unique_ptr<LockAdapter>(RedisConnection& connection, ClientSeams seams)>;
 // Adapter options every Redis-backed adapter takes (`--set`).
 std::vector<OptionSpec> redis_backend_options();
 
 std::unique_ptr<Backend> make_redis_sim_backend(BackendEnv& env, RedisAdapterFactory make_adapter);
+std::unique_ptr<Backend> make_redis_sim_backend(BackendEnv& env, RedisClientFactory make_adapter);
 // The real world: a redis-server the backend starts on loopback (and a replica when asked), one
 // TCP proxy and hiredis connection per client (so one client can be partitioned), clock drift by
 // libfaketime from the server's start. Throws real::ServerUnavailable when redis-server is missing.
 std::unique_ptr<Backend> make_redis_real_backend(BackendEnv& env, RedisAdapterFactory make_adapter);
+std::unique_ptr<Backend> make_redis_real_backend(BackendEnv& env, RedisClientFactory make_adapter);
+// A factory that needs no seams, as one that ignores them.
+RedisClientFactory with_seams(RedisAdapterFactory make_adapter);
 
 // The production adapter's factory.
 RedisAdapterFactory production_redis_adapter();

@@ -41,8 +41,9 @@ struct ClientLink {
 
 class RedisRealBackend final : public Backend {
  public:
-  RedisRealBackend(BackendEnv& env, RedisAdapterFactory make_adapter)
+  RedisRealBackend(BackendEnv& env, RedisClientFactory make_adapter)
       : make_adapter_(std::move(make_adapter)),
+        seams_(env),
         command_timeout_ms_(env.options.get_int("command_timeout_ms")) {
     real::RedisServerOptions server_options{
         .persistence = real::persistence_from_name(env.options.get("persistence"))};
@@ -57,7 +58,7 @@ class RedisRealBackend final : public Backend {
     if (env.options.get_int("replicas") > 0) start_lagging_replica(env);
   }
 
-  LockAdapter& adapter_for(int, int node) override {
+  LockAdapter& adapter_for(int client, int node) override {
     ClientLink& link = links_[node];
     link.proxy =
         std::make_unique<real::TcpProxy>(real::TcpProxyOptions{.upstream_port = primary_->port()});
@@ -68,7 +69,7 @@ class RedisRealBackend final : public Backend {
           HiredisOptions{.port = replica_->port(), .command_timeout_ms = command_timeout_ms_});
     }
     link.connection = std::make_unique<SwitchableConnection>(*link.to_primary);
-    link.adapter = make_adapter_(*link.connection);
+    link.adapter = make_adapter_(*link.connection, seams_.for_client(client, node));
     return *link.adapter;
   }
 
@@ -130,7 +131,8 @@ class RedisRealBackend final : public Backend {
                           replica_->pid(), replica_->endpoint());
   }
 
-  RedisAdapterFactory make_adapter_;
+  RedisClientFactory make_adapter_;
+  ClientSeamsSource seams_;
   int64_t command_timeout_ms_;
   int64_t drift_ppm_ = 0;
   std::unique_ptr<real::RedisServerProcess> primary_;
@@ -143,6 +145,10 @@ class RedisRealBackend final : public Backend {
 
 std::unique_ptr<Backend> make_redis_real_backend(BackendEnv& env,
                                                  RedisAdapterFactory make_adapter) {
+  return make_redis_real_backend(env, with_seams(std::move(make_adapter)));
+}
+
+std::unique_ptr<Backend> make_redis_real_backend(BackendEnv& env, RedisClientFactory make_adapter) {
   return std::make_unique<RedisRealBackend>(env, std::move(make_adapter));
 }
 

@@ -25,8 +25,11 @@ sim::Persistence persistence_from(const std::string& name) {
 
 class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
  public:
-  RedisSimBackend(BackendEnv& env, RedisAdapterFactory make_adapter)
-      : world_(*env.sim), recorder_(env.recorder), make_adapter_(std::move(make_adapter)) {
+  RedisSimBackend(BackendEnv& env, RedisClientFactory make_adapter)
+      : world_(*env.sim),
+        recorder_(env.recorder),
+        make_adapter_(std::move(make_adapter)),
+        seams_(env) {
     const Options& options = env.options;
     LOCKSTEP_CHECK(env.sim != nullptr, "the simulated Redis needs the sim world");
     command_timeout_us_ = options.get_int("command_timeout_ms") * sim::kUsPerMs;
@@ -49,7 +52,7 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
     connections_.push_back(std::make_unique<sim::SimRedisConnection>(
         world_, node, *primary_, client,
         sim::SimRedisConnectionOptions{.command_timeout_us = command_timeout_us_}));
-    adapters_.push_back(make_adapter_(*connections_.back()));
+    adapters_.push_back(make_adapter_(*connections_.back(), seams_.for_client(client, node)));
     return *adapters_.back();
   }
 
@@ -116,7 +119,8 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
   // Leases follow the lock, not the node: the primary and its replica are one replication group.
   // Lock keys are kLockPrefix + "{" + key + "}" (RedisAdapter::hash_tagged).
   RedisLeaseEvents leases_{kLockPrefix, /*hash_tagged=*/true, "redis"};
-  RedisAdapterFactory make_adapter_;
+  RedisClientFactory make_adapter_;
+  ClientSeamsSource seams_;
   int64_t command_timeout_us_ = 0;
   std::unique_ptr<sim::RedisNode> primary_;
   std::unique_ptr<sim::RedisNode> replica_;
@@ -150,7 +154,17 @@ RedisAdapterFactory production_redis_adapter() {
   };
 }
 
+RedisClientFactory with_seams(RedisAdapterFactory make_adapter) {
+  return [make = std::move(make_adapter)](RedisConnection& connection, ClientSeams) {
+    return make(connection);
+  };
+}
+
 std::unique_ptr<Backend> make_redis_sim_backend(BackendEnv& env, RedisAdapterFactory make_adapter) {
+  return make_redis_sim_backend(env, with_seams(std::move(make_adapter)));
+}
+
+std::unique_ptr<Backend> make_redis_sim_backend(BackendEnv& env, RedisClientFactory make_adapter) {
   return std::make_unique<RedisSimBackend>(env, std::move(make_adapter));
 }
 

@@ -2,6 +2,9 @@
 // whatever its keys are called; and a lease run in which no lease was recorded is an error.
 #include <memory>
 #include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include <catch2/catch.hpp>
 
@@ -200,6 +203,65 @@ TEST_CASE("a lock whose traits and adapter disagree on its tokens is refused bef
   // Declared alike, the same adapter runs.
   CHECK(run_for("sequential", registered("unprefixed-redis", UnprefixedRedis::Bug::none)).end ==
         RunEnd::complete);
+}
+
+// A user's lock reads time and draws randomness through the seams its factory is given: in the
+// simulator, its client's simulated clock (which a clock fault reaches) and a source seeded by the
+// run's seed and the client, so its runs reproduce. Before, a Redis factory got only a connection.
+class SeamsRedis final : public LockAdapter {
+ public:
+  SeamsRedis(RedisConnection& connection, ClientSeams seams, std::vector<std::string>& seen)
+      : inner_({.connection = &connection}), seams_(seams), seen_(seen) {}
+
+  std::string_view name() const override { return "seams-redis"; }
+  FencingSupport fencing() const override { return inner_.fencing(); }
+  AdapterResult create_lock(const LockSpec& spec) override {
+    seen_.push_back(
+        fmt::format("{} {} {}", spec.key, seams_.clock.monotonic_us(), seams_.random.next_u64()));
+    return inner_.create_lock(spec);
+  }
+  AdapterResult release_lock(const LockSpec& spec) override { return inner_.release_lock(spec); }
+  AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override {
+    return inner_.extend_lock(spec, ttl_ms);
+  }
+  AdapterResult is_valid_lock(const LockSpec& spec) override { return inner_.is_valid_lock(spec); }
+
+ private:
+  RedisAdapter inner_;
+  ClientSeams seams_;
+  std::vector<std::string>& seen_;
+};
+
+TEST_CASE("a user's Redis lock gets its client's simulated clock and seeded random source",
+          "[leases][seams]") {
+  static std::vector<std::string> seen;
+  const std::string name = "test-seams-redis";
+  if (find_adapter(name) == nullptr) {
+    register_adapter({.name = name,
+                      .description = "test: a Redis lock that reads its seams",
+                      .worlds = {WorldKind::sim},
+                      .traits = kRedisTraits,
+                      .options = redis_backend_options(),
+                      .make_sim = [](BackendEnv& env) {
+                        return make_redis_sim_backend(
+                            env, [](RedisConnection& connection, ClientSeams seams) {
+                              return std::make_unique<SeamsRedis>(connection, seams, seen);
+                            });
+                      }});
+  }
+  const auto draws = [&](uint64_t seed) {
+    seen.clear();
+    const RunReport r = run_scenario(
+        {.scenario = "sequential", .adapter = name, .seed = seed, .keep_trace = false});
+    CHECK(r.end == RunEnd::complete);
+    return seen;
+  };
+  const std::vector<std::string> first = draws(1);
+  REQUIRE(first.size() >= 2);
+  // The same run reads the same clock readings and draws the same values: the machine's clocks
+  // or the OS's randomness would never repeat.
+  CHECK(draws(1) == first);
+  CHECK(draws(2) != first);  // another seed, other values
 }
 
 }  // namespace
