@@ -27,8 +27,9 @@ std::string_view unknown_outcome_advice(std::string_view operation) {
            "it to free the key now, or leave it to expire with its TTL";
   }
   if (operation == "extend") {
-    return "the lease may or may not have been lengthened: rely only on the validity known "
-           "before (valid_until_us() is unchanged), and extend again or stop working before it";
+    return "the lease may or may not have been set to the new TTL: valid_until_us() is now the "
+           "earlier of the validity known before and the new TTL from when the extend was sent; "
+           "extend again or stop working before it";
   }
   return "the lock may or may not have been removed: it ends with its TTL at the latest; "
          "release() again to make sure";
@@ -216,6 +217,8 @@ std::optional<RetryError> Lock::try_acquire() {
       acquired_at_us_ = attempt_started_us;
       lease_sent_at_us_ = attempt_started_us;
       lease_ttl_ms_ = spec_.ttl_ms;
+      validity_cap_us_ = kNoValidityCap;
+      refused_reason_.clear();
       return std::nullopt;
     }
     if (result.status != AdapterStatus::contended) {
@@ -276,6 +279,9 @@ std::optional<LockExtendError> Lock::try_extend(int64_t ttl_ms) {
   const int64_t sent_at_us = clock.monotonic_us();
   const AdapterResult result = options_.adapter->extend_lock(spec_, ttl_ms);
   if (result.ok() && clock.monotonic_us() - sent_at_us >= ttl_ms * 1000) {
+    // The server set the lease to the new TTL when the extend arrived: it may end before the one
+    // known before (a shorter TTL), and has by now.
+    cap_validity(sent_at_us, ttl_ms);
     return LockExtendError("lock " + quoted(spec_.key) + ": the extend's reply came after its " +
                            std::to_string(ttl_ms) +
                            " ms had passed, so the lease may have ended; not reported as held");
@@ -283,22 +289,34 @@ std::optional<LockExtendError> Lock::try_extend(int64_t ttl_ms) {
   if (result.ok()) {
     lease_sent_at_us_ = sent_at_us;
     lease_ttl_ms_ = ttl_ms;
+    validity_cap_us_ = kNoValidityCap;  // the server's lease is this extend's, whatever came before
     return std::nullopt;
   }
   if (result.status == AdapterStatus::not_owner) {
     // The adapter may know why (Redlock: the maximum hold time, a lost quorum): keep its word.
-    return LockExtendError("lock " + quoted(spec_.key) + " is no longer held by this owner" +
-                           (result.message.empty() ? " (it expired or another owner took it)"
-                                                   : " (" + result.message + ")") +
-                           "; extend does not re-create it");
+    std::string why = "lock " + quoted(spec_.key) + " is no longer held by this owner" +
+                      (result.message.empty() ? " (it expired or another owner took it)"
+                                              : " (" + result.message + ")") +
+                      "; extend does not re-create it";
+    refused_reason_ = "an extend was refused: " + why;
+    return LockExtendError(std::move(why));
   }
+  // Applied or not, nobody can tell: the lease is the old one or the new TTL's, whichever ends
+  // first.
+  cap_validity(sent_at_us, ttl_ms);
   throw_backend_error(*options_.adapter, "extend", spec_, result);
+}
+
+void Lock::cap_validity(int64_t sent_at_us, int64_t ttl_ms) {
+  validity_cap_us_ =
+      std::min(validity_cap_us_, options_.adapter->validity_end_us(spec_, sent_at_us, ttl_ms));
 }
 
 int64_t Lock::valid_until_us() const {
   if (!acquired_) return 0;
   if (auto_) return auto_->valid_until_us.load();
-  return options_.adapter->validity_end_us(spec_, lease_sent_at_us_, lease_ttl_ms_);
+  return std::min(validity_cap_us_,
+                  options_.adapter->validity_end_us(spec_, lease_sent_at_us_, lease_ttl_ms_));
 }
 
 bool Lock::is_locked() {
@@ -362,6 +380,7 @@ bool Lock::lost() { return !lost_reason().empty(); }
 std::string Lock::lost_reason() {
   if (!acquired_) return "not acquired";
   if (released_) return "released";
+  if (!refused_reason_.empty()) return refused_reason_;
   if (auto_ && auto_->lost.load()) {
     std::lock_guard lock(auto_->mutex);
     return auto_->lost_reason;

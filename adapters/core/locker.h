@@ -107,9 +107,12 @@ class Lock {
   // A backend failure throws BackendError either way.
   bool release(ReleaseOptions options = {});
 
-  // Makes the lock expire ttl_ms from now. Throws LockExtendError if it is no longer ours, or if
-  // the reply came after ttl_ms had passed by this holder's clock (the new lease may already have
-  // ended: never reported as held, as acquire does with a late grant).
+  // Makes the lock expire ttl_ms from now. Throws LockExtendError if it is no longer ours (and
+  // lost() is true from then on), or if the reply came after ttl_ms had passed by this holder's
+  // clock (the new lease may already have ended: never reported as held, as acquire does with a
+  // late grant). A late reply or an unknown outcome may have set the lease to ttl_ms from when the
+  // extend arrived, shorter than the lease known before: valid_until_us() is then the earlier of
+  // the two, so a shorter extend that may have landed is never outlived.
   void extend(int64_t ttl_ms);
   // extend() with "no longer ours" and "too late" as a value: the LockExtendError extend() would
   // throw, or nullopt once extended. Other errors still throw. For callers that expect lost leases
@@ -176,14 +179,20 @@ class Lock {
   // exception outside std::exception (the simulator's ProcessKilled, thrown when this process
   // dies mid-release) must keep unwinding, not terminate the program or be swallowed.
   void release_after_failure();
+  void cap_validity(int64_t sent_at_us, int64_t ttl_ms);
 
   LockerOptions options_;
   LockSpec spec_;
   std::optional<uint64_t> fencing_token_;
   int attempts_ = 0;
   int64_t acquired_at_us_ = 0;
-  int64_t lease_sent_at_us_ = 0;         // when the current lease's create or extend was sent
-  int64_t lease_ttl_ms_ = 0;             // and for how long
+  int64_t lease_sent_at_us_ = 0;  // when the current lease's create or extend was sent
+  int64_t lease_ttl_ms_ = 0;      // and for how long
+  // An extend whose outcome is unknown or came late may have set the lease to its TTL, shorter
+  // than the one known before: the validity is at most this (kNoValidityCap: no such extend).
+  static constexpr int64_t kNoValidityCap = INT64_MAX;
+  int64_t validity_cap_us_ = kNoValidityCap;
+  std::string refused_reason_;           // an extend was refused: the lock is lost ("" while not)
   bool acquired_ = false;                // an acquire() has succeeded: with_retry() is too late
   bool released_ = false;                // release() was called since
   std::shared_ptr<AutoExtension> auto_;  // while auto-extending (shared by copies of this Lock)

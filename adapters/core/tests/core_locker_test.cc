@@ -595,12 +595,18 @@ TEST_CASE("an extend whose reply comes after its whole TTL is not reported as he
           "[locker][clocks]") {
   Fixture f;
   Lock lock = f.scripted_hold("k", 1000);
-  const int64_t valid_until_us = lock.valid_until_us();
+  CHECK(lock.valid_until_us() == kStartUs + 1'000'000);
   f.scripted.extend_duration_us = 500'000;
   CHECK_THROWS_AS(lock.extend(400), LockExtendError);
-  CHECK(lock.valid_until_us() == valid_until_us);  // the old lease is all it may count on
+  // The server set the lease to 400 ms when the extend arrived, shorter than the 1000 ms known
+  // before: the validity is the earlier of the two, and it has ended (it was the old lease's end,
+  // and the holder worked on after its server lease: issue found by review).
+  CHECK(lock.valid_until_us() == kStartUs + 400'000);
+  CHECK(lock.lost());
   f.scripted.extend_duration_us = 100'000;
   CHECK_NOTHROW(lock.extend(400));
+  CHECK(lock.valid_until_us() == kStartUs + 500'000 + 400'000);  // a new lease: no cap
+  CHECK_FALSE(lock.lost());
 }
 
 }  // namespace lockstep
@@ -633,6 +639,9 @@ TEST_CASE("try_extend gives the LockExtendError extend throws as a value, other 
   REQUIRE(refused);
   CHECK(std::string(refused->what()) == message_of<LockExtendError>([&] { lock.extend(1000); }));
   CHECK(lock.valid_until_us() == valid_until_us + 100'000 + 1'000'000);  // unchanged
+  // Refused: no longer ours, so lost() says so at once, not only when the old validity ends.
+  CHECK(lock.lost());
+  CHECK_THAT(lock.lost_reason(), Catch::Contains("an extend was refused"));
 
   f.scripted.extend_result = {.status = AdapterStatus::ok};
   f.scripted.extend_duration_us = 1'500'000;  // the reply after the extension's whole TTL
@@ -668,10 +677,16 @@ TEST_CASE("an extend whose reply never came is outcome unknown and keeps the old
   f.scripted.extend_result = {.status = AdapterStatus::outcome_unknown, .message = "timeout"};
   const std::string message = message_of<LockOutcomeUnknownError>([&] { lock.extend(1000); });
   CHECK_THAT(message, Catch::Contains("outcome unknown") &&
-                          Catch::Contains("valid_until_us() is unchanged"));
-  CHECK(lock.valid_until_us() == valid_until_us);
+                          Catch::Contains("the earlier of the validity known before"));
+  CHECK(lock.valid_until_us() == valid_until_us);  // 1000 ms from now ends after the old lease
   // A BackendError still, for callers that only tell errors from contention.
   CHECK_THROWS_AS(lock.extend(1000), BackendError);
+  CHECK_FALSE(lock.lost());
+  // A shorter extend that may have landed: the lease may end 300 ms from when it was sent.
+  CHECK_THROWS_AS(lock.extend(300), LockOutcomeUnknownError);
+  CHECK(lock.valid_until_us() == kStartUs + 200'000 + 300'000);
+  f.clock.advance_ms(300);
+  CHECK(lock.lost());
 }
 
 TEST_CASE("a release whose reply never came is outcome unknown, not silently false", "[locker]") {
