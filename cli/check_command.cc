@@ -1,5 +1,7 @@
 #include "cli/check_command.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -8,7 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "checkers/excuse.h"
+#include "cli/output_paths.h"
 #include "history/history_jsonl.h"
+#include "history/json_input.h"
 #include "report/report.h"
 #include "run/runner.h"
 
@@ -18,12 +22,16 @@ namespace {
 
 History read_or_throw(const std::string& path) {
   // Only a regular file: a directory has nothing to read, and opening a FIFO with no writer
-  // would block forever.
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw UsageError(fmt::format("{} is not a history file (a regular JSON Lines file)", path));
+  // would block forever (checked on the descriptor it is then read from).
+  int fd = -1;
+  try {
+    fd = open_regular_file(path);
+  } catch (const InputError& e) {
+    throw UsageError(
+        fmt::format("{} is not a history file (a regular JSON Lines file): {}", path, e.what()));
   }
-  std::ifstream in(path);
+  std::ifstream in(fmt::format("/proc/self/fd/{}", fd));
+  ::close(fd);
   if (!in) throw UsageError(fmt::format("cannot read history {}", path));
   try {
     History history = read_history_jsonl(in);
@@ -49,13 +57,13 @@ int cmd_check(const std::string& path, bool json) {
     for (const Violation& v : violations) {
       out["violations"].push_back(violation_json({.violation = v}));
     }
-    fmt::print("{}\n", out.dump(2));
+    print_out(json_text(out) + "\n");  // a file name need not be UTF-8
   } else {
-    fmt::print("{}: {} events, {}\n", path, history.size(),
-               violations.empty() ? "every invariant held" : "VIOLATION");
+    print_out(fmt::format("{}: {} events, {}\n", path, history.size(),
+                          violations.empty() ? "every invariant held" : "VIOLATION"));
     for (const Violation& v : violations) {
-      fmt::print("  {} at {} us on key {}: {}\n    excused by: {}\n", to_string(v.invariant),
-                 v.time_us, v.key, v.detail, v.excuse);
+      print_out(fmt::format("  {} at {} us on key {}: {}\n    excused by: {}\n",
+                            to_string(v.invariant), v.time_us, v.key, v.detail, v.excuse));
     }
   }
   return violations.empty() ? 0 : 1;

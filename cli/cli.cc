@@ -28,9 +28,13 @@
 #include "explore/matrix.h"
 #include "explore/matrix_report.h"
 #include "explore/replay.h"
+#include "explore/shard_input.h"
 #include "explore/sweep.h"
 #include "explore/sweep_junit.h"
 #include "explore/worker_pool.h"
+#include "harness/option_bounds.h"
+#include "harness/real_scenario_world.h"
+#include "history/json_input.h"
 #include "real/server_errors.h"
 #include "report/junit.h"
 #include "report/report.h"
@@ -136,21 +140,12 @@ void add_jobs_option(CLI::App& command, int& jobs) {
       ->transform(decimal(1, kJobsMax));
 }
 
-// stdout could not take the output (a full disk, a closed pipe): exit 3, naming stdout.
-class StdoutError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-void print_out(std::string_view text) {
-  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::ferror(stdout)) {
-    throw StdoutError(std::strerror(errno));
-  }
-}
-
-// A message on one line: newlines and other control characters inside it are escaped.
+// A message on one line: newlines and other control characters inside it (a server's log, a
+// driver's output: escape sequences included) are escaped, and it is cut at kMessageBytesMax.
+constexpr size_t kMessageBytesMax = 4096;
 std::string escape_lines(std::string_view text) {
   std::string out;
+  if (text.size() > kMessageBytesMax) text = text.substr(0, kMessageBytesMax);
   for (const char ch : text) {
     const auto byte = static_cast<unsigned char>(ch);
     if (ch == '\n') {
@@ -197,7 +192,7 @@ nlohmann::json list_json() {
 
 int cmd_list(bool json) {
   if (json) {
-    print_out(fmt::format("{}\n", list_json().dump(2)));
+    print_out(json_text(list_json()) + "\n");
     return kExitOk;
   }
   print_out(fmt::format("adapters:\n"));
@@ -245,7 +240,7 @@ int print_run(const RunReport& report, bool json, const std::string& report_dir,
     fmt::print(stderr, "history: {}\n", history_path_for(path).string());
   }
   if (json) {
-    print_out(fmt::format("{}\n", to_json(report).dump(2)));
+    print_out(json_text(to_json(report)) + "\n");
   } else {
     print_out(fmt::format("{}", to_text(report)));
   }
@@ -341,7 +336,7 @@ int cmd_matrix(const MatrixFlags& flags) {
   if (!flags.report_dir.empty()) {
     const std::filesystem::path dir(flags.report_dir);
     write_output_file((dir / "matrix.md").string(), to_markdown(result));
-    write_output_file((dir / "matrix.json").string(), to_json(result).dump(2) + "\n");
+    write_output_file((dir / "matrix.json").string(), json_text(to_json(result)) + "\n");
     write_output_file((dir / "matrix.html").string(), matrix_html(result));
     fmt::print(stderr,
                "report: {}/matrix.md, matrix.json, matrix.html (each cell's run in runs/)\n",
@@ -349,7 +344,7 @@ int cmd_matrix(const MatrixFlags& flags) {
   }
   write_junit_checked(flags.junit, "lockstep matrix", junit_cases(result));
   if (flags.json) {
-    print_out(fmt::format("{}\n", to_json(result).dump(2)));
+    print_out(json_text(to_json(result)) + "\n");
   } else {
     print_out(fmt::format("{}", to_text(result)));
   }
@@ -449,7 +444,7 @@ int cmd_sweep(const SweepFlags& flags) {
                      .report_dir = flags.report_dir.empty() ? "reports/sweep" : flags.report_dir,
                      .jobs = flags.jobs,
                      .sets = flags.sets};
-  check_adapter_sets(flags.adapter, flags.sets);
+  check_sweep_sets(flags.adapter, flags.sets);
   check_output_dir("--report", flags.report_dir);
   check_output_file("--junit", flags.junit);
   if (flags.time) config.stop.time_budget_us = parse_duration_us("--time", *flags.time);
@@ -463,11 +458,11 @@ int cmd_sweep(const SweepFlags& flags) {
   if (!flags.report_dir.empty()) {
     const std::filesystem::path path =
         std::filesystem::path(flags.report_dir) / sweep_report_name(config);
-    write_output_file(path.string(), to_json(result).dump(2) + "\n");
+    write_output_file(path.string(), json_text(to_json(result)) + "\n");
     fmt::print(stderr, "report: {}\n", path.string());
   }
   if (flags.json) {
-    print_out(fmt::format("{}\n", to_json(result).dump(2)));
+    print_out(json_text(to_json(result)) + "\n");
   } else {
     print_out(fmt::format("{}", to_text(result)));
   }
@@ -486,12 +481,15 @@ int cmd_sweep(const SweepFlags& flags) {
 std::vector<std::filesystem::path> shard_reports(const std::vector<std::string>& paths) {
   std::vector<std::filesystem::path> files;
   for (const std::string& p : paths) {
-    if (!std::filesystem::is_directory(p)) {
-      files.emplace_back(p);
+    std::error_code ec;
+    if (!std::filesystem::is_directory(p, ec)) {
+      files.emplace_back(p);  // read_shard_report says what it is if it is no report
       continue;
     }
     std::vector<std::filesystem::path> in_dir;
-    for (const auto& entry : std::filesystem::directory_iterator(p)) {
+    std::filesystem::directory_iterator entries(p, ec);
+    if (ec) throw UsageError(fmt::format("sweep-merge: cannot list {}: {}", p, ec.message()));
+    for (const auto& entry : entries) {
       const std::string name = entry.path().filename().string();
       if (name.rfind("sweep.", 0) == 0 && name.find(".shard") != std::string::npos)
         in_dir.push_back(entry.path());
@@ -506,14 +504,7 @@ int cmd_sweep_merge(const MergeFlags& flags) {
   check_output_dir("--report", flags.report_dir);
   std::vector<nlohmann::json> shards;
   for (const std::filesystem::path& file : shard_reports(flags.paths)) {
-    std::ifstream in(file);
-    if (!in) throw UsageError(fmt::format("sweep-merge: cannot read {}", file.string()));
-    try {
-      shards.push_back(nlohmann::json::parse(in));
-    } catch (const nlohmann::json::exception& e) {
-      throw UsageError(
-          fmt::format("sweep-merge: {} is not a sweep report: {}", file.string(), e.what()));
-    }
+    shards.push_back(read_shard_report(file.string()));  // checked field by field
   }
   nlohmann::json merged;
   try {
@@ -523,11 +514,11 @@ int cmd_sweep_merge(const MergeFlags& flags) {
   }
   if (!flags.report_dir.empty()) {
     const auto path = std::filesystem::path(flags.report_dir) / "sweep.merged.json";
-    write_output_file(path.string(), merged.dump(2) + "\n");
+    write_output_file(path.string(), json_text(merged) + "\n");
     fmt::print(stderr, "report: {}\n", path.string());
   }
   if (flags.json) {
-    print_out(fmt::format("{}\n", merged.dump(2)));
+    print_out(json_text(merged) + "\n");
   } else {
     print_out(fmt::format("{}", merged_text(merged)));
   }
@@ -558,7 +549,7 @@ int cmd_calibrate(const CalibrateFlags& flags) {
          .stop = {.time_budget_us = budget_us, .signal_caught = &InterruptWatch::caught}});
   }
   if (flags.json) {
-    print_out(fmt::format("{}\n", to_json(result).dump(2)));
+    print_out(json_text(to_json(result)) + "\n");
   } else {
     print_out(fmt::format("{}", to_text(result)));
   }
@@ -575,7 +566,7 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
   c.sweep = app.add_subcommand(
       "sweep", "many seeds of random workloads and fault schedules against one adapter");
   c.sweep->add_option("--adapter", s.adapter, adapter_help())->required();
-  c.sweep->add_option("--seeds", s.seeds, "how many seeds")->transform(decimal(1, 10'000'000));
+  c.sweep->add_option("--seeds", s.seeds, "how many seeds")->transform(decimal(1, kSweepSeedsMax));
   c.sweep->add_option("--first-seed", s.first_seed, "first seed")->transform(kSeed);
   c.sweep->add_option("--faults", s.faults,
                       "comma list of fault kinds to draw: " + sweep_fault_kind_names());
@@ -587,7 +578,7 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
   c.sweep->add_flag("--keep-going", s.keep_going,
                     "run every seed instead of stopping at the first violation");
   c.sweep->add_option("--shrink", s.shrink, "how many counterexamples to shrink and save")
-      ->transform(decimal(0, 1000));
+      ->transform(decimal(0, kShrinkMax));
   add_jobs_option(*c.sweep, s.jobs);
   c.sweep->add_option("--set", s.sets,
                       "KEY=VALUE: an adapter option (e.g. ext's driver); the swarm draws the rest");
@@ -614,7 +605,7 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
   c.calibrate->add_option("--adapter", k.adapters,
                           "known-bad adapters to calibrate (default: all)");
   c.calibrate->add_option("--seeds", k.seeds, "seeds per adapter")
-      ->transform(decimal(1, 1'000'000));
+      ->transform(decimal(1, kCalibrateSeedsMax));
   c.calibrate->add_option("--first-seed", k.first_seed, "first seed")->transform(kSeed);
   c.calibrate->add_option("--report", k.report_dir,
                           "write the shrunk counterexamples' replay files here");
@@ -656,7 +647,12 @@ int run_cli(int argc, char** argv) {
                    fmt::format("scenario name (see `{} list`)", program_name()))
       ->required();
   run_cmd->add_option("--adapter", run.adapter, adapter_help())->required();
-  run_cmd->add_option("--world", run.world, "sim or real")->check(CLI::IsMember({"sim", "real"}));
+  run_cmd
+      ->add_option("--world", run.world,
+                   fmt::format("sim or real (real servers on loopback; a real-world run is "
+                               "bounded to {} s of wall time, exit 4 past it)",
+                               kRealRunTimeMaxUs / 1'000'000))
+      ->check(CLI::IsMember({"sim", "real"}));
   run_cmd->add_option("--seed", run.seed, "seed of the run")->transform(kSeed);
   add_fencing_option(*run_cmd, run.fencing, false);
   run_cmd->add_option("--set", run.sets, "KEY=VALUE: override a scenario or adapter option");
@@ -671,7 +667,8 @@ int run_cli(int argc, char** argv) {
       app.add_subcommand("matrix", "adapters against the scenarios that apply to them");
   matrix_cmd->add_option("--world", matrix.world, "sim or real")
       ->check(CLI::IsMember({"sim", "real"}));
-  matrix_cmd->add_option("--seeds", matrix.seeds, "seeds per cell")->transform(decimal(1, 100000));
+  matrix_cmd->add_option("--seeds", matrix.seeds, "seeds per cell")
+      ->transform(decimal(1, kMatrixSeedsMax));
   matrix_cmd->add_option("--first-seed", matrix.first_seed, "first seed of each cell")
       ->transform(kSeed);
   matrix_cmd->add_option("--adapter", matrix.adapters,
@@ -745,6 +742,7 @@ int cli_main(int argc, char** argv) {
   }
   const std::string& program = program_name();
   prepare_services();  // each service's process-wide preparation, before anything runs
+  write_errors_instead_of_sigpipe();
   try {
     const int code = run_cli(argc, argv);
     // Output that could not be written (a full disk, a closed pipe) must not pass for a result.
@@ -753,9 +751,15 @@ int cli_main(int argc, char** argv) {
                  std::strerror(errno));
       return kExitEnvironment;
     }
+    // Every exit 2-4 says why on stderr in one line; for 4 the why is in the output itself.
+    if (code == kExitError) {
+      fmt::print(stderr, "{}: a run ended as an error, not judged (the output says why)\n",
+                 program);
+    }
     return code;
   } catch (const StdoutError& e) {
-    fmt::print(stderr, "{}: cannot write the output to stdout: {}\n", program, e.what());
+    fmt::print(stderr, "{}: cannot write the output to stdout: {}\n", program,
+               escape_lines(e.what()));
     return kExitEnvironment;
   } catch (const UsageError& e) {
     fmt::print(stderr, "{}: {}\n", program, escape_lines(e.what()));
@@ -764,13 +768,14 @@ int cli_main(int argc, char** argv) {
     fmt::print(stderr, "{}: cannot write the results: {}\n", program, escape_lines(e.what()));
     return kExitEnvironment;
   } catch (const real::ServerUnavailable& e) {
-    fmt::print(stderr, "{}: {}\n", program, e.what());  // names what is missing and how to get it
+    // names what is missing and how to get it
+    fmt::print(stderr, "{}: {}\n", program, escape_lines(e.what()));
     return kExitEnvironment;
   } catch (const real::ServerStartError& e) {
-    fmt::print(stderr, "{}: a server would not start: {}\n", program, e.what());
+    fmt::print(stderr, "{}: a server would not start: {}\n", program, escape_lines(e.what()));
     return kExitEnvironment;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "{}: internal error: {}\n", program, e.what());
+    fmt::print(stderr, "{}: internal error: {}\n", program, escape_lines(e.what()));
     return kExitInternal;
   }
 }

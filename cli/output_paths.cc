@@ -1,6 +1,10 @@
 #include "cli/output_paths.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cerrno>
 #include <cstdio>
@@ -58,6 +62,11 @@ void check_output_file(std::string_view flag, const std::string& file) {
   std::error_code ec;
   const std::filesystem::path path(file);
   if (std::filesystem::is_directory(path, ec)) refuse(flag, file, "is a directory, not a file");
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status) &&
+      !std::filesystem::is_character_file(status)) {
+    refuse(flag, file, "is not a regular file (a FIFO or a socket would block the write)");
+  }
   if (std::filesystem::exists(path, ec)) {
     if (::access(file.c_str(), W_OK) != 0) refuse(flag, file, std::strerror(errno));
     return;
@@ -69,9 +78,20 @@ void write_output_file(const std::string& path, const std::string& text) {
   std::error_code ec;
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);  // fopen names a failure
-  std::FILE* out = std::fopen(path.c_str(), "w");
-  if (out == nullptr)
+  // O_NONBLOCK: a FIFO with no reader fails at once (ENXIO) instead of blocking the open.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0666);
+  if (fd < 0) throw OutputError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))) {
+    ::close(fd);
+    throw OutputError(fmt::format("cannot write {}: not a regular file", path));
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  std::FILE* out = ::fdopen(fd, "w");
+  if (out == nullptr) {
+    ::close(fd);
     throw OutputError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+  }
   const bool written = std::fwrite(text.data(), 1, text.size(), out) == text.size();
   const int saved_errno = errno;
   const bool closed = std::fclose(out) == 0;
@@ -79,6 +99,24 @@ void write_output_file(const std::string& path, const std::string& text) {
     throw OutputError(
         fmt::format("cannot write {}: {}", path, std::strerror(written ? errno : saved_errno)));
   }
+}
+
+void print_out(std::string_view text) {
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::ferror(stdout)) {
+    throw StdoutError(std::strerror(errno));
+  }
+}
+
+namespace {
+void ignore_signal(int) {}
+}  // namespace
+
+void write_errors_instead_of_sigpipe() {
+  struct sigaction action {};
+  action.sa_handler = ignore_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  ::sigaction(SIGPIPE, &action, nullptr);
 }
 
 }  // namespace lockstep

@@ -104,7 +104,7 @@ std::string encode(const Counterexample& cx) {
                         {"shrink_wall_us", cx.shrink_wall_us},
                         {"shrunk", to_json(cx.shrunk)},
                         {"replay_file", cx.replay_file}}
-      .dump();
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // a path's bytes
 }
 
 Counterexample decode_counterexample(const std::string& text) {

@@ -148,7 +148,7 @@ std::string encode(const MatrixCell& c) {
                         {"not_applicable", c.not_applicable},
                         {"run_report", c.run_report},
                         {"run_report_error", c.run_report_error}}
-      .dump();
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // a driver's bytes
 }
 
 MatrixCell decode(const std::string& text) {

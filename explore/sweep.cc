@@ -13,6 +13,8 @@
 #include "checkers/excuse.h"
 #include "explore/worker_pool.h"
 #include "harness/options.h"
+#include "harness/usage_error.h"
+#include "history/json_input.h"
 #include "report/report.h"
 #include "services/keep_warm.h"
 #include "services/registry.h"
@@ -95,6 +97,19 @@ void check_adapter_sets(const std::string& adapter, const std::vector<std::strin
   }
 }
 
+void check_sweep_sets(const std::string& adapter, const std::vector<std::string>& sets) {
+  check_adapter_sets(adapter, sets);
+  for (const OptionSpec& drawn : replica_options("")) {
+    for (const std::string& set : sets) {
+      if (set.substr(0, set.find('=')) != drawn.name) continue;
+      throw UsageError(fmt::format(
+          "--set {}: the swarm sets it for each seed (a seed with a failover runs replicas=1 at "
+          "its drawn replication_delay_ms); leave it out",
+          drawn.name));
+    }
+  }
+}
+
 SeedOutcome run_swarm_spec(const std::string& adapter, const SwarmSpec& spec, uint64_t seed,
                            bool fencing_on, bool keep_trace, bool hash_trace,
                            const std::vector<std::string>& adapter_sets) {
@@ -140,35 +155,53 @@ Counterexample shrink_counterexample(const SweepConfig& config, const SeedOutcom
                     .invariant = target,
                     .trace_hash = outcome.report.trace_hash,
                     .ops = outcome.report.stats.ops};
-  const ShrinkResult shrunk = shrink(
-      outcome.spec,
-      [&](const SwarmSpec& candidate) {
-        // A candidate's hash is never reported: only the final run's.
-        const SeedOutcome o = run_swarm_spec(config.adapter, candidate, outcome.seed,
-                                             config.fencing_on, false, false, config.sets);
-        return o.violates() && o.target() == target;
-      },
-      options);
-  const SeedOutcome final_run = run_swarm_spec(config.adapter, shrunk.spec, outcome.seed,
-                                               config.fencing_on, true, true, config.sets);
+  // A seed that ended as an error (a driver that crashed or went silent: outside the
+  // simulator's determinism, and each silent exchange costs its deadline of real time) is kept
+  // as drawn: shrinking toward an error would rerun that cost for every candidate.
+  const ShrinkResult shrunk = target == "incomplete"
+                                  ? ShrinkResult{.spec = outcome.spec}
+                                  : shrink(
+                                        outcome.spec,
+                                        [&](const SwarmSpec& candidate) {
+                                          // A candidate's hash is never reported: only the final run's.
+                                          const SeedOutcome o = run_swarm_spec(
+                                              config.adapter, candidate, outcome.seed,
+                                              config.fencing_on, false, false, config.sets);
+                                          return o.violates() && o.target() == target;
+                                        },
+                                        options);
+  SwarmSpec kept = shrunk.spec;
+  SeedOutcome final_run = run_swarm_spec(config.adapter, kept, outcome.seed, config.fencing_on,
+                                         true, true, config.sets);
   cx.shrink_cut_short = shrunk.cut_short;
-  if (final_run.target() != target) {
+  const bool signalled = clock != nullptr && clock->signal() != 0;
+  if (final_run.target() != target && !signalled &&
+      (target == "incomplete" || final_run.target() == "incomplete")) {
+    // A run that ended as an error (a driver process that crashed or stopped answering: outside
+    // the simulator's determinism) need not end so again: the counterexample is the seed's own
+    // spec, as drawn, with whatever its run gives now.
+    kept = outcome.spec;
+    final_run = run_swarm_spec(config.adapter, kept, outcome.seed, config.fencing_on, true, true,
+                               config.sets);
+  } else if (final_run.target() != target) {
     // Only a signal may break a run (the process registry kills a driver the run was talking to
     // as the signal arrives): then there is no replay file to save, and nothing else is wrong.
-    LOCKSTEP_CHECK(clock != nullptr && clock->signal() != 0,
-                   "a shrunk spec violates what the original did");
-    cx.shrunk = shrunk.spec;
+    LOCKSTEP_CHECK(signalled, "a shrunk spec violates what the original did");
+    cx.shrunk = kept;
     cx.shrink_runs = shrunk.runs;
     cx.shrink_wall_us = wall_us_since(start);
     return cx;
   }
-  cx.shrunk = shrunk.spec;
+  cx.shrunk = kept;
   cx.shrunk_ops = final_run.report.stats.ops;
   cx.shrunk_trace_hash = final_run.report.trace_hash;
   cx.shrink_runs = shrunk.runs;
   if (!config.report_dir.empty()) {
-    cx.replay_file =
-        write_report(final_run.report, config.report_dir, to_json(shrunk.spec)).string();
+    try {
+      cx.replay_file = write_report(final_run.report, config.report_dir, to_json(kept)).string();
+    } catch (const std::runtime_error& e) {
+      throw OutputError(fmt::format("the replay file of seed {}: {}", outcome.seed, e.what()));
+    }
   }
   cx.shrink_wall_us = wall_us_since(start);
   return cx;
@@ -563,7 +596,8 @@ nlohmann::json merge_sweeps(const std::vector<nlohmann::json>& shards) {
       if (s.value(field, nlohmann::json()) != first.value(field, nlohmann::json())) {
         throw UsageError(fmt::format(
             "sweep-merge: the reports are not shards of one sweep ({} differs: {} vs {})", field,
-            s.at(field).dump(), first.at(field).dump()));
+            json_brief(s.value(field, nlohmann::json())),
+            json_brief(first.value(field, nlohmann::json()))));
       }
     }
     const int index = s.at("shard").at("index").get<int>();
@@ -601,12 +635,18 @@ nlohmann::json merge_sweeps(const std::vector<nlohmann::json>& shards) {
     merged["stats"]["wall_time_us"] = std::max(merged["stats"]["wall_time_us"].get<int64_t>(),
                                                s.at("stats").at("wall_time_us").get<int64_t>());
   }
-  std::vector<std::string> missing;
+  std::vector<std::string> missing;  // the first few by name, then how many: one short line
+  size_t missing_count = 0;
   for (int i = 0; i < count; ++i) {
-    if (seen[static_cast<size_t>(i)] == 0) missing.push_back(fmt::format("{}/{}", i, count));
+    if (seen[static_cast<size_t>(i)] != 0) continue;
+    if (++missing_count <= 5) missing.push_back(fmt::format("{}/{}", i, count));
   }
-  if (!missing.empty())
-    throw UsageError(fmt::format("sweep-merge: missing shards: {}", fmt::join(missing, ", ")));
+  if (missing_count > 0) {
+    throw UsageError(fmt::format("sweep-merge: missing shards: {}{}", fmt::join(missing, ", "),
+                                 missing_count > missing.size()
+                                     ? fmt::format(" and {} more", missing_count - missing.size())
+                                     : ""));
+  }
   std::vector<uint64_t> seeds = merged["violating_seed_list"].get<std::vector<uint64_t>>();
   std::sort(seeds.begin(), seeds.end());
   merged["violating_seed_list"] = seeds;

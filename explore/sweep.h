@@ -58,6 +58,10 @@ struct SweepConfig {
 // Throws UsageError unless every KEY=VALUE names an option of the adapter (the ones `lockstep
 // list` shows under it), naming them: sweep and matrix take adapter options only.
 void check_adapter_sets(const std::string& adapter, const std::vector<std::string>& sets);
+// check_adapter_sets, and refuses the options the swarm sets for each seed (replica_options():
+// a seed that fails over runs replicas=1 at its own lag), which a --set would override: a
+// replicas=0 under a drawn failover cannot run.
+void check_sweep_sets(const std::string& adapter, const std::vector<std::string>& sets);
 
 // One seed's run, judged.
 struct SeedOutcome {

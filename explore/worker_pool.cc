@@ -20,18 +20,45 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "harness/usage_error.h"
+#include "real/server_errors.h"
 
 namespace lockstep {
 
 namespace {
 
-// One result on a worker's pipe: index, status ('R' a result, 'E' work() threw), length, bytes.
+// One result on a worker's pipe: index, status ('R' a result, else work() threw: the kind of
+// exception, below), length, bytes.
 struct RecordHeader {
   uint64_t index = 0;
   char status = 'R';
   uint64_t length = 0;
 };
 constexpr size_t kHeaderBytes = sizeof(uint64_t) + 1 + sizeof(uint64_t);
+
+// An exception crosses the pipe as its kind and message, and is thrown again in the parent as
+// that kind: bad usage found by a worker (an option a cell's backend refuses), a missing
+// environment or an unwritable output are the same exit code with --jobs 1 and --jobs N. Kinds
+// the command line tells apart, most derived first; 'E' is any other (an internal error).
+char error_status(const std::exception& e) {
+  if (dynamic_cast<const WorldUnsupportedError*>(&e) != nullptr) return 'W';
+  if (dynamic_cast<const UsageError*>(&e) != nullptr) return 'U';
+  if (dynamic_cast<const OutputError*>(&e) != nullptr) return 'O';
+  if (dynamic_cast<const real::ServerUnavailable*>(&e) != nullptr) return 'N';
+  if (dynamic_cast<const real::ServerStartError*>(&e) != nullptr) return 'S';
+  return 'E';
+}
+
+[[noreturn]] void rethrow(size_t index, char status, const std::string& message) {
+  switch (status) {
+    case 'W': throw WorldUnsupportedError(message);
+    case 'U': throw UsageError(message);
+    case 'O': throw OutputError(message);
+    case 'N': throw real::ServerUnavailable(message);
+    case 'S': throw real::ServerStartError(message);
+    default: throw std::runtime_error(fmt::format("item {}: {}", index, message));
+  }
+}
 
 bool write_all(int fd, const char* data, size_t size) {
   while (size > 0) {
@@ -81,16 +108,16 @@ constexpr auto kItemSlow = std::chrono::milliseconds(5);
       body = work(i);
     } catch (const std::exception& e) {
       body = e.what();
-      status = 'E';
+      status = error_status(e);
     }
     const Clock::time_point now = Clock::now();
     if (batched == 0) batch_started = now;
     append_record(batch, i, status, body);
     ++batched;
-    const bool last = status == 'E' || i + static_cast<size_t>(jobs) >= count;
+    const bool last = status != 'R' || i + static_cast<size_t>(jobs) >= count;
     if (last || batched >= kBatchRecordsMax || batch.size() >= kBatchBytesMax ||
         now - item_started >= kItemSlow || now - batch_started >= kBatchWait) {
-      if (!write_all(fd, batch.data(), batch.size()) || status == 'E') ::_exit(0);
+      if (!write_all(fd, batch.data(), batch.size()) || status != 'R') ::_exit(0);
       batch.clear();
       batched = 0;
     }
@@ -166,7 +193,7 @@ void parse_records(std::string& buffer, std::map<size_t, Received>& out, size_t&
     if (buffer.size() - at - kHeaderBytes < h.length) break;
     LOCKSTEP_CHECK(h.index == next_of_worker, "a worker sends its indices in order");
     out[h.index] = {h.status, buffer.substr(at + kHeaderBytes, h.length)};
-    errored = errored || h.status == 'E';
+    errored = errored || h.status != 'R';
     next_of_worker += static_cast<size_t>(jobs);
     at += kHeaderBytes + h.length;
   }
@@ -187,8 +214,7 @@ void run_in_workers(size_t count, int jobs, const std::function<std::string(size
   while (next < count) {
     if (stop && stop()) return;
     if (auto it = ready.find(next); it != ready.end()) {
-      if (it->second.status == 'E')
-        throw std::runtime_error(fmt::format("item {}: {}", next, it->second.body));
+      if (it->second.status != 'R') rethrow(next, it->second.status, it->second.body);
       const bool go_on = take(next, it->second.body);
       ready.erase(it);
       ++next;

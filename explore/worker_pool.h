@@ -17,8 +17,11 @@
 //   their worker's pipe (the worker waits) instead of piling up here.
 // - Results of quick items cross in batches (worker_pool.cc): take() may see a result one item of
 //   its worker late, never a different one.
-// - A work() that throws in a worker, or a worker that dies, makes run_in_order throw
-//   std::runtime_error naming the index; results already taken stay taken.
+// - A work() that throws in a worker makes run_in_order throw when that index's turn comes: a
+//   UsageError, OutputError, real::ServerUnavailable or real::ServerStartError as that type with
+//   its message (so the exit code is the one --jobs 1 gives), anything else as
+//   std::runtime_error naming the index. A worker that dies is a std::runtime_error naming the
+//   index. Results already taken stay taken.
 // - work() must not depend on state that take() changes (workers are forked before any take()).
 // - stop (optional) ends it early like a take() returning false: once it returns true, nothing more
 //   is taken (a result that arrives after a signal may come from a run the signal broke) and no more

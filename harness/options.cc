@@ -24,8 +24,16 @@ std::optional<T> from_decimal(std::string_view text) {
   return value;
 }
 
+// "-0" (and "-00") is refused: a sign on zero is no number a user means, and reading it as 0
+// would let `hold_ms=-0` through where `hold_ms=-1` is refused.
+bool negative_zero(std::string_view text) {
+  return text.size() > 1 && text.front() == '-' &&
+         text.find_first_not_of('0', 1) == std::string_view::npos;
+}
+
 // Digits only (after an optional '-'), so an out-of-range number can be told from a malformed one.
 bool all_digits(std::string_view text) {
+  if (negative_zero(text)) return false;
   if (!text.empty() && text.front() == '-') text.remove_prefix(1);
   if (text.empty()) return false;
   for (char ch : text) {
@@ -36,7 +44,10 @@ bool all_digits(std::string_view text) {
 
 }  // namespace
 
-std::optional<int64_t> parse_decimal(std::string_view text) { return from_decimal<int64_t>(text); }
+std::optional<int64_t> parse_decimal(std::string_view text) {
+  if (negative_zero(text)) return std::nullopt;
+  return from_decimal<int64_t>(text);
+}
 
 std::optional<uint64_t> parse_decimal_unsigned(std::string_view text) {
   return from_decimal<uint64_t>(text);  // from_chars takes no sign for an unsigned type

@@ -15,7 +15,8 @@
 
 namespace lockstep {
 
-// A strict decimal integer: an optional '-' then digits only, in int64_t's range. Leading zeros
+// A strict decimal integer: an optional '-' then digits only, in int64_t's range ("-0" refused: a
+// sign on zero). Leading zeros
 // are decimal ("010" is ten, never octal); no '+', spaces, hex or exponent. nullopt otherwise.
 std::optional<int64_t> parse_decimal(std::string_view text);
 // The same without a sign, in uint64_t's range (seeds).

@@ -19,9 +19,14 @@
 
 namespace lockstep {
 
+// A real-world run takes real time: every sleep of the world (a client's clock, a pause, the
+// fault schedule) ends at this bound, where the run stops as an error (exit 4), so an option in
+// its range (pause_ms=86400000) cannot hold lockstep for a day. `--help` states it.
+inline constexpr TimeUs kRealRunTimeMaxUs = 50'000'000;
+
 struct RealWorldOptions {
   uint64_t seed = 1;
-  TimeUs run_time_max_us = 120'000'000;  // a run taking longer is reported as bounded
+  TimeUs run_time_max_us = kRealRunTimeMaxUs;
 };
 
 struct RealRunResult {
@@ -62,9 +67,10 @@ class RealScenarioWorld final : public ScenarioWorld {
   const sim::Trace& trace() const { return trace_; }
 
  private:
+  class BoundedClock;
   struct Node {
     std::string name;
-    std::unique_ptr<SystemClock> clock;
+    std::unique_ptr<Clock> clock;
   };
   struct Process {
     int node = -1;
@@ -76,6 +82,8 @@ class RealScenarioWorld final : public ScenarioWorld {
   void run_faults();
   void fail(const std::string& message);
   void sleep_until(TimeUs t_us);
+  // Sleeps duration_us, or until the run's bound if that comes first: false then.
+  bool sleep_within_bound(TimeUs duration_us);
 
   RealWorldOptions options_;
   ThreadBackground threads_;

@@ -10,6 +10,13 @@ class UsageError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// Output that could not be written: a result file, a report directory, a replay file a sweep
+// saves. The command line turns it into exit 3 naming the path.
+class OutputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // A scenario whose faults this world (or this adapter's backend in it) cannot produce: bad usage
 // for `run`, a cell that does not apply for `matrix`.
 class WorldUnsupportedError : public UsageError {

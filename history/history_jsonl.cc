@@ -3,9 +3,13 @@
 #include <array>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "history/history_rules.h"
+#include "history/json_input.h"
 
 namespace lockstep {
 
@@ -77,13 +81,15 @@ class LineReader {
     const auto it = object_.find(field);
     return it == object_.end() ? nullptr : &*it;
   }
-  int64_t integer(const char* field, int64_t min, int64_t fallback) const {
+  // Within [min, max]: a number outside is refused, never cut to fit (2^32 is not client 0).
+  int64_t integer(const char* field, int64_t min, int64_t fallback, int64_t max = INT64_MAX) const {
     const json* v = find(field);
     if (v == nullptr) return fallback;
     if (!v->is_number_integer()) fail(field, "must be an integer");
     if (v->is_number_unsigned() && v->get<uint64_t>() > INT64_MAX) fail(field, "is too large");
     const int64_t n = v->get<int64_t>();
     if (n < min) fail(field, fmt::format("must be at least {}", min));
+    if (n > max) fail(field, fmt::format("must be at most {}", max));
     return n;
   }
   uint64_t unsigned_integer(const char* field) const {
@@ -147,9 +153,9 @@ HistoryMeta read_meta(size_t line, const LineReader& r) {
   r.only({"clients", "servers", "quorum", "fencing_on", "monotonic_tokens", "leases_from_clients",
           "end_us", "heal_us", "liveness_bound_us", "keyed", "envelope"});
   HistoryMeta meta;
-  meta.clients = static_cast<int>(r.integer("clients", 0, 0));
-  meta.servers = static_cast<int>(r.integer("servers", 0, 1));
-  meta.quorum = static_cast<int>(r.integer("quorum", 1, 1));
+  meta.clients = static_cast<int>(r.integer("clients", 0, 0, kHistoryClientsMax));
+  meta.servers = static_cast<int>(r.integer("servers", 0, 1, kHistoryServersMax));
+  meta.quorum = static_cast<int>(r.integer("quorum", 1, 1, kHistoryServersMax));
   meta.fencing_on = r.flag("fencing_on");
   meta.monotonic_tokens = r.flag("monotonic_tokens");
   meta.leases_from_clients = r.flag("leases_from_clients");
@@ -175,7 +181,7 @@ HistoryEvent read_event(const LineReader& r) {
   HistoryEvent e;
   e.time_us = r.integer("time_us", 0, 0);
   e.kind = r.choice("kind", kEventKindsAll, EventKind::invoke);
-  e.client = static_cast<int>(r.integer("client", 0, -1));
+  e.client = static_cast<int>(r.integer("client", 0, -1, kHistoryClientsMax - 1));
   e.key = r.text("key");
   e.op = r.choice("op", kOpsAll, Op::none);
   e.outcome = r.choice("outcome", kOutcomesAll, Outcome::none);
@@ -220,8 +226,8 @@ void write_history_jsonl(const History& history, std::ostream& out) {
                        {"liveness_bound_us", m.liveness_bound_us},
                        {"keyed", m.keyed},
                        {"envelope", envelope_json(m.envelope)}}}};
-  out << meta.dump() << "\n";
-  for (const HistoryEvent& e : history.events()) out << event_json(e).dump() << "\n";
+  out << json_text(meta, -1) << "\n";
+  for (const HistoryEvent& e : history.events()) out << json_text(event_json(e), -1) << "\n";
 }
 
 History read_history_jsonl(std::istream& in, size_t events_max) {
@@ -230,14 +236,22 @@ History read_history_jsonl(std::istream& in, size_t events_max) {
   size_t line = 0;
   bool have_meta = false;
   TimeUs last_us = 0;
-  while (std::getline(in, text)) {
+  std::vector<size_t> line_of;  // each event's line, to name it when a rule is broken
+  for (;;) {
+    try {
+      if (!read_bounded_line(in, text, kHistoryLineBytesMax)) break;
+    } catch (const InputError& e) {
+      throw HistoryFormatError(line + 1, "", e.what());
+    }
     ++line;
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines
     json j;
     try {
-      j = json::parse(text);
+      j = parse_json_bounded(text);
     } catch (const json::parse_error& e) {
       throw HistoryFormatError(line, "", fmt::format("is not JSON ({})", e.what()));
+    } catch (const InputError& e) {
+      throw HistoryFormatError(line, "", e.what());
     }
     if (!j.is_object()) throw HistoryFormatError(line, "", "is not a JSON object");
     if (!have_meta) {
@@ -258,10 +272,17 @@ History read_history_jsonl(std::istream& in, size_t events_max) {
     }
     last_us = e.time_us;
     history.add(std::move(e));
+    line_of.push_back(line);
   }
   if (in.bad()) throw HistoryFormatError(line, "", "could not be read");
   if (!have_meta) throw HistoryFormatError(line, "meta", "is missing: the file has no lines");
   if (history.meta.end_us < last_us) history.meta.end_us = last_us;
+  // The schema's rules across lines: what a recorder cannot have written, refused rather than
+  // judged (a history that breaks them would be judged wrongly, in either direction).
+  if (const std::optional<HistoryRuleBreak> broken = first_rule_break(history)) {
+    const size_t at = broken->event < line_of.size() ? line_of[broken->event] : 1;
+    throw HistoryFormatError(at, "", broken->rule);
+  }
   return history;
 }
 

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -12,6 +14,7 @@
 #include <system_error>
 
 #include "real/process_registry.h"
+#include "real/server_errors.h"
 
 namespace lockstep::real {
 
@@ -94,14 +97,28 @@ size_t remove_stale_pid_files(const std::string& dir, const std::string& prefix)
 }
 
 std::string make_server_dir(std::string_view kind) {
-  const std::filesystem::path parent = std::filesystem::temp_directory_path();
+  // A temp dir that cannot hold a server's files is the environment's: exit 3 naming TMPDIR.
+  const char* tmpdir = std::getenv("TMPDIR");
+  const auto unusable = [&](const std::string& why) {
+    return ServerUnavailable(
+        "the temp directory (" + (tmpdir != nullptr ? "TMPDIR=" + std::string(tmpdir) : "/tmp") +
+        ") cannot hold a server's files: " + why + "; set TMPDIR to a writable directory");
+  };
+  std::error_code ec;
+  const std::filesystem::path parent = std::filesystem::temp_directory_path(ec);
+  if (ec) throw unusable(ec.message());
   remove_stale_server_dirs(parent.string());
   const std::string name =
       "lockstep-" + std::string(kind) + "-" + std::to_string(getpid()) + "-XXXXXX";
   std::string pattern = (parent / name).string();
-  if (mkdtemp(pattern.data()) == nullptr) {
-    throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
+  // Checked before the dir exists: the process registry keeps paths of bounded length (so its
+  // signal handler can remove them), and a dir it cannot keep would be left behind.
+  if (pattern.size() >= kTempDirPathMax) {
+    throw unusable("its path is too long (" + std::to_string(pattern.size()) +
+                   " bytes with the server's dir, at most " + std::to_string(kTempDirPathMax - 1) +
+                   ")");
   }
+  if (mkdtemp(pattern.data()) == nullptr) throw unusable(std::strerror(errno));
   register_temp_dir(pattern);
   return pattern;
 }

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "history/history_jsonl.h"
+#include "history/json_input.h"
 #include "report/report_html.h"
 
 namespace lockstep {
@@ -155,7 +156,7 @@ std::filesystem::path write_report(const RunReport& report, const std::filesyste
     j["replay"] = replay_file_command(json_path.string());
   }
   std::ofstream json_out(json_path);
-  json_out << j.dump(2) << "\n";
+  json_out << json_text(j) << "\n";
   std::ofstream trace_out(trace_path);
   for (const std::string& line : report.trace) trace_out << line << "\n";
   std::ofstream html_out(timeline_path_for(json_path));
@@ -255,7 +256,7 @@ void check_reported_options(const std::filesystem::path& path, const nlohmann::j
       throw UsageError(fmt::format(
           "{}: option {} is {} in \"options\" but the overrides give \"{}\": the report was "
           "edited or comes from another build",
-          path.string(), name, value.dump(), resolved.get(name)));
+          path.string(), name, json_brief(value), resolved.get(name)));
     }
   }
   for (const auto& [name, value] : resolved.values()) {
@@ -278,11 +279,16 @@ ReplaySpec read_replay_spec(const std::filesystem::path& report_json) {
         fmt::format("{} is not a report file (a regular JSON file written with --report)",
                     report_json.string()));
   }
-  std::ifstream in(report_json);
-  if (!in) throw UsageError(fmt::format("cannot read report {}", report_json.string()));
+  std::string text;
+  try {
+    text = read_input_file(report_json.string());  // a regular file, of bounded size
+  } catch (const InputError& e) {
+    throw UsageError(e.what());
+  }
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);  // the whole file: anything after the JSON is an error
+    // The whole file (anything after the JSON is an error), nested at most kJsonDepthMax deep.
+    j = parse_json_bounded(text);
     const ReportFields field(report_json, j);
     if (!j.is_object()) field.fail("scenario", "is missing (the file is not a JSON object)");
     field.only_known_fields();
@@ -303,6 +309,9 @@ ReplaySpec read_replay_spec(const std::filesystem::path& report_json) {
     if (!j.contains("workload")) check_reported_options(report_json, j.at("options"), spec.config);
     return spec;
   } catch (const nlohmann::json::exception& e) {
+    throw UsageError(
+        fmt::format("{} is not a lockstep report: {}", report_json.string(), e.what()));
+  } catch (const InputError& e) {
     throw UsageError(
         fmt::format("{} is not a lockstep report: {}", report_json.string(), e.what()));
   }

@@ -385,7 +385,8 @@ std::string html_page(std::string_view title, std::string_view body) {
 std::string html_escape(std::string_view text) { return xml_escape(text); }
 
 std::string script_safe_json(const nlohmann::json& value) {
-  const std::string text = value.dump();
+  // Bytes that are not UTF-8 (a driver's output in a message) are replaced, never an exception.
+  const std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string out;
   out.reserve(text.size());
   for (char ch : text) {

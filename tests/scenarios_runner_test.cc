@@ -6,6 +6,8 @@
 #include <filesystem>
 
 #include "cli/exit_codes.h"
+#include "explore/sweep.h"
+#include "history/history_rules.h"
 #include "report/report.h"
 #include "run/runner.h"
 #include "services/keyed/backend/keyed_backend.h"
@@ -72,6 +74,36 @@ TEST_CASE("a correct lock loses only to faults outside its envelope, in every sc
     }
   }
   CHECK(judged > 20);  // the catalogue does break correct locks, with faults outside their claims
+}
+
+// `check` refuses a history that breaks the schema's rules (history/history_rules.h, issue 34):
+// every history lockstep records must keep them, or check would refuse lockstep's own files.
+TEST_CASE("every recorded history keeps the schema's rules", "[runner][history]") {
+  int runs = 0;
+  for (const AdapterEntry& adapter : adapters()) {
+    // Not the Node drivers (the ext tests' own), nor ext without a driver to run.
+    if (!adapter.make_sim || adapter.third_party || adapter.needs_user_option) continue;
+    for (const Scenario& scenario : scenarios()) {
+      if (!scenario.applies_to(adapter) || !scenario.runs_in(WorldKind::sim)) continue;
+      const RunReport r = run(scenario.name, adapter.name, 1, true);
+      const std::optional<HistoryRuleBreak> broken = first_rule_break(r.history);
+      INFO(scenario.name << " x " << adapter.name << ": "
+                         << (broken ? broken->rule + " at event " + std::to_string(broken->event)
+                                    : std::string()));
+      CHECK_FALSE(broken.has_value());
+      ++runs;
+    }
+    const SwarmCapabilities caps = swarm_capabilities(adapter);
+    for (uint64_t seed = 1; seed <= 30; ++seed) {
+      const SeedOutcome o =
+          run_swarm_spec(adapter.name, draw_swarm_spec(caps, seed), seed, true, false, false, {});
+      const std::optional<HistoryRuleBreak> broken = first_rule_break(o.report.history);
+      INFO("sweep seed " << seed << " x " << adapter.name << ": "
+                         << (broken ? broken->rule : std::string()));
+      CHECK_FALSE(broken.has_value());
+    }
+  }
+  CHECK(runs > 50);  // every simulated scenario of every adapter that runs without a driver
 }
 
 TEST_CASE("the same seed gives the same trace hash, different seeds give different hashes",

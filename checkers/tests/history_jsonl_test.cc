@@ -7,6 +7,7 @@
 
 #include "checkers/checkers.h"
 #include "history/history_jsonl.h"
+#include "history/json_input.h"
 
 namespace lockstep {
 namespace {
@@ -67,6 +68,7 @@ History overlapping() {
          .detail = "a \"quoted\" word"});
   h.add(at(40, EventKind::cs_exit, 0));
   h.add(at(41, EventKind::cs_exit, 1));
+  h.add({.time_us = 50, .kind = EventKind::final_value, .key = "k", .counter = 1});
   return h;
 }
 
@@ -131,6 +133,92 @@ TEST_CASE("bad history lines are refused with the line and the field", "[history
   CHECK(error_of(R"({"meta": {"quorum": 0}})") == "line 1: \"quorum\" must be at least 1");
   CHECK(error_of(meta + R"({"time_us": 1, "kind": "cs_enter", "shared": "yes"})") ==
         "line 2: \"shared\" must be true or false");
+}
+
+// Issue 34: numbers outside an identity's range were cut to fit (client 2^32 became client 0, so
+// two clients inside at once became "every invariant held"; quorum 2^32 became 0 and tripped an
+// internal check; client 2^31-1 allocated more than 4 GiB), and histories no recorder writes were
+// judged as if they made sense. Each is refused, naming the line and the rule.
+TEST_CASE("identities out of range are refused, never folded into others", "[history-jsonl]") {
+  const std::string two = R"({"meta": {"clients": 2}})"
+                          "\n";
+  CHECK(error_of(R"({"meta": {"quorum": 4294967296}})") ==
+        "line 1: \"quorum\" must be at most 1000");
+  CHECK(error_of(R"({"meta": {"clients": 4294967296}})") ==
+        "line 1: \"clients\" must be at most 100000");
+  CHECK(error_of(two + R"({"time_us": 1, "kind": "cs_enter", "client": 0, "key": "k"})"
+                       "\n"
+                       R"({"time_us": 2, "kind": "cs_enter", "client": 4294967296, "key": "k"})") ==
+        "line 3: \"client\" must be at most 99999");
+  // Past every history's bound: refused at the reader, before anything is sized by it.
+  CHECK(error_of(two + R"({"time_us": 1, "kind": "cs_enter", "client": 2147483647, "key": "k"})") ==
+        "line 2: \"client\" must be at most 99999");
+  // Within the bound but not one of this history's clients: refused by the ids rule.
+  CHECK(error_of(two + R"({"time_us": 1, "kind": "cs_enter", "client": 5, "key": "k"})") ==
+        "line 2: client 5 is not one of the history's 2 clients (meta \"clients\")");
+  CHECK(error_of(R"({"meta": {"servers": 1, "quorum": 99}})"
+                 "\n"
+                 R"({"time_us": 1, "kind": "heal"})") ==
+        "line 1: meta \"quorum\" 99 is more than the 1 server(s)");
+}
+
+TEST_CASE("histories that break the schema's rules are refused with the line and the rule",
+          "[history-jsonl]") {
+  const std::string meta = R"({"meta": {"clients": 2}})"
+                           "\n";
+  CHECK(error_of(meta +
+                 R"({"time_us": 1, "kind": "invoke", "client": 0, "key": "k", "op": "release"})") ==
+        "line 2: c0 invokes release of key k before it ever acquired it");
+  CHECK(error_of(meta + R"({"time_us": 1, "kind": "cs_exit", "client": 0, "key": "k"})") ==
+        "line 2: c0 leaves key k without having entered it");
+  CHECK(error_of(meta + R"({"time_us": 1, "kind": "cs_enter", "client": 0, "key": "k"})"
+                        "\n"
+                        R"({"time_us": 2, "kind": "cs_enter", "client": 0, "key": "k"})") ==
+        "line 3: c0 enters key k while it is inside it already");
+  CHECK(
+      error_of(
+          meta +
+          R"({"time_us": 1, "kind": "complete", "client": 1, "key": "k", "op": "acquire", "outcome": "ok"})") ==
+      "line 2: c1's acquire completes without an invocation pending");
+  CHECK(
+      error_of(meta +
+               R"({"time_us": 9, "kind": "fault", "fault": "pause", "client": 0, "end_us": 4})") ==
+      "line 2: a fault that ends (4us) before it starts (9us)");
+  CHECK(
+      error_of(meta +
+               R"({"time_us": 1, "kind": "fault", "fault": "pause", "client": 0, "amount": -5})") ==
+      "line 2: a pause fault with a negative amount (-5)");
+  // Two clients each read 0 and wrote 1: without the final counter, no_lost_update would judge
+  // nothing and call it clean.
+  const std::string writes =
+      R"({"time_us": 1, "kind": "access", "client": 0, "key": "k", "op": "read", "outcome": "ok"})"
+      "\n"
+      R"({"time_us": 2, "kind": "access", "client": 1, "key": "k", "op": "read", "outcome": "ok"})"
+      "\n"
+      R"({"time_us": 3, "kind": "access", "client": 0, "key": "k", "op": "write", "outcome": "ok", "counter": 1})"
+      "\n"
+      R"({"time_us": 4, "kind": "access", "client": 1, "key": "k", "op": "write", "outcome": "ok", "counter": 1})"
+      "\n";
+  CHECK(error_of(meta + writes) ==
+        "line 4: the resource accepted writes on key k but the history has no final_value for it "
+        "(no_lost_update is judged against it)");
+  // With it, the lost update is judged.
+  std::istringstream whole(meta + writes +
+                           R"({"time_us": 5, "kind": "final_value", "key": "k", "counter": 1})");
+  const History judged = read_history_jsonl(whole);
+  bool lost = false;
+  for (const Violation& v : check_all(judged))
+    lost = lost || v.invariant == Invariant::no_lost_update;
+  CHECK(lost);
+}
+
+TEST_CASE("a line longer than its bound, or nested deeper, is refused", "[history-jsonl]") {
+  const std::string meta = R"({"meta": {"clients": 1}})"
+                           "\n";
+  CHECK(error_of(meta + std::string(kHistoryLineBytesMax + 10, ' ') + "\n") ==
+        "line 2: a line is longer than 1048576 bytes");
+  CHECK(error_of(meta + std::string(100'000, '[') + std::string(100'000, ']')) ==
+        "line 2: JSON nested deeper than 64 levels");
 }
 
 TEST_CASE("a history file holds no more events than its bound", "[history-jsonl]") {

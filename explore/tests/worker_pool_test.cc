@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "explore/worker_pool.h"
+#include "harness/usage_error.h"
+#include "real/server_errors.h"
 
 namespace lockstep {
 namespace {
@@ -61,6 +63,40 @@ TEST_CASE("a work item that throws in a worker is named, after the items before 
                     Catch::Contains("item 5: five is not allowed"));
   CHECK(taken == std::vector<size_t>{0, 1, 2, 3, 4});
   CHECK(no_children_left());
+}
+
+// Issue 34: a sweep's or matrix's option refused inside a worker was exit 70 with --jobs 2 and
+// exit 2 with --jobs 1. The kind crosses the pipe, so the command line maps it the same way.
+TEST_CASE("a worker's usage, environment and output errors keep their kind", "[pool]") {
+  auto fails_with = [](auto make) {
+    return [make](size_t i) -> std::string {
+      if (i == 3) throw make();
+      return square(i);
+    };
+  };
+  auto none = [](size_t, const std::string&) { return true; };
+  for (int jobs : {1, 2}) {
+    CHECK_THROWS_AS(run_in_order(6, jobs, fails_with([] { return UsageError("bad --set"); }), none),
+                    UsageError);
+    CHECK_THROWS_AS(
+        run_in_order(6, jobs, fails_with([] { return WorldUnsupportedError("no such fault"); }),
+                     none),
+        WorldUnsupportedError);
+    CHECK_THROWS_AS(
+        run_in_order(6, jobs, fails_with([] { return OutputError("cannot write x"); }), none),
+        OutputError);
+    CHECK_THROWS_AS(
+        run_in_order(6, jobs, fails_with([] { return real::ServerUnavailable("no node"); }), none),
+        real::ServerUnavailable);
+    CHECK_THROWS_AS(
+        run_in_order(6, jobs, fails_with([] { return real::ServerStartError("port taken"); }),
+                     none),
+        real::ServerStartError);
+    CHECK_THROWS_WITH(
+        run_in_order(6, jobs, fails_with([] { return UsageError("bad --set"); }), none),
+        "bad --set");  // the user's message as it is, without the pool's item number
+    CHECK(no_children_left());
+  }
 }
 
 TEST_CASE("a worker that dies is reported, not waited for", "[pool]") {

@@ -117,6 +117,12 @@ class CoSimClient {
   // to one is dropped. Bounded by the requests ever made in the run.
   std::set<int64_t> abandoned_;
   std::optional<int64_t> timer_ns_;  // the deadline scheduled, on the client's monotonic clock
+  // Ticks sent at one instant of true time: a driver that keeps asking for a timer that is due
+  // already (next_timer_ns at or before now) makes no progress in virtual time, and would spin
+  // the simulator at that instant for ever (an hour of wall time before the event bound).
+  static constexpr int kTicksAtOneInstantMax = 1000;
+  TimeUs last_tick_us_ = -1;
+  int ticks_at_instant_ = 0;
   std::optional<sim::EventId> timer_event_;  // its event, cancelled when the driver names another
   std::string failed_;         // set once the driver failed: every later call throws it
   bool failed_broke_ = false;  // failed_ is a protocol rule broken (throw_failed)
@@ -618,6 +624,16 @@ void CoSimClient::on_timer() {
     return;
   }
   timer_ns_.reset();
+  if (world_.now_us() != last_tick_us_) {
+    last_tick_us_ = world_.now_us();
+    ticks_at_instant_ = 0;
+  }
+  if (++ticks_at_instant_ > kTicksAtOneInstantMax) {
+    return fail(fmt::format(
+        "driver {} asked for more than {} timers at one instant ({}us): it makes no progress in "
+        "virtual time",
+        who_, kTicksAtOneInstantMax, last_tick_us_));
+  }
   exchange_in_callback(R"({"op":"tick"})");
 }
 

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "base/printable.h"
 #include "real/process_registry.h"
 #include "services/ext/driver/driver_spawn.h"
 
@@ -211,7 +212,7 @@ std::string DriverProcess::stderr_tail() const {
 
 std::string DriverProcess::tail_locked() const {
   if (stderr_tail_.empty()) return "; its stderr was empty";
-  return fmt::format("; its stderr ends: {}", stderr_tail_);
+  return fmt::format("; its stderr ends: {}", printable(stderr_tail_));
 }
 
 void DriverProcess::fail_locked(DriverFailure failure, const ProtocolRule* rule,
@@ -281,7 +282,7 @@ void DriverProcess::handle_line(const std::string& line) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto* error = std::get_if<DecodeError>(&decoded)) {
     return fail_locked(DriverFailure::malformed, &rule_of_decode_error(error->message),
-                       fmt::format("{} in line {:.200}", error->message, line));
+                       fmt::format("{} in line {}", error->message, printable(line, 200)));
   }
   if (auto* ready = std::get_if<Ready>(&decoded)) {
     if (have_ready_)
@@ -299,8 +300,8 @@ void DriverProcess::handle_line(const std::string& line) {
   if (it == pending_.end() || it->second.has_value()) {
     return fail_locked(DriverFailure::malformed, &kRuleOneAnswer,
                        fmt::format("a response to request {}, which is not waiting "
-                                   "for one: {:.200}",
-                                   response.id, line));
+                                   "for one: {}",
+                                   response.id, printable(line, 200)));
   }
   it->second = std::move(response);
   changed_.notify_all();
@@ -311,16 +312,34 @@ void DriverProcess::read_loop() {
   bool out_open = true;
   bool err_open = true;
   char chunk[8192];
+  // Reads after the driver was reaped: its pipes may stay open in a process it left behind (a
+  // background child holding its stdout), which must not keep lockstep waiting for their end.
+  constexpr int kReadsAfterExitMax = 64;
+  int reads_after_exit = 0;
   while (out_open || err_open) {
     pollfd fds[2] = {{.fd = out_open ? from_driver_fd_ : -1, .events = POLLIN, .revents = 0},
                      {.fd = err_open ? stderr_fd_ : -1, .events = POLLIN, .revents = 0}};
     const int ready = poll(fds, 2, kPollIntervalMs);
     if (ready < 0 && errno != EINTR) break;
-    if (ready <= 0) {
+    bool dead = false;
+    {
       std::lock_guard<std::mutex> wait_lock(wait_mutex_);
-      if (reaped_ && !out_open) break;  // dead, stdout drained: stderr may be held by nobody else
-      continue;
+      dead = reap_now();
     }
+    if (dead && (ready <= 0 || ++reads_after_exit > kReadsAfterExitMax)) {
+      // Its output ends with it: what is still open belongs to whatever it left running.
+      if (out_open) {
+        const std::string how = exit_description();
+        std::lock_guard<std::mutex> lock(mutex_);
+        fail_locked(DriverFailure::died, closing_ ? nullptr : &kRuleStayUp,
+                    closing_ ? "shut down"
+                             : fmt::format("exited ({}) while a process it left kept its stdout "
+                                           "open",
+                                           how));
+      }
+      break;
+    }
+    if (ready <= 0) continue;
     if (err_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
       const ssize_t n = read(stderr_fd_, chunk, sizeof chunk);
       if (n <= 0) {

@@ -10,12 +10,14 @@
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <system_error>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "base/check.h"
+#include "base/printable.h"
 #include "real/process_registry.h"
 #include "services/ext/driver/driver_spawn.h"
 
@@ -152,9 +154,9 @@ void SimDriverProcess::drain_stderr() {
 
 void SimDriverProcess::fail(const ProtocolRule& rule, const std::string& what) {
   drain_stderr();
-  failed_ = fmt::format(
-      "driver {} (pid {}) {}; {}", options_.name, pid_, broke(rule, what),
-      stderr_tail_.empty() ? "its stderr was empty" : "its stderr ends: " + stderr_tail_);
+  failed_ = fmt::format("driver {} (pid {}) {}; {}", options_.name, pid_, broke(rule, what),
+                        stderr_tail_.empty() ? "its stderr was empty"
+                                             : "its stderr ends: " + printable(stderr_tail_));
   kill();
   throw SimDriverError(failed_);
 }
@@ -192,14 +194,25 @@ SimExchange SimDriverProcess::exchange(const std::string& fields_json, SimNow no
       try {
         object = json::parse(raw);
       } catch (const json::exception&) {
-        fail(kRuleLines, fmt::format("wrote a line that is not JSON: {:.200}", raw));
+        fail(kRuleLines, fmt::format("wrote a line that is not JSON: {}", printable(raw, 200)));
       }
       if (!object.is_object())
-        fail(kRuleLines, fmt::format("wrote a line that is no object: {:.200}", raw));
+        fail(kRuleLines, fmt::format("wrote a line that is no object: {}", printable(raw, 200)));
       try {
         if (object.contains("idle")) {
           const json& next = object.at("next_timer_ns");
-          if (!next.is_null()) result.next_timer_ns = std::stoll(next.get<std::string>());
+          if (!next.is_null()) {
+            // A monotonic reading: a decimal string of digits only ("-1", "12abc" refused).
+            const std::string digits = next.is_string() ? next.get<std::string>() : "";
+            int64_t ns = -1;
+            const auto [end, ec] =
+                std::from_chars(digits.data(), digits.data() + digits.size(), ns);
+            if (digits.empty() || digits[0] == '-' || ec != std::errc() ||
+                end != digits.data() + digits.size()) {
+              throw std::invalid_argument("next_timer_ns is not a decimal string of nanoseconds");
+            }
+            result.next_timer_ns = ns;
+          }
           out_buffer_.erase(0, start);
           if (out_buffer_.find('\n') != std::string::npos) {
             fail(kRuleExchange, "wrote a line after its idle line");
@@ -223,12 +236,13 @@ SimExchange SimDriverProcess::exchange(const std::string& fields_json, SimNow no
           continue;
         }
       } catch (const std::exception& e) {
-        fail(kRuleFields, fmt::format("wrote a malformed line ({}): {:.200}", e.what(), raw));
+        fail(kRuleFields,
+             fmt::format("wrote a malformed line ({}): {}", e.what(), printable(raw, 200)));
       }
       Line decoded = decode_line(raw);
       if (auto* error = std::get_if<DecodeError>(&decoded)) {
         fail(rule_of_decode_error(error->message),
-             fmt::format("wrote a malformed line ({}): {:.200}", error->message, raw));
+             fmt::format("wrote a malformed line ({}): {}", error->message, printable(raw, 200)));
       }
       if (auto* ready = std::get_if<Ready>(&decoded)) {
         if (ready->protocol != 2) {  // say so now: a version 1 driver never writes `idle`

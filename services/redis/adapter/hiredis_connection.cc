@@ -97,6 +97,31 @@ void HiredisConnection::disconnect() {
   context_ = nullptr;
 }
 
+namespace {
+
+// hiredis's default functions are one static table; the bounded table is a copy of it with
+// createArray checked first.
+redisReplyObjectFunctions g_bounded_functions;
+void* (*g_create_array)(const redisReadTask*, int) = nullptr;
+std::once_flag g_bounded_once;
+
+void* bounded_create_array(const redisReadTask* task, int elements) {
+  if (elements > kReplyElementsMax) return nullptr;  // hiredis: an out-of-memory reader error
+  return g_create_array(task, elements);
+}
+
+}  // namespace
+
+void bound_reply_arrays(redisReader* reader) {
+  if (reader == nullptr || reader->fn == nullptr || reader->fn == &g_bounded_functions) return;
+  std::call_once(g_bounded_once, [reader] {
+    g_bounded_functions = *reader->fn;
+    g_create_array = reader->fn->createArray;
+    g_bounded_functions.createArray = bounded_create_array;
+  });
+  reader->fn = &g_bounded_functions;
+}
+
 RedisResult HiredisConnection::connect() {
   errno = 0;
   context_ = redisConnectWithTimeout(options_.host.c_str(), options_.port,
@@ -106,6 +131,7 @@ RedisResult HiredisConnection::connect() {
     return {.status = IoStatus::connection_error,
             .message = "hiredis could not allocate a context"};
   }
+  bound_reply_arrays(context_->reader);
   // redisSetTimeout sets SO_RCVTIMEO/SO_SNDTIMEO; on failure it records the error in the context.
   if (context_->err == 0 &&
       redisSetTimeout(context_, to_timeval(options_.command_timeout_ms)) == REDIS_OK) {

@@ -21,6 +21,8 @@
 
 #include "services/redis/client/redis_connection.h"
 
+struct redisReader;  // hiredis/read.h
+
 struct redisContext;
 struct redisReply;
 
@@ -56,5 +58,12 @@ class HiredisConnection final : public RedisConnection {
   HiredisOptions options_;
   redisContext* context_ = nullptr;
 };
+
+// hiredis 0.14 allocates an array reply's elements from its header, before any arrives, and has
+// no bound of its own: a peer answering "*2000000000" made lockstep allocate 16 GB. Past
+// kReplyElementsMax elements the reader fails the reply instead (an error on the connection: a
+// connection_error, never a reply). Called on every reader lockstep creates.
+inline constexpr int kReplyElementsMax = 1'000'000;
+void bound_reply_arrays(redisReader* reader);
 
 }  // namespace lockstep

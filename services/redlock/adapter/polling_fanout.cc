@@ -71,6 +71,7 @@ bool ensure_connecting(PollingFanout::Link& link) {
     link.fail(IoStatus::connection_error, "connect to " + link.name() + ": " + why);
     return false;
   }
+  bound_reply_arrays(link.context->reader);
   link.connecting = true;
   return true;
 }
