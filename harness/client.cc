@@ -209,7 +209,10 @@ void Client::crash() {
                            .end_us = world.now_us(),
                            .fault = FaultKind::crash,
                            .detail = fmt::format("crash {}", setup_.name)});
-  while (!inside_keys_.empty()) exit_critical_section(*inside_keys_.begin());
+  while (!inside_keys_.empty()) {
+    const std::string key = *inside_keys_.begin();  // a copy: the exit erases the set's own
+    exit_critical_section(key);
+  }
   world.crash(
       setup_.node);  // from our own code: unwinds us (ProcessKilled in sim, ClientKilled in real)
   throw ClientKilled{};  // not reached; keeps [[noreturn]] true whatever crash() does
