@@ -229,6 +229,14 @@ TEST_CASE("a matrix gives one testcase per cell and fails the cells that differ"
 TEST_CASE("run --junit and matrix --junit write JUnit XML for CI", "[junit][cli]") {
   const fs::path dir = fs::temp_directory_path() / ("lockstep-junit-" + std::to_string(::getpid()));
   fs::remove_all(dir);
+  // Removed however the test ends: a failed REQUIRE leaves the function early.
+  struct RemoveOnExit {
+    fs::path path;
+    ~RemoveOnExit() {
+      std::error_code ignored;
+      fs::remove_all(path, ignored);
+    }
+  } const cleanup{dir};
   CHECK(run_lockstep("run gc-pause --adapter memory --junit " + (dir / "run.xml").string()) == 1);
   const auto run = parse_junit(slurp(dir / "run.xml"));
   REQUIRE(run->all("testcase").size() == 1);
@@ -246,5 +254,4 @@ TEST_CASE("run --junit and matrix --junit write JUnit XML for CI", "[junit][cli]
   const auto matrix = parse_junit(slurp(dir / "matrix.xml"));
   CHECK(matrix->all("testcase").size() >= 12);
   CHECK(matrix->attrs.at("failures") == "0");
-  fs::remove_all(dir);
 }
