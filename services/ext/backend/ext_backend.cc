@@ -207,15 +207,8 @@ class ExtAdapter final : public LockAdapter {
 
   uint64_t token_of(const ext::Response& r) const {
     if (fencing() != FencingSupport::monotonic) return 0;
-    uint64_t token = 0;
-    const auto [end, ec] = std::from_chars(r.token.data(), r.token.data() + r.token.size(), token);
-    if (ec != std::errc() || end != r.token.data() + r.token.size()) {
-      throw ext::DriverFailed(fmt::format(
-          "driver {} {}", name_,
-          ext::broke(ext::kRuleTokens,
-                     fmt::format("promised monotonic tokens and sent \"{}\"", r.token))));
-    }
-    return token;
+    if (const std::optional<uint64_t> token = decimal_token(r.token)) return *token;
+    throw ext::DriverFailed(fmt::format("driver {} {}", name_, token_not_decimal(r.token)));
   }
 
   AdapterResult owner_checked(const char* op, const ext::Response& r) const {
@@ -528,6 +521,18 @@ std::string token_promise_broken(FencingSupport declared, const ext::Ready& read
                     fmt::format("its ready line says token {} where the run declares tokens={} "
                                 "(--set tokens=monotonic|none)",
                                 to_string(ready.capabilities.token), to_string(declared)));
+}
+
+std::optional<uint64_t> decimal_token(std::string_view token) {
+  uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
+  if (ec != std::errc() || end != token.data() + token.size()) return std::nullopt;
+  return value;
+}
+
+std::string token_not_decimal(std::string_view token) {
+  return ext::broke(ext::kRuleTokens,
+                    fmt::format("promised monotonic tokens and sent \"{:.40}\"", token));
 }
 
 // A user's driver must be named, and its command must split into words.

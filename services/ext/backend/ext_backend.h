@@ -29,7 +29,10 @@
 // - Servers: one redis-server, or `nodes` of them for the Redlock libraries, started by the
 //   backend; per-client TCP proxies when the scenario cuts clients off from nodes; crash and
 //   restart by SIGKILL and restart, pause by SIGSTOP.
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "adapters/core/adapter.h"
@@ -44,6 +47,10 @@ inline constexpr int kDriverProcessesMax = 16;
 // why a driver's `ready` line breaks the protocol's `tokens` rule against it (empty: it does not).
 FencingSupport declared_fencing(const Options& options);
 std::string token_promise_broken(FencingSupport declared, const ext::Ready& ready);
+// A monotonic token as a driver must send it (a decimal integer), or nullopt; and the `tokens`
+// rule a token that is not one breaks.
+std::optional<uint64_t> decimal_token(std::string_view token);
+std::string token_not_decimal(std::string_view token);
 
 // The registry entries of every ext adapter (registry.cc appends them).
 std::vector<AdapterEntry> ext_adapter_entries();

@@ -1,7 +1,6 @@
 #include "services/ext/backend/ext_sim.h"
 
 #include <algorithm>
-#include <charconv>
 #include <deque>
 #include <map>
 #include <optional>
@@ -714,15 +713,8 @@ AdapterResult CoSimAdapter::create_lock(const LockSpec& spec) {
 
 uint64_t CoSimAdapter::token_of(const ext::Response& r) const {
   if (fencing_ != FencingSupport::monotonic) return 0;
-  uint64_t token = 0;
-  const auto [end, ec] = std::from_chars(r.token.data(), r.token.data() + r.token.size(), token);
-  if (ec != std::errc() || end != r.token.data() + r.token.size()) {
-    throw ext::SimDriverBroke(fmt::format(
-        "driver {} {}", name_,
-        ext::broke(ext::kRuleTokens,
-                   fmt::format("promised monotonic tokens and sent \"{:.40}\"", r.token))));
-  }
-  return token;
+  if (const std::optional<uint64_t> token = decimal_token(r.token)) return *token;
+  throw ext::SimDriverBroke(fmt::format("driver {} {}", name_, token_not_decimal(r.token)));
 }
 
 AdapterResult CoSimAdapter::release_lock(const LockSpec& spec) {
