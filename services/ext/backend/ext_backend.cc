@@ -87,7 +87,8 @@ constexpr ExtLibrary kUserDriver = {
     "your own lock library's driver (services/ext/PROTOCOL.md), started as --set driver='COMMAND "
     "ARGS' "
     "with --redis 127.0.0.1:PORT appended (--world sim: --sim --redis sim:0, for a driver of "
-    "protocol 2); over one Redis; judged as an owner-checked lease without fencing tokens",
+    "protocol 2); over one Redis; judged as an owner-checked lease, with fencing tokens if "
+    "--set tokens=monotonic",
     false, false};
 constexpr size_t kDriverCommandBytesMax = 4096;
 
