@@ -20,9 +20,10 @@ again. Kinds (about their share of a run):
 
 Each input runs in a fresh directory under its own process group, with RLIMIT_DATA as a guard;
 it fails on an exit outside 0-4, a signal, a run past --timeout seconds (a hang; five times that
-for inputs that co-simulate the Node drivers, see SLOW_FACTOR), a peak RSS past
---memory-mb (ru_maxrss of the child), or an exit 2-4 whose stderr is not exactly one line (the
-lines naming files written, "report: ..." and the like, aside). Prints the exit-code histogram
+for inputs that co-simulate the Node drivers, see SLOW_FACTOR), a peak RSS past --memory-mb
+(ru_maxrss of the child; an AddressSanitizer build is neither guarded nor judged on memory), or an
+exit 2-4 whose stderr is not exactly one line (the lines naming files written, "report: ..." and
+the like, aside). Prints the exit-code histogram
 and every failure with the command that reproduces it.
 
 Exit: 0 every input within the contract, 1 a failure, 2 bad usage, 3 the binary is missing.
@@ -745,10 +746,19 @@ def setup_dir(case, d):
     return cwd
 
 
+def sanitized(binary):
+    """True for a binary built with AddressSanitizer: it reserves terabytes of shadow address
+    space as it starts, so RLIMIT_DATA kills it before main, and its RSS is not the product's."""
+    with open(binary, "rb") as f:
+        return b"__asan_init" in f.read()
+
+
 def limits(memory_bytes):
+    """The child's guards; memory_bytes None (a sanitized binary) leaves memory unguarded."""
     def apply():
         # A guard well above the failure line: a run that reaches it fails by its own exit.
-        resource.setrlimit(resource.RLIMIT_DATA, (memory_bytes * 3, memory_bytes * 3))
+        if memory_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_DATA, (memory_bytes * 3, memory_bytes * 3))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     return apply
 
@@ -852,7 +862,7 @@ def judge(r, memory_bytes):
         return code
     if code > 4:
         return "exit %d" % code
-    if r["maxrss_mb"] * 1024 * 1024 > memory_bytes:
+    if memory_bytes is not None and r["maxrss_mb"] * 1024 * 1024 > memory_bytes:
         return "memory %d MB" % r["maxrss_mb"]
     if code >= 2 and r["stderr_lines"] != 1:
         return "exit %d with %d stderr lines" % (code, r["stderr_lines"])
@@ -893,6 +903,10 @@ def main():
         indices = a.case or list(range(a.count))
         cases = [(i, make_case(a.seed, i, cat, seeds, a.sample)) for i in indices]
         memory_bytes = a.memory_mb * 1024 * 1024
+        if sanitized(binary):
+            memory_bytes = None
+            print("memory neither guarded nor judged: %s is built with AddressSanitizer"
+                  % binary, flush=True)
         results = []
         histogram = collections.Counter()
         kinds = collections.Counter()
