@@ -17,7 +17,7 @@ echo "== test your own lock: install, build examples/own-adapter against the pac
 scripts/own_adapter.sh
 
 echo "== build and test the real-thread keyed locks (ThreadSanitizer)"
-LOCKSTEP_BUILD_DIR=build-tsan LOCKSTEP_BUILD_TARGETS="lockstep_keyed_tests lockstep_core_tests" \
+LOCKSTEP_BUILD_DIR=build-tsan LOCKSTEP_BUILD_TARGETS="lockstep_keyed_tests lockstep_core_tests lockstep_redis_tests" \
   scripts/build.sh -DLOCKSTEP_SANITIZE_THREAD=ON -DLOCKSTEP_BUILD_BENCH=OFF
 ctest --test-dir build-tsan --output-on-failure -j"$(nproc)" --timeout 600 -R "KeyedRwMutex|FifoLock|under real threads"
 

@@ -1,8 +1,11 @@
 #include "sim/sim_background.h"
 
+#include <algorithm>
+#include <deque>
 #include <exception>
 #include <optional>
 
+#include "sim/assert.h"
 #include "sim/world.h"
 
 namespace lockstep::sim {
@@ -71,7 +74,61 @@ class SimTask final : public BackgroundTask {
   std::shared_ptr<SharedTask> shared_;
 };
 
+// Fibers of one node taking turns. leave() hands the gate straight to the first waiter (held_
+// stays true), so a fiber that arrives between the hand-over and the waiter's resumption cannot
+// overtake it. A waiter killed with its node (ProcessKilled out of park) withdraws, or, when the
+// gate was already handed to it, passes it on: a dead fiber never keeps the gate.
+class FiberGate final : public CallGate {
+ public:
+  explicit FiberGate(World& world) : world_(world) {}
+
+  void enter() override {
+    if (!held_) {
+      held_ = true;
+      return;
+    }
+    LOCKSTEP_SIM_CHECK(waiting_.size() < kWaitersMax, "CallGate: too many waiting fibers");
+    const Waiter waiter = world_.prepare_park();
+    waiting_.push_back(waiter);
+    try {
+      // Woken only by leave(), which has made us the holder.
+      while (world_.park(waiter) != ParkResult::woken) {
+      }
+    } catch (...) {
+      const auto self = std::find_if(waiting_.begin(), waiting_.end(), [&](const Waiter& w) {
+        return w.fiber == waiter.fiber && w.generation == waiter.generation;
+      });
+      if (self != waiting_.end()) {
+        waiting_.erase(self);
+      } else {
+        leave();
+      }
+      throw;
+    }
+  }
+
+  void leave() override {
+    LOCKSTEP_SIM_CHECK(held_, "CallGate: leave() without enter()");
+    if (waiting_.empty()) {
+      held_ = false;
+      return;
+    }
+    const Waiter next = waiting_.front();
+    waiting_.pop_front();
+    world_.wake(next);
+  }
+
+ private:
+  // Fibers of one client's Locker: its owner and one task per auto-extending lock.
+  static constexpr size_t kWaitersMax = 100'000;
+  World& world_;
+  bool held_ = false;
+  std::deque<Waiter> waiting_;
+};
+
 }  // namespace
+
+std::shared_ptr<CallGate> SimBackground::make_gate() { return std::make_shared<FiberGate>(world_); }
 
 std::unique_ptr<BackgroundTask> SimBackground::start(std::string name,
                                                      std::function<void(StopWaiter&)> body) {

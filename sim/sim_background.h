@@ -7,6 +7,8 @@
 // when the task is done, was never started, or its fiber can no longer finish (the node crashed:
 // the joiner then dies with it); and when called while an exception unwinds the caller (parking
 // there would throw out of a destructor).
+//
+// make_gate(): a CallGate for fibers of this node, admitting waiters in arrival order.
 #include <memory>
 
 #include "adapters/core/background.h"
@@ -21,6 +23,7 @@ class SimBackground final : public Background {
   SimBackground(World& world, NodeId node) : world_(world), node_(node) {}
   std::unique_ptr<BackgroundTask> start(std::string name,
                                         std::function<void(StopWaiter&)> body) override;
+  std::shared_ptr<CallGate> make_gate() override;
 
  private:
   World& world_;

@@ -46,7 +46,18 @@ class ThreadTask final : public BackgroundTask, public StopWaiter {
   std::thread thread_;           // last: starts once the members it uses exist
 };
 
+class MutexGate final : public CallGate {
+ public:
+  void enter() override { mutex_.lock(); }
+  void leave() override { mutex_.unlock(); }
+
+ private:
+  std::mutex mutex_;
+};
+
 }  // namespace
+
+std::shared_ptr<CallGate> ThreadBackground::make_gate() { return std::make_shared<MutexGate>(); }
 
 std::unique_ptr<BackgroundTask> ThreadBackground::start(std::string /*name*/,
                                                         std::function<void(StopWaiter&)> body) {

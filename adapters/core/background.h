@@ -10,8 +10,8 @@
 //   the wait), so a stopped task never starts another step.
 // - join() returns once the body has returned: it may wait out one step in flight (an adapter
 //   call, bounded by that call's own timeout). The task's destructor requests a stop and joins.
-// - The body and its caller must not use one adapter or connection at the same time: a task
-//   owns what it touches until it is joined.
+// - The body and its caller must not use one adapter or connection at the same time: they take
+//   turns through a CallGate (make_gate()), as Lock does for every adapter call.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -36,12 +36,42 @@ class BackgroundTask {
   virtual void join() = 0;
 };
 
+// Admits one holder at a time among a caller and its background tasks, so that an adapter and its
+// connection (a hiredis context, Redlock's map of held locks, a mongoc client: none is safe to use
+// from two threads) see one call at a time. Real: a mutex. Simulator: the fibers of one node
+// waiting for it park and are admitted in arrival order. enter() may block for as long as the
+// holder's call lasts (bounded by that call's own timeout); it is never re-entered by its holder.
+class CallGate {
+ public:
+  virtual ~CallGate() = default;
+  virtual void enter() = 0;
+  virtual void leave() = 0;
+};
+
+// Holds a gate for a scope; a null gate admits at once.
+class GatePass {
+ public:
+  explicit GatePass(CallGate* gate) : gate_(gate) {
+    if (gate_ != nullptr) gate_->enter();
+  }
+  ~GatePass() {
+    if (gate_ != nullptr) gate_->leave();
+  }
+  GatePass(const GatePass&) = delete;
+  GatePass& operator=(const GatePass&) = delete;
+
+ private:
+  CallGate* gate_;
+};
+
 class Background {
  public:
   virtual ~Background() = default;
   // Starts body on its own thread or fiber. name labels it in traces and thread names.
   virtual std::unique_ptr<BackgroundTask> start(std::string name,
                                                 std::function<void(StopWaiter&)> body) = 0;
+  // A gate for the callers and tasks that share one adapter (see CallGate).
+  virtual std::shared_ptr<CallGate> make_gate() = 0;
 };
 
 // Real: one std::thread per task; waits on a condition variable against steady_clock.
@@ -49,6 +79,7 @@ class ThreadBackground final : public Background {
  public:
   std::unique_ptr<BackgroundTask> start(std::string name,
                                         std::function<void(StopWaiter&)> body) override;
+  std::shared_ptr<CallGate> make_gate() override;
 };
 
 }  // namespace lockstep

@@ -171,6 +171,9 @@ void validate_ttl_ms(int64_t ttl_ms, const char* parameter) {
 
 Lock::Lock(LockerOptions options, std::string key, int64_t ttl_ms) : options_(std::move(options)) {
   validate_options(options_);
+  if (options_.gate == nullptr && options_.background != nullptr) {
+    options_.gate = options_.background->make_gate();
+  }
   validate_key(key);
   validate_ttl_ms(ttl_ms);
   // Drawn only after validation, so a rejected lock does not consume randomness.
@@ -201,12 +204,12 @@ std::optional<RetryError> Lock::try_acquire() {
   for (int attempt = 0; attempt < attempts_max; ++attempt) {
     attempts_ = attempt + 1;
     const int64_t attempt_started_us = clock.monotonic_us();
-    AdapterResult result = options_.adapter->create_lock(spec_);
+    AdapterResult result = gated([&] { return options_.adapter->create_lock(spec_); });
     if (result.ok() && !options_.adapter->is_whole_library() &&
         clock.monotonic_us() - attempt_started_us >= spec_.ttl_ms * 1000) {
       // The grant arrived after its whole TTL had passed (a slow reply, a pause): the lease may
       // already belong to someone else. Never report it as held; clean up and count it as failed.
-      options_.adapter->release_lock(spec_);
+      gated([&] { return options_.adapter->release_lock(spec_); });
       result = {.status = AdapterStatus::contended,
                 .message = "the grant came after the whole TTL had passed (released again)"};
     }
@@ -215,8 +218,9 @@ std::optional<RetryError> Lock::try_acquire() {
       acquired_ = true;
       released_ = false;
       acquired_at_us_ = attempt_started_us;
-      lease_sent_at_us_ = attempt_started_us;
-      lease_ttl_ms_ = spec_.ttl_ms;
+      lease_valid_until_us_ = gated([&] {
+        return options_.adapter->validity_end_us(spec_, attempt_started_us, spec_.ttl_ms);
+      });
       validity_cap_us_ = kNoValidityCap;
       refused_reason_.clear();
       return std::nullopt;
@@ -247,7 +251,7 @@ bool Lock::release(ReleaseOptions options) {
     auto_.reset();
   }
   released_ = true;
-  const AdapterResult result = options_.adapter->release_lock(spec_);
+  const AdapterResult result = gated([&] { return options_.adapter->release_lock(spec_); });
   switch (result.status) {
     case AdapterStatus::ok: return true;
     case AdapterStatus::not_owner:
@@ -277,7 +281,7 @@ std::optional<LockExtendError> Lock::try_extend(int64_t ttl_ms) {
   if (auto_) throw ValidationError("extend", "the lock is auto-extending (auto_extend())");
   Clock& clock = *options_.clock;
   const int64_t sent_at_us = clock.monotonic_us();
-  const AdapterResult result = options_.adapter->extend_lock(spec_, ttl_ms);
+  const AdapterResult result = gated([&] { return options_.adapter->extend_lock(spec_, ttl_ms); });
   if (result.ok() && clock.monotonic_us() - sent_at_us >= ttl_ms * 1000) {
     // The server set the lease to the new TTL when the extend arrived: it may end before the one
     // known before (a shorter TTL), and has by now.
@@ -287,8 +291,8 @@ std::optional<LockExtendError> Lock::try_extend(int64_t ttl_ms) {
                            " ms had passed, so the lease may have ended; not reported as held");
   }
   if (result.ok()) {
-    lease_sent_at_us_ = sent_at_us;
-    lease_ttl_ms_ = ttl_ms;
+    lease_valid_until_us_ =
+        gated([&] { return options_.adapter->validity_end_us(spec_, sent_at_us, ttl_ms); });
     validity_cap_us_ = kNoValidityCap;  // the server's lease is this extend's, whatever came before
     return std::nullopt;
   }
@@ -309,19 +313,19 @@ std::optional<LockExtendError> Lock::try_extend(int64_t ttl_ms) {
 
 void Lock::cap_validity(int64_t sent_at_us, int64_t ttl_ms) {
   validity_cap_us_ =
-      std::min(validity_cap_us_, options_.adapter->validity_end_us(spec_, sent_at_us, ttl_ms));
+      std::min(validity_cap_us_,
+               gated([&] { return options_.adapter->validity_end_us(spec_, sent_at_us, ttl_ms); }));
 }
 
 int64_t Lock::valid_until_us() const {
   if (!acquired_) return 0;
   if (auto_) return auto_->valid_until_us.load();
-  return std::min(validity_cap_us_,
-                  options_.adapter->validity_end_us(spec_, lease_sent_at_us_, lease_ttl_ms_));
+  return std::min(validity_cap_us_, lease_valid_until_us_);
 }
 
 bool Lock::is_locked() {
   if (auto_) throw ValidationError("is_locked", "the lock is auto-extending: poll lost() instead");
-  const AdapterResult result = options_.adapter->is_valid_lock(spec_);
+  const AdapterResult result = gated([&] { return options_.adapter->is_valid_lock(spec_); });
   if (result.ok()) return true;
   if (result.status == AdapterStatus::not_owner) return false;
   throw_backend_error(*options_.adapter, "validity check", spec_, result);
@@ -353,9 +357,10 @@ void Lock::auto_extend(AutoExtendOptions options) {
   const LockSpec spec = spec_;
   state->task = options_.background->start(
       "auto-extend " + spec.key,
-      [shared, adapter, clock, spec, every_ms, ttl_ms](StopWaiter& stop) {
+      [shared, adapter, clock, gate = options_.gate, spec, every_ms, ttl_ms](StopWaiter& stop) {
         for (int64_t renewal = 0; renewal < kAutoExtendRenewalsMax; ++renewal) {
           if (!stop.wait_for_us(every_ms * 1000)) return;
+          GatePass pass(gate.get());  // the owner's other locks share the adapter
           const int64_t sent_at_us = clock->monotonic_us();
           const AdapterResult result = adapter->extend_lock(spec, ttl_ms);
           const bool late = clock->monotonic_us() - sent_at_us >= ttl_ms * 1000;
@@ -406,7 +411,13 @@ Lock Lock::with_retry(RetrySettings settings) const {
   return copy;
 }
 
-Locker::Locker(LockerOptions options) : options_(std::move(options)) { validate_options(options_); }
+Locker::Locker(LockerOptions options) : options_(std::move(options)) {
+  validate_options(options_);
+  // One gate for every Lock this Locker makes: they share its adapter.
+  if (options_.gate == nullptr && options_.background != nullptr) {
+    options_.gate = options_.background->make_gate();
+  }
+}
 
 Lock Locker::lock(std::string key, int64_t ttl_ms) const {
   return Lock(options_, std::move(key), ttl_ms);

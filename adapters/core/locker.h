@@ -20,13 +20,16 @@
 // argument fails before anything is sent. lost() never says "held" once the validity the lock last
 // knew has ended by the holder's monotonic clock.
 //
-// Threads: a Locker, its Locks and its adapter belong to one thread. Neither Locker nor Lock takes
-// a lock of its own, and the Redis, Redlock and Mongo adapters keep unguarded per-connection state
-// (a hiredis context, Redlock's map of held locks, a mongoc client). Give each thread its own
-// Locker over its own adapter and connection, all pointing at the same servers: that is how
-// separate processes use a distributed lock anyway. The one adapter that may be shared is
-// MemoryAdapter (its table has a mutex): Lockers on many threads may use one MemoryAdapter.
-// SystemRandom and SystemClock are stateless and may be shared too.
+// Threads: a Locker, its Locks and its adapter belong to one thread, plus the auto-extension tasks
+// its Locks start. The Redis, Redlock and Mongo adapters keep unguarded per-connection state (a
+// hiredis context, Redlock's map of held locks, a mongoc client), so every adapter call of a
+// Lock, its owner's or its auto-extension's, goes through the Locker's CallGate (made by the
+// background seam): one call at a time, whichever lock of the Locker makes it. An auto-extension
+// may therefore wait out another lock's call in flight (bounded by that call's timeout). Give each
+// other thread its own Locker over its own adapter and connection, all pointing at the same
+// servers: that is how separate processes use a distributed lock anyway. The one adapter that may
+// be shared is MemoryAdapter (its table has a mutex): Lockers on many threads may use one
+// MemoryAdapter. SystemRandom and SystemClock are stateless and may be shared too.
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -60,6 +63,10 @@ struct LockerOptions {
   // Where auto_extend() runs its extensions (a thread, or a fiber of the simulated node). Only
   // auto_extend() needs it.
   Background* background = nullptr;
+  // Admits one adapter call at a time (see "Threads" above). Left null, a Locker (or a Lock made
+  // directly from these options) makes one from the background; without a background there are no
+  // tasks to take turns with, and calls are not gated.
+  std::shared_ptr<CallGate> gate;
 };
 
 struct AutoExtendOptions {
@@ -180,14 +187,21 @@ class Lock {
   // dies mid-release) must keep unwinding, not terminate the program or be swallowed.
   void release_after_failure();
   void cap_validity(int64_t sent_at_us, int64_t ttl_ms);
+  // Runs fn (an adapter call) through the gate.
+  template <class Fn>
+  decltype(auto) gated(Fn&& fn) {
+    GatePass pass(options_.gate.get());
+    return std::forward<Fn>(fn)();
+  }
 
   LockerOptions options_;
   LockSpec spec_;
   std::optional<uint64_t> fencing_token_;
   int attempts_ = 0;
   int64_t acquired_at_us_ = 0;
-  int64_t lease_sent_at_us_ = 0;  // when the current lease's create or extend was sent
-  int64_t lease_ttl_ms_ = 0;      // and for how long
+  // When the current lease (the grant, or the latest successful extend) ends by this holder's
+  // clock, as the adapter reported it right after that call (under the gate).
+  int64_t lease_valid_until_us_ = 0;
   // An extend whose outcome is unknown or came late may have set the lease to its TTL, shorter
   // than the one known before: the validity is at most this (kNoValidityCap: no such extend).
   static constexpr int64_t kNoValidityCap = INT64_MAX;

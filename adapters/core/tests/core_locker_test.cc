@@ -816,9 +816,34 @@ class ScriptedBackground final : public Background {
     return task;
   }
 
+  // Counts entries and checks that no call enters while another holds it (one thread here).
+  class CountingGate final : public CallGate {
+   public:
+    explicit CountingGate(ScriptedBackground& owner) : owner_(owner) {}
+    void enter() override {
+      REQUIRE_FALSE(held_);
+      held_ = true;
+      ++owner_.gate_entries;
+    }
+    void leave() override {
+      REQUIRE(held_);
+      held_ = false;
+    }
+
+   private:
+    ScriptedBackground& owner_;
+    bool held_ = false;
+  };
+  std::shared_ptr<CallGate> make_gate() override {
+    ++gates_made;
+    return std::make_shared<CountingGate>(*this);
+  }
+
   Task* last = nullptr;
   int stops = 0;
   int joins = 0;
+  int gates_made = 0;
+  int gate_entries = 0;
 
  private:
   FakeClock& clock_;
@@ -850,6 +875,32 @@ TEST_CASE("auto_extend keeps the lock and its validity moving until release", "[
   CHECK(f.background.joins >= 1);
   CHECK(lock.lost());
   CHECK(lock.lost_reason() == "released");
+}
+
+TEST_CASE("every adapter call of a Locker's locks and their extensions goes through one gate",
+          "[locker][auto]") {
+  AutoFixture f;
+  Locker locker = f.auto_locker();
+  CHECK(f.background.gates_made == 1);
+  Lock a = locker.lock("a", 300);
+  Lock b = locker.lock("b", 300);
+  CHECK(f.background.gates_made == 1);  // made by the Locker, shared by its locks
+  a.acquire();                          // create, and the validity of its grant
+  CHECK(f.background.gate_entries == 2);
+  a.auto_extend({.every_ms = 100});
+  f.background.last->run(3);  // three extensions, each one pass for extend + validity
+  CHECK(f.background.gate_entries == 5);
+  b.acquire();
+  b.extend(200);  // extend + validity
+  CHECK(b.is_locked());
+  CHECK(b.release());
+  CHECK(f.background.gate_entries == 11);
+  CHECK(a.release());
+  CHECK(f.background.gate_entries == 12);
+  // Without a background there is nothing to take turns with: no gate.
+  Lock plain = f.locker().lock("c", 300);
+  plain.acquire();
+  CHECK(f.background.gate_entries == 12);
 }
 
 TEST_CASE("lost() turns true at the validity's end without any extension reporting",

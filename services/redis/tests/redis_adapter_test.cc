@@ -4,9 +4,12 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <optional>
+#include <string>
 #include <string_view>
 
+#include "adapters/core/background.h"
 #include "adapters/core/errors.h"
 #include "adapters/core/locker.h"
 #include "real/server_errors.h"
@@ -278,6 +281,56 @@ TEST_CASE("redis: a paused, crashed or confused server is a BackendError, never 
   CHECK_THROWS_AS(confused.release(), BackendError);
   CHECK_THROWS_WITH(confused.is_locked(),
                     Catch::Contains("is_locked") && Catch::Contains("WRONGTYPE"));
+}
+
+// Issue 38, bug 1: an auto-extension thread and its owner's other locks shared one hiredis
+// context unguarded; the extension read another acquire's reply ("unexpected reply (integer)
+// 151"), or the process crashed. Every call of one Locker now goes through its gate. Run under
+// ThreadSanitizer too (scripts/test.sh): a data race on the context is a failure there.
+TEST_CASE(
+    "redis: one auto-extending lock beside ten thousand operations of its Locker under real "
+    "threads",
+    "[redis][real]") {
+  testing::require_redis_server();
+  real::RedisServerProcess server;
+  ThreadBackground background;
+  HiredisConnection connection({.port = server.port(), .command_timeout_ms = 5000});
+  RedisAdapter adapter({.connection = &connection});
+  SystemClock clock;
+  SystemRandom random;
+  Locker locker(
+      {.adapter = &adapter, .clock = &clock, .random = &random, .background = &background});
+
+  // A TTL no loaded machine outlasts, extended every millisecond: thousands of extensions race
+  // the operations below for the one connection.
+  Lock held = locker.lock("held", 60'000);
+  held.acquire();
+  held.auto_extend({.every_ms = 1});
+
+  constexpr int kOperations = 10'000;
+  constexpr int kKeys = 10;
+  std::map<std::string, uint64_t> last_token;
+  int operations = 0;
+  while (operations < kOperations) {
+    const std::string key = "k" + std::to_string(operations / 2 % kKeys);
+    Lock lock = locker.lock(key, 60'000);
+    lock.acquire();  // nobody else holds these keys: contention would be a misread reply
+    ++operations;
+    REQUIRE(lock.fencing_token());
+    // Each key's counter gives 1, 2, 3, ...: a token read from an extension's reply (1) or from
+    // another key's counter would break the sequence.
+    REQUIRE(*lock.fencing_token() == last_token[key] + 1);
+    last_token[key] = *lock.fencing_token();
+    REQUIRE_FALSE(lock.lost());
+    REQUIRE(lock.release({.throw_on_fail = true}));
+    ++operations;
+  }
+  INFO(held.lost_reason());
+  CHECK_FALSE(held.lost());
+  CHECK(raw(server, {"GET", "lock:{held}"}).str == held.unique_value());
+  CHECK(raw(server, {"PTTL", "lock:{held}"}).integer > 50'000);  // the extensions landed
+  CHECK(held.release({.throw_on_fail = true}));
+  for (const auto& [key, token] : last_token) CHECK(token == kOperations / 2 / kKeys);
 }
 
 }  // namespace lockstep
