@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154 # repo and tmp are the caller's (below)
 # Sourced (not run) by scripts/own_adapter.sh and scripts/outside_ci.sh: installing lockstep's
 # Debian package into a fresh prefix, building examples/own-adapter against that prefix alone, and
 # holding commands to their exit codes. The caller runs under `set -euo pipefail` and sets `repo`
