@@ -54,7 +54,7 @@ install_deb() {
   local deb=$1 root=$2
   [ ! -e "$root" ] || fail "$root exists: install_deb wants a fresh root"
   dpkg-deb -x "$deb" "$root"
-  if grep -rl "$repo" "$root/usr/lib/cmake" "$root/usr/include" >&2; then
+  if grep -rl "$repo" "$root/usr/bin" "$root/usr/lib/cmake" "$root/usr/include" >&2; then
     fail "the package names the source tree $repo (files above)"
   fi
 }
