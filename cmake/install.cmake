@@ -81,8 +81,10 @@ install(FILES ${PROJECT_BINARY_DIR}/lockstepConfig.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/lockstep)
 
 # The command: the build tree's `lockstep` without its default of this source tree's Node drivers
-# (cli/CMakeLists.txt, lockstep_installed).
-install(TARGETS lockstep_installed RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# (cli/CMakeLists.txt, lockstep_installed; not made in a sanitizer build).
+if(TARGET lockstep_installed)
+  install(TARGETS lockstep_installed RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 
 # The Python driver kit (examples/python-driver): the module where Debian's python3 imports it
 # from, the reference driver and its README beside the Node drivers. The path is Debian's
