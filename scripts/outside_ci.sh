@@ -9,7 +9,8 @@
 #                                                               with testcases and no failure
 #   4. sweep --adapter my-correct --seeds 2000 --time BUDGET --report --junit
 #                                                               exit 0, a report, a JUnit file
-#   5. keep the reports          the workflow uploads them; here they are copied to --reports DIR
+#   5. keep the reports          the workflow uploads them; here they are copied to --reports DIR,
+#                                also when a step failed
 # Usage: scripts/outside_ci.sh [--deb FILE] [--time DURATION] [--reports DIR]. Without --deb it packs
 # build/ (scripts/lib/make_deb.sh; build it first with scripts/build.sh). --time is the sweep's
 # budget (default 1s, about 1,300 seeds here, so the budget is what ends it). The seeds are the
@@ -45,7 +46,16 @@ if [ -n "$deb" ] && [ ! -f "$deb" ]; then
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/lockstep-outside-ci.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+reports=$tmp/reports
+# As the workflow uploads the reports whatever the verdicts, --reports keeps them also after a
+# failed step.
+finish() {
+  if [ -n "$keep" ] && [ -d "$reports" ]; then
+    mkdir -p "$keep" && cp -r "$reports/." "$keep/" && echo "outside_ci: reports kept in $keep"
+  fi
+  rm -rf "$tmp"
+}
+trap finish EXIT
 # shellcheck source=scripts/lib/outside_project.sh
 . scripts/lib/outside_project.sh
 
@@ -64,7 +74,6 @@ build_example "$prefix" "$tmp/example"
 bin=$tmp/example/my_lockstep
 echo "outside_ci: built in $(($(now_s) - start)) s"
 
-reports=$tmp/reports
 echo "== 3. matrix --adapter my-correct"
 start=$(now_s)
 expect_exit 0 "$bin" matrix --adapter my-correct --report "$reports/matrix" --junit "$reports/matrix.xml"
@@ -76,8 +85,16 @@ echo "outside_ci: matrix in $(($(now_s) - start)) s"
 
 echo "== 4. sweep --adapter my-correct --time $budget"
 start=$(now_s)
-expect_exit 0 "$bin" sweep --adapter my-correct --seeds 2000 --time "$budget" \
-  --report "$reports/sweep" --junit "$reports/sweep.xml"
+echo "$outside_name: sweep --adapter my-correct --seeds 2000 --time $budget"
+code=0
+"$bin" sweep --adapter my-correct --seeds 2000 --time "$budget" \
+  --report "$reports/sweep" --junit "$reports/sweep.xml" >"$tmp/out" 2>"$tmp/err" || code=$?
+# A --time the sweep refuses is this script's bad usage: the sweep's one line, exit 2.
+if [ "$code" -eq 2 ]; then
+  echo "outside_ci: --time $budget: $(head -n 1 "$tmp/err")" >&2
+  exit 2
+fi
+[ "$code" -eq 0 ] || { cat "$tmp/out" "$tmp/err" >&2; fail "the sweep exited $code, not 0"; }
 tail -n 2 "$tmp/out"
 ls "$reports"/sweep/*.json >/dev/null 2>&1 || fail "the sweep wrote no report in $reports/sweep"
 echo "outside_ci: sweep in $(($(now_s) - start)) s"
@@ -96,9 +113,4 @@ print("%s: %d testcases, none failing" % (sys.argv[1], len(cases)))
 EOF
 done
 
-if [ -n "$keep" ]; then
-  mkdir -p "$keep"
-  cp -r "$reports/." "$keep/"
-  echo "== 5. reports kept in $keep"
-fi
 echo "outside_ci: ok"
