@@ -55,12 +55,13 @@ install(EXPORT lockstepTargets
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/lockstep)
 
 # Headers, keeping their repository paths. services/ext/node is the Node drivers (and their node_modules),
-# not C++.
+# not C++; a folder's tests/ holds its tests' helpers, not lockstep's API.
 foreach(folder base adapters sim real history checkers harness services scenarios run report explore cli)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${folder}
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/lockstep
     FILES_MATCHING PATTERN "*.h"
-    PATTERN "node" EXCLUDE)
+    PATTERN "node" EXCLUDE
+    PATTERN "tests" EXCLUDE)
 endforeach()
 
 # The Node drivers of the ext: adapters, without node_modules: an installed lockstep finds them

@@ -37,6 +37,7 @@ deb=$(scripts/lib/make_deb.sh build)
 echo "own_adapter: $deb, $(du -h "$deb" | cut -f1), made in $(($(now_s) - start)) s"
 
 echo "== install the package into a fresh prefix"
+check_deb "$deb"
 require_deb_depends "$deb"
 install_deb "$deb" "$tmp/root"
 prefix=$tmp/root/usr

@@ -48,6 +48,30 @@ require_deb_depends() {
   fi
 }
 
+# Fails unless the .deb $1 holds what cmake/package.cmake says (the command, the CMake package,
+# headers, libraries, the Node drivers without node_modules, the Python driver kit; no source file
+# or test) and depends on the runtime libraries the command loads and the -dev packages a build
+# against it needs, by their Debian 12 names.
+check_deb() {
+  local deb=$1 want depends contents
+  depends=" $(deb_depends "$deb" | tr '\n' ' ') "
+  for want in libhiredis0.14 libmongoc-1.0-0 liblua5.1-0 libboost-context1.74.0 libfmt9 libpq5 \
+    libtcmalloc-minimal4 libstdc++6 libhiredis-dev liblua5.1-0-dev libboost-context-dev \
+    libmongoc-dev libpq-dev libfmt-dev nlohmann-json3-dev libcli11-dev pkg-config; do
+    [[ "$depends" == *" $want "* ]] || fail "the package does not depend on $want: $depends"
+  done
+  contents=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./||')
+  for want in usr/bin/lockstep usr/lib/cmake/lockstep/lockstepConfig.cmake \
+    usr/lib/liblockstep_cli.a usr/include/lockstep/cli/cli.h \
+    usr/share/lockstep/ext/node/driver.js usr/lib/python3/dist-packages/lockstep_driver.py \
+    usr/share/lockstep/python-driver/driver.py; do
+    grep -qx "$want" <<<"$contents" || fail "the package lacks $want"
+  done
+  if grep -E 'node_modules|\.cc$|/tests/' <<<"$contents" >&2; then
+    fail "the package holds node_modules, sources or tests (above)"
+  fi
+}
+
 # Unpacks the .deb $1 into the fresh root $2 (dpkg-deb -x: no root, no container, nothing of this
 # machine's dpkg database touched). The package's prefix is then $2/usr.
 install_deb() {
