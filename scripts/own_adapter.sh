@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # "Test your own lock", as CI must run it, from lockstep's Debian package: builds lockstep in build/
 # (nothing more when the suite already did), packs that build with cpack
-# (build/lockstep_VERSION_amd64.deb, cmake/package.cmake), unpacks the package into a fresh temp
-# prefix (dpkg-deb -x: no root, no container), and from that prefix alone:
+# (build/lockstep_VERSION_amd64.deb, cmake/package.cmake), checks what it holds and depends on,
+# unpacks it into a fresh temp prefix (dpkg-deb -x: no root, no container), and from that prefix
+# alone:
 #   the packaged `lockstep`                  run sequential --adapter memory: exit 0
 #   the packaged Python driver kit           its reference driver co-simulated: sequential exit 0;
 #                                            with --bug extend-no-owner-check, stolen-lock exit 1
