@@ -1,8 +1,11 @@
 # The installable package: `cmake --install build --prefix P` puts the headers under
 # P/include/lockstep (repository-rooted: #include "services/registry.h"), the static
-# libraries under P/lib, and a CMake package, so an outside project does
+# libraries under P/lib, the `lockstep` command under P/bin, the Node drivers and the Python
+# driver kit under P/share/lockstep, and a CMake package, so an outside project does
 #   find_package(lockstep CONFIG REQUIRED)
 #   target_link_libraries(app PRIVATE lockstep::lockstep)
+# `cmake --install --strip` (and the Debian package, cmake/package.cmake) also strips the debug
+# info from the static libraries: a user's binary linked with them is then ~6 MB, not ~150 MB.
 # Every library is exported as lockstep::NAME (lockstep_core -> lockstep::core); lockstep::lockstep
 # is what a binary with its own adapters and the whole command line needs (examples/own-adapter).
 include(CMakePackageConfigHelpers)
@@ -52,19 +55,21 @@ install(EXPORT lockstepTargets
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/lockstep)
 
 # Headers, keeping their repository paths. services/ext/node is the Node drivers (and their node_modules),
-# not C++.
+# not C++; a folder's tests/ holds its tests' helpers, not lockstep's API.
 foreach(folder base adapters sim real history checkers harness services scenarios run report explore cli)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${folder}
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/lockstep
     FILES_MATCHING PATTERN "*.h"
-    PATTERN "node" EXCLUDE)
+    PATTERN "node" EXCLUDE
+    PATTERN "tests" EXCLUDE)
 endforeach()
 
 # The Node drivers of the ext: adapters, without node_modules: an installed lockstep finds them
 # only through LOCKSTEP_EXT_NODE_DIR (services/ext/driver/node_drivers.h), after `npm ci` in that directory.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/services/ext/node/
   DESTINATION ${CMAKE_INSTALL_DATADIR}/lockstep/ext/node
-  PATTERN "node_modules" EXCLUDE)
+  PATTERN "node_modules" EXCLUDE
+  PATTERN ".gitignore" EXCLUDE)
 
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/lockstepConfig.cmake.in
   ${PROJECT_BINARY_DIR}/lockstepConfig.cmake
@@ -75,3 +80,45 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/lockstepConfigVersion.cma
 install(FILES ${PROJECT_BINARY_DIR}/lockstepConfig.cmake
   ${PROJECT_BINARY_DIR}/lockstepConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/lockstep)
+
+# The command: the build tree's `lockstep` without its default of this source tree's Node drivers
+# (cli/CMakeLists.txt, lockstep_installed; not made in a sanitizer build).
+if(TARGET lockstep_installed)
+  install(TARGETS lockstep_installed RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+
+# The Python driver kit (examples/python-driver): the module where Debian's python3 imports it
+# from, the reference driver and its README beside the Node drivers. The path is Debian's
+# dist-packages under the prefix (not LIBDIR: python3 looks in lib/python3, never a multiarch dir).
+install(FILES ${PROJECT_SOURCE_DIR}/examples/python-driver/lockstep_driver.py
+  DESTINATION lib/python3/dist-packages)
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/examples/python-driver/driver.py
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/lockstep/python-driver)
+install(FILES ${PROJECT_SOURCE_DIR}/examples/python-driver/README.md
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/lockstep/python-driver)
+
+# CMake strips executables and shared libraries when asked (--strip, CPACK_STRIP_FILES), never a
+# static library. Their debug info is 95% of them (RelWithDebInfo: 427 MB of libraries, 21 MB
+# without) and of every binary a user links with them, so a stripping install drops it here,
+# after every library is installed (install rules run in the order they are declared, and
+# services/ installs its own before this file is included). Symbols stay: they are what links.
+set(strip_archives [[
+  if(CMAKE_INSTALL_DO_STRIP)
+    file(GLOB archives "$ENV{DESTDIR}${CMAKE_INSTALL_PREFIX}/@lockstep_strip_libdir@/liblockstep_*.a")
+    if(NOT archives)
+      message(FATAL_ERROR "no liblockstep_*.a under $ENV{DESTDIR}${CMAKE_INSTALL_PREFIX}/@lockstep_strip_libdir@ to strip")
+    endif()
+    foreach(archive IN LISTS archives)
+      execute_process(COMMAND "@lockstep_strip@" --strip-debug "${archive}" RESULT_VARIABLE stripped)
+      if(NOT stripped EQUAL 0)
+        message(FATAL_ERROR "@lockstep_strip@ --strip-debug ${archive} failed: ${stripped}")
+      endif()
+    endforeach()
+  endif()
+]])
+set(lockstep_strip_libdir ${CMAKE_INSTALL_LIBDIR})
+set(lockstep_strip ${CMAKE_STRIP})
+string(CONFIGURE "${strip_archives}" strip_archives @ONLY)
+install(CODE "${strip_archives}")
+
+include(${PROJECT_SOURCE_DIR}/cmake/package.cmake)

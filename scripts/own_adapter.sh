@@ -1,14 +1,25 @@
 #!/usr/bin/env bash
-# "Test your own lock", as CI must run it: builds lockstep in build/, installs it into a temp
-# prefix, builds examples/own-adapter (an outside project: find_package(lockstep)) against that
-# prefix alone in a temp build dir, and holds its binary to this:
+# "Test your own lock", as CI must run it, from lockstep's Debian package: builds lockstep in build/
+# (nothing more when the suite already did), packs that build with cpack
+# (build/lockstep_VERSION_amd64.deb, cmake/package.cmake), checks what it holds and depends on,
+# unpacks it into a fresh temp prefix (dpkg-deb -x: no root, no container), and from that prefix
+# alone:
+#   the packaged `lockstep`                  run sequential --adapter memory: exit 0
+#   the packaged Python driver kit           its reference driver co-simulated: sequential exit 0;
+#                                            with --bug extend-no-owner-check, stolen-lock exit 1
+#                                            with ownership
+# then builds examples/own-adapter (an outside project: find_package(lockstep)) against that prefix
+# alone in a temp build dir (the compiler's header list and the link line are checked: nothing from
+# this tree or /usr/local) and holds its binary to this:
 #   sweep --adapter my-buggy --seeds 1000    exit 1, and the shrunk replay file it names replays
 #                                            (the binary's own `replay` reproduces the trace hash:
 #                                            exit 0)
 #   sweep --adapter my-correct --seeds 2000  exit 0
 #   matrix --adapter my-correct              exit 0 (every scenario its traits fit: as expected)
 #   run stolen-lock --adapter my-buggy       exit 1 with ownership (its extend lengthens B's lock)
-# Temp dirs are removed on exit, failing or not. Exit 0 when all of it held, 1 otherwise.
+# It prints how long each stage took and the binary's size. Temp dirs are removed on exit, failing
+# or not. Exit 0 when all of it held, 1 otherwise, 3 when a tool or a package the .deb depends on is
+# missing here (scripts/setup.sh installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -17,43 +28,35 @@ scripts/build.sh
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/lockstep-own-adapter.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=scripts/lib/outside_project.sh
+. scripts/lib/outside_project.sh
 
-fail() {
-  echo "own_adapter: FAILED: $*" >&2
-  exit 1
-}
+echo "== package lockstep: cpack in build/ (the build above, nothing compiled again)"
+stage_start=$(now_s)
+start=$stage_start
+deb=$(scripts/lib/make_deb.sh build)
+echo "own_adapter: $deb, $(du -h "$deb" | cut -f1), made in $(($(now_s) - start)) s"
 
-# Runs the command; its exit code must be $1. Output goes to $tmp/out and $tmp/err.
-expect_exit() {
-  local want=$1
-  shift
-  echo "own_adapter: $* (expect exit $want)"
-  local code=0
-  "$@" >"$tmp/out" 2>"$tmp/err" || code=$?
-  if [ "$code" -ne "$want" ]; then
-    cat "$tmp/out" "$tmp/err" >&2
-    fail "$* exited $code, not $want"
-  fi
-}
+echo "== install the package into a fresh prefix"
+check_deb "$deb"
+require_deb_depends "$deb"
+install_deb "$deb" "$tmp/root"
+prefix=$tmp/root/usr
 
-echo "== install lockstep into a temp prefix"
-cmake --install build --prefix "$tmp/prefix" >/dev/null
-# The package must stand on its own: no path into this source tree or build dir.
-if grep -rl "$repo" "$tmp/prefix/lib/cmake"; then
-  fail "the installed package names the source tree $repo (files above)"
-fi
+echo "== the packaged lockstep and Python driver kit"
+expect_exit 0 "$prefix/bin/lockstep" run sequential --adapter memory
+driver="python3 $prefix/share/lockstep/python-driver/driver.py --sim"
+kit=(env "PYTHONPATH=$prefix/lib/python3/dist-packages" "$prefix/bin/lockstep")
+expect_exit 0 "${kit[@]}" run sequential --adapter ext --set "driver=$driver"
+expect_exit 1 "${kit[@]}" run stolen-lock --adapter ext --json \
+  --set "driver=$driver --bug extend-no-owner-check"
+grep -q '"invariant": "ownership"' "$tmp/out" || fail "stolen-lock did not find the --bug driver's ownership violation"
 
-echo "== build examples/own-adapter against the installed package alone"
-# No package registry and no path but the prefix: the example must not find the build tree.
-cmake -S "$repo/examples/own-adapter" -B "$tmp/example" -G Ninja \
-  -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF >/dev/null
-found=$(sed -n 's/^lockstep_DIR:PATH=//p' "$tmp/example/CMakeCache.txt")
-case "$found" in
-  "$tmp/prefix"/*) ;;
-  *) fail "find_package(lockstep) found $found, not the package installed in $tmp/prefix" ;;
-esac
-cmake --build "$tmp/example" -j"$(nproc)"
+echo "== build examples/own-adapter against the package alone"
+start=$(now_s)
+build_example "$prefix" "$tmp/example"
 bin="$tmp/example/my_lockstep"
+echo "own_adapter: my_lockstep built in $(($(now_s) - start)) s, $(stat -c %s "$bin") bytes"
 
 echo "== run it"
 expect_exit 1 "$bin" sweep --adapter my-buggy --seeds 1000 --report "$tmp/reports"
@@ -73,4 +76,4 @@ grep -q "cells as expected" "$tmp/out" "$tmp/err" || fail "matrix --adapter my-c
 expect_exit 1 "$bin" run stolen-lock --adapter my-buggy --json
 grep -q '"invariant": "ownership"' "$tmp/out" || fail "stolen-lock did not find my-buggy's ownership violation"
 cat "$tmp/out" "$tmp/err"
-echo "own_adapter: ok"
+echo "own_adapter: ok, in $(($(now_s) - stage_start)) s after the build"

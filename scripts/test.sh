@@ -2,8 +2,9 @@
 # The whole test suite: installs what is missing, builds, and runs every test through ctest; then
 # again under AddressSanitizer + UndefinedBehaviorSanitizer (fibers switch stacks: the sanitizers
 # are how we know that is done right); then the real-thread lock tests under ThreadSanitizer.
-# Between the first run and the sanitizers, scripts/own_adapter.sh tests a lock from outside the
-# repository through the installed package.
+# Between the first run and the sanitizers, scripts/own_adapter.sh makes the Debian package from
+# that same build (cpack: nothing compiled again) and tests a lock from outside the repository
+# through it.
 # Tests that need redis-server or chromium start and stop their own (setup.sh installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +14,7 @@ echo "== build and test (RelWithDebInfo)"
 scripts/build.sh
 ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 600
 
-echo "== test your own lock: install, build examples/own-adapter against the package, run it"
+echo "== test your own lock: the Debian package of build/, examples/own-adapter built against it, run"
 scripts/own_adapter.sh
 
 echo "== build and test the real-thread keyed locks (ThreadSanitizer)"
