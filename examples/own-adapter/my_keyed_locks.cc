@@ -170,17 +170,18 @@ size_t FifoTable::waiting(std::string_view key) const {
 void register_my_keyed_locks() {
   using lockstep::keyed_fifo_adapter;
   using lockstep::keyed_rw_adapter;
-  lockstep::register_adapter(keyed_rw_adapter(
-      {.name = "my-rw",
-       .description = "my keyed reader/writer lock (writer preference)",
-       .writers_first = true,
-       .make_machine = [] { return std::make_unique<ReadWriteTable>(); }}));
+  lockstep::register_adapter(
+      keyed_rw_adapter({.name = "my-rw",
+                        .description = "my keyed reader/writer lock (writer preference)",
+                        .writers_first = true,
+                        .make_machine = [] { return std::make_unique<ReadWriteTable>(); }}));
   lockstep::register_adapter(keyed_rw_adapter(
       {.name = "my-rw-buggy",
        .description = "my keyed reader/writer lock that forgets a writer it hands the key to",
        .writers_first = true,
-       .make_machine =
-           [] { return std::make_unique<ReadWriteTable>(ReadWriteTable::Bug::forgets_handed_writer); }}));
+       .make_machine = [] {
+         return std::make_unique<ReadWriteTable>(ReadWriteTable::Bug::forgets_handed_writer);
+       }}));
   lockstep::register_adapter(keyed_fifo_adapter(
       {.name = "my-fifo",
        .description = "my keyed FIFO lock",
@@ -188,10 +189,9 @@ void register_my_keyed_locks() {
   lockstep::register_adapter(keyed_fifo_adapter(
       {.name = "my-fifo-buggy",
        .description = "my keyed FIFO lock whose waiters are a stack (newest first)",
-       .make_machine =
-           [](FifoLimits limits) {
-             return std::make_unique<FifoTable>(limits, FifoTable::Bug::newest_first);
-           }}));
+       .make_machine = [](FifoLimits limits) {
+         return std::make_unique<FifoTable>(limits, FifoTable::Bug::newest_first);
+       }}));
 }
 
 }  // namespace my_keyed

@@ -67,8 +67,8 @@ class MachineGuard {
   void record(std::string what) noexcept {
     if (broken_) return;
     try {
-      broken_ = fmt::format("keyed lock '{}' broke its state-machine contract: {}", lock_name_,
-                            what);
+      broken_ =
+          fmt::format("keyed lock '{}' broke its state-machine contract: {}", lock_name_, what);
     } catch (...) {
       broken_ = std::string("a keyed lock broke its state-machine contract");
     }
