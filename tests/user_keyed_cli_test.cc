@@ -102,8 +102,10 @@ void ends_as_error(const std::string& args, const std::string& lock, const std::
         std::string::npos);
 }
 
-TEST_CASE("a user's keyed lock whose call throws ends the run as an error, never 70 or abort",
-          "[user-keyed]") {
+TEST_CASE(
+    "a user's keyed lock whose call throws, or whose answer the driver cannot carry out, ends the "
+    "run as an error, never 70 or abort",
+    "[user-keyed]") {
   ends_as_error("run writer-starvation --adapter throws-in-acquire", "throws-in-acquire",
                 "request(key 'resource') threw: my table is full");
   ends_as_error("run writer-starvation --adapter throws-in-release", "throws-in-release",
@@ -113,14 +115,18 @@ TEST_CASE("a user's keyed lock whose call throws ends the run as an error, never
                 "clear() threw: clear() is not implemented");
   ends_as_error("run writer-starvation --adapter grants-stranger", "grants-stranger",
                 "release(key 'resource') granted request 1, which is not waiting");
+  ends_as_error("run writer-starvation --adapter reuses-id", "reuses-id",
+                "request gave request id 1, which a live request has");
+  ends_as_error("run fifo-queue --adapter clear-rejects-holder", "clear-rejects-holder",
+                "clear() rejected request");
 }
 
 TEST_CASE("a sweep of a user's keyed lock whose call throws exits 4, never 70", "[user-keyed]") {
   TempDir dir;
   for (const std::string adapter :
        {"throws-in-acquire", "throws-in-release", "throws-in-clear", "grants-stranger"}) {
-    const CommandResult sweep = run_lockstep("sweep --adapter " + adapter +
-                                             " --seeds 50 --report " + dir.path.string());
+    const CommandResult sweep =
+        run_lockstep("sweep --adapter " + adapter + " --seeds 50 --report " + dir.path.string());
     INFO(adapter << "\n" << sweep.out << sweep.err);
     CHECK(sweep.exit_code == 4);
     CHECK(error_lines(sweep.err) == 1);

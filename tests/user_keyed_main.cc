@@ -3,6 +3,7 @@
 // calls throw, for tests/user_keyed_cli_test.cc. The example itself is built against the installed
 // package by scripts/own_adapter.sh; this binary lets the plain suite hold the same locks to the
 // command line's exit codes without installing anything.
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -56,9 +57,7 @@ class ThrowingRw final : public lockstep::keyed::RwStateMachine {
 class ThrowingFifo final : public lockstep::keyed::FifoStateMachine {
  public:
   explicit ThrowingFifo(FifoLimits limits) : inner_(limits) {}
-  lockstep::keyed::FifoAdmission request(const KeyRef& key) override {
-    return inner_.request(key);
-  }
+  lockstep::keyed::FifoAdmission request(const KeyRef& key) override { return inner_.request(key); }
   std::optional<RequestId> try_acquire(const KeyRef& key) override {
     return inner_.try_acquire(key);
   }
@@ -102,6 +101,66 @@ class GrantsStranger final : public lockstep::keyed::RwStateMachine {
   my_keyed::ReadWriteTable inner_;
 };
 
+// Gives every request the same id: the second live request would share the first's.
+class ReusesId final : public lockstep::keyed::RwStateMachine {
+ public:
+  lockstep::keyed::RwAdmission request(const KeyRef& key, RwMode mode) override {
+    lockstep::keyed::RwAdmission admission = inner_.request(key, mode);
+    admission.id = 1;
+    return admission;
+  }
+  std::optional<RequestId> try_acquire(const KeyRef& key, RwMode mode) override {
+    return inner_.try_acquire(key, mode);
+  }
+  void release(const KeyRef& key, RequestId id, RwMode mode,
+               std::vector<RequestId>& granted) override {
+    inner_.release(key, id, mode, granted);
+  }
+  bool cancel(const KeyRef& key, RequestId id, std::vector<RequestId>& granted) override {
+    return inner_.cancel(key, id, granted);
+  }
+  size_t key_count() const override { return inner_.key_count(); }
+  size_t entries(std::string_view key) const override { return inner_.entries(key); }
+
+ private:
+  my_keyed::ReadWriteTable inner_;
+};
+
+// clear() also names the holders of the keys that have waiters, as if they were waiting.
+class ClearRejectsHolder final : public lockstep::keyed::FifoStateMachine {
+ public:
+  explicit ClearRejectsHolder(FifoLimits limits) : inner_(limits) {}
+  lockstep::keyed::FifoAdmission request(const KeyRef& key) override {
+    const lockstep::keyed::FifoAdmission admission = inner_.request(key);
+    if (admission.admit == lockstep::keyed::FifoAdmit::granted)
+      holders_[std::string(key.key)] = admission.id;
+    return admission;
+  }
+  std::optional<RequestId> try_acquire(const KeyRef& key) override {
+    return inner_.try_acquire(key);
+  }
+  RequestId release(const KeyRef& key, RequestId holder) override {
+    const RequestId next = inner_.release(key, holder);
+    holders_[std::string(key.key)] = next;
+    return next;
+  }
+  bool cancel(const KeyRef& key, RequestId id) override { return inner_.cancel(key, id); }
+  std::vector<lockstep::keyed::FifoRejection> clear() override {
+    std::vector<lockstep::keyed::FifoRejection> rejected = inner_.clear();
+    if (!rejected.empty())
+      rejected.push_back({rejected.front().key, holders_[rejected.front().key]});
+    return rejected;
+  }
+  bool held(std::string_view key) const override { return inner_.held(key); }
+  size_t waiting(std::string_view key) const override { return inner_.waiting(key); }
+  size_t size() const override { return inner_.size(); }
+  FifoLimits limits() const override { return inner_.limits(); }
+
+ private:
+  my_keyed::FifoTable inner_;
+  std::map<std::string, RequestId> holders_;
+};
+
 void register_throwing_rw(std::string name, Throws where) {
   lockstep::register_adapter(lockstep::keyed_rw_adapter(
       {.name = std::move(name),
@@ -123,5 +182,15 @@ int main(int argc, char** argv) {
       {.name = "grants-stranger",
        .description = "test: a keyed RW lock whose release grants the request that left",
        .make_machine = [] { return std::make_unique<GrantsStranger>(); }}));
+  lockstep::register_adapter(lockstep::keyed_rw_adapter(
+      {.name = "reuses-id",
+       .description = "test: a keyed RW lock that gives every request id 1",
+       .make_machine = [] { return std::make_unique<ReusesId>(); }}));
+  lockstep::register_adapter(lockstep::keyed_fifo_adapter(
+      {.name = "clear-rejects-holder",
+       .description = "test: a keyed FIFO lock whose clear() names a holder as a waiter",
+       .make_machine = [](FifoLimits limits) {
+         return std::make_unique<ClearRejectsHolder>(limits);
+       }}));
   return lockstep::cli_main(argc, argv);
 }
