@@ -83,6 +83,14 @@ TEST_CASE("the correct variants of the user's keyed locks pass the sweep", "[use
   }
 }
 
+TEST_CASE("calibrate catches the user's keyed calibration variants", "[user-keyed]") {
+  const CommandResult calibrate = run_lockstep("calibrate --seeds 300 --no-time-target");
+  INFO(calibrate.out << calibrate.err);
+  CHECK(calibrate.exit_code == 0);
+  CHECK(calibrate.out.find("my-rw-buggy") != std::string::npos);
+  CHECK(calibrate.out.find("my-fifo-buggy") != std::string::npos);
+}
+
 TEST_CASE("the user's keyed locks join the scenarios their traits fit", "[user-keyed]") {
   CHECK(run_lockstep("run writer-starvation --adapter my-rw").exit_code == 0);
   CHECK(run_lockstep("run fifo-queue --adapter my-fifo").exit_code == 0);

@@ -179,9 +179,13 @@ void register_my_keyed_locks() {
       {.name = "my-rw-buggy",
        .description = "my keyed reader/writer lock that forgets a writer it hands the key to",
        .writers_first = true,
-       .make_machine = [] {
-         return std::make_unique<ReadWriteTable>(ReadWriteTable::Bug::forgets_handed_writer);
-       }}));
+       .make_machine =
+           [] {
+             return std::make_unique<ReadWriteTable>(ReadWriteTable::Bug::forgets_handed_writer);
+           },
+       // A calibration variant: `calibrate` must find it breaking this.
+       .breaks = "mutual_exclusion",
+       .sibling = "my-rw"}));
   lockstep::register_adapter(keyed_fifo_adapter(
       {.name = "my-fifo",
        .description = "my keyed FIFO lock",
@@ -189,9 +193,12 @@ void register_my_keyed_locks() {
   lockstep::register_adapter(keyed_fifo_adapter(
       {.name = "my-fifo-buggy",
        .description = "my keyed FIFO lock whose waiters are a stack (newest first)",
-       .make_machine = [](FifoLimits limits) {
-         return std::make_unique<FifoTable>(limits, FifoTable::Bug::newest_first);
-       }}));
+       .make_machine =
+           [](FifoLimits limits) {
+             return std::make_unique<FifoTable>(limits, FifoTable::Bug::newest_first);
+           },
+       .breaks = "fifo",
+       .sibling = "my-fifo"}));
 }
 
 }  // namespace my_keyed

@@ -174,6 +174,9 @@ AdapterEntry keyed_rw_adapter(KeyedRwLockEntry lock) {
           .description = std::move(lock.description),
           .worlds = {WorldKind::sim},
           .traits = traits,
+          .known_bad = !lock.breaks.empty(),
+          .breaks = lock.breaks,
+          .sibling = lock.sibling,
           .make_sim = [name = lock.name, make = std::move(lock.make_machine)](BackendEnv& env) {
             std::unique_ptr<keyed::RwStateMachine> machine = make ? make() : nullptr;
             if (make && !machine)
@@ -189,6 +192,9 @@ AdapterEntry keyed_fifo_adapter(KeyedFifoLockEntry lock) {
           .description = std::move(lock.description),
           .worlds = {WorldKind::sim},
           .traits = traits,
+          .known_bad = !lock.breaks.empty(),
+          .breaks = lock.breaks,
+          .sibling = lock.sibling,
           .options = fifo_backend_options(),
           .make_sim = [name = lock.name, make = std::move(lock.make_machine)](BackendEnv& env) {
             return make_fifo_sim_backend(env, make, name);

@@ -1,6 +1,7 @@
 #pragma once
-// The in-process keyed locks (`keyed-rw`, `fifo`) as simulated backends, and the client steps
-// keyed scenarios are written in.
+// The in-process keyed locks as simulated backends (lockstep's `keyed-rw` and `fifo`, their
+// calibration variants, and a user's keyed state machine registered with keyed_rw_adapter or
+// keyed_fifo_adapter, below), and the client steps keyed scenarios are written in.
 //
 // A KeyedSimBackend owns one simulator driver (services/keyed/backend/keyed_sim.h) shared by every
 // client, as an in-process lock is shared by the threads of a process. It marks the history as
@@ -127,6 +128,10 @@ struct KeyedRwLockEntry {
   // or not: writer-starvation expects a lock without it to starve its writer.
   bool writers_first = true;
   std::function<std::unique_ptr<keyed::RwStateMachine>()> make_machine;
+  // A calibration variant (a copy of `sibling` with one bug, which `calibrate` must catch): the
+  // invariant a sweep must find broken. Empty: a lock that claims to be correct.
+  std::string breaks;
+  std::string sibling;
 };
 AdapterEntry keyed_rw_adapter(KeyedRwLockEntry lock);
 
@@ -136,6 +141,8 @@ struct KeyedFifoLockEntry {
   // clear() keeps the running holders (no caller after it runs beside one).
   bool clear_keeps_exclusion = true;
   FifoMachineFactory make_machine;  // given the limits of the run's options (--set)
+  std::string breaks;               // as for KeyedRwLockEntry
+  std::string sibling;
 };
 AdapterEntry keyed_fifo_adapter(KeyedFifoLockEntry lock);
 
