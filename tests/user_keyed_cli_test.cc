@@ -101,13 +101,13 @@ TEST_CASE("the user's keyed locks join the scenarios their traits fit", "[user-k
 
 // A run that must end as the run's error: exit 4, one stderr line, and the report's reason names
 // the lock and the call.
-void ends_as_error(const std::string& args, const std::string& lock, const std::string& call) {
+void ends_as_error(const std::string& args, const std::string& lock, const std::string& call,
+                   const std::string& what = " broke its state-machine contract: ") {
   const CommandResult r = run_lockstep(args);
   INFO(args << "\n" << r.out << r.err);
   CHECK(r.exit_code == 4);
   CHECK(error_lines(r.err) == 1);
-  CHECK(r.out.find("keyed lock '" + lock + "' broke its state-machine contract: " + call) !=
-        std::string::npos);
+  CHECK(r.out.find("keyed lock '" + lock + "'" + what + call) != std::string::npos);
 }
 
 TEST_CASE(
@@ -127,6 +127,8 @@ TEST_CASE(
                 "request gave request id 1, which a live request has");
   ends_as_error("run fifo-queue --adapter clear-rejects-holder", "clear-rejects-holder",
                 "clear() rejected request");
+  ends_as_error("run writer-starvation --adapter throws-in-make", "throws-in-make",
+                "make_machine threw: std::bad_alloc", ": ");
 }
 
 TEST_CASE("a sweep of a user's keyed lock whose call throws exits 4, never 70", "[user-keyed]") {

@@ -5,6 +5,7 @@
 // command line's exit codes without installing anything.
 #include <map>
 #include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -191,6 +192,12 @@ int main(int argc, char** argv) {
        .description = "test: a keyed FIFO lock whose clear() names a holder as a waiter",
        .make_machine = [](FifoLimits limits) {
          return std::make_unique<ClearRejectsHolder>(limits);
+       }}));
+  lockstep::register_adapter(lockstep::keyed_rw_adapter(
+      {.name = "throws-in-make",
+       .description = "test: a keyed RW lock whose factory throws",
+       .make_machine = []() -> std::unique_ptr<lockstep::keyed::RwStateMachine> {
+         throw std::bad_alloc();
        }}));
   return lockstep::cli_main(argc, argv);
 }

@@ -123,6 +123,35 @@ LockAdapter& KeyedSimBackend::adapter_for(int, int node) {
 
 size_t KeyedSimBackend::key_count() const { return rw_ ? rw_->key_count() : fifo_->size(); }
 
+namespace {
+
+// A user's make_machine is a user call like any other: what it throws, or a null machine, is the
+// run's error before anything ran (exit 4, nothing judged), named like the guard's failures.
+template <class Make>
+auto made_machine(const std::string& lock_name, const Make& make) -> decltype(make()) {
+  decltype(make()) machine;
+  try {
+    machine = make();
+  } catch (const std::exception& e) {
+    throw ClientProtocolBroken(fmt::format("keyed lock '{}': make_machine threw: {}", lock_name,
+                                           MachineGuard::one_line(e.what())));
+  } catch (...) {
+    throw ClientProtocolBroken(fmt::format(
+        "keyed lock '{}': make_machine threw something that is not a std::exception", lock_name));
+  }
+  if (!machine)
+    throw ClientProtocolBroken(
+        fmt::format("keyed lock '{}': make_machine gave no machine", lock_name));
+  return machine;
+}
+
+void check_made(const std::string& name, bool has_factory) {
+  if (!has_factory)
+    throw std::invalid_argument(fmt::format("keyed lock \"{}\" has no make_machine", name));
+}
+
+}  // namespace
+
 std::unique_ptr<Backend> make_keyed_rw_sim_backend(BackendEnv& env,
                                                    std::unique_ptr<keyed::RwStateMachine> core,
                                                    std::string lock_name) {
@@ -149,14 +178,9 @@ std::unique_ptr<Backend> make_fifo_sim_backend(BackendEnv& env, const FifoMachin
   if (env.options.has("max_waiters_per_key")) {
     limits.max_waiters_per_key = static_cast<size_t>(env.options.get_int("max_waiters_per_key"));
   }
-  std::unique_ptr<keyed::FifoStateMachine> core;
-  if (make_core) {
-    core = make_core(limits);
-  } else {
-    core = std::make_unique<keyed::FifoCore>(limits);
-  }
-  if (!core)
-    throw std::invalid_argument(fmt::format("{}: make_machine gave no machine", lock_name));
+  std::unique_ptr<keyed::FifoStateMachine> core =
+      make_core ? made_machine(lock_name, [&] { return make_core(limits); })
+                : std::make_unique<keyed::FifoCore>(limits);
   return std::make_unique<KeyedSimBackend>(env, std::move(core), std::move(lock_name));
 }
 
@@ -168,6 +192,7 @@ KeyedSimBackend& keyed_backend(Backend& backend) {
 }
 
 AdapterEntry keyed_rw_adapter(KeyedRwLockEntry lock) {
+  check_made(lock.name, static_cast<bool>(lock.make_machine));
   AdapterTraits traits = kKeyedRwTraits;
   traits.writers_first = lock.writers_first;
   return {.name = lock.name,
@@ -178,14 +203,12 @@ AdapterEntry keyed_rw_adapter(KeyedRwLockEntry lock) {
           .breaks = lock.breaks,
           .sibling = lock.sibling,
           .make_sim = [name = lock.name, make = std::move(lock.make_machine)](BackendEnv& env) {
-            std::unique_ptr<keyed::RwStateMachine> machine = make ? make() : nullptr;
-            if (make && !machine)
-              throw std::invalid_argument(fmt::format("{}: make_machine gave no machine", name));
-            return make_keyed_rw_sim_backend(env, std::move(machine), name);
+            return make_keyed_rw_sim_backend(env, made_machine(name, make), name);
           }};
 }
 
 AdapterEntry keyed_fifo_adapter(KeyedFifoLockEntry lock) {
+  check_made(lock.name, static_cast<bool>(lock.make_machine));
   AdapterTraits traits = kFifoTraits;
   traits.clear_keeps_exclusion = lock.clear_keeps_exclusion;
   return {.name = lock.name,

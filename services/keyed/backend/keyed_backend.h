@@ -133,6 +133,8 @@ struct KeyedRwLockEntry {
   std::string breaks;
   std::string sibling;
 };
+// Throws std::invalid_argument for an entry without make_machine. What make_machine throws, or a
+// null machine, ends each run as an error before it starts (exit 4).
 AdapterEntry keyed_rw_adapter(KeyedRwLockEntry lock);
 
 struct KeyedFifoLockEntry {
