@@ -27,6 +27,8 @@ class World;
 
 namespace lockstep {
 
+class KeyedSimBackend;  // services/keyed/backend/keyed_backend.h
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -41,6 +43,9 @@ class Backend {
   // The lock library under test as it named itself ("name version"; ext drivers' ready line), for
   // the report; "" for lockstep's own adapters.
   virtual std::string library() const { return {}; }
+  // The in-process keyed lock this backend runs (the keyed scenarios' steps), or null: how a
+  // scenario reaches a keyed lock, by type, without a cast.
+  virtual KeyedSimBackend* keyed_sim() { return nullptr; }
 
   // Faults. Each throws WorldUnsupported unless this backend can produce it in its world.
   // The primary dies and a replica takes over. Returns how many writes the primary had

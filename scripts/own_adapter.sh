@@ -17,6 +17,8 @@
 #   sweep --adapter my-correct --seeds 2000  exit 0
 #   matrix --adapter my-correct              exit 0 (every scenario its traits fit: as expected)
 #   run stolen-lock --adapter my-buggy       exit 1 with ownership (its extend lengthens B's lock)
+#   sweep --adapter my-rw-buggy / my-fifo-buggy (keyed locks)  exit 1 (mutual_exclusion / fifo)
+#   sweep --adapter my-rw / my-fifo --seeds 2000               exit 0
 # It prints how long each stage took and the binary's size. Temp dirs are removed on exit, failing
 # or not. Exit 0 when all of it held, 1 otherwise, 3 when a tool or a package the .deb depends on is
 # missing here (scripts/setup.sh installs them).
@@ -76,4 +78,12 @@ grep -q "cells as expected" "$tmp/out" "$tmp/err" || fail "matrix --adapter my-c
 expect_exit 1 "$bin" run stolen-lock --adapter my-buggy --json
 grep -q '"invariant": "ownership"' "$tmp/out" || fail "stolen-lock did not find my-buggy's ownership violation"
 cat "$tmp/out" "$tmp/err"
+
+# The keyed locks: a state machine of the user's own, judged by the keyed checkers.
+expect_exit 1 "$bin" sweep --adapter my-rw-buggy --seeds 300 --report "$tmp/reports"
+grep -q "breaks mutual_exclusion" "$tmp/out" || fail "sweep did not catch my-rw-buggy: $(cat "$tmp/out")"
+expect_exit 1 "$bin" sweep --adapter my-fifo-buggy --seeds 300 --report "$tmp/reports"
+grep -q "breaks fifo" "$tmp/out" || fail "sweep did not catch my-fifo-buggy: $(cat "$tmp/out")"
+expect_exit 0 "$bin" sweep --adapter my-rw --seeds 2000 --report "$tmp/reports"
+expect_exit 0 "$bin" sweep --adapter my-fifo --seeds 2000 --report "$tmp/reports"
 echo "own_adapter: ok, in $(($(now_s) - stage_start)) s after the build"

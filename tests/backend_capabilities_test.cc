@@ -53,7 +53,7 @@ Scenario probe(Observed* seen) {
           .build =
               [seen](ScenarioEnv& env) {
                 Backend& backend = env.backend();
-                if (auto* keyed = dynamic_cast<KeyedSimBackend*>(&backend)) {
+                if (KeyedSimBackend* keyed = backend.keyed_sim()) {
                   seen->family =
                       keyed->rw() != nullptr ? LockFamily::keyed_rw : LockFamily::keyed_fifo;
                   return;

@@ -29,48 +29,31 @@
 #include <vector>
 
 #include "services/keyed/adapter/key_table.h"
+#include "services/keyed/adapter/keyed_state_machine.h"
 
 namespace lockstep::keyed {
 
-struct FifoLimits {
-  size_t max_key_length = 256;  // bytes; std::numeric_limits<size_t>::max() disables the check
-  size_t max_waiters_per_key = 1000;
-};
-
-enum class FifoAdmit { granted, queued, invalid_key, queue_full };
-
-struct FifoAdmission {
-  FifoAdmit admit = FifoAdmit::granted;
-  RequestId id = kNoRequest;  // granted or queued
-};
-
-struct FifoRejection {
-  std::string key;
-  RequestId id = kNoRequest;
-  bool operator==(const FifoRejection&) const = default;
-};
-
-class FifoCore {
+// lockstep's implementation of the keyed FIFO state machine (keyed_state_machine.h).
+class FifoCore : public FifoStateMachine {
  public:
   explicit FifoCore(FifoLimits limits = {}) : limits_(limits) {}
-  virtual ~FifoCore() = default;
 
-  FifoAdmission request(const KeyRef& key);
+  FifoAdmission request(const KeyRef& key) override;
   // Granted only if the key is idle; never queues (no barging either way).
-  std::optional<RequestId> try_acquire(const KeyRef& key);
+  std::optional<RequestId> try_acquire(const KeyRef& key) override;
   // Ends the hold of `holder`; returns the waiter that now holds, or kNoRequest.
-  RequestId release(const KeyRef& key, RequestId holder);
+  RequestId release(const KeyRef& key, RequestId holder) override;
   // Withdraws waiter id; false if it is not waiting (already granted, or rejected by clear()).
-  bool cancel(const KeyRef& key, RequestId id);
+  bool cancel(const KeyRef& key, RequestId id) override;
   // Rejects every waiter (in request order); holders keep their keys.
-  std::vector<FifoRejection> clear();
+  std::vector<FifoRejection> clear() override;
 
-  bool held(std::string_view key) const { return holder(key) != kNoRequest; }
+  bool held(std::string_view key) const override { return holder(key) != kNoRequest; }
   RequestId holder(std::string_view key) const;
-  size_t waiting(std::string_view key) const;
+  size_t waiting(std::string_view key) const override;
   std::vector<RequestId> queue(std::string_view key) const;
-  size_t size() const { return keys_.size(); }
-  const FifoLimits& limits() const { return limits_; }
+  size_t size() const override { return keys_.size(); }
+  FifoLimits limits() const override { return limits_; }
 
  protected:
   // Whether clear() keeps the holders (the rule above), so exclusion survives it. Overridden only

@@ -29,16 +29,9 @@
 #include <vector>
 
 #include "services/keyed/adapter/key_table.h"
+#include "services/keyed/adapter/keyed_state_machine.h"
 
 namespace lockstep::keyed {
-
-enum class RwMode : uint8_t { shared, exclusive };
-std::string_view to_string(RwMode mode);
-
-struct RwAdmission {
-  RequestId id = kNoRequest;
-  bool granted = false;  // false: queued; the driver waits for a grant naming id
-};
 
 // What a key looks like from outside, for tests and the state-machine model.
 struct RwKeySnapshot {
@@ -48,25 +41,27 @@ struct RwKeySnapshot {
   bool operator==(const RwKeySnapshot&) const = default;
 };
 
-class RwCore {
+// lockstep's implementation of the keyed RW state machine (keyed_state_machine.h). The thread
+// driver holds RwCores by value, so its calls are direct, not virtual.
+class RwCore : public RwStateMachine {
  public:
   RwCore() = default;
-  virtual ~RwCore() = default;
   RwCore(const RwCore&) = delete;
   RwCore& operator=(const RwCore&) = delete;
 
-  RwAdmission request(const KeyRef& key, RwMode mode);
-  std::optional<RequestId> try_acquire(const KeyRef& key, RwMode mode);
+  RwAdmission request(const KeyRef& key, RwMode mode) override;
+  std::optional<RequestId> try_acquire(const KeyRef& key, RwMode mode) override;
   // Ends the hold of request id; appends to `granted` the waiters that now hold, in grant order.
-  void release(const KeyRef& key, RequestId id, RwMode mode, std::vector<RequestId>& granted);
+  void release(const KeyRef& key, RequestId id, RwMode mode,
+               std::vector<RequestId>& granted) override;
   // Withdraws waiting request id, appending new grants. False if id is not waiting on key (it was
   // granted already: the caller holds and must release instead).
-  bool cancel(const KeyRef& key, RequestId id, std::vector<RequestId>& granted);
+  bool cancel(const KeyRef& key, RequestId id, std::vector<RequestId>& granted) override;
 
   // Keys with any holder or waiter (the per-key state that exists).
-  size_t key_count() const { return keys_.size(); }
+  size_t key_count() const override { return keys_.size(); }
   // Holders plus waiters of key; 0 when the key has no state.
-  size_t entries(std::string_view key) const;
+  size_t entries(std::string_view key) const override;
   RwKeySnapshot snapshot(std::string_view key) const;
 
  protected:

@@ -39,11 +39,13 @@ class KeyedSimBackend::LeaseView final : public LockAdapter {
     if (auto it = rw_holds_.find(owner(spec)); it != rw_holds_.end()) {
       it->second.unlock();
       rw_holds_.erase(it);
+      backend_.rw_->throw_if_broken();
       return {};
     }
     if (auto it = fifo_holds_.find(owner(spec)); it != fifo_holds_.end()) {
       backend_.fifo_->release_now(spec.key, it->second);
       fifo_holds_.erase(it);
+      backend_.fifo_->throw_if_broken();
       return {};
     }
     return {.status = AdapterStatus::not_owner};
@@ -78,17 +80,20 @@ sim::World& simulator(BackendEnv& env) {
 
 }  // namespace
 
-KeyedSimBackend::KeyedSimBackend(BackendEnv& env, std::unique_ptr<keyed::RwCore> core)
+KeyedSimBackend::KeyedSimBackend(BackendEnv& env, std::unique_ptr<keyed::RwStateMachine> core,
+                                 std::string lock_name)
     : world_(simulator(env)), recorder_(env.recorder), steps_(env.recorder, *this) {
-  rw_ = std::make_unique<SimKeyedRw>(world_, std::move(core), key_state_hook());
+  rw_ =
+      std::make_unique<SimKeyedRw>(world_, std::move(core), std::move(lock_name), key_state_hook());
   view_ = std::make_unique<LeaseView>(*this);
   recorder_.history().meta.keyed = true;
 }
 
-KeyedSimBackend::KeyedSimBackend(BackendEnv& env, std::unique_ptr<keyed::FifoCore> core)
+KeyedSimBackend::KeyedSimBackend(BackendEnv& env, std::unique_ptr<keyed::FifoStateMachine> core,
+                                 std::string lock_name)
     : world_(simulator(env)), recorder_(env.recorder), steps_(env.recorder, *this) {
   fifo_ = std::make_unique<SimFifoLock>(
-      world_, std::move(core), key_state_hook(),
+      world_, std::move(core), std::move(lock_name), key_state_hook(),
       [this](int node, std::string_view key) { steps_.fifo_refused(node, key); });
   view_ = std::make_unique<LeaseView>(*this);
   recorder_.history().meta.keyed = true;
@@ -118,10 +123,40 @@ LockAdapter& KeyedSimBackend::adapter_for(int, int node) {
 
 size_t KeyedSimBackend::key_count() const { return rw_ ? rw_->key_count() : fifo_->size(); }
 
+namespace {
+
+// A user's make_machine is a user call like any other: what it throws, or a null machine, is the
+// run's error before anything ran (exit 4, nothing judged), named like the guard's failures.
+template <class Make>
+auto made_machine(const std::string& lock_name, const Make& make) -> decltype(make()) {
+  decltype(make()) machine;
+  try {
+    machine = make();
+  } catch (const std::exception& e) {
+    throw ClientProtocolBroken(fmt::format("keyed lock '{}': make_machine threw: {}", lock_name,
+                                           MachineGuard::one_line(e.what())));
+  } catch (...) {
+    throw ClientProtocolBroken(fmt::format(
+        "keyed lock '{}': make_machine threw something that is not a std::exception", lock_name));
+  }
+  if (!machine)
+    throw ClientProtocolBroken(
+        fmt::format("keyed lock '{}': make_machine gave no machine", lock_name));
+  return machine;
+}
+
+void check_made(const std::string& name, bool has_factory) {
+  if (!has_factory)
+    throw std::invalid_argument(fmt::format("keyed lock \"{}\" has no make_machine", name));
+}
+
+}  // namespace
+
 std::unique_ptr<Backend> make_keyed_rw_sim_backend(BackendEnv& env,
-                                                   std::unique_ptr<keyed::RwCore> core) {
+                                                   std::unique_ptr<keyed::RwStateMachine> core,
+                                                   std::string lock_name) {
   if (!core) core = std::make_unique<keyed::RwCore>();
-  return std::make_unique<KeyedSimBackend>(env, std::move(core));
+  return std::make_unique<KeyedSimBackend>(env, std::move(core), std::move(lock_name));
 }
 
 std::vector<OptionSpec> fifo_backend_options() {
@@ -135,23 +170,58 @@ std::vector<OptionSpec> fifo_backend_options() {
            .min = 0}};
 }
 
-std::unique_ptr<Backend> make_fifo_sim_backend(BackendEnv& env, FifoCoreFactory make_core) {
+std::unique_ptr<Backend> make_fifo_sim_backend(BackendEnv& env, const FifoMachineFactory& make_core,
+                                               std::string lock_name) {
   keyed::FifoLimits limits;
   if (env.options.has("max_key_length"))
     limits.max_key_length = static_cast<size_t>(env.options.get_int("max_key_length"));
   if (env.options.has("max_waiters_per_key")) {
     limits.max_waiters_per_key = static_cast<size_t>(env.options.get_int("max_waiters_per_key"));
   }
-  std::unique_ptr<keyed::FifoCore> core =
-      make_core != nullptr ? make_core(limits) : std::make_unique<keyed::FifoCore>(limits);
-  return std::make_unique<KeyedSimBackend>(env, std::move(core));
+  std::unique_ptr<keyed::FifoStateMachine> core =
+      make_core ? made_machine(lock_name, [&] { return make_core(limits); })
+                : std::make_unique<keyed::FifoCore>(limits);
+  return std::make_unique<KeyedSimBackend>(env, std::move(core), std::move(lock_name));
 }
 
 KeyedSimBackend& keyed_backend(Backend& backend) {
-  auto* keyed = dynamic_cast<KeyedSimBackend*>(&backend);
+  KeyedSimBackend* keyed = backend.keyed_sim();
   if (keyed == nullptr)
     throw std::logic_error("this scenario needs a keyed lock adapter (keyed-rw, fifo)");
   return *keyed;
+}
+
+AdapterEntry keyed_rw_adapter(KeyedRwLockEntry lock) {
+  check_made(lock.name, static_cast<bool>(lock.make_machine));
+  AdapterTraits traits = kKeyedRwTraits;
+  traits.writers_first = lock.writers_first;
+  return {.name = lock.name,
+          .description = std::move(lock.description),
+          .worlds = {WorldKind::sim},
+          .traits = traits,
+          .known_bad = !lock.breaks.empty(),
+          .breaks = lock.breaks,
+          .sibling = lock.sibling,
+          .make_sim = [name = lock.name, make = std::move(lock.make_machine)](BackendEnv& env) {
+            return make_keyed_rw_sim_backend(env, made_machine(name, make), name);
+          }};
+}
+
+AdapterEntry keyed_fifo_adapter(KeyedFifoLockEntry lock) {
+  check_made(lock.name, static_cast<bool>(lock.make_machine));
+  AdapterTraits traits = kFifoTraits;
+  traits.clear_keeps_exclusion = lock.clear_keeps_exclusion;
+  return {.name = lock.name,
+          .description = std::move(lock.description),
+          .worlds = {WorldKind::sim},
+          .traits = traits,
+          .known_bad = !lock.breaks.empty(),
+          .breaks = lock.breaks,
+          .sibling = lock.sibling,
+          .options = fifo_backend_options(),
+          .make_sim = [name = lock.name, make = std::move(lock.make_machine)](BackendEnv& env) {
+            return make_fifo_sim_backend(env, make, name);
+          }};
 }
 
 // --- steps ---
@@ -195,6 +265,7 @@ void KeyedSteps::rw_release(Client& c, keyed::RwHandle& handle) {
   record(EventKind::cs_exit, c, key, Op::none, Outcome::none, shared);
   record(EventKind::invoke, c, key, Op::release, Outcome::none, shared);
   handle.unlock();
+  backend_.rw()->throw_if_broken();  // a release cannot throw: a machine's failure surfaces here
   record(EventKind::complete, c, key, Op::release, Outcome::ok, shared);
 }
 
@@ -236,10 +307,11 @@ bool KeyedSteps::fifo_hold(Client& c, const std::string& key, int64_t hold_ms,
         e.code() == keyed::KeyedLockCode::lock_timeout ? Outcome::fail : Outcome::error;
     record(EventKind::complete, c, key, Op::acquire, outcome, false, std::string(e.code_name()));
     return false;
-  } catch (...) {  // killed while waiting or holding
+  } catch (...) {  // killed while waiting or holding, or the machine broke its contract
     fifo_waiting_.erase(c.node());
     throw;
   }
+  backend_.fifo()->throw_if_broken();  // a release cannot throw: a machine's failure surfaces here
   record(EventKind::complete, c, key, Op::release, Outcome::ok);
   return true;
 }

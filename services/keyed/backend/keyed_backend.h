@@ -1,6 +1,7 @@
 #pragma once
-// The in-process keyed locks (`keyed-rw`, `fifo`) as simulated backends, and the client steps
-// keyed scenarios are written in.
+// The in-process keyed locks as simulated backends (lockstep's `keyed-rw` and `fifo`, their
+// calibration variants, and a user's keyed state machine registered with keyed_rw_adapter or
+// keyed_fifo_adapter, below), and the client steps keyed scenarios are written in.
 //
 // A KeyedSimBackend owns one simulator driver (services/keyed/backend/keyed_sim.h) shared by every
 // client, as an in-process lock is shared by the threads of a process. It marks the history as
@@ -65,16 +66,20 @@ class KeyedSteps {
 
 class KeyedSimBackend final : public Backend {
  public:
-  // keyed-rw over `core` (the production RwCore, or a calibration variant).
-  KeyedSimBackend(BackendEnv& env, std::unique_ptr<keyed::RwCore> core);
-  // fifo over `core` (the production FifoCore, or a calibration variant).
-  KeyedSimBackend(BackendEnv& env, std::unique_ptr<keyed::FifoCore> core);
+  // A keyed RW lock over `core` (RwCore, a calibration variant, or a user's machine), named
+  // lock_name in the messages of its contract's guard (machine_guard.h).
+  KeyedSimBackend(BackendEnv& env, std::unique_ptr<keyed::RwStateMachine> core,
+                  std::string lock_name);
+  // A keyed FIFO lock over `core` (FifoCore, a calibration variant, or a user's machine).
+  KeyedSimBackend(BackendEnv& env, std::unique_ptr<keyed::FifoStateMachine> core,
+                  std::string lock_name);
   // Unwinds the fibers of the clients it served while the lock still exists (see keyed_sim.h).
   ~KeyedSimBackend() override;
 
   LockAdapter& adapter_for(int client, int node) override;
   int server_count() const override { return 0; }        // the lock lives in the clients' process
   bool records_leases() const override { return true; }  // it grants no leases: none to derive
+  KeyedSimBackend* keyed_sim() override { return this; }
 
   SimKeyedRw* rw() { return rw_.get(); }
   SimFifoLock* fifo() { return fifo_.get(); }
@@ -95,17 +100,53 @@ class KeyedSimBackend final : public Backend {
   std::vector<int> client_nodes_;
 };
 
-// Registry entries for keyed-rw and fifo (backend.cc lists them), and the options they take.
-std::unique_ptr<Backend> make_keyed_rw_sim_backend(BackendEnv& env,
-                                                   std::unique_ptr<keyed::RwCore> core = nullptr);
-// A fifo core with the limits of a run's options: the production one, or a calibration variant.
-using FifoCoreFactory = std::unique_ptr<keyed::FifoCore> (*)(keyed::FifoLimits limits);
+// A keyed RW lock's simulated backend over `core` (null: lockstep's RwCore).
+std::unique_ptr<Backend> make_keyed_rw_sim_backend(
+    BackendEnv& env, std::unique_ptr<keyed::RwStateMachine> core = nullptr,
+    std::string lock_name = "keyed-rw");
+// A keyed FIFO machine with the limits of a run's options (fifo_backend_options).
+using FifoMachineFactory =
+    std::function<std::unique_ptr<keyed::FifoStateMachine>(keyed::FifoLimits limits)>;
+// A keyed FIFO lock's simulated backend (empty factory: lockstep's FifoCore).
 std::unique_ptr<Backend> make_fifo_sim_backend(BackendEnv& env,
-                                               FifoCoreFactory make_core = nullptr);
+                                               const FifoMachineFactory& make_core = {},
+                                               std::string lock_name = "fifo");
 std::vector<OptionSpec> fifo_backend_options();
 
-// The backend of a run with a keyed adapter; throws std::logic_error for any other backend.
+// The backend of a run with a keyed adapter (Backend::keyed_sim); throws std::logic_error for any
+// other backend (a scenario that fits only keyed locks never runs with one).
 KeyedSimBackend& keyed_backend(Backend& backend);
+
+// A keyed lock of one's own as a registry entry: register_adapter(keyed_rw_adapter({...})) before
+// cli_main, and every keyed-rw scenario, sweep, matrix and calibrate runs it in the simulator.
+// What it claims decides what the scenarios expect of it (AdapterTraits); the checkers judge the
+// rest from what it does.
+struct KeyedRwLockEntry {
+  std::string name;
+  std::string description;
+  // Writer preference: a shared request never passes an earlier exclusive one that waits. Claim it
+  // or not: writer-starvation expects a lock without it to starve its writer.
+  bool writers_first = true;
+  std::function<std::unique_ptr<keyed::RwStateMachine>()> make_machine;
+  // A calibration variant (a copy of `sibling` with one bug, which `calibrate` must catch): the
+  // invariant a sweep must find broken. Empty: a lock that claims to be correct.
+  std::string breaks;
+  std::string sibling;
+};
+// Throws std::invalid_argument for an entry without make_machine. What make_machine throws, or a
+// null machine, ends each run as an error before it starts (exit 4).
+AdapterEntry keyed_rw_adapter(KeyedRwLockEntry lock);
+
+struct KeyedFifoLockEntry {
+  std::string name;
+  std::string description;
+  // clear() keeps the running holders (no caller after it runs beside one).
+  bool clear_keeps_exclusion = true;
+  FifoMachineFactory make_machine;  // given the limits of the run's options (--set)
+  std::string breaks;               // as for KeyedRwLockEntry
+  std::string sibling;
+};
+AdapterEntry keyed_fifo_adapter(KeyedFifoLockEntry lock);
 
 // The in-process keyed locks: no servers, no clocks, no network.
 inline constexpr AdapterTraits kKeyedRwTraits{.family = LockFamily::keyed_rw,

@@ -16,8 +16,9 @@ std::vector<AdapterEntry> keyed_known_bad(const AdapterEntry& keyed_rw, const Ad
                        [](AdapterTraits& t) { t.writers_first = false; }},
                       keyed_rw,
                       [](BackendEnv& env) {
-                        return make_keyed_rw_sim_backend(
-                            env, std::make_unique<ReaderPreferenceRwCore>());
+                        return make_keyed_rw_sim_backend(env,
+                                                         std::make_unique<ReaderPreferenceRwCore>(),
+                                                         "bad-rw-reader-preference");
                       }),
       known_bad_entry({"bad-rw-lost-wakeup",
                        "liveness",
@@ -27,7 +28,8 @@ std::vector<AdapterEntry> keyed_known_bad(const AdapterEntry& keyed_rw, const Ad
                        {"writer-starvation"}},
                       keyed_rw,
                       [](BackendEnv& env) {
-                        return make_keyed_rw_sim_backend(env, std::make_unique<LostWakeupRwCore>());
+                        return make_keyed_rw_sim_backend(env, std::make_unique<LostWakeupRwCore>(),
+                                                         "bad-rw-lost-wakeup");
                       }),
       known_bad_entry({"bad-fifo-clear-admits",
                        "mutual_exclusion",
@@ -37,10 +39,13 @@ std::vector<AdapterEntry> keyed_known_bad(const AdapterEntry& keyed_rw, const Ad
                        {"fifo-queue"}},
                       fifo,
                       [](BackendEnv& env) {
-                        return make_fifo_sim_backend(env, [](keyed::FifoLimits limits) {
-                          return std::unique_ptr<keyed::FifoCore>(
-                              std::make_unique<ClearAdmitsFifoCore>(limits));
-                        });
+                        return make_fifo_sim_backend(
+                            env,
+                            [](keyed::FifoLimits limits) {
+                              return std::unique_ptr<keyed::FifoStateMachine>(
+                                  std::make_unique<ClearAdmitsFifoCore>(limits));
+                            },
+                            "bad-fifo-clear-admits");
                       }),
   };
 }
