@@ -47,15 +47,38 @@ async function connect(endpoints, command_timeout_ms = 0) {
   return clients;
 }
 
+// The lock objects of live acquisitions, by the harness's handle. A released acquisition leaves
+// the table (so a long run does not fill it) but its handle is remembered as retired, so that a
+// second release or an extend of it is the library's "not ours", not an unknown handle; the
+// retired handles are bounded too, the oldest forgotten first. An acquire checks full() before it
+// asks the library: a grant the table could not keep would be a lock held and never released.
+const RETIRED = Symbol("retired");
+
 class Handles {
-  constructor() { this.map = new Map(); }
+  constructor(max = MAX_HANDLES) {
+    this.max = max;
+    this.map = new Map();
+    this.retired = new Map();  // insertion order: the oldest first
+  }
+  full() { return this.map.size >= this.max; }
+  full_error() {
+    return { status: "error", err: { name: "HandleTableFull", message: `more than ${this.max} live handles` } };
+  }
   add(handle, value) {
-    if (this.map.size >= MAX_HANDLES) throw new Error(`more than ${MAX_HANDLES} live handles`);
+    if (this.full() && !this.map.has(handle)) throw new Error(`more than ${this.max} live handles`);
+    this.retired.delete(handle);
     this.map.set(handle, value);
   }
-  get(handle) { return this.map.get(handle); }
-  delete(handle) { this.map.delete(handle); }
+  // The lock object, RETIRED for a released handle, undefined for one never seen.
+  get(handle) { return this.map.has(handle) ? this.map.get(handle) : this.retired.has(handle) ? RETIRED : undefined; }
+  retire(handle) {
+    if (!this.map.delete(handle)) return;
+    this.retired.set(handle, true);
+    if (this.retired.size > this.max) this.retired.delete(this.retired.keys().next().value);
+  }
 }
+
+const RELEASED_ALREADY = { status: "not_owner", err: { name: "LockReleased", message: "this acquisition was released" } };
 
 const UNKNOWN_HANDLE = { status: "bad_request", err: { name: "BadRequest", message: "unknown handle" } };
 
@@ -65,4 +88,4 @@ function version_of(pkg) {
   return `${pkg} ${JSON.parse(fs.readFileSync(file, "utf8")).version.replace(/^v/, "")}`;
 }
 
-module.exports = { commands_sent_so_far, connect, use_connectors, error_of, Handles, UNKNOWN_HANDLE, version_of };
+module.exports = { commands_sent_so_far, connect, use_connectors, error_of, Handles, RELEASED_ALREADY, RETIRED, UNKNOWN_HANDLE, version_of };

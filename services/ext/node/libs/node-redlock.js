@@ -2,7 +2,7 @@
 "use strict";
 
 const { default: Redlock, ExecutionError, ResourceLockedError } = require("redlock");
-const { connect, error_of, Handles, UNKNOWN_HANDLE, version_of } = require("./common.js");
+const { connect, error_of, Handles, RELEASED_ALREADY, RETIRED, UNKNOWN_HANDLE, version_of } = require("./common.js");
 
 // How long to wait for the votes still out when classifying a failed attempt.
 const VOTES_WAIT_MS = 200;
@@ -29,6 +29,7 @@ async function create({ redis, command_timeout_ms }) {
     version: version_of("redlock"),
     capabilities: { extend: true, is_locked: false, token: "random" },
     async acquire(handle, key, ttl_ms) {
+      if (handles.full()) return handles.full_error();
       try {
         const lock = await redlock.acquire([key], ttl_ms);
         handles.add(handle, lock);
@@ -41,17 +42,22 @@ async function create({ redis, command_timeout_ms }) {
     async release(handle) {
       const lock = handles.get(handle);
       if (!lock) return UNKNOWN_HANDLE;
+      if (lock === RETIRED) return RELEASED_ALREADY;
       try {
         await lock.release();
+        handles.retire(handle);
         return { status: "ok" };
       } catch (e) {
         const failure = await classify_failure(e);
-        return failure.status === "contended" ? { status: "not_owner", err: failure.err } : failure;
+        if (failure.status !== "contended") return failure;
+        handles.retire(handle);
+        return { status: "not_owner", err: failure.err };
       }
     },
     async extend(handle, ttl_ms) {
       const lock = handles.get(handle);
       if (!lock) return UNKNOWN_HANDLE;
+      if (lock === RETIRED) return RELEASED_ALREADY;
       try {
         const extended = await lock.extend(ttl_ms);  // extend returns a new Lock
         handles.add(handle, extended);

@@ -3,7 +3,7 @@
 "use strict";
 
 const semaphore = require("redis-semaphore");
-const { connect, error_of, Handles, UNKNOWN_HANDLE, version_of } = require("./common.js");
+const { connect, error_of, Handles, RETIRED, UNKNOWN_HANDLE, version_of } = require("./common.js");
 
 function make(name, new_mutex, close, emit) {
   const handles = new Handles();
@@ -12,6 +12,7 @@ function make(name, new_mutex, close, emit) {
     version: version_of("redis-semaphore"),
     capabilities: { extend: false, is_locked: false, token: "random" },
     async acquire(handle, key, ttl_ms) {
+      if (handles.full()) return handles.full_error();
       const mutex = new_mutex(key, {
         lockTimeout: ttl_ms,
         acquireAttemptsLimit: 1,
@@ -29,12 +30,14 @@ function make(name, new_mutex, close, emit) {
     async release(handle) {
       const mutex = handles.get(handle);
       if (!mutex) return UNKNOWN_HANDLE;
+      // Released before: the library's release would resolve again, saying nothing.
+      if (mutex === RETIRED) return { status: "unknown" };
       try {
         await mutex.release();
       } catch (e) {
         return { status: "error", err: error_of(e) };
       }
-      handles.delete(handle);
+      handles.retire(handle);
       return { status: "unknown" };  // release() resolves whether or not it deleted the key
     },
     close,
