@@ -125,6 +125,20 @@ TimeUs holder_claim_start_us(const History& history, const Violation& v) {
   return start;
 }
 
+// The invocation of the last acquire of key by client at or before until_us (until_us itself when
+// there is none): where a client's claim on its lease began by its own measure.
+TimeUs acquire_start_us(const History& history, int client, const std::string& key,
+                        TimeUs until_us) {
+  TimeUs start = until_us;
+  for (const HistoryEvent& e : history.events()) {
+    if (e.time_us > until_us) break;
+    if (e.client == client && e.kind == EventKind::invoke && e.op == Op::acquire &&
+        (key.empty() || e.key == key))
+      start = e.time_us;
+  }
+  return start;
+}
+
 // How much of a violation a clock running `excess_ppm` beyond what the lock allows for could
 // explain: the error it accumulates from the first holder's claim (or from when the drift began,
 // whichever is later) until the drift ended or the overrun did (the violation plus its excess:
@@ -148,6 +162,62 @@ struct Explanation {
   TimeUs explains_us = kUnbounded;
 };
 
+// The lease the entrant entered on: the value its last successful acquire of the key (at or
+// before the violation) returned, when the servers' grant and extend records name it.
+struct EntrantLease {
+  TimeUs invoked_us = 0;        // the acquire's invocation
+  TimeUs first_granted_us = 0;  // the first grant of that value
+  TimeUs end_us = 0;            // the latest end, in true time, of its grants and extends
+};
+
+std::optional<EntrantLease> entrant_lease(const History& history, const Violation& v) {
+  if (v.entrant < 0) return std::nullopt;
+  EntrantLease lease{.invoked_us = acquire_start_us(history, v.entrant, v.key, v.time_us)};
+  std::optional<std::string> value;
+  for (const HistoryEvent& e : history.events()) {
+    if (e.time_us > v.time_us) break;
+    if (e.client == v.entrant && e.kind == EventKind::complete && e.op == Op::acquire &&
+        e.outcome == Outcome::ok && e.key == v.key && e.time_us >= lease.invoked_us)
+      value = e.value;
+  }
+  if (!value || value->empty()) return std::nullopt;
+  bool granted = false;
+  for (const HistoryEvent& e : history.events()) {
+    if (e.time_us > v.time_us) break;
+    if ((e.kind != EventKind::grant && e.kind != EventKind::extend) || e.key != v.key ||
+        e.value != *value)
+      continue;
+    if (!granted && e.kind == EventKind::grant) lease.first_granted_us = e.time_us;
+    granted = granted || e.kind == EventKind::grant;
+    lease.end_us = std::max(lease.end_us, e.time_us + e.ttl_us);
+  }
+  if (!granted) return std::nullopt;
+  return lease;
+}
+
+// An entrant whose slow clock hid that its own lease had ended: that lease had run out in true
+// time before it entered, and its clock, slow by excess_ppm beyond the envelope from the acquire's
+// invocation to the entry, lost at least that lateness, so even a correct late-grant check (the
+// acquire measured on that clock against the TTL) could not see it. Then the whole overlap
+// follows from the late entry; otherwise the clock explains none of it.
+std::optional<Explanation> entrant_late_by_clock(const History& history, const HistoryEvent& fault,
+                                                 const Violation& v, int64_t excess_ppm) {
+  const std::optional<EntrantLease> lease = entrant_lease(history, v);
+  if (!lease || lease->end_us > v.time_us) return std::nullopt;  // not a late entry
+  const TimeUs from_us = std::max(fault.time_us, lease->invoked_us);
+  const TimeUs until_us =
+      fault.end_us > fault.time_us ? std::min(fault.end_us, v.time_us) : v.time_us;
+  __extension__ using Int128 = __int128;
+  const TimeUs lost_us = static_cast<TimeUs>(
+      static_cast<Int128>(std::max<TimeUs>(until_us - from_us, 0)) * excess_ppm / 1'000'000);
+  const TimeUs late_us = v.time_us - lease->end_us;
+  if (lost_us < late_us) return std::nullopt;
+  return Explanation{
+      fmt::format("c{}'s clock ran {}ppm slower than the lock allows for while it "
+                  "acquired: it lost {}us, and entered {}us after its lease ended",
+                  fault.client, excess_ppm, lost_us, late_us)};
+}
+
 // Why this fault could have caused this violation, in numbers, or nullopt when it could not:
 // the fault's amount and direction against the lock's stated margins, whom it struck, and when.
 // claim_start_us: holder_claim_start_us of the violation, found once for all its faults.
@@ -159,10 +229,15 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
   };
   switch (fault.fault) {
     case FaultKind::clock_drift: {
-      // A slow clock keeps its holder inside past its lease; only the holder's clock counts.
-      if (fault.client >= 0 && v.holder >= 0 && fault.client != v.holder) return std::nullopt;
+      // A slow clock keeps its holder inside past its lease, or hides from the entrant that the
+      // lease its acquire returned had already ended (entrant_late_by_clock). Any other client's
+      // clock explains nothing.
       const int64_t excess_ppm = -fault.amount - envelope.client_slow_ppm_max;
       if (excess_ppm <= 0) return std::nullopt;
+      if (fault.client >= 0 && v.entrant >= 0 && fault.client == v.entrant &&
+          fault.client != v.holder)
+        return entrant_late_by_clock(history, fault, v, excess_ppm);
+      if (fault.client >= 0 && v.holder >= 0 && fault.client != v.holder) return std::nullopt;
       return sized(drift_explains_us(claim_start_us, fault, v, excess_ppm),
                    fmt::format("c{}'s clock ran {}ppm slower than the lock allows for",
                                fault.client, excess_ppm));
@@ -198,7 +273,12 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
       // Only state that existed before and was lost: a lease or token granted after it, or a
       // failover that lost no acknowledged write (amount 0), explains nothing.
       if (fault.fault == FaultKind::failover && fault.amount == 0) return std::nullopt;
-      if (v.claim_since_us > 0 && fault.time_us < claim_start_us) return std::nullopt;
+      // The lost lease may be the entrant's: granted before, its reply late, it entered on a lease
+      // the servers no longer had, beside the one they granted after.
+      const std::optional<EntrantLease> entrant = entrant_lease(history, v);
+      const TimeUs lost_since_us =
+          entrant ? std::min(claim_start_us, entrant->first_granted_us) : claim_start_us;
+      if (v.claim_since_us > 0 && fault.time_us < lost_since_us) return std::nullopt;
       const std::string lost =
           fault.fault == FaultKind::failover
               ? (fault.amount > 0 ? fmt::format("lost {} acknowledged write(s)", fault.amount)
@@ -279,6 +359,30 @@ bool inside_envelope(const History& history, const HistoryEvent& fault) {
   return true;
 }
 
+namespace {
+
+// Two clients inside together while the servers held live leases for both (a lease_exclusion
+// between the same two on the key, the overlap beginning inside its window) follows from that
+// double grant, whichever of them entered first (a late reply can let the earlier lease's holder
+// in second): excused when the double grant is, by the same fault. A client inside beyond its own
+// lease is validity_within_lease's to judge, which this excuses nothing of.
+void excuse_overlaps_of_double_grants(std::vector<Violation>& violations) {
+  for (Violation& v : violations) {
+    if (v.excused() || v.invariant != Invariant::mutual_exclusion) continue;
+    for (const Violation& grant : violations) {
+      if (grant.invariant != Invariant::lease_exclusion || !grant.excused()) continue;
+      if (grant.key != v.key || grant.clients != v.clients) continue;
+      if (v.time_us < grant.time_us || v.time_us > grant.time_us + grant.excess_us) continue;
+      v.excused_by = grant.excused_by;
+      v.excuse =
+          fmt::format("follows from the double grant at {}us: {}", grant.time_us, grant.excuse);
+      break;
+    }
+  }
+}
+
+}  // namespace
+
 void excuse_violations(const History& history, std::vector<Violation>& violations) {
   for (Violation& v : violations) {
     v.excused_by.reset();
@@ -329,6 +433,7 @@ void excuse_violations(const History& history, std::vector<Violation>& violation
     for (const auto& [fault, why] : parts) text += fmt::format("; {}", excuse_text(*fault, v, why));
     v.excuse = std::move(text);
   }
+  excuse_overlaps_of_double_grants(violations);
 }
 
 std::vector<Violation> check_and_excuse(const History& history) {

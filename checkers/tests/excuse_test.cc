@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "checkers/excuse.h"
@@ -443,4 +444,130 @@ TEST_CASE("excused violations early in a run cannot hide a later unexcused one",
 }
 
 }  // namespace
+}  // namespace lockstep
+
+namespace lockstep {
+
+// c1's acquire is invoked at 10, granted by the server at 12 for ttl_us, and its reply reaches c1
+// at 1000, when it enters beside c0 (who holds from 100 to 3000): c1 entered after its own lease
+// had ended in true time, which a clock slow enough hid from its late-grant check.
+struct LateEntrant : Overlap {
+  explicit LateEntrant(int64_t ttl_us) : Overlap(3000) {
+    history = History();  // c0 as Overlap has it; c1's acquire told here
+    history.meta.clients = 2;
+    hold(0, 100, 3000);
+    add({.time_us = 1000, .kind = EventKind::cs_enter, .client = 1, .key = "k"});
+    add({.time_us = 2000, .kind = EventKind::cs_exit, .client = 1, .key = "k"});
+    add({.time_us = 12,
+         .kind = EventKind::grant,
+         .client = 1,
+         .key = "k",
+         .server = "s",
+         .value = "v1",
+         .ttl_us = ttl_us});
+    add({.time_us = 1000,
+         .kind = EventKind::complete,
+         .client = 1,
+         .key = "k",
+         .op = Op::acquire,
+         .outcome = Outcome::ok,
+         .value = "v1"});
+    add({.time_us = 10, .kind = EventKind::invoke, .client = 1, .key = "k", .op = Op::acquire});
+    history.meta.envelope.client_slow_ppm_max = 500;
+    sort();
+  }
+};
+
+TEST_CASE("an entrant's slow clock excuses its entry only when it hid the end of its own lease",
+          "[excuse]") {
+  // 30% slow from 0 over its 990 us acquire: it lost 297 us. Its lease (888 us from 12) ended at
+  // 900, 100 us before it entered: hidden, so the whole 2 ms overlap follows from that entry.
+  LateEntrant hidden(888);
+  hidden.fault(FaultKind::clock_drift, 0, 5000, 1, -300'500);
+  const Violation excused = hidden.measured(2'000);
+  CHECK(excused.excused());
+  CHECK_THAT(excused.excuse, Catch::Contains("entered 100us after its lease ended"));
+  // Its lease ended 600 us before it entered: 297 us lost cannot hide that.
+  LateEntrant too_late(388);
+  too_late.fault(FaultKind::clock_drift, 0, 5000, 1, -300'500);
+  CHECK_FALSE(too_late.measured(2'000).excused());
+  // Its lease still ran when it entered: a clock cannot explain entering on a live lease of its
+  // own beside another holder (the lock granted twice).
+  LateEntrant live(5'000);
+  live.fault(FaultKind::clock_drift, 0, 5000, 1, -300'500);
+  CHECK_FALSE(live.measured(2'000).excused());
+  // Within the envelope: nothing.
+  LateEntrant within(888);
+  within.fault(FaultKind::clock_drift, 0, 5000, 1, -500);
+  CHECK_FALSE(within.measured(2'000).excused());
+}
+
+}  // namespace lockstep
+
+namespace lockstep {
+
+TEST_CASE("a restart that lost the entrant's earlier lease excuses its late entry", "[excuse]") {
+  // c1's lease was granted at 12; the server came back empty at 50 (down 30 us); c0 acquired at
+  // 90 and entered at 100; c1's reply, late, let it in at 1000 on the lease the server had lost.
+  LateEntrant lost(5'000);
+  lost.fault(FaultKind::server_restart, 50, 50, -1, 30);
+  const Violation v = lost.measured(2'000);
+  CHECK(v.excused());
+  CHECK_THAT(v.excuse, Catch::Contains("came back empty"));
+  // A restart before the entrant's lease was granted lost nothing of it, nor of the holder's.
+  LateEntrant before(5'000);
+  before.fault(FaultKind::server_restart, 11, 11, -1, 5);
+  CHECK_FALSE(before.measured(2'000).excused());
+}
+
+}  // namespace lockstep
+
+namespace lockstep {
+
+TEST_CASE("an overlap inside an excused double grant of the same two clients is excused with it",
+          "[excuse]") {
+  // c0's lease is granted at 12 (its reply is late); a server clock jump at 500 ends it early on
+  // the server, which grants c1 at 900; c1 enters at 950, and c0, its reply arriving, at 1000.
+  Overlap o;
+  o.history = History();
+  o.history.meta.clients = 2;
+  for (const auto& [client, value, invoke_us, grant_us, enter_us] :
+       {std::tuple{0, "v0", 10, 12, 1000}, std::tuple{1, "v1", 890, 900, 950}}) {
+    o.add({.time_us = invoke_us,
+           .kind = EventKind::invoke,
+           .client = client,
+           .key = "k",
+           .op = Op::acquire});
+    o.add({.time_us = grant_us,
+           .kind = EventKind::grant,
+           .client = client,
+           .key = "k",
+           .server = "s",
+           .value = value,
+           .ttl_us = 5'000});
+    o.add({.time_us = enter_us,
+           .kind = EventKind::complete,
+           .client = client,
+           .key = "k",
+           .op = Op::acquire,
+           .outcome = Outcome::ok,
+           .value = value});
+    o.add({.time_us = enter_us, .kind = EventKind::cs_enter, .client = client, .key = "k"});
+    o.add({.time_us = 3'000, .kind = EventKind::cs_exit, .client = client, .key = "k"});
+  }
+  o.sort();
+  o.fault(FaultKind::server_clock_jump, 500, 500, -1, 5'000);
+  const std::vector<Violation> judged = check_and_excuse(o.history);
+  bool saw_overlap = false;
+  for (const Violation& v : judged) {
+    INFO(v.detail << " / " << v.excuse);
+    if (v.invariant == Invariant::lease_exclusion) CHECK(v.excused());
+    if (v.invariant != Invariant::mutual_exclusion) continue;
+    saw_overlap = true;
+    CHECK(v.excused());
+    CHECK_THAT(v.excuse, Catch::Contains("follows from the double grant at 900us"));
+  }
+  CHECK(saw_overlap);
+}
+
 }  // namespace lockstep
