@@ -204,7 +204,9 @@ std::optional<RetryError> Lock::try_acquire() {
   for (int attempt = 0; attempt < attempts_max; ++attempt) {
     attempts_ = attempt + 1;
     const int64_t attempt_started_us = clock.monotonic_us();
-    AdapterResult result = gated([&] { return options_.adapter->create_lock(spec_); });
+    LeaseCall call = call_for_lease([&] { return options_.adapter->create_lock(spec_); },
+                                    attempt_started_us, spec_.ttl_ms);
+    AdapterResult& result = call.result;
     if (result.ok() && !options_.adapter->is_whole_library() &&
         clock.monotonic_us() - attempt_started_us >= spec_.ttl_ms * 1000) {
       // The grant arrived after its whole TTL had passed (a slow reply, a pause): the lease may
@@ -218,9 +220,7 @@ std::optional<RetryError> Lock::try_acquire() {
       acquired_ = true;
       released_ = false;
       acquired_at_us_ = attempt_started_us;
-      lease_valid_until_us_ = gated([&] {
-        return options_.adapter->validity_end_us(spec_, attempt_started_us, spec_.ttl_ms);
-      });
+      lease_valid_until_us_ = call.valid_until_us;
       validity_cap_us_ = kNoValidityCap;
       refused_reason_.clear();
       return std::nullopt;
@@ -281,18 +281,19 @@ std::optional<LockExtendError> Lock::try_extend(int64_t ttl_ms) {
   if (auto_) throw ValidationError("extend", "the lock is auto-extending (auto_extend())");
   Clock& clock = *options_.clock;
   const int64_t sent_at_us = clock.monotonic_us();
-  const AdapterResult result = gated([&] { return options_.adapter->extend_lock(spec_, ttl_ms); });
+  const LeaseCall call = call_for_lease(
+      [&] { return options_.adapter->extend_lock(spec_, ttl_ms); }, sent_at_us, ttl_ms);
+  const AdapterResult& result = call.result;
   if (result.ok() && clock.monotonic_us() - sent_at_us >= ttl_ms * 1000) {
     // The server set the lease to the new TTL when the extend arrived: it may end before the one
     // known before (a shorter TTL), and has by now.
-    cap_validity(sent_at_us, ttl_ms);
+    validity_cap_us_ = std::min(validity_cap_us_, call.valid_until_us);
     return LockExtendError("lock " + quoted(spec_.key) + ": the extend's reply came after its " +
                            std::to_string(ttl_ms) +
                            " ms had passed, so the lease may have ended; not reported as held");
   }
   if (result.ok()) {
-    lease_valid_until_us_ =
-        gated([&] { return options_.adapter->validity_end_us(spec_, sent_at_us, ttl_ms); });
+    lease_valid_until_us_ = call.valid_until_us;
     validity_cap_us_ = kNoValidityCap;  // the server's lease is this extend's, whatever came before
     return std::nullopt;
   }
@@ -307,14 +308,8 @@ std::optional<LockExtendError> Lock::try_extend(int64_t ttl_ms) {
   }
   // Applied or not, nobody can tell: the lease is the old one or the new TTL's, whichever ends
   // first.
-  cap_validity(sent_at_us, ttl_ms);
+  validity_cap_us_ = std::min(validity_cap_us_, call.valid_until_us);
   throw_backend_error(*options_.adapter, "extend", spec_, result);
-}
-
-void Lock::cap_validity(int64_t sent_at_us, int64_t ttl_ms) {
-  validity_cap_us_ =
-      std::min(validity_cap_us_,
-               gated([&] { return options_.adapter->validity_end_us(spec_, sent_at_us, ttl_ms); }));
 }
 
 int64_t Lock::valid_until_us() const {

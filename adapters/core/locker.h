@@ -186,12 +186,26 @@ class Lock {
   // exception outside std::exception (the simulator's ProcessKilled, thrown when this process
   // dies mid-release) must keep unwinding, not terminate the program or be swallowed.
   void release_after_failure();
-  void cap_validity(int64_t sent_at_us, int64_t ttl_ms);
   // Runs fn (an adapter call) through the gate.
   template <class Fn>
   decltype(auto) gated(Fn&& fn) {
     GatePass pass(options_.gate.get());
     return std::forward<Fn>(fn)();
+  }
+  // A create or extend sent at sent_at_us for ttl_ms, and the validity the adapter gives such a
+  // lease, read in the same pass through the gate: a second pass could wait out another lock's
+  // call after the reply, and return a lease as held after it had ended.
+  struct LeaseCall {
+    AdapterResult result;
+    int64_t valid_until_us = 0;
+  };
+  template <class Fn>
+  LeaseCall call_for_lease(Fn&& fn, int64_t sent_at_us, int64_t ttl_ms) {
+    return gated([&] {
+      LeaseCall call{.result = std::forward<Fn>(fn)()};
+      call.valid_until_us = options_.adapter->validity_end_us(spec_, sent_at_us, ttl_ms);
+      return call;
+    });
   }
 
   LockerOptions options_;
