@@ -824,6 +824,7 @@ class ScriptedBackground final : public Background {
       REQUIRE_FALSE(held_);
       held_ = true;
       ++owner_.gate_entries;
+      owner_.clock_.advance_ms(owner_.gate_wait_ms);  // another lock's call in flight
     }
     void leave() override {
       REQUIRE(held_);
@@ -844,6 +845,7 @@ class ScriptedBackground final : public Background {
   int joins = 0;
   int gates_made = 0;
   int gate_entries = 0;
+  int64_t gate_wait_ms = 0;  // how long each entry waits for the gate
 
  private:
   FakeClock& clock_;
@@ -885,22 +887,40 @@ TEST_CASE("every adapter call of a Locker's locks and their extensions goes thro
   Lock a = locker.lock("a", 300);
   Lock b = locker.lock("b", 300);
   CHECK(f.background.gates_made == 1);  // made by the Locker, shared by its locks
-  a.acquire();                          // create, and the validity of its grant
-  CHECK(f.background.gate_entries == 2);
+  a.acquire();                          // one pass: the create, and the validity of its grant
+  CHECK(f.background.gate_entries == 1);
   a.auto_extend({.every_ms = 100});
   f.background.last->run(3);  // three extensions, each one pass for extend + validity
-  CHECK(f.background.gate_entries == 5);
+  CHECK(f.background.gate_entries == 4);
   b.acquire();
-  b.extend(200);  // extend + validity
+  b.extend(200);  // one pass: extend + validity
   CHECK(b.is_locked());
   CHECK(b.release());
-  CHECK(f.background.gate_entries == 11);
+  CHECK(f.background.gate_entries == 8);
   CHECK(a.release());
-  CHECK(f.background.gate_entries == 12);
+  CHECK(f.background.gate_entries == 9);
   // Without a background there is nothing to take turns with: no gate.
   Lock plain = f.locker().lock("c", 300);
   plain.acquire();
-  CHECK(f.background.gate_entries == 12);
+  CHECK(f.background.gate_entries == 9);
+}
+
+TEST_CASE("a lock never returns as held after waiting for the gate past its validity",
+          "[locker][auto]") {
+  // Each pass through the gate waits 250 ms for another lock's call. One pass for the create and
+  // its validity: 250 ms of a 300 ms lease spent, held. (Two passes returned it held but already
+  // lost: the second wait came after the late-grant check.)
+  AutoFixture f;
+  Locker locker = f.auto_locker();
+  f.background.gate_wait_ms = 250;
+  Lock lock = locker.lock("k", 300);
+  lock.acquire();
+  CHECK_FALSE(lock.lost());
+  CHECK(lock.valid_until_us() > f.clock.monotonic_us());
+  // A wait of a whole TTL makes the grant late: released again, never held.
+  f.background.gate_wait_ms = 300;
+  Lock late = locker.lock("late", 300);
+  CHECK_THROWS_AS(late.acquire(), RetryError);
 }
 
 TEST_CASE("lost() turns true at the validity's end without any extension reporting",
