@@ -33,6 +33,7 @@ import collections
 import json
 import os
 import random
+import re
 import resource
 import shlex
 import shutil
@@ -50,6 +51,15 @@ REFERENCE_DRIVER = os.path.join(REPO, "examples", "python-driver", "driver.py")
 
 # stderr lines that say where a file was written: information, not an error line.
 INFO_PREFIXES = ("report: ", "timeline: ", "history: ", "replay: ")
+# A sanitizer's own notes ("==123==WARNING: ASan doesn't fully support makecontext/swapcontext"),
+# one per process of an AddressSanitizer build: the runtime's, not the binary's answer.
+SANITIZER_NOTE = re.compile(r"^==\d+==WARNING: ")
+
+
+def is_info_line(line):
+    """A stderr line that is not the one line naming what was wrong."""
+    line = line.lstrip("\r")
+    return line.startswith(INFO_PREFIXES) or SANITIZER_NOTE.match(line) is not None
 
 INTS = ["0", "1", "2", "-1", "-0", "+1", "010", "0x10", "1e3", "1.5", " 5", "5 ", "", "abc",
         "2147483647", "2147483648", "4294967296", "9223372036854775807", "9223372036854775808",
@@ -828,7 +838,7 @@ def run_case(binary, case, index, work, timeout_s, memory_bytes, keep):
         with open(err_path, "rb") as f:
             stderr = f.read()
         lines = [l for l in stderr.decode("utf-8", "replace").split("\n") if l.strip()]
-        lines = [l for l in lines if not l.lstrip("\r").startswith(INFO_PREFIXES)]
+        lines = [l for l in lines if not is_info_line(l)]
         result["stderr"] = stderr[:600].decode("utf-8", "replace")
         result["stderr_lines"] = len(lines)
         result["failure"] = judge(result, memory_bytes)

@@ -70,7 +70,7 @@ def main(binary):
                 results.append((name, False, "no answer within %d s" % BOUND_S))
                 return
             lines = [l for l in err.split("\n")
-                     if l.strip() and not l.startswith(fuzz.INFO_PREFIXES)]
+                     if l.strip() and not fuzz.is_info_line(l)]
             want = expected if isinstance(expected, tuple) else (expected,)
             # A peer's escape sequences never reach the reader's terminal, on either stream.
             raw = [b for b in (b"\x1b", b"\x07") if b in out or b.decode() in err]
