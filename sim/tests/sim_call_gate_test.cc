@@ -56,7 +56,7 @@ TEST_CASE("call gate: an uncontended gate admits at once and costs no time", "[s
   CHECK(log == std::vector<std::string>{"a in @0", "a out @0", "a in @0", "a out @0"});
 }
 
-TEST_CASE("call gate: a crash kills holder and waiters; the restarted node gets the gate",
+TEST_CASE("call gate: a crash kills holder and waiters, and the restarted node gets the gate",
           "[sim][gate]") {
   World w({});
   const NodeId n = w.add_node("client");
