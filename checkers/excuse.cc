@@ -111,20 +111,6 @@ std::string fault_text(const HistoryEvent& fault) {
   return fmt::format("{} at {}us: {}", to_string(fault.fault), fault.time_us, fault.detail);
 }
 
-// When the holder began measuring its claim: the invocation of the acquire that led to it (a lock
-// counts its validity from before it asked), else the claim itself.
-TimeUs holder_claim_start_us(const History& history, const Violation& v) {
-  if (v.holder < 0 || v.claim_since_us <= 0) return v.claim_since_us;
-  TimeUs start = v.claim_since_us;
-  for (const HistoryEvent& e : history.events()) {
-    if (e.time_us > v.claim_since_us) break;
-    if (e.client == v.holder && e.kind == EventKind::invoke && e.op == Op::acquire &&
-        (v.key.empty() || e.key == v.key))
-      start = e.time_us;
-  }
-  return start;
-}
-
 // The invocation of the last acquire of key by client at or before until_us (until_us itself when
 // there is none): where a client's claim on its lease began by its own measure.
 TimeUs acquire_start_us(const History& history, int client, const std::string& key,
@@ -139,6 +125,20 @@ TimeUs acquire_start_us(const History& history, int client, const std::string& k
   return start;
 }
 
+// When the holder began measuring its claim: the invocation of the acquire that led to it (a lock
+// counts its validity from before it asked), else the claim itself.
+TimeUs holder_claim_start_us(const History& history, const Violation& v) {
+  if (v.holder < 0 || v.claim_since_us <= 0) return v.claim_since_us;
+  return acquire_start_us(history, v.holder, v.key, v.claim_since_us);
+}
+
+// What a clock running excess_ppm off loses (or gains) from from_us to until_us (0 if empty).
+TimeUs drift_error_us(TimeUs from_us, TimeUs until_us, int64_t excess_ppm) {
+  const TimeUs span = std::max<TimeUs>(until_us - from_us, 0);
+  __extension__ using Int128 = __int128;  // span x ppm overflows 64 bits for long runs
+  return static_cast<TimeUs>(static_cast<Int128>(span) * excess_ppm / 1'000'000);
+}
+
 // How much of a violation a clock running `excess_ppm` beyond what the lock allows for could
 // explain: the error it accumulates from the first holder's claim (or from when the drift began,
 // whichever is later) until the drift ended or the overrun did (the violation plus its excess:
@@ -150,9 +150,7 @@ TimeUs drift_explains_us(TimeUs claim_start_us, const HistoryEvent& fault, const
   const TimeUs overrun_end_us = v.time_us + std::max<TimeUs>(v.excess_us, 0);
   const TimeUs until =
       fault.end_us > fault.time_us ? std::min(fault.end_us, overrun_end_us) : overrun_end_us;
-  const TimeUs span = std::max<TimeUs>(until - from, 0);
-  __extension__ using Int128 = __int128;  // span x ppm overflows 64 bits for long runs
-  return static_cast<TimeUs>(static_cast<Int128>(span) * excess_ppm / 1'000'000);
+  return drift_error_us(from, until, excess_ppm);
 }
 
 // What a fault explains of a violation: why, and how many microseconds of its excess (kUnbounded
@@ -207,9 +205,7 @@ std::optional<Explanation> entrant_late_by_clock(const History& history, const H
   const TimeUs from_us = std::max(fault.time_us, lease->invoked_us);
   const TimeUs until_us =
       fault.end_us > fault.time_us ? std::min(fault.end_us, v.time_us) : v.time_us;
-  __extension__ using Int128 = __int128;
-  const TimeUs lost_us = static_cast<TimeUs>(
-      static_cast<Int128>(std::max<TimeUs>(until_us - from_us, 0)) * excess_ppm / 1'000'000);
+  const TimeUs lost_us = drift_error_us(from_us, until_us, excess_ppm);
   const TimeUs late_us = v.time_us - lease->end_us;
   if (lost_us < late_us) return std::nullopt;
   return Explanation{

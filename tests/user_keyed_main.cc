@@ -21,17 +21,10 @@ using lockstep::keyed::KeyRef;
 using lockstep::keyed::RequestId;
 using lockstep::keyed::RwMode;
 
-// Which call throws, on its `after`th use (so the run has a history before it).
-enum class Throws { request, release, clear };
-
-// A correct outsider lock whose one call throws, as a user's hook might (a failed allocation, a
-// logic_error of its own, a non-std exception).
-class ThrowingRw final : public lockstep::keyed::RwStateMachine {
+// The outsider locks, every call passed on: each misbehaving lock below overrides what it breaks.
+class ForwardingRw : public lockstep::keyed::RwStateMachine {
  public:
-  explicit ThrowingRw(Throws where) : where_(where) {}
   lockstep::keyed::RwAdmission request(const KeyRef& key, RwMode mode) override {
-    if (where_ == Throws::request && ++calls_ == kAfter)
-      throw std::runtime_error("my table is full");
     return inner_.request(key, mode);
   }
   std::optional<RequestId> try_acquire(const KeyRef& key, RwMode mode) override {
@@ -39,7 +32,6 @@ class ThrowingRw final : public lockstep::keyed::RwStateMachine {
   }
   void release(const KeyRef& key, RequestId id, RwMode mode,
                std::vector<RequestId>& granted) override {
-    if (where_ == Throws::release && ++calls_ == kAfter) throw 42;  // not a std::exception
     inner_.release(key, id, mode, granted);
   }
   bool cancel(const KeyRef& key, RequestId id, std::vector<RequestId>& granted) override {
@@ -48,16 +40,13 @@ class ThrowingRw final : public lockstep::keyed::RwStateMachine {
   size_t key_count() const override { return inner_.key_count(); }
   size_t entries(std::string_view key) const override { return inner_.entries(key); }
 
- private:
-  static constexpr int kAfter = 3;
-  Throws where_;
-  int calls_ = 0;
+ protected:
   my_keyed::ReadWriteTable inner_;
 };
 
-class ThrowingFifo final : public lockstep::keyed::FifoStateMachine {
+class ForwardingFifo : public lockstep::keyed::FifoStateMachine {
  public:
-  explicit ThrowingFifo(FifoLimits limits) : inner_(limits) {}
+  explicit ForwardingFifo(FifoLimits limits) : inner_(limits) {}
   lockstep::keyed::FifoAdmission request(const KeyRef& key) override { return inner_.request(key); }
   std::optional<RequestId> try_acquire(const KeyRef& key) override {
     return inner_.try_acquire(key);
@@ -66,99 +55,92 @@ class ThrowingFifo final : public lockstep::keyed::FifoStateMachine {
     return inner_.release(key, holder);
   }
   bool cancel(const KeyRef& key, RequestId id) override { return inner_.cancel(key, id); }
-  std::vector<lockstep::keyed::FifoRejection> clear() override {
-    throw std::logic_error("clear() is not\nimplemented");  // a line break the report must fold
-  }
+  std::vector<lockstep::keyed::FifoRejection> clear() override { return inner_.clear(); }
   bool held(std::string_view key) const override { return inner_.held(key); }
   size_t waiting(std::string_view key) const override { return inner_.waiting(key); }
   size_t size() const override { return inner_.size(); }
   FifoLimits limits() const override { return inner_.limits(); }
 
- private:
+ protected:
   my_keyed::FifoTable inner_;
 };
 
-// Grants a request that does not wait: the driver cannot carry that out.
-class GrantsStranger final : public lockstep::keyed::RwStateMachine {
+// Which call throws, on its `after`th use (so the run has a history before it).
+enum class Throws { request, release, clear };
+
+// A correct outsider lock whose one call throws, as a user's hook might (a failed allocation, a
+// logic_error of its own, a non-std exception).
+class ThrowingRw final : public ForwardingRw {
  public:
+  explicit ThrowingRw(Throws where) : where_(where) {}
   lockstep::keyed::RwAdmission request(const KeyRef& key, RwMode mode) override {
-    return inner_.request(key, mode);
-  }
-  std::optional<RequestId> try_acquire(const KeyRef& key, RwMode mode) override {
-    return inner_.try_acquire(key, mode);
+    if (where_ == Throws::request && ++calls_ == kAfter)
+      throw std::runtime_error("my table is full");
+    return ForwardingRw::request(key, mode);
   }
   void release(const KeyRef& key, RequestId id, RwMode mode,
                std::vector<RequestId>& granted) override {
-    inner_.release(key, id, mode, granted);
-    granted.push_back(id);  // the request that just left
+    if (where_ == Throws::release && ++calls_ == kAfter) throw 42;  // not a std::exception
+    ForwardingRw::release(key, id, mode, granted);
   }
-  bool cancel(const KeyRef& key, RequestId id, std::vector<RequestId>& granted) override {
-    return inner_.cancel(key, id, granted);
-  }
-  size_t key_count() const override { return inner_.key_count(); }
-  size_t entries(std::string_view key) const override { return inner_.entries(key); }
 
  private:
-  my_keyed::ReadWriteTable inner_;
+  static constexpr int kAfter = 3;
+  Throws where_;
+  int calls_ = 0;
+};
+
+class ThrowingFifo final : public ForwardingFifo {
+ public:
+  using ForwardingFifo::ForwardingFifo;
+  std::vector<lockstep::keyed::FifoRejection> clear() override {
+    throw std::logic_error("clear() is not\nimplemented");  // a line break the report must fold
+  }
+};
+
+// Grants a request that does not wait: the driver cannot carry that out.
+class GrantsStranger final : public ForwardingRw {
+ public:
+  void release(const KeyRef& key, RequestId id, RwMode mode,
+               std::vector<RequestId>& granted) override {
+    ForwardingRw::release(key, id, mode, granted);
+    granted.push_back(id);  // the request that just left
+  }
 };
 
 // Gives every request the same id: the second live request would share the first's.
-class ReusesId final : public lockstep::keyed::RwStateMachine {
+class ReusesId final : public ForwardingRw {
  public:
   lockstep::keyed::RwAdmission request(const KeyRef& key, RwMode mode) override {
-    lockstep::keyed::RwAdmission admission = inner_.request(key, mode);
+    lockstep::keyed::RwAdmission admission = ForwardingRw::request(key, mode);
     admission.id = 1;
     return admission;
   }
-  std::optional<RequestId> try_acquire(const KeyRef& key, RwMode mode) override {
-    return inner_.try_acquire(key, mode);
-  }
-  void release(const KeyRef& key, RequestId id, RwMode mode,
-               std::vector<RequestId>& granted) override {
-    inner_.release(key, id, mode, granted);
-  }
-  bool cancel(const KeyRef& key, RequestId id, std::vector<RequestId>& granted) override {
-    return inner_.cancel(key, id, granted);
-  }
-  size_t key_count() const override { return inner_.key_count(); }
-  size_t entries(std::string_view key) const override { return inner_.entries(key); }
-
- private:
-  my_keyed::ReadWriteTable inner_;
 };
 
 // clear() also names the holders of the keys that have waiters, as if they were waiting.
-class ClearRejectsHolder final : public lockstep::keyed::FifoStateMachine {
+class ClearRejectsHolder final : public ForwardingFifo {
  public:
-  explicit ClearRejectsHolder(FifoLimits limits) : inner_(limits) {}
+  using ForwardingFifo::ForwardingFifo;
   lockstep::keyed::FifoAdmission request(const KeyRef& key) override {
-    const lockstep::keyed::FifoAdmission admission = inner_.request(key);
+    const lockstep::keyed::FifoAdmission admission = ForwardingFifo::request(key);
     if (admission.admit == lockstep::keyed::FifoAdmit::granted)
       holders_[std::string(key.key)] = admission.id;
     return admission;
   }
-  std::optional<RequestId> try_acquire(const KeyRef& key) override {
-    return inner_.try_acquire(key);
-  }
   RequestId release(const KeyRef& key, RequestId holder) override {
-    const RequestId next = inner_.release(key, holder);
+    const RequestId next = ForwardingFifo::release(key, holder);
     holders_[std::string(key.key)] = next;
     return next;
   }
-  bool cancel(const KeyRef& key, RequestId id) override { return inner_.cancel(key, id); }
   std::vector<lockstep::keyed::FifoRejection> clear() override {
-    std::vector<lockstep::keyed::FifoRejection> rejected = inner_.clear();
+    std::vector<lockstep::keyed::FifoRejection> rejected = ForwardingFifo::clear();
     if (!rejected.empty())
       rejected.push_back({rejected.front().key, holders_[rejected.front().key]});
     return rejected;
   }
-  bool held(std::string_view key) const override { return inner_.held(key); }
-  size_t waiting(std::string_view key) const override { return inner_.waiting(key); }
-  size_t size() const override { return inner_.size(); }
-  FifoLimits limits() const override { return inner_.limits(); }
 
  private:
-  my_keyed::FifoTable inner_;
   std::map<std::string, RequestId> holders_;
 };
 
