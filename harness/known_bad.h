@@ -19,8 +19,8 @@ struct KnownBad {
   std::vector<std::string> judged_in;
 };
 
-// The registry entry of `bad`: its sibling's traits with the one thing wrong, the sibling's options,
-// the simulator only, built by make_sim.
+// The registry entry of `bad`: its sibling's traits with the one thing wrong, the sibling's options
+// and their checks, the simulator only, built by make_sim.
 inline AdapterEntry known_bad_entry(const KnownBad& bad, const AdapterEntry& sibling,
                                     BackendFactory make_sim) {
   AdapterTraits traits = sibling.traits;
@@ -34,6 +34,7 @@ inline AdapterEntry known_bad_entry(const KnownBad& bad, const AdapterEntry& sib
           .judged_in = bad.judged_in,
           .sibling = sibling.name,
           .options = sibling.options,
+          .check_options = sibling.check_options,
           .refine = sibling.refine,
           .make_sim = std::move(make_sim)};
 }

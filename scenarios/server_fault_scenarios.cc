@@ -300,10 +300,11 @@ Scenario failover_scenario() {
                   retry_delay_option(50), retry_times_option(40),
                   int_option("replicas", 1, "asynchronous replicas", 1, 1),
                   int_option("replication_delay_ms", 1000, "replica lag"),
-                  int_option("command_timeout_ms", 5000,
-                             "client command timeout (Mongo: a w:majority write waits "
-                             "for the replication delay)",
-                             1, 60'000),
+                  int_option(
+                      "command_timeout_ms", 10000,
+                      "client command timeout (Mongo: a w:majority write waits up to its wtimeout "
+                      "for the replication delay)",
+                      1, 60'000),
                   int_option("election_timeout_ms", 500,
                              "Mongo: how long the secondaries wait before electing "
                              "a new primary (mongod's default is 10000)",

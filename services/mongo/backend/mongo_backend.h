@@ -30,6 +30,10 @@ std::vector<OptionSpec> mongo_backend_options();
 std::unique_ptr<Backend> make_mongo_sim_backend(BackendEnv& env, MongoAdapterFactory make_adapter);
 std::unique_ptr<Backend> make_mongo_real_backend(BackendEnv& env, MongoAdapterFactory make_adapter);
 
+// AdapterEntry::check_options of every Mongo-backed adapter: under w:majority the command timeout
+// outlasts the wtimeout (mongo_adapter.h), else OptionError.
+void check_mongo_options(const Options& options);
+
 // The production adapter's factory: MongoAdapterOptions from the options above.
 MongoAdapterFactory production_mongo_adapter();
 

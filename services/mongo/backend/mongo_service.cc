@@ -18,6 +18,7 @@ std::vector<AdapterEntry> mongo_adapters() {
        .worlds = {WorldKind::sim, WorldKind::real},
        .traits = kMongoTraits,
        .options = mongo_backend_options(),
+       .check_options = check_mongo_options,
        .refine = mongo_traits,
        .make_sim =
            [](BackendEnv& env) { return make_mongo_sim_backend(env, production_mongo_adapter()); },

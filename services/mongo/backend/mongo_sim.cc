@@ -13,6 +13,12 @@ namespace lockstep {
 namespace {
 
 constexpr int64_t kUsPerMs = 1000;
+
+// "auto" leaves it to the adapter: majority reads exactly when writes are majority.
+std::optional<bool> read_majority(const std::string& option) {
+  if (option == "auto") return std::nullopt;
+  return option == "on";
+}
 // The shortest election timeout: heartbeats every 10 ms, a fifth of it.
 constexpr int64_t kElectionTimeoutMinMs = 50;
 
@@ -107,6 +113,14 @@ class MongoSimBackend final : public Backend, public sim::MongoObserver {
   }
 
   int server_count() const override { return replica_set_->members(); }
+  int64_t call_timeout_us() const override {
+    return options_.get_int("command_timeout_ms") * kUsPerMs;
+  }
+  // A secondary stands after the election timeout plus up to 15% jitter and one heartbeat; a
+  // second round (votes split, or a lagging candidate refused) takes as long again.
+  int64_t election_us() const override {
+    return 3 * options_.get_int("election_timeout_ms") * kUsPerMs;
+  }
   bool records_leases() const override { return true; }
 
   // The primary dies; the others elect a new one after the election timeout. Its writes that had
@@ -227,16 +241,20 @@ std::vector<OptionSpec> mongo_backend_options() {
        .help = "write concern of every lock write",
        .choices = {"majority", "1"}},
       {.name = "read_majority",
-       .default_value = "off",
-       .help = "is_locked reads at readConcern majority",
-       .choices = {"off", "on"}},
+       .default_value = "auto",
+       .help = "is_locked reads at readConcern majority; auto: exactly when write_concern is "
+               "majority, as the adapter ships",
+       .choices = {"auto", "off", "on"}},
+      // The adapter's shipped settings: libmongoc's socket timeout (10 s) outlasts the wtimeout
+      // (5 s), so a majority that cannot be reached is answered by a writeConcernError, not by a
+      // client that gave up first (check_mongo_options refuses the opposite).
       {.name = "command_timeout_ms",
-       .default_value = "100",
-       .help = "client socket timeout per command",
+       .default_value = "10000",
+       .help = "client socket timeout per command (longer than wtimeout_ms under w:majority)",
        .min = 1,
        .max = 600'000},
       {.name = "wtimeout_ms",
-       .default_value = "2000",
+       .default_value = "5000",
        .help = "w:majority wait before a write-concern error",
        .min = 1,
        .max = 600'000},
@@ -268,6 +286,17 @@ AdapterTraits mongo_traits(AdapterTraits declared, const Options& options) {
   return declared;
 }
 
+void check_mongo_options(const Options& options) {
+  if (options.get("write_concern") != "majority") return;
+  const int64_t command_timeout_ms = options.get_int("command_timeout_ms");
+  const int64_t wtimeout_ms = options.get_int("wtimeout_ms");
+  if (command_timeout_ms > wtimeout_ms) return;
+  throw OptionError(fmt::format(
+      "command_timeout_ms ({}) must exceed wtimeout_ms ({}) under write_concern=majority: the "
+      "client would give up on a write before the server can answer it with a write concern error",
+      command_timeout_ms, wtimeout_ms));
+}
+
 MongoAdapterFactory production_mongo_adapter() {
   return [](MongoConnection& connection, Clock& clock,
             const Options& options) -> std::unique_ptr<LockAdapter> {
@@ -279,7 +308,7 @@ MongoAdapterFactory production_mongo_adapter() {
         .write_concern = options.get("write_concern") == "1" ? MongoWriteConcern::one
                                                              : MongoWriteConcern::majority,
         .write_concern_timeout_ms = options.get_int("wtimeout_ms"),
-        .read_majority = options.get("read_majority") == "on",
+        .read_majority = read_majority(options.get("read_majority")),
     });
   };
 }

@@ -3,9 +3,11 @@
 // the known-bad variant without the unique index, and determinism.
 #include <catch2/catch.hpp>
 
+#include "adapters/core/clock.h"
 #include "report/report.h"
 #include "run/runner.h"
 #include "services/known_bad.h"
+#include "services/mongo/backend/mongo_backend.h"
 #include "services/registry.h"
 
 namespace lockstep {
@@ -22,6 +24,32 @@ RunReport run(const std::string& scenario, const std::string& adapter,
 
 bool violates(const RunReport& r, Invariant invariant) {
   return r.violated().count(invariant) != 0;
+}
+
+// Answers every command with ok and an empty cursor, and keeps what it was sent.
+class RecordingConnection final : public MongoConnection {
+ public:
+  MongoResult run_command(const std::string&, MongoDocument command) override {
+    sent.push_back(std::move(command));
+    return {.reply = MongoDocument::parse(R"({"ok": 1, "cursor": {"firstBatch": [], "id": 0}})")};
+  }
+  std::string endpoint() const override { return "recording:0"; }
+  std::vector<MongoDocument> sent;
+};
+
+// Whether is_valid of the adapter the Mongo runs build under these options reads at majority.
+bool reads_majority(const std::vector<std::string>& sets) {
+  Options options(mongo_backend_options());
+  for (const std::string& set : sets) options.set(set);
+  RecordingConnection connection;
+  SystemClock clock;
+  const auto adapter = production_mongo_adapter()(connection, clock, options);
+  adapter->is_valid_lock({.key = "k", .value = "v", .ttl_ms = 1000});
+  for (const MongoDocument& command : connection.sent) {
+    if (command.contains("find")) return command.contains("readConcern");
+  }
+  FAIL("is_valid sent no find");
+  return false;
 }
 
 }  // namespace
@@ -114,6 +142,25 @@ TEST_CASE("a mongo run is a function of its seed", "[mongo][determinism]") {
     CHECK(first.trace_hash == again.trace_hash);
     CHECK(run(scenario, "mongo", {"write_concern=1"}, false, 8).trace_hash != first.trace_hash);
   }
+}
+
+TEST_CASE("Mongo runs use the adapter as it ships: its read concern rule and its timeouts",
+          "[mongo]") {
+  // read_majority=auto leaves the choice to the adapter: majority reads exactly under w:majority.
+  CHECK(reads_majority({}));
+  CHECK_FALSE(reads_majority({"write_concern=1"}));
+  CHECK_FALSE(reads_majority({"read_majority=off"}));
+  CHECK(reads_majority({"write_concern=1", "read_majority=on"}));
+
+  // The client waits longer than the server's wtimeout, so a lost majority is a writeConcernError.
+  const Options defaults(mongo_backend_options());
+  CHECK(defaults.get_int("command_timeout_ms") > defaults.get_int("wtimeout_ms"));
+  for (const std::string adapter : {"mongo", "bad-mongo-no-unique"}) {
+    register_known_bad_adapters();
+    CHECK_THROWS_WITH(run("sequential", adapter, {"command_timeout_ms=100"}),
+                      Catch::Contains("must exceed wtimeout_ms"));
+  }
+  CHECK(run("sequential", "mongo", {"command_timeout_ms=100", "write_concern=1"}).ok());
 }
 
 }  // namespace lockstep
