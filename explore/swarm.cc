@@ -71,13 +71,13 @@ SwarmCapabilities swarm_capabilities(const AdapterEntry& adapter) {
       .message_loss = traits.sim_faults.network && traits.servers != ServerLayout::replica_set,
       .server_clock = traits.sim_faults.server_clock,
       .server_clock_jump = traits.sim_faults.server_clock_jump,
-      // A replica set recovers from a lost, restarted or paused primary only by an election,
-      // which takes longer than the liveness bound a swarm run judges by: the named scenarios
-      // (failover, node-pause) cover those faults there.
-      .failover = traits.sim_faults.failover && traits.servers != ServerLayout::replica_set,
-      .server_restart =
-          traits.sim_faults.server_restart && traits.servers != ServerLayout::replica_set,
-      .server_pause = traits.sim_faults.server_pause && traits.servers != ServerLayout::replica_set,
+      // A replica set recovers from a lost, restarted or paused primary by an election: the run's
+      // liveness bound allows the backend's election time for each such fault
+      // (fault_recovery_allowance_us).
+      .elections = traits.servers == ServerLayout::replica_set,
+      .failover = traits.sim_faults.failover,
+      .server_restart = traits.sim_faults.server_restart,
+      .server_pause = traits.sim_faults.server_pause,
       .replica_option = has_option("replicas"),
       .replication_delay_option = has_option("replication_delay_ms"),
       .concurrent_calls = traits.concurrent_calls,
@@ -304,6 +304,12 @@ int64_t client_drift_ppm(Prng& rng, const FaultEnvelope& envelope) {
 SwarmFault draw_fault(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps, FaultKind kind) {
   const int64_t ttl = spec.ttl_ms;
   SwarmFault f{.kind = kind, .at_ms = rng.between(0, spec.safety_ms - 1)};
+  // A set that elects a new primary is without one for seconds, longer than any safety phase: a
+  // lost primary before the first grant would leave the seed holding nothing to judge. Aimed into
+  // the phase's last three quarters instead, when a lock is likely held.
+  const bool loses_primary = kind == FaultKind::failover || kind == FaultKind::server_restart ||
+                             kind == FaultKind::server_pause;
+  if (caps.elections && loses_primary) f.at_ms = spec.safety_ms / 4 + f.at_ms * 3 / 4;
   f.client = static_cast<int>(rng.between(0, static_cast<int64_t>(spec.clients.size()) - 1));
   switch (kind) {
     case FaultKind::pause: f.duration_ms = rng.between(1, 3 * ttl); break;
@@ -316,7 +322,7 @@ SwarmFault draw_fault(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps,
     case FaultKind::failover:
       // Enough lag to lose acknowledged writes at the failover, and short enough that a lock
       // waiting for its replicas (Mongo w:majority, three writes per acquire) still gets a lock
-      // with the shortest TTL a step draws (ttl / 4) and within the 100 ms a simulated client
+      // with the shortest TTL a step draws (ttl / 4) and within the 100 ms a simulated Redis client
       // waits for a reply: the lag outlasts the heal, and would otherwise be a fault that never
       // heals.
       if (spec.replication_delay_ms < 0) {
@@ -663,6 +669,9 @@ struct SwarmRun {
   // its server back only if no later crash took it down again, so overlapping restart faults on
   // one server keep it down for the union of their windows (never a restart of a live server).
   std::map<int, int> crashes_by_server;
+  // The spec's liveness bound plus the calls its faults may leave waiting out a timeout
+  // (fault_recovery_allowance_us); set when the run is built.
+  int64_t liveness_bound_us = 0;
 
   sim::World& sim() { return *env->sim(); }
   bool safety_over() { return env->world().now_us() >= spec.safety_ms * 1000; }
@@ -827,11 +836,19 @@ void client_program(SwarmRun& run, Client& c, const SwarmClient& plan, int fiber
 // A fresh client after the heal: takes every key once, with retries that outlast the bound.
 void heal_program(SwarmRun& run, Client& c) {
   const int64_t delay_ms = std::max<int64_t>(10, run.spec.ttl_ms / 10);
-  const int64_t attempts = run.spec.liveness_bound_us() / 1000 / delay_ms + 2;
+  const int64_t attempts = run.liveness_bound_us / 1000 / delay_ms + 2;
   const RetrySettings retry{.retry_delay_ms = delay_ms,
                             .retry_times = static_cast<int>(std::min<int64_t>(attempts, 100'000))};
   for (int key = 0; key < run.spec.keys; ++key) {
-    std::optional<Lock> lock = c.acquire(key_name(key), run.spec.ttl_ms, retry);
+    // An acquire that fails (no primary while the set elects one, an outcome unknown) is asked
+    // again, as a caller that needs the key would, until the bound has passed since it began.
+    const TimeUs give_up_us = run.env->world().now_us() + run.liveness_bound_us;
+    std::optional<Lock> lock;
+    for (int64_t round = 0; round < attempts && !lock; ++round) {
+      lock = c.acquire(key_name(key), run.spec.ttl_ms, retry);
+      if (lock || run.env->world().now_us() >= give_up_us) break;
+      c.sleep_ms(delay_ms);
+    }
     if (!lock) continue;
     c.increment(*lock, kHealHold_ms);
     c.release(*lock);
@@ -948,6 +965,35 @@ void schedule_heal(SwarmRun& run) {
   });
 }
 
+// What the spec's faults may add to an acquire's wait beyond the spec's own bound, in true time.
+// A request lost to a fault (a partition, lost messages, a server that died or stopped) leaves its
+// call waiting out the backend's timeout, as the lock is built to; a lost primary or leader leaves
+// every call waiting for an election (Backend::election_us). Both run on clocks a drift may slow
+// by up to half (drawn drifts stay above -300,000 ppm): twice as long in true time. Each such fault
+// may cost every acquire chain one of each; one more timeout covers a call on the wire at the heal.
+int64_t fault_recovery_allowance_us(const SwarmSpec& spec, const Backend& backend) {
+  const int64_t timeout_us = backend.call_timeout_us();
+  const int64_t election_us = backend.election_us();
+  LOCKSTEP_CHECK(timeout_us >= 0 && election_us >= 0, "timeouts are not negative");
+  int64_t losing_faults = 0;
+  int64_t leader_faults = 0;
+  for (const SwarmFault& f : spec.faults) {
+    switch (f.kind) {
+      case FaultKind::partition:
+      case FaultKind::loss: ++losing_faults; break;
+      case FaultKind::failover:
+      case FaultKind::server_restart:
+      case FaultKind::server_pause:
+        ++losing_faults;
+        ++leader_faults;
+        break;
+      default: break;
+    }
+  }
+  constexpr int64_t kSlowClockFactor = 2;
+  return kSlowClockFactor * ((losing_faults + 1) * timeout_us + leader_faults * election_us);
+}
+
 void build_swarm(const std::shared_ptr<SwarmRun>& run, ScenarioEnv& env) {
   env.require_sim("swarm faults are injected by the simulator");
   run->env = &env;
@@ -957,6 +1003,10 @@ void build_swarm(const std::shared_ptr<SwarmRun>& run, ScenarioEnv& env) {
     for (const std::string& line : describe_params(spec)) env.world().trace_linef("param {}", line);
   }
   run->network = spec.family == LockFamily::lease && env.adapter().traits.sim_faults.network;
+  const int64_t allowance_us = fault_recovery_allowance_us(spec, env.backend());
+  run->liveness_bound_us = spec.liveness_bound_us() + allowance_us;
+  if (env.world().trace_wants_text() && allowance_us > 0)
+    env.world().trace_linef("param swarm.fault_recovery_allowance_us={}", allowance_us);
   if (spec.fixed_latency_us > 0) env.backend().set_fixed_latency(spec.fixed_latency_us);
   run->base_network = run->sim().network().options();
   for (size_t i = 0; i < spec.clients.size(); ++i) {
@@ -979,7 +1029,7 @@ void build_swarm(const std::shared_ptr<SwarmRun>& run, ScenarioEnv& env) {
     env.start(env.add_client(fmt::format("h{}", i)), spec.safety_ms + 1,
               [run](Client& self) { heal_program(*run, self); });
   }
-  if (spec.family == LockFamily::lease) env.meta().liveness_bound_us = spec.liveness_bound_us();
+  if (spec.family == LockFamily::lease) env.meta().liveness_bound_us = run->liveness_bound_us;
 }
 
 }  // namespace

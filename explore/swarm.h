@@ -54,7 +54,8 @@ struct SwarmCapabilities {
   bool message_loss = false;
   bool server_clock = false;
   bool server_clock_jump = false;
-  bool failover = false;  // a primary that can be replaced
+  bool elections = false;  // a lost primary is replaced by an election (a replica set)
+  bool failover = false;   // a primary that can be replaced
   bool server_restart = false;
   bool server_pause = false;
   // The failover needs its replica asked for (`replicas=1`, an option of the adapter's): see

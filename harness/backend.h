@@ -46,6 +46,14 @@ class Backend {
   // The in-process keyed lock this backend runs (the keyed scenarios' steps), or null: how a
   // scenario reaches a keyed lock, by type, without a cast.
   virtual KeyedSimBackend* keyed_sim() { return nullptr; }
+  // The longest one client call waits for a reply that never comes (its command timeout, plus a
+  // connect timeout where a call may reconnect first), on the client's clock; 0 when calls do not
+  // time out. A sweep's liveness bound allows it for each fault that can lose a request.
+  virtual int64_t call_timeout_us() const { return 0; }
+  // How long the servers may take, once their primary or leader is lost (died, stopped), to elect
+  // another and serve again, on their clocks, split votes included; 0 where no election happens (a
+  // replica promoted at once, or none). A sweep's liveness bound allows it for each such fault.
+  virtual int64_t election_us() const { return 0; }
 
   // Faults. Each throws WorldUnsupported unless this backend can produce it in its world.
   // The primary dies and a replica takes over. Returns how many writes the primary had

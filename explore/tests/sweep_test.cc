@@ -467,12 +467,31 @@ TEST_CASE("sweep, matrix and calibrate bound their worker count alike", "[jobs][
 }
 
 }  // namespace
-}  // namespace lockstep
-
-TEST_CASE("a sweep report's file name has no ':' (an ext: adapter's name)", "[sweep]") {
-  // ':' is no file name character on Windows, Finder shows it as '/', and scp reads it as a host.
-  const std::string name = lockstep::sweep_report_name(
-      {.adapter = "ext:redis-semaphore", .first_seed = 1, .seeds = 500});
-  CHECK(name.find(':') == std::string::npos);
-  CHECK(name == "sweep.ext-redis-semaphore.seeds1-500.shard0of1.json");
+// A replica set's failover is the fault its w:majority (Mongo) or Raft (etcd) claim rests on: the
+// sweep strikes it in most seeds, the run's liveness bound allows the election it takes, and the
+// production locks hold. A backend without a primary to lose refuses the kind (exit 2).
+TEST_CASE("a replica set's lost primary is swept: failovers in most seeds, and the locks hold",
+          "[sweep][failover]") {
+  for (const std::string adapter : {"mongo", "etcd", "etcd-lock"}) {
+    const SweepConfig config{.adapter = adapter,
+                             .seeds = 200,
+                             .faults = {FaultKind::failover},
+                             .faults_named = true,
+                             .keep_going = true};
+    const SweepResult result = run_sweep(config);
+    INFO(adapter);
+    CHECK(result.violating_seeds == 0);
+    CHECK(result.enough_exercised());
+    const auto inside = result.faults.find("inside");
+    REQUIRE(inside != result.faults.end());
+    const auto failovers = inside->second.find("failover");
+    REQUIRE(failovers != inside->second.end());
+    CHECK(failovers->second > config.seeds / 2);
+  }
+  CHECK_THROWS_WITH(
+      run_sweep(SweepConfig{
+          .adapter = "memory", .seeds = 1, .faults = {FaultKind::failover}, .faults_named = true}),
+      Catch::Contains("cannot be struck by it in the simulator"));
 }
+
+}  // namespace lockstep

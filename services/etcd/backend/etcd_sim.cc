@@ -77,6 +77,17 @@ class EtcdSimBackend final : public Backend {
   }
 
   int server_count() const override { return cluster_->members(); }
+  // The Lock RPC's call waits in the server's queue for up to lock_wait_ms (etcd-lock): a queue on
+  // a member that died answers never, and the call waits that long.
+  int64_t call_timeout_us() const override {
+    const int64_t request_ms = options_.get_int("request_timeout_ms");
+    const int64_t wait_ms = options_.has("lock_wait_ms") ? options_.get_int("lock_wait_ms") : 0;
+    return std::max(request_ms, wait_ms) * kUsPerMs;
+  }
+  // Raft: a follower stands after [1, 2) election timeouts; a split vote costs another round.
+  int64_t election_us() const override {
+    return 4 * options_.get_int("election_timeout_ms") * kUsPerMs;
+  }
   bool records_leases() const override { return true; }
 
   // The leader dies; the others elect a new one after an election timeout. Raft acknowledges a

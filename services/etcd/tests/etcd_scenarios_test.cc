@@ -135,7 +135,10 @@ TEST_CASE("sim: keepalives slower than their interval do not starve the Lock RPC
 TEST_CASE("sim: a queued lease cut short by a fast leader clock before its grant is excused",
           "[etcd][scenarios]") {
   SweepConfig config{.adapter = "etcd", .first_seed = 1468, .seeds = 1};
-  const SeedOutcome outcome = run_sweep_seed(config, swarm_capabilities("etcd"), 1468);
+  // The seed was found before sweeps struck a replica set's leader: drawn without those kinds.
+  SwarmCapabilities caps = swarm_capabilities("etcd");
+  caps.failover = caps.server_restart = caps.server_pause = false;
+  const SeedOutcome outcome = run_sweep_seed(config, caps, 1468);
   INFO(to_text(outcome.report));
   CHECK(outcome.report.end == RunEnd::complete);
   CHECK_FALSE(outcome.violates());

@@ -230,6 +230,9 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
 
   // An in-memory library's one "server" is its shared driver's node.
   int server_count() const override { return store_node_ ? 1 : static_cast<int>(servers_.size()); }
+  int64_t call_timeout_us() const override {
+    return std::max<int64_t>(command_timeout_ms_, 0) * 1000;
+  }
   int quorum() const override { return static_cast<int>(servers_.size() / 2 + 1); }
   // An in-memory store cannot be watched (no keyspace), and a shared driver's connections carry
   // several clients' commands (a grant cannot be told whose): the clients' own records judge it.

@@ -149,6 +149,9 @@ class PostgresSimBackend final : public Backend, public sim::PgLockObserver {
   }
 
   int server_count() const override { return static_cast<int>(servers_.size()); }
+  int64_t call_timeout_us() const override {
+    return client_options_.connect_timeout_us + client_options_.command_timeout_us;
+  }
   bool records_leases() const override { return true; }
 
   // Advisory locks are session state, never replicated: the promoted replica holds none of

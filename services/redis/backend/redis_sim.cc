@@ -57,6 +57,7 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
   }
 
   int server_count() const override { return static_cast<int>(servers_.size()); }
+  int64_t call_timeout_us() const override { return command_timeout_us_; }
   bool records_leases() const override { return true; }
 
   int64_t failover() override {

@@ -72,6 +72,7 @@ class RedlockSimBackend final : public Backend, public sim::KeyspaceObserver {
   }
 
   int server_count() const override { return static_cast<int>(nodes_.size()); }
+  int64_t call_timeout_us() const override { return settings_.request_timeout_ms * 1000; }
   int quorum() const override { return static_cast<int>(nodes_.size() / 2 + 1); }
   bool records_leases() const override { return true; }
 
