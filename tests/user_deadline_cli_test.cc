@@ -32,9 +32,8 @@ struct TempDir {
 
 TEST_CASE("a user's owner:deadline lock is judged, and its correct variant passes the sweep",
           "[user-deadline]") {
-  // 1000 seeds: of seeds 1..2000, two are still judged violations (1154: a slow client clock
-  // whose late reply let it in second, beyond what the drift excuse measures; 1938: a replica's
-  // record of the value lease lost over its restart and failover, read as c1 removing c0's lease).
+  // 1000 seeds: of seeds 1..2000, seed 1154 is still judged a violation (a slow client clock
+  // whose late reply let it in second, beyond what the drift excuse measures).
   const CommandResult sweep = run_lockstep("sweep --adapter my-deadline --seeds 1000");
   INFO(sweep.out << sweep.err);
   CHECK(sweep.exit_code == 0);
@@ -51,8 +50,8 @@ TEST_CASE("a user's owner:deadline lock gives only the matrix results its traits
 TEST_CASE("an owner:deadline lock that takes over a live lock is caught by sweep and replays",
           "[user-deadline]") {
   TempDir dir;
-  const CommandResult sweep = run_lockstep("sweep --adapter my-deadline-buggy --seeds 300 --report " +
-                                           dir.path.string());
+  const CommandResult sweep =
+      run_lockstep("sweep --adapter my-deadline-buggy --seeds 300 --report " + dir.path.string());
   INFO(sweep.out << sweep.err);
   REQUIRE(sweep.exit_code == 1);
   CHECK(sweep.out.find("lease_exclusion") != std::string::npos);

@@ -88,8 +88,7 @@ AdapterResult MyDeadlineLock::run(const char* script, const lockstep::LockSpec& 
 }
 
 AdapterResult MyDeadlineLock::create_lock(const lockstep::LockSpec& spec) {
-  const char* script =
-      takeover_ == Takeover::past_deadline ? kAcquireScript : kBuggyAcquireScript;
+  const char* script = takeover_ == Takeover::past_deadline ? kAcquireScript : kBuggyAcquireScript;
   const int64_t now_ms = clock_.now_ms();
   return run(script, spec, {std::to_string(now_ms), std::to_string(now_ms_up() + spec.ttl_ms)},
              AdapterStatus::contended);

@@ -102,7 +102,10 @@ std::optional<HistoryEvent> RedisLeaseEvents::on_event(std::string_view node_nam
       return event;
     case sim::KeyspaceEvent::Kind::del:
       if (!held) return std::nullopt;
-      if (value_ttl_us_) event.value = lease->second;  // the owner, not "OWNER:DEADLINE_MS"
+      if (value_ttl_us_) {  // the removed value's owner, as a TTL lease names the removed value
+        const std::optional<ValueLease> removed = parse_value_lease(e.value);
+        event.value = removed ? removed->owner : lease->second;
+      }
       leased.erase(lease);
       event.kind = EventKind::revoke;
       event.detail = "del";

@@ -321,6 +321,19 @@ TEST_CASE("a value lease is granted to its owner for the writer's deadline", "[l
   CHECK(revoke->value == "b:2");
 }
 
+TEST_CASE("a value lease's revoke names the owner of the value removed, as the node held it",
+          "[leases][value]") {
+  // The node's record of the key is stale (a replica that lost writes over a restart): the DEL
+  // removes b's value, so it is b's revoke, not a removal of a's lease by b.
+  RedisLeaseEvents leases = value_leases();
+  REQUIRE(leases.on_event("redis-1", set_value(0, "a:1:5000")).has_value());
+  const std::optional<HistoryEvent> revoke = leases.on_event(
+      "redis-1",
+      {.kind = sim::KeyspaceEvent::Kind::del, .key = "k", .value = "b:2:5000", .client = 1});
+  REQUIRE(revoke.has_value());
+  CHECK(revoke->value == "b:2");
+}
+
 TEST_CASE("a deadline already past is a lease of no length, never a negative one",
           "[leases][value]") {
   RedisLeaseEvents leases = value_leases();
