@@ -33,8 +33,12 @@ bool can_break(const HistoryMeta& meta, const HistoryEvent& fault, Invariant inv
       return fault.fault != FaultKind::crash && fault.fault != FaultKind::other &&
              fault.fault != FaultKind::server_crash;
     case Invariant::lease_exclusion:
-      // A client's clock reaches the servers' leases only where the adapter sends wall times.
-      if (client_clock) return fault.fault != FaultKind::clock_drift;
+      // A client's clock reaches the servers' leases only where the adapter sends wall times;
+      // its rate, only where clients read each other's wall deadlines.
+      if (client_clock) {
+        return fault.fault != FaultKind::clock_drift ||
+               meta.envelope.clients_compare_wall_deadlines;
+      }
       return loses_state || fault.fault == FaultKind::server_drift ||
              fault.fault == FaultKind::server_clock_jump;
     case Invariant::fencing: return loses_state;
@@ -214,6 +218,33 @@ std::optional<Explanation> entrant_late_by_clock(const History& history, const H
                   fault.client, excess_ppm, lost_us, late_us)};
 }
 
+// A drifting clock where clients read each other's wall deadlines: its wall reading drifts from
+// the others' by what it gained or lost since the drift began (the error stays: fault.h,
+// lasting). A fast entrant read a live deadline as past that much early (up to its entry); a slow
+// client of the overlap wrote deadlines that end that much early by the others' clocks (up to the
+// overrun's end).
+// Any other client's drift explains nothing of this (nullopt: judged as for any lock).
+std::optional<Explanation> wall_deadline_drift(const HistoryEvent& fault, const Violation& v) {
+  const bool fast = fault.amount > 0;
+  // Slow: the deadline writer, who is the overlap's holder, or its entrant when a late reply let
+  // the earlier lease's holder in second.
+  const int reader = fast ? v.entrant : v.holder;
+  const bool involved = fault.client < 0 || reader < 0 || fault.client == reader ||
+                        (!fast && fault.client == v.entrant);
+  if (!involved) return std::nullopt;
+  const TimeUs end_us = fast ? v.time_us : v.time_us + std::max<TimeUs>(v.excess_us, 0);
+  const TimeUs until_us = fault.end_us > fault.time_us ? std::min(fault.end_us, end_us) : end_us;
+  const TimeUs error_us = drift_error_us(fault.time_us, until_us, std::abs(fault.amount));
+  return Explanation{
+      fast ? fmt::format("c{}'s wall clock ran {}ppm fast and gained {}us: it read a live "
+                         "deadline as past",
+                         fault.client, fault.amount, error_us)
+           : fmt::format("c{}'s wall clock ran {}ppm slow and lost {}us: the deadlines it wrote "
+                         "ended early by the others' clocks",
+                         fault.client, -fault.amount, error_us),
+      error_us};
+}
+
 // Why this fault could have caused this violation, in numbers, or nullopt when it could not:
 // the fault's amount and direction against the lock's stated margins, whom it struck, and when.
 // claim_start_us: holder_claim_start_us of the violation, found once for all its faults.
@@ -225,6 +256,9 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
   };
   switch (fault.fault) {
     case FaultKind::clock_drift: {
+      if (envelope.clients_compare_wall_deadlines && fault.amount != 0) {
+        if (std::optional<Explanation> why = wall_deadline_drift(fault, v)) return why;
+      }
       // A slow clock keeps its holder inside past its lease, or hides from the entrant that the
       // lease its acquire returned had already ended (entrant_late_by_clock). Any other client's
       // clock explains nothing.
@@ -333,7 +367,9 @@ bool inside_envelope(const History& history, const HistoryEvent& fault) {
   switch (fault.fault) {
     case FaultKind::pause: return false;  // the holder's overrun: in no envelope
     case FaultKind::crash: return true;   // the lease's TTL is the safety net
-    case FaultKind::clock_drift: return fault.amount >= -v.client_slow_ppm_max;
+    case FaultKind::clock_drift:
+      if (v.clients_compare_wall_deadlines && fault.amount != 0) return false;
+      return fault.amount >= -v.client_slow_ppm_max;
     case FaultKind::clock_jump:
     case FaultKind::clock_offset: return v.client_wall_clock;
     case FaultKind::server_drift: return fault.amount <= v.server_fast_ppm_max;
@@ -372,6 +408,28 @@ void excuse_overlaps_of_double_grants(std::vector<Violation>& violations) {
       v.excused_by = grant.excused_by;
       v.excuse =
           fmt::format("follows from the double grant at {}us: {}", grant.time_us, grant.excuse);
+      break;
+    }
+  }
+}
+
+// Where clients read each other's wall deadlines, the holder's record is the value in the key: a
+// taker that came in early (excused by its clock) overwrote it, and once the taker released, the
+// key was free while the holder's deadline still ran. A later entrant inside that same claim of
+// the same holder entered on the excused taker's erasure, so it is excused by the same fault.
+void excuse_entries_after_excused_takeovers(const HistoryMeta& meta,
+                                            std::vector<Violation>& violations) {
+  if (!meta.envelope.clients_compare_wall_deadlines) return;
+  for (Violation& v : violations) {
+    if (v.excused() || v.holder < 0) continue;
+    for (const Violation& takeover : violations) {
+      if (!takeover.excused() || takeover.invariant != v.invariant) continue;
+      if (takeover.key != v.key || takeover.holder != v.holder) continue;
+      if (takeover.claim_since_us != v.claim_since_us || takeover.time_us > v.time_us) continue;
+      if (takeover.entrant == v.entrant) continue;  // the taker itself: judged on its own
+      v.excused_by = takeover.excused_by;
+      v.excuse = fmt::format("follows from the excused takeover of c{}'s lease at {}us: {}",
+                             v.holder, takeover.time_us, takeover.excuse);
       break;
     }
   }
@@ -429,6 +487,7 @@ void excuse_violations(const History& history, std::vector<Violation>& violation
     for (const auto& [fault, why] : parts) text += fmt::format("; {}", excuse_text(*fault, v, why));
     v.excuse = std::move(text);
   }
+  excuse_entries_after_excused_takeovers(history.meta, violations);
   excuse_overlaps_of_double_grants(violations);
 }
 

@@ -66,7 +66,14 @@ enum class ValidityRule {
 // none: the lease never expires; it lasts as long as its holder's session (a PostgreSQL advisory
 // lock), and the server ends it only with the session (the holder's unlock, close or death, its
 // connection found dead, its termination, a crash or failover), so a paused holder keeps it.
-enum class ExpiryClock { wall, monotonic, client_wall, none };
+// Or client_value: the servers never expire the record; the lease lives in its value, written as
+// "OWNER:DEADLINE_MS" with the deadline on the writing client's wall clock (Unix ms), and a client
+// takes the lock over only once its own wall clock is past the deadline written there (an
+// owner:deadline lock with GET/SET or a script, on a store without key TTLs). Its backend records
+// each such write as the lease it promises: from when the server applied it until the writer's
+// clock reads the deadline (so a taker whose clock runs ahead of the writer's takes a live lease,
+// as with client_wall), and the servers' clocks decide nothing.
+enum class ExpiryClock { wall, monotonic, client_wall, none, client_value };
 
 // How an acquire that waits its turn in a queue (etcd's Lock RPC, the etcd recipe's wait for its
 // predecessor) ends: there is no such wait (a contender retries), it checks that its lease

@@ -83,6 +83,9 @@ struct BackendEnv {
   Recorder& recorder;
   const Options& options;
   sim::World* sim = nullptr;  // the simulator, in the sim world
+  // Which clock ends the adapter's leases (its traits, as options refine them): a backend that
+  // records lease facts reads client_value leases from the values written (adapter_traits.h).
+  ExpiryClock server_expiry = ExpiryClock::wall;
 };
 
 using BackendFactory = std::function<std::unique_ptr<Backend>(BackendEnv&)>;
@@ -139,9 +142,16 @@ struct AdapterEntry {
   BackendFactory make_real;  // empty when the adapter has no real world
 };
 
-// The adapter's traits under these options (AdapterEntry::refine).
+// The adapter's traits under these options (AdapterEntry::refine). A lease in the value
+// (ExpiryClock::client_value) is judged by the clients' wall clocks, whatever else the envelope
+// says: their offsets, jumps and fast rates are outside what such a lock can survive.
 inline AdapterTraits effective_traits(const AdapterEntry& entry, const Options& options) {
-  return entry.refine ? entry.refine(entry.traits, options) : entry.traits;
+  AdapterTraits traits = entry.refine ? entry.refine(entry.traits, options) : entry.traits;
+  if (traits.server_expiry == ExpiryClock::client_value) {
+    traits.envelope.client_wall_clock = false;
+    traits.envelope.clients_compare_wall_deadlines = true;
+  }
+  return traits;
 }
 
 }  // namespace lockstep

@@ -87,6 +87,10 @@ struct FaultEnvelope {
   // It times durations and expiry on the monotonic clock: client wall-clock jumps and offsets are
   // nothing to it.
   bool client_wall_clock = true;
+  // Its clients read a deadline another client wrote on its own wall clock (a lease in the value,
+  // ExpiryClock::client_value): a client whose clock runs fast, inside client_slow_ppm_max or not,
+  // reads a live deadline as past by what it gained, so a fast client clock is outside too.
+  bool clients_compare_wall_deadlines = false;
   // Its servers expire leases by a clock that does not jump (no Redis or Mongo server does).
   bool server_wall_clock = false;
   // Latency, loss and partitions between clients and servers.

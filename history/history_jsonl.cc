@@ -59,14 +59,17 @@ json event_json(const HistoryEvent& e) {
 }
 
 json envelope_json(const FaultEnvelope& v) {
-  return {{"client_slow_ppm_max", v.client_slow_ppm_max},
-          {"server_fast_ppm_max", v.server_fast_ppm_max},
-          {"client_wall_clock", v.client_wall_clock},
-          {"server_wall_clock", v.server_wall_clock},
-          {"network", v.network},
-          {"failover", v.failover},
-          {"server_restart", to_string(v.server_restart)},
-          {"server_pause", v.server_pause}};
+  json j = {{"client_slow_ppm_max", v.client_slow_ppm_max},
+            {"server_fast_ppm_max", v.server_fast_ppm_max},
+            {"client_wall_clock", v.client_wall_clock},
+            {"server_wall_clock", v.server_wall_clock},
+            {"network", v.network},
+            {"failover", v.failover},
+            {"server_restart", to_string(v.server_restart)},
+            {"server_pause", v.server_pause}};
+  // Only where it is so: a history of any other lock reads as it did before the field existed.
+  if (v.clients_compare_wall_deadlines) j["clients_compare_wall_deadlines"] = true;
+  return j;
 }
 
 // Reads one line's object field by field, each with its type checked and named on failure.
@@ -136,7 +139,8 @@ class LineReader {
 
 FaultEnvelope read_envelope(const LineReader& r) {
   r.only({"client_slow_ppm_max", "server_fast_ppm_max", "client_wall_clock", "server_wall_clock",
-          "network", "failover", "server_restart", "server_pause"});
+          "network", "failover", "server_restart", "server_pause",
+          "clients_compare_wall_deadlines"});
   FaultEnvelope v;
   v.client_slow_ppm_max = r.integer("client_slow_ppm_max", 0, 0);
   v.server_fast_ppm_max = r.integer("server_fast_ppm_max", 0, 0);
@@ -146,6 +150,7 @@ FaultEnvelope read_envelope(const LineReader& r) {
   v.failover = r.flag("failover");
   v.server_restart = r.choice("server_restart", kRestartRulesAll, RestartRule::never);
   v.server_pause = r.flag("server_pause");
+  v.clients_compare_wall_deadlines = r.flag("clients_compare_wall_deadlines");
   return v;
 }
 

@@ -202,7 +202,11 @@ class RunAssembly {
                        },
                    .one_thread = sim != nullptr}),
         resource_(recorder_, {.fencing_on = report.config.fencing_on}),
-        backend_env_{.world = world, .recorder = recorder_, .options = report.options, .sim = sim} {
+        backend_env_{.world = world,
+                     .recorder = recorder_,
+                     .options = report.options,
+                     .sim = sim,
+                     .server_expiry = effective_traits(adapter, report.options).server_expiry} {
     write_trace_header(world, report.config, report.options);
     const BackendFactory& make = sim != nullptr ? adapter.make_sim : adapter.make_real;
     try {
@@ -256,7 +260,9 @@ class RunAssembly {
     report.end_message = fmt::format(
         "{} acquires succeeded but the servers recorded no lease, so lease_exclusion and ownership "
         "could not be judged: the adapter's lock keys must get a TTL when granted (SET PX, or "
-        "PEXPIRE), or its backend must report grants to the recorder",
+        "PEXPIRE), or a lock whose deadline lives in its value must declare server_expiry = "
+        "client_value and write \"OWNER:DEADLINE_MS\", or its backend must report grants to the "
+        "recorder",
         report.stats.acquisitions);
   }
 

@@ -566,6 +566,9 @@ bool can_fail_over(const AdapterTraits& lock) { return is_lease(lock) && lock.si
 bool expires(const AdapterTraits& lock) {
   return is_lease(lock) && lock.server_expiry != ExpiryClock::none;
 }
+bool expires_by_server_clock(const AdapterTraits& lock) {
+  return expires(lock) && lock.server_expiry != ExpiryClock::client_value;
+}
 bool lasts_with_session(const AdapterTraits& lock) {
   return is_lease(lock) && lock.server_expiry == ExpiryClock::none;
 }

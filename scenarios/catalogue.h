@@ -48,6 +48,9 @@ bool can_fail_over(const AdapterTraits& lock);
 // holder's session and never expires (AdapterTraits::server_expiry == ExpiryClock::none).
 bool expires(const AdapterTraits& lock);
 bool lasts_with_session(const AdapterTraits& lock);
+// One that expires, by a clock of its servers: not a deadline in the value that the clients
+// compare (ExpiryClock::client_value), which no server clock drift or jump hastens.
+bool expires_by_server_clock(const AdapterTraits& lock);
 // The shape of its servers (AdapterTraits::servers).
 bool on_one_server(const AdapterTraits& lock);
 bool on_independent_nodes(const AdapterTraits& lock);

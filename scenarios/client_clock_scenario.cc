@@ -27,7 +27,8 @@ Scenario client_clock_ahead_scenario() {
             // B's first attempt sees A's expiry (TTL from A's start) as past on its own clock.
             const int64_t b_start_ms = options.get_int("b_start_ms");
             const bool takes_over =
-                lock.server_expiry == ExpiryClock::client_wall &&
+                (lock.server_expiry == ExpiryClock::client_wall ||
+                 lock.server_expiry == ExpiryClock::client_value) &&
                 b_start_ms + options.get_int("clock_ahead_ms") > options.get_int("ttl_ms") &&
                 b_start_ms < options.get_int("hold_ms");
             if (!takes_over) return Expectation{};

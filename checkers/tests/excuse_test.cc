@@ -235,6 +235,77 @@ TEST_CASE("a wall clock ahead excuses only its own client's early entry", "[excu
   CHECK_FALSE(entrant_ahead.measured(1'000'000).excused());  // a +5 ms jump, a second of overlap
 }
 
+TEST_CASE(
+    "where clients read each other's wall deadlines, a drifting clock excuses what it "
+    "gained or lost",
+    "[excuse]") {
+  // c1's clock runs 30% fast from 0: by its entry at 1000 it has gained 300 us, so it read c0's
+  // deadline as past up to 300 us early: lease_exclusion (and the overlap) up to that is its.
+  const auto drifting = [](int client, bool compare_deadlines, int64_t ppm) {
+    Overlap o;
+    o.history.meta.envelope.client_wall_clock = false;
+    o.history.meta.envelope.clients_compare_wall_deadlines = compare_deadlines;
+    o.fault(FaultKind::clock_drift, 0, 5000, client, ppm);
+    return o;
+  };
+  const auto fast = [&drifting](int client, bool compare_deadlines) {
+    return drifting(client, compare_deadlines, 300'000);
+  };
+  CHECK(fast(1, true).measured(250, Invariant::lease_exclusion).excused());
+  CHECK(fast(1, true).measured(250).excused());
+  CHECK_FALSE(fast(1, true).measured(10'000, Invariant::lease_exclusion).excused());  // > gained
+  CHECK_FALSE(fast(0, true).measured(250, Invariant::lease_exclusion).excused());  // the holder's
+  // A lock that times on its own clocks only: a fast clock only makes a client leave early.
+  CHECK_FALSE(fast(1, false).measured(250, Invariant::lease_exclusion).excused());
+  CHECK_FALSE(fast(1, false).measured(250).excused());
+  // c0's clock runs 30% slow from 0, inside a lock's slow allowance or not: by the overlap's end
+  // (1000 + 250) it has lost 375 us, so the deadlines it wrote ended that early by c1's clock.
+  Overlap slow_holder = drifting(0, true, -300'000);
+  slow_holder.history.meta.envelope.client_slow_ppm_max = 500'000;
+  CHECK(slow_holder.measured(250, Invariant::lease_exclusion).excused());
+  CHECK_FALSE(slow_holder.measured(10'000, Invariant::lease_exclusion).excused());
+  // ... also as the overlap's entrant (its reply came late, after the other's entry), not as a
+  // bystander.
+  CHECK(drifting(1, true, -300'000).measured(250).excused());
+  CHECK_FALSE(drifting(2, true, -300'000).measured(250).excused());
+}
+
+TEST_CASE(
+    "where clients read each other's wall deadlines, an entry after an excused takeover of "
+    "the same lease is excused with it",
+    "[excuse]") {
+  // c1's clock is 5 ms ahead: it takes c0's lease over at 1000 (excused) and releases; c2 then
+  // finds the key free at 1500 while c0's deadline still runs.
+  const auto judged = [](bool compare_deadlines) {
+    Overlap o;
+    o.history.meta.clients = 3;
+    o.history.meta.envelope.client_wall_clock = false;
+    o.history.meta.envelope.clients_compare_wall_deadlines = compare_deadlines;
+    o.fault(FaultKind::clock_jump, 500, 500, 1, 5'000);
+    const auto overlap = [](int entrant, TimeUs at_us) {
+      return Violation{.invariant = Invariant::lease_exclusion,
+                       .time_us = at_us,
+                       .clients = {0, entrant},
+                       .key = "k",
+                       .holder = 0,
+                       .entrant = entrant,
+                       .claim_since_us = 100,
+                       .excess_us = 1'000};
+    };
+    std::vector<Violation> vs = {overlap(1, 1000), overlap(2, 1500)};
+    excuse_violations(o.history, vs);
+    return vs;
+  };
+  const std::vector<Violation> chained = judged(true);
+  CHECK(chained[0].excused());
+  CHECK(chained[1].excused());
+  CHECK(chained[1].excuse.find("follows from the excused takeover") != std::string::npos);
+  // Elsewhere a takeover erases nothing: the key's TTL still holds the holder's claim.
+  const std::vector<Violation> alone = judged(false);
+  CHECK(alone[0].excused());
+  CHECK_FALSE(alone[1].excused());
+}
+
 TEST_CASE("a paused holder's overrun is the pause's, whatever it does on waking", "[excuse]") {
   // Refusing its stale write is fencing's job; a validity that told it to go on is
   // validity_within_lease's.
@@ -405,12 +476,23 @@ TEST_CASE("a recorded history carries its envelope and fault kinds: judged the s
   CHECK_FALSE(back.meta.envelope.client_wall_clock);
   CHECK(back.meta.envelope.failover);
   CHECK(back.meta.envelope.server_restart == RestartRule::after_ttl);
+  CHECK_FALSE(back.meta.envelope.clients_compare_wall_deadlines);
   std::vector<Violation> vs = {
       {.invariant = Invariant::mutual_exclusion, .time_us = 1000, .clients = {0, 1}, .key = "k"}};
   excuse_violations(back, vs);
   REQUIRE(vs.front().excused());
   CHECK(back[*vs.front().excused_by].fault == FaultKind::clock_jump);
   CHECK(back[*vs.front().excused_by].amount == -5'000'000);
+}
+
+TEST_CASE("a history whose clients read each other's wall deadlines says so when read back",
+          "[excuse][jsonl]") {
+  Overlap o;
+  o.history.meta.envelope.clients_compare_wall_deadlines = true;
+  std::stringstream file;
+  write_history_jsonl(o.history, file);
+  CHECK(file.str().find("clients_compare_wall_deadlines") != std::string::npos);
+  CHECK(read_history_jsonl(file).meta.envelope.clients_compare_wall_deadlines);
 }
 
 TEST_CASE("excused violations early in a run cannot hide a later unexcused one", "[excuse]") {

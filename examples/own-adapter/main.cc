@@ -3,6 +3,7 @@
 #include <string>
 
 #include "cli/cli.h"
+#include "my_deadline_lock.h"
 #include "my_keyed_locks.h"
 #include "my_lock.h"
 #include "services/redis/backend/redis_backend.h"
@@ -31,6 +32,7 @@ void register_my_lock(std::string name, my_lock::MyLock::Extend extend, std::str
 int main(int argc, char** argv) {
   register_my_lock("my-correct", my_lock::MyLock::Extend::owner_checked, "my Redis lock");
   register_my_lock("my-buggy", my_lock::MyLock::Extend::plain_pexpire, "extends by plain PEXPIRE");
-  my_keyed::register_my_keyed_locks();  // my-rw, my-rw-buggy, my-fifo, my-fifo-buggy
+  my_keyed::register_my_keyed_locks();        // my-rw, my-rw-buggy, my-fifo, my-fifo-buggy
+  my_deadline::register_my_deadline_locks();  // my-deadline, my-deadline-buggy
   return lockstep::cli_main(argc, argv);
 }

@@ -1,6 +1,9 @@
 #include "services/redis/backend/lease_events.h"
 
+#include <algorithm>
 #include <cstdint>
+
+#include "harness/value_lease.h"
 
 namespace lockstep {
 
@@ -22,6 +25,25 @@ std::string RedisLeaseEvents::shown_key(const std::string& key) const {
   return shown;
 }
 
+std::optional<ValueLease> RedisLeaseEvents::value_lease(const sim::KeyspaceEvent& e) const {
+  if (!value_ttl_us_ || e.kind != sim::KeyspaceEvent::Kind::set || e.ttl_ms >= 0) {
+    return std::nullopt;
+  }
+  return parse_value_lease(e.value);
+}
+
+HistoryEvent RedisLeaseEvents::on_value_lease(std::map<std::string, std::string>& leased,
+                                              HistoryEvent event, const sim::KeyspaceEvent& e,
+                                              const ValueLease& lease) {
+  const auto held = leased.find(e.key);
+  const bool same_owner = held != leased.end() && held->second == lease.owner;
+  leased[e.key] = lease.owner;
+  event.kind = same_owner ? EventKind::extend : EventKind::grant;
+  event.value = lease.owner;
+  event.ttl_us = std::max<int64_t>(0, value_ttl_us_(e.client, lease.deadline_ms));
+  return event;
+}
+
 std::optional<HistoryEvent> RedisLeaseEvents::on_event(std::string_view node_name,
                                                        const sim::KeyspaceEvent& e) {
   auto node = leased_.find(node_name);
@@ -31,9 +53,13 @@ std::optional<HistoryEvent> RedisLeaseEvents::on_event(std::string_view node_nam
   std::map<std::string, std::string>& leased = node->second;
   const auto lease = leased.find(e.key);
   const bool held = lease != leased.end();
+  const std::optional<ValueLease> value = value_lease(e);
   if (e.replicated) {  // the replica's keys, as its primary made them: no client's act
-    if (e.kind == sim::KeyspaceEvent::Kind::del || e.kind == sim::KeyspaceEvent::Kind::expired ||
-        (e.kind == sim::KeyspaceEvent::Kind::set && e.ttl_ms < 0)) {
+    if (value) {
+      leased[e.key] = value->owner;
+    } else if (e.kind == sim::KeyspaceEvent::Kind::del ||
+               e.kind == sim::KeyspaceEvent::Kind::expired ||
+               (e.kind == sim::KeyspaceEvent::Kind::set && e.ttl_ms < 0)) {
       leased.erase(e.key);
     } else {
       leased[e.key] = e.value;
@@ -44,6 +70,7 @@ std::optional<HistoryEvent> RedisLeaseEvents::on_event(std::string_view node_nam
                      .key = shown_key(e.key),
                      .server = group_.empty() ? std::string(node_name) : group_,
                      .value = e.value};
+  if (value) return on_value_lease(leased, std::move(event), e, *value);
   switch (e.kind) {
     case sim::KeyspaceEvent::Kind::set:
       if (e.ttl_ms >= 0) {
@@ -75,6 +102,10 @@ std::optional<HistoryEvent> RedisLeaseEvents::on_event(std::string_view node_nam
       return event;
     case sim::KeyspaceEvent::Kind::del:
       if (!held) return std::nullopt;
+      if (value_ttl_us_) {  // the removed value's owner, as a TTL lease names the removed value
+        const std::optional<ValueLease> removed = parse_value_lease(e.value);
+        event.value = removed ? removed->owner : lease->second;
+      }
       leased.erase(lease);
       event.kind = EventKind::revoke;
       event.detail = "del";

@@ -14,11 +14,20 @@
 // no event, but the replica's keys are known): so a release or extend on a promoted replica
 // closes or lengthens the lease the primary granted, leases following the lock across a failover,
 // while a grant the replica never received is simply gone (the next grant overlaps it).
+//
+// A lock whose lease lives in its value (ExpiryClock::client_value: "OWNER:DEADLINE_MS" written
+// without a TTL, harness/value_lease.h) is read from the values instead, once read_values is
+// called: a write of such a value grants OWNER a lease (extends it, when OWNER's lease is the
+// key's now) that lasts value_ttl_us(writer, deadline) of true time from the write, and the
+// key's lease is OWNER's, so a compare-and-delete by its owner revokes it. A takeover over a live
+// lease is a grant like any other: the checkers see the overlap from the two grants.
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "harness/value_lease.h"
 #include "history/history.h"
 #include "services/redis/sim/redis_node.h"
 
@@ -33,15 +42,25 @@ class RedisLeaseEvents {
                             std::string group = {})
       : lock_prefix_(std::move(lock_prefix)), hash_tagged_(hash_tagged), group_(std::move(group)) {}
 
+  // The true time from now until the wall clock of `client` (the writer) reads deadline_ms; >= 0.
+  using ValueTtlUs = std::function<int64_t(int client, int64_t deadline_ms)>;
+  // From now on, values "OWNER:DEADLINE_MS" written without a TTL are leases (see above).
+  void read_values(ValueTtlUs value_ttl_us) { value_ttl_us_ = std::move(value_ttl_us); }
+
   // The history event for e on node_name, or nullopt when it is no lease fact.
   std::optional<HistoryEvent> on_event(std::string_view node_name, const sim::KeyspaceEvent& e);
 
  private:
   std::string shown_key(const std::string& key) const;
+  // The value lease e writes without a TTL, when values are read and e writes one.
+  std::optional<ValueLease> value_lease(const sim::KeyspaceEvent& e) const;
+  HistoryEvent on_value_lease(std::map<std::string, std::string>& leased, HistoryEvent event,
+                              const sim::KeyspaceEvent& e, const ValueLease& lease);
 
   std::string lock_prefix_;
   bool hash_tagged_;
   std::string group_;
+  ValueTtlUs value_ttl_us_;  // empty: leases are keys with a TTL only
   // Per node, per key: the value whose lease the key holds now (ordered: nothing walks it by hash).
   std::map<std::string, std::map<std::string, std::string>, std::less<>> leased_;
 };

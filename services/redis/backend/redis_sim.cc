@@ -1,5 +1,7 @@
 #include "services/redis/backend/redis_backend.h"
 
+#include <map>
+
 #include <fmt/format.h>
 
 #include "base/check.h"
@@ -46,6 +48,10 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
                             {.replication_delay_ms = options.get_int("replication_delay_ms")});
       servers_.push_back(replica_->node());
     }
+    if (env.server_expiry == ExpiryClock::client_value) {
+      leases_.read_values(
+          [this](int client, int64_t deadline_ms) { return value_ttl_us(client, deadline_ms); });
+    }
   }
 
   LockAdapter& adapter_for(int client, int node) override {
@@ -53,6 +59,7 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
         world_, node, *primary_, client,
         sim::SimRedisConnectionOptions{.command_timeout_us = command_timeout_us_}));
     adapters_.push_back(make_adapter_(*connections_.back(), seams_.for_client(client, node)));
+    client_nodes_[client] = node;
     return *adapters_.back();
   }
 
@@ -111,6 +118,18 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
   }
 
  private:
+  // A value lease's length in true time: until the writing client's wall clock, as it runs now
+  // (its later drift or jumps aside, as for a validity's end_us), reads the deadline it wrote.
+  int64_t value_ttl_us(int client, int64_t deadline_ms) const {
+    const auto node = client_nodes_.find(client);
+    if (node == client_nodes_.end()) return 0;  // no client of this run wrote it: no lease
+    const TimeUs now_us = world_.now_us();
+    const TimeUs end_us = world_.node_clock(node->second)
+                              .true_time_when_local_reaches(deadline_ms * sim::kUsPerMs, now_us);
+    return end_us == sim::kTimeNever ? kValueLeaseForeverUs : end_us - now_us;
+  }
+
+  static constexpr int64_t kValueLeaseForeverUs = INT64_MAX / 4;
   sim::NodeId server_node(int server) const {
     LOCKSTEP_CHECK(server >= 0 && server < server_count(), "a server of this backend");
     return servers_[static_cast<size_t>(server)];
@@ -129,6 +148,7 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
   std::vector<sim::NodeId> servers_;
   std::vector<std::unique_ptr<sim::SimRedisConnection>> connections_;
   std::vector<std::unique_ptr<LockAdapter>> adapters_;
+  std::map<int, sim::NodeId> client_nodes_;  // client -> its node (one entry per adapter_for)
 };
 
 }  // namespace

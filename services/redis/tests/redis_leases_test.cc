@@ -1,6 +1,7 @@
 // The simulated Redis records leases for whatever keys an adapter uses, so a user's lock is judged
 // whatever its keys are called; and a lease run in which no lease was recorded is an error.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "run/runner.h"
 #include "services/known_bad.h"
 #include "services/redis/adapter/redis_adapter.h"
+#include "services/redis/backend/lease_events.h"
 #include "services/redis/backend/redis_backend.h"
 #include "services/registry.h"
 
@@ -262,6 +264,96 @@ TEST_CASE("a user's Redis lock gets its client's simulated clock and seeded rand
   // or the OS's randomness would never repeat.
   CHECK(draws(1) == first);
   CHECK(draws(2) != first);  // another seed, other values
+}
+
+}  // namespace
+}  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+// A lock whose lease lives in its value (ExpiryClock::client_value): its writes without a TTL are
+// read as the leases they promise. The writer's clock is a stand-in here: deadline 5000 ms is
+// 3000 ms of true time away for client 0, 1000 ms for client 1.
+RedisLeaseEvents value_leases() {
+  RedisLeaseEvents leases{"", /*hash_tagged=*/false, "redis"};
+  leases.read_values([](int client, int64_t deadline_ms) {
+    return (deadline_ms - (client == 0 ? 2000 : 4000)) * 1000;
+  });
+  return leases;
+}
+
+sim::KeyspaceEvent set_value(int client, std::string value) {
+  return {.kind = sim::KeyspaceEvent::Kind::set,
+          .key = "k",
+          .value = std::move(value),
+          .ttl_ms = -1,
+          .client = client};
+}
+
+TEST_CASE("a value lease is granted to its owner for the writer's deadline", "[leases][value]") {
+  RedisLeaseEvents leases = value_leases();
+  const std::optional<HistoryEvent> grant = leases.on_event("redis-0", set_value(0, "a:1:5000"));
+  REQUIRE(grant.has_value());
+  CHECK(grant->kind == EventKind::grant);
+  CHECK(grant->value == "a:1");  // the owner, as the client knows its lock
+  CHECK(grant->ttl_us == 3'000'000);
+  CHECK(grant->client == 0);
+
+  // The owner's new deadline is an extend; another owner's write a grant over it (a takeover:
+  // the checkers judge the overlap), read on the new writer's clock.
+  const std::optional<HistoryEvent> extend = leases.on_event("redis-0", set_value(0, "a:1:6000"));
+  REQUIRE(extend.has_value());
+  CHECK(extend->kind == EventKind::extend);
+  CHECK(extend->ttl_us == 4'000'000);
+  const std::optional<HistoryEvent> takeover = leases.on_event("redis-0", set_value(1, "b:2:5000"));
+  REQUIRE(takeover.has_value());
+  CHECK(takeover->kind == EventKind::grant);
+  CHECK(takeover->value == "b:2");
+  CHECK(takeover->ttl_us == 1'000'000);
+
+  // A compare-and-delete by the owner revokes the owner's lease.
+  const std::optional<HistoryEvent> revoke = leases.on_event(
+      "redis-0",
+      {.kind = sim::KeyspaceEvent::Kind::del, .key = "k", .value = "b:2:5000", .client = 1});
+  REQUIRE(revoke.has_value());
+  CHECK(revoke->kind == EventKind::revoke);
+  CHECK(revoke->value == "b:2");
+}
+
+TEST_CASE("a value lease's revoke names the owner of the value removed, as the node held it",
+          "[leases][value]") {
+  // The node's record of the key is stale (a replica that lost writes over a restart): the DEL
+  // removes b's value, so it is b's revoke, not a removal of a's lease by b.
+  RedisLeaseEvents leases = value_leases();
+  REQUIRE(leases.on_event("redis-1", set_value(0, "a:1:5000")).has_value());
+  const std::optional<HistoryEvent> revoke = leases.on_event(
+      "redis-1",
+      {.kind = sim::KeyspaceEvent::Kind::del, .key = "k", .value = "b:2:5000", .client = 1});
+  REQUIRE(revoke.has_value());
+  CHECK(revoke->value == "b:2");
+}
+
+TEST_CASE("a deadline already past is a lease of no length, never a negative one",
+          "[leases][value]") {
+  RedisLeaseEvents leases = value_leases();
+  const std::optional<HistoryEvent> grant = leases.on_event("redis-0", set_value(1, "a:1:3000"));
+  REQUIRE(grant.has_value());
+  CHECK(grant->ttl_us == 0);
+}
+
+TEST_CASE("values are read as leases only when the lock declares so, and only in their form",
+          "[leases][value]") {
+  RedisLeaseEvents keys_only{"", /*hash_tagged=*/false, "redis"};
+  CHECK_FALSE(keys_only.on_event("redis-0", set_value(0, "a:1:5000")).has_value());
+  RedisLeaseEvents leases = value_leases();
+  CHECK_FALSE(leases.on_event("redis-0", set_value(0, "no-deadline")).has_value());
+  // A key written with a TTL is a TTL lease, whatever its value says.
+  sim::KeyspaceEvent with_ttl = set_value(0, "a:1:5000");
+  with_ttl.ttl_ms = 700;
+  const std::optional<HistoryEvent> grant = leases.on_event("redis-0", with_ttl);
+  REQUIRE(grant.has_value());
+  CHECK(grant->ttl_us == 700'000);
 }
 
 }  // namespace
