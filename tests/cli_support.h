@@ -99,6 +99,22 @@ inline CommandResult run_binary(const std::string& binary, const std::string& ar
   return result;
 }
 
+// A temp dir of this process (lockstep-NAME-PID), removed however the test ends.
+struct TempDir {
+  explicit TempDir(const std::string& name)
+      : path(std::filesystem::temp_directory_path() /
+             ("lockstep-" + name + "-" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::filesystem::path path;
+};
+
 // The `lockstep` binary with args.
 inline CommandResult run_lockstep(const std::string& args, const std::string& environment = "") {
   return run_binary(LOCKSTEP_BINARY, args, environment);

@@ -18,17 +18,7 @@ namespace {
 
 using testing::CommandResult;
 using testing::run_lockstep;
-
-// A temp dir removed however the test ends.
-struct TempDir {
-  std::filesystem::path path = std::filesystem::temp_directory_path() /
-                               ("lockstep-user-deadline-" + std::to_string(::getpid()));
-  TempDir() { std::filesystem::create_directories(path); }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
+using testing::TempDir;
 
 TEST_CASE("a user's owner:deadline lock is judged, and its correct variant passes the sweep",
           "[user-deadline]") {
@@ -49,7 +39,7 @@ TEST_CASE("a user's owner:deadline lock gives only the matrix results its traits
 
 TEST_CASE("an owner:deadline lock that takes over a live lock is caught by sweep and replays",
           "[user-deadline]") {
-  TempDir dir;
+  TempDir dir("user-deadline");
   const CommandResult sweep =
       run_lockstep("sweep --adapter my-deadline-buggy --seeds 300 --report " + dir.path.string());
   INFO(sweep.out << sweep.err);

@@ -18,17 +18,7 @@ namespace {
 
 using testing::CommandResult;
 using testing::run_lockstep;
-
-// A temp dir removed however the test ends.
-struct TempDir {
-  std::filesystem::path path = std::filesystem::temp_directory_path() /
-                               ("lockstep-user-keyed-" + std::to_string(::getpid()));
-  TempDir() { std::filesystem::create_directories(path); }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
+using testing::TempDir;
 
 // Lines of stderr other than the "report: FILE" line a --report writes there.
 size_t error_lines(const std::string& text) {
@@ -47,7 +37,7 @@ size_t error_lines(const std::string& text) {
 // The sweep of a buggy user lock finds `invariant`, shrinks it, and the replay file it names
 // reproduces it with the same binary.
 void caught_and_replayed(const std::string& adapter, const std::string& invariant) {
-  TempDir dir;
+  TempDir dir("user-keyed");
   const CommandResult sweep =
       run_lockstep("sweep --adapter " + adapter + " --seeds 300 --report " + dir.path.string());
   INFO(sweep.out << sweep.err);
@@ -132,7 +122,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a sweep of a user's keyed lock whose call throws exits 4, never 70", "[user-keyed]") {
-  TempDir dir;
+  TempDir dir("user-keyed");
   for (const std::string adapter :
        {"throws-in-acquire", "throws-in-release", "throws-in-clear", "grants-stranger"}) {
     const CommandResult sweep =
