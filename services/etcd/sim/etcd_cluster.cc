@@ -293,8 +293,12 @@ void EtcdCluster::fire(int member, TimerKind kind, uint64_t generation) {
   if (timer.generation != generation) return;
   timer.armed = false;
   if (kind == kTick) {
+    // Idleness is sampled before this tick sends its heartbeats: sampled after, a leader always
+    // sees its own messages in flight, and so does a follower whose tick falls just after the
+    // leader's (with one follower left, for ever: the run reaches its time bound).
+    if (settle()) return;
     tick(m);
-    if (!settle() && world_.alive(m.node)) arm(m, kTick, options_.heartbeat_ms * 1000);
+    if (world_.alive(m.node)) arm(m, kTick, options_.heartbeat_ms * 1000);
   } else {
     lessor_tick(m);
     if (m.primary && !quiet_) arm(m, kLessor, kLessorTickUs);

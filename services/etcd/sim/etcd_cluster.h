@@ -44,8 +44,8 @@
 // with the key, without checking that the key still exists (etcd-io/etcd#11456, confirmed on
 // Debian's 3.4.23). A client that cancels the call (closes its stream) makes it delete its key.
 //
-// Idle runs end: the members' timers stop when nothing but them is scheduled in the world and
-// the cluster is stable (one leader everybody alive follows, logs equal and applied), or after 3
+// Idle runs end: the members' timers stop when, as a member's tick is due and before it sends
+// anything, nothing but them is scheduled in the world and the cluster is stable (one leader everybody alive follows, logs equal and applied), or after 3
 // election timeouts of such idleness anyway; any request, crash or restart starts them again.
 //
 // Invariants: at most one leader per term; a committed entry is never lost and every member

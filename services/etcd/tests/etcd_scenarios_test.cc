@@ -146,6 +146,19 @@ TEST_CASE("sim: a queued lease cut short by a fast leader clock before its grant
   CHECK(std::count(outcome.excused_by.begin(), outcome.excused_by.end(), "server-drift") >= 1);
 }
 
+// Swarm seed 1236: the leader fails over with one follower left, whose ticks fall just after the
+// new leader's. Idleness sampled after a tick saw the leader's heartbeats in flight every time: the
+// cluster never went quiet and the run ended at its 24 h time bound, not judged.
+TEST_CASE("sim: a cluster with one follower left goes quiet, and the run is judged",
+          "[etcd][scenarios]") {
+  SweepConfig config{.adapter = "etcd", .first_seed = 1236, .seeds = 1};
+  const SeedOutcome outcome = run_sweep_seed(config, swarm_capabilities("etcd"), 1236);
+  INFO(to_text(outcome.report));
+  CHECK(outcome.report.end == RunEnd::complete);
+  CHECK(outcome.spec.has_fault(FaultKind::failover));
+  CHECK_FALSE(outcome.violates());
+}
+
 TEST_CASE("sim: the same seed gives the same trace hash", "[etcd][scenarios]") {
   const RunReport a = run("retry-storm", "etcd-lock", {}, WorldKind::sim);
   const RunReport b = run("retry-storm", "etcd-lock", {}, WorldKind::sim);
