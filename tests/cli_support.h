@@ -116,7 +116,31 @@ struct TempDir {
 };
 
 // The `lockstep` binary with args.
-inline CommandResult run_lockstep(const std::string& args, const std::string& environment = "") {
+inline CommandResult run_lockstep(const std::string& args, const std::string& environment = "");
+
+// A sweep of a lock with a bug of its own finds `invariant` (exit 1), shrinks it, and the replay
+// file it names reproduces it with the same binary (`binary_name`, as the replay line prints it).
+inline void sweep_catches_and_replays(const std::string& adapter, const std::string& invariant,
+                                      const std::string& binary_name) {
+  const TempDir dir("sweep-replay");
+  const CommandResult sweep =
+      run_lockstep("sweep --adapter " + adapter + " --seeds 300 --report " + dir.path.string());
+  INFO(sweep.out << sweep.err);
+  REQUIRE(sweep.exit_code == 1);
+  CHECK(sweep.out.find(invariant) != std::string::npos);
+  const std::string marker = "replay: " + binary_name + " replay ";
+  const size_t at = sweep.out.find(marker);
+  REQUIRE(at != std::string::npos);
+  const size_t from = at + marker.size();
+  const std::string file = sweep.out.substr(from, sweep.out.find('\n', from) - from);
+  REQUIRE(std::filesystem::exists(file));
+  const CommandResult replay = run_lockstep("replay " + file);
+  INFO(replay.out << replay.err);
+  CHECK(replay.exit_code == 0);
+  CHECK(replay.err.find("reproduced") != std::string::npos);
+}
+
+inline CommandResult run_lockstep(const std::string& args, const std::string& environment) {
   return run_binary(LOCKSTEP_BINARY, args, environment);
 }
 

@@ -3,9 +3,7 @@
 // TTL on the key, and it declares so (server_expiry = client_value). Such a lock is judged, not an
 // error: the correct variant passes the sweep and every matrix cell its traits allow; the variant
 // that takes over a live lock is a shrunk counterexample that replays.
-#include <unistd.h>
 
-#include <filesystem>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -18,7 +16,6 @@ namespace {
 
 using testing::CommandResult;
 using testing::run_lockstep;
-using testing::TempDir;
 
 TEST_CASE("a user's owner:deadline lock is judged, and its correct variant passes the sweep",
           "[user-deadline]") {
@@ -39,22 +36,7 @@ TEST_CASE("a user's owner:deadline lock gives only the matrix results its traits
 
 TEST_CASE("an owner:deadline lock that takes over a live lock is caught by sweep and replays",
           "[user-deadline]") {
-  TempDir dir("user-deadline");
-  const CommandResult sweep =
-      run_lockstep("sweep --adapter my-deadline-buggy --seeds 300 --report " + dir.path.string());
-  INFO(sweep.out << sweep.err);
-  REQUIRE(sweep.exit_code == 1);
-  CHECK(sweep.out.find("lease_exclusion") != std::string::npos);
-  const std::string marker = "replay: user_keyed_lockstep replay ";
-  const size_t at = sweep.out.find(marker);
-  REQUIRE(at != std::string::npos);
-  const size_t from = at + marker.size();
-  const std::string file = sweep.out.substr(from, sweep.out.find('\n', from) - from);
-  REQUIRE(std::filesystem::exists(file));
-  const CommandResult replay = run_lockstep("replay " + file);
-  INFO(replay.out << replay.err);
-  CHECK(replay.exit_code == 0);
-  CHECK(replay.err.find("reproduced") != std::string::npos);
+  testing::sweep_catches_and_replays("my-deadline-buggy", "lease_exclusion", "user_keyed_lockstep");
 }
 
 TEST_CASE("a run of the owner:deadline lock records its leases from the values it writes",

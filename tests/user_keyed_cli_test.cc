@@ -34,25 +34,8 @@ size_t error_lines(const std::string& text) {
   return n;
 }
 
-// The sweep of a buggy user lock finds `invariant`, shrinks it, and the replay file it names
-// reproduces it with the same binary.
 void caught_and_replayed(const std::string& adapter, const std::string& invariant) {
-  TempDir dir("user-keyed");
-  const CommandResult sweep =
-      run_lockstep("sweep --adapter " + adapter + " --seeds 300 --report " + dir.path.string());
-  INFO(sweep.out << sweep.err);
-  REQUIRE(sweep.exit_code == 1);
-  CHECK(sweep.out.find(invariant) != std::string::npos);
-  const std::string marker = "replay: user_keyed_lockstep replay ";
-  const size_t at = sweep.out.find(marker);
-  REQUIRE(at != std::string::npos);
-  const size_t from = at + marker.size();
-  const std::string file = sweep.out.substr(from, sweep.out.find('\n', from) - from);
-  REQUIRE(std::filesystem::exists(file));
-  const CommandResult replay = run_lockstep("replay " + file);
-  INFO(replay.out << replay.err);
-  CHECK(replay.exit_code == 0);
-  CHECK(replay.err.find("reproduced") != std::string::npos);
+  testing::sweep_catches_and_replays(adapter, invariant, "user_keyed_lockstep");
 }
 
 TEST_CASE("a user's keyed RW lock that forgets a handed-over writer is caught by sweep",
