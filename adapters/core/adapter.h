@@ -22,9 +22,12 @@ enum class AdapterStatus {
   contended,      // create: the key is held by another owner
   not_owner,      // release/extend/is_valid: the lock is gone or belongs to another owner
   backend_error,  // the backend failed or answered something unexpected; message says what
-  // create/extend/release: the request may have reached the backend but its reply never came (a
-  // timeout after sending, a write applied but not acknowledged as asked): it may have taken
-  // effect or not. Never for reads (is_valid), which change nothing; never when nothing was sent.
+  // create/extend/release: the request may have reached the backend but its reply never came: it
+  // was written whole and then timed out or lost its connection (a reset, an EOF: IoStatus's
+  // may_have_applied), or it was applied but not acknowledged as asked (a write concern), or it
+  // was answered with an error after part of it applied and the clean-up could not confirm it
+  // undone. Never for reads (is_valid), which change nothing; never when nothing was sent whole
+  // (refused, a connect that timed out, a failed write): that is backend_error.
   outcome_unknown,
 };
 std::string_view to_string(AdapterStatus status);

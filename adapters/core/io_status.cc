@@ -7,6 +7,7 @@ std::string_view to_string(IoStatus status) {
     case IoStatus::ok: return "ok";
     case IoStatus::timeout: return "timeout";
     case IoStatus::connection_error: return "connection_error";
+    case IoStatus::connection_lost: return "connection_lost";
   }
   return "?";
 }

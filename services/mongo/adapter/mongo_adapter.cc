@@ -61,8 +61,9 @@ AdapterResult MongoAdapter::failure(const char* op, const char* command, const S
                                     bool writes) const {
   const std::string where = fmt::format("{} on {}", op, options_.connection->endpoint());
   if (!sent.result.ok()) {
-    // A write the socket timed out on may have been applied: only its reply is known lost.
-    const bool maybe_applied = writes && sent.result.status == IoStatus::timeout;
+    // A write sent whole and then timed out or reset may have been applied: only its reply is
+    // known lost (io_status.h).
+    const bool maybe_applied = writes && may_have_applied(sent.result.status);
     return {.status = maybe_applied ? AdapterStatus::outcome_unknown : AdapterStatus::backend_error,
             .message = fmt::format("{}: {} {} ({})", where, command, to_string(sent.result.status),
                                    sent.result.message)};
@@ -94,13 +95,16 @@ std::optional<AdapterResult> MongoAdapter::ensure_indexes(const char* op) {
   return failure(op, "createIndexes", sent, /*writes=*/false);
 }
 
-std::string MongoAdapter::best_effort_release(const LockSpec& spec, const MongoNow& at) {
+MongoAdapter::Cleanup MongoAdapter::best_effort_release(const LockSpec& spec, const MongoNow& at) {
   const Sent sent =
       send(cmd::release(options_.collection, spec.key, spec.value, at, cmd::w1_write_concern()));
   if (!sent.result.ok())
-    return fmt::format("best-effort release failed: {}", to_string(sent.result.status));
-  if (sent.outcome.kind != Kind::ok) return "best-effort release failed: " + sent.outcome.message;
-  return sent.outcome.n == 1 ? "lock document deleted again" : "lock document already gone";
+    return {.note = fmt::format("best-effort release failed: {}", to_string(sent.result.status))};
+  if (sent.outcome.kind != Kind::ok)
+    return {.note = "best-effort release failed: " + sent.outcome.message};
+  return {
+      .gone = true,
+      .note = sent.outcome.n == 1 ? "lock document deleted again" : "lock document already gone"};
 }
 
 AdapterResult MongoAdapter::create_lock(const LockSpec& spec) {
@@ -110,16 +114,19 @@ AdapterResult MongoAdapter::create_lock(const LockSpec& spec) {
   auto not_held = [&](const char* command, const Sent& sent) {
     // After a transport failure the lock document we wrote stays (nothing cleans it up): the
     // key may be ours until its TTL, which only outcome_unknown says. After an answered failure
-    // the best-effort release below ran, and its word is in the message.
+    // the best-effort release below ran, and its word is in the message: unless it confirmed the
+    // document gone, the key may still be ours too.
     AdapterResult result = failure("acquire", command, sent, /*writes=*/false);
     if (!sent.result.ok()) {
       result.status = AdapterStatus::outcome_unknown;
       result.message += "; the lock document written before it may hold the key until its TTL";
+      return result;
     }
     // Only when the server answered: after a transport failure the next command would most
     // likely fail the same way, and the TTL frees the key anyway.
-    if (sent.result.ok())
-      result.message += "; not reported as held (" + best_effort_release(spec, at) + ")";
+    const Cleanup cleanup = best_effort_release(spec, at);
+    if (!cleanup.gone) result.status = AdapterStatus::outcome_unknown;
+    result.message += "; not reported as held (" + cleanup.note + ")";
     return result;
   };
 
@@ -128,6 +135,12 @@ AdapterResult MongoAdapter::create_lock(const LockSpec& spec) {
   const Sent upsert = send(
       cmd::acquire(options_.collection, spec.key, spec.value, spec.ttl_ms, at, write_concern()));
   if (!upsert.result.ok()) return failure("acquire", "update", upsert, /*writes=*/true);
+  // A statement of the batch failed after an earlier one applied (n > 0): the take-over may have
+  // made the key ours, so it is cleaned up like any acquire that cannot be confirmed.
+  const bool partly_applied =
+      (upsert.outcome.kind == Kind::duplicate_key || upsert.outcome.kind == Kind::write_error) &&
+      upsert.outcome.n > 0;
+  if (partly_applied) return not_held("update", upsert);
   if (upsert.outcome.kind == Kind::duplicate_key) return {.status = AdapterStatus::contended};
   // Applied on the primary but not acknowledged as asked (e.g. no majority): not a grant.
   if (upsert.outcome.kind == Kind::write_concern_error) return not_held("update", upsert);

@@ -28,16 +28,18 @@
 // - Indexes: createIndexes for both, on first use, idempotently; a failed attempt is retried on
 //   the next operation, and the operation fails with backend_error meanwhile.
 // Transport failures, command errors and write-concern errors become backend_error with the
-// endpoint and the cause, except where a write may have taken effect: a socket timeout on a
-// write, a transport failure after the acquire's document was written, a write-concern error on
-// release or extend are outcome_unknown. An acquire that cannot be confirmed is never reported
-// as held.
+// endpoint and the cause, except where a write may have taken effect: a write sent whole whose
+// reply timed out or whose connection was lost (io_status.h), a transport failure after the
+// acquire's document was written, a write-concern error on release or extend are outcome_unknown.
+// An acquire that cannot be confirmed is never reported as held.
 // - A create whose document the server wrote but that cannot be reported held (a writeConcernError
-//   on any of its three writes, a failed or unusable findAndModify) deletes its document again,
-//   best effort: owner-checked and unexpired, with {"w": 1} so it does not wait out the wtimeout
-//   of the majority that just failed; the outcome is only noted in the message. Never after a
-//   transport failure (the next command would most likely fail the same way; the TTL frees the
-//   key). Deleting our own document can never harm another owner.
+//   on any of its three writes, a batch whose take-over applied before its upsert failed, a failed
+//   or unusable findAndModify) deletes its document again, best effort: owner-checked and
+//   unexpired, with {"w": 1} so it does not wait out the wtimeout of the majority that just
+//   failed. It is backend_error only when that delete confirmed the document gone; otherwise the
+//   key may still be ours until its TTL: outcome_unknown. Never after a transport failure (the
+//   next command would most likely fail the same way; the TTL frees the key): outcome_unknown.
+//   Deleting our own document can never harm another owner.
 // - A confirmation that matches nothing (the lease ended before its token was issued) is
 //   contended, with a message, like a Redlock attempt whose validity ran out.
 // The command documents are mongo_commands.h's; the reading of replies is read_reply()'s.
@@ -108,8 +110,12 @@ class MongoAdapter final : public LockAdapter {
   AdapterResult owner_checked(const char* op, const char* command, MongoDocument sent_command);
   // After a create wrote the lock document but cannot report it held: delete it again (owner-
   // checked, w:1, so it does not wait for the majority that just failed), so the key is not left
-  // blocked until the TTL. Returns what happened, for the error message.
-  std::string best_effort_release(const LockSpec& spec, const MongoNow& at);
+  // blocked until the TTL. Returns whether the document is known gone, and what happened.
+  struct Cleanup {
+    bool gone = false;
+    std::string note;  // for the error message
+  };
+  Cleanup best_effort_release(const LockSpec& spec, const MongoNow& at);
 
   MongoAdapterOptions options_;
   bool indexes_ready_ = false;

@@ -181,7 +181,9 @@ MongoReplyOutcome read_reply(const MongoDocument& reply) {
   if (write_errors != reply.end() && write_errors->is_array() && !write_errors->empty()) {
     const MongoDocument& first = write_errors->front();
     const int64_t code = integer_or(first, "code", 0);
+    // n counts the statements applied before the one that failed (an ordered batch stops there).
     return {.kind = code == mongo_error::kDuplicateKey ? Kind::duplicate_key : Kind::write_error,
+            .n = integer_or(reply, "n", 0),
             .code = code,
             .message = describe_error(first)};
   }

@@ -84,7 +84,7 @@ struct MongoReplyOutcome {
     malformed,      // no "ok", or not a document
   };
   Kind kind = Kind::malformed;
-  int64_t n = 0;          // ok: "n" of an update/delete (0 when absent)
+  int64_t n = 0;          // ok and write errors: "n" of an update/delete (0 when absent)
   bool upserted = false;  // ok: the reply lists an "upserted" document
   int64_t code = 0;       // the error code, when there is one
   std::string message{};  // "code 64 (WriteConcernFailed): waiting for replication timed out"

@@ -2,12 +2,15 @@
 
 #include <mongoc/mongoc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <string_view>
 
 #include "base/check.h"
 #include "services/mongo/adapter/bson_convert.h"
@@ -66,11 +69,31 @@ bool server_answered(const bson_error_t& error, const bson_t& reply) {
   return server_domain && !bson_empty(&reply);
 }
 
-bool mentions(const std::string& text, const char* word) {
-  return text.find(word) != std::string::npos;
-}
-
 }  // namespace
+
+IoStatus classify_mongoc_failure(uint32_t domain, uint32_t code, std::string_view message,
+                                 bool waited_out) {
+  // Nothing was sent: no server selectable, the connect failed or timed out, or a client-side
+  // refusal before the wire.
+  if (domain != MONGOC_ERROR_STREAM && domain != MONGOC_ERROR_PROTOCOL)
+    return IoStatus::connection_error;
+  if (domain == MONGOC_ERROR_STREAM && code != MONGOC_ERROR_STREAM_SOCKET)
+    return IoStatus::connection_error;  // name resolution, connect
+  // libmongoc prefixes both stages with "Failed to send ... command"; the reading stage's own
+  // words follow it. A failure while writing (a broken pipe, a write timeout) left the command
+  // short of whole, so the server never ran it.
+  constexpr std::string_view kReadingStage[] = {"socket error or timeout", "invalid message length",
+                                                "malformed reply", "decompress", "invalid reply"};
+  const bool reading =
+      domain == MONGOC_ERROR_PROTOCOL ||
+      std::any_of(std::begin(kReadingStage), std::end(kReadingStage), [&](std::string_view words) {
+        return message.find(words) != std::string_view::npos;
+      });
+  if (!reading) return IoStatus::connection_error;
+  const bool timed_out = waited_out || message.find("timed out") != std::string_view::npos ||
+                         message.find("Timed out") != std::string_view::npos;
+  return timed_out ? IoStatus::timeout : IoStatus::connection_lost;
+}
 
 std::string default_mongo_uri() {
   const char* from_env = std::getenv("LOCKSTEP_MONGO_URI");
@@ -125,18 +148,9 @@ MongoResult MongocConnection::run_command(const std::string& database, MongoDocu
 
   const std::string message = error.message;
   const std::string name = command.begin().key();
-  IoStatus status = IoStatus::connection_error;
-  if (error.domain == MONGOC_ERROR_STREAM) {
-    // "Failed to read 4 bytes: socket error or timeout" is libmongoc's wording for both.
-    const bool waited_out = elapsed_ms * 10 >= options_.socket_timeout_ms * 9;
-    if (waited_out || mentions(message, "timed out") || mentions(message, "Timed out"))
-      status = IoStatus::timeout;
-  } else if (error.domain == MONGOC_ERROR_SERVER_SELECTION) {
-    if (mentions(message, "timed out") || mentions(message, "Timed out") ||
-        mentions(message, "timeout")) {
-      status = IoStatus::timeout;
-    }
-  }
+  // "socket error or timeout" is libmongoc's wording for both: the elapsed time tells them apart.
+  const bool waited_out = elapsed_ms * 10 >= options_.socket_timeout_ms * 9;
+  const IoStatus status = classify_mongoc_failure(error.domain, error.code, message, waited_out);
   return {.status = status,
           .message = name + " on " + endpoint_ + " after " + std::to_string(elapsed_ms) +
                      " ms: " + message + " (libmongoc error domain " +

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <bson/bson.h>
+#include <mongoc/mongoc.h>
 
 #include <deque>
 #include <stdexcept>
@@ -12,6 +13,7 @@
 #include "services/mongo/adapter/bson_convert.h"
 #include "services/mongo/adapter/mongo_adapter.h"
 #include "services/mongo/adapter/mongo_commands.h"
+#include "services/mongo/adapter/mongoc_connection.h"
 
 namespace lockstep {
 namespace {
@@ -173,6 +175,11 @@ TEST_CASE("replies: ok, write errors, write concern errors, command errors, malf
       R"({"ok": 1, "n": 0, "writeErrors": [{"index": 0, "code": 11000, "errmsg": "E11000"}]})"));
   CHECK(dup.kind == Kind::duplicate_key);
   CHECK(dup.code == 11000);
+  CHECK(dup.n == 0);
+  // An ordered batch that failed at its second statement: n says the first one applied.
+  CHECK(
+      read_reply(Json::parse(R"({"ok": 1, "n": 1, "writeErrors": [{"index": 1, "code": 11602}]})"))
+          .n == 1);
   CHECK(read_reply(Json::parse(R"({"ok": 1, "writeErrors": [{"code": 121, "errmsg": "invalid"}]})"))
             .kind == Kind::write_error);
   const auto wce = read_reply(Json::parse(
@@ -259,6 +266,53 @@ TEST_CASE("adapter: decisions over a scripted connection", "[mongo][adapter]") {
     CHECK(result.status == AdapterStatus::outcome_unknown);
     CHECK(connection.sent.size() == 3);  // no cleanup over a broken transport
   }
+  SECTION("a batch whose take-over applied before its upsert failed is cleaned up, not refused") {
+    // Statement 0 (the take-over) applied, statement 1 failed: n counts what applied.
+    const MongoResult partly =
+        ok_reply({{"ok", 1},
+                  {"n", 1},
+                  {"writeErrors",
+                   Json::array({{{"index", 1}, {"code", 11602}, {"errmsg", "interrupted"}}})}});
+    SECTION("the best-effort delete confirmed it gone: a plain backend error") {
+      ScriptedConnection connection({indexes, partly, ok_reply({{"ok", 1}, {"n", 1}})});
+      MongoAdapter adapter({.connection = &connection});
+      const AdapterResult result = adapter.create_lock(kSpec);
+      CHECK(result.status == AdapterStatus::backend_error);
+      CHECK_THAT(result.message, Catch::Contains("lock document deleted again"));
+      CHECK(connection.sent.back()["delete"] == "locks");
+    }
+    SECTION("the delete was lost: the key may be ours until its TTL, outcome unknown") {
+      ScriptedConnection connection(
+          {indexes, partly, {.status = IoStatus::connection_lost, .message = "reset"}});
+      MongoAdapter adapter({.connection = &connection});
+      const AdapterResult result = adapter.create_lock(kSpec);
+      CHECK(result.status == AdapterStatus::outcome_unknown);
+      CHECK_THAT(result.message, Catch::Contains("best-effort release failed"));
+    }
+  }
+  SECTION("a duplicate key with nothing applied is contention, with no clean-up") {
+    ScriptedConnection connection(
+        {indexes,
+         ok_reply({{"ok", 1},
+                   {"n", 0},
+                   {"writeErrors",
+                    Json::array({{{"index", 1}, {"code", 11000}, {"errmsg", "E11000"}}})}})});
+    MongoAdapter adapter({.connection = &connection});
+    CHECK(adapter.create_lock(kSpec).status == AdapterStatus::contended);
+    CHECK(connection.sent.size() == 2);
+  }
+  SECTION("an extend sent whole whose connection was lost may have applied: outcome unknown") {
+    ScriptedConnection connection(
+        {indexes, {.status = IoStatus::connection_lost, .message = "EOF"}});
+    MongoAdapter adapter({.connection = &connection});
+    CHECK(adapter.extend_lock(kSpec, 10).status == AdapterStatus::outcome_unknown);
+  }
+  SECTION("an extend that never left (connection_error) was not applied: backend error") {
+    ScriptedConnection connection(
+        {indexes, {.status = IoStatus::connection_error, .message = "refused"}});
+    MongoAdapter adapter({.connection = &connection});
+    CHECK(adapter.extend_lock(kSpec, 10).status == AdapterStatus::backend_error);
+  }
   SECTION("client time reads the clock once per operation") {
     FixedClock clock;
     ScriptedConnection connection({indexes, ok_reply({{"ok", 1}, {"n", 0}})});
@@ -275,4 +329,36 @@ TEST_CASE("adapter: decisions over a scripted connection", "[mongo][adapter]") {
   }
 }
 
+}  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+TEST_CASE("libmongoc failures read by whether the command was sent whole", "[mongo][outcome]") {
+  // The messages are libmongoc 1.23's: both stages start "Failed to send"; the reading stage's
+  // own words follow.
+  const std::string read_failed =
+      R"(Failed to send "update" command with database "lockstep": socket error or timeout)";
+  const std::string write_failed =
+      R"(Failed to send "update" command with database "lockstep": Failure during socket )"
+      R"(delivery: Broken pipe (32))";
+  CHECK(classify_mongoc_failure(MONGOC_ERROR_STREAM, MONGOC_ERROR_STREAM_SOCKET, read_failed,
+                                false) == IoStatus::connection_lost);
+  CHECK(classify_mongoc_failure(MONGOC_ERROR_STREAM, MONGOC_ERROR_STREAM_SOCKET, read_failed,
+                                true) == IoStatus::timeout);
+  CHECK(classify_mongoc_failure(MONGOC_ERROR_STREAM, MONGOC_ERROR_STREAM_SOCKET, write_failed,
+                                false) == IoStatus::connection_error);
+  CHECK(classify_mongoc_failure(MONGOC_ERROR_STREAM, MONGOC_ERROR_STREAM_CONNECT,
+                                "Failed to connect to target host: 127.0.0.1:1",
+                                true) == IoStatus::connection_error);
+  // A server selection that timed out sent nothing: not a timeout of the command.
+  CHECK(classify_mongoc_failure(MONGOC_ERROR_SERVER_SELECTION,
+                                MONGOC_ERROR_SERVER_SELECTION_FAILURE,
+                                "No suitable servers found: serverSelectionTimeoutMS expired",
+                                true) == IoStatus::connection_error);
+  CHECK(classify_mongoc_failure(MONGOC_ERROR_PROTOCOL, MONGOC_ERROR_PROTOCOL_INVALID_REPLY,
+                                "invalid reply from server", false) == IoStatus::connection_lost);
+}
+
+}  // namespace
 }  // namespace lockstep

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 #include "base/check.h"
@@ -137,12 +138,34 @@ RedisResult HiredisConnection::connect() {
       redisSetTimeout(context_, to_timeval(options_.command_timeout_ms)) == REDIS_OK) {
     return {};
   }
-  const IoStatus status = classify(*context_, saved_errno);
-  RedisResult failed{.status = status,
+  // Nothing was sent, so even a connect that timed out is connection_error (see io_status.h).
+  RedisResult failed{.status = IoStatus::connection_error,
                      .message = "connect to " + endpoint() + ": " +
-                                describe_failure(status, *context_, options_.connect_timeout_ms)};
+                                describe_failure(classify(*context_, saved_errno), *context_,
+                                                 options_.connect_timeout_ms)};
   disconnect();
   return failed;
+}
+
+std::optional<int> HiredisConnection::write_pending() {
+  // Bounded: each round writes at least one byte or fails (a blocking socket with SO_SNDTIMEO).
+  for (int done = 0; done == 0;) {
+    errno = 0;
+    if (redisBufferWrite(context_, &done) != REDIS_OK) return errno;
+  }
+  return std::nullopt;
+}
+
+RedisResult HiredisConnection::failed(const std::string& command, IoStatus status, int saved_errno,
+                                      const char* stage) {
+  const bool timed_out = classify(*context_, saved_errno) == IoStatus::timeout;
+  RedisResult result{
+      .status = status,
+      .message = command + " on " + endpoint() + ": " + stage + ": " +
+                 describe_failure(timed_out ? IoStatus::timeout : IoStatus::connection_error,
+                                  *context_, options_.command_timeout_ms)};
+  disconnect();
+  return result;
 }
 
 RedisResult HiredisConnection::command(const std::vector<std::string>& argv) {
@@ -162,17 +185,25 @@ RedisResult HiredisConnection::command(const std::vector<std::string>& argv) {
     args.push_back(arg.data());
     lengths.push_back(arg.size());
   }
+  // Appended, written, then read as three steps (redisCommandArgv does all three and its error
+  // does not say which failed): only a failure after the whole command was written may have left
+  // it applied (IoStatus::connection_lost or timeout); one while writing is connection_error.
+  if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()), args.data(),
+                             lengths.data()) != REDIS_OK) {
+    return failed(argv.front(), IoStatus::connection_error, errno, "formatting");
+  }
+  if (const std::optional<int> write_errno = write_pending()) {
+    return failed(argv.front(), IoStatus::connection_error, *write_errno, "writing");
+  }
   errno = 0;
-  void* raw =
-      redisCommandArgv(context_, static_cast<int>(argv.size()), args.data(), lengths.data());
+  void* raw = nullptr;
+  const int read_status = redisGetReply(context_, &raw);
   const int saved_errno = errno;
-  if (raw == nullptr) {
-    const IoStatus status = classify(*context_, saved_errno);
-    RedisResult failed{.status = status,
-                       .message = argv.front() + " on " + endpoint() + ": " +
-                                  describe_failure(status, *context_, options_.command_timeout_ms)};
-    disconnect();
-    return failed;
+  if (read_status != REDIS_OK || raw == nullptr) {
+    const IoStatus status = classify(*context_, saved_errno) == IoStatus::timeout
+                                ? IoStatus::timeout
+                                : IoStatus::connection_lost;
+    return failed(argv.front(), status, saved_errno, "reading the reply");
   }
   const std::unique_ptr<redisReply, void (*)(void*)> reply(static_cast<redisReply*>(raw),
                                                            freeReplyObject);

@@ -2,9 +2,11 @@
 // HiredisConnection: the real RedisConnection, one blocking hiredis (0.14) context over TCP.
 //
 // Invariants:
-// - command() never throws for I/O: a reply, or IoStatus::timeout (connect or command timeout
-//   passed), or IoStatus::connection_error (refused, reset, EOF, protocol error) with hiredis's
-//   message. Server errors (-ERR, -NOSCRIPT) are replies of type error.
+// - command() never throws for I/O: a reply, or an IoStatus with hiredis's message, by the rule of
+//   io_status.h: connection_error when the command was not written whole (refused, a connect that
+//   timed out, a failed write), timeout (no reply within command_timeout_ms) or connection_lost
+//   (reset, EOF, protocol error) once it was. Server errors (-ERR, -NOSCRIPT) are replies of type
+//   error.
 // - After any I/O failure the hiredis context is unusable (and after a timeout a late reply may
 //   still be in flight), so it is freed. The next command connects afresh: at most one connect
 //   attempt per command, so a command takes at most connect_timeout_ms + command_timeout_ms.
@@ -16,6 +18,7 @@
 // - Constructing one ignores SIGPIPE process-wide if it was at its default (hiredis 0.14 writes
 //   with write(2), and a write to a reset socket would otherwise kill the process).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +57,11 @@ class HiredisConnection final : public RedisConnection {
  private:
   RedisResult connect();
   void disconnect();
+  // Writes hiredis's output buffer out; the errno of a failed write, nullopt once all is written.
+  std::optional<int> write_pending();
+  // The failure of `command` at `stage` as a result; frees the context.
+  RedisResult failed(const std::string& command, IoStatus status, int saved_errno,
+                     const char* stage);
 
   HiredisOptions options_;
   redisContext* context_ = nullptr;

@@ -18,9 +18,10 @@ RedisAdapter::RedisAdapter(RedisAdapterOptions options) : options_(std::move(opt
 
 AdapterResult RedisAdapter::failure(const RedisResult& result, const char* op, bool writes) const {
   if (!result.ok()) {
-    // A write that timed out may have been applied: the script may have run and only its reply
-    // been lost. The caller must know that, not read it as "nothing happened".
-    const bool maybe_applied = writes && result.status == IoStatus::timeout;
+    // A write sent whole and then timed out or lost its connection may have been applied: the
+    // script may have run and only its reply been lost. The caller must know that, not read it as
+    // "nothing happened" (io_status.h).
+    const bool maybe_applied = writes && may_have_applied(result.status);
     return {.status = maybe_applied ? AdapterStatus::outcome_unknown : AdapterStatus::backend_error,
             .message = fmt::format("{} on {}: {} ({})", op, options_.connection->endpoint(),
                                    to_string(result.status), result.message)};

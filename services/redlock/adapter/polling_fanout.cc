@@ -133,19 +133,19 @@ void on_readable(PollingFanout::Link& link) {
   std::array<char, size_t{16} * 1024> buffer;  // not zeroed: recv fills what it reports
   const ssize_t n = ::recv(link.context->fd, buffer.data(), buffer.size(), 0);
   if (n == 0)
-    return link.fail(IoStatus::connection_error,
+    return link.fail(IoStatus::connection_lost,
                      "connection to " + link.name() + " closed by the server");
   if (n < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
-    return link.fail(IoStatus::connection_error,
+    return link.fail(IoStatus::connection_lost,
                      "read from " + link.name() + ": " + std::strerror(errno));
   }
   if (redisReaderFeed(link.context->reader, buffer.data(), static_cast<size_t>(n)) != REDIS_OK) {
-    return link.fail(IoStatus::connection_error, "protocol error from " + link.name());
+    return link.fail(IoStatus::connection_lost, "protocol error from " + link.name());
   }
   void* reply = nullptr;
   if (redisReaderGetReply(link.context->reader, &reply) != REDIS_OK) {
-    return link.fail(IoStatus::connection_error, "protocol error from " + link.name());
+    return link.fail(IoStatus::connection_lost, "protocol error from " + link.name());
   }
   if (reply == nullptr) return;  // a partial reply: wait for more
   link.result = {.reply = convert_hiredis_reply(*static_cast<redisReply*>(reply))};
@@ -202,9 +202,13 @@ std::vector<RedisResult> PollingFanout::command_all(
   std::vector<RedisResult> results;
   results.reserve(links_.size());
   for (auto& link : links_) {
-    if (link->phase != Phase::done) {
+    // io_status.h's rule: only a request written whole may have been applied.
+    if (link->phase == Phase::reading) {
       link->fail(IoStatus::timeout,
                  "no reply from " + link->name() + " within " + std::to_string(timeout_us) + "us");
+    } else if (link->phase != Phase::done) {
+      link->fail(IoStatus::connection_error, "could not send to " + link->name() + " within " +
+                                                 std::to_string(timeout_us) + "us");
     }
     link->phase = Phase::idle;
     results.push_back(std::move(link->result));
