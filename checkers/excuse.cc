@@ -39,8 +39,10 @@ bool can_break(const HistoryMeta& meta, const HistoryEvent& fault, Invariant inv
         return fault.fault != FaultKind::clock_drift ||
                meta.envelope.clients_compare_wall_deadlines;
       }
+      // A paused server that wakes from stale state (a deposed leader renewing from its own
+      // lessor) can promise a lease the others no longer keep.
       return loses_state || fault.fault == FaultKind::server_drift ||
-             fault.fault == FaultKind::server_clock_jump;
+             fault.fault == FaultKind::server_clock_jump || fault.fault == FaultKind::server_pause;
     case Invariant::fencing: return loses_state;
     case Invariant::valid_on_return:
     case Invariant::validity_within_lease:
@@ -245,6 +247,27 @@ std::optional<Explanation> wall_deadline_drift(const HistoryEvent& fault, const 
       error_us};
 }
 
+// A server that was paused and answered, as it woke, from the state it held before (a deposed
+// leader serving a keepalive from its own lessor, etcd-io/etcd#15247): a grant or extend of a
+// client of the double grant on its key, recorded as the pause ended, promised a lease the others
+// had moved on from. Any other lease fact owes nothing to the pause.
+std::optional<Explanation> woken_server_renewal(const History& history, const HistoryEvent& fault,
+                                                const Violation& v) {
+  for (const HistoryEvent& e : history.events()) {
+    if (e.kind != EventKind::grant && e.kind != EventKind::extend) continue;
+    if (e.key != v.key || (e.client != v.holder && e.client != v.entrant)) continue;
+    if (e.time_us < fault.end_us || e.time_us > fault.end_us + kSlackUs) continue;
+    if (e.time_us > v.time_us) continue;
+    return Explanation{
+        fmt::format("a server paused for {}us {} c{}'s lease as it woke, from the state it held "
+                    "before the pause",
+                    fault.end_us - fault.time_us,
+                    e.kind == EventKind::extend ? "renewed" : "granted", e.client),
+        kUnbounded};
+  }
+  return std::nullopt;
+}
+
 // Why this fault could have caused this violation, in numbers, or nullopt when it could not:
 // the fault's amount and direction against the lock's stated margins, whom it struck, and when.
 // claim_start_us: holder_claim_start_us of the violation, found once for all its faults.
@@ -316,10 +339,12 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
               : fmt::format("came back empty after {}us down", fault.amount);
       return Explanation{fmt::format("the servers' state {} during the lease", lost)};
     }
+    case FaultKind::server_pause:
+      if (v.invariant == Invariant::lease_exclusion) return woken_server_renewal(history, fault, v);
+      return sized(kUnbounded, std::string(to_string(fault.fault)));
     case FaultKind::latency:
     case FaultKind::loss:
-    case FaultKind::partition:
-    case FaultKind::server_pause: return sized(kUnbounded, std::string(to_string(fault.fault)));
+    case FaultKind::partition: return sized(kUnbounded, std::string(to_string(fault.fault)));
     case FaultKind::session_end:  // unbounded: a session's locks end with it, whole
       return Explanation{"the server ended the session that held the lock"};
     case FaultKind::pause:
