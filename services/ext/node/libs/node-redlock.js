@@ -7,13 +7,18 @@ const { connect, error_of, Handles, RELEASED_ALREADY, RETIRED, UNKNOWN_HANDLE, v
 // How long to wait for the votes still out when classifying a failed attempt.
 const VOTES_WAIT_MS = 200;
 
-// Contention when some node voted against because the key was locked; else an error.
+// Contention when some node voted against because the key was locked; else an error. Votes still
+// out after VOTES_WAIT_MS say nothing of the key (a slow or cut-off node), so they are an error,
+// never contention: the attempt failed for a reason nobody saw.
 async function classify_failure(e) {
   if (!(e instanceof ExecutionError)) return { status: "error", err: error_of(e) };
   const last = e.attempts[e.attempts.length - 1];
   if (last === undefined) return { status: "not_owner", err: error_of(e) };  // refused before any vote
   const stats = await Promise.race([last, new Promise((resolve) => setTimeout(resolve, VOTES_WAIT_MS, null))]);
-  if (stats === null) return { status: "contended", err: error_of(e) };  // votes still out: quorum against
+  if (stats === null) {
+    const err = error_of(e);
+    return { status: "error", err: { ...err, message: `${err.message} (votes still out after ${VOTES_WAIT_MS} ms)` } };
+  }
   const against = [...stats.votesAgainst.values()];
   const locked = against.some((v) => v instanceof ResourceLockedError);
   return locked ? { status: "contended", err: error_of(e) } : { status: "error", err: error_of(e) };
@@ -70,4 +75,4 @@ async function create({ redis, command_timeout_ms }) {
     async close() { await Promise.all(clients.map((c) => c.quit().catch(() => {}))); },
   };
 }
-module.exports = { create };
+module.exports = { create, classify_failure };
