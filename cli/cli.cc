@@ -600,8 +600,12 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
   c.merge->add_flag("--json", m.json, "print JSON");
 
   CalibrateFlags& k = c.calibrate_flags;
-  c.calibrate =
-      app.add_subcommand("calibrate", "how fast the sweep catches each known-bad adapter");
+  c.calibrate = app.add_subcommand(
+      "calibrate", fmt::format("how well the sweep catches each known-bad adapter; targets: "
+                               "caught on the invariant it breaks in at least its share of "
+                               "seeds (judged over {}+ seeds), shrunk small, median time "
+                               "under 1 s",
+                               kShareSeedsMin));
   c.calibrate->add_option("--adapter", k.adapters,
                           "known-bad adapters to calibrate (default: all)");
   c.calibrate->add_option("--seeds", k.seeds, "seeds per adapter")
@@ -610,8 +614,9 @@ void add_sweep_commands(CLI::App& app, SweepCommands& c) {
   c.calibrate->add_option("--report", k.report_dir,
                           "write the shrunk counterexamples' replay files here");
   c.calibrate->add_flag("--json", k.json, "print JSON");
-  c.calibrate->add_flag("--no-time-target", k.no_time_target,
-                        "judge caught and shrunk size only, not the median time (for CI)");
+  c.calibrate->add_flag(
+      "--no-time-target", k.no_time_target,
+      "judge the share caught and shrunk size only, not the median time (for CI)");
   add_jobs_option(*c.calibrate, k.jobs);
   c.calibrate->add_option("--time", k.time,
                           "time budget, e.g. 5m: stop then; adapters not caught by then are not "

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "checkers/checkers.h"
 #include "explore/worker_pool.h"
 #include "services/keep_warm.h"
 #include "services/registry.h"
@@ -53,15 +54,38 @@ FirstCatch median_first_catch(const std::vector<bool>& caught,
   return {.median_seeds = median(seeds), .median_time_us = median(times)};
 }
 
+SeedCatch seed_catch(const SeedOutcome& outcome, const std::string& breaks) {
+  const std::optional<Invariant> invariant = invariant_from_string(breaks);
+  return {.any = outcome.violates(),
+          .on_breaks = invariant.has_value() && outcome.untolerated.contains(*invariant)};
+}
+
+double CalibrationRow::share_on_breaks() const {
+  return seeds_run > 0 ? static_cast<double>(caught_on_breaks) / seeds_run : 0.0;
+}
+
+double CalibrationRow::share_any() const {
+  return seeds_run > 0 ? static_cast<double>(caught) / seeds_run : 0.0;
+}
+
+bool CalibrationRow::share_judged(const CalibrateConfig& config) const {
+  return catch_share_min > 0 && config.seeds >= kShareSeedsMin && seeds_run == config.seeds;
+}
+
+bool CalibrationRow::share_met(const CalibrateConfig& config) const {
+  return !share_judged(config) || share_on_breaks() >= catch_share_min;
+}
+
 bool CalibrationRow::meets_targets(const CalibrateConfig& config) const {
   const bool fast_enough =
       !config.judge_time ||
       (median_time_us && *median_time_us < static_cast<double>(config.target_median_us));
-  return caught > 0 && fast_enough && first && first->shrunk_ops <= config.target_shrunk_ops;
+  return caught_on_breaks > 0 && share_met(config) && fast_enough && first &&
+         first->shrunk_ops <= config.target_shrunk_ops;
 }
 
 bool CalibrationRow::judged(const CalibrateConfig& config) const {
-  return seeds_run == config.seeds || (caught > 0 && first.has_value());
+  return seeds_run == config.seeds || (caught_on_breaks > 0 && first.has_value());
 }
 
 bool CalibrationResult::all_meet_targets() const {
@@ -137,17 +161,19 @@ CalibrationResult run_calibration(const CalibrateConfig& config) {
       continue;
     }
     chosen.push_back(&entry);
-    result.rows.push_back({.adapter = entry.name, .breaks = entry.breaks});
+    result.rows.push_back(
+        {.adapter = entry.name, .breaks = entry.breaks, .catch_share_min = entry.catch_share_min});
   }
   std::vector<SwarmCapabilities> caps;
   for (const AdapterEntry* entry : chosen) caps.push_back(swarm_capabilities(entry->name));
   // Every (adapter, seed) in one pool, so a short list of adapters still fills the workers: item
   // k is adapter k % adapters, seed first_seed + k / adapters, so each adapter's seeds are taken
   // in order and a stop leaves every adapter a share. A worker sends whether the seed caught the
-  // adapter and how long its run took.
+  // adapter (at all, and on the invariant it is meant to break) and how long its run took.
   const size_t per_row = static_cast<size_t>(config.seeds);
   const size_t row_count = chosen.size();
   std::vector<std::vector<bool>> caught(chosen.size());
+  std::vector<std::vector<bool>> on_breaks(chosen.size());
   std::vector<std::vector<int64_t>> wall_us(chosen.size());
   run_in_order(
       row_count * per_row, config.jobs,
@@ -157,12 +183,16 @@ CalibrationResult run_calibration(const CalibrateConfig& config) {
         const SeedOutcome o =
             run_sweep_seed(sweep_config(config, chosen[row]->name), caps[row],
                            config.first_seed + static_cast<uint64_t>(k / row_count), false);
-        return nlohmann::json{{"caught", o.violates()}, {"wall_us", wall_us_since(start)}}.dump();
+        const SeedCatch c = seed_catch(o, chosen[row]->breaks);
+        return nlohmann::json{
+            {"caught", c.any}, {"on_breaks", c.on_breaks}, {"wall_us", wall_us_since(start)}}
+            .dump();
       },
       [&](size_t k, const std::string& encoded) {
         const nlohmann::json j = nlohmann::json::parse(encoded);
         const size_t row = k % row_count;
         caught[row].push_back(j.at("caught").get<bool>());
+        on_breaks[row].push_back(j.at("on_breaks").get<bool>());
         wall_us[row].push_back(j.at("wall_us").get<int64_t>());
         return true;
       },
@@ -174,21 +204,27 @@ CalibrationResult run_calibration(const CalibrateConfig& config) {
     CalibrationRow& r = result.rows[row];
     r.seeds_run = static_cast<int>(caught[row].size());
     r.caught = static_cast<int>(std::count(caught[row].begin(), caught[row].end(), true));
+    r.caught_on_breaks =
+        static_cast<int>(std::count(on_breaks[row].begin(), on_breaks[row].end(), true));
     const FirstCatch fc = median_first_catch(caught[row], wall_us[row]);
     r.median_seeds = fc.median_seeds;
     r.median_time_us = fc.median_time_us;
     for (int64_t us : wall_us[row]) r.wall_time_us += us;
   }
   // Then each caught adapter's first counterexample is run again (a pure function of its seed)
-  // and shrunk, one adapter per item.
+  // and shrunk, one adapter per item: the first seed caught on `breaks`, else the first caught.
   run_in_order(
       chosen.size(), config.jobs,
       [&](size_t row) -> std::string {
-        const auto first = std::find(caught[row].begin(), caught[row].end(), true);
-        if (first == caught[row].end()) return "";
+        auto first = std::find(on_breaks[row].begin(), on_breaks[row].end(), true);
+        size_t index = static_cast<size_t>(first - on_breaks[row].begin());
+        if (first == on_breaks[row].end()) {
+          const auto any = std::find(caught[row].begin(), caught[row].end(), true);
+          if (any == caught[row].end()) return "";
+          index = static_cast<size_t>(any - caught[row].begin());
+        }
         const SweepConfig sweep = sweep_config(config, chosen[row]->name);
-        const uint64_t seed =
-            config.first_seed + static_cast<uint64_t>(first - caught[row].begin());
+        const uint64_t seed = config.first_seed + static_cast<uint64_t>(index);
         return encode(shrink_counterexample(sweep, run_sweep_seed(sweep, caps[row], seed), &clock));
       },
       [&](size_t row, const std::string& encoded) {
@@ -204,6 +240,16 @@ CalibrationResult run_calibration(const CalibrateConfig& config) {
   return result;
 }
 
+namespace {
+
+// "met", "missed", or "not judged" (too few seeds, or a range cut short): the share target alone.
+std::string share_verdict(const CalibrationRow& r, const CalibrateConfig& config) {
+  if (!r.share_judged(config)) return "not judged";
+  return r.share_met(config) ? "met" : "missed";
+}
+
+}  // namespace
+
 nlohmann::json to_json(const CalibrationResult& result) {
   nlohmann::json rows = nlohmann::json::array();
   for (const CalibrationRow& r : result.rows) {
@@ -212,7 +258,11 @@ nlohmann::json to_json(const CalibrationResult& result) {
         {"breaks", r.breaks},
         {"seeds_run", r.seeds_run},
         {"caught", r.caught},
-        {"detection_rate", r.seeds_run > 0 ? static_cast<double>(r.caught) / r.seeds_run : 0.0},
+        {"caught_on_breaks", r.caught_on_breaks},
+        {"detection_rate", r.share_any()},
+        {"share_on_breaks", r.share_on_breaks()},
+        {"catch_share_min", r.catch_share_min},
+        {"share", share_verdict(r, result.config)},
         {"median_seeds_to_first", r.median_seeds ? nlohmann::json(*r.median_seeds) : nullptr},
         {"median_time_to_first_us", r.median_time_us ? nlohmann::json(*r.median_time_us) : nullptr},
         {"wall_time_us", r.wall_time_us},
@@ -240,44 +290,56 @@ nlohmann::json to_json(const CalibrationResult& result) {
           {"targets",
            {{"median_time_to_first_us",
              result.config.judge_time ? nlohmann::json(result.config.target_median_us) : nullptr},
-            {"shrunk_ops", result.config.target_shrunk_ops}}},
+            {"shrunk_ops", result.config.target_shrunk_ops},
+            {"share_seeds_min", kShareSeedsMin}}},
           {"adapters", rows}};
 }
 
 std::string to_text(const CalibrationResult& result) {
+  const CalibrateConfig& config = result.config;
   const std::string time_target =
-      result.config.judge_time
-          ? fmt::format("median time < {:.1f}s",
-                        static_cast<double>(result.config.target_median_us) / 1e6)
+      config.judge_time
+          ? fmt::format("median time < {:.1f}s", static_cast<double>(config.target_median_us) / 1e6)
           : std::string("median time not judged");
-  std::string out =
-      fmt::format("calibration over seeds {}..{} (targets: caught, {}, shrunk <= {} ops)\n",
-                  result.config.first_seed,
-                  result.config.first_seed + static_cast<uint64_t>(result.config.seeds) - 1,
-                  time_target, result.config.target_shrunk_ops);
+  std::string out = fmt::format(
+      "calibration over seeds {}..{} (targets: caught on its invariant in at least its target "
+      "share of seeds, {}, shrunk <= {} ops)\n",
+      config.first_seed, config.first_seed + static_cast<uint64_t>(config.seeds) - 1, time_target,
+      config.target_shrunk_ops);
+  if (config.seeds < kShareSeedsMin) {
+    out += fmt::format(
+        "  shares not judged under {} seeds: only caught on its invariant at least once\n",
+        kShareSeedsMin);
+  }
   if (result.stopped_by == "time") {
     out += fmt::format(
         "  stopped at its time budget ({}s): adapters cut short before a catch are "
-        "not judged\n",
-        static_cast<double>(result.config.stop.time_budget_us) / 1e6);
+        "not judged, and no share is\n",
+        static_cast<double>(config.stop.time_budget_us) / 1e6);
   } else if (!result.stopped_by.empty()) {
     out += fmt::format(
         "  interrupted by {}: a partial report; adapters cut short before a catch "
-        "are not judged\n",
+        "are not judged, and no share is\n",
         result.stopped_by);
   }
-  out += fmt::format("  {:<28} {:<18} {:>7} {:>8} {:>9} {:>9} {:>6}  {}\n", "adapter", "breaks",
-                     "rate", "med.seeds", "med.time", "shrunk", "orig", "verdict");
+  out += fmt::format("  {:<28} {:<18} {:>7} {:>7} {:>7} {:<10} {:>9} {:>9} {:>7} {:>6}  {}\n",
+                     "adapter", "breaks", "on it", "any", "target", "share", "med.seeds",
+                     "med.time", "shrunk", "orig", "verdict");
   for (const CalibrationRow& r : result.rows) {
-    const double rate = r.seeds_run > 0 ? 100.0 * r.caught / r.seeds_run : 0.0;
-    out += fmt::format("  {:<28} {:<18} {:>6.1f}% {:>8} {:>9} {:>9} {:>6}  {}\n", r.adapter,
-                       r.first ? r.first->invariant : r.breaks, rate,
-                       maybe(r.median_seeds, "", 1, ""), maybe(r.median_time_us, "", 1000, "ms"),
-                       r.first ? fmt::format("{} ops", r.first->shrunk_ops) : "-",
-                       r.first ? fmt::format("{}", r.first->ops) : "-",
-                       r.meets_targets(result.config) ? "ok"
-                       : r.judged(result.config)      ? "MISSED"
-                                                      : "not judged");
+    out += fmt::format(
+        "  {:<28} {:<18} {:>6.1f}% {:>6.1f}% {:>6.1f}% {:<10} {:>9} {:>9} {:>7} {:>6}  {}\n",
+        r.adapter, r.breaks, 100.0 * r.share_on_breaks(), 100.0 * r.share_any(),
+        100.0 * r.catch_share_min, share_verdict(r, config), maybe(r.median_seeds, "", 1, ""),
+        maybe(r.median_time_us, "", 1000, "ms"),
+        r.first ? fmt::format("{} ops", r.first->shrunk_ops) : "-",
+        r.first ? fmt::format("{}", r.first->ops) : "-",
+        r.meets_targets(config) ? "ok"
+        : r.judged(config)      ? "MISSED"
+                                : "not judged");
+    if (r.first && r.first->invariant != r.breaks) {
+      out += fmt::format("      its counterexample (seed {}) breaks {}, not {}\n", r.first->seed,
+                         r.first->invariant, r.breaks);
+    }
     if (r.first && !r.first->replay_file.empty())
       out += fmt::format("      replay: {}\n", replay_file_command(r.first->replay_file));
   }

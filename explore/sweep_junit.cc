@@ -72,9 +72,10 @@ std::vector<JUnitCase> junit_cases(const CalibrationResult& result) {
                 .passed = r.meets_targets(config),
                 .time_s = static_cast<double>(r.wall_time_us) / 1e6};
     const std::string seen = fmt::format(
-        "{} of {} seeds run, {} caught; median seeds to the first {}; first counterexample {}",
-        r.seeds_run, config.seeds, r.caught,
-        r.median_seeds ? fmt::format("{:.1f}", *r.median_seeds) : std::string("never"),
+        "{} of {} seeds run, {} caught on {} (target {:.1f}%), {} on any invariant; median seeds "
+        "to the first {}; first counterexample {}",
+        r.seeds_run, config.seeds, r.caught_on_breaks, r.breaks, 100.0 * r.catch_share_min,
+        r.caught, r.median_seeds ? fmt::format("{:.1f}", *r.median_seeds) : std::string("never"),
         r.first ? fmt::format("{} ops shrunk to {}", r.first->ops, r.first->shrunk_ops)
                 : std::string("none"));
     c.system_out = seen + "\n";
@@ -90,12 +91,17 @@ std::vector<JUnitCase> junit_cases(const CalibrationResult& result) {
       continue;
     }
     std::string missed;
-    if (r.caught == 0) missed = "never caught";
+    if (r.caught_on_breaks == 0) {
+      missed = r.caught == 0 ? "never caught" : fmt::format("never caught on {}", r.breaks);
+    } else if (!r.share_met(config)) {
+      missed = fmt::format("caught on {} in {:.1f}% of seeds, under its {:.1f}%", r.breaks,
+                           100.0 * r.share_on_breaks(), 100.0 * r.catch_share_min);
+    }
     if (r.first && r.first->shrunk_ops > config.target_shrunk_ops) {
       missed += fmt::format("{}shrunk to {} ops, more than {}", missed.empty() ? "" : "; ",
                             r.first->shrunk_ops, config.target_shrunk_ops);
     }
-    if (config.judge_time && r.caught > 0 &&
+    if (config.judge_time && r.caught_on_breaks > 0 &&
         !(r.median_time_us && *r.median_time_us < static_cast<double>(config.target_median_us))) {
       missed += fmt::format("{}median time to the first catch not under {:.1f}s",
                             missed.empty() ? "" : "; ",

@@ -113,6 +113,10 @@ struct AdapterEntry {
   AdapterTraits traits;  // what it is: scenarios apply and expect by these
   bool known_bad = false;
   std::string breaks;  // known-bad: the invariant the sweep is expected to find broken
+  // Known-bad: the share of a sweep's seeds its design lets it be caught on `breaks` in, a floor
+  // `calibrate` judges (explore/calibrate.h); in (0, 1], or 0 where none is declared (a user's
+  // known-bad: judged by caught at least once).
+  double catch_share_min = 0;
   // Known-bad: the scenarios whose matrix cells judge it (empty: every one its traits fit). A
   // known-bad lock is meant to be caught, not charted everywhere: outside these its one bug may
   // show or not by chance of the seed (random tokens), which a cell cannot expect. `run` takes

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/check.h"
 #include "harness/backend.h"
 
 namespace lockstep {
@@ -13,6 +14,10 @@ namespace lockstep {
 struct KnownBad {
   std::string name;
   std::string breaks;  // the invariant the sweep is expected to find broken
+  // The share of a sweep's seeds that must catch it on `breaks`, in (0, 1]: a floor below the rate
+  // its design allows (what a seed must draw for the bug to show), with a margin no seed range
+  // crosses (docs/DESIGN.md, "Known-bad adapters"), so `calibrate` guards against a regression.
+  double catch_share_min = 0;
   std::string description;
   void (*wrong)(AdapterTraits& traits) = nullptr;  // the one thing it gets wrong, as a trait
   // The scenarios whose matrix cells judge it (empty: every one its traits fit).
@@ -23,6 +28,8 @@ struct KnownBad {
 // and their checks, the simulator only, built by make_sim.
 inline AdapterEntry known_bad_entry(const KnownBad& bad, const AdapterEntry& sibling,
                                     BackendFactory make_sim) {
+  LOCKSTEP_CHECK(bad.catch_share_min > 0 && bad.catch_share_min <= 1,
+                 "a known-bad declares the share of seeds that must catch it, in (0, 1]");
   AdapterTraits traits = sibling.traits;
   if (bad.wrong != nullptr) bad.wrong(traits);
   return {.name = bad.name,
@@ -31,6 +38,7 @@ inline AdapterEntry known_bad_entry(const KnownBad& bad, const AdapterEntry& sib
           .traits = traits,
           .known_bad = true,
           .breaks = bad.breaks,
+          .catch_share_min = bad.catch_share_min,
           .judged_in = bad.judged_in,
           .sibling = sibling.name,
           .options = sibling.options,

@@ -114,12 +114,18 @@ TEST_CASE("a calibration cut short judges only the adapters it caught", "[calibr
   CalibrateConfig config{.seeds = 1000, .judge_time = false};
   CalibrationResult r{.config = config, .stopped_by = "time"};
   // Caught and shrunk before the budget ran out: judged on the seeds it ran.
-  CalibrationRow caught{.adapter = "bad-a", .breaks = "ownership", .seeds_run = 40, .caught = 2};
+  CalibrationRow caught{.adapter = "bad-a",
+                        .breaks = "ownership",
+                        .catch_share_min = 0.5,
+                        .seeds_run = 40,
+                        .caught = 2,
+                        .caught_on_breaks = 2};
   caught.first = Counterexample{.seed = 7, .invariant = "ownership", .shrunk_ops = 4};
   // Not caught in the seeds it ran: neither met nor missed.
   const CalibrationRow cut{.adapter = "bad-b", .breaks = "liveness", .seeds_run = 40};
   r.rows = {caught, cut};
   CHECK(r.rows[0].judged(config));
+  CHECK_FALSE(r.rows[0].share_judged(config));  // 2 of 40 is under 0.5, but the range was cut
   CHECK(r.rows[0].meets_targets(config));
   CHECK_FALSE(r.rows[1].judged(config));
   CHECK(r.verdict() == "incomplete");

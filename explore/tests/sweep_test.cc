@@ -16,8 +16,10 @@
 #include "explore/calibrate.h"
 #include "explore/replay.h"
 #include "explore/sweep.h"
+#include "explore/sweep_junit.h"
 #include "report/report.h"
 #include "services/known_bad.h"
+#include "services/registry.h"
 #include "tests/cli_support.h"
 
 namespace lockstep {
@@ -267,7 +269,7 @@ TEST_CASE("median seeds and time to the first counterexample", "[calibrate]") {
 
 TEST_CASE("calibrate judges the median time only when asked to", "[calibrate]") {
   // A row that is caught and shrinks small, but slowly (on a busy machine, say).
-  CalibrationRow slow{.caught = 3, .median_time_us = 5e6};
+  CalibrationRow slow{.caught = 3, .caught_on_breaks = 3, .median_time_us = 5e6};
   slow.first = Counterexample{.shrunk_ops = 4};
   CalibrateConfig by_hand;
   CHECK_FALSE(slow.meets_targets(by_hand));
@@ -276,6 +278,112 @@ TEST_CASE("calibrate judges the median time only when asked to", "[calibrate]") 
   slow.first->shrunk_ops = ci.target_shrunk_ops + 1;
   CHECK_FALSE(slow.meets_targets(ci));  // the shrunk size is still judged
   CHECK(to_json(CalibrationResult{.config = ci})["targets"]["median_time_to_first_us"].is_null());
+}
+
+// A judged row of 200 seeds, caught and shrunk small, with a target share of 0.2 on ownership.
+CalibrationRow share_row(int caught_on_breaks) {
+  CalibrationRow row{.adapter = "bad-a",
+                     .breaks = "ownership",
+                     .catch_share_min = 0.2,
+                     .seeds_run = 200,
+                     .caught = 120,
+                     .caught_on_breaks = caught_on_breaks};
+  row.first = Counterexample{.seed = 3, .invariant = "ownership", .shrunk_ops = 4};
+  return row;
+}
+
+TEST_CASE("a row caught on its invariant in less than its target share is missed", "[calibrate]") {
+  const CalibrateConfig config{.seeds = 200, .judge_time = false};
+  CalibrationResult r{.config = config, .rows = {share_row(41)}};
+  CHECK(r.rows[0].share_judged(config));
+  CHECK(r.rows[0].meets_targets(config));
+  CHECK(r.verdict() == "ok");
+  // 39 of 200 (19.5%) is under 20%: caught, shrunk small, and still missed.
+  r.rows[0].caught_on_breaks = 39;
+  CHECK_FALSE(r.rows[0].share_met(config));
+  CHECK(r.rows[0].judged(config));
+  CHECK_FALSE(r.rows[0].meets_targets(config));
+  CHECK(r.verdict() == "missed");
+  const nlohmann::json row = to_json(r).at("adapters").at(0);
+  CHECK(row.at("breaks") == "ownership");
+  CHECK(row.at("share_on_breaks").get<double>() == Approx(0.195));
+  CHECK(row.at("detection_rate").get<double>() == Approx(0.6));
+  CHECK(row.at("catch_share_min").get<double>() == Approx(0.2));
+  CHECK(row.at("share") == "missed");
+  CHECK(row.at("meets_targets") == false);
+  const std::string text = to_text(r);
+  CHECK(text.find("  19.5%   60.0%   20.0% missed") != std::string::npos);
+  CHECK(text.find("MISSED") != std::string::npos);
+  const std::vector<JUnitCase> cases = junit_cases(r);
+  REQUIRE(cases.size() == 1);
+  CHECK_FALSE(cases[0].passed);
+  CHECK(cases[0].failure_message.find("caught on ownership in 19.5% of seeds, under its 20.0%") !=
+        std::string::npos);
+}
+
+TEST_CASE("a share is judged only over a whole range of enough seeds", "[calibrate]") {
+  // Too few seeds for a share to mean anything: caught on its invariant once is enough.
+  const CalibrateConfig few{.seeds = kShareSeedsMin - 1, .judge_time = false};
+  CalibrationRow row = share_row(1);
+  row.seeds_run = few.seeds;
+  CHECK_FALSE(row.share_judged(few));
+  CHECK(row.meets_targets(few));
+  CHECK(to_text(CalibrationResult{.config = few, .rows = {row}}).find("shares not judged") !=
+        std::string::npos);
+  // A range the budget cut: not judged on its share either.
+  const CalibrateConfig cut{.seeds = 1000, .judge_time = false};
+  row.seeds_run = 200;
+  CHECK_FALSE(row.share_judged(cut));
+  CHECK(row.meets_targets(cut));
+  // Caught on its invariant never: missed whatever the seed count.
+  row.caught_on_breaks = 0;
+  row.seeds_run = few.seeds;
+  CHECK_FALSE(row.meets_targets(few));
+}
+
+TEST_CASE("a seed caught only on another invariant does not count toward the share",
+          "[calibrate]") {
+  SeedOutcome other;
+  other.untolerated = {Invariant::fencing};
+  const SeedCatch on_other = seed_catch(other, "ownership");
+  CHECK(on_other.any);
+  CHECK_FALSE(on_other.on_breaks);
+  SeedOutcome own;
+  own.untolerated = {Invariant::fencing, Invariant::ownership};
+  CHECK(seed_catch(own, "ownership").on_breaks);
+  // An excused violation of its invariant is no catch at all.
+  SeedOutcome excused;
+  excused.tolerated = {Invariant::ownership};
+  CHECK_FALSE(seed_catch(excused, "ownership").any);
+  CHECK_FALSE(seed_catch(excused, "ownership").on_breaks);
+  // A run that did not complete is caught, but on no invariant.
+  SeedOutcome stuck;
+  stuck.report.end = RunEnd::event_bound;
+  CHECK(seed_catch(stuck, "liveness").any);
+  CHECK_FALSE(seed_catch(stuck, "liveness").on_breaks);
+  // Every seed caught, none on its invariant: a miss of its own design.
+  const CalibrateConfig config{.seeds = 200, .judge_time = false};
+  CalibrationRow row = share_row(0);
+  row.caught = 200;
+  CHECK(row.share_any() == Approx(1.0));
+  CHECK(row.share_on_breaks() == Approx(0.0));
+  CHECK_FALSE(row.meets_targets(config));
+  CHECK(CalibrationResult{.config = config, .rows = {row}}.verdict() == "missed");
+}
+
+TEST_CASE("every registered known-bad declares its invariant and a target share above 0, at most 1",
+          "[calibrate]") {
+  register_known_bad_adapters();
+  int known_bad = 0;
+  for (const AdapterEntry& entry : adapters()) {
+    if (!entry.known_bad) continue;
+    INFO(entry.name);
+    ++known_bad;
+    CHECK(invariant_from_string(entry.breaks).has_value());
+    CHECK(entry.catch_share_min > 0);
+    CHECK(entry.catch_share_min <= 1);
+  }
+  CHECK(known_bad >= 19);
 }
 
 TEST_CASE("sweep exit codes: 0 no violation, 1 violation with a replay line, 2 bad usage",

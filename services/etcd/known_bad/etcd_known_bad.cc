@@ -36,6 +36,8 @@ std::vector<AdapterEntry> etcd_known_bad(const AdapterEntry& recipe, const Adapt
       known_bad_entry(
           {"bad-etcd-smallest-key",
            "mutual_exclusion",
+           // a later waiter's lease must come from a member with a smaller ID than the holder's.
+           0.45,
            "known-bad: the etcd recipe taking the lock by the smallest key under the prefix, not "
            "the smallest create revision (a later key can sort first)",
            [](AdapterTraits& t) { t.exclusive_grant = false; },
@@ -44,6 +46,8 @@ std::vector<AdapterEntry> etcd_known_bad(const AdapterEntry& recipe, const Adapt
       known_bad_entry(
           {"bad-etcd-lock-no-lease-check",
            "valid_on_return",
+           // a waiter must stay queued past its lease's TTL: most seeds with contention on a key.
+           0.45,
            "known-bad: etcd's Lock RPC without the lease check after the wait (no keepalive while "
            "queued, the returned key trusted: etcd-io/etcd#11456)",
            [](AdapterTraits& t) { t.queued_grant = QueuedGrant::trusted; },

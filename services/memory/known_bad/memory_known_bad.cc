@@ -14,7 +14,8 @@ std::vector<AdapterEntry> memory_known_bad(const AdapterEntry& memory) {
   return {
       known_bad_entry(
           {"bad-memory-no-owner-check", "ownership",
-           "known-bad: the in-memory lock whose release deletes whatever lock holds the key",
+           // a lease must end while its holder works, and another take the key before its release.
+           0.2, "known-bad: the in-memory lock whose release deletes whatever lock holds the key",
            [](AdapterTraits& t) { t.release = OwnerCheck::none; }, lease_scenarios},
           memory,
           [](BackendEnv& env) {
@@ -25,6 +26,8 @@ std::vector<AdapterEntry> memory_known_bad(const AdapterEntry& memory) {
       known_bad_entry(
           {"bad-wall-clock-expiry",
            "mutual_exclusion",
+           // a forward server clock jump must end a live lease early, and another client ask then.
+           0.005,
            "known-bad: the in-memory lock whose store times its leases on the wall clock (a "
            "forward jump ends them early)",
            [](AdapterTraits& t) { t.server_expiry = ExpiryClock::wall; },

@@ -10,6 +10,8 @@ namespace {
 const std::vector<KnownBad> kKnownBadPostgres = {
     {"bad-pg-shared-session",
      "mutual_exclusion",
+     // two clients must ask for one key while it is held: nearly every seed with contention.
+     0.7,
      "known-bad: session advisory locks on one pooled session every client shares, so a second "
      "client's try-lock re-enters the first one's lock and its unlock releases it",
      // One session, two consequences of it: the grant is not exclusive, and an unlock acts on

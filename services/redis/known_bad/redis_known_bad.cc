@@ -17,22 +17,33 @@ const std::vector<std::string> kRedisScenarios = {
     "pause-in-release"};
 
 const std::vector<KnownBad> kKnownBadRedis = {
-    {"bad-del-release", "ownership", "known-bad: release by plain DEL",
-     [](AdapterTraits& t) { t.release = OwnerCheck::none; }, kRedisScenarios},
-    {"bad-get-del-release", "ownership", "known-bad: release by GET, then DEL in a second call",
+    {"bad-del-release", "ownership",
+     // a lease must end while its holder works, and another take the key before its DEL.
+     0.2, "known-bad: release by plain DEL", [](AdapterTraits& t) { t.release = OwnerCheck::none; },
+     kRedisScenarios},
+    {"bad-get-del-release", "ownership",
+     // the lease must end and change hands between one release's GET and DEL: a narrow window.
+     0.005, "known-bad: release by GET, then DEL in a second call",
      [](AdapterTraits& t) { t.release = OwnerCheck::check_then_act; }, kRedisScenarios},
-    {"bad-pexpire-extend", "ownership", "known-bad: extend by plain PEXPIRE",
+    {"bad-pexpire-extend", "ownership",
+     // a holder must extend after its lease ended and another client took the key.
+     0.06, "known-bad: extend by plain PEXPIRE",
      [](AdapterTraits& t) { t.extend = OwnerCheck::none; }, kRedisScenarios},
     {"bad-setnx-expire", "liveness",
-     "known-bad: SETNX, then PEXPIRE in a second call (a crash between leaks)",
+     // a client must die between its SETNX and its PEXPIRE (a crash while acquiring).
+     0.12, "known-bad: SETNX, then PEXPIRE in a second call (a crash between leaks)",
      [](AdapterTraits& t) { t.expiry_with_grant = false; }, kRedisScenarios},
     {"bad-random-token",
      "fencing",
+     // a key held twice with fenced writes: a random token goes backwards half the time.
+     0.77,
      "known-bad: random instead of monotonic fencing tokens",
      [](AdapterTraits& t) { t.tokens = TokenKind::random; },
      {"retry-storm"}},
     {"bad-late-loss-signal",
      "mutual_exclusion",
+     // an auto-extending holder's extension must fail while it works and another take the key.
+     0.62,
      "known-bad: a lock believed held until an extension fails (no validity of its own), so an "
      "auto-extending holder hears of a loss only when the failed extension times out",
      [](AdapterTraits& t) { t.validity = ValidityRule::until_extension_fails; },

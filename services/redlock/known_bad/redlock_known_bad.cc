@@ -13,17 +13,22 @@ const std::vector<std::string> kRedlockScenarios = {"clock-jump", "crash-restart
 
 const std::vector<KnownBad> kKnownBadRedlock = {
     {"bad-redlock-half-quorum", "mutual_exclusion",
-     "known-bad: Redlock that counts N/2 grants as a majority",
+     // two clients must each win exactly N/2 nodes at once (a split vote, node faults).
+     0.07, "known-bad: Redlock that counts N/2 grants as a majority",
      [](AdapterTraits& t) { t.majority_quorum = false; }, kRedlockScenarios},
     {"bad-redlock-no-elapsed", "mutual_exclusion",
-     "known-bad: Redlock whose validity ignores the time spent acquiring",
+     // an acquire must spend much of its TTL, and another client enter as the leases end.
+     0.008, "known-bad: Redlock whose validity ignores the time spent acquiring",
      [](AdapterTraits& t) { t.validity = ValidityRule::ttl_ignoring_elapsed; }, kRedlockScenarios},
     {"bad-redlock-double-elapsed", "valid_on_return",
+     // an acquire must spend over half its validity, so subtracting it twice leaves none.
+     0.01,
      "known-bad: Redlock that subtracts the time spent acquiring twice (returns expired locks)",
      [](AdapterTraits& t) { t.validity = ValidityRule::ttl_minus_elapsed_twice; },
      kRedlockScenarios},
     {"bad-redlock-no-cleanup", "liveness",
-     "known-bad: Redlock that leaves partial locks after a failed attempt",
+     // a failed attempt's partial grants must outlast the liveness bound: most expire first.
+     0.001, "known-bad: Redlock that leaves partial locks after a failed attempt",
      [](AdapterTraits& t) { t.releases_partial_grants = false; }, kRedlockScenarios},
 };
 
