@@ -100,14 +100,19 @@ void EtcdLeaseFacts::on_applied(int client, const std::string& path, const EtcdJ
   if (applied.revoked_lease != 0) owners_.erase(applied.revoked_lease);
 }
 
-void EtcdLeaseFacts::on_lease_refreshed(int64_t lease, int64_t ttl_us, int client) {
+void EtcdLeaseFacts::on_lease_refreshed(int64_t lease, int64_t ttl_us, int client,
+                                        bool superseded) {
   const auto owner = owners_.find(lease);
   if (owner == owners_.end()) return;
-  owner->second.promised_until_us = now_us_() + ttl_us;
+  // A deposed leader's renewal is recorded as what it told its holder, but it does not move the
+  // lease the cluster times: a grant that comes later is promised what the true leader keeps.
+  if (!superseded) owner->second.promised_until_us = now_us_() + ttl_us;
   for (const auto& [resource, queue] : queues_) {
     if (!queue.empty() && queue.begin()->second.lease == lease) {
       record(EventKind::extend, client, resource, owner->second, ttl_us, 0,
-             client < 0 ? "a new leader's promotion" : "keepalive");
+             client < 0   ? "a new leader's promotion"
+             : superseded ? "keepalive served by a deposed leader"
+                          : "keepalive");
     }
   }
 }

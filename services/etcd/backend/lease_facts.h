@@ -42,7 +42,7 @@ class EtcdLeaseFacts final : public sim::etcd::EtcdObserver {
 
   void on_applied(int client, const std::string& path, const EtcdJson& request,
                   const sim::etcd::Applied& applied) override;
-  void on_lease_refreshed(int64_t lease, int64_t ttl_us, int client) override;
+  void on_lease_refreshed(int64_t lease, int64_t ttl_us, int client, bool superseded) override;
   void on_lock_returned(int client, const std::string& key, int64_t lease,
                         bool key_exists) override;
 

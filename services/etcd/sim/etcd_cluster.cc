@@ -1023,7 +1023,22 @@ void EtcdCluster::handle(int member, int client, const std::string& path, const 
 void EtcdCluster::refresh(Member& m, int64_t lease, int64_t ttl_us, int client) {
   m.expiry_us[lease] = world_.monotonic_us(m.node) + ttl_us;
   m.revoking_since_us.erase(lease);
-  if (options_.observer != nullptr) options_.observer->on_lease_refreshed(lease, ttl_us, client);
+  if (options_.observer == nullptr) return;
+  // A leader another has already superseded times leases nobody else keeps. Its promotion promises
+  // nobody anything (it steps down as it hears the newer term); a renewal it serves is a promise
+  // to that client (etcd-io/etcd#15247), but not the lease the true leader times.
+  const bool stale = superseded(m);
+  if (stale) {
+    trace(m, fmt::format("lease {:x}: refreshed in superseded term {}", lease, m.term));
+    if (client < 0) return;
+  }
+  options_.observer->on_lease_refreshed(lease, ttl_us, client, stale);
+}
+
+bool EtcdCluster::superseded(const Member& m) const {
+  return std::any_of(members_.begin(), members_.end(), [&m](const auto& other) {
+    return other->role == EtcdRole::leader && other->term > m.term;
+  });
 }
 
 void EtcdCluster::promote(Member& m) {

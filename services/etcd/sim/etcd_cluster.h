@@ -71,8 +71,10 @@ class EtcdObserver {
   virtual void on_applied(int client, const std::string& path, const EtcdJson& request,
                           const Applied& applied) = 0;
   // The leader's lessor set a lease to expire ttl_us of its oscillator from now: a grant applied,
-  // a keepalive (client), or a new leader's promotion (client -1).
-  virtual void on_lease_refreshed(int64_t lease, int64_t ttl_us, int client) = 0;
+  // a keepalive (client), or a new leader's promotion (client -1; never one by a leader already
+  // superseded). superseded: a keepalive a deposed leader served before it heard of the newer
+  // term, from a lessor no other member follows.
+  virtual void on_lease_refreshed(int64_t lease, int64_t ttl_us, int client, bool superseded) = 0;
   // A Lock RPC answers `client` that it holds `key` (which may no longer exist: #11456).
   virtual void on_lock_returned(int client, const std::string& key, int64_t lease,
                                 bool key_exists) = 0;
@@ -185,6 +187,8 @@ class EtcdCluster {
 
   // lessor
   void promote(Member& m);
+  // Another member leads a later term (the simulator's knowledge, not m's): for the recorder only.
+  bool superseded(const Member& m) const;
   void demote(Member& m);
   void lessor_tick(Member& m);
   void refresh(Member& m, int64_t lease, int64_t ttl_us, int client);

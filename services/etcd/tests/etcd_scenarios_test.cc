@@ -185,6 +185,26 @@ TEST_CASE("sim: a paused and deposed leader's renewal is etcd 3.4's, excused by 
   CHECK(std::count(outcome.excused_by.begin(), outcome.excused_by.end(), "server-pause") >= 1);
 }
 
+// Swarm seed 7575 (server pauses): etcd-0, leader of term 7, is paused before it applied its
+// term's first entry; etcd-2 leads term 9 meanwhile. As etcd-0 wakes it promotes its lessor and
+// steps down in the same instant. That promotion promised no client anything, yet recorded as a
+// lease fact it overwrote the lease etcd-2 times, and etcd-2's on-time expiry and re-grant read
+// as a double grant. A superseded leader's promotion is not a lease fact.
+TEST_CASE("sim: a superseded leader's promotion as it wakes is no lease fact",
+          "[etcd][scenarios]") {
+  SweepConfig config{.adapter = "etcd",
+                     .first_seed = 7575,
+                     .seeds = 1,
+                     .faults = {FaultKind::server_pause},
+                     .faults_named = true};
+  const SeedOutcome outcome = run_sweep_seed(config, swarm_capabilities("etcd"), 7575);
+  INFO(to_text(outcome.report));
+  CHECK(outcome.report.end == RunEnd::complete);
+  CHECK_FALSE(outcome.violates());
+  CHECK(outcome.tolerated.count(Invariant::lease_exclusion) == 0);
+  CHECK(outcome.spec.has_fault(FaultKind::server_pause));
+}
+
 TEST_CASE("sim: the same seed gives the same trace hash", "[etcd][scenarios]") {
   const RunReport a = run("retry-storm", "etcd-lock", {}, WorldKind::sim);
   const RunReport b = run("retry-storm", "etcd-lock", {}, WorldKind::sim);

@@ -26,7 +26,7 @@ struct Facts final : EtcdObserver {
   void on_applied(int, const std::string& path, const EtcdJson&, const Applied&) override {
     applied.push_back(path);
   }
-  void on_lease_refreshed(int64_t lease, int64_t ttl_us, int) override {
+  void on_lease_refreshed(int64_t lease, int64_t ttl_us, int, bool) override {
     refreshed.emplace_back(lease, ttl_us);
   }
   void on_lock_returned(int, const std::string& key, int64_t, bool exists) override {
