@@ -205,6 +205,24 @@ TEST_CASE("sim: a superseded leader's promotion as it wakes is no lease fact",
   CHECK(outcome.spec.has_fault(FaultKind::server_pause));
 }
 
+// Swarm seed 7718 of etcd-lock (server pauses): the deposed etcd-0 wakes and serves c1's
+// keepalive from its own lessor (a reply c1 had already given up on). c1's key comes first 2.5 ms
+// later: its grant was promised what etcd-0 had renewed, not what the true leader etcd-2 times,
+// so etcd-2's on-time expiry and re-grant read as a double grant.
+TEST_CASE("sim: a grant after a deposed leader's renewal is promised what the true leader times",
+          "[etcd][scenarios]") {
+  SweepConfig config{.adapter = "etcd-lock",
+                     .first_seed = 7718,
+                     .seeds = 1,
+                     .faults = {FaultKind::server_pause},
+                     .faults_named = true};
+  const SeedOutcome outcome = run_sweep_seed(config, swarm_capabilities("etcd-lock"), 7718);
+  INFO(to_text(outcome.report));
+  CHECK(outcome.report.end == RunEnd::complete);
+  CHECK_FALSE(outcome.violates());
+  CHECK(outcome.tolerated.count(Invariant::lease_exclusion) == 0);
+}
+
 TEST_CASE("sim: the same seed gives the same trace hash", "[etcd][scenarios]") {
   const RunReport a = run("retry-storm", "etcd-lock", {}, WorldKind::sim);
   const RunReport b = run("retry-storm", "etcd-lock", {}, WorldKind::sim);
