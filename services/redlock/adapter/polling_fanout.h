@@ -7,12 +7,15 @@
 // Invariants:
 // - A connection is opened lazily by a non-blocking connect that runs under the round's deadline
 //   like the request itself, so a round takes at most timeout_us whatever the nodes do: a node
-//   whose port never answers a SYN (a full accept backlog, dropped packets) fails alone, by
-//   timeout, and the other nodes' replies still count. A connection is closed after any failure
+//   whose port never answers a SYN (a full accept backlog, dropped packets) fails alone at the
+//   deadline, and the other nodes' replies still count. A connection is closed after any failure
 //   or timeout, so a late reply is never read by a later call; the next call reconnects.
+// - Failures follow io_status.h: a node that had the whole command and did not answer in time is
+//   a timeout, one whose connection failed after that is connection_lost; a connect or write that
+//   did not finish (by the deadline or at all) is connection_error: nothing was applied.
 // - At the deadline, replies already in the sockets are read before the rest are failed.
 // - Loopback only is the caller's business (hosts come from the options).
-// - Writes use MSG_NOSIGNAL: a reset peer is a connection_error, never SIGPIPE.
+// - Writes use MSG_NOSIGNAL: a peer reset while writing is a connection_error, never SIGPIPE.
 // - Thread-compatible, not thread-safe: one fan-out per thread.
 #include <cstdint>
 #include <memory>
