@@ -33,6 +33,24 @@ bool violates(const RunReport& r, Invariant invariant) {
   return r.violated().count(invariant) != 0;
 }
 
+// One seed of `sweep --adapter ADAPTER`, drawing only `faults` when given (as --faults does).
+SeedOutcome sweep_seed(const std::string& adapter, uint64_t seed,
+                       std::vector<FaultKind> faults = {}) {
+  SweepConfig config{.adapter = adapter, .first_seed = seed, .seeds = 1};
+  if (!faults.empty()) {
+    config.faults = std::move(faults);
+    config.faults_named = true;
+  }
+  return run_sweep_seed(config, swarm_capabilities(adapter), seed);
+}
+
+// What a seed that must pass shows: judged in full, nothing unexcused.
+void check_passes(const SeedOutcome& outcome) {
+  INFO(to_text(outcome.report));
+  CHECK(outcome.report.end == RunEnd::complete);
+  CHECK_FALSE(outcome.violates());
+}
+
 }  // namespace
 
 TEST_CASE("sim: the Lock RPC hands out a lock whose lease expired, which the lease check refuses",
@@ -119,11 +137,8 @@ TEST_CASE("sim: a client acquiring two locks at once gets each lock's lease fact
 // once c0 releases: before, the adapter only refreshed until lock_wait_ms (30 s) ran out.
 TEST_CASE("sim: keepalives slower than their interval do not starve the Lock RPC's answer",
           "[etcd][scenarios]") {
-  SweepConfig config{.adapter = "etcd-lock", .first_seed = 567, .seeds = 1};
-  const SeedOutcome outcome = run_sweep_seed(config, swarm_capabilities("etcd-lock"), 567);
-  INFO(to_text(outcome.report));
-  CHECK(outcome.report.end == RunEnd::complete);
-  CHECK_FALSE(outcome.violates());
+  const SeedOutcome outcome = sweep_seed("etcd-lock", 567);
+  check_passes(outcome);
   CHECK(outcome.report.violated().empty());  // liveness above all: c1 got in after c0
 }
 
@@ -151,12 +166,9 @@ TEST_CASE("sim: a queued lease cut short by a fast leader clock before its grant
 // cluster never went quiet and the run ended at its 24 h time bound, not judged.
 TEST_CASE("sim: a cluster with one follower left goes quiet, and the run is judged",
           "[etcd][scenarios]") {
-  SweepConfig config{.adapter = "etcd", .first_seed = 1236, .seeds = 1};
-  const SeedOutcome outcome = run_sweep_seed(config, swarm_capabilities("etcd"), 1236);
-  INFO(to_text(outcome.report));
-  CHECK(outcome.report.end == RunEnd::complete);
+  const SeedOutcome outcome = sweep_seed("etcd", 1236);
+  check_passes(outcome);
   CHECK(outcome.spec.has_fault(FaultKind::failover));
-  CHECK_FALSE(outcome.violates());
 }
 
 // Swarm seed 5752 (server pauses): the leader etcd-1 is paused for 2.6 s and deposed meanwhile;
@@ -172,15 +184,9 @@ TEST_CASE("sim: a paused and deposed leader's renewal is etcd 3.4's, excused by 
     REQUIRE(entry != nullptr);
     CHECK_FALSE(entry->traits.envelope.server_pause);
   }
-  SweepConfig config{.adapter = "etcd",
-                     .first_seed = 5752,
-                     .seeds = 1,
-                     .faults = {FaultKind::server_pause},
-                     .faults_named = true};
-  const SeedOutcome outcome = run_sweep_seed(config, swarm_capabilities("etcd"), 5752);
+  const SeedOutcome outcome = sweep_seed("etcd", 5752, {FaultKind::server_pause});
+  check_passes(outcome);
   INFO(to_text(outcome.report));
-  CHECK(outcome.report.end == RunEnd::complete);
-  CHECK_FALSE(outcome.violates());
   CHECK(outcome.tolerated.count(Invariant::lease_exclusion) == 1);
   CHECK(std::count(outcome.excused_by.begin(), outcome.excused_by.end(), "server-pause") >= 1);
 }
@@ -192,15 +198,9 @@ TEST_CASE("sim: a paused and deposed leader's renewal is etcd 3.4's, excused by 
 // as a double grant. A superseded leader's promotion is not a lease fact.
 TEST_CASE("sim: a superseded leader's promotion as it wakes is no lease fact",
           "[etcd][scenarios]") {
-  SweepConfig config{.adapter = "etcd",
-                     .first_seed = 7575,
-                     .seeds = 1,
-                     .faults = {FaultKind::server_pause},
-                     .faults_named = true};
-  const SeedOutcome outcome = run_sweep_seed(config, swarm_capabilities("etcd"), 7575);
+  const SeedOutcome outcome = sweep_seed("etcd", 7575, {FaultKind::server_pause});
+  check_passes(outcome);
   INFO(to_text(outcome.report));
-  CHECK(outcome.report.end == RunEnd::complete);
-  CHECK_FALSE(outcome.violates());
   CHECK(outcome.tolerated.count(Invariant::lease_exclusion) == 0);
   CHECK(outcome.spec.has_fault(FaultKind::server_pause));
 }
@@ -211,15 +211,9 @@ TEST_CASE("sim: a superseded leader's promotion as it wakes is no lease fact",
 // so etcd-2's on-time expiry and re-grant read as a double grant.
 TEST_CASE("sim: a grant after a deposed leader's renewal is promised what the true leader times",
           "[etcd][scenarios]") {
-  SweepConfig config{.adapter = "etcd-lock",
-                     .first_seed = 7718,
-                     .seeds = 1,
-                     .faults = {FaultKind::server_pause},
-                     .faults_named = true};
-  const SeedOutcome outcome = run_sweep_seed(config, swarm_capabilities("etcd-lock"), 7718);
+  const SeedOutcome outcome = sweep_seed("etcd-lock", 7718, {FaultKind::server_pause});
+  check_passes(outcome);
   INFO(to_text(outcome.report));
-  CHECK(outcome.report.end == RunEnd::complete);
-  CHECK_FALSE(outcome.violates());
   CHECK(outcome.tolerated.count(Invariant::lease_exclusion) == 0);
 }
 
