@@ -1,8 +1,10 @@
 // Differential test: the same random command sequences, run on the simulated Redis node and on a
 // real redis-server the test starts, must give identical replies. Sequences mix the adapter's Lua
-// scripts with plain commands, bad arguments and expiry edge cases. Time does not pass in the
-// simulation and TTLs are long (or <= 0, which deletes at once), so no reply depends on timing;
-// PTTL is compared by sign, the one part of it that does not drift with real time.
+// scripts with plain commands, bad arguments, expiry edge cases, SCRIPT FLUSH, and (in every
+// other sequence) a restart of both servers without persistence, after which keys and cached
+// scripts are gone on both. Time does not pass in the simulation and TTLs are long (or <= 0,
+// which deletes at once), so no reply depends on timing; PTTL is compared by sign, the one part of
+// it that does not drift with real time.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -27,7 +29,7 @@ class CommandGenerator {
   explicit CommandGenerator(uint64_t seed) : prng_(seed) {}
 
   Argv next() {
-    switch (prng_.below(15)) {
+    switch (prng_.below(17)) {
       case 0: return set_command();
       case 1: return {"GET", key()};
       case 2: return prng_.chance(1, 2) ? Argv{"DEL", key()} : Argv{"DEL", key(), key()};
@@ -41,9 +43,13 @@ class CommandGenerator {
       case 10: return {"EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0"};
       case 11: return {"SCRIPT", "LOAD", pick({grant_script().source, release_script().source})};
       case 12: return {"SETNX", key(), value()};
+      case 14:  // the script cache emptied under the adapter: its EVALSHA meets NOSCRIPT again
+        return prng_.chance(1, 4) ? Argv{"SCRIPT", "FLUSH", pick({"SYNC", "ASYNC", "NOW"})}
+                                  : Argv{"SCRIPT", "FLUSH"};
       case 13:
         return {
             pick({"SET", "GET", "DEL", "PEXPIRE", "INCR", "EVAL"})};  // wrong number of arguments
+      case 15: return {"EXISTS", "k0", "k1", "k2", "tok:k0", "tok:k1", "tok:k2"};
       default:
         return {"EVAL",
                 pick({"return redis.call('GET', KEYS[1])", "return {1, 'a', false, 3}",
@@ -106,6 +112,8 @@ TEST_CASE("the simulated Redis node answers like redis-server 7.0", "[redis][rea
   HiredisConnection real_connection({.port = server.port()});
   std::map<RedisReply::Type, int> compared;  // the edges the sequences reached
   int noscript = 0;
+  int restarts = 0;
+  int flushes = 0;
   for (uint64_t seed = 1; seed <= 20; ++seed) {
     REQUIRE(real_connection.command({"FLUSHALL"}).ok());
     REQUIRE(real_connection.command({"SCRIPT", "FLUSH"}).ok());
@@ -113,8 +121,17 @@ TEST_CASE("the simulated Redis node answers like redis-server 7.0", "[redis][rea
     sim::RedisNode node(world, {.name = "redis-0"});
     CommandGenerator generator(seed);
     std::vector<std::string> log;
+    const int restart_at = seed % 2 == 0 ? 40 + static_cast<int>(seed * 7 % 60) : -1;
     for (int i = 0; i < 150; ++i) {
+      if (i == restart_at) {  // persistence none on both: they come back empty, scripts too
+        server.restart();
+        world.crash(node.node());
+        world.restart(node.node());
+        log.push_back("-- both servers restarted");
+        ++restarts;
+      }
       const Argv argv = generator.next();
+      flushes += argv[0] == "SCRIPT" && argv[1] == "FLUSH";
       const RedisResult real_result = real_connection.command(argv);
       REQUIRE(real_result.ok());
       const RedisReply expected = normalized(argv, real_result.reply);
@@ -137,6 +154,8 @@ TEST_CASE("the simulated Redis node answers like redis-server 7.0", "[redis][rea
     CHECK(compared[type] >= 10);
   }
   CHECK(noscript >= 10);
+  CHECK(flushes >= 10);
+  CHECK(restarts == 10);
 }
 
 }  // namespace lockstep
