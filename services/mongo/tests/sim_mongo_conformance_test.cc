@@ -236,6 +236,31 @@ std::vector<Row> rows() {
                                                   {"errmsg", contains("E11000 duplicate key")}}})}},
        .after = find(Doc{{"key", "k"}}),
        .after_expect = batch(Doc::array({Doc{{"value", "a"}}}))});
+  // The adapter reads n of a failed batch as "something applied before the error" and cleans up
+  // (mongo_adapter.cc, partly_applied): the statements before the failing one stay applied.
+  out.push_back(
+      {.name = "an ordered batch that fails at statement 1: statement 0 stays applied, n counts it",
+       .source = update_docs + " (ordered: true stops at the first error; writeErrors[].index; "
+                               "\"n\": the documents selected before it)",
+       .given = {indexes, lock_doc("k", "a", kFuture), lock_doc("j", "x", kFuture)},
+       .command = Doc{{"update", kLocks},
+                      {"updates", Doc::array({Doc{{"q", Doc{{"key", "k"}}},
+                                                  {"u", Doc{{"$set", Doc{{"value", "b"}}}}},
+                                                  {"upsert", false}},
+                                              Doc{{"q", Doc{{"key", "j"}, {"value", "y"}}},
+                                                  {"u", Doc{{"$set", Doc{{"expire_at", kFuture}}}}},
+                                                  {"upsert", true}},
+                                              Doc{{"q", Doc{{"key", "k"}}},
+                                                  {"u", Doc{{"$set", Doc{{"value", "c"}}}}},
+                                                  {"upsert", false}}})},
+                      {"ordered", true},
+                      {"writeConcern", kMajority}},
+       .expect = {{"ok", 1},
+                  {"n", 1},
+                  {"nModified", 1},
+                  {"writeErrors", Doc::array({Doc{{"index", 1}, {"code", 11000}}})}},
+       .after = find(Doc{{"key", "k"}}),
+       .after_expect = batch(Doc::array({Doc{{"value", "b"}}}))});
   out.push_back(
       {.name = "acquire on an expired key: statement 0 takes it over, statement 1 matches it",
        .source = update_docs + "; $expr in a query without upsert: "
@@ -326,6 +351,44 @@ std::vector<Row> rows() {
                  .given = {indexes, lock_doc("k", "a", kPast)},
                  .command = cmd::extend(kLocks, "k", "a", 10'000, server, kMajority),
                  .expect = {{"ok", 1}, {"n", 0}, {"nModified", 0}}});
+  // Client time (time_source=client, locco's `new Date()`): the same commands with date literals
+  // where server time has $$NOW; a client at 4e12 ms (2096) sees kPast expired, kFuture live.
+  const MongoNow client = MongoNow::client(4'000'000'000'000);
+  const std::string date_query =
+      "https://www.mongodb.com/docs/manual/reference/operator/query/gt/ (dates compare by time)";
+  out.push_back(
+      {.name = "acquire (client time) on an expired key: statement 0 takes it over by the client's "
+               "date",
+       .source = update_docs + "; " + date_query,
+       .given = {indexes, lock_doc("k", "a", kPast)},
+       .command = cmd::acquire(kLocks, "k", "b", 10'000, client, kMajority),
+       .expect = {{"ok", 1}, {"n", 2}, {"nModified", 1}, {"upserted", absent()}},
+       .after = find(Doc{{"key", "k"}}),
+       .after_expect =
+           batch(Doc::array({Doc{{"value", "b"}, {"expire_at", mongo_date(4'000'000'010'000)}}}))});
+  out.push_back({.name = "confirm_token (client time) on a live lock: n 1",
+                 .source = date_query,
+                 .given = {indexes, lock_doc("k", "a", kFuture)},
+                 .command = cmd::confirm_token(kLocks, "k", "a", 7, client, kMajority),
+                 .expect = {{"ok", 1}, {"n", 1}, {"nModified", 1}},
+                 .after = find(Doc{{"key", "k"}}),
+                 .after_expect = batch(Doc::array({Doc{{"token", 7}}}))});
+  out.push_back(
+      {.name = "extend (client time): expire_at = the client's date + ttl",
+       .source = update_docs + "; " + date_query,
+       .given = {indexes, lock_doc("k", "a", kFuture)},
+       .command = cmd::extend(kLocks, "k", "a", 5'000, client, kMajority),
+       .expect = {{"ok", 1}, {"n", 1}, {"nModified", 1}},
+       .after = find(Doc{{"key", "k"}}),
+       .after_expect = batch(Doc::array({Doc{{"expire_at", mongo_date(4'000'000'005'000)}}}))});
+  out.push_back(
+      {.name = "release (client time) of a lock the client's date says expired: n 0",
+       .source = "https://www.mongodb.com/docs/manual/reference/command/delete/; " + date_query,
+       .given = {indexes, lock_doc("k", "a", kPast)},
+       .command = cmd::release(kLocks, "k", "a", client, kMajority),
+       .expect = {{"ok", 1}, {"n", 0}},
+       .after = find(Doc{{"key", "k"}}),
+       .after_expect = batch(Doc::array({Doc{{"value", "a"}}}))});
   out.push_back({.name = "is_valid: find, limit 1, single batch, readConcern majority",
                  .source = "https://www.mongodb.com/docs/manual/reference/command/find/; "
                            "https://www.mongodb.com/docs/manual/reference/read-concern-majority/",
