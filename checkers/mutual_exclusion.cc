@@ -25,12 +25,16 @@ struct Overlap {
   size_t other_enter = kNoEvent;  // the holder that was already inside
   size_t enter = kNoEvent;        // the entry that overlapped it
   size_t other_exit = kNoEvent;   // when the earlier holder left (filled in later), if it did
+  size_t exit = kNoEvent;         // when the entrant left (filled in later), if it did
 };
 
 struct Holder {
   size_t enter = kNoEvent;
   bool shared = false;
-  std::vector<size_t> overlaps_awaiting_exit;  // indices into MutualExclusionSweep::overlaps_
+  // Indices into MutualExclusionSweep::overlaps_: those it was inside first for, and those it
+  // entered into. Either exit ends the overlap.
+  std::vector<size_t> overlaps_awaiting_exit;
+  std::vector<size_t> overlaps_entered;
 };
 
 // A key's holders: a few at a time (one, when the lock works), so sorted vectors beat maps.
@@ -94,6 +98,7 @@ class MutualExclusionSweep final : public CheckerPass {
     if (it == key.by_client.end() || it->first != e.client) return;  // no enter: shows nothing
     for (size_t overlap : it->second.overlaps_awaiting_exit)
       overlaps_[overlap].other_exit = e.index;
+    for (size_t overlap : it->second.overlaps_entered) overlaps_[overlap].exit = e.index;
     KeyHolders::erase_entry(key.all_by_entry, it->second.enter);
     KeyHolders::erase_entry(key.exclusive_by_entry, it->second.enter);
     key.by_client.erase(it);
@@ -107,7 +112,8 @@ class MutualExclusionSweep final : public CheckerPass {
     if (rivals.empty()) return;
     Holder& other = *key.holder(rivals.front().second);
     other.overlaps_awaiting_exit.push_back(overlaps_.size());
-    overlaps_.push_back(Overlap{other.enter, e.index, kNoEvent});
+    key.holder(e.client)->overlaps_entered.push_back(overlaps_.size());
+    overlaps_.push_back(Overlap{other.enter, e.index, kNoEvent, kNoEvent});
   }
 
   static std::string holder_name(const HistoryEvent& enter) {
@@ -132,8 +138,11 @@ class MutualExclusionSweep final : public CheckerPass {
     v.holder = other.client;
     v.entrant = enter.client;
     v.claim_since_us = other.time_us;
-    const TimeUs left_us = overlap.other_exit != kNoEvent ? history_[overlap.other_exit].time_us
-                                                          : history_.meta.end_us;
+    // The overlap lasts until either of the two leaves: the entrant may leave first.
+    const auto left_at_us = [this](size_t exit) {
+      return exit != kNoEvent ? history_[exit].time_us : history_.meta.end_us;
+    };
+    const TimeUs left_us = std::min(left_at_us(overlap.other_exit), left_at_us(overlap.exit));
     v.excess_us = std::max<TimeUs>(left_us - enter.time_us, 0);
     return v;
   }

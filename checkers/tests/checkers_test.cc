@@ -258,6 +258,19 @@ TEST_CASE("mutual_exclusion", "[checkers]") {
           "c0 and c1 were both inside the critical section for key k from 10100us (c0 entered "
           "at 0us and left at 15000us)");
   }
+  SECTION("an overlap lasts until either of the two leaves") {
+    b.enter(0, 0, "k");
+    b.enter(10'000, 1, "k");
+    b.exit(12'000, 1, "k");  // the entrant leaves first
+    b.exit(90'000, 0, "k");
+    b.enter(95'000, 2, "k");
+    b.enter(96'000, 3, "k");
+    b.exit(99'000, 2, "k");  // the holder leaves first, the entrant stays to the end
+    auto found = check_mutual_exclusion(b.history);
+    REQUIRE(found.size() == 2);
+    CHECK(found[0].excess_us == 2'000);  // not 80,000: c1 was gone at 12 ms
+    CHECK(found[1].excess_us == 3'000);
+  }
   SECTION("a holder that never exits is inside until the end") {
     b.grant(0, "memory", "k", "v0", 0, 1000);  // unrelated events are skipped
     b.enter(0, 0, "k");
