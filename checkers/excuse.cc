@@ -164,6 +164,9 @@ TimeUs drift_explains_us(TimeUs claim_start_us, const HistoryEvent& fault, const
 struct Explanation {
   std::string how;
   TimeUs explains_us = kUnbounded;
+  // false: it can only prolong a violation that something else began (the entrant paused
+  // inside), so it excuses only together with a fault that began it.
+  bool can_begin = true;
 };
 
 // The lease the entrant entered on: the value its last successful acquire of the key (at or
@@ -364,12 +367,16 @@ std::optional<Explanation> holder_overrun(const History& history, const HistoryE
   if (v.invariant != Invariant::mutual_exclusion && v.invariant != Invariant::no_lost_update)
     return std::nullopt;
   if (v.invariant == Invariant::mutual_exclusion && v.time_us > fault.end_us) return std::nullopt;
-  if (v.holder >= 0 && fault.client != v.holder) return std::nullopt;
+  // The entrant, once inside, overruns the same way: a pause from its entry on can only prolong
+  // an overlap something else began, by at most the pause.
+  const bool of_holder = v.holder < 0 || fault.client == v.holder;
+  const bool of_entrant = fault.client >= 0 && fault.client == v.entrant;
+  if (!of_holder && !of_entrant) return std::nullopt;
   if (!inside_before(history, fault.client, v.key, fault.index)) return std::nullopt;
-  return Explanation{
-      fmt::format("holder overrun: c{} was paused inside its critical section ({})", fault.client,
-                  fault_text(fault)),
-      fault.time_us <= v.time_us ? kUnbounded : std::max<TimeUs>(fault.end_us - fault.time_us, 0)};
+  const TimeUs length_us = std::max<TimeUs>(fault.end_us - fault.time_us, 0);
+  return Explanation{fmt::format("holder overrun: c{} was paused inside its critical section ({})",
+                                 fault.client, fault_text(fault)),
+                     of_holder && fault.time_us <= v.time_us ? kUnbounded : length_us, of_holder};
 }
 
 bool explains_all(const Violation& v, TimeUs explains_us) {
@@ -492,7 +499,7 @@ void excuse_violations(const History& history, std::vector<Violation>& violation
                                            ? holder_overrun(history, fault, v)
                                            : causal(history, fault, v, claim_start_us);
       if (!why) continue;
-      if (!after_start && explains_all(v, why->explains_us)) {
+      if (!after_start && why->can_begin && explains_all(v, why->explains_us)) {
         v.excused_by = fault.index;
         v.excuse = excuse_text(fault, v, *why);
         break;
@@ -504,7 +511,7 @@ void excuse_violations(const History& history, std::vector<Violation>& violation
     // ran fast let the other in early, then a pause kept the holder inside longer).
     if (v.excused() || parts.empty() || !explains_all(v, explained_us)) continue;
     const bool one_began_it = std::any_of(parts.begin(), parts.end(), [&v](const auto& part) {
-      return part.first->time_us <= v.time_us;
+      return part.first->time_us <= v.time_us && part.second.can_begin;
     });
     if (!one_began_it) continue;  // faults that only prolonged an overlap nothing began
     v.excused_by = parts.front().first->index;

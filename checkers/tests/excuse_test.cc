@@ -339,6 +339,31 @@ TEST_CASE(
   CHECK_FALSE(late_pause_only.measured(1'000).excused());  // nothing began the overlap
 }
 
+TEST_CASE("the entrant paused inside prolongs an overlap another fault began, by the pause",
+          "[excuse]") {
+  // c1 enters at 1000 (on a lease a fast server clock cut short: 90us of the overlap) and is
+  // paused inside from 1000 to 21000, so the two stay together 20000us longer.
+  const auto overlap = [](bool drift) {
+    Overlap o;
+    if (drift) o.fault(FaultKind::server_drift, 0, 1000, -1, 100'000);
+    o.fault(FaultKind::pause, 1000, 21'000, 1);
+    o.add({.time_us = 999, .kind = EventKind::cs_enter, .client = 1, .key = "k"});
+    o.sort();
+    return o;
+  };
+  Overlap o = overlap(true);
+  const Violation v = o.measured(90 + 20'000);
+  INFO(v.excuse);
+  REQUIRE(v.excused());
+  CHECK(v.excuse.find("together") != std::string::npos);
+  CHECK(v.excuse.find("holder overrun: c1") != std::string::npos);
+  CHECK_FALSE(o.measured(90 + 20'000 + 5'000).excused());  // the pause explains only its length
+  Overlap alone = overlap(false);  // nothing began the overlap: the entrant's pause excuses nothing
+  const Violation unexcused = alone.measured(20'000);
+  INFO(unexcused.excuse);
+  CHECK_FALSE(unexcused.excused());
+}
+
 TEST_CASE("a pause excuses nothing for an in-process keyed lock: it has no lease to overrun",
           "[excuse]") {
   Overlap keyed;
