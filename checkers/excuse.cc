@@ -250,6 +250,32 @@ std::optional<Explanation> wall_deadline_drift(const HistoryEvent& fault, const 
       error_us};
 }
 
+// An entrant whose acquire the servers granted on fewer than the quorum of them (Redlock counting
+// N/2 grants as a majority) entered on no lease: whatever the faults did to the holder's leases,
+// its entry is the lock's own doing. The grant count of the value its acquire returned; nullopt
+// where the servers recorded no grant of it (a real server, a keyed lock): nothing to say.
+std::optional<size_t> entrant_grant_servers(const History& history, const Violation& v) {
+  if (v.entrant < 0) return std::nullopt;
+  const TimeUs invoked_us = acquire_start_us(history, v.entrant, v.key, v.time_us);
+  std::optional<std::string> value;
+  for (const HistoryEvent& e : history.events()) {
+    if (e.time_us > v.time_us) break;
+    if (e.client == v.entrant && e.kind == EventKind::complete && e.op == Op::acquire &&
+        e.outcome == Outcome::ok && e.key == v.key && e.time_us >= invoked_us && !e.value.empty())
+      value = e.value;
+  }
+  if (!value) return std::nullopt;
+  std::vector<std::string_view> servers;
+  for (const HistoryEvent& e : history.events()) {
+    if (e.time_us > v.time_us) break;
+    if (e.kind != EventKind::grant || e.key != v.key || e.value != *value) continue;
+    if (std::find(servers.begin(), servers.end(), e.server) == servers.end())
+      servers.push_back(e.server);
+  }
+  if (servers.empty()) return std::nullopt;
+  return servers.size();
+}
+
 // A server that was paused and answered, as it woke, from the state it held before (a deposed
 // leader serving a keepalive from its own lessor, etcd-io/etcd#15247): a grant or extend of a
 // client of the double grant on its key, recorded as the pause ended, promised a lease the others
@@ -473,6 +499,15 @@ void excuse_violations(const History& history, std::vector<Violation>& violation
   for (Violation& v : violations) {
     v.excused_by.reset();
     v.excuse = "not excused";
+    if (v.invariant == Invariant::mutual_exclusion) {
+      const std::optional<size_t> granted = entrant_grant_servers(history, v);
+      if (granted && *granted < static_cast<size_t>(std::max(history.meta.quorum, 1))) {
+        v.excuse = fmt::format(
+            "not excused: c{} entered on grants from {} server(s), fewer than the quorum of {}",
+            v.entrant, *granted, history.meta.quorum);
+        continue;
+      }
+    }
     const TimeUs claim_start_us = holder_claim_start_us(history, v);
     // From the holder's claim start as the drift measure counts it: a holder whose acquire never
     // completed (it crashed) has only its grant to say when its claim began, yet its lease was

@@ -167,6 +167,43 @@ TEST_CASE("server drift: slow or within the envelope excuses nothing, faster doe
   CHECK(v.excuse.find("outside the adapter's fault envelope") != std::string::npos);
 }
 
+TEST_CASE("an entrant granted by fewer servers than the quorum entered on no lease: no excuse",
+          "[excuse]") {
+  // Three nodes, a quorum of 2. c1's acquire (value v1) was granted by one node only, and a fast
+  // server clock is outside the envelope: it may excuse the overlap of an entrant that held a
+  // quorum, never one that did not.
+  const auto with_grants = [](int servers_granting_c1) {
+    Overlap o;
+    o.history.meta.quorum = 2;
+    o.fault(FaultKind::server_drift, 0, 5000, -1, 1'000'000);
+    for (int s = 0; s < servers_granting_c1; ++s) {
+      o.add({.time_us = 990,
+             .kind = EventKind::grant,
+             .client = 1,
+             .key = "k",
+             .server = "redis-" + std::to_string(s),
+             .value = "v1",
+             .ttl_us = 10'000});
+    }
+    o.add({.time_us = 995,
+           .kind = EventKind::complete,
+           .client = 1,
+           .key = "k",
+           .op = Op::acquire,
+           .outcome = Outcome::ok,
+           .value = "v1"});
+    o.sort();
+    return o;
+  };
+  Overlap half = with_grants(1);
+  const Violation alone = half.measured(1'000);
+  CHECK_FALSE(alone.excused());
+  CHECK(alone.excuse ==
+        "not excused: c1 entered on grants from 1 server(s), fewer than the quorum of 2");
+  Overlap majority = with_grants(2);
+  CHECK(majority.measured(1'000).excused());
+}
+
 TEST_CASE("a fault that ended before the window excuses nothing, nor lost state before the lease",
           "[excuse]") {
   Overlap early_drift;
