@@ -52,6 +52,25 @@ struct Overlap {
     sort();
   }
   void add(HistoryEvent e) { pending_.push_back(std::move(e)); }
+  // A server's grant of `value` to `client`, and that client's acquire returning it.
+  void granted(int client, TimeUs at_us, std::string server, std::string value, TimeUs ttl_us) {
+    add({.time_us = at_us,
+         .kind = EventKind::grant,
+         .client = client,
+         .key = "k",
+         .server = std::move(server),
+         .value = std::move(value),
+         .ttl_us = ttl_us});
+  }
+  void acquired(int client, TimeUs at_us, std::string value) {
+    add({.time_us = at_us,
+         .kind = EventKind::complete,
+         .client = client,
+         .key = "k",
+         .op = Op::acquire,
+         .outcome = Outcome::ok,
+         .value = std::move(value)});
+  }
   // Events in time order (a fault at the same instant as an entry comes first), indices renumbered.
   void sort() {
     std::vector<HistoryEvent> all = history.events();
@@ -176,22 +195,9 @@ TEST_CASE("an entrant granted by fewer servers than the quorum entered on no lea
     Overlap o;
     o.history.meta.quorum = 2;
     o.fault(FaultKind::server_drift, 0, 5000, -1, 1'000'000);
-    for (int s = 0; s < servers_granting_c1; ++s) {
-      o.add({.time_us = 990,
-             .kind = EventKind::grant,
-             .client = 1,
-             .key = "k",
-             .server = "redis-" + std::to_string(s),
-             .value = "v1",
-             .ttl_us = 10'000});
-    }
-    o.add({.time_us = 995,
-           .kind = EventKind::complete,
-           .client = 1,
-           .key = "k",
-           .op = Op::acquire,
-           .outcome = Outcome::ok,
-           .value = "v1"});
+    for (int s = 0; s < servers_granting_c1; ++s)
+      o.granted(1, 990, "redis-" + std::to_string(s), "v1", 10'000);
+    o.acquired(1, 995, "v1");
     o.sort();
     return o;
   };
@@ -602,20 +608,8 @@ struct LateEntrant : Overlap {
     hold(0, 100, 3000);
     add({.time_us = 1000, .kind = EventKind::cs_enter, .client = 1, .key = "k"});
     add({.time_us = 2000, .kind = EventKind::cs_exit, .client = 1, .key = "k"});
-    add({.time_us = 12,
-         .kind = EventKind::grant,
-         .client = 1,
-         .key = "k",
-         .server = "s",
-         .value = "v1",
-         .ttl_us = ttl_us});
-    add({.time_us = 1000,
-         .kind = EventKind::complete,
-         .client = 1,
-         .key = "k",
-         .op = Op::acquire,
-         .outcome = Outcome::ok,
-         .value = "v1"});
+    granted(1, 12, "s", "v1", ttl_us);
+    acquired(1, 1000, "v1");
     add({.time_us = 10, .kind = EventKind::invoke, .client = 1, .key = "k", .op = Op::acquire});
     history.meta.envelope.client_slow_ppm_max = 500;
     sort();
