@@ -33,16 +33,15 @@ timeval to_timeval(int64_t duration_ms) {
 }
 
 // hiredis reports a socket timeout as an I/O error with errno EAGAIN (SO_RCVTIMEO/SO_SNDTIMEO)
-// or ETIMEDOUT (connect); its message alone does not say so reliably.
-IoStatus classify(const redisContext& context, int saved_errno) {
-  const bool timed_out =
-      context.err == REDIS_ERR_IO && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK ||
-                                      saved_errno == ETIMEDOUT || saved_errno == EINPROGRESS);
-  return timed_out ? IoStatus::timeout : IoStatus::connection_error;
+// or ETIMEDOUT (connect); its message alone does not say so reliably. Whether it was a timeout
+// words the message; the stage it failed at decides the IoStatus.
+bool timed_out(const redisContext& context, int saved_errno) {
+  return context.err == REDIS_ERR_IO && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK ||
+                                         saved_errno == ETIMEDOUT || saved_errno == EINPROGRESS);
 }
 
-std::string describe_failure(IoStatus status, const redisContext& context, int64_t timeout_ms) {
-  if (status == IoStatus::timeout) {
+std::string describe_failure(bool was_timeout, const redisContext& context, int64_t timeout_ms) {
+  if (was_timeout) {
     return "timed out after " + std::to_string(timeout_ms) + " ms (" + context.errstr + ")";
   }
   return context.errstr;
@@ -141,7 +140,7 @@ RedisResult HiredisConnection::connect() {
   // Nothing was sent, so even a connect that timed out is connection_error (see io_status.h).
   RedisResult failed{.status = IoStatus::connection_error,
                      .message = "connect to " + endpoint() + ": " +
-                                describe_failure(classify(*context_, saved_errno), *context_,
+                                describe_failure(timed_out(*context_, saved_errno), *context_,
                                                  options_.connect_timeout_ms)};
   disconnect();
   return failed;
@@ -158,12 +157,10 @@ std::optional<int> HiredisConnection::write_pending() {
 
 RedisResult HiredisConnection::failed(const std::string& command, IoStatus status, int saved_errno,
                                       const char* stage) {
-  const bool timed_out = classify(*context_, saved_errno) == IoStatus::timeout;
-  RedisResult result{
-      .status = status,
-      .message = command + " on " + endpoint() + ": " + stage + ": " +
-                 describe_failure(timed_out ? IoStatus::timeout : IoStatus::connection_error,
-                                  *context_, options_.command_timeout_ms)};
+  RedisResult result{.status = status,
+                     .message = command + " on " + endpoint() + ": " + stage + ": " +
+                                describe_failure(timed_out(*context_, saved_errno), *context_,
+                                                 options_.command_timeout_ms)};
   disconnect();
   return result;
 }
@@ -200,9 +197,8 @@ RedisResult HiredisConnection::command(const std::vector<std::string>& argv) {
   const int read_status = redisGetReply(context_, &raw);
   const int saved_errno = errno;
   if (read_status != REDIS_OK || raw == nullptr) {
-    const IoStatus status = classify(*context_, saved_errno) == IoStatus::timeout
-                                ? IoStatus::timeout
-                                : IoStatus::connection_lost;
+    const IoStatus status =
+        timed_out(*context_, saved_errno) ? IoStatus::timeout : IoStatus::connection_lost;
     return failed(argv.front(), status, saved_errno, "reading the reply");
   }
   const std::unique_ptr<redisReply, void (*)(void*)> reply(static_cast<redisReply*>(raw),
