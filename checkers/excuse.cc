@@ -177,17 +177,25 @@ struct EntrantLease {
   TimeUs end_us = 0;            // the latest end, in true time, of its grants and extends
 };
 
-std::optional<EntrantLease> entrant_lease(const History& history, const Violation& v) {
-  if (v.entrant < 0) return std::nullopt;
-  EntrantLease lease{.invoked_us = acquire_start_us(history, v.entrant, v.key, v.time_us)};
+// The value the entrant's last successful acquire of the key (from `invoked_us`, at or before the
+// violation) returned; nullopt when none names one.
+std::optional<std::string> entrant_value(const History& history, const Violation& v,
+                                         TimeUs invoked_us) {
   std::optional<std::string> value;
   for (const HistoryEvent& e : history.events()) {
     if (e.time_us > v.time_us) break;
     if (e.client == v.entrant && e.kind == EventKind::complete && e.op == Op::acquire &&
-        e.outcome == Outcome::ok && e.key == v.key && e.time_us >= lease.invoked_us)
+        e.outcome == Outcome::ok && e.key == v.key && e.time_us >= invoked_us && !e.value.empty())
       value = e.value;
   }
-  if (!value || value->empty()) return std::nullopt;
+  return value;
+}
+
+std::optional<EntrantLease> entrant_lease(const History& history, const Violation& v) {
+  if (v.entrant < 0) return std::nullopt;
+  EntrantLease lease{.invoked_us = acquire_start_us(history, v.entrant, v.key, v.time_us)};
+  const std::optional<std::string> value = entrant_value(history, v, lease.invoked_us);
+  if (!value) return std::nullopt;
   bool granted = false;
   for (const HistoryEvent& e : history.events()) {
     if (e.time_us > v.time_us) break;
@@ -256,14 +264,8 @@ std::optional<Explanation> wall_deadline_drift(const HistoryEvent& fault, const 
 // where the servers recorded no grant of it (a real server, a keyed lock): nothing to say.
 std::optional<size_t> entrant_grant_servers(const History& history, const Violation& v) {
   if (v.entrant < 0) return std::nullopt;
-  const TimeUs invoked_us = acquire_start_us(history, v.entrant, v.key, v.time_us);
-  std::optional<std::string> value;
-  for (const HistoryEvent& e : history.events()) {
-    if (e.time_us > v.time_us) break;
-    if (e.client == v.entrant && e.kind == EventKind::complete && e.op == Op::acquire &&
-        e.outcome == Outcome::ok && e.key == v.key && e.time_us >= invoked_us && !e.value.empty())
-      value = e.value;
-  }
+  const std::optional<std::string> value =
+      entrant_value(history, v, acquire_start_us(history, v.entrant, v.key, v.time_us));
   if (!value) return std::nullopt;
   std::vector<std::string_view> servers;
   for (const HistoryEvent& e : history.events()) {
