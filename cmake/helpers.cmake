@@ -1,11 +1,18 @@
 # Helpers every folder uses to declare its tests and benchmarks beside its code.
 
+# What a test's own sources compile with. -O1: a test's code is set-up and assertions around the
+# libraries it calls (built with the project's flags), and compiles in ~30% less time than at -O2;
+# Catch2's large test functions are where GCC spends it.
+add_library(lockstep_test_code INTERFACE)
+target_compile_options(lockstep_test_code INTERFACE $<$<CONFIG:RelWithDebInfo,Release>:-O1>)
+
 # A Catch2 test executable, its test cases discovered by ctest. Optional: PROPERTIES followed by
 # test properties for every discovered test case.
 function(lockstep_test_executable name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "PROPERTIES")
   add_executable(${name} ${arg_UNPARSED_ARGUMENTS})
-  target_link_libraries(${name} PRIVATE Catch2::Catch2WithMain lockstep_allocator lockstep_warnings)
+  target_link_libraries(${name} PRIVATE Catch2::Catch2WithMain lockstep_allocator lockstep_warnings
+    lockstep_test_code)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})  # tests/*_support.h
   if(arg_PROPERTIES)
     catch_discover_tests(${name} EXTRA_ARGS -w NoTests PROPERTIES ${arg_PROPERTIES})

@@ -5,6 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${LOCKSTEP_BUILD_DIR:-build}
-cmake -S . -B "$build_dir" -G Ninja -DLOCKSTEP_WERROR=ON "$@" >/dev/null
+# A compiler cache where one is installed (setup.sh installs ccache): a second build of the same
+# sources, in any build dir, takes its objects from the cache instead of compiling them again.
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S . -B "$build_dir" -G Ninja -DLOCKSTEP_WERROR=ON "${launcher[@]}" "$@" >/dev/null
 # shellcheck disable=SC2086 # the target list is meant to split into words
 cmake --build "$build_dir" -j"$(nproc)" ${LOCKSTEP_BUILD_TARGETS:+--target $LOCKSTEP_BUILD_TARGETS}

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config clang-format
+  build-essential cmake ninja-build pkg-config clang-format ccache
   catch2 librapidcheck-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libboost-context-dev libgoogle-perftools-dev

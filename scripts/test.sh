@@ -1,27 +1,62 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what is missing, builds, and runs every test through ctest; then
-# again under AddressSanitizer + UndefinedBehaviorSanitizer (fibers switch stacks: the sanitizers
-# are how we know that is done right); then the real-thread lock tests under ThreadSanitizer.
-# Between the first run and the sanitizers, scripts/own_adapter.sh makes the Debian package from
-# that same build (cpack: nothing compiled again) and tests a lock from outside the repository
-# through it.
+# The whole test suite: installs what is missing, builds, and runs every test through ctest. Then
+# scripts/own_adapter.sh makes the Debian package from that same build (cpack: nothing compiled
+# again) and tests a lock from outside the repository through it; the real-thread lock tests run
+# under ThreadSanitizer; and every test runs again under AddressSanitizer + UndefinedBehaviorSanitizer
+# (fibers switch stacks: the sanitizers are how we know that is done right).
 # Tests that need redis-server or chromium start and stop their own (setup.sh installs them).
+# Each phase's time is printed at the end; scripts/build.sh uses ccache where it is installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Each phase's wall time, printed at the end (also when a phase fails: the trap prints the phases
+# run so far, the failed one last).
+phase_names=()
+phase_seconds=()
+phase_name=""
+phase_started=$SECONDS
+phase() {
+  if [ -n "$phase_name" ]; then
+    phase_names+=("$phase_name")
+    phase_seconds+=($((SECONDS - phase_started)))
+  fi
+  phase_name=$1
+  phase_started=$SECONDS
+  if [ -n "$phase_name" ]; then
+    echo "== $phase_name"
+  fi
+}
+print_phase_times() {
+  local status=$?
+  phase ""
+  echo "== phase times (m:ss)"
+  local i total=0
+  for i in "${!phase_names[@]}"; do
+    printf '%4d:%02d  %s\n' $((phase_seconds[i] / 60)) $((phase_seconds[i] % 60)) "${phase_names[i]}"
+    total=$((total + phase_seconds[i]))
+  done
+  printf '%4d:%02d  total%s\n' $((total / 60)) $((total % 60)) "$([ "$status" -eq 0 ] || echo " (failed: exit $status)")"
+}
+trap print_phase_times EXIT
+
+phase "set up (scripts/setup.sh)"
 scripts/setup.sh
 
-echo "== build and test (RelWithDebInfo)"
+phase "build (RelWithDebInfo)"
 scripts/build.sh
+phase "test (RelWithDebInfo)"
 ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 600
 
-echo "== test your own lock: the Debian package of build/, examples/own-adapter built against it, run"
+phase "test your own lock: the Debian package of build/, examples/own-adapter built against it, run"
 scripts/own_adapter.sh
 
-echo "== build and test the real-thread keyed locks (ThreadSanitizer)"
+phase "build the real-thread keyed locks (ThreadSanitizer)"
 LOCKSTEP_BUILD_DIR=build-tsan LOCKSTEP_BUILD_TARGETS="lockstep_keyed_tests lockstep_core_tests lockstep_redis_tests" \
   scripts/build.sh -DLOCKSTEP_SANITIZE_THREAD=ON -DLOCKSTEP_BUILD_BENCH=OFF
+phase "test the real-thread keyed locks (ThreadSanitizer)"
 ctest --test-dir build-tsan --output-on-failure -j"$(nproc)" --timeout 600 -R "KeyedRwMutex|FifoLock|under real threads"
 
-echo "== build and test (ASan + UBSan)"
+phase "build (ASan + UBSan)"
 LOCKSTEP_BUILD_DIR=build-asan scripts/build.sh -DLOCKSTEP_SANITIZE=ON -DLOCKSTEP_BUILD_BENCH=OFF
+phase "test (ASan + UBSan)"
 ctest --test-dir build-asan --output-on-failure -j"$(nproc)" --timeout 900
