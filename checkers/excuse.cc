@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <map>
+#include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -177,18 +180,23 @@ struct EntrantLease {
   TimeUs end_us = 0;            // the latest end, in true time, of its grants and extends
 };
 
-// The value the entrant's last successful acquire of the key (from `invoked_us`, at or before the
-// violation) returned; nullopt when none names one.
-std::optional<std::string> entrant_value(const History& history, const Violation& v,
-                                         TimeUs invoked_us) {
+// The value `client`'s last successful acquire of the key (invoked from `invoked_us`, completed at
+// or before the violation) returned; nullopt when none names one.
+std::optional<std::string> acquired_value(const History& history, const Violation& v, int client,
+                                          TimeUs invoked_us) {
   std::optional<std::string> value;
   for (const HistoryEvent& e : history.events()) {
     if (e.time_us > v.time_us) break;
-    if (e.client == v.entrant && e.kind == EventKind::complete && e.op == Op::acquire &&
+    if (e.client == client && e.kind == EventKind::complete && e.op == Op::acquire &&
         e.outcome == Outcome::ok && e.key == v.key && e.time_us >= invoked_us && !e.value.empty())
       value = e.value;
   }
   return value;
+}
+
+std::optional<std::string> entrant_value(const History& history, const Violation& v,
+                                         TimeUs invoked_us) {
+  return acquired_value(history, v, v.entrant, invoked_us);
 }
 
 std::optional<EntrantLease> entrant_lease(const History& history, const Violation& v) {
@@ -278,6 +286,119 @@ std::optional<size_t> entrant_grant_servers(const History& history, const Violat
   return servers.size();
 }
 
+// What a server clock fault added to the clock of `server` between two true times: a forward
+// jump within them, or what running fast gained over them.
+TimeUs server_clock_gain_us(const HistoryEvent& fault, const std::string& server, TimeUs from_us,
+                            TimeUs until_us) {
+  if (!fault.server.empty() && fault.server != server) return 0;
+  if (fault.fault == FaultKind::server_clock_jump) {
+    const bool within = fault.time_us >= from_us && fault.time_us <= until_us;
+    return within ? std::max<TimeUs>(fault.amount, 0) : 0;
+  }
+  const TimeUs until = fault.end_us > fault.time_us ? std::min(fault.end_us, until_us) : until_us;
+  return drift_error_us(std::max(fault.time_us, from_us), until,
+                        std::max<int64_t>(fault.amount, 0));
+}
+
+// The values of the holder's and the entrant's leases: for a double grant, those its lease facts
+// name; for an overlap, what each one's acquire returned (the entrant's, its last acquire's).
+std::pair<std::optional<std::string>, std::optional<std::string>> lease_values(
+    const History& history, const Violation& v) {
+  if (v.invariant == Invariant::lease_exclusion) {
+    std::optional<std::string> holder;
+    std::optional<std::string> entrant;
+    for (size_t index : v.events) {
+      if (index >= history.size()) continue;
+      const HistoryEvent& e = history[index];
+      if (e.value.empty()) continue;
+      if (e.client == v.holder && !holder) holder = e.value;
+      if (e.client == v.entrant && !entrant) entrant = e.value;
+    }
+    return {holder, entrant};
+  }
+  return {acquired_value(history, v, v.holder, 0),
+          entrant_value(history, v, acquire_start_us(history, v.entrant, v.key, v.time_us))};
+}
+
+// What every server clock fault together may have added to the clock of `server` between two
+// true times: each one's gain, added up (drifts that overlap replace each other's rate, so the sum
+// bounds what they did).
+TimeUs server_clocks_gain_us(const History& history, const std::string& server, TimeUs from_us,
+                             TimeUs until_us) {
+  TimeUs gain_us = 0;
+  for (const HistoryEvent& fault : history.events()) {
+    if (fault.time_us > until_us) break;
+    if (fault.kind != EventKind::fault) continue;
+    if (fault.fault != FaultKind::server_drift && fault.fault != FaultKind::server_clock_jump)
+      continue;
+    gain_us += server_clock_gain_us(fault, server, from_us, until_us);
+  }
+  return gain_us;
+}
+
+// Whether a server clock fault let the entrant in by ending the holder's lease early. Every grant
+// of the entrant's lease made beside a holder's lease still live in true time (its last grant or
+// extend there, not revoked) must be one the server clock faults explain: that server's clock
+// gained, from when that lease began to run to the grant, what the lease still had left; and this
+// fault must have added to it. With a quorum of independent
+// servers (Redlock) a server holds only what it granted, so an entrant that won servers the holder
+// never held got in on no lease the fault ended; with one service (quorum 1: one node, a replica
+// set) the holder's lease is its last on any member. false: no grant of the entrant's needed the
+// fault (it came beside a live lease the fault did not shorten enough, or on servers free of the
+// holder); nullopt: the history cannot say (no lease facts naming both clients' values).
+std::optional<bool> ended_holder_lease_early(const History& history, const HistoryEvent& fault,
+                                             const Violation& v) {
+  if (v.invariant != Invariant::mutual_exclusion && v.invariant != Invariant::lease_exclusion &&
+      v.invariant != Invariant::no_lost_update)
+    return std::nullopt;  // not a story of one lease beside another
+  if (v.holder < 0 || v.entrant < 0 || v.holder == v.entrant) return std::nullopt;
+  const auto [holder, entrant] = lease_values(history, v);
+  if (!entrant || !holder || *entrant == *holder) return std::nullopt;
+  const bool independent_servers = history.meta.quorum > 1;
+  // The holder's live lease by server ("" for the whole service): since when it ran, and its end.
+  // A grant's lease may have been timed from before it was recorded (an etcd lease is granted
+  // before its key wins), but not from before its client asked for it; an extend's from itself.
+  struct HolderLease {
+    TimeUs since_us = 0;
+    TimeUs end_us = 0;
+  };
+  std::map<std::string, HolderLease> holder_lease;
+  bool holder_leased = false;
+  bool entrant_granted = false;
+  bool needed = false;
+  bool contributed = false;
+  for (const HistoryEvent& e : history.events()) {
+    if (e.time_us > v.time_us) break;
+    if (e.key != v.key) continue;
+    const std::string where = independent_servers ? e.server : std::string();
+    if (e.value == *holder && (e.kind == EventKind::grant || e.kind == EventKind::extend)) {
+      const TimeUs since_us = e.kind == EventKind::grant
+                                  ? acquire_start_us(history, v.holder, v.key, e.time_us)
+                                  : e.time_us;
+      holder_lease[where] = HolderLease{since_us, e.time_us + e.ttl_us};
+      holder_leased = true;
+      continue;
+    }
+    if (e.value == *holder && e.kind == EventKind::revoke) {
+      holder_lease.erase(where);
+      continue;
+    }
+    if (e.kind != EventKind::grant || e.value != *entrant) continue;
+    entrant_granted = true;
+    const auto lease = holder_lease.find(where);
+    if (lease == holder_lease.end()) continue;
+    const TimeUs left_us = lease->second.end_us - e.time_us;
+    if (left_us <= 0) continue;  // the holder's lease had run out in true time
+    needed = true;
+    const TimeUs from_us = lease->second.since_us;
+    if (server_clocks_gain_us(history, e.server, from_us, e.time_us) + kSlackUs < left_us)
+      return false;
+    contributed = contributed || server_clock_gain_us(fault, e.server, from_us, e.time_us) > 0;
+  }
+  if (!entrant_granted || !holder_leased) return std::nullopt;
+  return needed && contributed;
+}
+
 // A server that was paused and answered, as it woke, from the state it held before (a deposed
 // leader serving a keepalive from its own lessor, etcd-io/etcd#15247): a grant or extend of a
 // client of the double grant on its key, recorded as the pause ended, promised a lease the others
@@ -341,6 +462,7 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
     case FaultKind::server_drift: {
       const int64_t excess_ppm = fault.amount - envelope.server_fast_ppm_max;
       if (excess_ppm <= 0) return std::nullopt;
+      if (ended_holder_lease_early(history, fault, v) == false) return std::nullopt;
       return sized(
           drift_explains_us(claim_start_us, fault, v, excess_ppm),
           fmt::format("the servers' clocks ran {}ppm faster than the lock allows for", excess_ppm));
@@ -349,6 +471,7 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
       if (fault.amount <= 0) return std::nullopt;  // a jump back only lengthens leases
       // It must strike while the first holder's lease ran: a jump before the grant ends nothing.
       if (v.claim_since_us > 0 && fault.time_us < claim_start_us) return std::nullopt;
+      if (ended_holder_lease_early(history, fault, v) == false) return std::nullopt;
       return sized(fault.amount, fmt::format("a server's wall clock jumped {:+}us during the lease",
                                              fault.amount));
     }

@@ -210,6 +210,87 @@ TEST_CASE("an entrant granted by fewer servers than the quorum entered on no lea
   CHECK(majority.measured(1'000).excused());
 }
 
+TEST_CASE("a server clock fault excuses an entrant only where it ended the holder's lease early",
+          "[excuse]") {
+  // c0 holds v0 (acquired at 100), c1 enters on v1 at 1000, both by the grants below; every
+  // server's clock runs twice as fast from 0, far outside the envelope, and the overlap's 1 ms is
+  // well within what that drift explains by size. It explains it only if it made a server end
+  // c0's live lease before granting c1.
+  const auto with_leases = [](int quorum, std::vector<std::string> c0_servers,
+                              std::vector<std::string> c1_servers, TimeUs c0_ttl_us,
+                              int64_t drift_ppm = 1'000'000) {
+    Overlap o;
+    o.history.meta.quorum = quorum;
+    if (drift_ppm != 0) o.fault(FaultKind::server_drift, 0, 5000, -1, drift_ppm);
+    for (const std::string& server : c0_servers) o.granted(0, 95, server, "v0", c0_ttl_us);
+    o.acquired(0, 100, "v0");
+    for (const std::string& server : c1_servers) o.granted(1, 990, server, "v1", 10'000);
+    o.acquired(1, 995, "v1");
+    o.sort();
+    return o;
+  };
+  SECTION("independent servers: a majority won where the holder never held ended nothing") {
+    // Redlock over five nodes counting two as a quorum (bad-redlock-half-quorum).
+    Overlap disjoint = with_leases(3, {"r0", "r1"}, {"r2", "r3", "r4"}, 1'000);
+    CHECK_FALSE(disjoint.measured(1'000).excused());
+    // The same drift over a majority that shares r1 with the holder, whose lease there (1 ms from
+    // 95us) the doubled clock ended by 990us: it did let c1 in.
+    Overlap shared = with_leases(3, {"r0", "r1"}, {"r1", "r2", "r3"}, 1'000);
+    CHECK(shared.measured(1'000).excused());
+    // A 10 ms lease had 9.1 ms left at c1's grant; the drift had gained 0.9 ms of it.
+    Overlap live = with_leases(3, {"r0", "r1"}, {"r1", "r2", "r3"}, 10'000);
+    CHECK_FALSE(live.measured(1'000).excused());
+  }
+  SECTION("one service: a grant beside a live lease the clock did not end is the lock's own") {
+    // A second document for a locked key (bad-mongo-no-unique): 9.1 ms of c0's lease were left.
+    Overlap beside = with_leases(1, {"mongod-0"}, {"mongod-0"}, 10'000);
+    CHECK_FALSE(beside.measured(1'000).excused());
+    Overlap ended = with_leases(1, {"mongod-0"}, {"mongod-1"}, 1'000);
+    CHECK(ended.measured(1'000).excused());
+  }
+  SECTION("a double grant is judged by the values its lease facts name") {
+    // The servers' view (lease_exclusion), found at c1's grant, before its acquire returned.
+    const auto double_grant = [](Overlap& o) {
+      std::vector<size_t> grants;
+      for (const HistoryEvent& e : o.history.events()) {
+        if (e.kind == EventKind::grant) grants.push_back(e.index);
+      }
+      return o.judged_as({.invariant = Invariant::lease_exclusion,
+                          .time_us = 990,
+                          .clients = {0, 1},
+                          .key = "k",
+                          .events = grants,
+                          .holder = 0,
+                          .entrant = 1,
+                          .claim_since_us = 95,
+                          .excess_us = 1'000});
+    };
+    Overlap beside = with_leases(1, {"mongod-0"}, {"mongod-0"}, 10'000);
+    CHECK_FALSE(double_grant(beside).excused());
+    Overlap ended = with_leases(1, {"mongod-0"}, {"mongod-0"}, 1'000);
+    CHECK(double_grant(ended).excused());
+  }
+  SECTION("a jump forward ends a live lease by its size") {
+    Overlap o = with_leases(1, {"redis"}, {"redis"}, 10'000, 0);
+    o.fault(FaultKind::server_clock_jump, 500, 500, -1, 20'000);
+    const Violation v = o.measured(1'000);
+    REQUIRE(v.excused());
+    CHECK(o.history[*v.excused_by].fault == FaultKind::server_clock_jump);
+    Overlap small = with_leases(1, {"redis"}, {"redis"}, 10'000, 0);
+    small.fault(FaultKind::server_clock_jump, 500, 500, -1, 5'000);  // 9.1 ms were left
+    CHECK_FALSE(small.measured(1'000).excused());
+  }
+  SECTION("clock faults that each gained too little together ended the lease") {
+    // 4.1 ms of a 5 ms lease were left at c1's grant: the doubled clock gained 0.9 ms of it, a
+    // second drift (4x from 500us) 1.5 ms more, with 2 ms of slack that covers it, neither alone.
+    Overlap alone = with_leases(1, {"redis"}, {"redis"}, 5'000);
+    CHECK_FALSE(alone.measured(1'000).excused());
+    Overlap both = with_leases(1, {"redis"}, {"redis"}, 5'000);
+    both.fault(FaultKind::server_drift, 500, 1500, -1, 3'000'000);
+    CHECK(both.measured(1'000).excused());
+  }
+}
+
 TEST_CASE("a fault that ended before the window excuses nothing, nor lost state before the lease",
           "[excuse]") {
   Overlap early_drift;
