@@ -47,7 +47,8 @@ int64_t lease_us(const MongoDocument& doc, int64_t now_ms) {
 // Lease facts from the primary's writes to the lock collection: a document taking a new owner
 // (inserted, or an expired one taken over) is a grant; the same owner's new expiry is an extend;
 // a client's delete is a revoke. TTL-monitor deletes end nothing (the lease had run out by the
-// member's clock), and the token written by the confirming update is not a lease fact.
+// member's clock), and the token written by the confirming update is not a lease fact. An update
+// that changed nothing is the owner's extend to the same instant: an extend, timed anew.
 std::optional<HistoryEvent> lease_event_from(std::string_view member,
                                              const sim::MongoWriteEvent& e) {
   HistoryEvent event{.client = e.client, .server = std::string(member)};
@@ -76,6 +77,16 @@ std::optional<HistoryEvent> lease_event_from(std::string_view member,
       event.detail = "delete";
       return event;
     case sim::MongoWriteEvent::Kind::ttl_remove: return std::nullopt;
+    case sim::MongoWriteEvent::Kind::unchanged:
+      // An update that matched the document and left it as it was: an extend to the same
+      // expire_at (the member's clock went back since it wrote it). The member read the lease as
+      // its owner's, to end at that expire_at by its clock as it is now.
+      event.key = string_field(e.after, "key");
+      event.value = string_field(e.after, "value");
+      if (event.key.empty() || event.value.empty()) return std::nullopt;
+      event.kind = EventKind::extend;
+      event.ttl_us = lease_us(e.after, e.now_ms);
+      return event;
   }
   return std::nullopt;
 }
@@ -183,7 +194,10 @@ class MongoSimBackend final : public Backend, public sim::MongoObserver {
   }
 
   void on_mongo_write(std::string_view member, const sim::MongoWriteEvent& e) override {
-    if (e.ns == fencing_ns_) return record_token_issue(e);
+    if (e.ns == fencing_ns_) {
+      if (e.kind != sim::MongoWriteEvent::Kind::unchanged) record_token_issue(e);
+      return;
+    }
     if (e.ns != lock_ns_) return;
     // Leases follow the lock, not the member: the replica set is one replication group, so a
     // release or extend on a newly elected primary closes or lengthens the lease it inherited.

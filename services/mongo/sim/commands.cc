@@ -202,7 +202,10 @@ std::optional<DuplicateKeyError> update_statement(const Doc& stmt, size_t index,
     Doc after = before;
     apply_update(u, after, false, ectx);
     ++matched;
-    if (after == before) continue;  // a no-op: no oplog entry, as in mongod
+    if (after == before) {  // a no-op: no oplog entry, as in mongod
+      result.unchanged.push_back(std::move(before));
+      continue;
+    }
     if (std::optional<DuplicateKey> dup = coll->duplicate(after, rid))
       return DuplicateKeyError(ns, std::move(*dup));
     coll->replace(rid, after);

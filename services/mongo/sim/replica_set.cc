@@ -49,6 +49,7 @@ std::string_view to_string(MongoWriteEvent::Kind kind) {
     case MongoWriteEvent::Kind::update: return "update";
     case MongoWriteEvent::Kind::remove: return "remove";
     case MongoWriteEvent::Kind::ttl_remove: return "ttl_remove";
+    case MongoWriteEvent::Kind::unchanged: return "unchanged";
   }
   return "?";
 }
@@ -875,15 +876,38 @@ void MongoReplicaSet::handle_command(int member, int client, const std::string& 
   mongo::CommandResult result = mongo::run_data_command(command, ctx);
   if (!result.ops.empty()) {
     const Doc& target = command.begin().value();
-    commit_write(m, std::move(result.ops),
-                 name + " " + (target.is_string() ? target.get<std::string>() : "?"), client,
-                 now_ms, false);
+    commit_write(m, result.ops, name + " " + (target.is_string() ? target.get<std::string>() : "?"),
+                 client, now_ms, false);
   }
+  if (const Doc& target = command.begin().value(); target.is_string())
+    notify_unchanged(m, database + "." + target.get<std::string>(), result, client, now_ms);
   if (!result.is_write || !reply_ok(result.reply)) return respond(std::move(result.reply));
   await_write_concern(m, PendingWrite{.index = m.last().index,
                                       .concern = result.write_concern,
                                       .reply = std::move(result.reply),
                                       .respond = std::move(respond)});
+}
+
+// A document the same command changed with another statement is told of by that change (the
+// upsert half of a take-over matches the document its first half just took over): only one no
+// statement changed is news.
+void MongoReplicaSet::notify_unchanged(const Member& p, const std::string& ns,
+                                       const mongo::CommandResult& result, int client,
+                                       int64_t now_ms) {
+  if (options_.observer == nullptr || result.unchanged.empty()) return;
+  for (const Doc& doc : result.unchanged) {
+    const bool changed = std::any_of(result.ops.begin(), result.ops.end(), [&doc](const auto& op) {
+      return op.after.is_object() && op.after.contains("_id") && op.after["_id"] == doc["_id"];
+    });
+    if (changed) continue;
+    options_.observer->on_mongo_write(p.name,
+                                      MongoWriteEvent{.kind = MongoWriteEvent::Kind::unchanged,
+                                                      .ns = ns,
+                                                      .before = doc,
+                                                      .after = doc,
+                                                      .client = client,
+                                                      .now_ms = now_ms});
+  }
 }
 
 void MongoReplicaSet::commit_write(Member& p, std::vector<MongoOp> ops, const std::string& what,

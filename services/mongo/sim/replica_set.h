@@ -82,8 +82,13 @@
 
 namespace lockstep::sim {
 
+namespace mongo {
+struct CommandResult;
+}  // namespace mongo
+
 struct MongoWriteEvent {
-  enum class Kind { insert, update, remove, ttl_remove };
+  // unchanged: an update matched the document and left it as it was (no oplog entry).
+  enum class Kind { insert, update, remove, ttl_remove, unchanged };
   Kind kind = Kind::insert;
   std::string ns;        // "db.coll"
   MongoDocument before;  // null for insert
@@ -216,6 +221,9 @@ class MongoReplicaSet {
   // commands and write concern
   void commit_write(Member& p, std::vector<mongo::MongoOp> ops, const std::string& what, int client,
                     int64_t now_ms, bool ttl);
+  // Tells the observer of documents an update matched and left as they were.
+  void notify_unchanged(const Member& p, const std::string& ns, const mongo::CommandResult& result,
+                        int client, int64_t now_ms);
   bool concern_satisfied(const Member& p, const PendingWrite& w) const;
   void await_write_concern(Member& p, PendingWrite w);
   void release_waiters(Member& p);

@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include "adapters/core/clock.h"
+#include "explore/swarm.h"
+#include "explore/sweep.h"
 #include "report/report.h"
 #include "run/runner.h"
 #include "services/known_bad.h"
@@ -161,6 +163,21 @@ TEST_CASE("Mongo runs use the adapter as it ships: its read concern rule and its
                       Catch::Contains("must exceed wtimeout_ms"));
   }
   CHECK(run("sequential", "mongo", {"command_timeout_ms=100", "write_concern=1"}).ok());
+}
+
+TEST_CASE("an extend that rewrote the same expiry after a server clock went back is a lease fact",
+          "[mongo]") {
+  // Sweep seed 1112 under server clock jumps: the member's clock went back 500 ms during c1's
+  // lease, and about 500 ms later c1 extended it to the very expire_at it had: a no-op update,
+  // which mongod leaves out of its oplog. The member still held the lease by its clock, but no
+  // lease fact said so, and valid_on_return reported an extend that no server backed.
+  SweepConfig config{.adapter = "mongo", .first_seed = 1112, .seeds = 1};
+  config.faults = {FaultKind::server_clock_jump};
+  config.faults_named = true;
+  const SeedOutcome outcome = run_sweep_seed(config, swarm_capabilities("mongo"), 1112);
+  INFO(to_text(outcome.report));
+  CHECK(outcome.report.end == RunEnd::complete);
+  CHECK_FALSE(outcome.violates());
 }
 
 }  // namespace lockstep

@@ -417,16 +417,40 @@ TEST_CASE("replica set: the observer sees primary writes by client, never replic
       Doc{{"delete", "locks"}, {"deletes", Doc::array({Doc{{"q", {{"key", "a"}}}, {"limit", 1}}})}},
       9);
   w.run();
-  REQUIRE(observer.seen.size() == 2);
+  REQUIRE(observer.seen.size() == 3);
   CHECK(observer.seen[0].member == "mongo-0");
   CHECK(observer.seen[0].event.kind == Kind::insert);
   CHECK(observer.seen[0].event.client == 7);
   CHECK(observer.seen[0].event.ns == kLocks);
   CHECK(observer.seen[0].event.before.is_null());
   CHECK(observer.seen[0].event.now_ms == kEpochMs + 100);
-  CHECK(observer.seen[1].event.kind == Kind::remove);
-  CHECK(observer.seen[1].event.client == 9);
-  CHECK(observer.seen[1].event.after.is_null());
+  // The no-op has no oplog entry, but the member matched the document: the observer hears it.
+  CHECK(observer.seen[1].event.kind == Kind::unchanged);
+  CHECK(observer.seen[1].event.client == 8);
+  CHECK(observer.seen[1].event.ns == kLocks);
+  CHECK(observer.seen[1].event.before == observer.seen[1].event.after);
+  CHECK(observer.seen[1].event.after["v"] == 1);
+  CHECK(observer.seen[1].event.now_ms == kEpochMs + 200);
+  CHECK(observer.seen[2].event.kind == Kind::remove);
+  CHECK(observer.seen[2].event.client == 9);
+  CHECK(observer.seen[2].event.after.is_null());
+}
+
+TEST_CASE("replica set: a take-over's upsert matching the document it took over is no news",
+          "[sim][mongo][rs]") {
+  // c7 takes "a" with a 100 ms lease; c8 takes it over once it expired. The take-over's second
+  // statement (the upsert) matches the document the first one just changed, and changes nothing.
+  World w(fixed_latency());
+  Recorder observer;
+  MongoReplicaSet rs(w, {.observer = &observer});
+  command_at(w, rs, 0, ms(100), acquire("a", "v7", 100, write_concern(false)), 7);
+  command_at(w, rs, 0, ms(300), acquire("a", "v8", 100, write_concern(false)), 8);
+  w.run();
+  REQUIRE(observer.seen.size() == 2);
+  CHECK(observer.seen[0].event.kind == Kind::insert);
+  CHECK(observer.seen[1].event.kind == Kind::update);
+  CHECK(observer.seen[1].event.after["value"] == "v8");
+  CHECK(observer.count(Kind::unchanged) == 0);
 }
 
 TEST_CASE("replica set: the same seed gives the same trace", "[sim][mongo][rs]") {
