@@ -340,12 +340,12 @@ TimeUs server_clocks_gain_us(const History& history, const std::string& server, 
 // of the entrant's lease made beside a holder's lease still live in true time (its last grant or
 // extend there, not revoked) must be one the server clock faults explain: that server's clock
 // gained, from when that lease began to run to the grant, what the lease still had left; and this
-// fault must have added to it. With a quorum of independent
-// servers (Redlock) a server holds only what it granted, so an entrant that won servers the holder
-// never held got in on no lease the fault ended; with one service (quorum 1: one node, a replica
-// set) the holder's lease is its last on any member. false: no grant of the entrant's needed the
-// fault (it came beside a live lease the fault did not shorten enough, or on servers free of the
-// holder); nullopt: the history cannot say (no lease facts naming both clients' values).
+// fault must have added to it. With a quorum of independent servers (Redlock) a server holds only
+// what it granted, so an entrant that won servers the holder never held got in on no lease the
+// fault ended; with one service (quorum 1: one node, a replica set) the holder's lease is its last
+// on any member. false: no grant of the entrant's needed the fault (it came beside a live lease
+// the faults did not shorten enough, or on servers free of the holder); nullopt: the history
+// cannot say (no lease facts naming both clients' values).
 std::optional<bool> ended_holder_lease_early(const History& history, const HistoryEvent& fault,
                                              const Violation& v) {
   if (v.invariant != Invariant::mutual_exclusion && v.invariant != Invariant::lease_exclusion &&
