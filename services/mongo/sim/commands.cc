@@ -1,5 +1,6 @@
 #include "services/mongo/sim/commands.h"
 
+#include <algorithm>
 #include <limits>
 #include <optional>
 
@@ -251,6 +252,14 @@ void run_update(const Doc& command, CommandContext& ctx, CommandResult& result) 
       if (ordered) break;
     }
   }
+  // A document another statement of the batch changed is told of by that change (the upsert half
+  // of a take-over matches the document its first half just took over): only one that no
+  // statement changed stays in `unchanged`.
+  std::erase_if(result.unchanged, [&result](const Doc& doc) {
+    return std::any_of(result.ops.begin(), result.ops.end(), [&doc](const MongoOp& op) {
+      return op.after.is_object() && op.after.contains("_id") && op.after["_id"] == doc["_id"];
+    });
+  });
   result.reply = make_document("n", n, "nModified", modified);
   if (!upserted.empty()) result.reply["upserted"] = std::move(upserted);
   if (!errors.empty()) result.reply["writeErrors"] = std::move(errors);

@@ -56,8 +56,9 @@ struct CommandContext {
 struct CommandResult {
   Doc reply;
   std::vector<MongoOp> ops;  // applied to ctx.db, in order
-  // Documents an update matched and left as they were: no oplog entry (as in mongod), yet the
-  // member read each as matching, a live lock's expiry rewritten to the same instant among them.
+  // Documents an update matched and left as they were, and no other statement of it changed: no
+  // oplog entry (as in mongod), yet the member read each as matching, a live lock's expiry
+  // rewritten to the same instant among them.
   std::vector<Doc> unchanged;
   bool is_write = false;
   WriteConcern write_concern;  // for writes that got past parsing

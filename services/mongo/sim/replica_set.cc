@@ -874,13 +874,15 @@ void MongoReplicaSet::handle_command(int member, int client, const std::string& 
       .next_id = [this, &m] { return next_object_id(m); },
       .majority_view = [this, &m](const std::string& ns) { return majority_view(m, ns); }};
   mongo::CommandResult result = mongo::run_data_command(command, ctx);
+  const Doc& target = command.begin().value();
   if (!result.ops.empty()) {
-    const Doc& target = command.begin().value();
-    commit_write(m, result.ops, name + " " + (target.is_string() ? target.get<std::string>() : "?"),
-                 client, now_ms, false);
+    commit_write(m, std::move(result.ops),
+                 name + " " + (target.is_string() ? target.get<std::string>() : "?"), client,
+                 now_ms, false);
   }
-  if (const Doc& target = command.begin().value(); target.is_string())
-    notify_unchanged(m, database + "." + target.get<std::string>(), result, client, now_ms);
+  if (target.is_string())
+    notify_unchanged(m, database + "." + target.get<std::string>(), result.unchanged, client,
+                     now_ms);
   if (!result.is_write || !reply_ok(result.reply)) return respond(std::move(result.reply));
   await_write_concern(m, PendingWrite{.index = m.last().index,
                                       .concern = result.write_concern,
@@ -888,18 +890,11 @@ void MongoReplicaSet::handle_command(int member, int client, const std::string& 
                                       .respond = std::move(respond)});
 }
 
-// A document the same command changed with another statement is told of by that change (the
-// upsert half of a take-over matches the document its first half just took over): only one no
-// statement changed is news.
 void MongoReplicaSet::notify_unchanged(const Member& p, const std::string& ns,
-                                       const mongo::CommandResult& result, int client,
+                                       const std::vector<Doc>& unchanged, int client,
                                        int64_t now_ms) {
-  if (options_.observer == nullptr || result.unchanged.empty()) return;
-  for (const Doc& doc : result.unchanged) {
-    const bool changed = std::any_of(result.ops.begin(), result.ops.end(), [&doc](const auto& op) {
-      return op.after.is_object() && op.after.contains("_id") && op.after["_id"] == doc["_id"];
-    });
-    if (changed) continue;
+  if (options_.observer == nullptr) return;
+  for (const Doc& doc : unchanged) {
     options_.observer->on_mongo_write(p.name,
                                       MongoWriteEvent{.kind = MongoWriteEvent::Kind::unchanged,
                                                       .ns = ns,

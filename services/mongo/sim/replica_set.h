@@ -82,10 +82,6 @@
 
 namespace lockstep::sim {
 
-namespace mongo {
-struct CommandResult;
-}  // namespace mongo
-
 struct MongoWriteEvent {
   // unchanged: an update matched the document and left it as it was (no oplog entry).
   enum class Kind { insert, update, remove, ttl_remove, unchanged };
@@ -222,8 +218,8 @@ class MongoReplicaSet {
   void commit_write(Member& p, std::vector<mongo::MongoOp> ops, const std::string& what, int client,
                     int64_t now_ms, bool ttl);
   // Tells the observer of documents an update matched and left as they were.
-  void notify_unchanged(const Member& p, const std::string& ns, const mongo::CommandResult& result,
-                        int client, int64_t now_ms);
+  void notify_unchanged(const Member& p, const std::string& ns,
+                        const std::vector<MongoDocument>& unchanged, int client, int64_t now_ms);
   bool concern_satisfied(const Member& p, const PendingWrite& w) const;
   void await_write_concern(Member& p, PendingWrite w);
   void release_waiters(Member& p);
