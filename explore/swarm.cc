@@ -12,6 +12,7 @@
 
 #include "adapters/core/random.h"
 #include "base/check.h"
+#include "explore/key_name.h"
 #include "run/runner.h"
 #include "services/keyed/backend/keyed_backend.h"
 #include "services/registry.h"
@@ -31,12 +32,6 @@ constexpr FaultKind kSweepFaultKinds[] = {
 // Headroom in the liveness bound for one round trip that times out (command timeouts are 100 ms).
 constexpr int64_t kRoundSlack_ms = 250;
 constexpr int64_t kHealHold_ms = 1;
-
-std::string key_name(int key) {
-  std::string name = std::to_string(key);
-  name.insert(name.begin(), 'k');
-  return name;
-}
 
 }  // namespace
 

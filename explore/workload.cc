@@ -4,15 +4,11 @@
 
 #include <fmt/format.h>
 
+#include "explore/key_name.h"
+
 namespace lockstep {
 
 namespace {
-
-std::string key_name(int key) {
-  std::string name = std::to_string(key);
-  name.insert(name.begin(), 'k');
-  return name;
-}
 
 void run_step(Client& c, const WorkloadSpec& spec, const WorkloadStep& step) {
   c.sleep_ms(step.gap_ms);

@@ -13,9 +13,6 @@ namespace lockstep {
 
 namespace {
 
-constexpr int64_t kStartJitterUs =
-    200;  // seeded start jitter: keeps scripted timelines, varies traces
-
 Scenario sequential() {
   return {
       .name = "sequential",

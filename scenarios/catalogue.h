@@ -22,6 +22,9 @@ OptionSpec retry_times_option(int64_t default_times,
 // A client asks for a lease of ttl_ms + work_ms + kLeaseSlackMs to outlast its work: each of the
 // two may be at most half the longest lease, so their sum never exceeds kTtlMaxMs.
 inline constexpr int64_t kLeaseSlackMs = 1000;
+// Seeded start jitter of every scripted client, far below every gap of the timelines: it keeps
+// the scripts and varies the traces.
+inline constexpr int64_t kStartJitterUs = 200;
 inline constexpr int64_t kHalfLeaseMaxMs = kTtlMaxMs / 2;
 inline constexpr int64_t kWorkInLeaseMaxMs = kTtlMaxMs / 2 - kLeaseSlackMs;
 // The retry settings of the scenario's retry_delay_ms and retry_times options.

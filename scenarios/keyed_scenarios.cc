@@ -7,13 +7,6 @@
 
 namespace lockstep {
 
-namespace {
-
-// Seeded start jitter, far below every gap of the timelines.
-constexpr int64_t kStartJitterUs = 200;
-
-}  // namespace
-
 Scenario writer_starvation_scenario() {
   return {
       .name = "writer-starvation",

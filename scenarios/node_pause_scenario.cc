@@ -8,12 +8,6 @@
 
 namespace lockstep {
 
-namespace {
-
-constexpr int64_t kStartJitterUs = 200;
-
-}  // namespace
-
 Scenario node_pause_scenario() {
   return {
       .name = "node-pause",

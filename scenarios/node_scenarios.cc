@@ -11,8 +11,6 @@ namespace lockstep {
 
 namespace {
 
-constexpr int64_t kStartJitterUs = 200;
-
 // A takes the lock on nodes 0..2 only (cut off from 3 and 4); B, cut off from 0 and 1, can reach
 // 2, 3, 4. Node 2 is the shared one whose fault lets B in.
 void cut_a_and_b(ScenarioEnv& env, Client& a, Client& b) {

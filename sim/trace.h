@@ -152,6 +152,13 @@ class Trace {
   // Line i, or "" if it was not kept.
   std::string_view line(size_t i) const;
   const std::vector<std::string>& lines() const { return lines_; }
+  // Whether a kept line contains `needle` (for tests that look for an event in the trace).
+  bool contains(std::string_view needle) const {
+    for (const std::string& kept : lines_) {
+      if (kept.find(needle) != std::string::npos) return true;
+    }
+    return false;
+  }
 
  private:
   size_t keep_lines_max_;

@@ -10,6 +10,7 @@
 #include "real/tcp_proxy.h"
 #include "services/redis/adapter/hiredis_connection.h"
 #include "services/redis/real/redis_server.h"
+#include "services/redis/tests/hiredis_support.h"
 #include "tests/real_support.h"
 
 namespace lockstep {
@@ -19,13 +20,6 @@ using real::Direction;
 using real::RedisServerProcess;
 using real::TcpProxy;
 using SteadyClock = std::chrono::steady_clock;
-
-RedisReply must(HiredisConnection& connection, const std::vector<std::string>& argv) {
-  RedisResult result = connection.command(argv);
-  INFO(argv.front() << ": " << to_string(result.status) << " " << result.message);
-  REQUIRE(result.ok());
-  return result.reply;
-}
 
 int64_t ping_ms(HiredisConnection& connection) {
   const auto start = SteadyClock::now();

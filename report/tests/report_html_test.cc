@@ -37,7 +37,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& path) {
+std::string file_bytes(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -228,7 +228,7 @@ TEST_CASE("write_report writes the timeline beside the JSON and trace", "[report
   const fs::path html = lockstep::timeline_path_for(json);
   CHECK(html == dir.path / "gc-pause.memory.seed1.fencing-off.html");
   REQUIRE(fs::exists(html));
-  CHECK(slurp(html).find("mutual_exclusion") != std::string::npos);
+  CHECK(file_bytes(html).find("mutual_exclusion") != std::string::npos);
 }
 
 TEST_CASE("report file names stay portable: no ':' from an ext adapter's name", "[report]") {
@@ -254,8 +254,8 @@ TEST_CASE("chromium renders a gc-pause timeline with both holders and the violat
   const fs::path dom_file = dir.path / "dom.html";
   REQUIRE(run_chromium(*chromium, dir.path, {"--dump-dom", url}, dom_file,
                        std::chrono::seconds(20)) == 0);
-  const std::string dom = slurp(dom_file);
-  INFO(slurp(dir.path / "chromium.log").substr(0, 2000));
+  const std::string dom = file_bytes(dom_file);
+  INFO(file_bytes(dir.path / "chromium.log").substr(0, 2000));
 
   // One lane per client, built by the page's script.
   std::map<std::string, int> lanes;
@@ -304,7 +304,7 @@ TEST_CASE("chromium renders a gc-pause timeline with both holders and the violat
                        {"--window-size=1400,700", "--screenshot=" + png.string(), url},
                        dir.path / "screenshot.out", std::chrono::seconds(20)) == 0);
   REQUIRE(fs::exists(png));
-  const std::string bytes = slurp(png);
+  const std::string bytes = file_bytes(png);
   CHECK(bytes.rfind("\x89PNG\r\n\x1a\n", 0) == 0);
   CHECK(bytes.size() > 20 * 1024);
 }

@@ -33,13 +33,6 @@ std::vector<Arrival> send_many(World& w, int count, TimeUs gap_us) {
   return *arrivals;
 }
 
-bool trace_has(World& w, const std::string& needle) {
-  for (const std::string& line : w.trace().lines()) {
-    if (line.find(needle) != std::string::npos) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 TEST_CASE("network: latency stays within its bounds and varies", "[sim][network]") {
@@ -96,7 +89,7 @@ TEST_CASE("network: loss 1/1 drops everything, 0/1 nothing, 1/2 about half", "[s
     CHECK(w.network().stats().sent == 100);
     CHECK(w.network().stats().dropped == 100);
     CHECK(w.network().stats().delivered == 0);
-    CHECK(trace_has(w, "msg 0->1 drop m#0 (lost)"));
+    CHECK(w.trace().contains("msg 0->1 drop m#0 (lost)"));
   }
   SECTION("half") {
     World w({.network = {.loss = {1, 2}}});
@@ -121,7 +114,7 @@ TEST_CASE("network: duplication delivers a message twice", "[sim][network]") {
   }
   CHECK(w.network().stats().duplicated == 50);
   CHECK(w.network().stats().delivered == 100);
-  CHECK(trace_has(w, "msg 0->1 dup m#0"));
+  CHECK(w.trace().contains("msg 0->1 dup m#0"));
 }
 
 TEST_CASE("network: one-way and two-way partitions, and heal", "[sim][network]") {
@@ -159,9 +152,9 @@ TEST_CASE("network: one-way and two-way partitions, and heal", "[sim][network]")
   ping(b, a, "b->a healed");
   w.run();
   CHECK(got == std::vector<std::string>{"a->b healed", "b->a healed"});
-  CHECK(trace_has(w, "net cut 0->1"));
-  CHECK(trace_has(w, "net cut 0<->1"));
-  CHECK(trace_has(w, "msg 0->1 drop a->b one-way (cut)"));
+  CHECK(w.trace().contains("net cut 0->1"));
+  CHECK(w.trace().contains("net cut 0<->1"));
+  CHECK(w.trace().contains("msg 0->1 drop a->b one-way (cut)"));
 }
 
 TEST_CASE("network: a link cut while a message is in flight drops it", "[sim][network]") {
@@ -182,7 +175,7 @@ TEST_CASE("network: a link cut while a message is in flight drops it", "[sim][ne
   w.scheduler().at(300, [&] { w.network().heal(b, a); });
   w.run();
   CHECK(got == std::vector<std::string>{"reverse", "flap"});
-  CHECK(trace_has(w, "500 msg 0->1 drop cut-in-flight (cut)"));
+  CHECK(w.trace().contains("500 msg 0->1 drop cut-in-flight (cut)"));
 }
 
 TEST_CASE("network: messages to a crashed, restarted or paused node", "[sim][network]") {
@@ -208,8 +201,8 @@ TEST_CASE("network: messages to a crashed, restarted or paused node", "[sim][net
   w.run();
   CHECK(got == std::vector<std::string>{"before-crash@100", "to-new@410", "paused-1@1550",
                                         "paused-2@1550"});
-  CHECK(trace_has(w, "250 msg 0->1 drop to-crashed (down)"));
-  CHECK(trace_has(w, "380 msg 0->1 drop across-restart (restarted)"));
+  CHECK(w.trace().contains("250 msg 0->1 drop to-crashed (down)"));
+  CHECK(w.trace().contains("380 msg 0->1 drop across-restart (restarted)"));
   CHECK(w.network().stats().dropped == 2);
 }
 
@@ -219,8 +212,8 @@ TEST_CASE("network: trace lines for send and receive", "[sim][network]") {
   w.add_node("b");
   w.network().send(1, 0, "set#12", [] {});
   w.run();
-  CHECK(trace_has(w, "0 msg 1->0 send set#12 +250us"));
-  CHECK(trace_has(w, "250 msg 1->0 recv set#12"));
+  CHECK(w.trace().contains("0 msg 1->0 send set#12 +250us"));
+  CHECK(w.trace().contains("250 msg 1->0 recv set#12"));
 }
 
 TEST_CASE("network: options are validated", "[sim][network]") {

@@ -17,13 +17,6 @@ struct Guard {
   ~Guard() { *destroyed = true; }
 };
 
-bool trace_has(World& w, const std::string& needle) {
-  for (const std::string& line : w.trace().lines()) {
-    if (line.find(needle) != std::string::npos) return true;
-  }
-  return false;
-}
-
 size_t trace_count(World& w, const std::string& needle) {
   size_t n = 0;
   for (const std::string& line : w.trace().lines()) n += line.find(needle) != std::string::npos;
@@ -53,8 +46,8 @@ TEST_CASE("world: a fiber runs from its start time and finishes", "[sim][world]"
   CHECK(seen == std::vector<TimeUs>{50, 150});
   CHECK(w.unfinished_fibers() == 0);
   CHECK_FALSE(w.in_fiber());
-  CHECK(trace_has(w, "0 fiber 0 (a) spawn on node 0 at 50us"));
-  CHECK(trace_has(w, "150 fiber 0 (a) done"));
+  CHECK(w.trace().contains("0 fiber 0 (a) spawn on node 0 at 50us"));
+  CHECK(w.trace().contains("150 fiber 0 (a) done"));
 }
 
 TEST_CASE("world: sleeps follow drift, rounded up", "[sim][world]") {
@@ -95,8 +88,8 @@ TEST_CASE("world: clock jumps move the wall reading but not sleeps", "[sim][worl
   w.run();
   CHECK(woke == 1'000);
   CHECK(local_after == kLocalEpochUs + 1'000 + 60'000'000 - 90'000'000);
-  CHECK(trace_has(w, "100 node 0 clock jump +60000000us"));
-  CHECK(trace_has(w, "200 node 0 clock jump -90000000us"));
+  CHECK(w.trace().contains("100 node 0 clock jump +60000000us"));
+  CHECK(w.trace().contains("200 node 0 clock jump -90000000us"));
 }
 
 TEST_CASE("world: a drift change during a sleep re-times the rest of it", "[sim][world]") {
@@ -111,7 +104,7 @@ TEST_CASE("world: a drift change during a sleep re-times the rest of it", "[sim]
   w.scheduler().at(500, [&] { w.set_drift(n, 250'000); });
   w.run();
   CHECK(woke == 900);
-  CHECK(trace_has(w, "500 node 0 clock drift +250000ppm"));
+  CHECK(w.trace().contains("500 node 0 clock drift +250000ppm"));
 }
 
 TEST_CASE("world: park returns woken when woken, deadline when not", "[sim][world]") {
@@ -134,7 +127,7 @@ TEST_CASE("world: park returns woken when woken, deadline when not", "[sim][worl
   CHECK(first_at == 40);
   CHECK(second == ParkResult::deadline);
   CHECK(second_at == 340);
-  CHECK(trace_has(w, "340 fiber 0 (parker) timeout"));
+  CHECK(w.trace().contains("340 fiber 0 (parker) timeout"));
   CHECK(trace_count(w, "timeout") == 1);  // the first park's deadline was cancelled by the wake
 }
 
@@ -217,7 +210,7 @@ TEST_CASE("world: park misuse is refused", "[sim][world]") {
     w.park(a);  // not the latest prepare_park
   });
   CHECK_THROWS_AS(w.run(), std::logic_error);
-  CHECK(trace_has(w, "fiber 0 (wrong-waiter) failed: check failed"));
+  CHECK(w.trace().contains("fiber 0 (wrong-waiter) failed: check failed"));
 }
 
 TEST_CASE("world: a fiber that pauses its own node resumes exactly at the end", "[sim][world]") {
@@ -235,8 +228,8 @@ TEST_CASE("world: a fiber that pauses its own node resumes exactly at the end", 
   w.run();
   CHECK(resumed_at == 15'100);
   CHECK(local_advance == 15'000);
-  CHECK(trace_has(w, "100 node 0 pause 15000us (gc)"));
-  CHECK(trace_has(w, "15100 node 0 pause end"));
+  CHECK(w.trace().contains("100 node 0 pause 15000us (gc)"));
+  CHECK(w.trace().contains("15100 node 0 pause end"));
 }
 
 TEST_CASE("world: a pause defers resumptions and deliveries, in order", "[sim][world]") {
@@ -315,8 +308,8 @@ TEST_CASE("world: crash unwinds parked fibers with ProcessKilled", "[sim][world]
   CHECK(guard_destroyed);
   CHECK(w.unfinished_fibers() == 0);
   CHECK_FALSE(w.alive(n));
-  CHECK(trace_has(w, "700 node 0 crash"));
-  CHECK(trace_has(w, "700 fiber 0 (holder) killed"));
+  CHECK(w.trace().contains("700 node 0 crash"));
+  CHECK(w.trace().contains("700 fiber 0 (holder) killed"));
 }
 
 TEST_CASE("world: ProcessKilled is not a std::exception", "[sim][world]") {
@@ -359,8 +352,8 @@ TEST_CASE("world: a fiber crashing its own node dies at once and its siblings to
   CHECK_FALSE(after_crash_ran);
   CHECK(sibling_guard);
   CHECK(w.now_us() == 10);  // the sibling's sleep never completed
-  CHECK(trace_has(w, "10 fiber 1 (suicidal) killed"));
-  CHECK(trace_has(w, "10 fiber 0 (sibling) killed"));
+  CHECK(w.trace().contains("10 fiber 1 (suicidal) killed"));
+  CHECK(w.trace().contains("10 fiber 0 (sibling) killed"));
 }
 
 TEST_CASE("world: a fiber crashing another node kills that node's fibers at the same time",
@@ -402,7 +395,7 @@ TEST_CASE("world: a fiber of a crashed node that had not started never runs", "[
   w.scheduler().at(60, [&] { w.restart(n); });
   w.run();
   CHECK_FALSE(ran);
-  CHECK(trace_has(w, "50 fiber 0 (late) killed before start"));
+  CHECK(w.trace().contains("50 fiber 0 (late) killed before start"));
 }
 
 TEST_CASE("world: a crash during a pause kills the paused fiber", "[sim][world]") {
@@ -423,7 +416,7 @@ TEST_CASE("world: a crash during a pause kills the paused fiber", "[sim][world]"
   w.run();
   CHECK_FALSE(resumed);
   CHECK(killed);
-  CHECK_FALSE(trace_has(w, "pause end"));
+  CHECK_FALSE(w.trace().contains("pause end"));
 }
 
 TEST_CASE("world: deliveries to a crashed or restarted node are dropped", "[sim][world]") {
@@ -446,9 +439,9 @@ TEST_CASE("world: deliveries to a crashed or restarted node are dropped", "[sim]
   CHECK(events == std::vector<std::string>{"d10", "crash-hook-1@20", "crash-hook-2",
                                            "restart-hook@50", "d70"});
   CHECK(w.incarnation(n) == first + 1);
-  CHECK(trace_has(w, "30 node 0 drop delivery (down)"));
-  CHECK(trace_has(w, "60 node 0 drop delivery (restarted)"));
-  CHECK(trace_has(w, "50 node 0 restart incarnation 2"));
+  CHECK(w.trace().contains("30 node 0 drop delivery (down)"));
+  CHECK(w.trace().contains("60 node 0 drop delivery (restarted)"));
+  CHECK(w.trace().contains("50 node 0 restart incarnation 2"));
 }
 
 TEST_CASE("world: a restarted node runs new fibers and the old ones stay dead", "[sim][world]") {
@@ -486,8 +479,8 @@ TEST_CASE(
   w.crash(n);
   w.pause(n, 100);
   CHECK_FALSE(w.paused(n));
-  CHECK(trace_has(w, "crash ignored: already down"));
-  CHECK(trace_has(w, "pause 100us ignored: down"));
+  CHECK(w.trace().contains("crash ignored: already down"));
+  CHECK(w.trace().contains("pause 100us ignored: down"));
   CHECK_THROWS_AS(w.spawn(n, "x", [] {}), std::logic_error);
 }
 
@@ -502,7 +495,7 @@ TEST_CASE("world: an exception escaping a fiber ends the run and is rethrown", "
   w.scheduler().at(100, [&] { later_ran = true; });
   CHECK_THROWS_WITH(w.run(), "adapter bug");
   CHECK_FALSE(later_ran);
-  CHECK(trace_has(w, "5 fiber 0 (bad) failed: adapter bug"));
+  CHECK(w.trace().contains("5 fiber 0 (bad) failed: adapter bug"));
 }
 
 TEST_CASE("world: each fiber keeps its own exception-handling state", "[sim][world]") {

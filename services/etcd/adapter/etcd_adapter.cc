@@ -23,10 +23,6 @@ EtcdJson range_of(const std::string& prefix, const std::string& end, const char*
           {"limit", 1}};
 }
 
-AdapterResult contended(std::string why) {
-  return {.status = AdapterStatus::contended, .message = std::move(why)};
-}
-
 }  // namespace
 
 AdapterResult EtcdAdapter::give_up(int64_t lease, AdapterResult why) {

@@ -11,10 +11,9 @@ namespace lockstep {
 
 using etcd::base64_encode;
 using etcd::int_field;
+using etcd::kLeaseNotFound;
 
 namespace {
-
-const char* const kLeaseNotFound = "etcdserver: requested lease not found";
 
 AdapterResult failed(AdapterStatus status, std::string message) {
   return {.status = status, .message = std::move(message)};

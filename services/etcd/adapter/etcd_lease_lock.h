@@ -21,6 +21,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "adapters/core/adapter.h"
 #include "adapters/core/clock.h"
@@ -66,6 +67,11 @@ class EtcdLeaseLock : public LockAdapter {
     AdapterResult result;  // ok, or the failure to return
     EtcdJson reply;        // ok: the reply body
   };
+
+  // Another owner holds the lock, and why this acquire gave up on it.
+  static AdapterResult contended(std::string why) {
+    return {.status = AdapterStatus::contended, .message = std::move(why)};
+  }
 
   // A write request: ok with its reply, or the failure as the adapter reports it. A refusal of
   // `lease_not_found_is` kind becomes that status (not_owner, contended) with the server's text.

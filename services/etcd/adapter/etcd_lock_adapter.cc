@@ -11,16 +11,7 @@ namespace lockstep {
 using etcd::base64_encode;
 using etcd::bytes_field;
 using etcd::int_field;
-
-namespace {
-
-const char* const kLeaseNotFound = "etcdserver: requested lease not found";
-
-AdapterResult contended(std::string why) {
-  return {.status = AdapterStatus::contended, .message = std::move(why)};
-}
-
-}  // namespace
+using etcd::kLeaseNotFound;
 
 AdapterResult EtcdLockAdapter::give_up(int64_t lease, AdapterResult why) {
   revoke_quietly(lease);

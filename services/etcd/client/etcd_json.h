@@ -10,6 +10,9 @@
 
 namespace lockstep::etcd {
 
+// The error etcd answers for a lease it does not hold (expired, revoked or never granted).
+inline constexpr const char* kLeaseNotFound = "etcdserver: requested lease not found";
+
 // Standard base64 with padding (RFC 4648 section 4), as Go's encoding/json writes []byte.
 std::string base64_encode(std::string_view bytes);
 // nullopt for text that is not padded standard base64.

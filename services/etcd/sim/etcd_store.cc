@@ -10,6 +10,7 @@ using lockstep::etcd::base64_encode;
 using lockstep::etcd::bytes_field;
 using lockstep::etcd::int_field;
 using lockstep::etcd::int_json;
+using lockstep::etcd::kLeaseNotFound;
 
 namespace {
 
@@ -20,7 +21,6 @@ constexpr int kOutOfRange = 11;
 constexpr int kUnimplemented = 12;
 
 const char* const kEmptyKey = "etcdserver: key is not provided";
-const char* const kLeaseNotFound = "etcdserver: requested lease not found";
 
 std::string text_field(const EtcdJson& object, const char* name, const char* fallback) {
   if (!object.is_object()) return fallback;

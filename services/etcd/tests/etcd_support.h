@@ -8,11 +8,15 @@
 #include <catch2/catch.hpp>
 
 #include "real/server_errors.h"
+#include "services/etcd/client/etcd_json.h"
 #include "services/etcd/real/etcd_cluster.h"
 
 namespace lockstep::testing {
 
 inline constexpr int kEtcdSkipExitCode = 77;
+
+// base64_encode, short enough for the tests' request tables.
+inline std::string b(const std::string& s) { return etcd::base64_encode(s); }
 
 // etcd-server is a Debian package the project installs (services/etcd/packages.txt): missing in
 // CI is a failure, elsewhere a skip that says how to get it.

@@ -9,6 +9,7 @@
 #include "services/etcd/client/etcd_json.h"
 #include "services/etcd/sim/etcd_cluster.h"
 #include "services/etcd/sim/sim_etcd_connection.h"
+#include "services/etcd/tests/etcd_support.h"
 #include "sim/world.h"
 
 namespace lockstep::sim::etcd {
@@ -17,7 +18,7 @@ namespace {
 using lockstep::etcd::base64_encode;
 using lockstep::etcd::int_field;
 
-std::string b(const std::string& s) { return base64_encode(s); }
+using lockstep::testing::b;
 
 struct Facts final : EtcdObserver {
   std::vector<std::string> applied;

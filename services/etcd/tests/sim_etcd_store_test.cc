@@ -5,13 +5,14 @@
 
 #include "services/etcd/client/etcd_json.h"
 #include "services/etcd/sim/etcd_store.h"
+#include "services/etcd/tests/etcd_support.h"
 
 namespace lockstep::sim::etcd {
 namespace {
 
 using lockstep::etcd::base64_encode;
 
-std::string b(const std::string& s) { return base64_encode(s); }
+using lockstep::testing::b;
 
 Applied write(EtcdStore& store, const std::string& path, const EtcdJson& body) {
   if (std::optional<Applied> refused = EtcdStore::validate(path, body)) return *refused;

@@ -16,7 +16,7 @@ class FixedClock final : public Clock {
   void sleep_for_us(int64_t) override {}
 };
 
-LockSpec spec(std::string key, std::string value) {
+LockSpec owned_by(std::string key, std::string value) {
   return {.key = std::move(key), .value = std::move(value), .ttl_ms = 100};
 }
 
@@ -25,20 +25,20 @@ TEST_CASE("the bad variant releases another owner's lock, which the store alone 
   FixedClock clock;
   MemoryAdapter store({.clock = &clock});
   BadMemoryNoOwnerCheck bad(store);
-  REQUIRE(bad.create_lock(spec("k", "a")).ok());
-  CHECK(store.release_lock(spec("k", "intruder")).status == AdapterStatus::not_owner);
-  CHECK(bad.release_lock(spec("k", "intruder")).ok());
-  CHECK(bad.is_valid_lock(spec("k", "a")).status == AdapterStatus::not_owner);
-  CHECK(bad.release_lock(spec("k", "intruder")).status ==
+  REQUIRE(bad.create_lock(owned_by("k", "a")).ok());
+  CHECK(store.release_lock(owned_by("k", "intruder")).status == AdapterStatus::not_owner);
+  CHECK(bad.release_lock(owned_by("k", "intruder")).ok());
+  CHECK(bad.is_valid_lock(owned_by("k", "a")).status == AdapterStatus::not_owner);
+  CHECK(bad.release_lock(owned_by("k", "intruder")).status ==
         AdapterStatus::not_owner);  // nothing left
-  CHECK(bad.create_lock(spec("k", "b")).ok());
+  CHECK(bad.create_lock(owned_by("k", "b")).ok());
 }
 
 TEST_CASE("the bad variant's release of a key never granted is the store's", "[known-bad]") {
   FixedClock clock;
   MemoryAdapter store({.clock = &clock});
   BadMemoryNoOwnerCheck bad(store);
-  CHECK(bad.release_lock(spec("free", "x")).status == AdapterStatus::not_owner);
+  CHECK(bad.release_lock(owned_by("free", "x")).status == AdapterStatus::not_owner);
 }
 
 }  // namespace

@@ -167,13 +167,13 @@ std::string describe_error(const MongoDocument& error) {
 }  // namespace
 
 MongoReplyOutcome read_reply(const MongoDocument& reply) {
-  using Kind = MongoReplyOutcome::Kind;
+  using Outcome = MongoReplyOutcome::Kind;
   if (!reply.is_object() || !reply.contains("ok") || !reply["ok"].is_number()) {
-    return {.kind = Kind::malformed,
+    return {.kind = Outcome::malformed,
             .message = "a reply without a numeric \"ok\": " + reply.dump()};
   }
   if (reply["ok"] != 1) {
-    return {.kind = Kind::command_error,
+    return {.kind = Outcome::command_error,
             .code = integer_or(reply, "code", 0),
             .message = describe_error(reply)};
   }
@@ -182,20 +182,21 @@ MongoReplyOutcome read_reply(const MongoDocument& reply) {
     const MongoDocument& first = write_errors->front();
     const int64_t code = integer_or(first, "code", 0);
     // n counts the statements applied before the one that failed (an ordered batch stops there).
-    return {.kind = code == mongo_error::kDuplicateKey ? Kind::duplicate_key : Kind::write_error,
-            .n = integer_or(reply, "n", 0),
-            .code = code,
-            .message = describe_error(first)};
+    return {
+        .kind = code == mongo_error::kDuplicateKey ? Outcome::duplicate_key : Outcome::write_error,
+        .n = integer_or(reply, "n", 0),
+        .code = code,
+        .message = describe_error(first)};
   }
   const auto concern_error = reply.find("writeConcernError");
   if (concern_error != reply.end()) {
-    return {.kind = Kind::write_concern_error,
+    return {.kind = Outcome::write_concern_error,
             .n = integer_or(reply, "n", 0),
             .code = integer_or(*concern_error, "code", 0),
             .message = describe_error(*concern_error)};
   }
   const auto upserted = reply.find("upserted");
-  return {.kind = Kind::ok,
+  return {.kind = Outcome::ok,
           .n = integer_or(reply, "n", 0),
           .upserted = upserted != reply.end() && upserted->is_array() && !upserted->empty()};
 }

@@ -144,6 +144,11 @@ bool is_object_id(const Doc& value) {
   return hex != nullptr && hex->is_string();
 }
 
+bool is_operator_object(const Doc& value) {
+  return value.is_object() && !value.empty() && !is_mongo_date(value) && !is_object_id(value) &&
+         value.begin().key().starts_with('$');
+}
+
 TypeRank type_rank(const Doc* value) {
   if (value == nullptr) return TypeRank::missing;
   switch (value->type()) {

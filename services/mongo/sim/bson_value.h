@@ -53,6 +53,8 @@ enum class TypeRank {
 };
 
 bool is_object_id(const Doc& value);
+// An object whose first field names an operator ("$gt", "$add"...), not a date or an ObjectId.
+bool is_operator_object(const Doc& value);
 TypeRank type_rank(const Doc* value);          // nullptr: missing
 std::string_view type_name(const Doc* value);  // "date", "string", ... for messages
 

@@ -21,11 +21,6 @@ const std::set<std::string, std::less<>>& operators() {
 
 bool is_literal_object(const Doc& value) { return is_mongo_date(value) || is_object_id(value); }
 
-bool is_operator_object(const Doc& expr) {
-  return expr.is_object() && !expr.empty() && !is_literal_object(expr) &&
-         expr.begin().key().starts_with('$');
-}
-
 // The arguments of an operator: an array as is, anything else as a one-element list.
 std::vector<const Doc*> arguments(const Doc& args) {
   std::vector<const Doc*> out;

@@ -5,11 +5,6 @@
 namespace lockstep::sim::mongo {
 namespace {
 
-bool is_operator_object(const Doc& value) {
-  return value.is_object() && !value.empty() && !is_mongo_date(value) && !is_object_id(value) &&
-         value.begin().key().starts_with('$');
-}
-
 bool is_comparison(std::string_view op) {
   return op == "$eq" || op == "$ne" || op == "$lt" || op == "$lte" || op == "$gt" || op == "$gte";
 }

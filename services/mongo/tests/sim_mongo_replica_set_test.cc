@@ -49,13 +49,6 @@ constexpr TimeUs ms(int64_t v) { return v * kUsPerMs; }
 
 void at(World& w, TimeUs t_us, std::function<void()> fn) { w.scheduler().at(t_us, std::move(fn)); }
 
-bool trace_has(World& w, const std::string& needle) {
-  for (const std::string& line : w.trace().lines()) {
-    if (line.find(needle) != std::string::npos) return true;
-  }
-  return false;
-}
-
 Doc indexes() {
   return Doc{
       {"createIndexes", "locks"},
@@ -256,8 +249,8 @@ TEST_CASE(
     CHECK(s.event.before["key"] == "k");
     CHECK(s.event.after.is_null());
   }
-  CHECK(trace_has(
-      w, "mongo mongo-0 TTL monitor pass at " + std::to_string(kEpochMs + 60'000) + ": 1 expired"));
+  CHECK(w.trace().contains("mongo mongo-0 TTL monitor pass at " +
+                           std::to_string(kEpochMs + 60'000) + ": 1 expired"));
   CHECK(w.now_us() < ms(70'000));  // the monitor stopped once nothing could expire
 }
 
@@ -322,7 +315,7 @@ TEST_CASE(
   CHECK(primary_at_12s == -1);
   REQUIRE((primary_at_30s == 1 || primary_at_30s == 2));
   CHECK(rs.term(primary_at_30s) == 2);
-  CHECK(trace_has(w, "elected primary in term 2"));
+  CHECK(w.trace().contains("elected primary in term 2"));
   REQUIRE(during.ok());
   CHECK(during.reply["n"] == 1);
   CHECK(during_done > ms(13'000));
@@ -348,7 +341,7 @@ TEST_CASE(
   at(w, ms(35'000), [] {});  // keep the run going until after the heal
   w.run();
   CHECK(role_at_14s == MongoRole::secondary);
-  CHECK(trace_has(w, "mongo mongo-0 steps down from term 1"));
+  CHECK(w.trace().contains("mongo mongo-0 steps down from term 1"));
   REQUIRE((primary_at_20s == 1 || primary_at_20s == 2));
   CHECK(refused->doc["code"] == 10107);
   CHECK(refused->doc["codeName"] == "NotWritablePrimary");
@@ -381,8 +374,8 @@ TEST_CASE(
     REQUIRE(docs.size() == 1);
     CHECK(docs[0]["key"] == "majority");
   }
-  CHECK(trace_has(w, "mongo mongo-0 rollback 1 entries"));
-  CHECK_FALSE(trace_has(w, "should not happen"));
+  CHECK(w.trace().contains("mongo mongo-0 rollback 1 entries"));
+  CHECK_FALSE(w.trace().contains("should not happen"));
   CHECK(rs.last_optime(0) == rs.last_optime(rs.primary()));
   CHECK(observer.count(Kind::insert) ==
         2);  // both were granted by the primary; nothing for the rollback
@@ -504,8 +497,8 @@ TEST_CASE("replica set: a primary that steps down answers its waiting w:majority
   CHECK(waiting->doc["writeConcernError"]["codeName"] == "PrimarySteppedDown");
   // It never reached a majority: the healed member rolls it back.
   CHECK(rs.documents(0, kLocks).empty());
-  CHECK(trace_has(w, "mongo mongo-0 rollback 1 entries"));
-  CHECK_FALSE(trace_has(w, "should not happen"));
+  CHECK(w.trace().contains("mongo mongo-0 rollback 1 entries"));
+  CHECK_FALSE(w.trace().contains("should not happen"));
 }
 
 TEST_CASE("replica set: the connection forgets a primary that says it is not, or does not answer",
@@ -603,7 +596,7 @@ TEST_CASE("replica set: a paused primary is replaced and rejoins as a secondary 
   CHECK(rs.role(0) == MongoRole::secondary);
   CHECK(rs.last_optime(0) == rs.last_optime(p));
   CHECK(rs.documents(0, kLocks) == rs.documents(p, kLocks));
-  CHECK_FALSE(trace_has(w, "should not happen"));
+  CHECK_FALSE(w.trace().contains("should not happen"));
 }
 
 TEST_CASE("replica set: a healthy set with a short election timeout never holds an election",

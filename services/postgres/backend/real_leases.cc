@@ -9,8 +9,8 @@ namespace {
 
 // A session lock is promised until revoked: the history's lease gets a bound no real run reaches
 // (a day, as the simulator's time bound), so it ends only by its revoke.
-constexpr int64_t kSessionLeaseUs = 24LL * 3600 * 1'000'000;
-constexpr const char* kGroup = "postgres";
+constexpr int64_t kRealSessionLeaseUs = 24LL * 3600 * 1'000'000;
+constexpr const char* kLeaseGroup = "postgres";
 
 class RecordingAdapter final : public LockAdapter {
  public:
@@ -66,9 +66,9 @@ void RealPgLeases::granted(int client, const LockSpec& spec, uint64_t token, boo
                                 .key = spec.key,
                                 .has_token = has_token,
                                 .token = has_token ? token : 0,
-                                .server = kGroup,
+                                .server = kLeaseGroup,
                                 .value = spec.value,
-                                .ttl_us = kSessionLeaseUs,
+                                .ttl_us = kRealSessionLeaseUs,
                                 .detail = "session lock"});
 }
 
@@ -77,7 +77,7 @@ void RealPgLeases::revoke_locked(int client, const std::string& key, const std::
   recorder_.record(HistoryEvent{.kind = EventKind::revoke,
                                 .client = requester,
                                 .key = key,
-                                .server = kGroup,
+                                .server = kLeaseGroup,
                                 .value = value,
                                 .detail = cause});
   held_[client].erase(key);

@@ -93,7 +93,7 @@ std::pair<int, int> protect_globals(lua_State* lua) {
   return {real_ref, proxy_ref};
 }
 
-std::string no_newlines(std::string s) {
+std::string one_line_trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\r' || s.back() == '\n')) s.pop_back();
   std::replace_if(
       s.begin(), s.end(), [](char c) { return c == '\r' || c == '\n'; }, ' ');
@@ -115,8 +115,8 @@ RedisReply script_failure(lua_State* lua, const std::string& sha) {
   const int top = lua_gettop(lua);
   if (!lua_istable(lua, top)) {
     const char* msg = lua_isstring(lua, top) ? lua_tostring(lua, top) : "execution failure";
-    return RedisReply::error_of(
-        no_newlines("ERR Error running script " + sha + ", " + std::string(msg).substr(0, 100)));
+    return RedisReply::error_of(one_line_trimmed("ERR Error running script " + sha + ", " +
+                                                 std::string(msg).substr(0, 100)));
   }
   std::string text = field_string(lua, top, "err");
   if (text.empty()) text = "ERR unknown error";
@@ -124,7 +124,7 @@ RedisReply script_failure(lua_State* lua, const std::string& sha) {
   const std::string line = field_string(lua, top, "line");
   if (!source.empty() && !line.empty())
     text += " script: " + sha + ", on " + source + ":" + line + ".";
-  return RedisReply::error_of(no_newlines(std::move(text)));
+  return RedisReply::error_of(one_line_trimmed(std::move(text)));
 }
 
 std::string lower(std::string s) {
@@ -361,8 +361,8 @@ bool LuaEngine::compile(const std::string& body, const std::string& sha, RedisRe
   if (!strip_shebang(code, error)) return false;
   if (luaL_loadbuffer(lua_, code.data(), code.size(), "@user_script") != 0) {
     const char* msg = lua_tostring(lua_, -1);
-    error = RedisReply::error_of(
-        no_newlines(std::string("ERR Error compiling script (new function): ") + (msg ? msg : "")));
+    error = RedisReply::error_of(one_line_trimmed(
+        std::string("ERR Error compiling script (new function): ") + (msg ? msg : "")));
     lua_pop(lua_, 1);
     return false;
   }

@@ -12,11 +12,6 @@ namespace {
 constexpr size_t kTraceArgsMax = 6;
 constexpr size_t kTraceArgBytesMax = 24;
 
-std::string upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
-  return s;
-}
-
 std::string shorten(const std::string& s) {
   std::string out = s.size() <= kTraceArgBytesMax ? s : s.substr(0, kTraceArgBytesMax) + "..";
   for (char& c : out) c = c == '\n' || c == '\r' ? ' ' : c;
@@ -26,7 +21,7 @@ std::string shorten(const std::string& s) {
 // The network label: the command and, when there is one, its key ("SET lock:a", "EVALSHA lock:a").
 std::string label_of(const std::vector<std::string>& argv) {
   if (argv.empty()) return "(empty)";
-  std::string name = upper(argv[0]);
+  std::string name = upper_ascii(argv[0]);
   const bool script = name == "EVAL" || name == "EVALSHA";
   const size_t key_at = script ? 3 : 1;
   const bool has_key = script ? argv.size() > 3 && argv[2] != "0" : argv.size() > 1;
@@ -35,10 +30,15 @@ std::string label_of(const std::vector<std::string>& argv) {
 
 }  // namespace
 
+std::string upper_ascii(std::string name) {
+  for (char& c : name) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+  return name;
+}
+
 std::string summarize_command(const std::vector<std::string>& argv) {
   std::string out;
   for (size_t i = 0; i < argv.size() && i < kTraceArgsMax; ++i) {
-    out += (i ? " " : "") + (i == 0 ? upper(argv[i]) : shorten(argv[i]));
+    out += (i ? " " : "") + (i == 0 ? upper_ascii(argv[i]) : shorten(argv[i]));
   }
   if (argv.size() > kTraceArgsMax) out += fmt::format(" (+{} args)", argv.size() - kTraceArgsMax);
   return out;

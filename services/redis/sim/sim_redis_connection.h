@@ -74,4 +74,7 @@ class SimRedisConnection final : public RedisConnection {
 // A compact, bounded rendering of argv for traces: "EVALSHA 1a2b3c4d.. 1 lock:a tok".
 std::string summarize_command(const std::vector<std::string>& argv);
 
+// A command name as Redis looks it up: ASCII letters upper-cased, other bytes as they are.
+std::string upper_ascii(std::string name);
+
 }  // namespace lockstep::sim

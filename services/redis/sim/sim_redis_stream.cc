@@ -15,14 +15,9 @@ constexpr size_t kCommandsPerPieceMax = 100'000;  // a bound on one piece's pars
 constexpr TimeUs kRtoUs = 200'000;  // Linux's minimum retransmission timeout, doubled per try
 constexpr int kRetriesMax = 8;      // then the connection is reset (about 51 s of trying)
 
-std::string upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
-  return s;
-}
-
 // What a client library sends on connecting that lockstep's command table does not have.
 std::optional<RedisReply> front_reply(const std::vector<std::string>& argv) {
-  const std::string name = upper(argv[0]);
+  const std::string name = upper_ascii(argv[0]);
   if (name == "INFO") {
     return RedisReply::string_of(
         "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n\r\n# Persistence\r\n"

@@ -10,6 +10,7 @@
 #include "real/loopback.h"
 #include "services/redis/adapter/hiredis_connection.h"
 #include "services/redis/real/redis_server.h"
+#include "services/redis/tests/hiredis_support.h"
 #include "tests/real_support.h"
 
 namespace lockstep {
@@ -17,13 +18,6 @@ namespace {
 
 using real::RedisServerProcess;
 using Type = RedisReply::Type;
-
-RedisReply must(HiredisConnection& connection, const std::vector<std::string>& argv) {
-  RedisResult result = connection.command(argv);
-  INFO(argv.front() << ": " << to_string(result.status) << " " << result.message);
-  REQUIRE(result.ok());
-  return result.reply;
-}
 
 int64_t elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -

@@ -22,6 +22,7 @@
 #include "services/redis/adapter/hiredis_connection.h"
 #include "services/redis/real/redis_ping.h"
 #include "services/redis/real/redis_server.h"
+#include "services/redis/tests/hiredis_support.h"
 #include "tests/real_support.h"
 
 namespace lockstep {
@@ -30,13 +31,6 @@ namespace {
 using real::Persistence;
 using real::RedisServerProcess;
 using SteadyClock = std::chrono::steady_clock;
-
-RedisReply must(HiredisConnection& connection, const std::vector<std::string>& argv) {
-  RedisResult result = connection.command(argv);
-  INFO(argv.front() << ": " << to_string(result.status) << " " << result.message);
-  REQUIRE(result.ok());
-  return result.reply;
-}
 
 bool process_gone(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
 

@@ -25,9 +25,6 @@ RedisReply script_error(const std::string& body, const std::string& text, int li
                ".");
 }
 
-const std::string kCompareAndDelete =
-    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 "
-    "end";
 const std::string kCompareAndPexpire =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) "
     "else return 0 end";

@@ -18,6 +18,7 @@ using lockstep::RedisResult;
 using lockstep::sha1_hex;
 using Kind = KeyspaceEvent::Kind;
 
+using lockstep::sim::testing::kCompareAndDelete;
 using lockstep::sim::testing::nil;
 using lockstep::sim::testing::num;
 using lockstep::sim::testing::ok;
@@ -48,17 +49,6 @@ WorldOptions fixed_latency(TimeUs latency_us, uint64_t seed = 1) {
 
 // Runs fn at true time t_us.
 void at(World& w, TimeUs t_us, std::function<void()> fn) { w.scheduler().at(t_us, std::move(fn)); }
-
-bool trace_has(World& w, const std::string& needle) {
-  for (const std::string& line : w.trace().lines()) {
-    if (line.find(needle) != std::string::npos) return true;
-  }
-  return false;
-}
-
-const std::string kCompareAndDelete =
-    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 "
-    "end";
 
 }  // namespace
 
@@ -147,8 +137,8 @@ TEST_CASE("node: persistence everysec loses the writes since the last fsync tick
   });
   const RunResult result = w.run();
   CHECK(result.end == RunEnd::queue_empty);  // ticks are scheduled only while writes are unsynced
-  CHECK(trace_has(w, "1000000 redis r0 fsync 1 keys"));
-  CHECK(trace_has(w, "redis r0 crash: 1 keys survive (persistence everysec)"));
+  CHECK(w.trace().contains("1000000 redis r0 fsync 1 keys"));
+  CHECK(w.trace().contains("redis r0 crash: 1 keys survive (persistence everysec)"));
 }
 
 TEST_CASE("node: a key that expires while the node is down is gone after restart",
@@ -259,7 +249,7 @@ TEST_CASE("node: a lost replication message triggers a full sync", "[sim][redis]
     CHECK(replica.execute({"GET", "b"}, 9) == str("2"));
   });
   w.run();
-  CHECK(trace_has(w, "redis q full sync from p (gap before #2)"));
+  CHECK(w.trace().contains("redis q full sync from p (gap before #2)"));
 }
 
 TEST_CASE("node: a primary that restarts empty empties its replica", "[sim][redis][node]") {
@@ -351,9 +341,9 @@ TEST_CASE("connection: a round trip over the simulated network", "[sim][redis][c
   const RunResult result = w.run();
   CHECK(result.end == RunEnd::queue_empty);
   CHECK(w.unfinished_fibers() == 0);
-  CHECK(trace_has(w, "redis c1 #1 -> r0: SET lock me NX PX 1000"));
-  CHECK(trace_has(w, "redis c1 #1 <- OK"));
-  CHECK(trace_has(w, "msg 1->0 send SET lock"));
+  CHECK(w.trace().contains("redis c1 #1 -> r0: SET lock me NX PX 1000"));
+  CHECK(w.trace().contains("redis c1 #1 <- OK"));
+  CHECK(w.trace().contains("msg 1->0 send SET lock"));
 }
 
 TEST_CASE("connection: a paused server means a timeout, and its late reply is discarded",
@@ -373,8 +363,8 @@ TEST_CASE("connection: a paused server means a timeout, and its late reply is di
     CHECK(second.reply == num(2));  // its own reply, not the first one's
   });
   w.run();
-  CHECK(trace_has(w, "redis c1 #1 timeout after 100000us"));
-  CHECK(trace_has(w, "redis c1 #1 late reply discarded: (integer) 1"));
+  CHECK(w.trace().contains("redis c1 #1 timeout after 100000us"));
+  CHECK(w.trace().contains("redis c1 #1 late reply discarded: (integer) 1"));
 }
 
 TEST_CASE("connection: the timeout is measured on the client's drifting clock",

@@ -23,6 +23,11 @@ struct StringMaker<lockstep::RedisReply> {
 
 namespace lockstep::sim::testing {
 
+// The compare-and-delete release script, as lock clients send it.
+inline const std::string kCompareAndDelete =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 "
+    "end";
+
 inline RedisReply ok() { return RedisReply::status_of("OK"); }
 inline RedisReply str(std::string s) { return RedisReply::string_of(std::move(s)); }
 inline RedisReply num(int64_t n) { return RedisReply::integer_of(n); }
