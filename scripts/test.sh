@@ -6,7 +6,9 @@
 # (fibers switch stacks: the sanitizers are how we know that is done right), all but the few whose
 # time goes to other processes or to statistics (listed below).
 # Tests that need redis-server or chromium start and stop their own (setup.sh installs them).
-# Each phase's time is printed at the end; scripts/build.sh uses ccache where it is installed.
+# Each phase's time is printed at the end; scripts/build.sh uses ccache where it is installed. The
+# sanitizer trees are unity builds (CMakeLists.txt, LOCKSTEP_UNITY_BUILD); the plain one is not,
+# so a missing #include still fails it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -53,12 +55,13 @@ scripts/own_adapter.sh
 
 phase "build the real-thread keyed locks (ThreadSanitizer)"
 LOCKSTEP_BUILD_DIR=build-tsan LOCKSTEP_BUILD_TARGETS="lockstep_keyed_tests lockstep_core_tests lockstep_redis_tests" \
-  scripts/build.sh -DLOCKSTEP_SANITIZE_THREAD=ON -DLOCKSTEP_BUILD_BENCH=OFF
+  scripts/build.sh -DLOCKSTEP_SANITIZE_THREAD=ON -DLOCKSTEP_BUILD_BENCH=OFF -DLOCKSTEP_UNITY_BUILD=ON
 phase "test the real-thread keyed locks (ThreadSanitizer)"
 ctest --test-dir build-tsan --output-on-failure -j"$(nproc)" --timeout 600 -R "KeyedRwMutex|FifoLock|under real threads"
 
 phase "build (ASan + UBSan)"
-LOCKSTEP_BUILD_DIR=build-asan scripts/build.sh -DLOCKSTEP_SANITIZE=ON -DLOCKSTEP_BUILD_BENCH=OFF
+LOCKSTEP_BUILD_DIR=build-asan scripts/build.sh -DLOCKSTEP_SANITIZE=ON -DLOCKSTEP_BUILD_BENCH=OFF \
+  -DLOCKSTEP_UNITY_BUILD=ON
 phase "test (ASan + UBSan)"
 # Not run again under the sanitizers: tests whose time goes to other processes (a real etcd or
 # PostgreSQL answering a differential table, the Node drivers' handle table) or to repeating, for
