@@ -242,16 +242,6 @@ TEST_CASE("check judges the history file a run writes as the run did", "[cli][ch
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("matrix --json exits 0 when every cell matches", "[cli][matrix]") {
-  const CommandResult r = cli("matrix --json");
-  INFO(r.out << r.err);
-  CHECK(r.exit_code == 0);
-  const auto j = nlohmann::json::parse(r.out);
-  CHECK(j.at("verdict") == "ok");
-  CHECK(j.at("cells").size() >= 12);
-  for (const auto& cell : j.at("cells")) CHECK(cell.at("matches") == true);
-}
-
 TEST_CASE("a missing server binary exits 3 and says how to get it", "[cli]") {
   const CommandResult r = cli("run sequential --adapter redis --world real", "PATH=/nonexistent");
   CHECK(r.exit_code == 3);
