@@ -8,7 +8,7 @@
 #include "tests/cli_support.h"
 
 TEST_CASE("matrix --json exits 0 when every cell matches", "[cli][matrix]") {
-  const lockstep::testing::CommandResult r = lockstep::testing::run_lockstep("matrix --json", "");
+  const lockstep::testing::CommandResult r = lockstep::testing::run_lockstep("matrix --json");
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
