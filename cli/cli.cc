@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +25,7 @@
 #include "cli/exit_codes.h"
 #include "cli/interrupt.h"
 #include "cli/output_paths.h"
+#include "cli/process_guards.h"
 #include "explore/calibrate.h"
 #include "explore/matrix.h"
 #include "explore/matrix_report.h"
@@ -742,6 +744,8 @@ int run_cli(int argc, char** argv) {
 }  // namespace
 
 int cli_main(int argc, char** argv) {
+  bound_thread_stacks();
+  end_out_of_memory_within_contract();
   if (argc > 0 && argv[0] != nullptr && *argv[0] != '\0') {
     set_program_name(std::filesystem::path(argv[0]).filename().string());
   }
@@ -778,6 +782,9 @@ int cli_main(int argc, char** argv) {
     return kExitEnvironment;
   } catch (const real::ServerStartError& e) {
     fmt::print(stderr, "{}: a server would not start: {}\n", program, escape_lines(e.what()));
+    return kExitEnvironment;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "{}: {}\n", program, kOutOfMemoryWhy);
     return kExitEnvironment;
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}: internal error: {}\n", program, escape_lines(e.what()));

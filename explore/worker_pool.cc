@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <new>
 #include <stdexcept>
 #include <vector>
 
@@ -38,14 +39,16 @@ constexpr size_t kHeaderBytes = sizeof(uint64_t) + 1 + sizeof(uint64_t);
 
 // An exception crosses the pipe as its kind and message, and is thrown again in the parent as
 // that kind: bad usage found by a worker (an option a cell's backend refuses), a missing
-// environment or an unwritable output are the same exit code with --jobs 1 and --jobs N. Kinds
-// the command line tells apart, most derived first; 'E' is any other (an internal error).
+// environment, an unwritable output or a failed allocation are the same exit code with --jobs 1
+// and --jobs N. Kinds the command line tells apart, most derived first; 'E' is any other (an
+// internal error).
 char error_status(const std::exception& e) {
   if (dynamic_cast<const WorldUnsupportedError*>(&e) != nullptr) return 'W';
   if (dynamic_cast<const UsageError*>(&e) != nullptr) return 'U';
   if (dynamic_cast<const OutputError*>(&e) != nullptr) return 'O';
   if (dynamic_cast<const real::ServerUnavailable*>(&e) != nullptr) return 'N';
   if (dynamic_cast<const real::ServerStartError*>(&e) != nullptr) return 'S';
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) return 'M';
   return 'E';
 }
 
@@ -56,6 +59,7 @@ char error_status(const std::exception& e) {
     case 'O': throw OutputError(message);
     case 'N': throw real::ServerUnavailable(message);
     case 'S': throw real::ServerStartError(message);
+    case 'M': throw std::bad_alloc();
     default: throw std::runtime_error(fmt::format("item {}: {}", index, message));
   }
 }

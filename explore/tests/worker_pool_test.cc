@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -67,7 +68,7 @@ TEST_CASE("a work item that throws in a worker is named, after the items before 
 
 // Issue 34: a sweep's or matrix's option refused inside a worker was exit 70 with --jobs 2 and
 // exit 2 with --jobs 1. The kind crosses the pipe, so the command line maps it the same way.
-TEST_CASE("a worker's usage, environment and output errors keep their kind", "[pool]") {
+TEST_CASE("a worker's usage, environment, output and memory errors keep their kind", "[pool]") {
   auto fails_with = [](auto make) {
     return [make](size_t i) -> std::string {
       if (i == 3) throw make();
@@ -92,6 +93,9 @@ TEST_CASE("a worker's usage, environment and output errors keep their kind", "[p
         run_in_order(6, jobs, fails_with([] { return real::ServerStartError("port taken"); }),
                      none),
         real::ServerStartError);
+    // A worker's failed allocation is the machine's (exit 3), not the pool's internal error.
+    CHECK_THROWS_AS(run_in_order(6, jobs, fails_with([] { return std::bad_alloc(); }), none),
+                    std::bad_alloc);
     CHECK_THROWS_WITH(
         run_in_order(6, jobs, fails_with([] { return UsageError("bad --set"); }), none),
         "bad --set");  // the user's message as it is, without the pool's item number
