@@ -1,8 +1,11 @@
 #include "adapters/core/random.h"
 
+#include <pthread.h>
 #include <sys/random.h>
 
+#include <array>
 #include <cerrno>
+#include <mutex>
 
 #include "base/check.h"
 
@@ -42,8 +45,9 @@ uint64_t lemire_below(uint64_t bound, Next&& next) {
   return static_cast<uint64_t>(product >> 64);
 }
 
-// getrandom(2) returns at most what was asked; 8 bytes never come short once the pool is ready,
-// but an interrupted call is retried. The bound only guards against a kernel that keeps failing.
+// getrandom(2) returns at most what was asked; up to 256 bytes (a whole buffer) never come short
+// once the pool is ready, but a short or interrupted call is retried for the rest. The bound only
+// guards against a kernel that keeps failing.
 constexpr int kGetrandomTriesMax = 16;
 
 }  // namespace
@@ -110,14 +114,47 @@ std::string Random::hex_token(int bytes) {
   return token;
 }
 
-uint64_t SystemRandom::next_u64() {
-  uint64_t value = 0;
-  for (int tries = 0; tries < kGetrandomTriesMax; ++tries) {
-    const ssize_t n = getrandom(&value, sizeof(value), 0);
-    if (n == static_cast<ssize_t>(sizeof(value))) return value;
+namespace {
+
+// Each thread draws from its own buffer, refilled by one getrandom: a draw per call was two
+// system calls per lock value, as much as a tenth of a Redis lock pair's time on loopback.
+struct SystemRandomBuffer {
+  static_assert(kSystemRandomBufferWords * sizeof(uint64_t) <= 256, "getrandom fills it whole");
+  std::array<uint64_t, kSystemRandomBufferWords> words{};
+  size_t left = 0;  // words[0, left) are undrawn
+};
+thread_local SystemRandomBuffer t_buffer;
+
+// In a fork()ed child only the forking thread lives on, with a copy of its buffer: emptied here,
+// so the child never draws the values its parent will.
+void empty_buffer_in_child() { t_buffer.left = 0; }
+
+void refill(SystemRandomBuffer& buffer) {
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+    LOCKSTEP_CHECK(pthread_atfork(nullptr, nullptr, empty_buffer_in_child) == 0,
+                   "a fork handler registers");
+  });
+  auto* bytes = reinterpret_cast<unsigned char*>(buffer.words.data());
+  const size_t wanted = sizeof(buffer.words);
+  size_t got = 0;
+  for (int tries = 0; tries < kGetrandomTriesMax && got < wanted; ++tries) {
+    const ssize_t n = getrandom(bytes + got, wanted - got, 0);
     LOCKSTEP_CHECK(n >= 0 || errno == EINTR, "getrandom failed");
+    if (n > 0) got += static_cast<size_t>(n);
   }
-  LOCKSTEP_CHECK(false, "getrandom kept returning short reads");
+  LOCKSTEP_CHECK(got == wanted, "getrandom kept returning short reads");
+  buffer.left = buffer.words.size();
+}
+
+}  // namespace
+
+uint64_t SystemRandom::next_u64() {
+  SystemRandomBuffer& buffer = t_buffer;
+  if (buffer.left == 0) refill(buffer);
+  LOCKSTEP_CHECK(buffer.left > 0 && buffer.left <= buffer.words.size(), "a filled buffer");
+  const uint64_t value = buffer.words[--buffer.left];
+  buffer.words[buffer.left] = 0;  // a value drawn is not kept
   return value;
 }
 

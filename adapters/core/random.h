@@ -5,6 +5,7 @@
 // machine and build. No std:: distribution is used anywhere (their output is implementation
 // defined); below() and chance() are defined here in integer arithmetic.
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -53,9 +54,13 @@ class SeededRandom final : public Random {
 };
 
 // The real world's Random: every draw comes from the OS (getrandom(2)), so lock values are
-// unpredictable (hex_token() is 128 bits of it) and a fork()ed child never repeats its parent's
-// values, as a user-space generator copied with the process would. Stateless, so safe to share
-// between threads. A failing getrandom is an assertion: lock values must never be guessable.
+// unpredictable (hex_token() is 128 bits of it). Each thread takes its draws from a buffer of its
+// own (kSystemRandomBufferWords words, one getrandom per refill), so an instance is safe to share
+// between threads; a fork()ed child empties the buffer it inherited (pthread_atfork), so it never
+// repeats its parent's values as a user-space generator copied with the process would. A failing
+// getrandom is an assertion: lock values must never be guessable.
+inline constexpr size_t kSystemRandomBufferWords = 32;
+
 class SystemRandom final : public Random {
  public:
   uint64_t next_u64() override;
