@@ -8,14 +8,16 @@
 //   0 every invariant held (matrix: every cell matched its expectation)
 //   1 a violation (matrix: a cell differed; replay: the trace differed)
 //   2 bad usage or input, with one line naming what was wrong and the valid choices
-//   3 the environment lacks something, with what and how to get it
+//   3 the environment lacks something, with what and how to get it (memory included)
 //   4 a run ended as error: stopped by a bound before it completed, or not judged
 //   70 an internal error
 namespace lockstep {
 
 // Parses argv, runs the subcommand (list, run, matrix, replay, sweep, sweep-merge, calibrate) and
 // returns the exit code; never throws. Replay lines it prints name the running program: argv[0]'s
-// basename (see program_name in run/runner.h).
+// basename (see program_name in run/runner.h). First it makes the process-wide settings of
+// cli/process_guards.h: threads started from then on (a real-world run's clients, with the
+// adapter's code on them) have 1 MiB of stack, and memory that runs out on any thread is exit 3.
 int cli_main(int argc, char** argv);
 
 }  // namespace lockstep
