@@ -18,10 +18,8 @@ inline constexpr int kExitInternal = 70;
 
 inline constexpr const char* kExitCodesHelp =
     "exit codes: 0 ok, 1 violation (or a vacuous run, a differing matrix cell, an unreproduced\n"
-    "replay, a missed calibration target), 2 bad usage, 3 missing environment, memory or lost "
-    "output, 4 a "
-    "run ended as error\n"
-    "(stopped by a bound, or not judged), 70 internal error.\n"
+    "replay, a missed calibration target), 2 bad usage, 3 missing environment, memory or lost\n"
+    "output, 4 a run ended as error (stopped by a bound, or not judged), 70 internal error.\n"
     "run and replay with --expect: 0 the run is what the catalogue expects of the adapter (or a "
     "documented finding),\n"
     "1 it differs, 4 it ended as error.\n"
