@@ -336,16 +336,18 @@ TimeUs server_clocks_gain_us(const History& history, const std::string& server, 
   return gain_us;
 }
 
-// Whether a server clock fault let the entrant in by ending the holder's lease early. Every grant
-// of the entrant's lease made beside a holder's lease still live in true time (its last grant or
-// extend there, not revoked) must be one the server clock faults explain: that server's clock
+// Whether a server clock fault let one of the two in by ending the other's lease early. Every grant
+// of either client's lease made beside the other's lease still live in true time (its last grant
+// or extend there, not revoked) must be one the server clock faults explain: that server's clock
 // gained, from when that lease began to run to the grant, what the lease still had left; and this
-// fault must have added to it. With a quorum of independent servers (Redlock) a server holds only
-// what it granted, so an entrant that won servers the holder never held got in on no lease the
-// fault ended; with one service (quorum 1: one node, a replica set) the holder's lease is its last
-// on any member. false: no grant of the entrant's needed the fault (it came beside a live lease
-// the faults did not shorten enough, or on servers free of the holder); nullopt: the history
-// cannot say (no lease facts naming both clients' values).
+// fault must have added to one of them. Either lease may be the one cut short: the client that
+// entered second, or gained its quorum second, may be the one whose lease the servers ended first
+// (it learned of its grant early, the other was granted once the servers thought it expired).
+// With a quorum of independent servers (Redlock) a server holds only what it granted, so a client
+// that won servers the other never held got in on no lease the fault ended; with one service
+// (quorum 1: one node, a replica set) a lease is its last on any member. false: no grant needed
+// the fault (each came beside a live lease the faults did not shorten enough, or on servers free
+// of the other); nullopt: the history cannot say (no lease facts naming both clients' values).
 std::optional<bool> ended_holder_lease_early(const History& history, const HistoryEvent& fault,
                                              const Violation& v) {
   if (v.invariant != Invariant::mutual_exclusion && v.invariant != Invariant::lease_exclusion &&
@@ -355,47 +357,48 @@ std::optional<bool> ended_holder_lease_early(const History& history, const Histo
   const auto [holder, entrant] = lease_values(history, v);
   if (!entrant || !holder || *entrant == *holder) return std::nullopt;
   const bool independent_servers = history.meta.quorum > 1;
-  // The holder's live lease by server ("" for the whole service): since when it ran, and its end.
+  // Each client's live lease by server ("" for the whole service): since when it ran, and its end.
   // A grant's lease may have been timed from before it was recorded (an etcd lease is granted
   // before its key wins), but not from before its client asked for it; an extend's from itself.
-  struct HolderLease {
+  struct LiveLease {
     TimeUs since_us = 0;
     TimeUs end_us = 0;
   };
-  std::map<std::string, HolderLease> holder_lease;
-  bool holder_leased = false;
-  bool entrant_granted = false;
+  const std::string* values[2] = {&*holder, &*entrant};
+  const int clients[2] = {v.holder, v.entrant};
+  std::map<std::string, LiveLease> live[2];
+  bool granted[2] = {false, false};
   bool needed = false;
   bool contributed = false;
   for (const HistoryEvent& e : history.events()) {
     if (e.time_us > v.time_us) break;
     if (e.key != v.key) continue;
+    const int mine = e.value == *values[0] ? 0 : e.value == *values[1] ? 1 : -1;
+    if (mine < 0) continue;
     const std::string where = independent_servers ? e.server : std::string();
-    if (e.value == *holder && (e.kind == EventKind::grant || e.kind == EventKind::extend)) {
-      const TimeUs since_us = e.kind == EventKind::grant
-                                  ? acquire_start_us(history, v.holder, v.key, e.time_us)
-                                  : e.time_us;
-      holder_lease[where] = HolderLease{since_us, e.time_us + e.ttl_us};
-      holder_leased = true;
+    if (e.kind == EventKind::revoke) {
+      live[mine].erase(where);
       continue;
     }
-    if (e.value == *holder && e.kind == EventKind::revoke) {
-      holder_lease.erase(where);
-      continue;
+    if (e.kind != EventKind::grant && e.kind != EventKind::extend) continue;
+    if (e.kind == EventKind::grant) {
+      granted[mine] = true;
+      const auto other = live[1 - mine].find(where);
+      const TimeUs left_us = other != live[1 - mine].end() ? other->second.end_us - e.time_us : 0;
+      if (left_us > 0) {  // else the other's lease there had run out in true time, or never was
+        needed = true;
+        const TimeUs from_us = other->second.since_us;
+        if (server_clocks_gain_us(history, e.server, from_us, e.time_us) + kSlackUs < left_us)
+          return false;
+        contributed = contributed || server_clock_gain_us(fault, e.server, from_us, e.time_us) > 0;
+      }
     }
-    if (e.kind != EventKind::grant || e.value != *entrant) continue;
-    entrant_granted = true;
-    const auto lease = holder_lease.find(where);
-    if (lease == holder_lease.end()) continue;
-    const TimeUs left_us = lease->second.end_us - e.time_us;
-    if (left_us <= 0) continue;  // the holder's lease had run out in true time
-    needed = true;
-    const TimeUs from_us = lease->second.since_us;
-    if (server_clocks_gain_us(history, e.server, from_us, e.time_us) + kSlackUs < left_us)
-      return false;
-    contributed = contributed || server_clock_gain_us(fault, e.server, from_us, e.time_us) > 0;
+    const TimeUs since_us = e.kind == EventKind::grant
+                                ? acquire_start_us(history, clients[mine], v.key, e.time_us)
+                                : e.time_us;
+    live[mine][where] = LiveLease{since_us, e.time_us + e.ttl_us};
   }
-  if (!entrant_granted || !holder_leased) return std::nullopt;
+  if (!granted[0] || !granted[1]) return std::nullopt;
   return needed && contributed;
 }
 
@@ -469,9 +472,11 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
     }
     case FaultKind::server_clock_jump: {
       if (fault.amount <= 0) return std::nullopt;  // a jump back only lengthens leases
-      // It must strike while the first holder's lease ran: a jump before the grant ends nothing.
-      if (v.claim_since_us > 0 && fault.time_us < claim_start_us) return std::nullopt;
-      if (ended_holder_lease_early(history, fault, v) == false) return std::nullopt;
+      // It must strike while a lease it ended ran: a jump before the grant ends nothing. The
+      // lease facts say which lease that was; without them, the first holder's.
+      const std::optional<bool> ended = ended_holder_lease_early(history, fault, v);
+      if (ended == false) return std::nullopt;
+      if (!ended && v.claim_since_us > 0 && fault.time_us < claim_start_us) return std::nullopt;
       return sized(fault.amount, fmt::format("a server's wall clock jumped {:+}us during the lease",
                                              fault.amount));
     }

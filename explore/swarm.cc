@@ -73,6 +73,7 @@ SwarmCapabilities swarm_capabilities(const AdapterEntry& adapter) {
       .failover = traits.sim_faults.failover,
       .server_restart = traits.sim_faults.server_restart,
       .server_pause = traits.sim_faults.server_pause,
+      .slow_servers = traits.sim_faults.network && traits.sim_faults.slow_servers,
       .replica_option = has_option("replicas"),
       .replication_delay_option = has_option("replication_delay_ms"),
       .concurrent_calls = traits.concurrent_calls,
@@ -108,6 +109,12 @@ void SwarmSpec::validate() const {
   }
   if (faults.size() > static_cast<size_t>(kFaultsMax))
     fail(fmt::format("more than {} faults", kFaultsMax));
+  if (server_delays_us.size() > static_cast<size_t>(kSlowServersMax))
+    fail(fmt::format("more than {} server delays", kSlowServersMax));
+  for (int64_t delay_us : server_delays_us) {
+    if (delay_us < 0 || delay_us > kServerDelayUsMax)
+      fail(fmt::format("a server delay must be in [0, {}] us", kServerDelayUsMax));
+  }
   for (const SwarmClient& c : clients) {
     if (c.steps.size() > static_cast<size_t>(kStepsMax))
       fail(fmt::format("a client has more than {} steps", kStepsMax));
@@ -163,7 +170,12 @@ bool SwarmSpec::has_fault(FaultKind kind) const {
       if (kind == FaultKind::crash && s.acquire_crash_after_us >= 0) return true;
     }
   }
-  return kind == FaultKind::latency && fixed_latency_us > 0;
+  return kind == FaultKind::latency && (fixed_latency_us > 0 || slows_servers());
+}
+
+bool SwarmSpec::slows_servers() const {
+  return std::any_of(server_delays_us.begin(), server_delays_us.end(),
+                     [](int64_t delay_us) { return delay_us > 0; });
 }
 
 size_t SwarmSpec::step_count() const {
@@ -392,6 +404,22 @@ StepRates draw_rates(Prng& rng, const SwarmSpec& spec, const SwarmCapabilities& 
   return r;
 }
 
+// Slow servers, from the seed's own stream for them: the rest of a seed's draws stay what they were
+// before servers could be slow. A round of a fan-out then lasts as long as its slowest answer, which
+// is what a lock that forgets the time it spent acquiring gets wrong. Each way at most a tenth of the
+// TTL (a lease outlives a round several times over) and kServerDelayUsMax (inside Redlock's 50 ms
+// round and Redis's 100 ms command timeout, so a slow server still answers).
+void draw_server_delays(uint64_t seed, SwarmSpec& spec, const SwarmCapabilities& caps,
+                        const SwarmDrawOptions& options) {
+  if (!caps.slow_servers || !allowed(options, FaultKind::latency)) return;
+  Prng rng(seed ^ 0x534c'4f57'0000'0001ULL);  // "SLOW"
+  if (!rng.chance(3, 4)) return;
+  const int64_t delay_us_max =
+      std::clamp<int64_t>(spec.ttl_ms * 1000 / 10, 1'000, SwarmSpec::kServerDelayUsMax);
+  for (int server = 0; server < SwarmSpec::kSlowServersMax; ++server)
+    spec.server_delays_us.push_back(rng.chance(1, 2) ? rng.between(1, delay_us_max) : 0);
+}
+
 void draw_clients(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps,
                   const SwarmDrawOptions& options) {
   const bool storm = rng.chance(1, 3);  // many short critical sections: the wire is busy
@@ -434,6 +462,7 @@ SwarmSpec draw_swarm_spec(const SwarmCapabilities& caps, uint64_t seed,
       rng.chance(1, 3)) {
     spec.fixed_latency_us = rng.between(100, 3000);
   }
+  draw_server_delays(seed, spec, caps, options);
   draw_clients(rng, spec, caps, options);
   int64_t planned = spec.ttl_ms;
   for (const SwarmClient& c : spec.clients) planned = std::max(planned, planned_ms(c));
@@ -511,6 +540,10 @@ std::vector<std::string> describe_params(const SwarmSpec& spec) {
                   spec.family == LockFamily::lease ? spec.liveness_bound_us() : 0),
       fmt::format("swarm.clients={}", spec.clients.size()),
   };
+  if (spec.slows_servers()) {
+    lines.push_back(
+        fmt::format("swarm.server_delays_us={}", fmt::join(spec.server_delays_us, ",")));
+  }
   for (size_t i = 0; i < spec.clients.size(); ++i) {
     const SwarmClient& c = spec.clients[i];
     lines.push_back(fmt::format("swarm.c{}.start_ms={} drift_ppm={} steps={}", i, c.start_ms,
@@ -579,6 +612,7 @@ nlohmann::json to_json(const SwarmSpec& spec) {
           {"safety_ms", spec.safety_ms},
           {"heal_clients", spec.heal_clients},
           {"careful", spec.careful},
+          {"server_delays_us", spec.server_delays_us},
           {"clients", clients},
           {"faults", faults}};
 }
@@ -603,6 +637,8 @@ SwarmSpec swarm_spec_from_json(const nlohmann::json& j) {
     spec.safety_ms = j.at("safety_ms").get<int64_t>();
     spec.heal_clients = j.at("heal_clients").get<int>();
     spec.careful = j.value("careful", false);  // absent in specs saved before careful clients
+    // Absent in specs saved before servers could be slow.
+    spec.server_delays_us = j.value("server_delays_us", std::vector<int64_t>{});
     for (const auto& jc : j.at("clients")) {
       SwarmClient c{.start_ms = jc.at("start_ms").get<int64_t>(),
                     .drift_ppm = jc.at("drift_ppm").get<int64_t>(),
@@ -944,6 +980,23 @@ void schedule_fault(SwarmRun& run, const SwarmFault& f) {
   }
 }
 
+// Each slow server is a latency fault on it through the safety phase: recorded, so the judge can
+// tell a lock that claims no tolerance of latency what slowed it.
+void schedule_slow_servers(SwarmRun& run) {
+  Backend& backend = run.env->backend();
+  const std::vector<int64_t>& delays_us = run.spec.server_delays_us;
+  const int servers = std::min(backend.server_count(), static_cast<int>(delays_us.size()));
+  for (int server = 0; server < servers; ++server) {
+    const int64_t delay_us = delays_us[static_cast<size_t>(server)];
+    if (delay_us == 0) continue;
+    run.env->schedule_fault_us(
+        0, {.kind = FaultKind::latency, .server = std::to_string(server), .amount = delay_us},
+        fmt::format("server #{} slow: +{}us each way", server, delay_us),
+        [&backend, server, delay_us] { backend.slow_server(server, delay_us); },
+        run.spec.safety_ms * 1000);
+  }
+}
+
 // At the end of the safety phase every fault heals at once.
 void schedule_heal(SwarmRun& run) {
   SwarmRun* r = &run;
@@ -954,6 +1007,11 @@ void schedule_heal(SwarmRun& run) {
       set_network(*r, r->base_network);
     }
     if (r->spec.has_fault(FaultKind::server_drift)) backend.set_server_drift(0);
+    const int servers =
+        std::min(backend.server_count(), static_cast<int>(r->spec.server_delays_us.size()));
+    for (int server = 0; server < servers; ++server) {
+      if (r->spec.server_delays_us[static_cast<size_t>(server)] > 0) backend.slow_server(server, 0);
+    }
     for (size_t i = 0; i < r->clients.size(); ++i) {
       if (r->spec.clients[i].drift_ppm != 0) r->sim().set_drift(r->clients[i]->node(), 0);
     }
@@ -1003,6 +1061,7 @@ void build_swarm(const std::shared_ptr<SwarmRun>& run, ScenarioEnv& env) {
   if (env.world().trace_wants_text() && allowance_us > 0)
     env.world().trace_linef("param swarm.fault_recovery_allowance_us={}", allowance_us);
   if (spec.fixed_latency_us > 0) env.backend().set_fixed_latency(spec.fixed_latency_us);
+  schedule_slow_servers(*run);
   run->base_network = run->sim().network().options();
   for (size_t i = 0; i < spec.clients.size(); ++i) {
     const SwarmClient& plan = spec.clients[i];

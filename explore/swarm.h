@@ -58,6 +58,7 @@ struct SwarmCapabilities {
   bool failover = false;   // a primary that can be replaced
   bool server_restart = false;
   bool server_pause = false;
+  bool slow_servers = false;  // some servers slower to reach than others (Backend::slow_server)
   // The failover needs its replica asked for (`replicas=1`, an option of the adapter's): see
   // swarm_sets.
   bool replica_option = false;
@@ -128,6 +129,10 @@ struct SwarmSpec {
   int64_t retry_jitter_ms = 0;
   int64_t fixed_latency_us = 0;       // 0: the network's own latency distribution
   int64_t replication_delay_ms = -1;  // >= 0: run with one asynchronous replica (failover)
+  // By server index: how much longer each message to and from it takes, through the safety phase
+  // (a latency fault; a fan-out's last answer arrives well after the others). Empty: none. An
+  // index past the backend's servers is ignored.
+  std::vector<int64_t> server_delays_us;
   int64_t safety_ms = 1000;
   int heal_clients = 1;
   // Every safety client is a careful holder (every drawn lease spec is): it works (reads, sleeps,
@@ -145,12 +150,15 @@ struct SwarmSpec {
   static constexpr int kStepsMax = 16;
   static constexpr int kKeysMax = 4;
   static constexpr int kFaultsMax = 12;
+  static constexpr int kSlowServersMax = 7;             // Redlock's largest deployment
+  static constexpr int64_t kServerDelayUsMax = 20'000;  // each way: within a 50 ms round
   void validate() const;
 
   // How long a healed-phase acquire may wait after the heal: the leftovers of the safety phase
   // (one step in flight per client, each holding, extending or walking away) plus retry rounds.
   int64_t liveness_bound_us() const;
   bool has_fault(FaultKind kind) const;  // also counts step faults and per-client drift
+  bool slows_servers() const;            // some server_delays_us above 0
   size_t step_count() const;
 };
 

@@ -88,6 +88,7 @@ struct FaultCapabilities {
   bool failover = false;           // a primary dies and a replica is promoted
   bool server_restart = false;     // a server dies and comes back (crash_server, restart_server)
   bool server_pause = false;       // a server stops for a while (pause_server)
+  bool slow_servers = false;       // a server slower to reach than the others (slow_server)
 };
 
 struct AdapterTraits {

@@ -15,6 +15,9 @@ void Backend::heal() { throw WorldUnsupported("this adapter has no network to he
 void Backend::set_fixed_latency(int64_t) {
   throw WorldUnsupported("this world's latency cannot be fixed");
 }
+void Backend::slow_server(int, int64_t) {
+  throw WorldUnsupported("this adapter's servers cannot be slowed one by one here");
+}
 void Backend::crash_server(int) {
   throw WorldUnsupported("this adapter's servers cannot be crashed one by one here");
 }

@@ -73,6 +73,9 @@ class Backend {
   virtual void jump_server_clock(int server, int64_t delta_us);  // its wall clock jumps, from now
   virtual void partition_server(int client_node, int server,
                                 bool two_way);  // one client from one server
+  // Every message to and from the server takes delay_us longer, from now on: a distant or loaded
+  // host, so one answer of a fan-out arrives well after the others.
+  virtual void slow_server(int server, int64_t delay_us);
   // The server ends the sessions of the client on client_node (pg_terminate_backend): whatever
   // they held goes, and the client learns of it only at its next request to that server.
   virtual void end_session(int client_node);

@@ -51,7 +51,9 @@ void Network::send(NodeId from, NodeId to, std::string_view label, std::function
 void Network::send_copy(NodeId from, NodeId to, const std::string& label, std::string_view kind,
                         std::function<void()> on_deliver, Delivery delivery) {
   const TimeUs now_us = world_.now_us();
-  const TimeUs latency_us = world_.prng().between(options_.latency_us_min, options_.latency_us_max);
+  const TimeUs latency_us =
+      world_.prng().between(options_.latency_us_min, options_.latency_us_max) +
+      node_delay_us(from) + node_delay_us(to);
   TimeUs arrival_us = now_us + latency_us;
   if (options_.fifo_links) {
     // Same-time arrivals keep send order: the scheduler breaks ties by sequence.
@@ -89,6 +91,21 @@ void Network::arrive(const std::shared_ptr<InFlight>& message) {
                        net.world_.alive(message->to) ? "restarted" : "down");
       },
       /*defer_while_paused=*/m.delivery == Delivery::process);
+}
+
+void Network::set_node_delay(NodeId node, TimeUs delay_us) {
+  LOCKSTEP_SIM_CHECK(node >= 0 && static_cast<size_t>(node) < world_.node_count(),
+                     "slow down no node");
+  LOCKSTEP_SIM_CHECK(delay_us >= 0, "a node's delay is not negative");
+  const auto index = static_cast<size_t>(node);
+  if (node_delay_us_.size() <= index) node_delay_us_.resize(index + 1, 0);
+  node_delay_us_[index] = delay_us;
+  world_.trace_linef("net node {} delay +{}us", node, delay_us);
+}
+
+TimeUs Network::node_delay_us(NodeId node) const {
+  const auto index = static_cast<size_t>(node);
+  return index < node_delay_us_.size() ? node_delay_us_[index] : 0;
 }
 
 TimeUs& Network::last_arrival_slot(NodeId from, NodeId to) {

@@ -4,6 +4,8 @@
 // A message is a callback run on the destination node when it arrives. Latency is drawn from the
 // run's PRNG between latency_us_min and latency_us_max; loss and duplication are integer ratios.
 // With fifo_links (the default, as TCP), messages on one directed link arrive in the order sent.
+// A slow node (set_node_delay) adds its delay to every message it sends or receives, on top of the
+// drawn latency and without a draw of its own: a distant or loaded host for the whole run.
 // Partitions are directed: partition(a, b) drops what a sends to b; partition_both cuts both ways.
 // A message is dropped if its link is cut when it is sent or when it would arrive, or if the
 // destination crashed (or restarted: a new incarnation) meanwhile. Every send, delivery and drop is
@@ -70,6 +72,11 @@ class Network {
     set_options(fixed);
   }
 
+  // Every message to or from `node` takes delay_us longer from now on (0: none). Takes no draw, so
+  // a run that slows no node draws and hashes as before.
+  void set_node_delay(NodeId node, TimeUs delay_us);
+  TimeUs node_delay_us(NodeId node) const;
+
   // Sends a message from `from` to `to`; on_deliver runs on `to` when (if) it arrives. The label
   // appears in trace lines only, and is not read when the trace reads no text.
   void send(NodeId from, NodeId to, std::string_view label, std::function<void()> on_deliver,
@@ -125,6 +132,7 @@ class Network {
   // The last arrival time scheduled on each directed link, [from][to] (rows grow as nodes send):
   // looked up for every message.
   std::vector<std::vector<TimeUs>> last_arrival_us_;
+  std::vector<TimeUs> node_delay_us_;  // by node; absent: 0
 };
 
 }  // namespace lockstep::sim

@@ -280,6 +280,30 @@ TEST_CASE("a server clock fault excuses an entrant only where it ended the holde
     small.fault(FaultKind::server_clock_jump, 500, 500, -1, 5'000);  // 9.1 ms were left
     CHECK_FALSE(small.measured(1'000).excused());
   }
+  SECTION("the lease cut short may be the entrant's: its grant came first, its reply late") {
+    // c1 is granted v1 (10 ms) at 50, the server then grants c0 v0 at 95 beside it, c0 enters at
+    // 100, and c1, its reply late, enters at 1000 on v1: the server had ended c1's lease, not
+    // c0's. A 20 ms jump after c1's grant explains it; a 5 ms one leaves 5 ms of it; one before
+    // c1's grant ended nothing.
+    const auto reversed = [](TimeUs jump_at_us, int64_t jump_us) {
+      Overlap o;
+      o.history.meta.quorum = 1;
+      o.granted(1, 50, "redis", "v1", 10'000);
+      o.granted(0, 95, "redis", "v0", 10'000);
+      o.acquired(0, 100, "v0");
+      o.acquired(1, 995, "v1");
+      o.fault(FaultKind::server_clock_jump, jump_at_us, jump_at_us, -1, jump_us);
+      return o;
+    };
+    Overlap ended = reversed(60, 20'000);
+    const Violation v = ended.measured(1'000);
+    REQUIRE(v.excused());
+    CHECK(ended.history[*v.excused_by].fault == FaultKind::server_clock_jump);
+    Overlap small = reversed(60, 5'000);
+    CHECK_FALSE(small.measured(1'000).excused());
+    Overlap before = reversed(20, 20'000);
+    CHECK_FALSE(before.measured(1'000).excused());
+  }
   SECTION("clock faults that each gained too little together ended the lease") {
     // 4.1 ms of a 5 ms lease were left at c1's grant: the doubled clock gained 0.9 ms of it, a
     // second drift (4x from 500us) 1.5 ms more, with 2 ms of slack that covers it, neither alone.
@@ -747,46 +771,55 @@ TEST_CASE("an overlap inside an excused double grant of the same two clients is 
           "[excuse]") {
   // c0's lease is granted at 12 (its reply is late); a server clock jump at 500 ends it early on
   // the server, which grants c1 at 900; c1 enters at 950, and c0, its reply arriving, at 1000.
-  Overlap o;
-  o.history = History();
-  o.history.meta.clients = 2;
-  for (const auto& [client, value, invoke_us, grant_us, enter_us] :
-       {std::tuple{0, "v0", 10, 12, 1000}, std::tuple{1, "v1", 890, 900, 950}}) {
-    o.add({.time_us = invoke_us,
-           .kind = EventKind::invoke,
-           .client = client,
-           .key = "k",
-           .op = Op::acquire});
-    o.add({.time_us = grant_us,
-           .kind = EventKind::grant,
-           .client = client,
-           .key = "k",
-           .server = "s",
-           .value = value,
-           .ttl_us = 5'000});
-    o.add({.time_us = enter_us,
-           .kind = EventKind::complete,
-           .client = client,
-           .key = "k",
-           .op = Op::acquire,
-           .outcome = Outcome::ok,
-           .value = value});
-    o.add({.time_us = enter_us, .kind = EventKind::cs_enter, .client = client, .key = "k"});
-    o.add({.time_us = 3'000, .kind = EventKind::cs_exit, .client = client, .key = "k"});
+  // Where the acquires returned their values, the jump is judged against the leases directly (it
+  // ended c0's, the earlier one); where they did not, the overlap follows from the double grant.
+  for (const bool values_returned : {true, false}) {
+    Overlap o;
+    o.history = History();
+    o.history.meta.clients = 2;
+    for (const auto& [client, value, invoke_us, grant_us, enter_us] :
+         {std::tuple{0, "v0", 10, 12, 1000}, std::tuple{1, "v1", 890, 900, 950}}) {
+      o.add({.time_us = invoke_us,
+             .kind = EventKind::invoke,
+             .client = client,
+             .key = "k",
+             .op = Op::acquire});
+      o.add({.time_us = grant_us,
+             .kind = EventKind::grant,
+             .client = client,
+             .key = "k",
+             .server = "s",
+             .value = value,
+             .ttl_us = 5'000});
+      o.add({.time_us = enter_us,
+             .kind = EventKind::complete,
+             .client = client,
+             .key = "k",
+             .op = Op::acquire,
+             .outcome = Outcome::ok,
+             .value = values_returned ? value : ""});
+      o.add({.time_us = enter_us, .kind = EventKind::cs_enter, .client = client, .key = "k"});
+      o.add({.time_us = 3'000, .kind = EventKind::cs_exit, .client = client, .key = "k"});
+    }
+    o.sort();
+    o.fault(FaultKind::server_clock_jump, 500, 500, -1, 5'000);
+    const std::vector<Violation> judged = check_and_excuse(o.history);
+    bool saw_overlap = false;
+    for (const Violation& v : judged) {
+      INFO(values_returned << ": " << v.detail << " / " << v.excuse);
+      if (v.invariant == Invariant::lease_exclusion) CHECK(v.excused());
+      if (v.invariant != Invariant::mutual_exclusion) continue;
+      saw_overlap = true;
+      REQUIRE(v.excused());
+      CHECK(o.history[*v.excused_by].fault == FaultKind::server_clock_jump);
+      if (values_returned) {
+        CHECK_THAT(v.excuse, Catch::StartsWith("server-clock-jump at 500us"));
+      } else {
+        CHECK_THAT(v.excuse, Catch::Contains("follows from the double grant at 900us"));
+      }
+    }
+    CHECK(saw_overlap);
   }
-  o.sort();
-  o.fault(FaultKind::server_clock_jump, 500, 500, -1, 5'000);
-  const std::vector<Violation> judged = check_and_excuse(o.history);
-  bool saw_overlap = false;
-  for (const Violation& v : judged) {
-    INFO(v.detail << " / " << v.excuse);
-    if (v.invariant == Invariant::lease_exclusion) CHECK(v.excused());
-    if (v.invariant != Invariant::mutual_exclusion) continue;
-    saw_overlap = true;
-    CHECK(v.excused());
-    CHECK_THAT(v.excuse, Catch::Contains("follows from the double grant at 900us"));
-  }
-  CHECK(saw_overlap);
 }
 
 }  // namespace lockstep

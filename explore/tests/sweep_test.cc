@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -170,6 +171,85 @@ TEST_CASE("careful clients catch a Redlock that ignores the time spent acquiring
   // The production Redlock on the same spec keeps exclusion.
   CHECK_FALSE(run_swarm_spec("redlock", original.spec, original.seed, true).violates());
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("slow servers are drawn for Redis and Redlock from a stream of their own, within bounds",
+          "[sweep][slow]") {
+  const SwarmCapabilities caps = swarm_capabilities("redlock");
+  REQUIRE(caps.slow_servers);
+  REQUIRE(swarm_capabilities("redis").slow_servers);
+  SwarmCapabilities unslowed = caps;
+  unslowed.slow_servers = false;
+  int slowed = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    const SwarmSpec spec = draw_swarm_spec(caps, seed);
+    // Everything else is what the seed drew before servers could be slow.
+    nlohmann::json rest = to_json(spec);
+    rest.erase("server_delays_us");
+    nlohmann::json before = to_json(draw_swarm_spec(unslowed, seed));
+    before.erase("server_delays_us");
+    CHECK(rest == before);
+    CHECK(draw_swarm_spec(unslowed, seed).server_delays_us.empty());
+    slowed += spec.slows_servers() ? 1 : 0;
+    const int64_t delay_us_max =
+        std::clamp<int64_t>(spec.ttl_ms * 100, 1'000, SwarmSpec::kServerDelayUsMax);
+    CHECK(spec.server_delays_us.size() <= static_cast<size_t>(SwarmSpec::kSlowServersMax));
+    for (int64_t delay_us : spec.server_delays_us) {
+      CHECK(delay_us >= 0);
+      CHECK(delay_us <= delay_us_max);
+    }
+    if (spec.slows_servers()) CHECK(spec.has_fault(FaultKind::latency));
+    // Not where latency is not asked for, nor where the backend cannot slow a server.
+    CHECK_FALSE(draw_swarm_spec(caps, seed, {.faults = {FaultKind::pause}}).slows_servers());
+    CHECK_FALSE(draw_swarm_spec(swarm_capabilities("mongo"), seed).slows_servers());
+    CHECK_FALSE(draw_swarm_spec(swarm_capabilities("memory"), seed).slows_servers());
+  }
+  CHECK(slowed > 120);  // 3 in 4 seeds, each server slow by half
+  CHECK(slowed < 180);
+  // A spec round-trips them; one saved before slow servers has none.
+  SwarmSpec spec;
+  spec.clients = {SwarmClient{.steps = {SwarmStep{}}}};
+  spec.server_delays_us = {0, 2'000, 0};
+  nlohmann::json j = to_json(spec);
+  CHECK(swarm_spec_from_json(j).server_delays_us == spec.server_delays_us);
+  j.erase("server_delays_us");
+  CHECK(swarm_spec_from_json(j).server_delays_us.empty());
+  spec.server_delays_us = {SwarmSpec::kServerDelayUsMax + 1};
+  CHECK_THROWS_WITH(spec.validate(), Catch::Contains("a server delay must be in"));
+}
+
+TEST_CASE("a slow node shows a Redlock whose validity ignores the time spent acquiring",
+          "[sweep][slow]") {
+  register_known_bad_adapters();
+  // One client takes a 200 ms lease on five nodes and works to the end of its validity. Node 2
+  // answers 30 ms after the others: the round lasts that long, beyond the drift allowance
+  // (0.1% of the TTL and 5 ms), while the other four leases ran from its start.
+  SwarmSpec spec;
+  spec.ttl_ms = 200;
+  spec.retry_times = 0;
+  spec.safety_ms = 600;
+  spec.careful = true;
+  spec.clients = {SwarmClient{.start_ms = 10, .steps = {SwarmStep{.key = 0, .hold_ms = 150}}}};
+  spec.validate();
+  SwarmSpec slow = spec;
+  slow.server_delays_us = {0, 0, 15'000, 0, 0};
+  const SeedOutcome bad_slow = run_swarm_spec("bad-redlock-no-elapsed", slow, 1, true, true);
+  CHECK(bad_slow.violates());
+  CHECK(bad_slow.target() == "validity_within_lease");
+  // The slowness is recorded as a latency fault on that server, and traced.
+  bool recorded = false;
+  for (const HistoryEvent& e : bad_slow.report.history.events()) {
+    recorded |= e.kind == EventKind::fault && e.fault == FaultKind::latency && e.server == "2" &&
+                e.amount == 15'000;
+  }
+  CHECK(recorded);
+  bool traced = false;
+  for (const std::string& line : bad_slow.report.trace)
+    traced |= line.find("server #2 slow: +15000us each way") != std::string::npos;
+  CHECK(traced);
+  // The production Redlock subtracts the round's time; without the slow node the bug is hidden.
+  CHECK_FALSE(run_swarm_spec("redlock", slow, 1, true).violates());
+  CHECK_FALSE(run_swarm_spec("bad-redlock-no-elapsed", spec, 1, true).violates());
 }
 
 TEST_CASE("a fault list restricts the kinds a spec draws", "[sweep]") {

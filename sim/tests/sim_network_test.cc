@@ -269,3 +269,35 @@ TEST_CASE("network: a reply buffered during a client's pause wakes it, a process
     CHECK(result == (delivery == Delivery::buffer ? ParkResult::woken : ParkResult::deadline));
   }
 }
+
+TEST_CASE("network: a slow node adds its delay both ways and draws nothing", "[sim][network]") {
+  const auto arrivals_with = [](TimeUs delay_us, NodeId slow) {
+    World w({.seed = 11, .network = {.latency_us_min = 200, .latency_us_max = 1'000}});
+    w.add_node("a");
+    w.add_node("b");
+    w.add_node("c");
+    if (delay_us > 0) w.network().set_node_delay(slow, delay_us);
+    return send_many(w, 200, 10);
+  };
+  const std::vector<Arrival> plain = arrivals_with(0, 1);
+  const std::vector<Arrival> to_slow = arrivals_with(5'000, 1);    // b receives
+  const std::vector<Arrival> from_slow = arrivals_with(7'000, 0);  // a sends
+  const std::vector<Arrival> bystander = arrivals_with(9'000, 2);  // c neither sends nor receives
+  REQUIRE(plain.size() == 200);
+  REQUIRE(to_slow.size() == 200);
+  REQUIRE(from_slow.size() == 200);
+  REQUIRE(bystander.size() == 200);
+  for (size_t i = 0; i < plain.size(); ++i) {
+    // The same latency draws, each shifted by the delay: FIFO order keeps the shift exact.
+    CHECK(to_slow[i].arrived_us == plain[i].arrived_us + 5'000);
+    CHECK(from_slow[i].arrived_us == plain[i].arrived_us + 7'000);
+    CHECK(bystander[i].arrived_us == plain[i].arrived_us);
+  }
+  World w({});
+  w.add_node("a");
+  CHECK(w.network().node_delay_us(0) == 0);
+  CHECK_THROWS(w.network().set_node_delay(0, -1));
+  CHECK_THROWS(w.network().set_node_delay(1, 10));  // no such node
+  w.network().set_node_delay(0, 10);
+  CHECK(w.network().node_delay_us(0) == 10);
+}

@@ -50,7 +50,8 @@ inline constexpr AdapterTraits kRedisTraits{.servers = ServerLayout::one_server,
                                                            .server_clock_jump = true,
                                                            .failover = true,
                                                            .server_restart = true,
-                                                           .server_pause = true},
+                                                           .server_pause = true,
+                                                           .slow_servers = true},
                                             .tokens = TokenKind::monotonic};
 
 }  // namespace lockstep

@@ -105,6 +105,9 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
   void set_fixed_latency(int64_t latency_us) override {
     world_.network().set_fixed_latency(latency_us);
   }
+  void slow_server(int server, int64_t delay_us) override {
+    world_.network().set_node_delay(server_node(server), delay_us);
+  }
 
   // Lease facts from the keyspace, whatever the keys are called (lease_events.h). Fencing tokens
   // are judged from what clients received, in the order the servers granted (checkers/fencing.cc),

@@ -87,6 +87,9 @@ class RedlockSimBackend final : public Backend, public sim::KeyspaceObserver {
     world_.network().set_fixed_latency(latency_us);
   }
 
+  void slow_server(int server, int64_t delay_us) override {
+    world_.network().set_node_delay(node_of(server), delay_us);
+  }
   void crash_server(int server) override { world_.crash(node_of(server)); }
   void restart_server(int server) override { world_.restart(node_of(server)); }
   void pause_server(int server, int64_t duration_us) override {
