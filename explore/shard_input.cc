@@ -98,6 +98,8 @@ void check_shard_report(const std::string& name, const nlohmann::json& j) {
   f.counts(j, "violations", "violations", seeds);
   f.counts(j, "tolerated", "tolerated", seeds);
   f.counts(j, "excused_by", "excused_by", kStatMax);
+  // Absent in reports written before it was counted.
+  if (j.contains("excused_seeds_by")) f.counts(j, "excused_seeds_by", "excused_seeds_by", seeds);
   const nlohmann::json& drawn = f.at(j, "faults_drawn", "faults_drawn");
   if (!drawn.is_object()) f.fail("faults_drawn", "must be an object");
   for (const char* side : {"inside", "outside"}) {

@@ -122,13 +122,14 @@ struct SweepResult {
   int seeds_in_shard = 0;
   int seeds_run = 0;
   int violating_seeds = 0;
-  std::vector<uint64_t> violating_seed_list;  // ascending, at most kListedMax
-  std::map<std::string, int> violations;      // invariant -> seeds that broke it (untolerated)
-  std::map<std::string, int> tolerated;       // invariant -> seeds where faults excused it
-  std::map<std::string, int> excused_by;      // fault kind -> violations it excused ("pause":
-                                              // holders' overruns)
-  int excused_seeds = 0;                      // seeds with at least one excused violation
-  bool named_faults_drawn = true;             // with faults_named: at least one of them struck
+  std::vector<uint64_t> violating_seed_list;    // ascending, at most kListedMax
+  std::map<std::string, int> violations;        // invariant -> seeds that broke it (untolerated)
+  std::map<std::string, int> tolerated;         // invariant -> seeds where faults excused it
+  std::map<std::string, int> excused_by;        // fault kind -> violations it excused ("pause":
+                                                // holders' overruns)
+  int excused_seeds = 0;                        // seeds with at least one excused violation
+  std::map<std::string, int> excused_seeds_by;  // fault kind -> seeds where it excused one
+  bool named_faults_drawn = true;               // with faults_named: at least one of them struck
   // Seeds whose run never did what a sweep is about (no lock held in the safety phase): neither
   // passes nor violations. More than kNotExercisedPercentMax of the seeds run fails the sweep:
   // random schedules sometimes keep every acquire out (a server down from the start, a partition)

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "checkers/excuse.h"
@@ -252,6 +253,28 @@ TEST_CASE("a slow node shows a Redlock whose validity ignores the time spent acq
   CHECK_FALSE(run_swarm_spec("bad-redlock-no-elapsed", spec, 1, true).violates());
 }
 
+TEST_CASE("a sweep counts, per fault kind, the seeds where it excused a violation",
+          "[sweep][excuse]") {
+  const SweepResult r =
+      run_sweep({.adapter = "memory", .seeds = 200, .keep_going = true, .report_dir = ""});
+  REQUIRE(r.excused_seeds > 0);
+  int most = 0;
+  int sum = 0;
+  for (const auto& [kind, seeds] : r.excused_seeds_by) {
+    CHECK(r.excused_by.contains(kind));     // a kind that excused a seed excused a violation
+    CHECK(seeds <= r.excused_by.at(kind));  // each of its seeds had at least one
+    most = std::max(most, seeds);
+    sum += seeds;
+  }
+  CHECK(r.excused_seeds_by.size() == r.excused_by.size());
+  CHECK(most <= r.excused_seeds);  // a seed excused by two kinds counts once in the total
+  CHECK(sum >= r.excused_seeds);
+  const std::string text = to_text(r);
+  CHECK_THAT(text, Catch::Contains("seeds with excused violations: "));
+  CHECK_THAT(text, Catch::Contains(fmt::format("; any {} ({:.1f}%)", r.excused_seeds,
+                                               100.0 * r.excused_seeds / 200)));
+}
+
 TEST_CASE("a fault list restricts the kinds a spec draws", "[sweep]") {
   const SwarmCapabilities caps = swarm_capabilities("redis");
   for (uint64_t seed = 1; seed <= 50; ++seed) {
@@ -329,6 +352,7 @@ TEST_CASE("shards cover every seed exactly once and the merge adds them up", "[s
   CHECK(merged.at("violating_seeds") == whole.violating_seeds);
   CHECK(merged.at("stats").at("ops") == whole.ops);
   CHECK(merged.at("tolerated") == to_json(whole).at("tolerated"));
+  CHECK(merged.at("excused_seeds_by") == to_json(whole).at("excused_seeds_by"));
   CHECK_THROWS_WITH(merge_sweeps({shards[0], shards[2]}), Catch::Contains("missing shards: 1/3"));
   CHECK_THROWS_WITH(merge_sweeps({shards[0], shards[0], shards[1], shards[2]}),
                     Catch::Contains("given twice"));
