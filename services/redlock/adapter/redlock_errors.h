@@ -7,7 +7,8 @@
 //   no_longer_valid     extend: the lock's validity had ended, or a majority did not confirm it
 //   max_hold_exceeded   extend: the new expiry would pass the lock's max hold time
 //   release_failure     release: fewer than a majority of nodes confirmed (the lease may linger)
-// On every acquire or extend failure the lock has already been released on every node.
+// On every acquire failure the lock has already been released on every node; a failed extend
+// leaves the leases to run out by their TTL (RedlockLock::extend).
 #include <string>
 #include <string_view>
 

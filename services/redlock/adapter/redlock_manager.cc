@@ -63,8 +63,10 @@ void RedlockLock::extend(const RedlockOverrides& overrides) {
     valid_until_us_ = answered_us + validity;
     return;
   }
-  manager_->release_value(key_, value_, s.request_timeout_ms);
-  valid_until_us_ = started_us;
+  // The lock is over for its holder from now, but its leases are left to run out by their TTL: the
+  // validity reported before this extend still stands for a holder in the middle of a step, and
+  // deleting the leases would hand the key to another client inside it.
+  valid_until_us_ = std::min(valid_until_us_, answered_us);
   throw RedlockError(RedlockErrorCause::no_longer_valid,
                      fmt::format("extend of lock \"{}\": {}", key_,
                                  counts(votes, manager_->nodes(), manager_->quorum())));

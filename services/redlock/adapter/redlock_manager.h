@@ -61,7 +61,9 @@ class RedlockLock {
 
   // Makes the lock valid for `duration_ms` (default: its own) from now, on a majority. Throws
   // RedlockError: max_hold_exceeded (nothing sent), no_longer_valid (validity already ended, or no
-  // majority confirmed: then it is released everywhere). Drift settings default to the manager's.
+  // majority confirmed: then its validity ends now, and its leases are left to run out by their
+  // TTL, never deleted while the validity reported before may still be relied on; release() frees
+  // them). Drift settings default to the manager's.
   void extend(const RedlockOverrides& overrides = {});
   // Releases on every node. Whether any node deleted our value. Throws RedlockError
   // (release_failure) when fewer than a majority answered.

@@ -163,6 +163,34 @@ TEST_CASE("redlock: extend needs a majority, recomputes validity, and stops at t
 }
 
 TEST_CASE(
+    "redlock: a failed extend leaves the leases to their TTL, so no one enters a holder's step",
+    "[redlock]") {
+  // A holder read a validity of about 1 s and works on. Its extend finds every node too slow to
+  // answer in 50 ms: the lock is over for it from then on, but the leases it was granted must stay
+  // until they run out, or another client takes the key while the holder is still in its step.
+  SimRig rig(5);
+  rig.run([&] {
+    RedlockManager manager = rig.manager({.duration_ms = 1000, .request_timeout_ms = 50});
+    // Load the extend and release scripts on fast links first (a first EVALSHA answers NOSCRIPT).
+    RedlockLock warm = manager.acquire("warm");
+    warm.extend();
+    CHECK(warm.release());
+    RedlockLock lock = manager.acquire("k");
+    REQUIRE(lock.remaining_ms() > 900);
+    rig.world.network().set_fixed_latency(60'000);  // a 120 ms round trip
+    CHECK(cause_of([&] { lock.extend(); }) == RedlockErrorCause::no_longer_valid);
+    CHECK(lock.remaining_ms() == 0);
+    rig.world.network().set_fixed_latency(500);
+    rig.world.sleep_for_us(100'000);  // the slow extend's late requests have landed
+    CHECK(rig.holders("lock:k", lock.value()) == 5);
+    RedlockManager other = rig.manager({.duration_ms = 1000, .retry_count = 0});
+    CHECK(cause_of([&] { other.acquire("k"); }) == RedlockErrorCause::no_consensus);
+    CHECK(lock.release());
+    CHECK(rig.holders("lock:k", lock.value()) == 0);
+  });
+}
+
+TEST_CASE(
     "redlock: grants that come back after 60% of the TTL are valid until start + ttl - drift, for "
     "acquire and extend",
     "[redlock]") {
