@@ -96,6 +96,11 @@ void step_simplifications(std::vector<SwarmSpec>& out, const SwarmSpec& spec, si
     step(c).extend = false;
     out.push_back(std::move(c));
   }
+  if (s.auto_extend) {
+    SwarmSpec c = spec;
+    step(c).auto_extend = false;
+    out.push_back(std::move(c));
+  }
   if (s.shared) {
     SwarmSpec c = spec;
     step(c).shared = false;
@@ -137,6 +142,17 @@ void number_simplifications(std::vector<SwarmSpec>& out, const SwarmSpec& spec) 
     SwarmSpec c = spec;
     c.fixed_latency_us = 0;
     out.push_back(std::move(c));
+  }
+  if (spec.slows_servers()) {
+    SwarmSpec c = spec;
+    c.server_delays_us.clear();
+    out.push_back(std::move(c));
+    for (size_t i = 0; i < spec.server_delays_us.size(); ++i) {
+      if (spec.server_delays_us[i] == 0) continue;
+      SwarmSpec one = spec;
+      one.server_delays_us[i] = 0;
+      out.push_back(std::move(one));
+    }
   }
   if (spec.replication_delay_ms >= 0 && !spec.has_fault(FaultKind::failover)) {
     SwarmSpec c = spec;

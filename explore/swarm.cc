@@ -486,6 +486,7 @@ std::string describe_step(const SwarmStep& s) {
   if (s.extend) out += s.extend_ttl_ms > 0 ? fmt::format(" extend={}", s.extend_ttl_ms) : " extend";
   if (s.late_ms >= 0) out += fmt::format(" late={}", s.late_ms);
   if (!s.release) out += " walk-away";
+  if (s.auto_extend) out += " auto-extend";
   if (s.shared) out += " shared";
   if (s.clear) out += " clear";
   if (s.release_pause_after_us >= 0) {
@@ -574,6 +575,7 @@ nlohmann::json to_json(const SwarmSpec& spec) {
                        {"hold_ms", s.hold_ms},
                        {"pause_ms", s.pause_ms},
                        {"extend", s.extend},
+                       {"auto_extend", s.auto_extend},
                        {"release", s.release},
                        {"shared", s.shared},
                        {"clear", s.clear},
@@ -651,6 +653,7 @@ SwarmSpec swarm_spec_from_json(const nlohmann::json& j) {
              .pause_ms = js.at("pause_ms").get<int64_t>(),
              .extend = js.at("extend").get<bool>(),
              .release = js.at("release").get<bool>(),
+             .auto_extend = js.value("auto_extend", false),  // absent in specs saved before it
              .shared = js.at("shared").get<bool>(),
              .clear = js.value("clear", false),  // absent in specs saved before it existed
              .release_pause_after_us = js.at("release_pause_after_us").get<int64_t>(),
@@ -761,6 +764,17 @@ void careful_lease_step(Client& c, Lock& lock, const SwarmStep& step, int64_t ex
   c.leave(lock);
 }
 
+// An auto-extending holder's step: its Locker extends in the background while it works for
+// hold_ms in steps of a quarter TTL, each cut short to end at the validity the lock knows then,
+// asking lost() before every write; it stops when lost() says the lock may be gone. lost() is
+// never later than the validity (locker.h), so a Locker that reports a loss late shows as a
+// validity outliving its leases, or a lost exclusion.
+void auto_extending_step(Client& c, Lock& lock, const SwarmStep& step, int64_t ttl_ms) {
+  c.auto_extend(lock, 0);
+  c.work_until_lost(lock, step.hold_ms, std::max<int64_t>(1, ttl_ms / 4));
+  c.leave(lock);
+}
+
 // Killed from outside mid-section (ProcessKilled unwinding the step), a client is no longer inside,
 // as Client::crash says. A destructor, not catch and rethrow: the unwinding at the end of every run
 // that leaves clients parked was a tenth of a memory seed, and a rethrow searches the stack again.
@@ -802,7 +816,9 @@ void lease_step(SwarmRun& run, Client& c, const SwarmStep& step) {
   std::optional<Lock> lock = c.acquire(key_name(step.key), ttl_ms, run.retry());
   if (!lock) return;
   const LeaveWhenKilled leave_when_killed(c, *lock);
-  if (run.spec.careful) {
+  if (step.auto_extend) {
+    auto_extending_step(c, *lock, step, ttl_ms);
+  } else if (run.spec.careful) {
     careful_lease_step(c, *lock, step, extend_ttl_ms);
   } else {
     std::optional<int64_t> value = c.read(*lock);

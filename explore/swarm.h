@@ -86,6 +86,9 @@ struct SwarmStep {
   // lock must refuse both, and touch nobody else's.
   int64_t late_ms = -1;
   bool release = true;  // false: walk away and let the lease expire
+  // Instead of the hold (and extend): start the lock's auto-extension and work for hold_ms,
+  // several TTLs, step by step, asking lost() before every write (Client::work_until_lost).
+  bool auto_extend = false;
   bool shared = false;  // keyed-rw: a reader
   bool clear = false;   // keyed-fifo: instead of holding, clear() the lock (rejects the waiters)
   // Faults timed from the step's own calls, so they stay aimed when shrinking moves the step.

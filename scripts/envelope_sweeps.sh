@@ -60,7 +60,16 @@ EOF
 }
 export -f run_one
 export bin out
-printf '%s\n' "${jobs[@]}" | xargs -P "$(nproc)" -L 1 bash -c 'run_one "$@"' _ | sort
+printf '%s\n' "${jobs[@]}" >"$out/jobs"
+# The sweeps run as one job in a process group of its own (set -m), so a stopped script stops them.
+set -m
+xargs -a "$out/jobs" -P "$(nproc)" -L 1 bash -c 'run_one "$@"' _ >"$out/lines" &
+sweeps=$!
+set +m
+trap 'kill -TERM -- -"$sweeps" 2>/dev/null; wait "$sweeps"; exit 143' INT TERM
+wait "$sweeps"
+trap - INT TERM
+sort "$out/lines"
 
 bad=$(python3 - "$out" <<'EOF'
 import glob, json, sys

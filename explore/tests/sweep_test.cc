@@ -275,6 +275,46 @@ TEST_CASE("a sweep counts, per fault kind, the seeds where it excused a violatio
                                                100.0 * r.excused_seeds / 200)));
 }
 
+TEST_CASE(
+    "an auto-extending holder keeps its lock through several TTLs, and a failed extension never "
+    "hands it to another inside its validity",
+    "[sweep][auto-extend]") {
+  // One holder auto-extends a 300 ms lock (every 100 ms, from about 20 ms) and works 900 ms in
+  // 75 ms steps. From 190 ms every message takes 30 ms each way: its second extension (at about
+  // 220 ms) cannot be answered within Redlock's 50 ms round, while the validity it was given still
+  // runs (to about 313 ms from its acquire, 413 ms from the first extension). A lock that deleted
+  // its leases on that failure would do so at about 300 ms, inside the step the holder began at
+  // about 245 ms.
+  SwarmSpec spec;
+  spec.ttl_ms = 300;
+  spec.retry_times = 0;
+  spec.safety_ms = 1200;
+  spec.careful = true;
+  // A first step of a 20 ms lease (worked to its validity's end, about 15 ms) loads the release
+  // script on the nodes: a first EVALSHA answers NOSCRIPT.
+  spec.clients = {SwarmClient{
+      .start_ms = 0,
+      .steps = {SwarmStep{.ttl_ms = 20}, SwarmStep{.hold_ms = 900, .auto_extend = true}}}};
+  spec.validate();
+  const SeedOutcome held = run_swarm_spec("redlock", spec, 1, true, true);
+  CHECK_FALSE(held.violates());
+  int extends = 0;  // the servers' lease facts: the auto-extension's calls are not operations
+  for (const HistoryEvent& e : held.report.history.events()) extends += e.kind == EventKind::extend;
+  CHECK(extends >= 2 * 5);  // 900 ms of work on a 300 ms lease, on each of 5 nodes
+  SwarmSpec spike = spec;
+  spike.faults = {
+      SwarmFault{.kind = FaultKind::latency, .at_ms = 190, .duration_ms = 300, .amount = 30'000}};
+  spike.validate();
+  // Redlock deleted its leases everywhere when an extend failed: a step of the holder's was then
+  // unprotected (validity_within_lease, and mutual exclusion where another client got in).
+  CHECK_FALSE(run_swarm_spec("redlock", spike, 1, true).violates());
+  // A spec round-trips auto-extension; one saved before it has none.
+  nlohmann::json j = to_json(spike);
+  CHECK(swarm_spec_from_json(j).clients[0].steps[1].auto_extend);
+  j["clients"][0]["steps"][1].erase("auto_extend");
+  CHECK_FALSE(swarm_spec_from_json(j).clients[0].steps[1].auto_extend);
+}
+
 TEST_CASE("a fault list restricts the kinds a spec draws", "[sweep]") {
   const SwarmCapabilities caps = swarm_capabilities("redis");
   for (uint64_t seed = 1; seed <= 50; ++seed) {
