@@ -348,8 +348,8 @@ TimeUs server_clocks_gain_us(const History& history, const std::string& server, 
 // (quorum 1: one node, a replica set) a lease is its last on any member. false: no grant needed
 // the fault (each came beside a live lease the faults did not shorten enough, or on servers free
 // of the other); nullopt: the history cannot say (no lease facts naming both clients' values).
-std::optional<bool> ended_holder_lease_early(const History& history, const HistoryEvent& fault,
-                                             const Violation& v) {
+std::optional<bool> clock_ended_a_lease_early(const History& history, const HistoryEvent& fault,
+                                              const Violation& v) {
   if (v.invariant != Invariant::mutual_exclusion && v.invariant != Invariant::lease_exclusion &&
       v.invariant != Invariant::no_lost_update)
     return std::nullopt;  // not a story of one lease beside another
@@ -465,7 +465,7 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
     case FaultKind::server_drift: {
       const int64_t excess_ppm = fault.amount - envelope.server_fast_ppm_max;
       if (excess_ppm <= 0) return std::nullopt;
-      if (ended_holder_lease_early(history, fault, v) == false) return std::nullopt;
+      if (clock_ended_a_lease_early(history, fault, v) == false) return std::nullopt;
       return sized(
           drift_explains_us(claim_start_us, fault, v, excess_ppm),
           fmt::format("the servers' clocks ran {}ppm faster than the lock allows for", excess_ppm));
@@ -474,7 +474,7 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
       if (fault.amount <= 0) return std::nullopt;  // a jump back only lengthens leases
       // It must strike while a lease it ended ran: a jump before the grant ends nothing. The
       // lease facts say which lease that was; without them, the first holder's.
-      const std::optional<bool> ended = ended_holder_lease_early(history, fault, v);
+      const std::optional<bool> ended = clock_ended_a_lease_early(history, fault, v);
       if (ended == false) return std::nullopt;
       if (!ended && v.claim_since_us > 0 && fault.time_us < claim_start_us) return std::nullopt;
       return sized(fault.amount, fmt::format("a server's wall clock jumped {:+}us during the lease",

@@ -996,20 +996,21 @@ void schedule_fault(SwarmRun& run, const SwarmFault& f) {
   }
 }
 
-// Each slow server is a latency fault on it through the safety phase: recorded, so the judge can
-// tell a lock that claims no tolerance of latency what slowed it.
+// Each slow server is a latency fault on it through the safety phase, healed with the others:
+// recorded, so the judge can tell a lock that claims no tolerance of latency what slowed it.
 void schedule_slow_servers(SwarmRun& run) {
   Backend& backend = run.env->backend();
   const std::vector<int64_t>& delays_us = run.spec.server_delays_us;
   const int servers = std::min(backend.server_count(), static_cast<int>(delays_us.size()));
+  const int64_t heal_us = run.spec.safety_ms * 1000;
   for (int server = 0; server < servers; ++server) {
     const int64_t delay_us = delays_us[static_cast<size_t>(server)];
     if (delay_us == 0) continue;
     run.env->schedule_fault_us(
         0, {.kind = FaultKind::latency, .server = std::to_string(server), .amount = delay_us},
         fmt::format("server #{} slow: +{}us each way", server, delay_us),
-        [&backend, server, delay_us] { backend.slow_server(server, delay_us); },
-        run.spec.safety_ms * 1000);
+        [&backend, server, delay_us] { backend.slow_server(server, delay_us); }, heal_us);
+    run.env->world().at(heal_us, [&backend, server] { backend.slow_server(server, 0); });
   }
 }
 
@@ -1023,11 +1024,6 @@ void schedule_heal(SwarmRun& run) {
       set_network(*r, r->base_network);
     }
     if (r->spec.has_fault(FaultKind::server_drift)) backend.set_server_drift(0);
-    const int servers =
-        std::min(backend.server_count(), static_cast<int>(r->spec.server_delays_us.size()));
-    for (int server = 0; server < servers; ++server) {
-      if (r->spec.server_delays_us[static_cast<size_t>(server)] > 0) backend.slow_server(server, 0);
-    }
     for (size_t i = 0; i < r->clients.size(); ++i) {
       if (r->spec.clients[i].drift_ppm != 0) r->sim().set_drift(r->clients[i]->node(), 0);
     }
