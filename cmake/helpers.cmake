@@ -7,18 +7,33 @@ add_library(lockstep_test_code INTERFACE)
 target_compile_options(lockstep_test_code INTERFACE $<$<CONFIG:RelWithDebInfo,Release>:-O1>)
 
 # A Catch2 test executable, its test cases discovered by ctest. Optional: PROPERTIES followed by
-# test properties for every discovered test case.
+# test properties for every discovered test case; NOT_SANITIZED for an executable whose tests
+# scripts/test.sh runs in the plain tree only (see lockstep_not_sanitized below).
 function(lockstep_test_executable name)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "PROPERTIES")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "NOT_SANITIZED" "" "PROPERTIES")
   add_executable(${name} ${arg_UNPARSED_ARGUMENTS})
   target_link_libraries(${name} PRIVATE Catch2::Catch2WithMain lockstep_allocator lockstep_warnings
     lockstep_test_code)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})  # tests/*_support.h
-  if(arg_PROPERTIES)
-    catch_discover_tests(${name} EXTRA_ARGS -w NoTests PROPERTIES ${arg_PROPERTIES})
+  set(properties ${arg_PROPERTIES})
+  if(arg_NOT_SANITIZED)
+    list(APPEND properties LABELS not_sanitized)
+    set_property(GLOBAL APPEND PROPERTY LOCKSTEP_NOT_SANITIZED_TARGETS ${name})
+  endif()
+  if(properties)
+    catch_discover_tests(${name} EXTRA_ARGS -w NoTests PROPERTIES ${properties})
   else()
     catch_discover_tests(${name} EXTRA_ARGS -w NoTests)
   endif()
+endfunction()
+
+# Tests labelled not_sanitized are run by scripts/test.sh in the plain tree only: their time goes
+# to other processes (a real etcd or PostgreSQL answering a differential table, the Node drivers'
+# handle table) or to repeating, for a statistic, paths the sanitized tests cover (calibrate's
+# 1,000 seeds of every known-bad, every cell of the matrix). Every other test runs once, in the
+# sanitizer tree. An add_test() joins them with this; a Catch2 executable with NOT_SANITIZED.
+function(lockstep_not_sanitized test)
+  set_property(TEST ${test} APPEND PROPERTY LABELS not_sanitized)
 endfunction()
 
 # A folder's Google Benchmark cases (names are part of the contract, docs/DESIGN.md), compiled as

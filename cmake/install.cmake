@@ -45,6 +45,9 @@ foreach(library IN LISTS lockstep_exported_libraries)
   add_library(lockstep::${export_name} ALIAS ${library})
 endforeach()
 
+# What the package holds that is built (lockstep_package, CMakeLists.txt). lockstep_all is an
+# interface: nothing to build.
+set_property(GLOBAL APPEND PROPERTY LOCKSTEP_PACKAGE_TARGETS ${lockstep_exported_libraries})
 install(TARGETS ${lockstep_exported_libraries} lockstep_all
   EXPORT lockstepTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -85,6 +88,7 @@ install(FILES ${PROJECT_BINARY_DIR}/lockstepConfig.cmake
 # (cli/CMakeLists.txt, lockstep_installed; not made in a sanitizer build).
 if(TARGET lockstep_installed)
   install(TARGETS lockstep_installed RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  set_property(GLOBAL APPEND PROPERTY LOCKSTEP_PACKAGE_TARGETS lockstep_installed)
 endif()
 
 # The Python driver kit (examples/python-driver): the module where Debian's python3 imports it

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# "Test your own lock", as CI must run it, from lockstep's Debian package: builds lockstep in build/
-# (nothing more when the suite already did), packs that build with cpack
+# "Test your own lock", as CI must run it, from lockstep's Debian package: builds what the package
+# holds in build/ (nothing more when the suite already did), packs that build with cpack
 # (build/lockstep_VERSION_amd64.deb, cmake/package.cmake), checks what it holds and depends on,
 # unpacks it into a fresh temp prefix (dpkg-deb -x: no root, no container), and from that prefix
 # alone:
@@ -26,7 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 
-scripts/build.sh
+LOCKSTEP_BUILD_TARGETS=lockstep_package scripts/build.sh
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/lockstep-own-adapter.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
