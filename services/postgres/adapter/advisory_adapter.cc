@@ -42,6 +42,7 @@ int64_t advisory_key(const std::string& prefix, const std::string& key) {
 AdvisoryAdapter::AdvisoryAdapter(AdvisoryAdapterOptions options) : options_(std::move(options)) {
   if (options_.connector == nullptr)
     throw std::invalid_argument("AdvisoryAdapter needs a connector");
+  if (options_.clock == nullptr) throw std::invalid_argument("AdvisoryAdapter needs a clock");
   if (options_.keepalive_idle_s < 1 || options_.keepalive_interval_s < 1 ||
       options_.keepalive_count < 1 || options_.sessions_max < 1) {
     throw std::invalid_argument("AdvisoryAdapter: keepalive settings and sessions_max are >= 1");
@@ -59,15 +60,20 @@ std::string_view AdvisoryAdapter::name() const {
   return "postgres";
 }
 
-int64_t AdvisoryAdapter::session_loss_bound_us() const {
+int64_t advisory_session_loss_bound_us(int64_t keepalive_idle_s, int64_t keepalive_interval_s,
+                                       int64_t keepalive_count, int64_t user_timeout_ms) {
   constexpr int64_t kUsPerS = 1'000'000;
-  if (options_.user_timeout_ms > 0) {
+  if (user_timeout_ms > 0) {
     // Linux ends a connection whose keepalive probes go unanswered once tcp_user_timeout has
     // passed since the peer's last word; probes start after the idle time.
-    return std::max(options_.keepalive_idle_s * kUsPerS, options_.user_timeout_ms * 1000);
+    return std::max(keepalive_idle_s * kUsPerS, user_timeout_ms * 1000);
   }
-  return (options_.keepalive_idle_s + options_.keepalive_interval_s * options_.keepalive_count) *
-         kUsPerS;
+  return (keepalive_idle_s + keepalive_interval_s * keepalive_count) * kUsPerS;
+}
+
+int64_t AdvisoryAdapter::session_loss_bound_us() const {
+  return advisory_session_loss_bound_us(options_.keepalive_idle_s, options_.keepalive_interval_s,
+                                        options_.keepalive_count, options_.user_timeout_ms);
 }
 
 int64_t AdvisoryAdapter::validity_end_us(const LockSpec& spec, int64_t requested_at_us,
@@ -115,7 +121,7 @@ std::string AdvisoryAdapter::acquire_statement(const std::string& key) const {
 AdvisoryAdapter::Session* AdvisoryAdapter::holding(const LockSpec& spec) {
   for (auto& session : sessions_) {
     auto it = session->held.find(spec.key);
-    if (it != session->held.end() && it->second == spec.value) return session.get();
+    if (it != session->held.end() && it->second.value == spec.value) return session.get();
   }
   return nullptr;
 }
@@ -123,7 +129,8 @@ AdvisoryAdapter::Session* AdvisoryAdapter::holding(const LockSpec& spec) {
 bool AdvisoryAdapter::believes_held(const LockSpec& spec) const {
   return std::any_of(sessions_.begin(), sessions_.end(), [&spec](const auto& session) {
     auto it = session->held.find(spec.key);
-    return session->connection->is_open() && it != session->held.end() && it->second == spec.value;
+    return session->connection->is_open() && it != session->held.end() &&
+           it->second.value == spec.value;
   });
 }
 
@@ -169,6 +176,14 @@ AdvisoryAdapter::Session* AdvisoryAdapter::session_for_acquire(AdapterResult& fa
   return chosen;
 }
 
+PgResult AdvisoryAdapter::run(Session& session, const std::string& sql) {
+  int64_t valid_until_us = 0;
+  for (const auto& [key, held] : session.held)
+    valid_until_us = std::max(valid_until_us, held.valid_until_us);
+  const int64_t wait_us_min = std::max<int64_t>(valid_until_us - options_.clock->monotonic_us(), 0);
+  return session.connection->execute(sql, wait_us_min);
+}
+
 AdapterResult AdvisoryAdapter::failed(Session& session, const PgResult& result, const char* op,
                                       bool writes) {
   const std::string where = session.connection->endpoint();
@@ -193,26 +208,27 @@ AdapterResult AdvisoryAdapter::create_lock(const LockSpec& spec) {
     // Session locks are re-entrant: taking it again on this session would let a second owner in.
     return result_of(AdapterStatus::contended, "this client's session holds it for another lock");
   }
+  const int64_t requested_at_us = options_.clock->monotonic_us();
   AdapterResult failure;
   Session* session = session_for_acquire(failure);
   if (session == nullptr) return failure;
   if (options_.mode == AdvisoryMode::xact) {
-    const PgResult begun = session->connection->execute("BEGIN");
+    const PgResult begun = run(*session, "BEGIN");
     if (begun.status != IoStatus::ok) return failed(*session, begun, "acquire", false);
     if (!begun.ok() || !begun.notices.empty()) {
       lose(*session);  // a session already in a block is not one this adapter left
       return result_of(AdapterStatus::backend_error, "BEGIN: " + describe(begun));
     }
   }
-  const PgResult taken = session->connection->execute(acquire_statement(spec.key));
+  const PgResult taken = run(*session, acquire_statement(spec.key));
   if (taken.status != IoStatus::ok) return failed(*session, taken, "acquire", true);
   if (taken.sqlstate == "55P03") {  // lock_timeout: it stayed taken for the whole wait
     // Unless the grant raced the timeout: PostgreSQL then keeps the lock it was granted and
     // raises 55P03 all the same (LockErrorCleanup), and the session would hold it for good, the
     // next acquire re-entering it. Give back what it may hold (nothing else of this key is held
     // here: held_anywhere), and lose the session if that fails.
-    const PgResult given_back = session->connection->execute(
-        fmt::format("SELECT pg_advisory_unlock({})", lock_key(spec.key)));
+    const PgResult given_back =
+        run(*session, fmt::format("SELECT pg_advisory_unlock({})", lock_key(spec.key)));
     if (given_back.status != IoStatus::ok) return failed(*session, given_back, "acquire", false);
     if (!given_back.sqlstate.empty()) {
       lose(*session);
@@ -224,14 +240,14 @@ AdapterResult AdvisoryAdapter::create_lock(const LockSpec& spec) {
                      fmt::format("still held after {}ms in the queue", options_.lock_wait_ms));
   }
   if (!taken.sqlstate.empty()) {
-    if (options_.mode == AdvisoryMode::xact) session->connection->execute("ROLLBACK");
+    if (options_.mode == AdvisoryMode::xact) run(*session, "ROLLBACK");
     return failed(*session, taken, "acquire", true);
   }
-  return after_grant(*session, spec, taken);
+  return after_grant(*session, spec, taken, requested_at_us);
 }
 
 AdapterResult AdvisoryAdapter::after_grant(Session& session, const LockSpec& spec,
-                                           const PgResult& result) {
+                                           const PgResult& result, int64_t requested_at_us) {
   const std::optional<std::string> value = result.scalar();
   const bool tokens = !options_.fencing_sequence.empty();
   const bool waits = options_.mode == AdvisoryMode::session_blocking;
@@ -243,7 +259,7 @@ AdapterResult AdvisoryAdapter::after_grant(Session& session, const LockSpec& spe
   }
   if (!granted) {
     if (options_.mode == AdvisoryMode::xact) {
-      const PgResult rolled_back = session.connection->execute("ROLLBACK");
+      const PgResult rolled_back = run(session, "ROLLBACK");
       if (rolled_back.status != IoStatus::ok) lose(session);
     }
     return result_of(AdapterStatus::contended);
@@ -259,7 +275,8 @@ AdapterResult AdvisoryAdapter::after_grant(Session& session, const LockSpec& spe
     }
     ok.fencing_token = *token;
   }
-  session.held[spec.key] = spec.value;
+  session.held[spec.key] = {.value = spec.value,
+                            .valid_until_us = validity_end_us(spec, requested_at_us, spec.ttl_ms)};
   return ok;
 }
 
@@ -273,7 +290,7 @@ AdapterResult AdvisoryAdapter::release_lock(const LockSpec& spec) {
     return result_of(AdapterStatus::not_owner, "its session was lost, and the lock with it");
   }
   if (options_.mode == AdvisoryMode::xact) {
-    const PgResult committed = session->connection->execute("COMMIT");
+    const PgResult committed = run(*session, "COMMIT");
     if (committed.status != IoStatus::ok) return failed(*session, committed, "release", true);
     session->held.erase(spec.key);
     if (committed.command_tag == "COMMIT" && committed.notices.empty()) {
@@ -281,8 +298,8 @@ AdapterResult AdvisoryAdapter::release_lock(const LockSpec& spec) {
     }
     return result_of(AdapterStatus::not_owner, "its transaction had ended: " + describe(committed));
   }
-  const PgResult unlocked = session->connection->execute(
-      fmt::format("SELECT pg_advisory_unlock({})", lock_key(spec.key)));
+  const PgResult unlocked =
+      run(*session, fmt::format("SELECT pg_advisory_unlock({})", lock_key(spec.key)));
   if (unlocked.status != IoStatus::ok) return failed(*session, unlocked, "release", true);
   if (!unlocked.sqlstate.empty()) return failed(*session, unlocked, "release", true);
   session->held.erase(spec.key);
@@ -296,19 +313,24 @@ AdapterResult AdvisoryAdapter::check_alive(Session& session, const char* op, boo
     session.held.clear();
     return result_of(AdapterStatus::not_owner, "its session was lost, and the lock with it");
   }
-  const PgResult alive = session.connection->execute("SELECT pg_backend_pid()");
+  const PgResult alive = run(session, "SELECT pg_backend_pid()");
   if (alive.status != IoStatus::ok) return failed(session, alive, op, false);
   if (!alive.sqlstate.empty()) return failed(session, alive, op, false);
   return AdapterResult{.status = AdapterStatus::ok};
 }
 
 AdapterResult AdvisoryAdapter::extend_lock(const LockSpec& spec, int64_t ttl_ms) {
-  (void)ttl_ms;  // no expiry to move: the session's life is the lease
+  // No expiry to move: the session's life is the lease, and the validity a bound on the holder.
+  const int64_t requested_at_us = options_.clock->monotonic_us();
   Session* session = holding(spec);
   if (session == nullptr) {
     return result_of(AdapterStatus::not_owner, "not held by this client's session");
   }
-  return check_alive(*session, "extend", false);
+  AdapterResult alive = check_alive(*session, "extend", false);
+  if (alive.ok()) {
+    session->held[spec.key].valid_until_us = validity_end_us(spec, requested_at_us, ttl_ms);
+  }
+  return alive;
 }
 
 AdapterResult AdvisoryAdapter::is_valid_lock(const LockSpec& spec) {

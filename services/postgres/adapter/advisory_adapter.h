@@ -25,7 +25,9 @@
 // A session is never shared by two locks of one key: session locks are re-entrant, so a second
 // Lock on a key this session holds is refused as contention (the first Lock is another owner). A
 // lost session (its connection failed, it was terminated, a statement timed out and its state is
-// unknown, so it was closed) takes every lock it held: the adapter forgets them and opens a new
+// unknown, so it was closed) takes every lock it held. So that such a close never cuts short a
+// validity this adapter reported, a statement on a session holding locks waits for its reply until
+// the last of their validities has run out (by the client's clock), the command timeout at least: the adapter forgets them and opens a new
 // session for the next acquire. A write that timed out is outcome_unknown (the lock may have been
 // taken; the closed session ends it); a session found gone is not_owner for release and extend.
 #include <cstdint>
@@ -36,6 +38,7 @@
 #include <vector>
 
 #include "adapters/core/adapter.h"
+#include "adapters/core/clock.h"
 #include "services/postgres/client/pg_connection.h"
 
 namespace lockstep {
@@ -44,6 +47,8 @@ enum class AdvisoryMode { session_try, session_blocking, xact };
 
 struct AdvisoryAdapterOptions {
   PgConnector* connector = nullptr;  // required; one client's (the adapter is not thread-safe)
+  // Required: the client's monotonic clock, the one its Locker counts validity on.
+  Clock* clock = nullptr;
   AdvisoryMode mode = AdvisoryMode::session_try;
   std::string key_prefix = "lockstep:";
   std::string fencing_sequence;  // "": no tokens
@@ -58,6 +63,11 @@ struct AdvisoryAdapterOptions {
 
 // The advisory lock key of `key`: FNV-1a 64 of prefix + key, as a signed bigint.
 int64_t advisory_key(const std::string& prefix, const std::string& key);
+
+// The shortest time in which a server with these settings can end, by its keepalive, the session
+// of a client it cannot reach, counted from the client's last word (user_timeout_ms 0: off).
+int64_t advisory_session_loss_bound_us(int64_t keepalive_idle_s, int64_t keepalive_interval_s,
+                                       int64_t keepalive_count, int64_t user_timeout_ms);
 
 class AdvisoryAdapter final : public LockAdapter {
  public:
@@ -86,9 +96,15 @@ class AdvisoryAdapter final : public LockAdapter {
   bool believes_held(const LockSpec& spec) const;
 
  private:
+  struct Held {
+    std::string value;  // the owner's
+    // The end of the validity last reported for it (validity_end_us from the request that
+    // granted or extended it), on the client's clock.
+    int64_t valid_until_us = 0;
+  };
   struct Session {
     std::unique_ptr<PgConnection> connection;
-    std::map<std::string, std::string> held;  // key -> owner value
+    std::map<std::string, Held> held;  // by key
   };
 
   PgSettings settings() const;
@@ -98,7 +114,11 @@ class AdvisoryAdapter final : public LockAdapter {
   // An open session for a new lock: the session (session modes), or an idle one (xact).
   Session* session_for_acquire(AdapterResult& failure);
   void lose(Session& session);  // closed or found gone: everything it held is gone
-  AdapterResult after_grant(Session& session, const LockSpec& spec, const PgResult& result);
+  // Runs sql on the session. One that holds locks waits for the reply until the last validity
+  // reported for them has run out at least: a timeout closes the session, and its locks with it.
+  PgResult run(Session& session, const std::string& sql);
+  AdapterResult after_grant(Session& session, const LockSpec& spec, const PgResult& result,
+                            int64_t requested_at_us);
   AdapterResult failed(Session& session, const PgResult& result, const char* op, bool writes);
   // A round trip on the session: it lives, and with it the lock.
   AdapterResult check_alive(Session& session, const char* op, bool reads);

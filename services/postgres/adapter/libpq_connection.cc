@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -115,20 +116,20 @@ PgResult LibpqConnection::open() {
   return PgResult{.command_tag = "OPEN"};
 }
 
-PgResult LibpqConnection::execute(const std::string& sql) {
+PgResult LibpqConnection::execute(const std::string& sql, int64_t wait_us_min) {
   if (conn_ == nullptr) {
     return PgResult{.status = IoStatus::connection_error, .message = "no session is open"};
   }
   notices_.clear();
-  const int64_t deadline_ns = steady_ns() + options_.command_timeout_ms * 1'000'000;
+  const int64_t wait_ms = std::max(options_.command_timeout_ms, (wait_us_min + 999) / 1000);
+  const int64_t deadline_ns = steady_ns() + wait_ms * 1'000'000;
   if (PQsendQuery(conn_, sql.c_str()) == 0) {
     return fail(IoStatus::connection_error, trimmed(PQerrorMessage(conn_)));
   }
   int flushed = PQflush(conn_);
   while (flushed == 1) {
     if (!wait_socket(POLLOUT | POLLIN, deadline_ns)) {
-      return fail(IoStatus::timeout,
-                  fmt::format("{}: no reply within {}ms", endpoint(), options_.command_timeout_ms));
+      return fail(IoStatus::timeout, fmt::format("{}: no reply within {}ms", endpoint(), wait_ms));
     }
     if (PQconsumeInput(conn_) == 0) {
       return fail(IoStatus::connection_error, trimmed(PQerrorMessage(conn_)));
@@ -141,8 +142,8 @@ PgResult LibpqConnection::execute(const std::string& sql) {
   while (true) {
     while (PQisBusy(conn_) != 0) {
       if (!wait_socket(POLLIN, deadline_ns)) {
-        return fail(IoStatus::timeout, fmt::format("{}: no reply within {}ms", endpoint(),
-                                                   options_.command_timeout_ms));
+        return fail(IoStatus::timeout,
+                    fmt::format("{}: no reply within {}ms", endpoint(), wait_ms));
       }
       if (PQconsumeInput(conn_) == 0) {
         const std::string why = trimmed(PQerrorMessage(conn_));
@@ -227,7 +228,10 @@ class LibpqConnector::Tracked final : public PgConnection {
   PgResult open() override { return inner_.open(); }
   bool is_open() const override { return inner_.is_open(); }
   int64_t session_pid() const override { return inner_.session_pid(); }
-  PgResult execute(const std::string& sql) override { return inner_.execute(sql); }
+  using PgConnection::execute;
+  PgResult execute(const std::string& sql, int64_t wait_us_min) override {
+    return inner_.execute(sql, wait_us_min);
+  }
   void close() override { inner_.close(); }
   std::string endpoint() const override { return inner_.endpoint(); }
 

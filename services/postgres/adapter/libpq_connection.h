@@ -4,7 +4,8 @@
 // open() connects without blocking past connect_timeout_ms (PQconnectStartParams polled on its
 // socket) and passes the session settings in the startup packet (`options=-c NAME=VALUE ...`), so
 // they hold from the session's first statement. execute() sends the statement with PQsendQuery
-// and waits for its results on the socket for at most command_timeout_ms: past that, the session's
+// and waits for its results on the socket for at most command_timeout_ms (or the caller's longer
+// wait_us_min): past that, the session's
 // state is unknown, so it is closed (PQfinish) and the call returns timeout. WARNING and NOTICE
 // messages the server raises during a statement are collected into its PgResult.
 //
@@ -46,7 +47,8 @@ class LibpqConnection final : public PgConnection {
   PgResult open() override;
   bool is_open() const override { return conn_ != nullptr; }
   int64_t session_pid() const override { return pid_.load(); }
-  PgResult execute(const std::string& sql) override;
+  using PgConnection::execute;
+  PgResult execute(const std::string& sql, int64_t wait_us_min) override;
   void close() override;
   std::string endpoint() const override;
 

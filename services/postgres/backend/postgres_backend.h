@@ -27,10 +27,10 @@
 
 namespace lockstep {
 
-// Builds the adapter a client uses over its connector (the production one or a known-bad one),
-// with the adapter options in force.
-using PostgresAdapterFactory =
-    std::function<std::unique_ptr<LockAdapter>(PgConnector& connector, const Options& options)>;
+// Builds the adapter a client uses over its connector and clock (the production one or a
+// known-bad one), with the adapter options in force.
+using PostgresAdapterFactory = std::function<std::unique_ptr<LockAdapter>(
+    PgConnector& connector, Clock& clock, const Options& options)>;
 
 // The sequence that issues fencing tokens (fencing_token=sequence).
 inline constexpr const char* kFencingSequence = "lockstep_fencing";
@@ -38,7 +38,7 @@ inline constexpr const char* kFencingSequence = "lockstep_fencing";
 // Adapter options every PostgreSQL adapter takes (`--set`); the blocking one adds lock_wait_ms.
 std::vector<OptionSpec> postgres_backend_options(AdvisoryMode mode);
 // The adapter options a production adapter reads.
-AdvisoryAdapterOptions advisory_options(PgConnector& connector, AdvisoryMode mode,
+AdvisoryAdapterOptions advisory_options(PgConnector& connector, Clock& clock, AdvisoryMode mode,
                                         const Options& options);
 PostgresAdapterFactory production_postgres_adapter(AdvisoryMode mode);
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "adapters/core/clock.h"
 #include "real/keeper_thread.h"
 #include "real/server_errors.h"
 #include "real/tcp_proxy.h"
@@ -21,6 +22,7 @@ struct ClientLink {
   int client = -1;
   std::unique_ptr<real::TcpProxy> proxy;  // client <-> server, for partitions
   std::unique_ptr<LibpqConnector> connector;
+  SystemClock clock;
   std::unique_ptr<LockAdapter> adapter;  // last: its connections go before the connector
 };
 
@@ -53,9 +55,9 @@ class PostgresRealBackend final : public Backend {
                      .connect_timeout_ms = options_.get_int("command_timeout_ms"),
                      .command_timeout_ms = options_.get_int("command_timeout_ms")});
     link.client = client;
-    link.adapter = recording_adapter(
-        std::make_unique<AdvisoryAdapter>(advisory_options(*link.connector, mode_, options_)),
-        leases_, client);
+    link.adapter = recording_adapter(std::make_unique<AdvisoryAdapter>(advisory_options(
+                                         *link.connector, link.clock, mode_, options_)),
+                                     leases_, client);
     // A client's death closes its sessions, as its process's would.
     LibpqConnector* connector = link.connector.get();
     world_.attach_client_process(node, {.stop = [] {},

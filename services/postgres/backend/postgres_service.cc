@@ -45,9 +45,10 @@ std::vector<OptionSpec> postgres_backend_options(AdvisoryMode mode) {
   return options;
 }
 
-AdvisoryAdapterOptions advisory_options(PgConnector& connector, AdvisoryMode mode,
+AdvisoryAdapterOptions advisory_options(PgConnector& connector, Clock& clock, AdvisoryMode mode,
                                         const Options& options) {
   AdvisoryAdapterOptions out{.connector = &connector,
+                             .clock = &clock,
                              .mode = mode,
                              .fencing_sequence = options.get("fencing_token") == "sequence"
                                                      ? std::string(kFencingSequence)
@@ -60,8 +61,9 @@ AdvisoryAdapterOptions advisory_options(PgConnector& connector, AdvisoryMode mod
 }
 
 PostgresAdapterFactory production_postgres_adapter(AdvisoryMode mode) {
-  return [mode](PgConnector& connector, const Options& options) -> std::unique_ptr<LockAdapter> {
-    return std::make_unique<AdvisoryAdapter>(advisory_options(connector, mode, options));
+  return [mode](PgConnector& connector, Clock& clock,
+                const Options& options) -> std::unique_ptr<LockAdapter> {
+    return std::make_unique<AdvisoryAdapter>(advisory_options(connector, clock, mode, options));
   };
 }
 

@@ -1,10 +1,12 @@
 // The PostgreSQL advisory locks in the simulator.
+#include <algorithm>
 #include <map>
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "services/postgres/adapter/advisory_adapter.h"
 #include "services/postgres/backend/postgres_backend.h"
 #include "services/postgres/sim/pg_server.h"
 #include "services/postgres/sim/sim_pg_connection.h"
@@ -71,9 +73,10 @@ class PooledConnection final : public PgConnection {
   PgResult open() override { return pooled_.open(); }
   bool is_open() const override { return pooled_.is_open(); }
   int64_t session_pid() const override { return pooled_.session_pid(); }
-  PgResult execute(const std::string& sql) override {
+  using PgConnection::execute;
+  PgResult execute(const std::string& sql, int64_t wait_us_min) override {
     pool_tag_ = caller_;
-    return pooled_.execute(sql);
+    return pooled_.execute(sql, wait_us_min);
   }
   void close() override {}
   std::string endpoint() const override { return "pool:" + pooled_.endpoint(); }
@@ -143,14 +146,20 @@ class PostgresSimBackend final : public Backend, public sim::PgLockObserver {
     } else {
       connector = std::make_unique<sim::SimPgConnector>(host, client_options_);
     }
-    adapters_.push_back(
-        std::make_unique<TaggingAdapter>(factory_(*connector, options_), host->tag(), client));
+    adapters_.push_back(std::make_unique<TaggingAdapter>(
+        factory_(*connector, world_.clock(node), options_), host->tag(), client));
     return *adapters_.back();
   }
 
   int server_count() const override { return static_cast<int>(servers_.size()); }
   int64_t call_timeout_us() const override {
-    return client_options_.connect_timeout_us + client_options_.command_timeout_us;
+    // A statement on a session that holds locks waits out the keepalive bound at least
+    // (AdvisoryAdapter::run).
+    const int64_t holding_wait_us = advisory_session_loss_bound_us(
+        options_.get_int("keepalive_idle_s"), options_.get_int("keepalive_interval_s"),
+        options_.get_int("keepalive_count"), 0);
+    return client_options_.connect_timeout_us +
+           std::max(client_options_.command_timeout_us, holding_wait_us);
   }
   bool records_leases() const override { return true; }
 

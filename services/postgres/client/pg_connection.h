@@ -12,7 +12,9 @@
 // or a statement timed out, after which the connection's state is unknown and it is closed),
 // is_open() is false until the caller opens a new one and knows it starts empty.
 //
-// Invariants: execute() blocks until the reply arrives or the command timeout passes. A transport
+// Invariants: execute() blocks until the reply arrives or its wait passes: the command timeout, or
+// the caller's wait_us_min when that is longer (a session holding locks must not be closed by a
+// timeout sooner than the validity reported for them runs out; see AdvisoryAdapter). A transport
 // failure comes back as an IoStatus (timeout, connection_error), never as an exception. A server
 // error at ERROR level is a reply (status ok, sqlstate set) and the session goes on; a FATAL one
 // (pg_terminate_backend: 57P01) ends the session and comes back as connection_error with its
@@ -61,8 +63,10 @@ class PgConnection {
   virtual bool is_open() const = 0;
   // The backend pid of the open session, 0 when none.
   virtual int64_t session_pid() const = 0;
-  // Runs one statement on the open session; connection_error when none is open.
-  virtual PgResult execute(const std::string& sql) = 0;
+  // Runs one statement on the open session, waiting for its reply for the command timeout or
+  // wait_us_min, whichever is longer; connection_error when none is open.
+  virtual PgResult execute(const std::string& sql, int64_t wait_us_min) = 0;
+  PgResult execute(const std::string& sql) { return execute(sql, 0); }
   // Ends the session from the client's side (its locks end when the server notices). Idempotent.
   virtual void close() = 0;
   // "127.0.0.1:5432", "sim:postgres-0": for messages.

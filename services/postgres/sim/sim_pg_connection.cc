@@ -199,7 +199,7 @@ PgResult SimPgConnection::open() {
   return PgResult{.command_tag = "OPEN"};
 }
 
-PgResult SimPgConnection::execute(const std::string& sql) {
+PgResult SimPgConnection::execute(const std::string& sql, int64_t wait_us_min) {
   // A connection shared by several fibers (bad-pg-shared-session's pool) can be closed by one of
   // them while another is between its open and this call: no server, no session.
   if (pid_ == 0 || server_ == nullptr) {
@@ -238,13 +238,13 @@ PgResult SimPgConnection::execute(const std::string& sql) {
       [server, conn, sql, tag = host_->tag(), reply = std::move(reply)] {
         server->query(conn, sql, tag, reply);
       });
-  if (!wait(*request, waiter, options_.command_timeout_us)) {
+  const int64_t wait_us = std::max(options_.command_timeout_us, wait_us_min);
+  if (!wait(*request, waiter, wait_us)) {
     world.trace_linef("pg c{} #{} timeout after {}us: the session is closed", client, request->id,
-                      options_.command_timeout_us);
+                      wait_us);
     close();
     return PgResult{.status = IoStatus::timeout,
-                    .message = fmt::format("no result from {} within {}us", endpoint(),
-                                           options_.command_timeout_us)};
+                    .message = fmt::format("no result from {} within {}us", endpoint(), wait_us)};
   }
   PgResult result = std::move(request->result);
   world.trace_line_by(

@@ -11,7 +11,7 @@
 //
 // SimPgConnection: open() sends a startup packet and waits (on the client's clock) for the
 // session's pid; execute() sends one statement and parks the calling fiber until its result
-// arrives or command_timeout_us passes (then the connection is closed, FIN sent, and the late
+// arrives or its wait passes, command_timeout_us or the caller's longer wait_us_min (then the connection is closed, FIN sent, and the late
 // result goes to nobody). A server that died or restarted since the session opened resets the
 // connection at once when the link is up (connection_error), and is a timeout when it is not.
 // The tag the host carries (the lock operation the client is in) goes with every statement, so
@@ -97,7 +97,8 @@ class SimPgConnection final : public PgConnection {
   PgResult open() override;
   bool is_open() const override { return pid_ != 0; }
   int64_t session_pid() const override { return pid_; }
-  PgResult execute(const std::string& sql) override;
+  using PgConnection::execute;
+  PgResult execute(const std::string& sql, int64_t wait_us_min) override;
   void close() override;
   std::string endpoint() const override;
 

@@ -3,6 +3,7 @@
 // tokens from a sequence, and finds a session the server ended (its locks gone with it).
 #include <catch2/catch.hpp>
 
+#include "adapters/core/clock.h"
 #include "services/postgres/adapter/advisory_adapter.h"
 #include "services/postgres/adapter/libpq_connection.h"
 #include "services/postgres/tests/pg_test_support.h"
@@ -19,14 +20,17 @@ struct Fixture {
   LibpqConnector connector_a{LibpqOptions{.port = server.port()}};
   LibpqConnector connector_b{LibpqOptions{.port = server.port()}};
   LibpqConnection admin{LibpqOptions{.port = server.port()}};
+  SystemClock clock;
 
   Fixture() {
     REQUIRE(admin.open().ok());
     must(admin, std::string("CREATE SEQUENCE ") + kSequence);
   }
   AdvisoryAdapter adapter(LibpqConnector& connector, AdvisoryMode mode, bool tokens) {
-    return AdvisoryAdapter(AdvisoryAdapterOptions{
-        .connector = &connector, .mode = mode, .fencing_sequence = tokens ? kSequence : ""});
+    return AdvisoryAdapter(AdvisoryAdapterOptions{.connector = &connector,
+                                                  .clock = &clock,
+                                                  .mode = mode,
+                                                  .fencing_sequence = tokens ? kSequence : ""});
   }
   // Whether any session holds the advisory lock of `key` (pg_locks, the server's own word).
   bool held_on_server(const AdvisoryAdapter& adapter, const std::string& key) {
@@ -121,8 +125,10 @@ TEST_CASE("a blocking acquire waits in the queue for lock_wait_ms, then is conte
   testing::require_postgres();
   Fixture f;
   AdvisoryAdapter a = f.adapter(f.connector_a, AdvisoryMode::session_try, false);
-  AdvisoryAdapter b(AdvisoryAdapterOptions{
-      .connector = &f.connector_b, .mode = AdvisoryMode::session_blocking, .lock_wait_ms = 50});
+  AdvisoryAdapter b(AdvisoryAdapterOptions{.connector = &f.connector_b,
+                                           .clock = &f.clock,
+                                           .mode = AdvisoryMode::session_blocking,
+                                           .lock_wait_ms = 50});
   const LockSpec a_spec{.key = "q", .value = "a1", .ttl_ms = 1000};
   REQUIRE(a.create_lock(a_spec).status == AdapterStatus::ok);
   const AdapterResult waited = b.create_lock(LockSpec{.key = "q", .value = "b1", .ttl_ms = 1000});
@@ -135,7 +141,9 @@ TEST_CASE("a blocking acquire waits in the queue for lock_wait_ms, then is conte
 
 TEST_CASE("validity is the TTL, cut to what keepalive allows a cut-off holder", "[postgres]") {
   LibpqConnector unused{LibpqOptions{}};
+  SystemClock clock;
   AdvisoryAdapter a(AdvisoryAdapterOptions{.connector = &unused,
+                                           .clock = &clock,
                                            .keepalive_idle_s = 2,
                                            .keepalive_interval_s = 1,
                                            .keepalive_count = 2});

@@ -3,6 +3,9 @@
 // termination as the client sees it; a server crash, restart and failover; and timeouts.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
+#include "services/postgres/adapter/advisory_adapter.h"
 #include "services/postgres/sim/sim_pg_connection.h"
 
 namespace lockstep::sim {
@@ -234,6 +237,62 @@ TEST_CASE("sim: a promoted replica has what was replicated and no advisory lock"
     s.target = &replica;
   });
   s.world.run();
+}
+
+// The adapter's side of a timeout. Its validity for a lock is the TTL cut to the keepalive bound
+// (4 s here), counted from the request; a statement that times out closes the session. Were a
+// statement on a session holding locks to wait only the command timeout (0.5 s here), an extend
+// lost to a short partition would close the session, and end the lock, 1.5 s after the acquire,
+// with 1.5 s of the validity reported for it still to run. It waits until that validity ends.
+TEST_CASE("sim: an extend that times out ends the lock no sooner than its validity",
+          "[postgres][sim]") {
+  Setup s;
+  auto a = s.client("a", 0);
+  auto b = s.client("b", 1);
+  SimPgConnector connector(a.host, {.command_timeout_us = 500'000, .connect_timeout_us = 500'000});
+  AdvisoryAdapter adapter({.connector = &connector,
+                           .clock = &s.world.clock(a.node),
+                           .keepalive_idle_s = 2,
+                           .keepalive_interval_s = 1,
+                           .keepalive_count = 2});
+  REQUIRE(adapter.session_loss_bound_us() == 4'000'000);
+  std::unique_ptr<SimPgConnection> cb = s.connection(b);
+  const LockSpec spec{.key = "k", .value = "a-1", .ttl_ms = 3000};
+  int64_t validity_end_us = 0;
+  AdapterResult extended;
+  TimeUs extend_returned_us = 0;
+  std::optional<std::string> b_inside_validity;
+  std::optional<std::string> b_after_timeout;
+  s.world.spawn(a.node, "a", [&] {
+    REQUIRE(adapter.create_lock(spec).ok());
+    validity_end_us = adapter.validity_end_us(spec, 0, spec.ttl_ms);
+    s.world.sleep_for_us(1'000'000 - s.world.now_us());
+    extended = adapter.extend_lock(spec, spec.ttl_ms);  // its request is lost to the partition
+    extend_returned_us = s.world.now_us();
+  });
+  const std::string try_lock =
+      fmt::format("SELECT pg_try_advisory_lock({})", adapter.lock_key("k"));
+  s.world.spawn(b.node, "b", [&] {
+    REQUIRE(cb->open().ok());
+    s.world.sleep_for_us(2'500'000 - s.world.now_us());
+    b_inside_validity = value(*cb, try_lock);
+    s.world.sleep_for_us(6'000'000 - s.world.now_us());
+    b_after_timeout = value(*cb, try_lock);
+    cb->close();
+  });
+  s.world.scheduler().at(
+      900'000, [&] { s.world.network().partition_both(a.host->node(), s.server.node()); });
+  s.world.scheduler().at(1'800'000, [&] {
+    s.world.network().heal(a.host->node(), s.server.node());
+    s.world.network().heal(s.server.node(), a.host->node());
+  });
+  s.world.run();
+  CHECK(validity_end_us == 3'000'000);
+  CHECK(extended.status == AdapterStatus::not_owner);
+  CHECK(extend_returned_us >= 3'000'000);  // asked at 1 s, it waited out the validity
+  CHECK(extend_returned_us < 3'100'000);
+  CHECK(b_inside_validity == "f");
+  CHECK(b_after_timeout == "t");  // the timeout closed the session, and the lock ended with it
 }
 
 }  // namespace
