@@ -17,7 +17,7 @@ namespace lockstep {
 std::vector<SwarmSpec> shrink_candidates(const SwarmSpec& spec);
 
 struct ShrinkOptions {
-  int runs_max = 400;
+  int runs_max = 1000;
   // Asked before each candidate: true ends the shrink there with the smallest failing spec so far
   // (a sweep's time budget or a signal, explore/stop.h). Empty: never.
   std::function<bool()> stop;

@@ -74,6 +74,7 @@ SwarmCapabilities swarm_capabilities(const AdapterEntry& adapter) {
       .server_restart = traits.sim_faults.server_restart,
       .server_pause = traits.sim_faults.server_pause,
       .slow_servers = traits.sim_faults.network && traits.sim_faults.slow_servers,
+      .extends = traits.extends,
       .replica_option = has_option("replicas"),
       .replication_delay_option = has_option("replication_delay_ms"),
       .concurrent_calls = traits.concurrent_calls,
@@ -420,6 +421,25 @@ void draw_server_delays(uint64_t seed, SwarmSpec& spec, const SwarmCapabilities&
     spec.server_delays_us.push_back(rng.chance(1, 2) ? rng.between(1, delay_us_max) : 0);
 }
 
+// Auto-extending holders, from the seed's own stream for them: the rest of a seed's draws stay what
+// they were before holders could auto-extend. One plain hold in eight (released, neither extended
+// by hand nor late, no pause inside) of a lock that extends becomes one of one to three TTLs under
+// the Locker's auto-extension, its holder asking lost() before each write: what a lock that ends
+// its lease early when an extension fails, or cannot keep one going, gets wrong.
+void draw_auto_extension(uint64_t seed, SwarmSpec& spec, const SwarmCapabilities& caps) {
+  if (!caps.extends || spec.family != LockFamily::lease) return;
+  Prng rng(seed ^ 0x4155'544f'0000'0001ULL);  // "AUTO"
+  for (SwarmClient& c : spec.clients) {
+    for (SwarmStep& s : c.steps) {
+      const bool plain = s.release && !s.extend && s.late_ms < 0 && s.pause_ms == 0;
+      if (!plain || !rng.chance(1, 8)) continue;
+      const int64_t ttl_ms = s.ttl_ms > 0 ? s.ttl_ms : spec.ttl_ms;
+      s.auto_extend = true;
+      s.hold_ms = rng.between(ttl_ms, 3 * ttl_ms);
+    }
+  }
+}
+
 void draw_clients(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps,
                   const SwarmDrawOptions& options) {
   const bool storm = rng.chance(1, 3);  // many short critical sections: the wire is busy
@@ -464,6 +484,7 @@ SwarmSpec draw_swarm_spec(const SwarmCapabilities& caps, uint64_t seed,
   }
   draw_server_delays(seed, spec, caps, options);
   draw_clients(rng, spec, caps, options);
+  draw_auto_extension(seed, spec, caps);
   int64_t planned = spec.ttl_ms;
   for (const SwarmClient& c : spec.clients) planned = std::max(planned, planned_ms(c));
   spec.safety_ms = std::min<int64_t>(planned + spec.ttl_ms, 60'000);

@@ -13,8 +13,9 @@ script, so tokens rise in grant order (its ready line says `monotonic`; run it w
 Bugs, one at a time with --bug:
   extend-no-owner-check  extend by plain PEXPIRE, which lengthens whoever's lock is there
                          (stolen-lock judges that as `ownership`)
-  token-after-grant      (with --fencing) the INCR is a second call after the grant: a holder
-                         whose INCR comes late gets a larger token than the holder after it
+  token-after-grant      (with --fencing) the INCR is a second call after the grant, and the
+                         time is checked before it: a holder whose INCR comes late gets a larger
+                         token than the holder after it
 
 Usage: driver.py [--bug extend-no-owner-check] --redis HOST:PORT   (the harness appends --redis)
        driver.py [--bug ...] --sim --redis sim:0   (version 2, co-simulated: `--world sim`)
@@ -56,14 +57,22 @@ class RedisLease:
         elif self.io.redis.call("SET", key, value, "NX", "PX", ttl_ms) != "OK":
             return "contended"
         elif FENCING:
+            if self.came_late(start_ns, ttl_ms, key, value):  # the bug: judged before the token
+                return "contended"
             token = self.io.redis.call("INCR", "fence/" + key)
-        # A grant that came back after its TTL (less a margin for clock drift, as Redlock's) may
-        # already be someone else's lock: give it back and fail the attempt (slow-acquire).
-        elapsed_ms = (self.io.now_ns() - start_ns) / 1e6
-        if elapsed_ms >= ttl_ms - (ttl_ms * 0.01 + 2):
-            self.io.redis.call("EVAL", RELEASE, 1, key, value)
+            return kit.Granted(token=token, lock=(key, value))
+        if self.came_late(start_ns, ttl_ms, key, value):
             return "contended"
         return kit.Granted(token=token, lock=(key, value))
+
+    def came_late(self, start_ns, ttl_ms, key, value):
+        """A grant that came back after its TTL (less a margin for clock drift, as Redlock's) may
+        already be someone else's lock: give it back and fail the attempt (slow-acquire)."""
+        elapsed_ms = (self.io.now_ns() - start_ns) / 1e6
+        if elapsed_ms < ttl_ms - (ttl_ms * 0.01 + 2):
+            return False
+        self.io.redis.call("EVAL", RELEASE, 1, key, value)
+        return True
 
     def release(self, lock):
         key, value = lock

@@ -73,7 +73,8 @@ class CoSimClient {
 
   // One request from client `client`'s fiber, answered (or throws SimDriverFailed).
   ext::Response call(int client, ext::Request request);
-  // The library's own validity when it reported one (node-redlock), else the TTL's.
+  // The library's own validity when it reported one (node-redlock), else the TTL's from when the
+  // library was called (a driver that takes one request at a time calls it after the ones before).
   int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us, int64_t ttl_ms) const;
   // A failover: its connections to `from` reach `to` from now on.
   void retarget(const sim::RedisNode& from, sim::RedisNode& to) {
@@ -127,6 +128,9 @@ class CoSimClient {
   bool failed_broke_ = false;  // failed_ is a protocol rule broken (throw_failed)
   // Per handle: the validity the library reported, on the client's monotonic clock (us).
   std::map<std::string, int64_t> validity_end_us_;
+  // Per handle, when the library reported none: when its last granting call began (the driver's
+  // t0, on the client's monotonic clock, us).
+  std::map<std::string, int64_t> library_called_us_;
 };
 
 // One client's LockAdapter over its driver (its own, or the shared one).
@@ -686,12 +690,19 @@ ext::Response CoSimClient::call(int client, ext::Request request) {
                   to_string(r.status), r.token.empty() ? "" : " token=" + r.token.substr(0, 12),
                   r.err ? fmt::format(" {}: {:.120}", r.err->name, r.err->message) : std::string(),
                   (r.t1_ns - r.t0_ns) / 1000, world_.now_us() - sent_us));
-  if (request.op == ext::Op::release) validity_end_us_.erase(request.handle);  // bounded
+  if (request.op == ext::Op::release) {  // bounded
+    validity_end_us_.erase(request.handle);
+    library_called_us_.erase(request.handle);
+  }
   // (A shared driver's clocks are not its clients': a validity it reported is not converted.)
   if (!shared() && r.status == ext::Status::ok && r.valid_until_ms != 0) {
     // Its wall-clock end, as far ahead of the client's wall clock now as it is of the oscillator.
     validity_end_us_[request.handle] =
         world_.monotonic_us(node_) + (r.valid_until_ms * 1000 - world_.local_us(node_));
+  } else if (!shared() && r.status == ext::Status::ok && r.t0_ns > 0 &&
+             (request.op == ext::Op::acquire || request.op == ext::Op::extend)) {
+    // The driver's monotonic clock is the client's oscillator (now(), mono_ns).
+    library_called_us_[request.handle] = r.t0_ns / 1000;
   }
   if (r.status == ext::Status::bad_request) {
     fail(
@@ -741,8 +752,12 @@ AdapterResult CoSimAdapter::is_valid_lock(const LockSpec& spec) {
 int64_t CoSimClient::validity_end_us(const LockSpec& spec, int64_t requested_at_us,
                                      int64_t ttl_ms) const {
   auto it = validity_end_us_.find(spec.value);
-  if (it == validity_end_us_.end()) return requested_at_us + ttl_ms * 1000;
-  return it->second;
+  if (it != validity_end_us_.end()) return it->second;
+  auto called = library_called_us_.find(spec.value);
+  const int64_t from_us = called == library_called_us_.end()
+                              ? requested_at_us
+                              : std::max(requested_at_us, called->second);
+  return from_us + ttl_ms * 1000;
 }
 
 AdapterResult CoSimAdapter::owner_checked(const char* op, const ext::Response& r) const {
