@@ -421,8 +421,9 @@ void draw_server_delays(uint64_t seed, SwarmSpec& spec, const SwarmCapabilities&
     spec.server_delays_us.push_back(rng.chance(1, 2) ? rng.between(1, delay_us_max) : 0);
 }
 
-// Auto-extending holders, from the seed's own stream for them: the rest of a seed's draws stay what
-// they were before holders could auto-extend. One plain hold in eight (released, neither extended
+// Auto-extending holders, from the seed's own stream for them: the workload's other draws stay what
+// they were before holders could auto-extend (the safety phase grows with the longer holds, and
+// the faults are placed in it). One plain hold in eight (released, neither extended
 // by hand nor late, no pause inside) of a lock that extends becomes one of one to three TTLs under
 // the Locker's auto-extension, its holder asking lost() before each write: what a lock that ends
 // its lease early when an extension fails, or cannot keep one going, gets wrong.

@@ -174,6 +174,63 @@ TEST_CASE("careful clients catch a Redlock that ignores the time spent acquiring
   std::filesystem::remove_all(dir);
 }
 
+namespace {
+
+// One step as a spec's JSON has it (every field).
+nlohmann::json step_json(const SwarmStep& step) {
+  SwarmSpec one;
+  one.clients.push_back(SwarmClient{.steps = {step}});
+  return to_json(one).at("clients").at(0).at("steps").at(0);
+}
+
+}  // namespace
+
+TEST_CASE("auto-extending holders are drawn from a stream of their own, for locks that extend",
+          "[sweep][auto-extend]") {
+  const SwarmCapabilities caps = swarm_capabilities("redis");
+  REQUIRE(caps.extends);
+  SwarmCapabilities no_extends = caps;
+  no_extends.extends = false;
+  int eligible = 0;
+  int auto_extending = 0;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    const SwarmSpec spec = draw_swarm_spec(caps, seed);
+    const SwarmSpec plain = draw_swarm_spec(no_extends, seed);
+    REQUIRE(spec.clients.size() == plain.clients.size());
+    for (size_t c = 0; c < spec.clients.size(); ++c) {
+      REQUIRE(spec.clients[c].steps.size() == plain.clients[c].steps.size());
+      for (size_t i = 0; i < spec.clients[c].steps.size(); ++i) {
+        const SwarmStep& s = spec.clients[c].steps[i];
+        SwarmStep before = plain.clients[c].steps[i];
+        CHECK_FALSE(before.auto_extend);
+        // Only a plain hold: released, not extended by hand, not late, no pause inside.
+        const bool plain_hold =
+            before.release && !before.extend && before.late_ms < 0 && before.pause_ms == 0;
+        eligible += plain_hold ? 1 : 0;
+        if (!s.auto_extend) {
+          CHECK(step_json(s) == step_json(before));  // the workload's own draws are untouched
+          continue;
+        }
+        ++auto_extending;
+        CHECK(plain_hold);
+        const int64_t ttl_ms = s.ttl_ms > 0 ? s.ttl_ms : spec.ttl_ms;
+        CHECK(s.hold_ms >= ttl_ms);  // several renewals
+        CHECK(s.hold_ms <= 3 * ttl_ms);
+        before.auto_extend = true;
+        before.hold_ms = s.hold_ms;
+        CHECK(step_json(s) == step_json(before));
+      }
+    }
+    // Never for a keyed lock, nor for a lock that does not extend.
+    for (const SwarmClient& c : draw_swarm_spec(swarm_capabilities("keyed-rw"), seed).clients) {
+      for (const SwarmStep& s : c.steps) CHECK_FALSE(s.auto_extend);
+    }
+  }
+  REQUIRE(eligible > 200);
+  CHECK(auto_extending * 16 > eligible);  // one in eight of them, give or take
+  CHECK(auto_extending * 4 < eligible);
+}
+
 TEST_CASE("slow servers are drawn for Redis and Redlock from a stream of their own, within bounds",
           "[sweep][slow]") {
   const SwarmCapabilities caps = swarm_capabilities("redlock");
