@@ -53,6 +53,7 @@ class AttemptTimedAdapter final : public LockAdapter {
   }
   AdapterResult is_valid_lock(const LockSpec& spec) override { return inner_.is_valid_lock(spec); }
   bool is_whole_library() const override { return inner_.is_whole_library(); }
+  bool retries_itself() const override { return inner_.retries_itself(); }
   int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us,
                           int64_t ttl_ms) const override {
     return inner_.validity_end_us(spec, requested_at_us, ttl_ms);

@@ -65,6 +65,16 @@ class LockAdapter {
   // ok when spec.value owns an unexpired lock on spec.key, not_owner otherwise.
   virtual AdapterResult is_valid_lock(const LockSpec& spec) = 0;
 
+  // Whether create_lock's verdict is a whole lock library's own (an ext: driver): then the Locker
+  // reports it as the library returned it, without its own check that the grant came within the
+  // TTL, so a library that returns a lock already over is seen doing so (valid_on_return).
+  virtual bool is_whole_library() const { return false; }
+  // Whether create_lock is a whole lock client's acquire, its own retries, waits and validity
+  // arithmetic included (a user's client registered whole: README, "Your own lock"): the Locker
+  // then calls it once per acquire whatever retry settings it was given, and takes its verdict
+  // and validity (validity_end_us, which such a client computes itself) as they are: it is a
+  // whole library too, whatever is_whole_library answers.
+  virtual bool retries_itself() const { return false; }
   // Optional: when spec.value's lock stops being valid, in microseconds on the caller's monotonic
   // clock (Clock::monotonic_us: a wall-clock jump must not stretch a validity). A careful holder
   // works only before then. requested_at_us is the caller's monotonic time when it sent
@@ -72,10 +82,6 @@ class LockAdapter {
   // TTL gives it: a server cannot start it before the request is sent, so this never overstates
   // it (clock faults aside). Adapters that compute a validity of their own (Redlock: TTL minus the
   // time spent acquiring and the clock drift) report that instead.
-  // Whether create_lock's verdict is a whole lock library's own (an ext: driver): then the Locker
-  // reports it as the library returned it, without its own check that the grant came within the
-  // TTL, so a library that returns a lock already over is seen doing so (valid_on_return).
-  virtual bool is_whole_library() const { return false; }
   virtual int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us,
                                   int64_t ttl_ms) const {
     (void)spec;

@@ -199,7 +199,10 @@ std::optional<RetryError> Lock::try_acquire() {
     throw ValidationError("auto_extend", "acquire() again while the lock is auto-extending");
   }
 
-  const int attempts_max = max_attempts(settings);
+  // A client that retries by itself gets one call: its loop, not this one, decides (adapter.h).
+  const bool retries_itself = options_.adapter->retries_itself();
+  const bool whole_library = retries_itself || options_.adapter->is_whole_library();
+  const int attempts_max = retries_itself ? 1 : max_attempts(settings);
   std::string last_detail;  // the adapter's word on the last refusal
   for (int attempt = 0; attempt < attempts_max; ++attempt) {
     attempts_ = attempt + 1;
@@ -207,7 +210,7 @@ std::optional<RetryError> Lock::try_acquire() {
     LeaseCall call = call_for_lease([&] { return options_.adapter->create_lock(spec_); },
                                     attempt_started_us, spec_.ttl_ms);
     AdapterResult& result = call.result;
-    if (result.ok() && !options_.adapter->is_whole_library() &&
+    if (result.ok() && !whole_library &&
         clock.monotonic_us() - attempt_started_us >= spec_.ttl_ms * 1000) {
       // The grant arrived after its whole TTL had passed (a slow reply, a pause): the lease may
       // already belong to someone else. Never report it as held; clean up and count it as failed.

@@ -6,6 +6,7 @@
 #include "my_deadline_lock.h"
 #include "my_keyed_locks.h"
 #include "my_lock.h"
+#include "my_whole_client.h"
 #include "services/redis/backend/redis_backend.h"
 #include "services/registry.h"
 
@@ -32,7 +33,8 @@ void register_my_lock(std::string name, my_lock::MyLock::Extend extend, std::str
 int main(int argc, char** argv) {
   register_my_lock("my-correct", my_lock::MyLock::Extend::owner_checked, "my Redis lock");
   register_my_lock("my-buggy", my_lock::MyLock::Extend::plain_pexpire, "extends by plain PEXPIRE");
-  my_keyed::register_my_keyed_locks();        // my-rw, my-rw-buggy, my-fifo, my-fifo-buggy
-  my_deadline::register_my_deadline_locks();  // my-deadline, my-deadline-buggy
+  my_keyed::register_my_keyed_locks();           // my-rw, my-rw-buggy, my-fifo, my-fifo-buggy
+  my_deadline::register_my_deadline_locks();     // my-deadline, my-deadline-buggy
+  my_whole_client::register_my_whole_clients();  // my-whole-client, my-whole-client-buggy
   return lockstep::cli_main(argc, argv);
 }

@@ -60,8 +60,16 @@ class ScriptedAdapter final : public LockAdapter {
     return extend_result;
   }
   AdapterResult is_valid_lock(const LockSpec&) override { return valid_result; }
+  bool retries_itself() const override { return own_retries; }
+  int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us,
+                          int64_t ttl_ms) const override {
+    if (own_validity_end_us != 0) return own_validity_end_us;
+    return LockAdapter::validity_end_us(spec, requested_at_us, ttl_ms);
+  }
 
   FencingSupport fencing_support = FencingSupport::monotonic;
+  bool own_retries = false;         // a whole client: its own retry loop
+  int64_t own_validity_end_us = 0;  // the validity such a client computes (0: the default)
   AdapterResult create_result{.status = AdapterStatus::contended};
   AdapterResult release_result{.status = AdapterStatus::ok};
   AdapterResult extend_result{.status = AdapterStatus::ok};
@@ -577,6 +585,34 @@ TEST_CASE("the slow-grant check measures the monotonic clock, not the wall clock
     Lock lock = f.scripted_locker().lock("k", 1000);
     CHECK_THROWS_AS(lock.acquire(), RetryError);
     CHECK(f.scripted.release_calls == 1);  // the late grant was cleaned up
+  }
+}
+
+TEST_CASE("a client that retries by itself gets one call per acquire, and its word stands",
+          "[locker][whole-client]") {
+  Fixture f;
+  f.scripted.own_retries = true;
+  const RetrySettings retry{.retry_delay_ms = 100, .retry_times = 5};
+  SECTION("a refusal is the client's last word: no retry, no sleep of the Locker's") {
+    Lock lock = f.scripted_locker(retry).lock("k", 1000);
+    CHECK_THROWS_AS(lock.acquire(), RetryError);
+    CHECK(f.scripted.create_starts_us.size() == 1);
+    CHECK(f.clock.sleeps_us.empty());
+  }
+  SECTION("a grant after the whole TTL, and the validity the client computed, are as it said") {
+    f.scripted.create_result = {};
+    f.scripted.create_duration_us = 1'500'000;  // its own retries took longer than the TTL
+    f.scripted.own_validity_end_us = kStartUs + 2'200'000;
+    Lock lock = f.scripted_locker(retry).lock("k", 1000);
+    CHECK_NOTHROW(lock.acquire());
+    CHECK(f.scripted.release_calls == 0);  // not taken back as a late grant
+    CHECK(lock.valid_until_us() == kStartUs + 2'200'000);
+  }
+  SECTION("an adapter that does not retry by itself is retried by the Locker") {
+    f.scripted.own_retries = false;
+    Lock lock = f.scripted_locker(retry).lock("k", 1000);
+    CHECK_THROWS_AS(lock.acquire(), RetryError);
+    CHECK(f.scripted.create_starts_us.size() == 6);
   }
 }
 
