@@ -21,6 +21,8 @@
 #   sweep --adapter my-rw / my-fifo --seeds 2000               exit 0
 #   sweep --adapter my-whole-client-buggy --seeds 1000         exit 1 (validity_within_lease)
 #   sweep --adapter my-whole-client --seeds 2000               exit 0
+#   sweep --adapter my-fenced-buggy --seeds 300                exit 1 (fencing)
+#   sweep --adapter my-fenced --seeds 2000                     exit 0
 # It prints how long each stage took and the binary's size. Temp dirs are removed on exit, failing
 # or not. Exit 0 when all of it held, 1 otherwise, 3 when a tool or a package the .deb depends on is
 # missing here (scripts/setup.sh installs them).
@@ -93,4 +95,9 @@ expect_exit 0 "$bin" sweep --adapter my-fifo --seeds 2000 --report "$tmp/reports
 expect_exit 1 "$bin" sweep --adapter my-whole-client-buggy --seeds 1000 --report "$tmp/reports"
 grep -q "validity_within_lease" "$tmp/out" || fail "sweep did not catch my-whole-client-buggy: $(cat "$tmp/out")"
 expect_exit 0 "$bin" sweep --adapter my-whole-client --seeds 2000 --report "$tmp/reports"
+
+# Fencing tokens from a counter named its own way, judged in the order the server granted leases.
+expect_exit 1 "$bin" sweep --adapter my-fenced-buggy --seeds 300 --report "$tmp/reports"
+grep -q "breaks fencing" "$tmp/out" || fail "sweep did not catch my-fenced-buggy: $(cat "$tmp/out")"
+expect_exit 0 "$bin" sweep --adapter my-fenced --seeds 2000 --report "$tmp/reports"
 echo "own_adapter: ok, in $(($(now_s) - stage_start)) s after the build"

@@ -1,6 +1,6 @@
 // A lockstep binary with locks registered the way a user registers theirs: the outsider locks of
-// examples/own-adapter (my_keyed_locks.cc, my_deadline_lock.cc and my_whole_client.cc, compiled
-// here from the same source) and keyed locks whose calls throw, for tests/user_keyed_cli_test.cc
+// examples/own-adapter (my_keyed_locks.cc, my_deadline_lock.cc, my_whole_client.cc and
+// my_fenced_lock.cc, compiled here from the same source) and keyed locks whose calls throw, for tests/user_keyed_cli_test.cc
 // and tests/user_deadline_cli_test.cc. The example itself is built against the installed
 // package by scripts/own_adapter.sh; this binary lets the plain suite hold the same locks to the
 // command line's exit codes without installing anything.
@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "examples/own-adapter/my_deadline_lock.h"
+#include "examples/own-adapter/my_fenced_lock.h"
 #include "examples/own-adapter/my_keyed_locks.h"
 #include "examples/own-adapter/my_whole_client.h"
 #include "services/keyed/backend/keyed_backend.h"
@@ -160,6 +161,7 @@ int main(int argc, char** argv) {
   my_keyed::register_my_keyed_locks();
   my_deadline::register_my_deadline_locks();
   my_whole_client::register_my_whole_clients();
+  my_fenced::register_my_fenced_locks();
   register_throwing_rw("throws-in-acquire", Throws::request);
   register_throwing_rw("throws-in-release", Throws::release);
   lockstep::register_adapter(lockstep::keyed_fifo_adapter(

@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "my_deadline_lock.h"
+#include "my_fenced_lock.h"
 #include "my_keyed_locks.h"
 #include "my_lock.h"
 #include "my_whole_client.h"
@@ -36,5 +37,6 @@ int main(int argc, char** argv) {
   my_keyed::register_my_keyed_locks();           // my-rw, my-rw-buggy, my-fifo, my-fifo-buggy
   my_deadline::register_my_deadline_locks();     // my-deadline, my-deadline-buggy
   my_whole_client::register_my_whole_clients();  // my-whole-client, my-whole-client-buggy
+  my_fenced::register_my_fenced_locks();         // my-fenced, my-fenced-buggy
   return lockstep::cli_main(argc, argv);
 }

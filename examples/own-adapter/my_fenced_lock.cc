@@ -1,0 +1,140 @@
+#include "my_fenced_lock.h"
+
+#include <memory>
+#include <utility>
+
+#include "services/redis/backend/redis_backend.h"
+#include "services/registry.h"
+
+namespace my_fenced {
+
+namespace {
+
+using lockstep::AdapterResult;
+using lockstep::AdapterStatus;
+using lockstep::RedisReply;
+using lockstep::RedisResult;
+
+// KEYS[1] lock key, KEYS[2] its token counter; ARGV[1] owner value, ARGV[2] ttl ms. The token of a
+// grant, or false (nil) when the lock is held.
+constexpr const char* kAcquireScript = R"lua(
+if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
+  return redis.call("INCR", KEYS[2])
+end
+return false
+)lua";
+
+// KEYS[1] lock key; ARGV[1] owner value. Deletes the lock only if it is still ours.
+constexpr const char* kReleaseScript = R"lua(
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+  return redis.call("DEL", KEYS[1])
+end
+return 0
+)lua";
+
+// KEYS[1] lock key; ARGV[1] owner value, ARGV[2] ttl ms. Extends only our own lock.
+constexpr const char* kExtendScript = R"lua(
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+  return redis.call("PEXPIRE", KEYS[1], ARGV[2])
+end
+return 0
+)lua";
+
+std::string counter_key(const std::string& key) { return key + ":tokens"; }
+
+AdapterResult backend_error(const RedisResult& r) {
+  return {.status = AdapterStatus::backend_error,
+          .message = r.ok() ? "unexpected reply " + lockstep::describe(r.reply) : r.message};
+}
+
+// Integer 1: done; 0: the lock is not ours (or gone); anything else: the backend failed.
+AdapterResult owner_checked(const RedisResult& r) {
+  if (r.ok() && r.reply.type == RedisReply::Type::integer) {
+    return r.reply.integer == 1 ? AdapterResult{}
+                                : AdapterResult{.status = AdapterStatus::not_owner};
+  }
+  return backend_error(r);
+}
+
+}  // namespace
+
+AdapterResult MyFencedLock::create_lock(const lockstep::LockSpec& spec) {
+  if (tokens_ == Tokens::before_grant) return create_token_first(spec);
+  const RedisResult r = send({"EVAL", kAcquireScript, "2", spec.key, counter_key(spec.key),
+                              spec.value, std::to_string(spec.ttl_ms)});
+  if (r.ok() && r.reply.is_nil()) return {.status = AdapterStatus::contended};
+  if (r.ok() && r.reply.type == RedisReply::Type::integer && r.reply.integer > 0) {
+    return {.fencing_token = static_cast<uint64_t>(r.reply.integer)};
+  }
+  return backend_error(r);  // a timeout included: an acquire not confirmed is not held
+}
+
+// The bug: the token is drawn first, so another contender may draw a later one and be granted
+// before this SET arrives.
+AdapterResult MyFencedLock::create_token_first(const lockstep::LockSpec& spec) {
+  const RedisResult token = send({"INCR", counter_key(spec.key)});
+  if (!token.ok() || token.reply.type != RedisReply::Type::integer) return backend_error(token);
+  const RedisResult r =
+      send({"SET", spec.key, spec.value, "NX", "PX", std::to_string(spec.ttl_ms)});
+  if (r.ok() && r.reply.is_nil()) return {.status = AdapterStatus::contended};
+  if (r.ok() && r.reply.type == RedisReply::Type::status && r.reply.str == "OK") {
+    return {.fencing_token = static_cast<uint64_t>(token.reply.integer)};
+  }
+  return backend_error(r);
+}
+
+AdapterResult MyFencedLock::release_lock(const lockstep::LockSpec& spec) {
+  return owner_checked(send({"EVAL", kReleaseScript, "1", spec.key, spec.value}));
+}
+
+AdapterResult MyFencedLock::extend_lock(const lockstep::LockSpec& spec, int64_t ttl_ms) {
+  return owner_checked(
+      send({"EVAL", kExtendScript, "1", spec.key, spec.value, std::to_string(ttl_ms)}));
+}
+
+AdapterResult MyFencedLock::is_valid_lock(const lockstep::LockSpec& spec) {
+  const RedisResult r = send({"GET", spec.key});
+  if (r.ok() && r.reply.type == RedisReply::Type::string && r.reply.str == spec.value) return {};
+  if (r.ok() && (r.reply.is_nil() || r.reply.type == RedisReply::Type::string))
+    return {.status = AdapterStatus::not_owner};
+  return backend_error(r);
+}
+
+namespace {
+
+lockstep::AdapterEntry fenced_lock(std::string name, MyFencedLock::Tokens tokens,
+                                   std::string description) {
+  auto make = [tokens](lockstep::RedisConnection& c) -> std::unique_ptr<lockstep::LockAdapter> {
+    return std::make_unique<MyFencedLock>(c, tokens);
+  };
+  return {
+      .name = std::move(name),
+      .description = std::move(description),
+      .worlds = {lockstep::WorldKind::sim, lockstep::WorldKind::real},
+      // A lease lock on one Redis with fencing tokens that rise in grant order, owner-checked
+      // release and extend.
+      .traits = {.servers = lockstep::ServerLayout::one_server,
+                 .sim_faults = lockstep::kRedisTraits.sim_faults,
+                 .tokens = lockstep::TokenKind::monotonic},
+      .options = lockstep::redis_backend_options(),
+      .make_sim = [make](lockstep::BackendEnv& env) { return make_redis_sim_backend(env, make); },
+      .make_real = [make](lockstep::BackendEnv& env) { return make_redis_real_backend(env, make); },
+  };
+}
+
+}  // namespace
+
+void register_my_fenced_locks() {
+  lockstep::register_adapter(fenced_lock("my-fenced", MyFencedLock::Tokens::with_grant,
+                                         "my Redis lock with tokens from KEY:tokens"));
+  lockstep::AdapterEntry buggy =
+      fenced_lock("my-fenced-buggy", MyFencedLock::Tokens::before_grant,
+                  "fenced Redis lock that draws its token before it tries the lock");
+  // A calibration variant: `calibrate` must find it breaking this.
+  buggy.known_bad = true;
+  buggy.breaks = "fencing";
+  buggy.sibling = "my-fenced";
+  lockstep::register_adapter(std::move(buggy));
+}
+
+}  // namespace my_fenced
