@@ -69,25 +69,9 @@
 #include <vector>
 
 #include "history/history.h"
+#include "lockstep/invariant.h"
 
 namespace lockstep {
-
-enum class Invariant {
-  mutual_exclusion,
-  lease_exclusion,
-  ownership,
-  fencing,
-  no_lost_update,
-  liveness,
-  fifo,
-  writer_preference,
-  no_leak,
-  valid_on_return,
-  validity_within_lease,
-};
-std::string_view to_string(Invariant invariant);
-std::optional<Invariant> invariant_from_string(std::string_view name);
-const std::vector<Invariant>& all_invariants();
 
 struct Violation {
   Invariant invariant = Invariant::mutual_exclusion;

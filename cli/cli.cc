@@ -1,5 +1,5 @@
-// The `lockstep` command line (cli/cli.h).
-#include "cli/cli.h"
+// The `lockstep` command line (include/lockstep/cli.h).
+#include "lockstep/cli.h"
 
 #include <unistd.h>
 
@@ -37,12 +37,12 @@
 #include "harness/option_bounds.h"
 #include "harness/real_scenario_world.h"
 #include "history/json_input.h"
+#include "lockstep/registry.h"
 #include "real/server_errors.h"
 #include "report/junit.h"
 #include "report/report.h"
 #include "report/report_html.h"
 #include "run/runner.h"
-#include "services/registry.h"
 #include "services/service.h"
 #include "sim/trace.h"
 

@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
-#include "harness/options.h"
 #include "harness/usage_error.h"
+#include "lockstep/options.h"
 
 namespace lockstep {
 

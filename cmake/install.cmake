@@ -1,5 +1,5 @@
-# The installable package: `cmake --install build --prefix P` puts the headers under
-# P/include/lockstep (repository-rooted: #include "services/registry.h"), the static
+# The installable package: `cmake --install build --prefix P` puts the public headers under
+# P/include/lockstep (#include "lockstep/registry.h"; lockstep/lockstep.h lists them), the static
 # libraries under P/lib, the `lockstep` command under P/bin, the Node drivers and the Python
 # driver kit under P/share/lockstep, and a CMake package, so an outside project does
 #   find_package(lockstep CONFIG REQUIRED)
@@ -10,7 +10,7 @@
 # is what a binary with its own adapters and the whole command line needs (examples/own-adapter).
 include(CMakePackageConfigHelpers)
 
-# What a user's own lockstep binary links: the command line (cli/cli.h), the registry and the
+# What a user's own lockstep binary links: the command line (include/lockstep/cli.h), the registry and the
 # backends to plug an adapter into (services/), the production and known-bad adapters.
 add_library(lockstep_all INTERFACE)
 target_link_libraries(lockstep_all INTERFACE
@@ -52,20 +52,16 @@ install(TARGETS ${lockstep_exported_libraries} lockstep_all
   EXPORT lockstepTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/lockstep)
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT lockstepTargets
   NAMESPACE lockstep::
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/lockstep)
 
-# Headers, keeping their repository paths. services/ext/node is the Node drivers (and their node_modules),
-# not C++; a folder's tests/ holds its tests' helpers, not lockstep's API.
-foreach(folder base adapters sim real history checkers harness services scenarios run report explore cli)
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${folder}
-    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/lockstep
-    FILES_MATCHING PATTERN "*.h"
-    PATTERN "node" EXCLUDE
-    PATTERN "tests" EXCLUDE)
-endforeach()
+# Headers: the public API alone (include/lockstep, lockstep/lockstep.h lists it). Everything a
+# user's code includes is there; lockstep's own headers stay private to its libraries.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/lockstep
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  FILES_MATCHING PATTERN "*.h")
 
 # The Node drivers of the ext: adapters, without node_modules: an installed lockstep finds them
 # only through LOCKSTEP_EXT_NODE_DIR (services/ext/driver/node_drivers.h), after `npm ci` in that directory.

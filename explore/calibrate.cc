@@ -8,8 +8,8 @@
 
 #include "checkers/checkers.h"
 #include "explore/worker_pool.h"
+#include "lockstep/registry.h"
 #include "services/keep_warm.h"
-#include "services/registry.h"
 
 namespace lockstep {
 

@@ -9,9 +9,9 @@
 
 #include "base/check.h"
 #include "explore/worker_pool.h"
+#include "lockstep/registry.h"
 #include "report/report.h"
 #include "services/keep_warm.h"
-#include "services/registry.h"
 
 namespace lockstep {
 

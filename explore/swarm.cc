@@ -10,12 +10,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "adapters/core/random.h"
 #include "base/check.h"
 #include "explore/key_name.h"
+#include "lockstep/random.h"
+#include "lockstep/registry.h"
 #include "run/runner.h"
 #include "services/keyed/backend/keyed_backend.h"
-#include "services/registry.h"
 #include "sim/world.h"
 
 namespace lockstep {

@@ -25,7 +25,7 @@
 
 namespace lockstep {
 
-// The fault kinds (history/fault.h) a sweep draws:
+// The fault kinds (include/lockstep/fault.h) a sweep draws:
 //   pause         stop-the-world of a client (random time, inside a critical section, mid-release)
 //   crash         a client dies (random time, or while its acquire is on the wire)
 //   clock-drift   a client's clocks run fast or slow (healed at safety_ms)

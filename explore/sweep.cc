@@ -13,12 +13,12 @@
 #include "base/check.h"
 #include "checkers/excuse.h"
 #include "explore/worker_pool.h"
-#include "harness/options.h"
 #include "harness/usage_error.h"
 #include "history/json_input.h"
+#include "lockstep/options.h"
+#include "lockstep/registry.h"
 #include "report/report.h"
 #include "services/keep_warm.h"
-#include "services/registry.h"
 
 namespace lockstep {
 

@@ -1,8 +1,8 @@
 #include <fmt/format.h>
 
-#include "harness/adapter_traits.h"
-#include "harness/run_end.h"
-#include "harness/world_kind.h"
+#include "lockstep/adapter_traits.h"
+#include "lockstep/run_end.h"
+#include "lockstep/world_kind.h"
 
 namespace lockstep {
 

@@ -1,6 +1,6 @@
 #pragma once
 // A known-bad adapter is a correct one (its sibling) with one thing wrong, and that one thing is a
-// trait (harness/adapter_traits.h): its expected breakage follows from the declaration, the way a
+// trait (include/lockstep/adapter_traits.h): its expected breakage follows from the declaration, the way a
 // correct lock's safety does. Each service declares its own (services/NAME/known_bad); the
 // `lockstep` command registers them (services/known_bad.h), outside the production registry.
 #include <string>

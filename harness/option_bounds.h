@@ -3,7 +3,7 @@
 // (cli/cli.cc) and the readers of the files those flags write (a sweep shard read back by
 // sweep-merge, a saved workload read back by replay) check the same numbers, so a file cannot
 // carry what the command line would refuse. Scenario and adapter options carry their bounds in
-// their declarations (OptionSpec, harness/options.h); kTtlMaxMs, kRetryDelayMaxMs and
+// their declarations (OptionSpec, include/lockstep/options.h); kTtlMaxMs, kRetryDelayMaxMs and
 // kMaxRetryTimes (adapters/core) bound the lock's own numbers; --jobs is kJobsMax
 // (explore/worker_pool.h) and --shard's count kShardCountMax (explore/sweep.h).
 #include <cstdint>

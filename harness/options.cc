@@ -1,4 +1,4 @@
-#include "harness/options.h"
+#include "lockstep/options.h"
 
 #include <charconv>
 

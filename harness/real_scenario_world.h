@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "adapters/core/random.h"
 #include "harness/scenario_world.h"
+#include "lockstep/random.h"
 #include "sim/trace.h"
 
 namespace lockstep {

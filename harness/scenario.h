@@ -15,13 +15,13 @@
 #include "checkers/checkers.h"
 #include "harness/backend.h"
 #include "harness/client.h"
-#include "harness/options.h"
 #include "harness/resource.h"
+#include "lockstep/options.h"
 
 namespace lockstep {
 
 // What a scheduled fault is, for the history: its kind, whom it strikes (-1 / "": every client /
-// every server) and its size in the kind's unit (history/fault.h).
+// every server) and its size in the kind's unit (include/lockstep/fault.h).
 struct FaultTag {
   FaultKind kind = FaultKind::other;
   int client = -1;

@@ -17,9 +17,9 @@
 #include <fmt/format.h>
 
 #include "adapters/core/background.h"
-#include "adapters/core/clock.h"
 #include "base/time.h"
-#include "harness/world_kind.h"
+#include "lockstep/clock.h"
+#include "lockstep/world_kind.h"
 #include "sim/trace.h"
 
 namespace lockstep {

@@ -1,4 +1,4 @@
-#include "history/fault.h"
+#include "lockstep/fault.h"
 
 #include <utility>
 

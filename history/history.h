@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/time.h"
-#include "history/fault.h"
+#include "lockstep/fault.h"
 
 namespace lockstep {
 

@@ -9,8 +9,8 @@
 
 #include "explore/shrink.h"
 #include "explore/sweep.h"
+#include "lockstep/registry.h"
 #include "services/known_bad.h"
-#include "services/registry.h"
 
 namespace lockstep {
 

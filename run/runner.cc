@@ -14,7 +14,7 @@
 #include "harness/recorder.h"
 #include "harness/resource.h"
 #include "harness/sim_scenario_world.h"
-#include "services/registry.h"
+#include "lockstep/registry.h"
 #include "sim/world.h"
 
 namespace lockstep {

@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "checkers/checkers.h"
-#include "harness/options.h"
-#include "harness/run_end.h"
 #include "harness/scenario.h"
 #include "harness/usage_error.h"
-#include "harness/world_kind.h"
 #include "history/history.h"
+#include "lockstep/options.h"
+#include "lockstep/run_end.h"
+#include "lockstep/world_kind.h"
 
 namespace lockstep {
 
@@ -68,7 +68,7 @@ struct RunReport {
   std::string library;  // Backend::library(): the library under test as it named itself, or ""
   std::vector<ReportedViolation> violations;
   RunStats stats;
-  // How the run ended (harness/run_end.h): complete, which bound it hit, or no_leases (a lease
+  // How the run ended (include/lockstep/run_end.h): complete, which bound it hit, or no_leases (a lease
   // lock whose grants no server recorded, so its lease checks would have been blind).
   RunEnd end = RunEnd::complete;
   std::string end_message;

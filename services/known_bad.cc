@@ -2,6 +2,7 @@
 
 #include "base/check.h"
 
+#include "lockstep/registry.h"
 #include "services/etcd/known_bad/etcd_known_bad.h"
 #include "services/keyed/known_bad/keyed_known_bad.h"
 #include "services/memory/known_bad/memory_known_bad.h"
@@ -9,7 +10,6 @@
 #include "services/postgres/known_bad/postgres_known_bad.h"
 #include "services/redis/known_bad/redis_known_bad.h"
 #include "services/redlock/known_bad/redlock_known_bad.h"
-#include "services/registry.h"
 
 namespace lockstep {
 

@@ -1,4 +1,4 @@
-#include "services/registry.h"
+#include "lockstep/registry.h"
 
 #include <stdexcept>
 

@@ -2,7 +2,7 @@
 // The Clock seam for code on a simulated node: now_us() is the node's local wall clock,
 // monotonic_us() its oscillator (drifts, never jumps); sleep_for_us() parks the calling fiber
 // (which must belong to this node) for that duration of its oscillator.
-#include "adapters/core/clock.h"
+#include "lockstep/clock.h"
 #include "sim/network.h"
 
 namespace lockstep::sim {

@@ -35,8 +35,8 @@
 
 #include <fmt/format.h>
 
-#include "adapters/core/clock.h"
-#include "adapters/core/random.h"
+#include "lockstep/clock.h"
+#include "lockstep/random.h"
 #include "sim/network.h"
 #include "sim/node_clock.h"
 #include "sim/scheduler.h"

@@ -7,12 +7,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "lockstep/registry.h"
 #include "real/server_errors.h"
 #include "run/runner.h"
 #include "services/ext/driver/node_drivers.h"
 #include "services/keyed/backend/keyed_backend.h"
 #include "services/known_bad.h"
-#include "services/registry.h"
 
 namespace lockstep {
 namespace {

@@ -313,7 +313,7 @@ TEST_CASE("matrix --adapter and --scenario run only the chosen cells", "[cli][ma
 }
 
 TEST_CASE("replay lines name the program they were printed by", "[cli]") {
-  // A user's own binary (cli/cli.h) must print replay lines that rerun with itself: the same
+  // A user's own binary (include/lockstep/cli.h) must print replay lines that rerun with itself: the same
   // binary under another name stands in for it.
   const auto dir =
       std::filesystem::temp_directory_path() / ("lockstep-cli-name-" + std::to_string(::getpid()));

@@ -6,9 +6,9 @@
 #include <catch2/catch.hpp>
 
 #include "explore/matrix.h"
+#include "lockstep/registry.h"
 #include "run/runner.h"
 #include "services/known_bad.h"
-#include "services/registry.h"
 
 namespace lockstep {
 namespace {

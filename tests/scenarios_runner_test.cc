@@ -8,11 +8,11 @@
 #include "cli/exit_codes.h"
 #include "explore/sweep.h"
 #include "history/history_rules.h"
+#include "lockstep/registry.h"
 #include "report/report.h"
 #include "run/runner.h"
 #include "services/keyed/backend/keyed_backend.h"
 #include "services/known_bad.h"
-#include "services/registry.h"
 
 namespace lockstep {
 namespace {

@@ -10,13 +10,13 @@
 #include <stdexcept>
 #include <string>
 
-#include "cli/cli.h"
 #include "examples/own-adapter/my_deadline_lock.h"
 #include "examples/own-adapter/my_fenced_lock.h"
 #include "examples/own-adapter/my_keyed_locks.h"
 #include "examples/own-adapter/my_whole_client.h"
+#include "lockstep/cli.h"
+#include "lockstep/registry.h"
 #include "services/keyed/backend/keyed_backend.h"
-#include "services/registry.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "adapters/core/adapter.h"
+#include "lockstep/adapter.h"
 
 namespace lockstep {
 

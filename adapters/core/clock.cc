@@ -1,4 +1,4 @@
-#include "adapters/core/clock.h"
+#include "lockstep/clock.h"
 
 #include <chrono>
 #include <thread>

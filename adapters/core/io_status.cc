@@ -1,4 +1,4 @@
-#include "adapters/core/io_status.h"
+#include "lockstep/io_status.h"
 
 namespace lockstep {
 

@@ -38,12 +38,12 @@
 #include <type_traits>
 #include <utility>
 
-#include "adapters/core/adapter.h"
 #include "adapters/core/background.h"
-#include "adapters/core/clock.h"
 #include "adapters/core/errors.h"
-#include "adapters/core/random.h"
 #include "adapters/core/retry.h"
+#include "lockstep/adapter.h"
+#include "lockstep/clock.h"
+#include "lockstep/random.h"
 
 namespace lockstep {
 

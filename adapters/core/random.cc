@@ -1,4 +1,4 @@
-#include "adapters/core/random.h"
+#include "lockstep/random.h"
 
 #include <pthread.h>
 #include <sys/random.h>

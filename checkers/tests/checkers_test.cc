@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "adapters/core/random.h"
 #include "checkers/checker_support.h"
 #include "checkers/checkers.h"
 #include "history/history.h"
+#include "lockstep/random.h"
 
 namespace lockstep {
 namespace {

@@ -2,14 +2,14 @@
 #include <memory>
 #include <string>
 
-#include "cli/cli.h"
+#include "lockstep/cli.h"
+#include "lockstep/redis.h"
+#include "lockstep/registry.h"
 #include "my_deadline_lock.h"
 #include "my_fenced_lock.h"
 #include "my_keyed_locks.h"
 #include "my_lock.h"
 #include "my_whole_client.h"
-#include "services/redis/backend/redis_backend.h"
-#include "services/registry.h"
 
 void register_my_lock(std::string name, my_lock::MyLock::Extend extend, std::string description) {
   auto make = [extend](lockstep::RedisConnection& c) -> std::unique_ptr<lockstep::LockAdapter> {

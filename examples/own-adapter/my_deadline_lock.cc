@@ -3,8 +3,8 @@
 #include <memory>
 #include <utility>
 
-#include "services/redis/backend/redis_backend.h"
-#include "services/registry.h"
+#include "lockstep/redis.h"
+#include "lockstep/registry.h"
 
 namespace my_deadline {
 

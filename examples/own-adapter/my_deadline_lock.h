@@ -5,7 +5,7 @@
 // by its own wall clock, releases it by compare-and-delete and extends it by compare-and-set of a
 // new deadline, each in one Lua script. Written against lockstep's RedisConnection and Clock seams
 // only. Its traits declare server_expiry = client_value, so lockstep reads its leases from the
-// values it writes (harness/adapter_traits.h).
+// values it writes (include/lockstep/adapter_traits.h).
 //
 // MyDeadlineLock::Takeover::past_deadline is the correct lock; Takeover::before_my_deadline is the
 // bug this example exists to catch: it compares the holder's deadline with the deadline it would
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "adapters/core/adapter.h"
-#include "adapters/core/clock.h"
-#include "services/redis/client/redis_connection.h"
+#include "lockstep/adapter.h"
+#include "lockstep/clock.h"
+#include "lockstep/redis_connection.h"
 
 namespace my_deadline {
 

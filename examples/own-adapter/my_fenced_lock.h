@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "adapters/core/adapter.h"
-#include "services/redis/client/redis_connection.h"
+#include "lockstep/adapter.h"
+#include "lockstep/redis_connection.h"
 
 namespace my_fenced {
 

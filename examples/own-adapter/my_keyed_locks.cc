@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "services/keyed/backend/keyed_backend.h"
-#include "services/registry.h"
+#include "lockstep/keyed.h"
+#include "lockstep/registry.h"
 
 namespace my_keyed {
 

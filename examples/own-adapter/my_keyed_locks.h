@@ -1,6 +1,6 @@
 #pragma once
 // A user's own keyed locks, written against lockstep's keyed state-machine seam only
-// (services/keyed/adapter/keyed_state_machine.h): a keyed reader/writer lock with writer
+// (include/lockstep/keyed_state_machine.h): a keyed reader/writer lock with writer
 // preference and a keyed FIFO lock. Plain std containers, their own names, nothing of lockstep's
 // own cores. Each comes in a correct and a buggy variant; the buggy one is the bug this example
 // exists to catch:
@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "services/keyed/adapter/keyed_state_machine.h"
+#include "lockstep/keyed_state_machine.h"
 
 namespace my_keyed {
 

@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "adapters/core/adapter.h"
-#include "adapters/core/clock.h"
-#include "adapters/core/random.h"
-#include "services/redis/client/redis_connection.h"
+#include "lockstep/adapter.h"
+#include "lockstep/clock.h"
+#include "lockstep/random.h"
+#include "lockstep/redis_connection.h"
 
 namespace my_whole_client {
 

@@ -12,7 +12,7 @@
 #include "explore/swarm.h"
 #include "explore/sweep.h"
 #include "harness/usage_error.h"
-#include "services/registry.h"
+#include "lockstep/registry.h"
 
 namespace lockstep {
 namespace {

@@ -19,9 +19,9 @@
 #include "explore/replay.h"
 #include "explore/sweep.h"
 #include "explore/sweep_junit.h"
+#include "lockstep/registry.h"
 #include "report/report.h"
 #include "services/known_bad.h"
-#include "services/registry.h"
 #include "tests/cli_support.h"
 
 namespace lockstep {

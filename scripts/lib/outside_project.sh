@@ -62,7 +62,7 @@ check_deb() {
   done
   contents=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./||')
   for want in usr/bin/lockstep usr/lib/cmake/lockstep/lockstepConfig.cmake \
-    usr/lib/liblockstep_cli.a usr/include/lockstep/cli/cli.h \
+    usr/lib/liblockstep_cli.a usr/include/lockstep/cli.h usr/include/lockstep/lockstep.h \
     usr/share/lockstep/ext/node/driver.js usr/lib/python3/dist-packages/lockstep_driver.py \
     usr/share/lockstep/python-driver/driver.py; do
     grep -qx "$want" <<<"$contents" || fail "the package lacks $want"
@@ -70,6 +70,12 @@ check_deb() {
   if grep -E 'node_modules|\.cc$|/tests/' <<<"$contents" >&2; then
     fail "the package holds node_modules, sources or tests (above)"
   fi
+  # The public API alone: include/lockstep/*.h of this tree, nothing of lockstep's own headers.
+  local installed_headers public_headers
+  installed_headers=$(grep '^usr/include/.*\.h$' <<<"$contents" | sed 's|^usr/include/||' | sort)
+  public_headers=$(cd "$repo/include" && find lockstep -name '*.h' | sort)
+  [[ "$installed_headers" == "$public_headers" ]] ||
+    fail "the package's headers are not exactly include/lockstep: $(diff <(echo "$public_headers") <(echo "$installed_headers") | head -5 | tr '\n' ' ')"
 }
 
 # Unpacks the .deb $1 into the fresh root $2 (dpkg-deb -x: no root, no container, nothing of this
@@ -103,7 +109,7 @@ build_example() {
   # The compiler's own list of what it read (its depfiles, as ninja keeps them).
   local headers leaks
   headers=$(ninja -C "$build" -t deps | sed -n 's/^    //p' | sort -u)
-  grep -q "^$prefix/include/lockstep/cli/cli.h$" <<<"$headers" ||
+  grep -q "^$prefix/include/lockstep/cli.h$" <<<"$headers" ||
     fail "the example did not read lockstep's headers from $prefix/include/lockstep"
   leaks=$(grep -v -e "^$prefix/" -e "^$example/" -e "^/usr/include/" -e "^/usr/lib/gcc/" \
     <<<"$headers" || true)

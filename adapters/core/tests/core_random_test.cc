@@ -14,7 +14,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "adapters/core/random.h"
+#include "lockstep/random.h"
 
 namespace lockstep {
 namespace {

@@ -23,8 +23,8 @@
 #include <string>
 #include <utility>
 
-#include "adapters/core/adapter.h"
-#include "adapters/core/clock.h"
+#include "lockstep/adapter.h"
+#include "lockstep/clock.h"
 #include "services/etcd/client/etcd_connection.h"
 
 namespace lockstep {

@@ -16,9 +16,9 @@
 #include <memory>
 #include <vector>
 
-#include "adapters/core/adapter.h"
-#include "adapters/core/clock.h"
 #include "harness/backend.h"
+#include "lockstep/adapter.h"
+#include "lockstep/clock.h"
 #include "services/etcd/client/etcd_connection.h"
 
 namespace lockstep {

@@ -29,7 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "adapters/core/io_status.h"
+#include "lockstep/io_status.h"
 
 namespace lockstep {
 

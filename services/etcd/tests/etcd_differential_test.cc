@@ -24,7 +24,7 @@
 
 #include <fmt/format.h>
 
-#include "adapters/core/random.h"
+#include "lockstep/random.h"
 #include "services/etcd/adapter/http_connection.h"
 #include "services/etcd/client/etcd_json.h"
 #include "services/etcd/real/etcd_cluster.h"

@@ -3,10 +3,10 @@
 // adapter's lease check refuses it. Skipped (exit 77) without etcd, failed in CI.
 #include <catch2/catch.hpp>
 
+#include "lockstep/registry.h"
 #include "report/report.h"
 #include "run/runner.h"
 #include "services/etcd/tests/etcd_support.h"
-#include "services/registry.h"
 
 namespace lockstep {
 namespace {

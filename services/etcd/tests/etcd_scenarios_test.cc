@@ -13,10 +13,10 @@
 
 #include "explore/swarm.h"
 #include "explore/sweep.h"
+#include "lockstep/registry.h"
 #include "report/report.h"
 #include "run/runner.h"
 #include "services/known_bad.h"
-#include "services/registry.h"
 
 namespace lockstep {
 namespace {

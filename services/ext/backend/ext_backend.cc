@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "lockstep/redis.h"
 #include "real/child_process.h"
 #include "real/keeper_thread.h"
 #include "real/server_errors.h"
@@ -23,7 +24,6 @@
 #include "services/ext/backend/ext_sim.h"
 #include "services/ext/driver/driver_process.h"
 #include "services/ext/driver/node_drivers.h"
-#include "services/redis/backend/redis_backend.h"
 #include "services/redis/real/redis_server.h"
 #include "services/redlock/backend/redlock_backend.h"
 

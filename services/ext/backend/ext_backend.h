@@ -35,8 +35,8 @@
 #include <string_view>
 #include <vector>
 
-#include "adapters/core/adapter.h"
 #include "harness/backend.h"
+#include "lockstep/adapter.h"
 #include "services/ext/driver/protocol.h"
 
 namespace lockstep {

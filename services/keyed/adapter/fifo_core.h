@@ -28,8 +28,8 @@
 #include <string_view>
 #include <vector>
 
+#include "lockstep/keyed_state_machine.h"
 #include "services/keyed/adapter/key_table.h"
-#include "services/keyed/adapter/keyed_state_machine.h"
 
 namespace lockstep::keyed {
 

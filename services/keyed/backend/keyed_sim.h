@@ -1,6 +1,6 @@
 #pragma once
 // The simulator drivers of the keyed locks: a keyed state machine (lockstep's RwCore or FifoCore,
-// a calibration variant, or a user's own: services/keyed/adapter/keyed_state_machine.h), run on
+// a calibration variant, or a user's own: include/lockstep/keyed_state_machine.h), run on
 // simulator fibers. Every call into the machine is held to the contract of that header by a
 // MachineGuard (machine_guard.h): a throw or a grant of a request that does not wait ends the run
 // as an error with one line, and the lock refuses every later call. A caller that must wait parks

@@ -1,6 +1,6 @@
 #pragma once
 // The simulator drivers' side of the keyed state-machine contract
-// (services/keyed/adapter/keyed_state_machine.h): every call into a machine goes through call(),
+// (include/lockstep/keyed_state_machine.h): every call into a machine goes through call(),
 // and what the driver finds wrong goes to fail(). The first failure is kept as one line naming
 // the lock, the call and what it did or threw; from then on the lock is broken: every later call
 // into it throws KeyedMachineBroken at once, so nothing the machine says afterwards is carried

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "adapters/core/random.h"
+#include "lockstep/random.h"
 #include "services/keyed/adapter/fifo_lock.h"
 #include "services/keyed/adapter/keyed_rw.h"
 

@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "adapters/core/random.h"
+#include "lockstep/random.h"
 #include "services/keyed/adapter/key_table.h"
 
 namespace lockstep::keyed {

@@ -16,9 +16,9 @@
 #include <mutex>
 #include <string>
 
-#include "adapters/core/adapter.h"
-#include "adapters/core/clock.h"
 #include "adapters/core/lease_observer.h"
+#include "lockstep/adapter.h"
+#include "lockstep/clock.h"
 
 namespace lockstep {
 

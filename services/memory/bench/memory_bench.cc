@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
-#include "adapters/core/clock.h"
 #include "bench/contention.h"
 #include "bench/sweep_bench.h"
+#include "lockstep/clock.h"
 #include "services/memory/adapter/memory_adapter.h"
 
 namespace {

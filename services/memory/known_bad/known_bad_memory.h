@@ -7,8 +7,8 @@
 #include <map>
 #include <string>
 
-#include "adapters/core/adapter.h"
-#include "adapters/core/clock.h"
+#include "lockstep/adapter.h"
+#include "lockstep/clock.h"
 #include "services/memory/adapter/memory_adapter.h"
 
 namespace lockstep {

@@ -2,7 +2,7 @@
 // production store (which itself stays owner-checked).
 #include <catch2/catch.hpp>
 
-#include "adapters/core/clock.h"
+#include "lockstep/clock.h"
 #include "services/memory/adapter/memory_adapter.h"
 #include "services/memory/known_bad/known_bad_memory.h"
 

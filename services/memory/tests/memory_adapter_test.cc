@@ -9,7 +9,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "adapters/core/clock.h"
+#include "lockstep/clock.h"
 #include "services/memory/adapter/memory_adapter.h"
 
 namespace lockstep {

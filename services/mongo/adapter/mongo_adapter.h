@@ -48,8 +48,8 @@
 #include <string>
 #include <string_view>
 
-#include "adapters/core/adapter.h"
-#include "adapters/core/clock.h"
+#include "lockstep/adapter.h"
+#include "lockstep/clock.h"
 #include "services/mongo/adapter/mongo_commands.h"
 #include "services/mongo/client/mongo_connection.h"
 

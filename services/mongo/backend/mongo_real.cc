@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
-#include "harness/options.h"
 #include "harness/usage_error.h"
+#include "lockstep/options.h"
 #include "real/keeper_thread.h"
 #include "real/server_errors.h"
 #include "real/tcp_proxy.h"

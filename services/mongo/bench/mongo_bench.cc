@@ -25,11 +25,11 @@
 #include <utility>
 #include <vector>
 
-#include "adapters/core/clock.h"
 #include "adapters/core/locker.h"
-#include "adapters/core/random.h"
 #include "bench/contention.h"
 #include "bench/sweep_bench.h"
+#include "lockstep/clock.h"
+#include "lockstep/random.h"
 #include "real/server_errors.h"
 #include "services/mongo/adapter/mongo_adapter.h"
 #include "services/mongo/adapter/mongoc_connection.h"

@@ -28,7 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "adapters/core/io_status.h"
+#include "lockstep/io_status.h"
 #include "services/mongo/client/ordered_object.h"
 
 namespace lockstep {

@@ -4,9 +4,9 @@
 // insert, and both clients hold the lock.
 #include <memory>
 
-#include "adapters/core/adapter.h"
-#include "adapters/core/clock.h"
-#include "harness/options.h"
+#include "lockstep/adapter.h"
+#include "lockstep/clock.h"
+#include "lockstep/options.h"
 #include "services/mongo/client/mongo_connection.h"
 
 namespace lockstep {

@@ -21,11 +21,11 @@
 #include <thread>
 #include <vector>
 
-#include "adapters/core/clock.h"
 #include "adapters/core/errors.h"
 #include "adapters/core/locker.h"
-#include "adapters/core/random.h"
 #include "base/check.h"
+#include "lockstep/clock.h"
+#include "lockstep/random.h"
 #include "real/child_process.h"
 #include "services/mongo/adapter/mongo_adapter.h"
 #include "services/mongo/adapter/mongoc_connection.h"

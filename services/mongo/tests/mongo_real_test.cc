@@ -11,10 +11,10 @@
 #include <memory>
 #include <string>
 
-#include "adapters/core/clock.h"
 #include "adapters/core/errors.h"
 #include "adapters/core/locker.h"
-#include "adapters/core/random.h"
+#include "lockstep/clock.h"
+#include "lockstep/random.h"
 #include "services/mongo/adapter/mongo_adapter.h"
 #include "services/mongo/adapter/mongoc_connection.h"
 #include "services/mongo/real/mongod_server.h"

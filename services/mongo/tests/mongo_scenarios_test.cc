@@ -3,14 +3,14 @@
 // the known-bad variant without the unique index, and determinism.
 #include <catch2/catch.hpp>
 
-#include "adapters/core/clock.h"
 #include "explore/swarm.h"
 #include "explore/sweep.h"
+#include "lockstep/clock.h"
+#include "lockstep/registry.h"
 #include "report/report.h"
 #include "run/runner.h"
 #include "services/known_bad.h"
 #include "services/mongo/backend/mongo_backend.h"
-#include "services/registry.h"
 
 namespace lockstep {
 namespace {

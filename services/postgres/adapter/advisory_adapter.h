@@ -37,8 +37,8 @@
 #include <string>
 #include <vector>
 
-#include "adapters/core/adapter.h"
-#include "adapters/core/clock.h"
+#include "lockstep/adapter.h"
+#include "lockstep/clock.h"
 #include "services/postgres/client/pg_connection.h"
 
 namespace lockstep {

@@ -20,8 +20,8 @@
 #include <memory>
 #include <vector>
 
-#include "adapters/core/adapter.h"
 #include "harness/backend.h"
+#include "lockstep/adapter.h"
 #include "services/postgres/adapter/advisory_adapter.h"
 #include "services/postgres/client/pg_connection.h"
 

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "adapters/core/clock.h"
+#include "lockstep/clock.h"
 #include "real/keeper_thread.h"
 #include "real/server_errors.h"
 #include "real/tcp_proxy.h"

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "harness/options.h"
+#include "lockstep/options.h"
 #include "services/postgres/backend/postgres_backend.h"
 
 namespace lockstep {

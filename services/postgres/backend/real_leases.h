@@ -18,8 +18,8 @@
 #include <mutex>
 #include <string>
 
-#include "adapters/core/adapter.h"
 #include "harness/recorder.h"
+#include "lockstep/adapter.h"
 #include "services/postgres/adapter/advisory_adapter.h"
 
 namespace lockstep {

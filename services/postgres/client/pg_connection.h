@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "adapters/core/io_status.h"
+#include "lockstep/io_status.h"
 
 namespace lockstep {
 

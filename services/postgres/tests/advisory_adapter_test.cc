@@ -3,7 +3,7 @@
 // tokens from a sequence, and finds a session the server ended (its locks gone with it).
 #include <catch2/catch.hpp>
 
-#include "adapters/core/clock.h"
+#include "lockstep/clock.h"
 #include "services/postgres/adapter/advisory_adapter.h"
 #include "services/postgres/adapter/libpq_connection.h"
 #include "services/postgres/tests/pg_test_support.h"

@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
-#include "adapters/core/random.h"
+#include "lockstep/random.h"
 #include "services/postgres/adapter/libpq_connection.h"
 #include "services/postgres/sim/pg_server.h"
 #include "services/postgres/tests/pg_test_support.h"

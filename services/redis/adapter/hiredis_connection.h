@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "services/redis/client/redis_connection.h"
+#include "lockstep/redis_connection.h"
 
 struct redisReader;  // hiredis/read.h
 

@@ -20,8 +20,8 @@
 // have run. An acquire that cannot be confirmed is never reported as held.
 #include <string>
 
-#include "adapters/core/adapter.h"
-#include "services/redis/client/redis_connection.h"
+#include "lockstep/adapter.h"
+#include "lockstep/redis_connection.h"
 
 namespace lockstep {
 

@@ -3,9 +3,11 @@
 
 #include <fmt/format.h>
 
+#include "harness/backend.h"
+#include "harness/client_seams.h"
+#include "lockstep/redis.h"
 #include "real/tcp_proxy.h"
 #include "services/redis/adapter/hiredis_connection.h"
-#include "services/redis/backend/redis_backend.h"
 #include "services/redis/real/redis_server.h"
 
 namespace lockstep {

@@ -1,6 +1,6 @@
 #include "services/redis/backend/redis_service.h"
 
-#include "services/redis/backend/redis_backend.h"
+#include "lockstep/redis.h"
 
 namespace lockstep {
 

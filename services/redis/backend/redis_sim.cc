@@ -1,4 +1,6 @@
-#include "services/redis/backend/redis_backend.h"
+#include "harness/backend.h"
+#include "harness/client_seams.h"
+#include "lockstep/redis.h"
 
 #include <map>
 

@@ -1,4 +1,4 @@
-#include "services/redis/client/redis_connection.h"
+#include "lockstep/redis_connection.h"
 
 namespace lockstep {
 

@@ -4,8 +4,8 @@
 #include <memory>
 #include <string>
 
-#include "adapters/core/adapter.h"
-#include "services/redis/client/redis_connection.h"
+#include "lockstep/adapter.h"
+#include "lockstep/redis_connection.h"
 
 namespace lockstep {
 

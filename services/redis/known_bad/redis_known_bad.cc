@@ -1,7 +1,7 @@
 #include "services/redis/known_bad/redis_known_bad.h"
 
 #include "harness/known_bad.h"
-#include "services/redis/backend/redis_backend.h"
+#include "lockstep/redis.h"
 #include "services/redis/known_bad/known_bad_redis.h"
 
 namespace lockstep {

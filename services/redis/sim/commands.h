@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "services/redis/client/redis_connection.h"
+#include "lockstep/redis_connection.h"
 #include "services/redis/sim/keyspace.h"
 
 namespace lockstep::sim {

@@ -47,7 +47,7 @@
 #include <utility>
 #include <vector>
 
-#include "services/redis/client/redis_connection.h"
+#include "lockstep/redis_connection.h"
 
 struct lua_State;
 

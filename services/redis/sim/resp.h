@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "services/redis/client/redis_connection.h"
+#include "lockstep/redis_connection.h"
 
 namespace lockstep::sim {
 

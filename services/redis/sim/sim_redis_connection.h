@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "services/redis/client/redis_connection.h"
+#include "lockstep/redis_connection.h"
 #include "services/redis/sim/redis_node.h"
 #include "sim/world.h"
 

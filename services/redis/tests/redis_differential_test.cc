@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "adapters/core/random.h"
+#include "lockstep/random.h"
 #include "services/redis/adapter/hiredis_connection.h"
 #include "services/redis/adapter/scripts.h"
 #include "services/redis/real/redis_server.h"

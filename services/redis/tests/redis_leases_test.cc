@@ -10,13 +10,13 @@
 #include <catch2/catch.hpp>
 
 #include "harness/usage_error.h"
+#include "lockstep/redis.h"
+#include "lockstep/registry.h"
 #include "report/report.h"
 #include "run/runner.h"
 #include "services/known_bad.h"
 #include "services/redis/adapter/redis_adapter.h"
 #include "services/redis/backend/lease_events.h"
-#include "services/redis/backend/redis_backend.h"
-#include "services/registry.h"
 
 namespace lockstep {
 namespace {

@@ -1,4 +1,4 @@
-// What a transport failure means for a write (adapters/core/io_status.h): a command that failed
+// What a transport failure means for a write (include/lockstep/io_status.h): a command that failed
 // before it was written whole was not applied (connection_error, the adapter's backend_error); one
 // that was written and then lost its connection may have been (connection_lost, the adapter's
 // outcome_unknown). The peer here is a loopback socket that misbehaves on cue, not a Redis server.

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "services/redis/client/redis_connection.h"
+#include "lockstep/redis_connection.h"
 #include "services/redis/sim/commands.h"
 #include "services/redis/sim/keyspace.h"
 #include "services/redis/sim/lua_engine.h"

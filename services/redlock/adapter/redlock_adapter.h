@@ -21,7 +21,7 @@
 #include <memory>
 #include <string>
 
-#include "adapters/core/adapter.h"
+#include "lockstep/adapter.h"
 #include "services/redlock/adapter/redlock_manager.h"
 
 namespace lockstep {

@@ -26,8 +26,8 @@
 #include <optional>
 #include <string>
 
-#include "adapters/core/clock.h"
-#include "adapters/core/random.h"
+#include "lockstep/clock.h"
+#include "lockstep/random.h"
 #include "services/redlock/adapter/redlock_errors.h"
 #include "services/redlock/adapter/redlock_settings.h"
 #include "services/redlock/adapter/redlock_steps.h"

@@ -16,10 +16,10 @@
 #include <memory>
 #include <vector>
 
-#include "adapters/core/adapter.h"
-#include "adapters/core/clock.h"
-#include "adapters/core/random.h"
 #include "harness/backend.h"
+#include "lockstep/adapter.h"
+#include "lockstep/clock.h"
+#include "lockstep/random.h"
 #include "services/redlock/adapter/redlock_settings.h"
 #include "services/redlock/client/redis_fanout.h"
 

@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "adapters/core/clock.h"
 #include "adapters/core/locker.h"
-#include "adapters/core/random.h"
 #include "bench/contention.h"
 #include "bench/sweep_bench.h"
+#include "lockstep/clock.h"
+#include "lockstep/random.h"
 #include "services/redis/adapter/hiredis_connection.h"
 #include "services/redis/bench/servers.h"
 #include "services/redlock/adapter/polling_fanout.h"

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "services/redis/client/redis_connection.h"
+#include "lockstep/redis_connection.h"
 
 namespace lockstep {
 

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "adapters/core/adapter.h"
+#include "lockstep/adapter.h"
 #include "services/redlock/backend/redlock_backend.h"
 
 namespace lockstep {

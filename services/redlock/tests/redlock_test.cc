@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "lockstep/registry.h"
 #include "real/silent_port.h"
 #include "report/report.h"
 #include "run/runner.h"
@@ -16,7 +17,6 @@
 #include "services/redlock/adapter/redlock_adapter.h"
 #include "services/redlock/adapter/redlock_manager.h"
 #include "services/redlock/sim/sim_redis_fanout.h"
-#include "services/registry.h"
 #include "sim/world.h"
 #include "tests/real_support.h"
 

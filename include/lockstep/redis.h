@@ -11,10 +11,12 @@
 #include <memory>
 #include <vector>
 
-#include "adapters/core/adapter.h"
-#include "harness/backend.h"
-#include "harness/client_seams.h"
-#include "services/redis/client/redis_connection.h"
+#include "lockstep/adapter.h"
+#include "lockstep/adapter_traits.h"
+#include "lockstep/client_seams.h"
+#include "lockstep/options.h"
+#include "lockstep/redis_connection.h"
+#include "lockstep/registry.h"
 
 namespace lockstep {
 

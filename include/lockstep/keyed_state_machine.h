@@ -38,14 +38,68 @@
 // state: no_leak judges that a key nobody holds or awaits has 0 entries.
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "services/keyed/adapter/key_table.h"
-
 namespace lockstep::keyed {
+
+// Identifies one request to a keyed lock core. Ids are 1, 2, 3, ... in request order per core.
+using RequestId = uint64_t;
+inline constexpr RequestId kNoRequest = 0;
+
+// The hash of a key for the keyed locks (shard choice, table slots). Keys are mostly short
+// ("doc:42", "order:1234"): up to 16 bytes they are read with two overlapping loads and mixed by
+// two 64x64->128 multiplies (wyhash's short-input scheme), inline, about 15 instructions instead
+// of a call to std::hash's byte loop; longer keys use std::hash. Deterministic (fixed constants,
+// no per-process seed), so identical runs lay tables out identically.
+inline size_t key_hash(std::string_view key) noexcept {
+#if defined(__SIZEOF_INT128__) && SIZE_MAX == UINT64_MAX
+  const size_t n = key.size();
+  if (n > 16) return std::hash<std::string_view>{}(key);
+  const auto* p = reinterpret_cast<const unsigned char*>(key.data());  // NOLINT: byte view
+  auto load = [](const unsigned char* at, size_t bytes) {
+    uint64_t w = 0;
+    std::memcpy(&w, at, bytes);
+    return w;
+  };
+  uint64_t a = 0;
+  uint64_t b = 0;
+  if (n >= 8) {
+    a = load(p, 8);
+    b = load(p + n - 8, 8);
+  } else if (n >= 4) {
+    a = load(p, 4);
+    b = load(p + n - 4, 4);
+  } else if (n > 0) {
+    a = (uint64_t{p[0]} << 16) | (uint64_t{p[n >> 1]} << 8) | p[n - 1];
+  }
+  __extension__ using u128 = unsigned __int128;
+  const u128 first = static_cast<u128>(a ^ 0xa0761d6478bd642fULL) * (b ^ 0xe7037ed1a0b428dbULL);
+  const uint64_t lo = static_cast<uint64_t>(first) ^ 0x8ebc6af09c88c6e3ULL ^ n;
+  const uint64_t hi = static_cast<uint64_t>(first >> 64) ^ 0xe7037ed1a0b428dbULL;
+  const u128 second = static_cast<u128>(lo) * hi;
+  return static_cast<size_t>(static_cast<uint64_t>(second) ^ static_cast<uint64_t>(second >> 64));
+#else
+  return std::hash<std::string_view>{}(key);
+#endif
+}
+
+// A key with its hash, computed once per operation and reused for the shard choice, the lookup
+// and the insertion. Converts implicitly from anything that names a key.
+struct KeyRef {
+  KeyRef(std::string_view k) : key(k), hash(key_hash(k)) {}      // NOLINT: implicit
+  KeyRef(const std::string& k) : KeyRef(std::string_view(k)) {}  // NOLINT: implicit
+  KeyRef(const char* k) : KeyRef(std::string_view(k)) {}         // NOLINT: implicit
+  // A key whose hash is already known (a handle keeps it from the acquire). known_hash must be
+  // key_hash(k): every table compares hashes first.
+  KeyRef(std::string_view k, size_t known_hash) : key(k), hash(known_hash) {}
+  std::string_view key;
+  size_t hash;
+};
 
 enum class RwMode : uint8_t { shared, exclusive };
 std::string_view to_string(RwMode mode);

@@ -9,12 +9,12 @@
 //
 // The faults a backend can produce (FaultCapabilities) are the same kind of declared data: a sweep
 // draws only those, and tests/backend_capabilities_test.cc holds each declaration to what the
-// backend does. The faults the adapter claims to survive (its FaultEnvelope, history/fault.h) are
+// backend does. The faults the adapter claims to survive (its FaultEnvelope, include/lockstep/fault.h) are
 // part of the same declaration: a violation is excused only by a fault outside it.
 #include <optional>
 #include <string_view>
 
-#include "history/fault.h"
+#include "lockstep/fault.h"
 
 namespace lockstep {
 

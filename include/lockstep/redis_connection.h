@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "adapters/core/io_status.h"
+#include "lockstep/io_status.h"
 
 namespace lockstep {
 

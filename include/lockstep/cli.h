@@ -1,6 +1,6 @@
 #pragma once
 // The `lockstep` command line as a library, so a lock's own test binary is the whole command line
-// for its adapters: register them with register_adapter (services/registry.h), then
+// for its adapters: register them with register_adapter (include/lockstep/registry.h), then
 // return cli_main(argc, argv) from main. The stock `lockstep` registers the known-bad adapters
 // (services/known_bad.h) and does just that.
 //
