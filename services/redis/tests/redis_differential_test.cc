@@ -2,12 +2,16 @@
 // real redis-server the test starts, must give identical replies. Sequences mix the adapter's Lua
 // scripts with plain commands, bad arguments, expiry edge cases, SCRIPT FLUSH, and (in every
 // other sequence) a restart of both servers without persistence, after which keys and cached
-// scripts are gone on both. Time does not pass in the simulation and TTLs are long (or <= 0,
-// which deletes at once), so no reply depends on timing; PTTL is compared by sign, the one part of
-// it that does not drift with real time.
+// scripts are gone on both. In every fourth sequence time passes once: the test sleeps 1.2 s and
+// the simulated node's clock moves as far, so keys set with a 1 s TTL (and no others) expire on
+// both, and what follows meets them gone: GET, SET NX, the scripts, PTTL's -2. Otherwise TTLs are
+// long (or <= 0, which deletes at once), far from any real elapsed time between two commands; PTTL
+// is compared by sign, the one part of it that does not drift with real time.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <map>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -65,7 +69,7 @@ class CommandGenerator {
     if (prng_.chance(1, 3)) argv.push_back(pick({"NX", "XX"}));
     if (prng_.chance(1, 2)) {
       argv.push_back(pick({"PX", "EX"}));
-      argv.push_back(pick({"100000", "0", "-1", "x", "250"}));
+      argv.push_back(pick({"100000", "0", "-1", "x", "250", "1000"}));
     }
     if (prng_.chance(1, 4)) argv.push_back(pick({"GET", "NX", "KEEPTTL"}));
     return argv;
@@ -82,7 +86,7 @@ class CommandGenerator {
   }
   std::string key() { return pick({"k0", "k1", "k2"}); }
   std::string value() { return pick({"a", "b", "7", "-3"}); }
-  std::string ttl() { return pick({"100000", "250000", "0"}); }
+  std::string ttl() { return pick({"100000", "250000", "0", "1000"}); }
   std::string pick(std::vector<std::string> choices) {
     return choices[prng_.below(choices.size())];
   }
@@ -114,6 +118,8 @@ TEST_CASE("the simulated Redis node answers like redis-server 7.0", "[redis][rea
   int noscript = 0;
   int restarts = 0;
   int flushes = 0;
+  int passes = 0;
+  int expired_by_pass = 0;  // keys alive before a pass and gone after it, on both servers
   for (uint64_t seed = 1; seed <= 20; ++seed) {
     REQUIRE(real_connection.command({"FLUSHALL"}).ok());
     REQUIRE(real_connection.command({"SCRIPT", "FLUSH"}).ok());
@@ -122,16 +128,9 @@ TEST_CASE("the simulated Redis node answers like redis-server 7.0", "[redis][rea
     CommandGenerator generator(seed);
     std::vector<std::string> log;
     const int restart_at = seed % 2 == 0 ? 40 + static_cast<int>(seed * 7 % 60) : -1;
-    for (int i = 0; i < 150; ++i) {
-      if (i == restart_at) {  // persistence none on both: they come back empty, scripts too
-        server.restart();
-        world.crash(node.node());
-        world.restart(node.node());
-        log.push_back("-- both servers restarted");
-        ++restarts;
-      }
-      const Argv argv = generator.next();
-      flushes += argv[0] == "SCRIPT" && argv[1] == "FLUSH";
+    const int pass_at = seed % 4 == 1 ? 60 + static_cast<int>(seed * 11 % 60) : -1;
+    // Both servers answer the same command, or the test fails with the sequence so far.
+    auto compare = [&](const Argv& argv, int i) {
       const RedisResult real_result = real_connection.command(argv);
       REQUIRE(real_result.ok());
       const RedisReply expected = normalized(argv, real_result.reply);
@@ -145,6 +144,31 @@ TEST_CASE("the simulated Redis node answers like redis-server 7.0", "[redis][rea
         FAIL(fmt::format("seed {} command {}: {}\n  real: {}\n  sim:  {}\nsequence:\n{}", seed, i,
                          show(argv), describe(expected), describe(actual), context));
       }
+      return expected;
+    };
+    const Argv all_keys = {"EXISTS", "k0", "k1", "k2", "tok:k0", "tok:k1", "tok:k2"};
+    for (int i = 0; i < 150; ++i) {
+      if (i == pass_at) {  // 1.2 s pass on both: keys with a 1 s TTL expire, the others do not
+        compare({"SET", "k2", "p", "PX", "1000"}, i);    // one that must expire,
+        compare({"SET", "k1", "q", "PX", "100000"}, i);  // one that must not
+        const int64_t before = compare(all_keys, i).integer;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+        world.jump_clock(node.node(), 1'200'000);
+        log.push_back("-- 1.2 s passed on both servers");
+        const int64_t after = compare(all_keys, i).integer;
+        expired_by_pass += static_cast<int>(before - after);
+        ++passes;
+      }
+      if (i == restart_at) {  // persistence none on both: they come back empty, scripts too
+        server.restart();
+        world.crash(node.node());
+        world.restart(node.node());
+        log.push_back("-- both servers restarted");
+        ++restarts;
+      }
+      const Argv argv = generator.next();
+      flushes += argv[0] == "SCRIPT" && argv[1] == "FLUSH";
+      compare(argv, i);
     }
   }
   // Every kind of reply was compared, errors and scripts' tables included.
@@ -156,6 +180,8 @@ TEST_CASE("the simulated Redis node answers like redis-server 7.0", "[redis][rea
   CHECK(noscript >= 10);
   CHECK(flushes >= 10);
   CHECK(restarts == 10);
+  CHECK(passes == 5);
+  CHECK(expired_by_pass >= 5);
 }
 
 }  // namespace lockstep
