@@ -6,7 +6,10 @@
 // the simulated node's clock moves as far, so keys set with a 1 s TTL (and no others) expire on
 // both, and what follows meets them gone: GET, SET NX, the scripts, PTTL's -2. Otherwise TTLs are
 // long (or <= 0, which deletes at once), far from any real elapsed time between two commands; PTTL
-// is compared by sign, the one part of it that does not drift with real time.
+// is compared by sign, the one part of it that does not drift with real time. A second case holds
+// the simulated replica to a redis-server replica: the primary's writes (the adapter's scripts
+// among them), each waited for (WAIT on the real primary, the simulated network run dry), then a
+// read or a refused write on the replica.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -182,6 +185,120 @@ TEST_CASE("the simulated Redis node answers like redis-server 7.0", "[redis][rea
   CHECK(restarts == 10);
   CHECK(passes == 5);
   CHECK(expired_by_pass >= 5);
+}
+
+}  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+// A primary's writes and a replica's reads: what the simulated replica holds once a write has
+// replicated must be what a redis-server replica holds once WAIT says it has the write.
+class ReplicationGenerator {
+ public:
+  explicit ReplicationGenerator(uint64_t seed) : prng_(seed) {}
+
+  // A write (or a read) for the primary.
+  Argv primary_command() {
+    switch (prng_.below(8)) {
+      case 0: return {"SET", key(), value(), "PX", "100000"};
+      case 1: return {"SET", key(), value()};
+      case 2: return {"DEL", key()};
+      case 3: return {"PEXPIRE", key(), pick({"100000", "0", "-5"})};
+      case 4: return {"INCR", "tok:" + key()};
+      case 5: return {"EVAL", grant_script().source, "2", key(), "tok:" + key(), value(), "100000"};
+      case 6: return {"EVAL", release_script().source, "1", key(), value()};
+      default: return {"EVAL", extend_script().source, "1", key(), value(), "100000"};
+    }
+  }
+  // A read, or a write the replica must refuse.
+  Argv replica_command() {
+    switch (prng_.below(6)) {
+      case 0: return {"GET", key()};
+      case 1: return {"EXISTS", "k0", "k1", "k2", "tok:k0", "tok:k1", "tok:k2"};
+      case 2: return {"PTTL", key()};
+      case 3: return {"GET", "tok:" + key()};
+      case 4: return {"SET", key(), value()};
+      default: return {"EVAL", "return redis.call('GET', KEYS[1])", "1", key()};
+    }
+  }
+
+ private:
+  std::string key() { return pick({"k0", "k1", "k2"}); }
+  std::string value() { return pick({"a", "b"}); }
+  std::string pick(std::vector<std::string> choices) {
+    return choices[prng_.below(choices.size())];
+  }
+
+  Prng prng_;
+};
+
+}  // namespace
+
+TEST_CASE("the simulated Redis replica holds what a redis-server replica holds",
+          "[redis][real][differential]") {
+  testing::require_redis_server();
+  real::RedisServerProcess primary_server;
+  real::RedisServerProcess replica_server;
+  HiredisConnection primary_connection({.port = primary_server.port()});
+  HiredisConnection replica_connection({.port = replica_server.port()});
+  // The replica follows the primary; readiness is its link reported up, within a bound.
+  REQUIRE(primary_connection.command({"CONFIG", "SET", "repl-diskless-sync-delay", "0"}).ok());
+  REQUIRE(
+      replica_connection.command({"REPLICAOF", "127.0.0.1", std::to_string(primary_server.port())})
+          .ok());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (true) {
+    const RedisResult info = replica_connection.command({"INFO", "replication"});
+    if (info.ok() && info.reply.str.find("master_link_status:up") != std::string::npos) break;
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling the link, bounded
+  }
+  int replica_reads = 0;
+  int readonly_refusals = 0;
+  int values_read = 0;
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    REQUIRE(primary_connection.command({"FLUSHALL"}).ok());
+    sim::World world({.seed = seed});
+    sim::RedisNode primary(world, {.name = "redis-0"});
+    sim::RedisNode replica(world, {.name = "redis-1"});
+    primary.add_replica(replica);
+    ReplicationGenerator generator(seed);
+    std::vector<std::string> log;
+    auto fail_with = [&](int i, const Argv& argv, const RedisReply& expected,
+                         const RedisReply& actual) {
+      std::string context;
+      for (const std::string& line : log) context += "  " + line + "\n";
+      FAIL(fmt::format("seed {} command {}: {}\n  real: {}\n  sim:  {}\nsequence:\n{}", seed, i,
+                       show(argv), describe(expected), describe(actual), context));
+    };
+    for (int i = 0; i < 100; ++i) {
+      const Argv write = generator.primary_command();
+      const RedisResult real_write = primary_connection.command(write);
+      REQUIRE(real_write.ok());
+      const RedisReply actual_write = primary.execute(write, 0);
+      log.push_back(fmt::format("primary: {} -> {}", show(write), describe(real_write.reply)));
+      if (actual_write != real_write.reply) fail_with(i, write, real_write.reply, actual_write);
+      // Until both replicas have everything: WAIT on the real primary, the network in the sim.
+      const RedisResult acked = primary_connection.command({"WAIT", "1", "5000"});
+      REQUIRE(acked.ok());
+      REQUIRE(acked.reply.integer == 1);
+      world.run();
+      const Argv read = generator.replica_command();
+      const RedisResult real_read = replica_connection.command(read);
+      REQUIRE(real_read.ok());
+      const RedisReply expected = normalized(read, real_read.reply);
+      const RedisReply actual = normalized(read, replica.execute(read, 9));
+      log.push_back(fmt::format("replica: {} -> {}", show(read), describe(expected)));
+      if (actual != expected) fail_with(i, read, expected, actual);
+      ++replica_reads;
+      readonly_refusals += expected.is_error() && expected.str.rfind("READONLY", 0) == 0;
+      values_read += expected.type == RedisReply::Type::string;
+    }
+  }
+  CHECK(replica_reads == 1000);
+  CHECK(readonly_refusals >= 50);
+  CHECK(values_read >= 100);
 }
 
 }  // namespace lockstep
