@@ -50,13 +50,16 @@ enum class OwnerCheck { atomic, check_then_act, none };
 // TTL less the time spent acquiring and the clock-drift allowance; or (known-bad Redlocks) the TTL
 // less the drift allowance only, or that validity counted from the start, which subtracts the time
 // spent twice; or (known-bad) no local validity at all: held until an extension fails, so an
-// auto-extending holder learns of a loss only when the failed extension's timeout ends.
+// auto-extending holder learns of a loss only when the failed extension's timeout ends; or
+// (known-bad) a validity that every extend moves on, also one the server refused or whose reply
+// never came, so an extend returns with a validity no lease backs.
 enum class ValidityRule {
   ttl,
   ttl_minus_elapsed_and_drift,
   ttl_ignoring_elapsed,
   ttl_minus_elapsed_twice,
-  until_extension_fails
+  until_extension_fails,
+  extends_even_when_refused
 };
 
 // Which clock decides when a lease has expired: the servers' wall clock (redis-server's absolute

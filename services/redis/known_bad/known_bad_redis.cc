@@ -118,6 +118,23 @@ class LateLossSignal final : public RedisVariant {
   static constexpr int64_t kValidityForeverUs = INT64_MAX / 4;
 };
 
+// Reports an extend done whatever came of it: one the server refused (the lease had ended) or one
+// whose reply never came (outcome unknown). The Locker then moves the holder's validity on and
+// lost() stays false though the lease did not move: what the Locker itself once did with such
+// extends (issue 38, bug 2), kept here so calibrate shows the sweep still catches it.
+class RefusedExtendOk final : public RedisVariant {
+ public:
+  explicit RefusedExtendOk(RedisConnection& c) : RedisVariant("bad-refused-extend-ok", c) {}
+  AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override {
+    AdapterResult result = RedisVariant::extend_lock(spec, ttl_ms);
+    if (result.status == AdapterStatus::not_owner ||
+        result.status == AdapterStatus::outcome_unknown) {
+      return {};
+    }
+    return result;
+  }
+};
+
 }  // namespace
 
 std::unique_ptr<LockAdapter> make_known_bad_redis_adapter(const std::string& name,
@@ -128,6 +145,7 @@ std::unique_ptr<LockAdapter> make_known_bad_redis_adapter(const std::string& nam
   if (name == "bad-setnx-expire") return std::make_unique<SetnxExpire>(connection);
   if (name == "bad-random-token") return std::make_unique<RandomToken>(connection);
   if (name == "bad-late-loss-signal") return std::make_unique<LateLossSignal>(connection);
+  if (name == "bad-refused-extend-ok") return std::make_unique<RefusedExtendOk>(connection);
   return nullptr;
 }
 
