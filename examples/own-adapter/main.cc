@@ -3,32 +3,24 @@
 #include <string>
 
 #include "lockstep/cli.h"
-#include "lockstep/redis.h"
 #include "lockstep/registry.h"
 #include "my_deadline_lock.h"
 #include "my_fenced_lock.h"
 #include "my_keyed_locks.h"
 #include "my_lock.h"
 #include "my_whole_client.h"
+#include "redis_lock_kit.h"
 
 void register_my_lock(std::string name, my_lock::MyLock::Extend extend, std::string description) {
-  auto make = [extend](lockstep::RedisConnection& c) -> std::unique_ptr<lockstep::LockAdapter> {
-    return std::make_unique<my_lock::MyLock>(c, extend);
-  };
-  lockstep::register_adapter({
-      .name = std::move(name),
-      .description = std::move(description),
-      .worlds = {lockstep::WorldKind::sim, lockstep::WorldKind::real},
-      // What the lock claims to be, so every scenario that fits it judges it by that: a lease lock
-      // on one Redis (the simulated one takes network, clock and failover faults), no fencing
-      // token, owner-checked release and extend. Both variants claim the same; one lies.
-      .traits = {.servers = lockstep::ServerLayout::one_server,
-                 .sim_faults = lockstep::kRedisTraits.sim_faults,
-                 .tokens = lockstep::TokenKind::none},
-      .options = lockstep::redis_backend_options(),
-      .make_sim = [make](lockstep::BackendEnv& env) { return make_redis_sim_backend(env, make); },
-      .make_real = [make](lockstep::BackendEnv& env) { return make_redis_real_backend(env, make); },
-  });
+  // What the lock claims to be, so every scenario that fits it judges it by that: a lease lock on
+  // one Redis (redis_lock_kit.h), no fencing token, owner-checked release and extend. Both
+  // variants claim the same; one lies.
+  lockstep::register_adapter(my_redis::redis_lock_entry(
+      std::move(name), std::move(description), {.tokens = lockstep::TokenKind::none},
+      [extend](lockstep::RedisConnection& c,
+               lockstep::ClientSeams) -> std::unique_ptr<lockstep::LockAdapter> {
+        return std::make_unique<my_lock::MyLock>(c, extend);
+      }));
 }
 
 int main(int argc, char** argv) {

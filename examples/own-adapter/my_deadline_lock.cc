@@ -3,8 +3,8 @@
 #include <memory>
 #include <utility>
 
-#include "lockstep/redis.h"
 #include "lockstep/registry.h"
+#include "redis_lock_kit.h"
 
 namespace my_deadline {
 
@@ -112,25 +112,16 @@ namespace {
 
 lockstep::AdapterEntry deadline_lock(std::string name, MyDeadlineLock::Takeover takeover,
                                      std::string description) {
-  auto make = [takeover](lockstep::RedisConnection& c,
-                         lockstep::ClientSeams seams) -> std::unique_ptr<lockstep::LockAdapter> {
-    return std::make_unique<MyDeadlineLock>(c, seams.clock, takeover);
-  };
-  return {
-      .name = std::move(name),
-      .description = std::move(description),
-      .worlds = {lockstep::WorldKind::sim, lockstep::WorldKind::real},
-      // A lease lock on one Redis whose expiry is the deadline in its value, compared by the
-      // clients' wall clocks (client_value: lockstep then reads its leases from the values it
-      // writes, and counts a client clock's offset, jump or fast rate outside what it survives).
-      .traits = {.servers = lockstep::ServerLayout::one_server,
-                 .sim_faults = lockstep::kRedisTraits.sim_faults,
-                 .tokens = lockstep::TokenKind::none,
-                 .server_expiry = lockstep::ExpiryClock::client_value},
-      .options = lockstep::redis_backend_options(),
-      .make_sim = [make](lockstep::BackendEnv& env) { return make_redis_sim_backend(env, make); },
-      .make_real = [make](lockstep::BackendEnv& env) { return make_redis_real_backend(env, make); },
-  };
+  // A lease lock on one Redis whose expiry is the deadline in its value, compared by the clients'
+  // wall clocks (client_value: lockstep then reads its leases from the values it writes, and
+  // counts a client clock's offset, jump or fast rate outside what it survives).
+  return my_redis::redis_lock_entry(
+      std::move(name), std::move(description),
+      {.tokens = lockstep::TokenKind::none, .server_expiry = lockstep::ExpiryClock::client_value},
+      [takeover](lockstep::RedisConnection& c,
+                 lockstep::ClientSeams seams) -> std::unique_ptr<lockstep::LockAdapter> {
+        return std::make_unique<MyDeadlineLock>(c, seams.clock, takeover);
+      });
 }
 
 }  // namespace

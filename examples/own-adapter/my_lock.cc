@@ -1,5 +1,7 @@
 #include "my_lock.h"
 
+#include "redis_lock_kit.h"
+
 namespace my_lock {
 
 namespace {
@@ -9,35 +11,13 @@ using lockstep::AdapterStatus;
 using lockstep::RedisReply;
 using lockstep::RedisResult;
 
-// KEYS[1] lock key; ARGV[1] owner value. Deletes the lock only if it is still ours.
-constexpr const char* kReleaseScript = R"lua(
-if redis.call("GET", KEYS[1]) == ARGV[1] then
-  return redis.call("DEL", KEYS[1])
-end
-return 0
-)lua";
-
-// KEYS[1] lock key; ARGV[1] owner value, ARGV[2] ttl ms. Extends only our own lock, and never
-// re-creates one that is gone.
-constexpr const char* kExtendScript = R"lua(
-if redis.call("GET", KEYS[1]) == ARGV[1] then
-  return redis.call("PEXPIRE", KEYS[1], ARGV[2])
-end
-return 0
-)lua";
+using my_redis::failure_of;
+using my_redis::kExtendScript;
+using my_redis::kReleaseScript;
+using my_redis::owner_checked;
 
 AdapterResult backend_error(const RedisResult& r) {
-  return {.status = AdapterStatus::backend_error,
-          .message = r.ok() ? "unexpected reply " + lockstep::describe(r.reply) : r.message};
-}
-
-// Integer 1: done; 0: the lock is not ours (or gone); anything else: the backend failed.
-AdapterResult owner_checked(const RedisResult& r) {
-  if (r.ok() && r.reply.type == RedisReply::Type::integer) {
-    return r.reply.integer == 1 ? AdapterResult{}
-                                : AdapterResult{.status = AdapterStatus::not_owner};
-  }
-  return backend_error(r);
+  return {.status = AdapterStatus::backend_error, .message = failure_of(r)};
 }
 
 }  // namespace

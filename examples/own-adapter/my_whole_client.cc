@@ -3,8 +3,8 @@
 #include <memory>
 #include <utility>
 
-#include "lockstep/redis.h"
 #include "lockstep/registry.h"
+#include "redis_lock_kit.h"
 
 namespace my_whole_client {
 
@@ -18,37 +18,10 @@ using lockstep::RedisResult;
 // A bound on the retry loop besides its time budget (each wait is at least 20 ms).
 constexpr int kAttemptsMax = 10'000;
 
-// KEYS[1] lock key; ARGV[1] owner value. Deletes the lock only if it is still ours.
-constexpr const char* kReleaseScript = R"lua(
-if redis.call("GET", KEYS[1]) == ARGV[1] then
-  return redis.call("DEL", KEYS[1])
-end
-return 0
-)lua";
-
-// KEYS[1] lock key; ARGV[1] owner value, ARGV[2] ttl ms. Extends only our own lock.
-constexpr const char* kExtendScript = R"lua(
-if redis.call("GET", KEYS[1]) == ARGV[1] then
-  return redis.call("PEXPIRE", KEYS[1], ARGV[2])
-end
-return 0
-)lua";
-
-std::string failure_of(const RedisResult& r) {
-  return r.ok() ? "unexpected reply " + lockstep::describe(r.reply) : r.message;
-}
-
-// Integer 1: done; 0: not ours (or gone); no reply: it may have been done; else the backend failed.
-AdapterResult owner_checked(const RedisResult& r) {
-  if (r.ok() && r.reply.type == RedisReply::Type::integer) {
-    return r.reply.integer == 1 ? AdapterResult{}
-                                : AdapterResult{.status = AdapterStatus::not_owner};
-  }
-  if (lockstep::may_have_applied(r.status)) {
-    return {.status = AdapterStatus::outcome_unknown, .message = r.message};
-  }
-  return {.status = AdapterStatus::backend_error, .message = failure_of(r)};
-}
+using my_redis::failure_of;
+using my_redis::kExtendScript;
+using my_redis::kReleaseScript;
+using my_redis::owner_checked;
 
 }  // namespace
 
@@ -151,22 +124,13 @@ namespace {
 
 lockstep::AdapterEntry whole_client(std::string name, MyWholeClient::Timeouts timeouts,
                                     std::string description) {
-  auto make = [timeouts](lockstep::RedisConnection& c,
-                         lockstep::ClientSeams seams) -> std::unique_ptr<lockstep::LockAdapter> {
-    return std::make_unique<MyWholeClient>(c, seams.clock, seams.random, timeouts);
-  };
-  return {
-      .name = std::move(name),
-      .description = std::move(description),
-      .worlds = {lockstep::WorldKind::sim, lockstep::WorldKind::real},
-      // A lease lock on one Redis, no fencing token, owner-checked release and extend.
-      .traits = {.servers = lockstep::ServerLayout::one_server,
-                 .sim_faults = lockstep::kRedisTraits.sim_faults,
-                 .tokens = lockstep::TokenKind::none},
-      .options = lockstep::redis_backend_options(),
-      .make_sim = [make](lockstep::BackendEnv& env) { return make_redis_sim_backend(env, make); },
-      .make_real = [make](lockstep::BackendEnv& env) { return make_redis_real_backend(env, make); },
-  };
+  // A lease lock on one Redis, no fencing token, owner-checked release and extend.
+  return my_redis::redis_lock_entry(
+      std::move(name), std::move(description), {.tokens = lockstep::TokenKind::none},
+      [timeouts](lockstep::RedisConnection& c,
+                 lockstep::ClientSeams seams) -> std::unique_ptr<lockstep::LockAdapter> {
+        return std::make_unique<MyWholeClient>(c, seams.clock, seams.random, timeouts);
+      });
 }
 
 }  // namespace
