@@ -26,14 +26,10 @@ return false
 
 std::string counter_key(const std::string& key) { return key + ":tokens"; }
 
-using my_redis::failure_of;
+using my_redis::backend_error;
 using my_redis::kExtendScript;
 using my_redis::kReleaseScript;
 using my_redis::owner_checked;
-
-AdapterResult backend_error(const RedisResult& r) {
-  return {.status = AdapterStatus::backend_error, .message = failure_of(r)};
-}
 
 }  // namespace
 

@@ -79,7 +79,7 @@ class FifoTable final : public lockstep::keyed::FifoStateMachine {
  private:
   struct Slot {
     RequestId owner = 0;
-    std::deque<RequestId> waiters;  // oldest first
+    std::deque<RequestId> waiters{};  // oldest first
   };
 
   FifoLimits limits_;

@@ -37,6 +37,11 @@ inline std::string failure_of(const lockstep::RedisResult& r) {
   return r.ok() ? "unexpected reply " + lockstep::describe(r.reply) : r.message;
 }
 
+// An answer the lock cannot read, or a transport failure, as a backend error.
+inline lockstep::AdapterResult backend_error(const lockstep::RedisResult& r) {
+  return {.status = lockstep::AdapterStatus::backend_error, .message = failure_of(r)};
+}
+
 // Integer 1: done; 0: the lock is not ours (or gone); no reply to a command sent whole: it may
 // have been done (outcome unknown); anything else: the backend failed.
 inline lockstep::AdapterResult owner_checked(const lockstep::RedisResult& r) {

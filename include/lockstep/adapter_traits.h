@@ -97,8 +97,8 @@ struct FaultCapabilities {
 struct AdapterTraits {
   LockFamily family = LockFamily::lease;
   ServerLayout servers = ServerLayout::other;
-  FaultCapabilities sim_faults;  // what its simulated backend can do (nothing: no sim world)
-  FaultEnvelope envelope;        // what it claims to survive (Backend::envelope refines by options)
+  FaultCapabilities sim_faults{};  // what its simulated backend can do (nothing: no sim world)
+  FaultEnvelope envelope{};  // what it claims to survive (Backend::envelope refines by options)
   TokenKind tokens = TokenKind::none;
   OwnerCheck release = OwnerCheck::atomic;
   OwnerCheck extend = OwnerCheck::atomic;

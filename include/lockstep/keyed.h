@@ -26,29 +26,29 @@ std::vector<OptionSpec> fifo_backend_options();
 // What it claims decides what the scenarios expect of it (AdapterTraits); the checkers judge the
 // rest from what it does.
 struct KeyedRwLockEntry {
-  std::string name;
-  std::string description;
+  std::string name{};
+  std::string description{};
   // Writer preference: a shared request never passes an earlier exclusive one that waits. Claim it
   // or not: writer-starvation expects a lock without it to starve its writer.
   bool writers_first = true;
-  std::function<std::unique_ptr<keyed::RwStateMachine>()> make_machine;
+  std::function<std::unique_ptr<keyed::RwStateMachine>()> make_machine{};
   // A calibration variant (a copy of `sibling` with one bug, which `calibrate` must catch): the
   // invariant a sweep must find broken. Empty: a lock that claims to be correct.
-  std::string breaks;
-  std::string sibling;
+  std::string breaks{};
+  std::string sibling{};
 };
 // Throws std::invalid_argument for an entry without make_machine. What make_machine throws, or a
 // null machine, ends each run as an error before it starts (exit 4).
 AdapterEntry keyed_rw_adapter(KeyedRwLockEntry lock);
 
 struct KeyedFifoLockEntry {
-  std::string name;
-  std::string description;
+  std::string name{};
+  std::string description{};
   // clear() keeps the running holders (no caller after it runs beside one).
   bool clear_keeps_exclusion = true;
-  FifoMachineFactory make_machine;  // given the limits of the run's options (--set)
-  std::string breaks;               // as for KeyedRwLockEntry
-  std::string sibling;
+  FifoMachineFactory make_machine{};  // given the limits of the run's options (--set)
+  std::string breaks{};               // as for KeyedRwLockEntry
+  std::string sibling{};
 };
 AdapterEntry keyed_fifo_adapter(KeyedFifoLockEntry lock);
 

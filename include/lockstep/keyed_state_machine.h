@@ -97,8 +97,8 @@ struct KeyRef {
   // A key whose hash is already known (a handle keeps it from the acquire). known_hash must be
   // key_hash(k): every table compares hashes first.
   KeyRef(std::string_view k, size_t known_hash) : key(k), hash(known_hash) {}
-  std::string_view key;
-  size_t hash;
+  std::string_view key{};
+  size_t hash{};
 };
 
 enum class RwMode : uint8_t { shared, exclusive };
@@ -144,7 +144,7 @@ struct FifoAdmission {
 };
 
 struct FifoRejection {
-  std::string key;
+  std::string key{};
   RequestId id = kNoRequest;
   bool operator==(const FifoRejection&) const = default;
 };

@@ -30,10 +30,10 @@ class OptionError : public std::invalid_argument {
 };
 
 struct OptionSpec {
-  std::string name;
-  std::string default_value;
-  std::string help;
-  std::vector<std::string> choices;  // empty: an integer in [min, max] (or text, below)
+  std::string name{};
+  std::string default_value{};
+  std::string help{};
+  std::vector<std::string> choices{};  // empty: an integer in [min, max] (or text, below)
   int64_t min = 0;
   int64_t max = INT64_MAX;
   // > 0: free text of at most this many bytes, without control characters (one line, printable

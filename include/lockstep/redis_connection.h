@@ -22,9 +22,9 @@ namespace lockstep {
 struct RedisReply {
   enum class Type { status, error, integer, nil, string, array };
   Type type = Type::nil;
-  std::string str;                   // status, error, string
-  int64_t integer = 0;               // integer
-  std::vector<RedisReply> elements;  // array
+  std::string str{};                   // status, error, string
+  int64_t integer = 0;                 // integer
+  std::vector<RedisReply> elements{};  // array
 
   static RedisReply status_of(std::string text) {
     return {.type = Type::status, .str = std::move(text)};
@@ -51,8 +51,8 @@ std::string describe(const RedisReply& reply);
 
 struct RedisResult {
   IoStatus status = IoStatus::ok;
-  RedisReply reply;     // valid when status == ok
-  std::string message;  // what went wrong, when status != ok
+  RedisReply reply{};     // valid when status == ok
+  std::string message{};  // what went wrong, when status != ok
 
   bool ok() const { return status == IoStatus::ok; }
 };

@@ -30,20 +30,20 @@ using Expectation = std::set<Invariant>;
 // the finding and does not fail; any other outcome (the library fixed, or broken differently) is a
 // difference again. The expectation itself stays what the lock claims.
 struct Finding {
-  std::string scenario;
+  std::string scenario{};
   WorldKind world = WorldKind::sim;
-  Expectation violated;
+  Expectation violated{};
   RunEnd end = RunEnd::complete;
-  std::string summary;  // one line: what the lock does, for the matrix and the findings table
+  std::string summary{};  // one line: what the lock does, for the matrix and the findings table
 };
 
 struct AdapterEntry {
-  std::string name;
-  std::string description;
-  std::vector<WorldKind> worlds;
-  AdapterTraits traits;  // what it is: scenarios apply and expect by these
+  std::string name{};
+  std::string description{};
+  std::vector<WorldKind> worlds{};
+  AdapterTraits traits{};  // what it is: scenarios apply and expect by these
   bool known_bad = false;
-  std::string breaks;  // known-bad: the invariant the sweep is expected to find broken
+  std::string breaks{};  // known-bad: the invariant the sweep is expected to find broken
   // Known-bad: the share of a sweep's seeds its design lets it be caught on `breaks` in, a floor
   // `calibrate` judges (explore/calibrate.h); in (0, 1], or 0 where none is declared (a user's
   // known-bad: judged by caught at least once).
@@ -52,16 +52,16 @@ struct AdapterEntry {
   // known-bad lock is meant to be caught, not charted everywhere: outside these its one bug may
   // show or not by chance of the seed (random tokens), which a cell cannot expect. `run` takes
   // it in any scenario that fits.
-  std::vector<std::string> judged_in;
+  std::vector<std::string> judged_in{};
   // Known-bad: the correct adapter it is a copy of, with its one thing wrong.
-  std::string sibling;
-  std::vector<OptionSpec> options;  // adapter options, settable with --set
+  std::string sibling{};
+  std::vector<OptionSpec> options{};  // adapter options, settable with --set
   // Checks what one option's bounds cannot (an option that must be set, options that must agree),
   // before anything runs: throws OptionError naming the option and what is valid.
-  std::function<void(const Options&)> check_options;
+  std::function<void(const Options&)> check_options{};
   // What lockstep has shown this lock to do where its claims let a cell expect otherwise (a third
   // party's library, above all): documented findings, charted as such instead of as differences.
-  std::vector<Finding> findings;
+  std::vector<Finding> findings{};
   // A lock library lockstep does not maintain (the ext drivers): judged, charted and swept like
   // any lock, never vouched for (the swarm property tests, which assert that lockstep's own
   // adapters hold, leave it out).
@@ -72,9 +72,9 @@ struct AdapterEntry {
   // What the adapter is as its options configure it: the declared traits, changed where an option
   // changes the claim or the behaviour (a majority write concern survives a failover; expiry by the
   // client's clock; persistence on every write survives a restart). Empty: the declared traits.
-  std::function<AdapterTraits(AdapterTraits declared, const Options& options)> refine;
-  BackendFactory make_sim;
-  BackendFactory make_real;  // empty when the adapter has no real world
+  std::function<AdapterTraits(AdapterTraits declared, const Options& options)> refine{};
+  BackendFactory make_sim{};
+  BackendFactory make_real{};  // empty when the adapter has no real world
 };
 
 // The adapter's traits under these options (AdapterEntry::refine). A lease in the value
