@@ -2,22 +2,14 @@
 // What a Backend (include/lockstep/backend.h) is made from: BackendEnv, the run's world, recorder
 // and options. An AdapterEntry (include/lockstep/registry.h) says how to build an adapter's backend
 // in each world.
-#include <functional>
-#include <memory>
-#include <set>
-#include <string>
-#include <vector>
-
+// Code that includes this header gets the Backend and AdapterEntry it makes them for.
 #include "checkers/checkers.h"
 #include "harness/recorder.h"
 #include "harness/scenario_world.h"
-#include "lockstep/adapter.h"
 #include "lockstep/adapter_traits.h"
 #include "lockstep/backend.h"
 #include "lockstep/options.h"
 #include "lockstep/registry.h"
-#include "lockstep/run_end.h"
-#include "lockstep/world_kind.h"
 
 namespace lockstep::sim {
 class World;

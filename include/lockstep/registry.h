@@ -1,7 +1,8 @@
 #pragma once
-// The registry of adapters by name: every service's production adapters (services/service.h), then
-// whatever was registered from outside the production code (the known-bad adapters, a user's own). Registry order is registration order, so listings are
-// stable.
+// AdapterEntry, what an adapter is (its traits, options, findings) and how its backend is built in
+// each world, and the registry of entries by name: every service's production adapters
+// (services/service.h), then whatever was registered from outside the production code (the
+// known-bad adapters, a user's own). Registry order is registration order, so listings are stable.
 #include <functional>
 #include <memory>
 #include <set>
