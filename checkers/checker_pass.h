@@ -68,6 +68,8 @@ std::unique_ptr<CheckerPass> valid_on_return_pass(const History& history,
                                                   const CheckOptions& options);
 std::unique_ptr<CheckerPass> validity_within_lease_pass(const History& history,
                                                         const CheckOptions& options);
+std::unique_ptr<CheckerPass> error_not_applied_pass(const History& history,
+                                                    const CheckOptions& options);
 
 // Feeds the passes every event of `history` they want, in one walk.
 void run_passes(const History& history, const std::vector<CheckerPass*>& passes);

@@ -26,6 +26,7 @@ std::string_view to_string(Invariant invariant) {
     case Invariant::no_leak: return "no_leak";
     case Invariant::valid_on_return: return "valid_on_return";
     case Invariant::validity_within_lease: return "validity_within_lease";
+    case Invariant::error_not_applied: return "error_not_applied";
   }
   return "?";
 }
@@ -50,6 +51,7 @@ const std::vector<Invariant>& all_invariants() {
       Invariant::no_leak,
       Invariant::valid_on_return,
       Invariant::validity_within_lease,
+      Invariant::error_not_applied,
   };
   return kAll;
 }
@@ -90,8 +92,9 @@ std::vector<Violation> check_all(const History& history, const CheckOptions& opt
       {.alone = check_no_leak},
       {.walking = valid_on_return_pass},
       {.walking = validity_within_lease_pass},
+      {.walking = error_not_applied_pass},
   };
-  static_assert(std::size(kCheckers) == 11, "one checker per Invariant, in all_invariants() order");
+  static_assert(std::size(kCheckers) == 12, "one checker per Invariant, in all_invariants() order");
   std::vector<std::unique_ptr<CheckerPass>> passes;  // by kCheckers' index; null for `alone`
   std::vector<CheckerPass*> walking;
   for (const Checker& checker : kCheckers) {

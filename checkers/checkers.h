@@ -59,6 +59,17 @@
 //                   Judged even when no one else enters; not where leases were derived from the
 //                   clients (meta.leases_from_clients); not for a call whose quorum of leases was
 //                   already gone when it returned (that is valid_on_return).
+// error_not_applied If meta.errors_claim_not_applied (the lock follows lockstep's adapter
+//                   contract: an error means the operation had no effect; a write that may have
+//                   been applied is an unknown outcome): a release that completed with outcome
+//                   error removed no lease on meta.quorum servers, and an acquire or extend that
+//                   did left no lease behind: meta.quorum servers do not hold a lease it set up
+//                   (a grant, an extend) live when the call returned, or when a request delivered
+//                   after that set it up. Effects are server facts with the value the client
+//                   recorded on the completion, after its invocation: for an extend, up to its
+//                   completion; for an acquire or a release, up to the client's next invocation
+//                   on the key. Not where leases were derived from the clients. Never excused:
+//                   no fault makes an error truthful.
 //                   (Each checker is in the file named after its invariant.)
 //
 // Every checker is O(n log n) in the history length and reports at most per_invariant_max
@@ -116,6 +127,8 @@ std::vector<Violation> check_valid_on_return(const History& history,
                                              const CheckOptions& options = {});
 std::vector<Violation> check_validity_within_lease(const History& history,
                                                    const CheckOptions& options = {});
+std::vector<Violation> check_error_not_applied(const History& history,
+                                               const CheckOptions& options = {});
 
 // All of the above, in the order of all_invariants(), violations of each sorted by time.
 std::vector<Violation> check_all(const History& history, const CheckOptions& options = {});

@@ -36,6 +36,17 @@ void Client::record_complete(Op op, const std::string& key, Outcome outcome,
                            .detail = std::move(detail)});
 }
 
+void Client::record_failed(Op op, const Lock& lock, const LockError& error) {
+  const bool unknown = dynamic_cast<const LockOutcomeUnknownError*>(&error) != nullptr;
+  setup_.recorder->record({.kind = EventKind::complete,
+                           .client = setup_.id,
+                           .key = lock.key(),
+                           .op = op,
+                           .outcome = unknown ? Outcome::unknown : Outcome::error,
+                           .value = lock.unique_value(),
+                           .detail = error.what()});
+}
+
 // A successful acquire or extend, with what the lock told the client: which lease (its value),
 // and until when it is valid by the client's own monotonic clock, read as the call returned
 // (valid_on_return judges both).
@@ -68,7 +79,7 @@ std::optional<Lock> Client::acquire(const std::string& key, int64_t ttl_ms, Retr
       return std::nullopt;
     }
   } catch (const LockError& e) {
-    record_complete(Op::acquire, key, Outcome::error, {}, e.what());
+    record_failed(Op::acquire, lock, e);
     return std::nullopt;
   }
   record_granted(Op::acquire, lock, fmt::format("attempts={}", lock.attempts()));
@@ -104,7 +115,7 @@ bool Client::release(Lock& lock) {
     if (released && setup_.leases != nullptr) setup_.leases->released(setup_.id, lock, invoked_us);
     return released;
   } catch (const LockError& e) {
-    record_complete(Op::release, lock.key(), Outcome::error, {}, e.what());
+    record_failed(Op::release, lock, e);
     return false;
   }
 }
@@ -119,7 +130,7 @@ bool Client::extend(Lock& lock, int64_t ttl_ms) {
       return false;
     }
   } catch (const LockError& e) {
-    record_complete(Op::extend, lock.key(), Outcome::error, {}, e.what());
+    record_failed(Op::extend, lock, e);
     return false;
   }
   record_granted(Op::extend, lock);

@@ -122,6 +122,9 @@ class Client {
   void exit_critical_section(const std::string& key);
   size_t record_invoke(Op op, const std::string& key);
   void record_granted(Op op, const Lock& lock, std::string detail = {});
+  // An operation that threw: an unknown outcome, or an error (nothing took effect), with the
+  // lock's value so that the judge can look for an effect on the servers.
+  void record_failed(Op op, const Lock& lock, const LockError& error);
   void record_complete(Op op, const std::string& key, Outcome outcome,
                        std::optional<uint64_t> token = {}, std::string detail = {});
 

@@ -77,6 +77,7 @@ std::string_view to_string(Outcome outcome) {
     case Outcome::contended: return "contended";
     case Outcome::error: return "error";
     case Outcome::refused: return "refused";
+    case Outcome::unknown: return "unknown";
   }
   return "?";
 }

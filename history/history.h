@@ -55,10 +55,14 @@ std::string_view to_string(Op op);
 inline constexpr std::array kOpsAll = {Op::none,      Op::acquire, Op::release, Op::extend,
                                        Op::is_locked, Op::read,    Op::write};
 
-enum class Outcome { none, ok, fail, contended, error, refused };
+// error: the lock said the operation failed and had no effect; unknown: it said it cannot tell
+// whether the operation took effect (a write sent whole whose reply never came). After refused so
+// that no earlier value (packed in traces) changes.
+enum class Outcome { none, ok, fail, contended, error, refused, unknown };
 std::string_view to_string(Outcome outcome);
 inline constexpr std::array kOutcomesAll = {Outcome::none,      Outcome::ok,    Outcome::fail,
-                                            Outcome::contended, Outcome::error, Outcome::refused};
+                                            Outcome::contended, Outcome::error, Outcome::refused,
+                                            Outcome::unknown};
 
 struct HistoryEvent {
   size_t index = 0;
@@ -119,6 +123,9 @@ struct HistoryMeta {
   TimeUs heal_us = 0;            // faults healed by then (0: none)
   TimeUs liveness_bound_us = 0;  // 0: liveness not judged
   bool keyed = false;  // an in-process keyed lock: fifo, writer_preference, no_leak judged
+  // The lock follows lockstep's adapter contract, in which an error says the operation had no
+  // effect (error_not_applied judges it); a whole library's error claims nothing of the kind.
+  bool errors_claim_not_applied = false;
   // The faults the adapter claims to survive: which faults may excuse a violation (excuse.h).
   FaultEnvelope envelope;
 };

@@ -231,6 +231,8 @@ class RunAssembly {
     const TokenKind tokens = effective_traits(adapter, report.options).tokens;
     refuse_two_token_declarations(tokens);
     meta.monotonic_tokens = tokens != TokenKind::none;
+    meta.errors_claim_not_applied =
+        effective_traits(adapter, report.options).errors_mean_not_applied;
   }
 
   // What a lock says of its tokens is said once, in its traits; the adapter's fencing() (which
@@ -405,7 +407,8 @@ void run_in_real(const Scenario& scenario, const AdapterEntry& adapter, RunRepor
 void refuse_broken_backend(RunReport& report) {
   if (report.stats.acquisitions != 0) return;
   for (const HistoryEvent& e : report.history.events()) {
-    if (e.kind != EventKind::complete || e.op != Op::acquire || e.outcome != Outcome::error)
+    if (e.kind != EventKind::complete || e.op != Op::acquire ||
+        (e.outcome != Outcome::error && e.outcome != Outcome::unknown))
       continue;
     report.end = RunEnd::error;
     report.end_message = fmt::format(

@@ -442,6 +442,17 @@ constexpr StatedPremise kPremises[] = {
      [](const History& h, const Options&) {
        return fault_while_inside(h, 0, FaultKind::partition) && entered(h, 1);
      }},
+    {"lost-reply", "the servers removed A's lock, and A's release did not hear so",
+     [](const History& h, const Options&) {
+       bool revoked = false;
+       for (const HistoryEvent& e : h.events()) {
+         if (e.kind == EventKind::revoke && e.client == 0) revoked = true;
+         if (revoked && e.kind == EventKind::complete && e.client == 0 && e.op == Op::release &&
+             e.outcome != Outcome::ok)
+           return true;
+       }
+       return false;
+     }},
     {"pause-in-release", "A is paused with its release on the wire",
      [](const History& h, const Options&) {
        return fault_while_pending(h, 0, FaultKind::pause, Op::release);
@@ -506,6 +517,7 @@ std::vector<Scenario> build_catalogue() {
                         partition_scenario(),
                         pause_in_release_scenario(),
                         lost_extension_scenario(),
+                        lost_reply_scenario(),
                         retry_storm_scenario(),
                         lease_expires_while_queued_scenario(),
                         writer_starvation_scenario(),

@@ -208,9 +208,9 @@ TEST_CASE("names of enums and invariants", "[history][checkers]") {
   CHECK(to_string(EventKind::final_value) == "final_value");
   CHECK(to_string(Op::is_locked) == "is_locked");
   CHECK(to_string(Outcome::refused) == "refused");
-  // docs/DESIGN.md's six lease invariants, valid_on_return, validity_within_lease, and the
-  // in-process locks' three
-  REQUIRE(all_invariants().size() == 11);
+  // docs/DESIGN.md's six lease invariants, valid_on_return, validity_within_lease, the
+  // in-process locks' three, and error_not_applied
+  REQUIRE(all_invariants().size() == 12);
   for (Invariant invariant : all_invariants()) {
     CHECK(invariant_from_string(to_string(invariant)) == invariant);
   }
@@ -1026,10 +1026,17 @@ void require_same(const std::vector<Violation>& got, const std::vector<Violation
 
 TEST_CASE("check_all's one walk gives what each checker gives alone", "[checkers]") {
   using Checker = std::vector<Violation> (*)(const History&, const CheckOptions&);
-  const Checker each[] = {
-      check_mutual_exclusion, check_lease_exclusion, check_ownership, check_fencing,
-      check_no_lost_update,   check_liveness,        check_fifo,      check_writer_preference,
-      check_no_leak,          check_valid_on_return};
+  const Checker each[] = {check_mutual_exclusion,
+                          check_lease_exclusion,
+                          check_ownership,
+                          check_fencing,
+                          check_no_lost_update,
+                          check_liveness,
+                          check_fifo,
+                          check_writer_preference,
+                          check_no_leak,
+                          check_valid_on_return,
+                          check_error_not_applied};
   std::set<Invariant> seen;
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     const History history = messy_history(seed);
@@ -1308,6 +1315,115 @@ TEST_CASE("valid_on_return: a value used on two keys is two owners",
   CHECK(found[0].key == "k2");
   CHECK(found[0].time_us == 210);
   CHECK(found[0].events == std::vector<size_t>{2, 4});
+}
+
+// ---------------------------------------------------------------------------------------------
+
+// A failed operation, as the harness records it: its outcome and the lock value it used.
+size_t failed(Builder& b, TimeUs t_us, int client, const std::string& key, Op op, Outcome outcome,
+              const std::string& value) {
+  HistoryEvent e;
+  e.kind = EventKind::complete;
+  e.time_us = t_us;
+  e.client = client;
+  e.key = key;
+  e.op = op;
+  e.outcome = outcome;
+  e.value = value;
+  return b.history.add(e);
+}
+
+TEST_CASE("error_not_applied: an error must leave nothing behind",
+          "[checkers][error_not_applied]") {
+  auto contract = [](Builder& b, int quorum = 1) {
+    b.history.meta.errors_claim_not_applied = true;
+    b.history.meta.servers = 3;
+    b.history.meta.quorum = quorum;
+  };
+  SECTION("an acquire that failed while its grant is live") {
+    Builder b;
+    contract(b);
+    b.invoke(0, 0, "k");
+    const size_t grant = b.grant(100, "s0", "k", "v", 0, 1'000);
+    const size_t done = failed(b, 600, 0, "k", Op::acquire, Outcome::error, "v");
+    const std::vector<Violation> found = check_error_not_applied(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::error_not_applied, 600, {0}, "k", {0, grant, done});
+  }
+  SECTION("the same said as an unknown outcome, or by a lock that makes no such claim") {
+    for (const bool claims : {true, false}) {
+      Builder b;
+      contract(b);
+      b.history.meta.errors_claim_not_applied = claims;
+      b.invoke(0, 0, "k");
+      b.grant(100, "s0", "k", "v", 0, 1'000);
+      failed(b, 600, 0, "k", Op::acquire, claims ? Outcome::unknown : Outcome::error, "v");
+      CHECK(check_error_not_applied(b.history).empty());
+    }
+  }
+  SECTION("a grant that ended before the call returned left nothing behind") {
+    Builder b;
+    contract(b);
+    b.invoke(0, 0, "k");
+    b.grant(100, "s0", "k", "v", 0, 400);
+    failed(b, 600, 0, "k", Op::acquire, Outcome::error, "v");
+    CHECK(check_error_not_applied(b.history).empty());
+    b.invoke(700, 0, "k");  // the next acquire: the window closes
+    b.grant(800, "s0", "k", "v", 0, 1'000);
+    CHECK(check_error_not_applied(b.history).empty());
+  }
+  SECTION("a request delivered after the error sets up a lease nobody knows it holds") {
+    Builder b;
+    contract(b);
+    b.invoke(0, 0, "k");
+    failed(b, 600, 0, "k", Op::acquire, Outcome::error, "v");
+    const size_t late = b.grant(900, "s0", "k", "v", 0, 1'000);
+    const std::vector<Violation> found = check_error_not_applied(b.history);
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].time_us == 900);
+    CHECK(found[0].events == Events{0, 1, late});
+  }
+  SECTION("a quorum lock: a minority's grants are no lock taken") {
+    Builder b;
+    contract(b, 2);
+    b.invoke(0, 0, "k");
+    b.grant(100, "s0", "k", "v", 0, 1'000);
+    b.grant(110, "s0", "k", "v", 0, 1'000);  // the same server again
+    failed(b, 600, 0, "k", Op::acquire, Outcome::error, "v");
+    CHECK(check_error_not_applied(b.history).empty());
+    b.grant(650, "s1", "k", "v", 0, 1'000);  // late, on a second server
+    CHECK(check_error_not_applied(b.history).size() == 1);
+  }
+  SECTION("a release that failed though the server removed the lease") {
+    Builder b;
+    contract(b);
+    b.invoke(0, 0, "k", Op::release);
+    const size_t revoke = b.revoke(100, "s0", "k", "v", 0);
+    const size_t done = failed(b, 600, 0, "k", Op::release, Outcome::error, "v");
+    const std::vector<Violation> found = check_error_not_applied(b.history);
+    REQUIRE(found.size() == 1);
+    require_violation(found[0], Invariant::error_not_applied, 600, {0}, "k", {0, revoke, done});
+  }
+  SECTION("an extend: only what came before its completion is its own") {
+    Builder b;
+    contract(b);
+    b.invoke(0, 0, "k", Op::extend);
+    failed(b, 600, 0, "k", Op::extend, Outcome::error, "v");
+    b.extend(700, "s0", "k", "v", 0, 1'000);  // an auto-extension has no invocation of its own
+    CHECK(check_error_not_applied(b.history).empty());
+    b.invoke(800, 0, "k", Op::extend);
+    b.extend(850, "s0", "k", "v", 0, 1'000);
+    failed(b, 900, 0, "k", Op::extend, Outcome::error, "v");
+    CHECK(check_error_not_applied(b.history).size() == 1);
+  }
+  SECTION("another key's lease with the same value is not this operation's") {
+    Builder b;
+    contract(b);
+    b.invoke(0, 0, "k");
+    b.grant(100, "s0", "other", "v", 0, 1'000);
+    failed(b, 600, 0, "k", Op::acquire, Outcome::error, "v");
+    CHECK(check_error_not_applied(b.history).empty());
+  }
 }
 
 }  // namespace lockstep

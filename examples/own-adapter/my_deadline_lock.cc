@@ -68,12 +68,14 @@ if owner == ARGV[1] and tonumber(deadline) > tonumber(ARGV[2]) then return 1 end
 return 0
 )lua";
 
-// Integer 1: done; 0: the lock is not ours (or gone, or over); a timeout: it may have been done;
-// anything else: the backend failed.
-AdapterResult verdict(const RedisResult& r, AdapterStatus refused) {
+// Integer 1: done; 0: the lock is not ours (or gone, or over); a write with no reply: it may have
+// been done (outcome unknown); anything else: the backend failed.
+AdapterResult verdict(const RedisResult& r, AdapterStatus refused, bool writes) {
   if (r.ok() && r.reply.type == RedisReply::Type::integer) {
     return r.reply.integer == 1 ? AdapterResult{} : AdapterResult{.status = refused};
   }
+  if (writes && lockstep::may_have_applied(r.status))
+    return {.status = AdapterStatus::outcome_unknown, .message = r.message};
   return {.status = AdapterStatus::backend_error,
           .message = r.ok() ? "unexpected reply " + lockstep::describe(r.reply) : r.message};
 }
@@ -81,10 +83,11 @@ AdapterResult verdict(const RedisResult& r, AdapterStatus refused) {
 }  // namespace
 
 AdapterResult MyDeadlineLock::run(const char* script, const lockstep::LockSpec& spec,
-                                  std::vector<std::string> args, AdapterStatus refused) {
+                                  std::vector<std::string> args, AdapterStatus refused,
+                                  bool writes) {
   std::vector<std::string> argv{"EVAL", script, "1", spec.key, spec.value};
   for (std::string& a : args) argv.push_back(std::move(a));
-  return verdict(connection_.command(argv), refused);
+  return verdict(connection_.command(argv), refused, writes);
 }
 
 AdapterResult MyDeadlineLock::create_lock(const lockstep::LockSpec& spec) {
@@ -105,7 +108,8 @@ AdapterResult MyDeadlineLock::extend_lock(const lockstep::LockSpec& spec, int64_
 }
 
 AdapterResult MyDeadlineLock::is_valid_lock(const lockstep::LockSpec& spec) {
-  return run(kValidScript, spec, {std::to_string(clock_.now_ms())}, AdapterStatus::not_owner);
+  return run(kValidScript, spec, {std::to_string(clock_.now_ms())}, AdapterStatus::not_owner,
+             /*writes=*/false);
 }
 
 namespace {

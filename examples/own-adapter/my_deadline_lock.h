@@ -41,9 +41,11 @@ class MyDeadlineLock final : public lockstep::LockAdapter {
   // up to 1 ms before the validity lockstep's Locker counts from the request (TTL on the monotonic
   // clock), and the lock would promise more than it holds.
   int64_t now_ms_up() { return (clock_.now_us() + 999) / 1000; }
-  // EVALs script on spec.key with ARGV owner + args: integer 1 is ok, 0 is `refused`.
+  // EVALs script on spec.key with ARGV owner + args: integer 1 is ok, 0 is `refused`. A script
+  // that writes and gets no reply may have run: an unknown outcome.
   lockstep::AdapterResult run(const char* script, const lockstep::LockSpec& spec,
-                              std::vector<std::string> args, lockstep::AdapterStatus refused);
+                              std::vector<std::string> args, lockstep::AdapterStatus refused,
+                              bool writes = true);
 
   lockstep::RedisConnection& connection_;
   lockstep::Clock& clock_;

@@ -30,6 +30,7 @@ using my_redis::backend_error;
 using my_redis::kExtendScript;
 using my_redis::kReleaseScript;
 using my_redis::owner_checked;
+using my_redis::write_failed;
 
 }  // namespace
 
@@ -41,21 +42,21 @@ AdapterResult MyFencedLock::create_lock(const lockstep::LockSpec& spec) {
   if (r.ok() && r.reply.type == RedisReply::Type::integer && r.reply.integer > 0) {
     return {.fencing_token = static_cast<uint64_t>(r.reply.integer)};
   }
-  return backend_error(r);  // a timeout included: an acquire not confirmed is not held
+  return write_failed(r);  // a SET with no reply may have taken the lock: outcome unknown
 }
 
 // The bug: the token is drawn first, so another contender may draw a later one and be granted
 // before this SET arrives.
 AdapterResult MyFencedLock::create_token_first(const lockstep::LockSpec& spec) {
   const RedisResult token = send({"INCR", counter_key(spec.key)});
-  if (!token.ok() || token.reply.type != RedisReply::Type::integer) return backend_error(token);
+  if (!token.ok() || token.reply.type != RedisReply::Type::integer) return write_failed(token);
   const RedisResult r =
       send({"SET", spec.key, spec.value, "NX", "PX", std::to_string(spec.ttl_ms)});
   if (r.ok() && r.reply.is_nil()) return {.status = AdapterStatus::contended};
   if (r.ok() && r.reply.type == RedisReply::Type::status && r.reply.str == "OK") {
     return {.fencing_token = static_cast<uint64_t>(token.reply.integer)};
   }
-  return backend_error(r);
+  return write_failed(r);
 }
 
 AdapterResult MyFencedLock::release_lock(const lockstep::LockSpec& spec) {

@@ -15,6 +15,7 @@ using my_redis::backend_error;
 using my_redis::kExtendScript;
 using my_redis::kReleaseScript;
 using my_redis::owner_checked;
+using my_redis::write_failed;
 
 }  // namespace
 
@@ -23,7 +24,7 @@ AdapterResult MyLock::create_lock(const lockstep::LockSpec& spec) {
       send({"SET", spec.key, spec.value, "NX", "PX", std::to_string(spec.ttl_ms)});
   if (r.ok() && r.reply.is_nil()) return {.status = AdapterStatus::contended};
   if (r.ok() && r.reply.type == RedisReply::Type::status && r.reply.str == "OK") return {};
-  return backend_error(r);  // a timeout included: an acquire not confirmed is not held
+  return write_failed(r);  // a SET with no reply may have taken the lock: outcome unknown
 }
 
 AdapterResult MyLock::release_lock(const lockstep::LockSpec& spec) {

@@ -42,18 +42,24 @@ inline lockstep::AdapterResult backend_error(const lockstep::RedisResult& r) {
   return {.status = lockstep::AdapterStatus::backend_error, .message = failure_of(r)};
 }
 
-// Integer 1: done; 0: the lock is not ours (or gone); no reply to a command sent whole: it may
-// have been done (outcome unknown); anything else: the backend failed.
+// A write that did not come back as expected. Sent whole and never answered (a timeout, a reset
+// after the request), it may have been done: an unknown outcome, as the adapter contract asks
+// (lockstep checks it: an error must mean nothing happened). Anything else: the backend failed.
+inline lockstep::AdapterResult write_failed(const lockstep::RedisResult& r) {
+  if (lockstep::may_have_applied(r.status)) {
+    return {.status = lockstep::AdapterStatus::outcome_unknown, .message = r.message};
+  }
+  return backend_error(r);
+}
+
+// Integer 1: done; 0: the lock is not ours (or gone); otherwise as write_failed.
 inline lockstep::AdapterResult owner_checked(const lockstep::RedisResult& r) {
   if (r.ok() && r.reply.type == lockstep::RedisReply::Type::integer) {
     return r.reply.integer == 1
                ? lockstep::AdapterResult{}
                : lockstep::AdapterResult{.status = lockstep::AdapterStatus::not_owner};
   }
-  if (lockstep::may_have_applied(r.status)) {
-    return {.status = lockstep::AdapterStatus::outcome_unknown, .message = r.message};
-  }
-  return {.status = lockstep::AdapterStatus::backend_error, .message = failure_of(r)};
+  return write_failed(r);
 }
 
 // A lock on one Redis, in the simulator (network, clock and failover faults) and against a real

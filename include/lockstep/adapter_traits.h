@@ -121,6 +121,13 @@ struct AdapterTraits {
   // statement at a time and whose transaction is the session's (PostgreSQL): sweeps then draw no
   // concurrent client for it.
   bool concurrent_calls = true;
+  // The lock answers to lockstep's adapter contract (adapter.h): an error says the operation had
+  // no effect, and a write that may have been applied is an unknown outcome; error_not_applied
+  // judges it. false: a whole library behind a driver, whose errors claim nothing of the kind.
+  bool errors_mean_not_applied = true;
+  // false: a write sent whole whose reply never came (a timeout, a reset after the request) is
+  // reported as an error instead of as an unknown outcome, against the contract.
+  bool unknown_outcomes_reported = true;
 };
 
 }  // namespace lockstep

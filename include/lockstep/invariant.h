@@ -20,6 +20,7 @@ enum class Invariant {
   no_leak,
   valid_on_return,
   validity_within_lease,
+  error_not_applied,
 };
 std::string_view to_string(Invariant invariant);
 std::optional<Invariant> invariant_from_string(std::string_view name);

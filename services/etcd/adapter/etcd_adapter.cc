@@ -25,11 +25,6 @@ EtcdJson range_of(const std::string& prefix, const std::string& end, const char*
 
 }  // namespace
 
-AdapterResult EtcdAdapter::give_up(int64_t lease, AdapterResult why) {
-  revoke_quietly(lease);
-  return why;
-}
-
 AdapterResult EtcdAdapter::create_lock(const LockSpec& spec) {
   const int64_t started_us = options_.clock->monotonic_us();
   Held held;

@@ -42,7 +42,6 @@ class EtcdAdapter final : public EtcdLeaseLock {
   // Waits until no key under prefix was created before my_revision, or deadline_us passes.
   AdapterResult wait_turn(const std::string& prefix, const std::string& my_key, int64_t my_revision,
                           int64_t deadline_us);
-  AdapterResult give_up(int64_t lease, AdapterResult why);
 
   EtcdRecipeFlaw flaw_;
 };

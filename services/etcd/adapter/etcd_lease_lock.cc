@@ -32,7 +32,7 @@ EtcdLeaseLock::Step EtcdLeaseLock::write(std::string_view path, const EtcdJson& 
                                          AdapterStatus lease_not_found_is) {
   EtcdResult r = options_.connection->call(path, body);
   const std::string where = fmt::format("{} {}", options_.connection->endpoint(), path);
-  if (r.status == IoStatus::timeout)
+  if (may_have_applied(r.status))
     return {failed(AdapterStatus::outcome_unknown, fmt::format("{}: {}", where, r.message)), {}};
   if (!r.ok())
     return {failed(AdapterStatus::backend_error, fmt::format("{}: {}", where, r.message)), {}};
@@ -77,8 +77,15 @@ EtcdLeaseLock::Step EtcdLeaseLock::keepalive(int64_t lease, int64_t* ttl_s) {
   return step;
 }
 
-void EtcdLeaseLock::revoke_quietly(int64_t lease) {
-  if (lease != 0) options_.connection->call("/v3/lease/revoke", {{"ID", std::to_string(lease)}});
+AdapterResult EtcdLeaseLock::give_up(int64_t lease, AdapterResult why) {
+  if (lease == 0) return why;
+  const Step revoked =
+      write("/v3/lease/revoke", {{"ID", std::to_string(lease)}}, AdapterStatus::not_owner);
+  if (revoked.result.ok() || revoked.result.status == AdapterStatus::not_owner) return why;
+  return {.status = AdapterStatus::outcome_unknown,
+          .message = fmt::format("{}; then giving its lease back failed ({}), so its key may stay "
+                                 "queued, and become the lock, until the lease's TTL",
+                                 why.message, revoked.result.message)};
 }
 
 EtcdLeaseLock::Step EtcdLeaseLock::key_held(const std::string& key, int64_t lease, bool* held,
@@ -128,7 +135,12 @@ AdapterResult EtcdLeaseLock::extend_lock(const LockSpec& spec, int64_t ttl_ms) {
   bool still = false;
   int64_t create_revision = 0;
   step = key_held(held.key, held.lease, &still, &create_revision);
-  if (!step.result.ok()) return step.result;
+  if (!step.result.ok()) {
+    // The keepalive took effect: the lease runs on, whatever became of the key. Not knowing
+    // whether the extend holds is an unknown outcome, not "nothing happened" (adapter.h).
+    return failed(AdapterStatus::outcome_unknown,
+                  "the lease was renewed but its key could not be checked: " + step.result.message);
+  }
   if (!still) return failed(AdapterStatus::not_owner, "the lease is alive but its key is gone");
   held.refreshed_at_us = sent_at_us;
   return {};

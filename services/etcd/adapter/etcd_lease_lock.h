@@ -82,8 +82,11 @@ class EtcdLeaseLock : public LockAdapter {
   Step grant(int64_t ttl_ms, Held& held);
   // A keepalive: its reply's TTL (0: the lease is gone).
   Step keepalive(int64_t lease, int64_t* ttl_s);
-  // Best effort, after a failed attempt: the lease goes, and the key with it.
-  void revoke_quietly(int64_t lease);
+  // After a failed attempt: the lease goes, and the key with it, so `why` is the whole story. When
+  // the revoke did not come back done (or "not found"), the attempt's key may stay queued until
+  // its lease's TTL, and become the lock with nobody knowing it holds it: that is no clean
+  // refusal but an unknown outcome (adapter.h), which says so.
+  AdapterResult give_up(int64_t lease, AdapterResult why);
   // Whether `key` exists with `lease` now; its create revision in *create_revision.
   Step key_held(const std::string& key, int64_t lease, bool* held, int64_t* create_revision);
   void remember(const std::string& value, Held held);

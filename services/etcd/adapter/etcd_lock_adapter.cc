@@ -13,11 +13,6 @@ using etcd::bytes_field;
 using etcd::int_field;
 using etcd::kLeaseNotFound;
 
-AdapterResult EtcdLockAdapter::give_up(int64_t lease, AdapterResult why) {
-  revoke_quietly(lease);
-  return why;
-}
-
 AdapterResult EtcdLockAdapter::create_lock(const LockSpec& spec) {
   Clock& clock = *options_.clock;
   const int64_t started_us = clock.monotonic_us();

@@ -42,8 +42,6 @@ class EtcdLockAdapter final : public EtcdLeaseLock {
   AdapterResult create_lock(const LockSpec& spec) override;
 
  private:
-  AdapterResult give_up(int64_t lease, AdapterResult why);
-
   EtcdLockRpcOptions rpc_;
 };
 

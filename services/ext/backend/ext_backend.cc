@@ -416,7 +416,8 @@ AdapterTraits ext_traits(const ExtLibrary& library) {
   return {.servers = servers,
           .envelope = {.client_wall_clock = false},
           .tokens = TokenKind::none,
-          .extends = library.extends};
+          .extends = library.extends,
+          .errors_mean_not_applied = false};
 }
 
 // What the simulator has shown each library to do where its traits expect otherwise: seed 1 of

@@ -195,7 +195,7 @@ AdapterResult AdvisoryAdapter::failed(Session& session, const PgResult& result, 
   const std::string why =
       fmt::format("{} on {}: {}; the session is closed, and every lock it held ends with it", op,
                   where, describe(result));
-  if (result.status == IoStatus::timeout && writes) {
+  if (may_have_applied(result.status) && writes) {
     return result_of(AdapterStatus::outcome_unknown, why);
   }
   return result_of(

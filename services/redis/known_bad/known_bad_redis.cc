@@ -135,6 +135,30 @@ class RefusedExtendOk final : public RedisVariant {
   }
 };
 
+// Reads a write that got no reply as not applied: a timeout or a reset after the request was sent
+// becomes a backend error, which says nothing happened, though the script may have run. What the
+// Redis and Mongo adapters once did with a reset or an EOF after the request (issue 38, bug 3).
+class UnknownAsError final : public RedisVariant {
+ public:
+  explicit UnknownAsError(RedisConnection& c) : RedisVariant("bad-unknown-as-error", c) {}
+  AdapterResult create_lock(const LockSpec& spec) override {
+    return as_error(RedisVariant::create_lock(spec));
+  }
+  AdapterResult release_lock(const LockSpec& spec) override {
+    return as_error(RedisVariant::release_lock(spec));
+  }
+  AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override {
+    return as_error(RedisVariant::extend_lock(spec, ttl_ms));
+  }
+
+ private:
+  static AdapterResult as_error(AdapterResult result) {
+    if (result.status == AdapterStatus::outcome_unknown)
+      result.status = AdapterStatus::backend_error;
+    return result;
+  }
+};
+
 }  // namespace
 
 std::unique_ptr<LockAdapter> make_known_bad_redis_adapter(const std::string& name,
@@ -146,6 +170,7 @@ std::unique_ptr<LockAdapter> make_known_bad_redis_adapter(const std::string& nam
   if (name == "bad-random-token") return std::make_unique<RandomToken>(connection);
   if (name == "bad-late-loss-signal") return std::make_unique<LateLossSignal>(connection);
   if (name == "bad-refused-extend-ok") return std::make_unique<RefusedExtendOk>(connection);
+  if (name == "bad-unknown-as-error") return std::make_unique<UnknownAsError>(connection);
   return nullptr;
 }
 

@@ -56,6 +56,14 @@ const std::vector<KnownBad> kKnownBadRedis = {
      "so the holder's validity moves on and lost() stays false",
      [](AdapterTraits& t) { t.validity = ValidityRule::extends_even_when_refused; },
      {"extend-after-expiry"}},
+    {"bad-unknown-as-error",
+     "error_not_applied",
+     // a write must be applied and its reply lost (a one-way cut, a loss, a timeout).
+     0.05,
+     "known-bad: a write whose reply never came reported as an error (nothing happened) instead "
+     "of an unknown outcome",
+     [](AdapterTraits& t) { t.unknown_outcomes_reported = false; },
+     {"lost-reply"}},
 };
 
 }  // namespace

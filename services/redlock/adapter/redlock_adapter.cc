@@ -48,7 +48,11 @@ AdapterResult RedlockAdapter::release_lock(const LockSpec& spec) {
       manager_.release_value(spec.key, spec.value, settings_for(spec.ttl_ms).request_timeout_ms);
   if (votes.yes >= manager_.quorum()) return {};
   if (votes.answered() >= manager_.quorum()) return {.status = AdapterStatus::not_owner};
-  return {.status = AdapterStatus::backend_error,
+  // A delete sent whole and never answered may have run: with those, a quorum may have let go,
+  // so "nothing happened" would be a claim nobody can make (adapter.h).
+  const bool quorum_maybe_released = votes.yes + votes.maybe_applied >= manager_.quorum();
+  return {.status =
+              quorum_maybe_released ? AdapterStatus::outcome_unknown : AdapterStatus::backend_error,
           .message =
               std::string(to_string(RedlockErrorCause::release_failure)) + ": " + votes.failures};
 }

@@ -16,6 +16,7 @@ void count(NodeVotes& votes, Vote vote, const RedisFanout& fanout, size_t node,
   if (vote == Vote::no) ++votes.no;
   if (vote != Vote::failed) return;
   ++votes.failed;
+  if (may_have_applied(result.status)) ++votes.maybe_applied;
   const std::string why = result.ok()
                               ? "unexpected reply " + describe(result.reply)
                               : std::string(to_string(result.status)) + " (" + result.message + ")";

@@ -17,10 +17,11 @@ namespace lockstep {
 
 // How the nodes answered one round.
 struct NodeVotes {
-  int yes = 0;           // granted / deleted / extended / holds our value
-  int no = 0;            // answered, but not for us (held by another owner, or gone)
-  int failed = 0;        // timeout, connection error, or an error reply
-  std::string failures;  // "sim:redis-2: timeout (...); ..." for messages
+  int yes = 0;            // granted / deleted / extended / holds our value
+  int no = 0;             // answered, but not for us (held by another owner, or gone)
+  int failed = 0;         // timeout, connection error, or an error reply
+  int maybe_applied = 0;  // of the failed: sent whole, no reply (io_status.h: it may have applied)
+  std::string failures;   // "sim:redis-2: timeout (...); ..." for messages
 
   int answered() const { return yes + no; }
 };
