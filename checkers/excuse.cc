@@ -503,7 +503,8 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
       return sized(kUnbounded, std::string(to_string(fault.fault)));
     case FaultKind::latency:
     case FaultKind::loss:
-    case FaultKind::partition: return sized(kUnbounded, std::string(to_string(fault.fault)));
+    case FaultKind::partition:
+    case FaultKind::reset: return sized(kUnbounded, std::string(to_string(fault.fault)));
     case FaultKind::session_end:  // unbounded: a session's locks end with it, whole
       return Explanation{"the server ended the session that held the lock"};
     case FaultKind::pause:
@@ -571,7 +572,8 @@ bool inside_envelope(const History& history, const HistoryEvent& fault) {
     case FaultKind::failover: return v.failover;
     case FaultKind::latency:
     case FaultKind::loss:
-    case FaultKind::partition: return v.network;
+    case FaultKind::partition:
+    case FaultKind::reset: return v.network;
     // No lock keeps a session the server ended: only fencing can refuse its holder's writes.
     case FaultKind::session_end: return false;
     case FaultKind::other: return true;  // not a fault of the world: excuses nothing

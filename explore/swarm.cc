@@ -27,6 +27,7 @@ constexpr FaultKind kSweepFaultKinds[] = {
     FaultKind::clock_jump, FaultKind::server_drift,   FaultKind::server_clock_jump,
     FaultKind::failover,   FaultKind::latency,        FaultKind::loss,
     FaultKind::partition,  FaultKind::server_restart, FaultKind::server_pause,
+    FaultKind::reset,
 };
 
 // Headroom in the liveness bound for one round trip that times out (command timeouts are 100 ms).
@@ -74,6 +75,7 @@ SwarmCapabilities swarm_capabilities(const AdapterEntry& adapter) {
       .server_restart = traits.sim_faults.server_restart,
       .server_pause = traits.sim_faults.server_pause,
       .slow_servers = traits.sim_faults.network && traits.sim_faults.slow_servers,
+      .connection_resets = traits.sim_faults.network && traits.sim_faults.connection_resets,
       .extends = traits.extends,
       .replica_option = has_option("replicas"),
       .replication_delay_option = has_option("replication_delay_ms"),
@@ -239,6 +241,7 @@ static bool producible(const SwarmCapabilities& caps, FaultKind kind) {
     case FaultKind::loss: return caps.network && caps.message_loss;
     case FaultKind::latency:
     case FaultKind::partition: return caps.network;
+    case FaultKind::reset: return caps.connection_resets;
     default: return true;
   }
 }
@@ -360,6 +363,7 @@ SwarmFault draw_fault(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps,
       f.amount = rng.between(0, 1);
       f.duration_ms = rng.between(1, 2 * ttl);
       break;
+    case FaultKind::reset: f.duration_ms = rng.between(0, ttl); break;
     default: break;
   }
   return f;
@@ -536,6 +540,7 @@ std::string describe_fault(const SwarmFault& f) {
     case FaultKind::partition:
       return out + fmt::format(" c{} {} for={}ms", f.client, f.amount != 0 ? "two-way" : "one-way",
                                f.duration_ms);
+    case FaultKind::reset: return out + fmt::format(" c{} for={}ms", f.client, f.duration_ms);
     case FaultKind::server_restart:
       return out + fmt::format(" server#{} down={}ms", f.server, f.amount);
     case FaultKind::server_pause:
@@ -988,6 +993,11 @@ void schedule_fault(SwarmRun& run, const SwarmFault& f) {
           f.at_ms, on_client, what, [&backend, node, f] { backend.partition(node, f.amount != 0); },
           f.duration_ms);
       return world.at(end_ms * 1000, [&backend] { backend.heal(); });
+    case FaultKind::reset:
+      return env.schedule_fault(
+          f.at_ms, on_client, what,
+          [&backend, node, f] { backend.reset_connections(node, f.duration_ms * 1000); },
+          f.duration_ms);
     case FaultKind::server_restart: {
       const int server = f.server % backend.server_count();
       const int64_t down_us = f.amount * 1000;
@@ -1067,7 +1077,8 @@ int64_t fault_recovery_allowance_us(const SwarmSpec& spec, const Backend& backen
   for (const SwarmFault& f : spec.faults) {
     switch (f.kind) {
       case FaultKind::partition:
-      case FaultKind::loss: ++losing_faults; break;
+      case FaultKind::loss:
+      case FaultKind::reset: ++losing_faults; break;
       case FaultKind::failover:
       case FaultKind::server_restart:
       case FaultKind::server_pause:

@@ -59,6 +59,7 @@ struct SwarmCapabilities {
   bool server_restart = false;
   bool server_pause = false;
   bool slow_servers = false;  // some servers slower to reach than others (Backend::slow_server)
+  bool connection_resets = false;  // a client's connections reset (Backend::reset_connections)
   bool extends = true;  // AdapterTraits::extends: a holder may extend, by hand or automatically
   // The failover needs its replica asked for (`replicas=1`, an option of the adapter's): see
   // swarm_sets.

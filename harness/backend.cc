@@ -36,5 +36,8 @@ void Backend::partition_server(int, int, bool) {
 void Backend::end_session(int) {
   throw WorldUnsupported("this adapter's servers hold no session to end");
 }
+void Backend::reset_connections(int, int64_t) {
+  throw WorldUnsupported("this adapter's connections cannot be reset here");
+}
 
 }  // namespace lockstep

@@ -22,6 +22,7 @@ constexpr std::pair<FaultKind, std::string_view> kFaultNames[] = {
     {FaultKind::loss, "loss"},
     {FaultKind::partition, "partition"},
     {FaultKind::session_end, "session-end"},
+    {FaultKind::reset, "reset"},
     {FaultKind::other, "other"},
 };
 static_assert(std::size(kFaultNames) == kFaultKindsAll.size(), "every FaultKind has a name");

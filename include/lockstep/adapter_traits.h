@@ -92,6 +92,7 @@ struct FaultCapabilities {
   bool server_restart = false;     // a server dies and comes back (crash_server, restart_server)
   bool server_pause = false;       // a server stops for a while (pause_server)
   bool slow_servers = false;       // a server slower to reach than the others (slow_server)
+  bool connection_resets = false;  // a client's connections are reset (reset_connections)
 };
 
 struct AdapterTraits {

@@ -66,6 +66,10 @@ class Backend {
   // The server ends the sessions of the client on client_node (pg_terminate_backend): whatever
   // they held goes, and the client learns of it only at its next request to that server.
   virtual void end_session(int client_node);
+  // The connections of the client on client_node to the servers are reset (an RST): a request in
+  // flight ends as connection_lost, applied or not; an idle connection fails its next request
+  // before sending it (connection_error); for for_us more, every request sent is reset too.
+  virtual void reset_connections(int client_node, int64_t for_us);
 };
 
 }  // namespace lockstep

@@ -41,6 +41,11 @@ enum class FaultKind {
   // The server ends a client's session (pg_terminate_backend) and with it the locks the session
   // held. After `other` so that no earlier kind's value (packed in traces) changes.
   session_end,
+  // A client's connections to the servers are reset (an RST: a middlebox, a server's kernel): a
+  // request not yet delivered is lost, one already applied loses its reply, and the client hears
+  // of it at once (connection_lost); an idle connection fails its next request before sending it
+  // (connection_error). After session_end, for the same reason.
+  reset,
 };
 std::string_view to_string(FaultKind kind);
 std::optional<FaultKind> fault_kind_from_string(std::string_view name);
@@ -59,6 +64,7 @@ inline constexpr std::array kFaultKindsAll = {FaultKind::pause,
                                               FaultKind::loss,
                                               FaultKind::partition,
                                               FaultKind::session_end,
+                                              FaultKind::reset,
                                               FaultKind::other};
 static_assert(kFaultKindsAll.back() == FaultKind::other, "every FaultKind is listed, last last");
 
@@ -93,7 +99,7 @@ struct FaultEnvelope {
   bool clients_compare_wall_deadlines = false;
   // Its servers expire leases by a clock that does not jump (no Redis or Mongo server does).
   bool server_wall_clock = false;
-  // Latency, loss and partitions between clients and servers.
+  // Latency, loss, partitions and connection resets between clients and servers.
   bool network = true;
   // A failover keeps every acknowledged grant and counter (a majority write concern).
   bool failover = false;

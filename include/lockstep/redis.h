@@ -53,7 +53,8 @@ inline constexpr AdapterTraits kRedisTraits{.servers = ServerLayout::one_server,
                                                            .failover = true,
                                                            .server_restart = true,
                                                            .server_pause = true,
-                                                           .slow_servers = true},
+                                                           .slow_servers = true,
+                                                           .connection_resets = true},
                                             .tokens = TokenKind::monotonic};
 
 }  // namespace lockstep

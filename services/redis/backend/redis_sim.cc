@@ -65,6 +65,12 @@ class RedisSimBackend final : public Backend, public sim::KeyspaceObserver {
     return *adapters_.back();
   }
 
+  void reset_connections(int client_node, int64_t for_us) override {
+    for (auto& connection : connections_) {
+      if (connection->client_node() == client_node) connection->reset(for_us);
+    }
+  }
+
   int server_count() const override { return static_cast<int>(servers_.size()); }
   int64_t call_timeout_us() const override { return command_timeout_us_; }
   bool records_leases() const override { return true; }

@@ -1,5 +1,6 @@
 #include "services/redis/sim/sim_redis_connection.h"
 
+#include <algorithm>
 #include <memory>
 
 #include <fmt/format.h>
@@ -64,6 +65,21 @@ std::shared_ptr<SimRedisRequest> SimRedisConnection::send(const std::vector<std:
   auto request = std::make_shared<SimRedisRequest>();
   request->id = ++next_request_;
   request->on_reply = std::move(on_reply);
+  if (std::exchange(reset_pending_, false)) {
+    // The reset is found on the write: nothing goes out. The caller hears of it as at once as a
+    // socket error comes, by an event now (a fan-out counts its replies from its own fiber).
+    request->refused = true;
+    world_.trace_linef("redis c{} #{} not sent: the connection was reset", client_, request->id);
+    world_.scheduler().at(world_.now_us(), [request] {
+      if (request->on_reply && !request->abandoned) request->on_reply();
+    });
+    return request;
+  }
+  in_flight_ = request;
+  if (world_.now_us() < resetting_until_us_) {
+    request->doom = world_.prng().chance(1, 2) ? SimRedisRequest::Doom::lost_on_the_way
+                                               : SimRedisRequest::Doom::reply_lost;
+  }
   RedisNode* server = target_;
   world_.trace_line_by([&] {
     return fmt::format("redis c{} #{} -> {}: {}", client_, request->id, server->name(),
@@ -75,16 +91,39 @@ std::shared_ptr<SimRedisRequest> SimRedisConnection::send(const std::vector<std:
   world_.network().send(
       client_node, server->node(), [&] { return label_of(argv); },
       [&world, server, client_node, client, argv, request] {
+        if (request->reset || request->doom == SimRedisRequest::Doom::lost_on_the_way) {
+          // Lost with the connection before it arrived; a doomed one's RST goes back instead.
+          world.trace_line_by([&] {
+            return fmt::format("redis c{} #{} lost with its reset connection", client, request->id);
+          });
+          if (request->doom == SimRedisRequest::Doom::lost_on_the_way) {
+            world.network().send(
+                server->node(), client_node, "RST", [request] { hear_reset(*request); },
+                Delivery::buffer);
+          }
+          return;
+        }
         if (std::exchange(request->executed, true)) return;  // a duplicate: TCP delivers once
         RedisReply reply = server->execute(argv, client);
         world.network().send(
             server->node(), client_node,
             [&] { return std::string("reply ").append(label_of(argv)); },
             [&world, client, request, reply = std::move(reply)]() mutable {
-              if (request->answered || request->abandoned) {
+              if (request->doom == SimRedisRequest::Doom::reply_lost) {
+                world.trace_line_by([&] {
+                  return fmt::format("redis c{} #{} reply lost with its reset connection: {}",
+                                     client, request->id, describe(reply));
+                });
+                hear_reset(*request);
+                return;
+              }
+              if (request->answered || request->abandoned || request->reset) {
                 world.trace_line_by([&] {
                   return fmt::format("redis c{} #{} {} reply discarded: {}", client, request->id,
-                                     request->answered ? "duplicate" : "late", describe(reply));
+                                     request->answered ? "duplicate"
+                                     : request->reset  ? "reset connection's"
+                                                       : "late",
+                                     describe(reply));
                 });
                 return;
               }
@@ -97,7 +136,43 @@ std::shared_ptr<SimRedisRequest> SimRedisConnection::send(const std::vector<std:
   return request;
 }
 
+void SimRedisConnection::reset(TimeUs for_us) {
+  LOCKSTEP_SIM_CHECK(for_us >= 0, "a reset lasts 0 us or more");
+  const std::shared_ptr<SimRedisRequest> request = in_flight_.lock();
+  const bool waiting = request && !request->answered && !request->abandoned && !request->reset;
+  world_.trace_linef("redis c{} connection to {} reset{}{}", client_, target_->name(),
+                     waiting ? fmt::format(" with #{} in flight", request->id) : "",
+                     for_us > 0 ? fmt::format(", and again for {}us", for_us) : "");
+  resetting_until_us_ = std::max(resetting_until_us_, world_.now_us() + for_us);
+  if (!waiting) {
+    reset_pending_ = true;
+    return;
+  }
+  hear_reset(*request);
+}
+
+void hear_reset(SimRedisRequest& request) {
+  if (request.answered || request.abandoned || request.reset) return;
+  request.reset = true;
+  if (request.on_reply) request.on_reply();  // wakes the caller, as the RST does
+}
+
+RedisResult SimRedisConnection::reset_result(const SimRedisRequest& request) const {
+  if (request.refused) {
+    return RedisResult{.status = IoStatus::connection_error,
+                       .message = fmt::format("connection to {} reset: not sent", endpoint())};
+  }
+  world_.trace_linef("redis c{} #{} connection lost", client_, request.id);
+  return RedisResult{
+      .status = IoStatus::connection_lost,
+      .message = fmt::format("connection to {} reset after the request was sent", endpoint())};
+}
+
 RedisResult SimRedisConnection::finish(SimRedisRequest& request, int64_t waited_us) {
+  if (request.reset || request.refused) {
+    request.abandoned = true;
+    return reset_result(request);
+  }
   if (request.answered) {
     world_.trace_line_by([&] {
       return fmt::format("redis c{} #{} <- {}", client_, request.id, describe(request.reply));
@@ -119,7 +194,7 @@ RedisResult SimRedisConnection::command(const std::vector<std::string>& argv) {
   const TimeUs deadline_us =
       timeout_us >= kTimeNever - world_.now_us() ? kTimeNever : world_.now_us() + timeout_us;
   const ParkResult woke = world_.park(waiter, deadline_us);
-  if (woke == ParkResult::woken && request->answered)
+  if (woke == ParkResult::woken && (request->answered || request->reset || request->refused))
     return finish(*request, options_.command_timeout_us);
   // A reply can have been buffered while this fiber's resumption waited out a pause of its node:
   // if it came after the deadline, it is still a timeout.

@@ -367,6 +367,90 @@ TEST_CASE("connection: a paused server means a timeout, and its late reply is di
   CHECK(w.trace().contains("redis c1 #1 late reply discarded: (integer) 1"));
 }
 
+TEST_CASE("connection: a reset loses what is on the wire, or the reply of what ran",
+          "[sim][redis][connection][reset]") {
+  World w(fixed_latency(500));
+  RedisNode r(w, {.name = "r0"});
+  const NodeId c = w.add_node("client");
+  SimRedisConnection conn(w, c, r, 1, {.command_timeout_us = 100'000});
+  // #1 is on its way at 200 us: lost with the connection. #2 ran at 10'500 us and its reply is
+  // on its way at 10'700 us: the server kept the write, the client hears connection_lost.
+  at(w, 200, [&] { conn.reset(); });
+  at(w, 10'700, [&] { conn.reset(); });
+  w.spawn(c, "c1", [&] {
+    const RedisResult before = conn.command({"INCR", "n"});
+    CHECK(before.status == IoStatus::connection_lost);
+    CHECK(w.now_us() == 200);  // at once, not at the timeout
+    CHECK(may_have_applied(before.status));
+    w.sleep_for_us(9'800);
+    const RedisResult after = conn.command({"INCR", "n"});
+    CHECK(after.status == IoStatus::connection_lost);
+    CHECK(w.now_us() == 10'700);
+    const RedisResult read = conn.command({"GET", "n"});
+    REQUIRE(read.ok());
+    CHECK(read.reply == str("1"));  // the first never ran, the second did
+  });
+  w.run();
+  CHECK(w.trace().contains("redis c1 #1 lost with its reset connection"));
+  CHECK(w.trace().contains("redis c1 #2 reset connection's reply discarded: (integer) 1"));
+}
+
+TEST_CASE(
+    "connection: while connections keep being reset, every command is lost or loses its reply",
+    "[sim][redis][connection][reset]") {
+  World w(fixed_latency(500));
+  RedisNode r(w, {.name = "r0"});
+  const NodeId c = w.add_node("client");
+  SimRedisConnection conn(w, c, r, 1, {.command_timeout_us = 100'000});
+  at(w, 1'000, [&] { conn.reset(50'000); });
+  int64_t lost = 0;
+  w.spawn(c, "c1", [&] {
+    w.sleep_for_us(2'000);
+    const RedisResult first = conn.command({"INCR", "n"});  // found reset: never sent
+    CHECK(first.status == IoStatus::connection_error);
+    for (int i = 0; i < 20; ++i) {
+      const TimeUs sent_us = w.now_us();
+      const RedisResult reset = conn.command({"INCR", "n"});
+      CHECK(reset.status == IoStatus::connection_lost);
+      CHECK(w.now_us() == sent_us + 1'000);  // the RST, or the reply, would be back by then
+      ++lost;
+    }
+    w.sleep_for_us(50'000);  // past the window
+    const RedisResult read = conn.command({"GET", "n"});
+    REQUIRE(read.ok());
+    // Some ran (their replies lost), some never arrived: both kinds were drawn.
+    const int64_t ran = read.reply.is_nil() ? 0 : std::stoll(read.reply.str);
+    CHECK(ran > 0);
+    CHECK(ran < lost);
+  });
+  w.run();
+  CHECK(w.unfinished_fibers() == 0);
+  CHECK(w.trace().contains("reply lost with its reset connection"));
+  CHECK(w.trace().contains("lost with its reset connection"));
+}
+
+TEST_CASE("connection: a reset while idle fails the next command before it is sent",
+          "[sim][redis][connection][reset]") {
+  World w(fixed_latency(500));
+  RedisNode r(w, {.name = "r0"});
+  const NodeId c = w.add_node("client");
+  SimRedisConnection conn(w, c, r, 1, {.command_timeout_us = 100'000});
+  at(w, 5'000, [&] { conn.reset(); });
+  w.spawn(c, "c1", [&] {
+    w.sleep_for_us(10'000);
+    const RedisResult refused = conn.command({"INCR", "n"});
+    CHECK(refused.status == IoStatus::connection_error);
+    CHECK_FALSE(may_have_applied(refused.status));
+    CHECK(w.now_us() == 10'000);
+    const RedisResult again = conn.command({"INCR", "n"});  // reconnected
+    REQUIRE(again.ok());
+    CHECK(again.reply == num(1));  // the refused one never reached the server
+  });
+  w.run();
+  CHECK(w.trace().contains("redis c1 #1 not sent: the connection was reset"));
+  CHECK(w.unfinished_fibers() == 0);
+}
+
 TEST_CASE("connection: the timeout is measured on the client's drifting clock",
           "[sim][redis][connection]") {
   World w(fixed_latency(500));

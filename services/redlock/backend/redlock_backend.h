@@ -70,7 +70,8 @@ inline constexpr AdapterTraits kRedlockTraits{
                    .server_clock_jump = true,
                    .server_restart = true,
                    .server_pause = true,
-                   .slow_servers = true},
+                   .slow_servers = true,
+                   .connection_resets = true},
     // As redlock_traits() makes it of the default drift allowance (drift_factor_ppm=1000).
     .envelope = {.client_slow_ppm_max = 500,
                  .server_fast_ppm_max = 500,

@@ -79,6 +79,14 @@ class RedlockSimBackend final : public Backend, public sim::KeyspaceObserver {
   void set_server_drift(int64_t drift_ppm) override {
     for (auto& server : nodes_) world_.set_drift(server->node(), drift_ppm);
   }
+  void reset_connections(int client_node, int64_t for_us) override {
+    for (auto& link : links_) {
+      for (auto& connection : link->connections) {
+        if (connection->client_node() == client_node) connection->reset(for_us);
+      }
+    }
+  }
+
   void partition(int client_node, bool two_way) override {
     for (int i = 0; i < server_count(); ++i) partition_server(client_node, i, two_way);
   }
