@@ -264,6 +264,8 @@ AdapterResult AdvisoryAdapter::after_grant(Session& session, const LockSpec& spe
     }
     return result_of(AdapterStatus::contended);
   }
+  const int64_t valid_until_us = validity_end_us(spec, requested_at_us, spec.ttl_ms);
+  if (options_.clock->monotonic_us() >= valid_until_us) return give_back_late(session, spec);
   AdapterResult ok{.status = AdapterStatus::ok};
   if (tokens) {
     const std::optional<uint64_t> token = token_of(value);
@@ -275,9 +277,31 @@ AdapterResult AdvisoryAdapter::after_grant(Session& session, const LockSpec& spe
     }
     ok.fencing_token = *token;
   }
-  session.held[spec.key] = {.value = spec.value,
-                            .valid_until_us = validity_end_us(spec, requested_at_us, spec.ttl_ms)};
+  session.held[spec.key] = {.value = spec.value, .valid_until_us = valid_until_us};
   return ok;
+}
+
+// The validity is the TTL cut to the session-loss bound, counted from the request: a grant that
+// comes later (the client or the server paused, the statement slow) is of a lock the server may
+// already have let another session take, by its count of this one's silence. The Locker takes
+// back only grants older than the whole TTL; this bound is shorter. So the lock is given back (its
+// transaction rolled back, or unlocked) and the acquire refused. If giving back fails, the session
+// goes, and the lock with it, but when the server lets go is not known: an unknown outcome.
+AdapterResult AdvisoryAdapter::give_back_late(Session& session, const LockSpec& spec) {
+  const std::string statement =
+      options_.mode == AdvisoryMode::xact
+          ? std::string("ROLLBACK")
+          : fmt::format("SELECT pg_advisory_unlock({})", lock_key(spec.key));
+  const PgResult given_back = run(session, statement);
+  if (given_back.status != IoStatus::ok) return failed(session, given_back, "acquire", true);
+  if (!given_back.sqlstate.empty()) {
+    lose(session);
+    return result_of(AdapterStatus::outcome_unknown,
+                     "a grant that came after its validity could not be given back (" +
+                         describe(given_back) + "): the session is closed");
+  }
+  return result_of(AdapterStatus::contended,
+                   "the grant came after the validity it could promise had ended (given back)");
 }
 
 AdapterResult AdvisoryAdapter::release_lock(const LockSpec& spec) {

@@ -120,6 +120,8 @@ class AdvisoryAdapter final : public LockAdapter {
   AdapterResult after_grant(Session& session, const LockSpec& spec, const PgResult& result,
                             int64_t requested_at_us);
   AdapterResult failed(Session& session, const PgResult& result, const char* op, bool writes);
+  // A grant that came after the validity it could promise had ended: given back, never held.
+  AdapterResult give_back_late(Session& session, const LockSpec& spec);
   // A round trip on the session: it lives, and with it the lock.
   AdapterResult check_alive(Session& session, const char* op, bool reads);
 

@@ -295,5 +295,39 @@ TEST_CASE("sim: an extend that times out ends the lock no sooner than its validi
   CHECK(b_after_timeout == "t");  // the timeout closed the session, and the lock ended with it
 }
 
+// A grant is valid for its TTL cut to the keepalive bound (4 s here), counted from the request.
+// The Locker gives back only grants older than the whole TTL (5 s): one that comes back between
+// the two, from a slow network, would be handed out after the validity it could promise had ended
+// (a lock the server may have let another session take by then). The adapter gives it back.
+TEST_CASE("sim: a grant that comes after the validity it could promise is given back",
+          "[postgres][sim]") {
+  Setup s;
+  auto a = s.client("a", 0);
+  SimPgConnector connector(a.host,
+                           {.command_timeout_us = 10'000'000, .connect_timeout_us = 10'000'000});
+  AdvisoryAdapter adapter({.connector = &connector,
+                           .clock = &s.world.clock(a.node),
+                           .keepalive_idle_s = 2,
+                           .keepalive_interval_s = 1,
+                           .keepalive_count = 2});
+  REQUIRE(adapter.session_loss_bound_us() == 4'000'000);
+  const LockSpec spec{.key = "k", .value = "a-1", .ttl_ms = 5000};
+  AdapterResult late;
+  int64_t holder_after_late = -1;
+  AdapterResult prompt;
+  s.world.spawn(a.node, "a", [&] {
+    // Two round trips (the session's connect, then the statement) of 2.1 s each.
+    s.world.network().set_fixed_latency(1'050'000);
+    late = adapter.create_lock(spec);  // granted at 4.2 s, past its validity's end at 4 s
+    holder_after_late = s.holder(adapter.lock_key("k"));
+    s.world.network().set_fixed_latency(500);
+    prompt = adapter.create_lock({.key = "k", .value = "a-2", .ttl_ms = 5000});
+  });
+  s.world.run();
+  CHECK(late.status == AdapterStatus::contended);
+  CHECK(holder_after_late == 0);  // given back
+  CHECK(prompt.ok());             // nothing of the late grant stayed on the session to re-enter
+}
+
 }  // namespace
 }  // namespace lockstep::sim
