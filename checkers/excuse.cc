@@ -377,7 +377,16 @@ std::optional<bool> clock_ended_a_lease_early(const History& history, const Hist
     if (mine < 0) continue;
     const std::string where = independent_servers ? e.server : std::string();
     if (e.kind == EventKind::revoke) {
-      live[mine].erase(where);
+      const auto lease = live[mine].find(where);
+      if (e.client >= 0 || lease == live[mine].end()) {
+        live[mine].erase(where);  // a client asked: no clock of the servers' ended it
+        continue;
+      }
+      // The server's own timer ended it (a session whose keepalive gave up, a lease that
+      // expired): a clock that gained time ended it early by that much, so it counts as live
+      // until a true clock would have ended it.
+      lease->second.end_us =
+          e.time_us + server_clocks_gain_us(history, e.server, lease->second.since_us, e.time_us);
       continue;
     }
     if (e.kind != EventKind::grant && e.kind != EventKind::extend) continue;

@@ -315,6 +315,35 @@ TEST_CASE("a server clock fault excuses an entrant only where it ended the holde
   }
 }
 
+TEST_CASE("a server clock fault excuses an entrant where it made the server's timer end a session",
+          "[excuse]") {
+  // A PostgreSQL session lock: no expiry (a lease as long as the session), ended by the server's
+  // keepalive timer (a revoke no client asked for) at 900us; c1 is granted at 990us while c0
+  // works on. A clock running twice as fast fired that timer early: had it run true, the session
+  // would have lasted past c1's grant. A client's own release ends nothing early.
+  const auto session = [](int revoker, int64_t drift_ppm) {
+    Overlap o;
+    if (drift_ppm != 0) o.fault(FaultKind::server_drift, 0, 5000, -1, drift_ppm);
+    o.granted(0, 95, "postgres", "v0", 1'000'000'000);
+    o.acquired(0, 100, "v0");
+    o.add({.time_us = 900,
+           .kind = EventKind::revoke,
+           .client = revoker,
+           .key = "k",
+           .server = "postgres",
+           .value = "v0"});
+    o.granted(1, 990, "postgres", "v1", 1'000'000'000);
+    o.acquired(1, 995, "v1");
+    o.sort();
+    return o;
+  };
+  CHECK(session(-1, 1'000'000).measured(1'000).excused());
+  CHECK_FALSE(session(-1, 0).measured(1'000).excused());         // no fault to excuse it
+  CHECK_FALSE(session(0, 1'000'000).measured(1'000).excused());  // c0's own release
+  // Slower: it ended nothing early.
+  CHECK_FALSE(session(-1, -300'000).measured(1'000).excused());
+}
+
 TEST_CASE("a fault that ended before the window excuses nothing, nor lost state before the lease",
           "[excuse]") {
   Overlap early_drift;
