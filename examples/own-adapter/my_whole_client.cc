@@ -83,8 +83,14 @@ AdapterResult MyWholeClient::create_lock(const lockstep::LockSpec& spec) {
         acquired_valid_until_us_[spec.value] = valid_until_us;
         return {};
       }
-      // Over already by our count: give it back and try again.
-      (void)send({"EVAL", kReleaseScript, "1", spec.key, spec.value});
+      // Over already by our count: give it back and try again. Until the server says it is
+      // gone, the key may still hold that lease, from when its SET was sent: a later attempt that
+      // finds our value must count from then, not from a SET of its own.
+      const RedisResult given_back = send({"EVAL", kReleaseScript, "1", spec.key, spec.value});
+      const bool gone = given_back.ok() && given_back.reply.type == RedisReply::Type::integer;
+      if (!gone && (!unknown_sent_us || *lease_from_us < *unknown_sent_us)) {
+        unknown_sent_us = lease_from_us;
+      }
     }
     const int64_t wait_ms = 20 + static_cast<int64_t>(random_.below(41));
     if (clock_.monotonic_us() + wait_ms * 1000 > give_up_us) break;
