@@ -51,7 +51,8 @@ inline constexpr AdapterTraits kMongoTraits{.servers = ServerLayout::replica_set
                                                            .server_clock_jump = true,
                                                            .failover = true,
                                                            .server_restart = true,
-                                                           .server_pause = true},
+                                                           .server_pause = true,
+                                                           .connection_resets = true},
                                             .envelope = {.failover = true},
                                             .tokens = TokenKind::monotonic};
 

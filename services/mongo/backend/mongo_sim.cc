@@ -166,6 +166,12 @@ class MongoSimBackend final : public Backend, public sim::MongoObserver {
       world_.set_drift(replica_set_->node(m), drift_ppm);
   }
 
+  void reset_connections(int client_node, int64_t for_us) override {
+    for (auto& connection : connections_) {
+      if (connection->client_node() == client_node) connection->reset(for_us);
+    }
+  }
+
   // The client is cut off from whichever member is primary now.
   void partition(int client_node, bool two_way) override {
     const int primary = replica_set_->primary();

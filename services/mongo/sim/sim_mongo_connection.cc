@@ -59,7 +59,8 @@ SimMongoConnection::SimMongoConnection(World& world, NodeId client_node,
       client_node_(client_node),
       replica_set_(replica_set),
       client_(client),
-      options_(options) {
+      options_(options),
+      resets_(world) {
   LOCKSTEP_SIM_CHECK(options_.command_timeout_us > 0, "command_timeout_us must be positive");
   LOCKSTEP_SIM_CHECK(options_.server_selection_timeout_us >= 0,
                      "server_selection_timeout_us must be >= 0");
@@ -87,6 +88,10 @@ std::shared_ptr<SimMongoConnection::Request> SimMongoConnection::send(
     return fmt::format("mongo c{} #{} -> {}: {}", client_, request->id,
                        replica_set_.member_name(member), mongo::summarize(command));
   });
+  if (resets_.refuse_or_track(request)) {  // the reset is found on the write: nothing goes out
+    world_.trace_linef("mongo c{} #{} not sent: the connection was reset", client_, request->id);
+    return request;
+  }
   World& world = world_;
   MongoReplicaSet& rs = replica_set_;
   const NodeId client_node = client_node_;
@@ -95,7 +100,13 @@ std::shared_ptr<SimMongoConnection::Request> SimMongoConnection::send(
   world_.network().send(
       client_node, server_node, label,
       [&world, &rs, member, server_node, client_node, client, label, database,
-       command = std::move(command), request] {
+       command = std::move(command), request, resets = &resets_] {
+        if (resets->drops_request(request, server_node, client_node)) {
+          world.trace_line_by([&] {
+            return fmt::format("mongo c{} #{} lost with its reset connection", client, request->id);
+          });
+          return;
+        }
         if (std::exchange(request->executed, true)) return;  // a duplicate: TCP delivers once
         rs.handle_command(
             member, client, database, command,
@@ -103,7 +114,15 @@ std::shared_ptr<SimMongoConnection::Request> SimMongoConnection::send(
               world.network().send(
                   server_node, client_node, [&] { return std::string("reply ").append(label); },
                   [&world, client, request, reply = std::move(reply)]() mutable {
-                    if (request->answered || request->abandoned) {
+                    if (ConnectionResets::drops_reply(*request)) {
+                      world.trace_line_by([&] {
+                        return fmt::format("mongo c{} #{} reply lost with its reset connection: {}",
+                                           client, request->id,
+                                           mongo::compact(reply, kTraceReplyBytes));
+                      });
+                      return;
+                    }
+                    if (request->answered || request->abandoned || request->reset) {
                       world.trace_line_by([&] {
                         return fmt::format("mongo c{} #{} {} reply discarded: {}", client,
                                            request->id, request->answered ? "duplicate" : "late",
@@ -122,6 +141,13 @@ std::shared_ptr<SimMongoConnection::Request> SimMongoConnection::send(
   return request;
 }
 
+void SimMongoConnection::reset(TimeUs for_us) {
+  const uint64_t ended = resets_.reset(for_us);
+  world_.trace_linef("mongo c{} connection reset{}{}", client_,
+                     ended != 0 ? fmt::format(" with #{} in flight", ended) : "",
+                     for_us > 0 ? fmt::format(", and again for {}us", for_us) : "");
+}
+
 bool SimMongoConnection::select(TimeUs deadline_us) {
   for (int attempt = 0;; ++attempt) {
     if (attempt > 0 && world_.now_us() >= deadline_us) return false;
@@ -137,8 +163,9 @@ bool SimMongoConnection::select(TimeUs deadline_us) {
       const TimeUs probe_deadline =
           std::min(deadline_us, deadline_after(options_.command_timeout_us));
       while (true) {
-        const bool all =
-            std::all_of(probes.begin(), probes.end(), [](const auto& p) { return p->answered; });
+        const bool all = std::all_of(probes.begin(), probes.end(), [](const auto& p) {
+          return p->answered || p->ended_by_reset();
+        });
         if (all || world_.now_us() >= probe_deadline) break;
         *waiter = world_.prepare_park();
         if (world_.park(*waiter, probe_deadline) == ParkResult::deadline) break;
@@ -148,7 +175,8 @@ bool SimMongoConnection::select(TimeUs deadline_us) {
       for (const auto& probe : probes) {
         if (!probe->answered) {
           probe->abandoned = true;
-          world_.trace_linef("mongo c{} #{} hello timeout", client_, probe->id);
+          world_.trace_linef("mongo c{} #{} hello {}", client_, probe->id,
+                             probe->ended_by_reset() ? "lost with a reset" : "timeout");
           continue;
         }
         const int64_t term = term_of(probe->reply);
@@ -195,6 +223,17 @@ MongoResult SimMongoConnection::run_command(const std::string& database, MongoDo
       send(member, database, std::move(command), [&world, waiter] { world.wake(waiter); });
   const TimeUs deadline_us = deadline_after(options_.command_timeout_us);
   const ParkResult woke = world_.park(waiter, deadline_us);
+  if (woke == ParkResult::woken && request->ended_by_reset()) {
+    request->abandoned = true;
+    selected_ = -1;  // the driver reconnects, and selects again
+    world_.trace_linef("mongo c{} #{} {}", client_, request->id,
+                       request->refused ? "refused: connection reset" : "connection lost");
+    return MongoResult{
+        .status = request->refused ? IoStatus::connection_error : IoStatus::connection_lost,
+        .message = fmt::format("connection to {} ({}) reset{}", endpoint(),
+                               replica_set_.member_name(member),
+                               request->refused ? ": not sent" : " after the request was sent")};
+  }
   if (woke == ParkResult::woken && request->answered) {
     world_.trace_line_by([&] {
       return fmt::format("mongo c{} #{} <- {}: {}", client_, request->id,

@@ -19,6 +19,10 @@
 // (Delivery::buffer). The fiber parks until the reply arrives or command_timeout_us of the
 // client's own clock has passed (then IoStatus::timeout; a later reply is discarded and traced).
 // A duplicated request is executed once. One trace line per command, per reply and per timeout.
+// reset(for_us) is a connection reset (the `reset` fault), as sim/connection_resets.h says: the
+// command it ends is connection_lost, one refused before it was sent connection_error, and the
+// selection is forgotten (the driver reconnects and selects again); a hello probe it ends counts
+// as unanswered.
 //
 // Invariants: run_command() is called only from a fiber of client_node, one command at a time.
 #include <cstdint>
@@ -28,6 +32,7 @@
 
 #include "services/mongo/client/mongo_connection.h"
 #include "services/mongo/sim/replica_set.h"
+#include "sim/connection_resets.h"
 #include "sim/world.h"
 
 namespace lockstep::sim {
@@ -45,16 +50,15 @@ class SimMongoConnection final : public MongoConnection {
   MongoResult run_command(const std::string& database, MongoDocument command) override;
   std::string endpoint() const override;      // "sim:rs0"
   int selected() const { return selected_; }  // the member believed primary, -1 if none
+  NodeId client_node() const { return client_node_; }
+  // A connection reset, now, and again for every command sent in the next for_us (see above).
+  // Runs outside the client's fibers (a fault event).
+  void reset(TimeUs for_us = 0);
 
  private:
-  struct Request {
-    uint64_t id = 0;
+  struct Request : SimCall {
     int member = -1;
-    bool executed = false;
-    bool answered = false;
-    bool abandoned = false;
-    MongoDocument reply;
-    std::function<void()> on_reply;
+    MongoDocument reply;  // when answered
   };
 
   // The command becomes the message in flight (a duplicate delivery copies it).
@@ -71,6 +75,7 @@ class SimMongoConnection final : public MongoConnection {
   SimMongoConnectionOptions options_;
   int selected_ = -1;
   uint64_t next_request_ = 0;
+  ConnectionResets resets_;
 };
 
 }  // namespace lockstep::sim

@@ -541,6 +541,45 @@ TEST_CASE("replica set: the connection forgets a primary that says it is not, or
   CHECK(selected[3] == -1);
 }
 
+TEST_CASE("replica set: a reset ends a command as connection_lost, or refuses the next one",
+          "[sim][mongo][rs][reset]") {
+  World w(fixed_latency());
+  MongoReplicaSet rs(w, {});
+  const NodeId c = w.add_node("client");
+  SimMongoConnection conn(w, c, rs, 1);
+  std::vector<MongoResult> results;
+  std::vector<TimeUs> returned_us;
+  std::vector<int> selected;
+  w.spawn(
+      c, "client",
+      [&] {
+        const auto run = [&](const std::string& key) {
+          results.push_back(conn.run_command("lockstep", set_doc(key, write_concern(false))));
+          returned_us.push_back(w.now_us());
+          selected.push_back(conn.selected());
+        };
+        run("a");  // selects mongo-0 first (hello), then writes
+        at(w, w.now_us() + 200, [&] { conn.reset(); });  // the next write is on its way
+        run("b");
+        run("c");                                        // selects again, and writes
+        at(w, w.now_us() + 100, [&] { conn.reset(); });  // idle: found out by the next write
+        w.sleep_for_us(ms(10));
+        run("d");
+        run("e");
+      },
+      ms(1000));
+  w.run();
+  REQUIRE(results.size() == 5);
+  CHECK(results[0].ok());
+  CHECK(results[1].status == IoStatus::connection_lost);
+  CHECK(returned_us[1] - returned_us[0] == 200);  // at once, not at the timeout
+  CHECK(selected[1] == -1);                       // selects again, as a driver reconnects
+  CHECK(results[2].ok());
+  CHECK(results[3].status == IoStatus::connection_error);
+  CHECK(results[4].ok());
+  CHECK(w.trace().contains("lost with its reset connection"));
+}
+
 TEST_CASE("replica set: with no primary reachable, server selection times out",
           "[sim][mongo][rs]") {
   World w(fixed_latency());

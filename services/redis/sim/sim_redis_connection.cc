@@ -1,6 +1,5 @@
 #include "services/redis/sim/sim_redis_connection.h"
 
-#include <algorithm>
 #include <memory>
 
 #include <fmt/format.h>
@@ -51,7 +50,8 @@ SimRedisConnection::SimRedisConnection(World& world, NodeId client_node, RedisNo
       client_node_(client_node),
       target_(&target),
       client_(client),
-      options_(options) {
+      options_(options),
+      resets_(world) {
   LOCKSTEP_SIM_CHECK(options_.command_timeout_us > 0, "command_timeout_us must be positive");
   world_.node_name(client_node_);  // checks the id
 }
@@ -65,20 +65,9 @@ std::shared_ptr<SimRedisRequest> SimRedisConnection::send(const std::vector<std:
   auto request = std::make_shared<SimRedisRequest>();
   request->id = ++next_request_;
   request->on_reply = std::move(on_reply);
-  if (std::exchange(reset_pending_, false)) {
-    // The reset is found on the write: nothing goes out. The caller hears of it as at once as a
-    // socket error comes, by an event now (a fan-out counts its replies from its own fiber).
-    request->refused = true;
+  if (resets_.refuse_or_track(request)) {  // the reset is found on the write: nothing goes out
     world_.trace_linef("redis c{} #{} not sent: the connection was reset", client_, request->id);
-    world_.scheduler().at(world_.now_us(), [request] {
-      if (request->on_reply && !request->abandoned) request->on_reply();
-    });
     return request;
-  }
-  in_flight_ = request;
-  if (world_.now_us() < resetting_until_us_) {
-    request->doom = world_.prng().chance(1, 2) ? SimRedisRequest::Doom::lost_on_the_way
-                                               : SimRedisRequest::Doom::reply_lost;
   }
   RedisNode* server = target_;
   world_.trace_line_by([&] {
@@ -90,17 +79,11 @@ std::shared_ptr<SimRedisRequest> SimRedisConnection::send(const std::vector<std:
   const int client = client_;
   world_.network().send(
       client_node, server->node(), [&] { return label_of(argv); },
-      [&world, server, client_node, client, argv, request] {
-        if (request->reset || request->doom == SimRedisRequest::Doom::lost_on_the_way) {
-          // Lost with the connection before it arrived; a doomed one's RST goes back instead.
+      [&world, server, client_node, client, argv, request, resets = &resets_] {
+        if (resets->drops_request(request, server->node(), client_node)) {
           world.trace_line_by([&] {
             return fmt::format("redis c{} #{} lost with its reset connection", client, request->id);
           });
-          if (request->doom == SimRedisRequest::Doom::lost_on_the_way) {
-            world.network().send(
-                server->node(), client_node, "RST", [request] { hear_reset(*request); },
-                Delivery::buffer);
-          }
           return;
         }
         if (std::exchange(request->executed, true)) return;  // a duplicate: TCP delivers once
@@ -109,12 +92,11 @@ std::shared_ptr<SimRedisRequest> SimRedisConnection::send(const std::vector<std:
             server->node(), client_node,
             [&] { return std::string("reply ").append(label_of(argv)); },
             [&world, client, request, reply = std::move(reply)]() mutable {
-              if (request->doom == SimRedisRequest::Doom::reply_lost) {
+              if (ConnectionResets::drops_reply(*request)) {
                 world.trace_line_by([&] {
                   return fmt::format("redis c{} #{} reply lost with its reset connection: {}",
                                      client, request->id, describe(reply));
                 });
-                hear_reset(*request);
                 return;
               }
               if (request->answered || request->abandoned || request->reset) {
@@ -137,24 +119,10 @@ std::shared_ptr<SimRedisRequest> SimRedisConnection::send(const std::vector<std:
 }
 
 void SimRedisConnection::reset(TimeUs for_us) {
-  LOCKSTEP_SIM_CHECK(for_us >= 0, "a reset lasts 0 us or more");
-  const std::shared_ptr<SimRedisRequest> request = in_flight_.lock();
-  const bool waiting = request && !request->answered && !request->abandoned && !request->reset;
+  const uint64_t ended = resets_.reset(for_us);
   world_.trace_linef("redis c{} connection to {} reset{}{}", client_, target_->name(),
-                     waiting ? fmt::format(" with #{} in flight", request->id) : "",
+                     ended != 0 ? fmt::format(" with #{} in flight", ended) : "",
                      for_us > 0 ? fmt::format(", and again for {}us", for_us) : "");
-  resetting_until_us_ = std::max(resetting_until_us_, world_.now_us() + for_us);
-  if (!waiting) {
-    reset_pending_ = true;
-    return;
-  }
-  hear_reset(*request);
-}
-
-void hear_reset(SimRedisRequest& request) {
-  if (request.answered || request.abandoned || request.reset) return;
-  request.reset = true;
-  if (request.on_reply) request.on_reply();  // wakes the caller, as the RST does
 }
 
 RedisResult SimRedisConnection::reset_result(const SimRedisRequest& request) const {
@@ -169,7 +137,7 @@ RedisResult SimRedisConnection::reset_result(const SimRedisRequest& request) con
 }
 
 RedisResult SimRedisConnection::finish(SimRedisRequest& request, int64_t waited_us) {
-  if (request.reset || request.refused) {
+  if (request.ended_by_reset()) {
     request.abandoned = true;
     return reset_result(request);
   }
@@ -194,7 +162,7 @@ RedisResult SimRedisConnection::command(const std::vector<std::string>& argv) {
   const TimeUs deadline_us =
       timeout_us >= kTimeNever - world_.now_us() ? kTimeNever : world_.now_us() + timeout_us;
   const ParkResult woke = world_.park(waiter, deadline_us);
-  if (woke == ParkResult::woken && (request->answered || request->reset || request->refused))
+  if (woke == ParkResult::woken && (request->answered || request->ended_by_reset()))
     return finish(*request, options_.command_timeout_us);
   // A reply can have been buffered while this fiber's resumption waited out a pause of its node:
   // if it came after the deadline, it is still a timeout.

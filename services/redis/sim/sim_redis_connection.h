@@ -10,13 +10,8 @@
 // has passed: then IoStatus::timeout, and a reply that comes later is discarded (traced). A
 // server that is down, paused, partitioned away or losing messages therefore shows up as a
 // timeout, as with TCP to a dead host.
-// reset() is a connection reset (the `reset` fault): a command in flight ends at once as
-// connection_lost, whether or not the server ran it (a request still on the wire is lost with the
-// connection; one already run loses its reply); with none in flight, the next command fails before
-// it is sent (connection_error). For for_us after it, the connections keep being reset (a flapping
-// middlebox): each command sent then is lost on the way, or runs and loses its reply, a draw of
-// the world's PRNG, and its caller hears connection_lost when the RST or the reply would reach it.
-// The connection is then usable again, as a client that reconnects.
+// reset(for_us) is a connection reset (the `reset` fault), as sim/connection_resets.h says: a
+// command it ends is connection_lost, one refused before it was sent connection_error.
 // A duplicated request (Network duplicate faults) is executed once, as TCP would deliver it once.
 //
 // One trace line per command, per reply and per timeout. Invariants: command() is called only
@@ -30,22 +25,14 @@
 
 #include "lockstep/redis_connection.h"
 #include "services/redis/sim/redis_node.h"
+#include "sim/connection_resets.h"
 #include "sim/world.h"
 
 namespace lockstep::sim {
 
 // One command in flight, shared by the waiting fiber and the network messages.
-struct SimRedisRequest {
-  uint64_t id = 0;
-  bool executed = false;   // the server ran it (a duplicate delivery is ignored)
-  bool answered = false;   // a reply arrived while it was still wanted
-  bool abandoned = false;  // the client stopped waiting
-  bool reset = false;      // the connection was reset before the reply came: connection_lost
-  bool refused = false;    // never sent: the connection was found reset (connection_error)
-  // Sent while its connection kept being reset: lost before the server, or its reply lost.
-  enum class Doom { none, lost_on_the_way, reply_lost } doom = Doom::none;
-  RedisReply reply;
-  std::function<void()> on_reply;  // runs once, when the reply is stored
+struct SimRedisRequest : SimCall {
+  RedisReply reply;  // when answered
 };
 
 struct SimRedisConnectionOptions {
@@ -85,14 +72,8 @@ class SimRedisConnection final : public RedisConnection {
   int client_;
   SimRedisConnectionOptions options_;
   uint64_t next_request_ = 0;
-  // The command last sent, while it waits for its reply (one at a time: see above).
-  std::weak_ptr<SimRedisRequest> in_flight_;
-  bool reset_pending_ = false;     // reset while idle: the next command finds it out
-  TimeUs resetting_until_us_ = 0;  // commands sent before then are reset too
+  ConnectionResets resets_;
 };
-
-// The caller of request learns its connection was reset (once; not after it stopped waiting).
-void hear_reset(SimRedisRequest& request);
 
 // A compact, bounded rendering of argv for traces: "EVALSHA 1a2b3c4d.. 1 lock:a tok".
 std::string summarize_command(const std::vector<std::string>& argv);

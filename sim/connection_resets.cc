@@ -1,0 +1,62 @@
+#include "sim/connection_resets.h"
+
+#include <algorithm>
+
+#include "sim/assert.h"
+
+namespace lockstep::sim {
+
+void hear_reset(SimCall& call) {
+  if (call.answered || call.abandoned || call.ended_by_reset()) return;
+  call.reset = true;
+  if (call.on_reply) call.on_reply();  // wakes the caller, as the RST does
+}
+
+uint64_t ConnectionResets::reset(TimeUs for_us) {
+  LOCKSTEP_SIM_CHECK(for_us >= 0, "a reset lasts 0 us or more");
+  resetting_until_us_ = std::max(resetting_until_us_, world_.now_us() + for_us);
+  const std::shared_ptr<SimCall> call = in_flight_.lock();
+  if (!call || call->answered || call->abandoned || call->ended_by_reset()) {
+    pending_ = true;
+    return 0;
+  }
+  hear_reset(*call);
+  return call->id;
+}
+
+bool ConnectionResets::refuse_or_track(const std::shared_ptr<SimCall>& call) {
+  if (pending_) {
+    pending_ = false;
+    call->refused = true;
+    // As at once as a socket error comes, by an event now: a fan-out counts its replies from its
+    // own fiber, after it sent them all.
+    world_.scheduler().at(world_.now_us(), [call] {
+      if (call->on_reply && !call->abandoned) call->on_reply();
+    });
+    return true;
+  }
+  in_flight_ = call;
+  if (world_.now_us() < resetting_until_us_) {
+    call->doom =
+        world_.prng().chance(1, 2) ? SimCall::Doom::lost_on_the_way : SimCall::Doom::reply_lost;
+  }
+  return false;
+}
+
+bool ConnectionResets::drops_request(const std::shared_ptr<SimCall>& call, NodeId server,
+                                     NodeId client) const {
+  if (!call->reset && call->doom != SimCall::Doom::lost_on_the_way) return false;
+  if (call->doom == SimCall::Doom::lost_on_the_way) {
+    world_.network().send(
+        server, client, "RST", [call] { hear_reset(*call); }, Delivery::buffer);
+  }
+  return true;
+}
+
+bool ConnectionResets::drops_reply(SimCall& call) {
+  if (call.doom != SimCall::Doom::reply_lost) return false;
+  hear_reset(call);
+  return true;
+}
+
+}  // namespace lockstep::sim
