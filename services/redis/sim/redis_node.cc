@@ -1,5 +1,9 @@
 #include "services/redis/sim/redis_node.h"
 
+#include <algorithm>
+#include <map>
+#include <string>
+
 #include <fmt/format.h>
 
 #include "services/redis/sim/commands.h"
@@ -227,8 +231,28 @@ void RedisNode::resync(std::string_view why) {
         fmt::format("full sync from {} postponed ({}): primary down", primary_->name(), why));
   }
   needs_full_sync_ = false;
+  // The observer follows a replica's keys by its replicated events: a full sync is one for each
+  // key it drops and each it takes, or a promoted replica's keys would be unknown to it (and a
+  // release there would revoke no lease).
+  const std::map<std::string, Entry> before = keyspace_.entries();
   keyspace_ = primary_->keyspace_;
   keyspace_.set_expire_on_access(false);
+  const int64_t now_ms = local_ms();
+  for (const auto& [key, entry] : before) {
+    if (keyspace_.peek(key) == nullptr) {
+      notify({.kind = KeyChange::Kind::del, .key = key, .value = entry.value}, -1,
+             /*replicated=*/true);
+    }
+  }
+  for (const auto& [key, entry] : keyspace_.entries()) {
+    const bool expires = entry.expire_at_ms != kNoExpiry;
+    notify({.kind = KeyChange::Kind::set,
+            .key = key,
+            .value = entry.value,
+            .expire_at_ms = entry.expire_at_ms,
+            .ttl_ms = expires ? std::max<int64_t>(0, entry.expire_at_ms - now_ms) : -1},
+           -1, /*replicated=*/true);
+  }
   repl_seq_ = primary_->repl_seq_;
   trace(fmt::format("full sync from {} ({}): {} keys at #{}", primary_->name(), why,
                     keyspace_.size(), repl_seq_));

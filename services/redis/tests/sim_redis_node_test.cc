@@ -252,6 +252,43 @@ TEST_CASE("node: a lost replication message triggers a full sync", "[sim][redis]
   CHECK(w.trace().contains("redis q full sync from p (gap before #2)"));
 }
 
+// The lease facts follow a replica's keys by its replicated events (lease_events.h): a full sync
+// that copied keys silently left a promoted replica's keys unknown, and a release there revoked no
+// lease (sweep seed 9751 of the example locks: a false lease_exclusion after a failover).
+TEST_CASE("node: a full sync tells the observer every key it drops and takes",
+          "[sim][redis][node]") {
+  World w(fixed_latency(500));
+  Recorder events;
+  RedisNode primary(w, {.name = "p", .observer = &events});
+  RedisNode replica(w, {.name = "q", .observer = &events});
+  primary.add_replica(replica);
+  at(w, 0, [&] { primary.execute({"SET", "gone", "x"}, 1); });
+  at(w, 1'000, [&] {
+    w.network().partition(primary.node(), replica.node());
+    primary.execute({"DEL", "gone"}, 1);
+    primary.execute({"SET", "lock", "a", "PX", "5000"}, 1);
+  });
+  at(w, 2'000, [&] {
+    w.network().heal_all();
+    primary.execute({"SET", "c", "1"}, 1);  // a gap: the replica syncs in full
+  });
+  w.run();
+  REQUIRE(w.trace().contains("redis q full sync from p (gap before #"));
+  std::vector<KeyspaceEvent> synced;
+  for (const Recorder::Seen& s : events.seen) {
+    if (s.node == "q" && s.event.replicated) synced.push_back(s.event);
+  }
+  const auto has = [&](Kind kind, const std::string& key, const std::string& value, bool timed) {
+    return std::any_of(synced.begin(), synced.end(), [&](const KeyspaceEvent& e) {
+      return e.kind == kind && e.key == key && e.value == value && (e.ttl_ms >= 0) == timed &&
+             e.client == -1;
+    });
+  };
+  CHECK(has(Kind::del, "gone", "x", false));
+  CHECK(has(Kind::set, "lock", "a", true));
+  CHECK(has(Kind::set, "c", "1", false));
+}
+
 TEST_CASE("node: a primary that restarts empty empties its replica", "[sim][redis][node]") {
   World w(fixed_latency(500));
   RedisNode primary(w, {.name = "p", .persistence = Persistence::none});
