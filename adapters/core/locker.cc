@@ -214,9 +214,19 @@ std::optional<RetryError> Lock::try_acquire() {
         clock.monotonic_us() - attempt_started_us >= spec_.ttl_ms * 1000) {
       // The grant arrived after its whole TTL had passed (a slow reply, a pause): the lease may
       // already belong to someone else. Never report it as held; clean up and count it as failed.
-      gated([&] { return options_.adapter->release_lock(spec_); });
-      result = {.status = AdapterStatus::contended,
-                .message = "the grant came after the whole TTL had passed (released again)"};
+      // A give-back that did not come back done may leave the lease on the server (one longer
+      // than the TTL asked, as etcd's whole seconds): then the acquire's outcome is unknown.
+      const AdapterResult given_back = gated([&] { return options_.adapter->release_lock(spec_); });
+      const bool gone = given_back.ok() || given_back.status == AdapterStatus::not_owner;
+      result = gone ? AdapterResult{.status = AdapterStatus::contended,
+                                    .message =
+                                        "the grant came after the whole TTL had passed "
+                                        "(released again)"}
+                    : AdapterResult{.status = AdapterStatus::outcome_unknown,
+                                    .message =
+                                        "the grant came after the whole TTL had passed, "
+                                        "and giving it back failed (" +
+                                        given_back.message + ")"};
     }
     if (result.ok()) {
       if (fencing() == FencingSupport::monotonic) fencing_token_ = result.fencing_token;

@@ -586,6 +586,18 @@ TEST_CASE("the slow-grant check measures the monotonic clock, not the wall clock
     CHECK_THROWS_AS(lock.acquire(), RetryError);
     CHECK(f.scripted.release_calls == 1);  // the late grant was cleaned up
   }
+  SECTION("a late grant that could not be given back is an unknown outcome, not a refusal") {
+    // Sweep seed 14436 of etcd: the give-back failed, the Locker counted the attempt refused and
+    // tried again, and the acquire ended in another attempt's error while the first lease lived.
+    f.scripted.create_duration_us = 1'000'000;
+    f.scripted.release_result = {.status = AdapterStatus::backend_error, .message = "dropped"};
+    Lock lock = f.scripted_locker({.retry_delay_ms = 10, .retry_times = 3}).lock("k", 1000);
+    CHECK_THROWS_AS(lock.acquire(), LockOutcomeUnknownError);
+    CHECK(f.scripted.create_starts_us.size() == 1);                    // not retried
+    f.scripted.release_result = {.status = AdapterStatus::not_owner};  // gone: a refusal
+    Lock again = f.scripted_locker({.retry_delay_ms = 10, .retry_times = 1}).lock("k", 1000);
+    CHECK_THROWS_AS(again.acquire(), RetryError);
+  }
 }
 
 TEST_CASE("a client that retries by itself gets one call per acquire, and its word stands",
