@@ -59,7 +59,7 @@
 //                   Judged even when no one else enters; not where leases were derived from the
 //                   clients (meta.leases_from_clients); not for a call whose quorum of leases was
 //                   already gone when it returned (that is valid_on_return).
-// error_not_applied If meta.errors_claim_not_applied (the lock follows lockstep's adapter
+// error_not_applied If meta.errors_mean_not_applied (the lock follows lockstep's adapter
 //                   contract: an error means the operation had no effect; a write that may have
 //                   been applied is an unknown outcome): a release that completed with outcome
 //                   error removed no lease on meta.quorum servers, and an acquire or extend that

@@ -49,7 +49,7 @@ class ErrorNotAppliedPass final : public CheckerPass {
                      EventKind::revoke}),
         history_(history),
         max_(max) {
-    set_done(max_ == 0 || !history.meta.errors_claim_not_applied ||
+    set_done(max_ == 0 || !history.meta.errors_mean_not_applied ||
              history.meta.leases_from_clients);
   }
 

@@ -125,7 +125,7 @@ struct HistoryMeta {
   bool keyed = false;  // an in-process keyed lock: fifo, writer_preference, no_leak judged
   // The lock follows lockstep's adapter contract, in which an error says the operation had no
   // effect (error_not_applied judges it); a whole library's error claims nothing of the kind.
-  bool errors_claim_not_applied = false;
+  bool errors_mean_not_applied = false;
   // The faults the adapter claims to survive: which faults may excuse a violation (excuse.h).
   FaultEnvelope envelope;
 };

@@ -156,7 +156,7 @@ FaultEnvelope read_envelope(const LineReader& r) {
 
 HistoryMeta read_meta(size_t line, const LineReader& r) {
   r.only({"clients", "servers", "quorum", "fencing_on", "monotonic_tokens", "leases_from_clients",
-          "end_us", "heal_us", "liveness_bound_us", "keyed", "errors_claim_not_applied",
+          "end_us", "heal_us", "liveness_bound_us", "keyed", "errors_mean_not_applied",
           "envelope"});
   HistoryMeta meta;
   meta.clients = static_cast<int>(r.integer("clients", 0, 0, kHistoryClientsMax));
@@ -169,7 +169,7 @@ HistoryMeta read_meta(size_t line, const LineReader& r) {
   meta.heal_us = r.integer("heal_us", 0, 0);
   meta.liveness_bound_us = r.integer("liveness_bound_us", 0, 0);
   meta.keyed = r.flag("keyed");
-  meta.errors_claim_not_applied = r.flag("errors_claim_not_applied");
+  meta.errors_mean_not_applied = r.flag("errors_mean_not_applied");
   // Absent: a history that claims no envelope, so no fault is inside one and any may excuse.
   meta.envelope = {.client_wall_clock = false, .network = false, .server_pause = false};
   if (const json* envelope = r.find("envelope")) {
@@ -232,7 +232,7 @@ void write_history_jsonl(const History& history, std::ostream& out) {
                        {"heal_us", m.heal_us},
                        {"liveness_bound_us", m.liveness_bound_us},
                        {"keyed", m.keyed},
-                       {"errors_claim_not_applied", m.errors_claim_not_applied},
+                       {"errors_mean_not_applied", m.errors_mean_not_applied},
                        {"envelope", envelope_json(m.envelope)}}}};
   out << json_text(meta, -1) << "\n";
   for (const HistoryEvent& e : history.events()) out << json_text(event_json(e), -1) << "\n";

@@ -231,7 +231,7 @@ class RunAssembly {
     const TokenKind tokens = effective_traits(adapter, report.options).tokens;
     refuse_two_token_declarations(tokens);
     meta.monotonic_tokens = tokens != TokenKind::none;
-    meta.errors_claim_not_applied =
+    meta.errors_mean_not_applied =
         effective_traits(adapter, report.options).errors_mean_not_applied;
   }
 

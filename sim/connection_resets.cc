@@ -24,33 +24,25 @@ uint64_t ConnectionResets::reset(TimeUs for_us) {
   return call->id;
 }
 
-bool ConnectionResets::refuse_or_track(const std::shared_ptr<SimCall>& call) {
-  if (pending_) {
-    pending_ = false;
-    call->refused = true;
-    // As at once as a socket error comes, by an event now: a fan-out counts its replies from its
-    // own fiber, after it sent them all.
-    world_.scheduler().at(world_.now_us(), [call] {
-      if (call->on_reply && !call->abandoned) call->on_reply();
-    });
-    return true;
-  }
-  in_flight_ = call;
-  if (world_.now_us() < resetting_until_us_) {
-    call->doom =
-        world_.prng().chance(1, 2) ? SimCall::Doom::lost_on_the_way : SimCall::Doom::reply_lost;
-  }
-  return false;
+bool ConnectionResets::refuse(std::shared_ptr<SimCall> call) {
+  pending_ = false;
+  call->refused = true;
+  // As at once as a socket error comes, by an event now: a fan-out counts its replies from its
+  // own fiber, after it sent them all.
+  world_.scheduler().at(world_.now_us(), [call] {
+    if (call->on_reply && !call->abandoned) call->on_reply();
+  });
+  return true;
 }
 
-bool ConnectionResets::drops_request(const std::shared_ptr<SimCall>& call, NodeId server,
-                                     NodeId client) const {
-  if (!call->reset && call->doom != SimCall::Doom::lost_on_the_way) return false;
-  if (call->doom == SimCall::Doom::lost_on_the_way) {
-    world_.network().send(
-        server, client, "RST", [call] { hear_reset(*call); }, Delivery::buffer);
-  }
-  return true;
+void ConnectionResets::doom(SimCall& call) {
+  call.doom =
+      world_.prng().chance(1, 2) ? SimCall::Doom::lost_on_the_way : SimCall::Doom::reply_lost;
+}
+
+void ConnectionResets::send_rst(std::shared_ptr<SimCall> call, NodeId server, NodeId client) const {
+  world_.network().send(
+      server, client, "RST", [call] { hear_reset(*call); }, Delivery::buffer);
 }
 
 bool ConnectionResets::drops_reply(SimCall& call) {

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 
+#include "lockstep/io_status.h"
 #include "sim/world.h"
 
 namespace lockstep::sim {
@@ -35,6 +36,10 @@ struct SimCall {
   std::function<void()> on_reply;  // wakes the caller: a reply stored, or the reset heard
 
   bool ended_by_reset() const { return reset || refused; }
+  // How a call the reset ended went at the transport level (io_status.h): sent whole, or not.
+  IoStatus reset_status() const {
+    return refused ? IoStatus::connection_error : IoStatus::connection_lost;
+  }
 };
 
 // The caller of `call` learns its connection was reset (once; not after it stopped waiting).
@@ -48,14 +53,33 @@ class ConnectionResets {
   uint64_t reset(TimeUs for_us);
   // Before `call` goes out: true when it must not (a reset found on the write; the caller is
   // woken by an event now). Otherwise it is the call in flight, doomed inside a reset window.
-  bool refuse_or_track(const std::shared_ptr<SimCall>& call);
+  // Templates over the seam's own call type, so that every request does not pay for a converted
+  // shared_ptr: these run for every simulated request, resets or not.
+  template <typename Call>
+  bool refuse_or_track(const std::shared_ptr<Call>& call) {
+    if (pending_) return refuse(call);
+    in_flight_ = call;
+    if (world_.now_us() < resetting_until_us_) doom(*call);
+    return false;
+  }
   // At the server, as the request arrives: true when it is lost with its connection (a doomed
   // one sends its RST back from server to client).
-  bool drops_request(const std::shared_ptr<SimCall>& call, NodeId server, NodeId client) const;
+  template <typename Call>
+  bool drops_request(const std::shared_ptr<Call>& call, NodeId server, NodeId client) const {
+    if (call->doom == SimCall::Doom::lost_on_the_way) {
+      send_rst(call, server, client);
+      return true;
+    }
+    return call->reset;
+  }
   // At the client, as the reply arrives: true when the reply is lost with its connection.
   static bool drops_reply(SimCall& call);
 
  private:
+  bool refuse(std::shared_ptr<SimCall> call);
+  void doom(SimCall& call);
+  void send_rst(std::shared_ptr<SimCall> call, NodeId server, NodeId client) const;
+
   World& world_;
   std::weak_ptr<SimCall> in_flight_;
   bool pending_ = false;           // reset while idle: the next call finds it out

@@ -1336,7 +1336,7 @@ size_t failed(Builder& b, TimeUs t_us, int client, const std::string& key, Op op
 TEST_CASE("error_not_applied: an error must leave nothing behind",
           "[checkers][error_not_applied]") {
   auto contract = [](Builder& b, int quorum = 1) {
-    b.history.meta.errors_claim_not_applied = true;
+    b.history.meta.errors_mean_not_applied = true;
     b.history.meta.servers = 3;
     b.history.meta.quorum = quorum;
   };
@@ -1354,7 +1354,7 @@ TEST_CASE("error_not_applied: an error must leave nothing behind",
     for (const bool claims : {true, false}) {
       Builder b;
       contract(b);
-      b.history.meta.errors_claim_not_applied = claims;
+      b.history.meta.errors_mean_not_applied = claims;
       b.invoke(0, 0, "k");
       b.grant(100, "s0", "k", "v", 0, 1'000);
       failed(b, 600, 0, "k", Op::acquire, claims ? Outcome::unknown : Outcome::error, "v");

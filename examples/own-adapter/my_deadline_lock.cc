@@ -74,10 +74,7 @@ AdapterResult verdict(const RedisResult& r, AdapterStatus refused, bool writes) 
   if (r.ok() && r.reply.type == RedisReply::Type::integer) {
     return r.reply.integer == 1 ? AdapterResult{} : AdapterResult{.status = refused};
   }
-  if (writes && lockstep::may_have_applied(r.status))
-    return {.status = AdapterStatus::outcome_unknown, .message = r.message};
-  return {.status = AdapterStatus::backend_error,
-          .message = r.ok() ? "unexpected reply " + lockstep::describe(r.reply) : r.message};
+  return writes ? my_redis::write_failed(r) : my_redis::backend_error(r);
 }
 
 }  // namespace

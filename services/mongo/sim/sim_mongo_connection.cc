@@ -83,15 +83,15 @@ std::shared_ptr<SimMongoConnection::Request> SimMongoConnection::send(
   request->id = ++next_request_;
   request->member = member;
   request->on_reply = std::move(on_reply);
+  if (resets_.refuse_or_track(request)) {  // the reset is found on the write: nothing goes out
+    world_.trace_linef("mongo c{} #{} not sent: the connection was reset", client_, request->id);
+    return request;
+  }
   const std::string label = world_.network().label_by([&] { return label_of(command); });
   world_.trace_line_by([&] {
     return fmt::format("mongo c{} #{} -> {}: {}", client_, request->id,
                        replica_set_.member_name(member), mongo::summarize(command));
   });
-  if (resets_.refuse_or_track(request)) {  // the reset is found on the write: nothing goes out
-    world_.trace_linef("mongo c{} #{} not sent: the connection was reset", client_, request->id);
-    return request;
-  }
   World& world = world_;
   MongoReplicaSet& rs = replica_set_;
   const NodeId client_node = client_node_;
@@ -125,7 +125,10 @@ std::shared_ptr<SimMongoConnection::Request> SimMongoConnection::send(
                     if (request->answered || request->abandoned || request->reset) {
                       world.trace_line_by([&] {
                         return fmt::format("mongo c{} #{} {} reply discarded: {}", client,
-                                           request->id, request->answered ? "duplicate" : "late",
+                                           request->id,
+                                           request->answered ? "duplicate"
+                                           : request->reset  ? "reset connection's"
+                                                             : "late",
                                            mongo::compact(reply, kTraceReplyBytes));
                       });
                       return;
@@ -229,7 +232,7 @@ MongoResult SimMongoConnection::run_command(const std::string& database, MongoDo
     world_.trace_linef("mongo c{} #{} {}", client_, request->id,
                        request->refused ? "refused: connection reset" : "connection lost");
     return MongoResult{
-        .status = request->refused ? IoStatus::connection_error : IoStatus::connection_lost,
+        .status = request->reset_status(),
         .message = fmt::format("connection to {} ({}) reset{}", endpoint(),
                                replica_set_.member_name(member),
                                request->refused ? ": not sent" : " after the request was sent")};

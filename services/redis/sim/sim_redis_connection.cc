@@ -126,14 +126,11 @@ void SimRedisConnection::reset(TimeUs for_us) {
 }
 
 RedisResult SimRedisConnection::reset_result(const SimRedisRequest& request) const {
-  if (request.refused) {
-    return RedisResult{.status = IoStatus::connection_error,
-                       .message = fmt::format("connection to {} reset: not sent", endpoint())};
-  }
-  world_.trace_linef("redis c{} #{} connection lost", client_, request.id);
+  if (!request.refused) world_.trace_linef("redis c{} #{} connection lost", client_, request.id);
   return RedisResult{
-      .status = IoStatus::connection_lost,
-      .message = fmt::format("connection to {} reset after the request was sent", endpoint())};
+      .status = request.reset_status(),
+      .message = fmt::format("connection to {} reset{}", endpoint(),
+                             request.refused ? ": not sent" : " after the request was sent")};
 }
 
 RedisResult SimRedisConnection::finish(SimRedisRequest& request, int64_t waited_us) {
