@@ -19,7 +19,9 @@ ClientSeams ClientSeamsSource::for_client(int client, int node) {
       random = std::make_unique<SystemRandom>();
     }
   }
-  return {.clock = env_.world.clock(node), .random = *random};
+  return {.clock = env_.world.clock(node),
+          .random = *random,
+          .background = env_.world.background(node)};
 }
 
 }  // namespace lockstep

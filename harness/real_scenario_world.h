@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "adapters/core/background.h"
 #include "harness/scenario_world.h"
 #include "lockstep/random.h"
 #include "sim/trace.h"

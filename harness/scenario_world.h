@@ -16,8 +16,8 @@
 
 #include <fmt/format.h>
 
-#include "adapters/core/background.h"
 #include "base/time.h"
+#include "lockstep/background.h"
 #include "lockstep/clock.h"
 #include "lockstep/world_kind.h"
 #include "sim/trace.h"

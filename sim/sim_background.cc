@@ -65,7 +65,12 @@ class SimTask final : public BackgroundTask {
   explicit SimTask(std::shared_ptr<SharedTask> shared) : shared_(std::move(shared)) {}
   ~SimTask() override {
     request_stop();
-    join();
+    try {
+      join();
+    } catch (const ProcessKilled&) {
+      // The joiner's node died while it waited, and a destructor cannot pass that on. The fiber
+      // is marked killed, so its next park throws again and it unwinds from there.
+    }
   }
   void request_stop() override { shared_->request_stop(); }
   void join() override { shared_->join(); }

@@ -11,7 +11,7 @@
 // make_gate(): a CallGate for fibers of this node, admitting waiters in arrival order.
 #include <memory>
 
-#include "adapters/core/background.h"
+#include "lockstep/background.h"
 #include "sim/network.h"
 
 namespace lockstep::sim {

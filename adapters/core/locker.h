@@ -38,10 +38,10 @@
 #include <type_traits>
 #include <utility>
 
-#include "adapters/core/background.h"
 #include "adapters/core/errors.h"
 #include "adapters/core/retry.h"
 #include "lockstep/adapter.h"
+#include "lockstep/background.h"
 #include "lockstep/clock.h"
 #include "lockstep/random.h"
 

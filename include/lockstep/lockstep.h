@@ -5,7 +5,9 @@
 //
 //   adapter.h              LockAdapter: one lock client's calls (or a whole client, retries_itself)
 //   clock.h, random.h      the Clock and Random seams: time and randomness the simulator controls
-//   client_seams.h         ClientSeams: a client's clock and random source, handed to factories
+//   client_seams.h         ClientSeams: a client's clock, random source and background, handed
+//                          to factories
+//   background.h           the Background seam: work beside the caller (a thread, or a fiber)
 //   io_status.h            how a request went at the transport level
 //   redis_connection.h     the RedisConnection seam a Redis lock is written against
 //   redis.h                a Redis lock's backends, simulated and real, and its options
@@ -22,6 +24,7 @@
 #include "lockstep/adapter.h"
 #include "lockstep/adapter_traits.h"
 #include "lockstep/backend.h"
+#include "lockstep/background.h"
 #include "lockstep/cli.h"
 #include "lockstep/client_seams.h"
 #include "lockstep/clock.h"

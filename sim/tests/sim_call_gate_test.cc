@@ -103,3 +103,31 @@ TEST_CASE("call gate: a waiter killed after the gate was handed to it passes it 
   CHECK(w.run().end == RunEnd::queue_empty);
   CHECK(log == std::vector<std::string>{"after in @200", "after out @210"});
 }
+
+// A task dropped by its owner joins in its destructor; when the owner's node crashes during that
+// join, the owner's fiber must unwind from its next park, not end the program (a throw out of a
+// destructor): the crash of a lock client whose watchdog it was stopping.
+TEST_CASE("background: a crash during a destructor's join unwinds the owner at its next park",
+          "[sim][gate]") {
+  World w({});
+  const NodeId n = w.add_node("client");
+  SimBackground background(w, n);
+  std::vector<std::string> log;
+  w.spawn(n, "owner", [&] {
+    {
+      std::unique_ptr<BackgroundTask> task = background.start("renew", [&](StopWaiter&) {
+        w.sleep_for_us(1'000);  // a step in flight that ignores the stop, like an adapter call
+        log.push_back("task step done");
+      });
+      w.sleep_for_us(10);
+      log.push_back("dropping the task");
+    }  // joins here; the crash at 500 us cuts the join
+    log.push_back("owner went on");
+    w.sleep_for_us(10);
+    log.push_back("owner parked again");
+  });
+  w.scheduler().at(500, [&] { w.crash(n); });
+  CHECK(w.run().end == RunEnd::queue_empty);
+  CHECK(w.unfinished_fibers() == 0);
+  CHECK(log == std::vector<std::string>{"dropping the task", "owner went on"});
+}
