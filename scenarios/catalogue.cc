@@ -442,6 +442,27 @@ constexpr StatedPremise kPremises[] = {
      [](const History& h, const Options&) {
        return fault_while_inside(h, 0, FaultKind::partition) && entered(h, 1);
      }},
+    {"shared-client",
+     "while A held `held`, the servers renewed its lease and A's second fiber was granted "
+     "`other`",
+     [](const History& h, const Options&) {
+       bool inside = false;
+       bool extended = false;
+       bool granted_other = false;
+       for (const HistoryEvent& e : h.events()) {
+         if (e.client != 0) continue;
+         if (e.kind == EventKind::cs_enter || e.kind == EventKind::cs_exit) {
+           if (e.key == "held") inside = e.kind == EventKind::cs_enter;
+         } else if (inside && (e.kind == EventKind::extend || e.kind == EventKind::grant) &&
+                    e.key == "held") {
+           extended = true;  // a renewal (some libraries renew by setting the key again)
+         } else if (inside && e.kind == EventKind::complete && e.op == Op::acquire &&
+                    e.key == "other" && e.outcome == Outcome::ok) {
+           granted_other = true;
+         }
+       }
+       return extended && granted_other;
+     }},
     {"lost-reply", "the servers removed A's lock, and A's release did not hear so",
      [](const History& h, const Options&) {
        bool revoked = false;
@@ -518,6 +539,7 @@ std::vector<Scenario> build_catalogue() {
                         pause_in_release_scenario(),
                         lost_extension_scenario(),
                         lost_reply_scenario(),
+                        shared_client_scenario(),
                         retry_storm_scenario(),
                         lease_expires_while_queued_scenario(),
                         writer_starvation_scenario(),

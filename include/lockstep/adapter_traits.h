@@ -129,6 +129,9 @@ struct AdapterTraits {
   // false: a write sent whole whose reply never came (a timeout, a reset after the request) is
   // reported as an error instead of as an unknown outcome, against the contract.
   bool unknown_outcomes_reported = true;
+  // false: work the client runs beside its caller (a renewal watchdog) sends over the caller's
+  // connection without taking turns with the caller's calls, so a reply can reach the wrong one.
+  bool calls_take_turns = true;
 };
 
 }  // namespace lockstep

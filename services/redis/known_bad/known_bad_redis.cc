@@ -1,5 +1,7 @@
 #include "services/redis/known_bad/known_bad_redis.h"
 
+#include <map>
+
 #include "services/redis/adapter/redis_adapter.h"
 
 namespace lockstep {
@@ -159,10 +161,65 @@ class UnknownAsError final : public RedisVariant {
   }
 };
 
+// Renews its own leases, as Redisson's watchdog does: each grant starts a task on the client's
+// background that extends the lease for its TTL every third of it, over the same connection as
+// the caller's own calls, without taking turns with them (no Background::make_gate). Two callers
+// then wait on one stream at once and either may read the other's reply: an acquire takes the
+// extension's 1 for a grant with token 1 while another client holds the key. What the Locker's
+// auto-extension once did on its own thread (issue 38, bug 1), kept here so calibrate shows the
+// simulator still catches it. Its renewals stop at release, at the first that fails, or after
+// kRenewalsMax (a bounded hold, as a lease time caps one): a holder that never releases does not
+// keep the key forever, which would be another bug than the one it keeps.
+class UngatedWatchdog final : public RedisVariant {
+ public:
+  UngatedWatchdog(RedisConnection& c, Background& background)
+      : RedisVariant("bad-ungated-watchdog", c), background_(background) {}
+  ~UngatedWatchdog() override { watchdogs_.clear(); }  // stops them before the adapter goes
+
+  AdapterResult create_lock(const LockSpec& spec) override {
+    AdapterResult result = RedisVariant::create_lock(spec);
+    if (result.ok()) watch(spec);
+    return result;
+  }
+  AdapterResult release_lock(const LockSpec& spec) override {
+    stop(spec.value);
+    return RedisVariant::release_lock(spec);
+  }
+
+ private:
+  static constexpr size_t kWatchdogsMax = 64;  // locks one client holds at once
+  static constexpr int kRenewalsMax = 8;
+
+  // Stops and joins the lock's watchdog (outside a destructor: a join may be cut by a crash).
+  void stop(const std::string& value) {
+    const auto it = watchdogs_.find(value);
+    if (it == watchdogs_.end()) return;
+    it->second->request_stop();
+    it->second->join();
+    watchdogs_.erase(it);
+  }
+
+  void watch(const LockSpec& spec) {
+    stop(spec.value);
+    if (watchdogs_.size() >= kWatchdogsMax) return;  // renews no more: its leases just expire
+    watchdogs_[spec.value] = background_.start("watchdog", [this, spec](StopWaiter& waiter) {
+      for (int renewal = 0; renewal < kRenewalsMax && waiter.wait_for_us(spec.ttl_ms * 1000 / 3);
+           ++renewal) {
+        const AdapterResult renewed = RedisVariant::extend_lock(spec, spec.ttl_ms);
+        if (waiter.stop_requested() || !renewed.ok()) return;
+      }
+    });
+  }
+
+  Background& background_;
+  std::map<std::string, std::unique_ptr<BackgroundTask>> watchdogs_;  // by lock value
+};
+
 }  // namespace
 
 std::unique_ptr<LockAdapter> make_known_bad_redis_adapter(const std::string& name,
-                                                          RedisConnection& connection) {
+                                                          RedisConnection& connection,
+                                                          ClientSeams seams) {
   if (name == "bad-del-release") return std::make_unique<DelRelease>(connection);
   if (name == "bad-get-del-release") return std::make_unique<GetDelRelease>(connection);
   if (name == "bad-pexpire-extend") return std::make_unique<PexpireExtend>(connection);
@@ -171,6 +228,8 @@ std::unique_ptr<LockAdapter> make_known_bad_redis_adapter(const std::string& nam
   if (name == "bad-late-loss-signal") return std::make_unique<LateLossSignal>(connection);
   if (name == "bad-refused-extend-ok") return std::make_unique<RefusedExtendOk>(connection);
   if (name == "bad-unknown-as-error") return std::make_unique<UnknownAsError>(connection);
+  if (name == "bad-ungated-watchdog")
+    return std::make_unique<UngatedWatchdog>(connection, seams.background);
   return nullptr;
 }
 

@@ -5,13 +5,15 @@
 #include <string>
 
 #include "lockstep/adapter.h"
+#include "lockstep/client_seams.h"
 #include "lockstep/redis_connection.h"
 
 namespace lockstep {
 
-// name: bad-del-release, bad-get-del-release, bad-pexpire-extend, bad-setnx-expire,
-// bad-random-token. nullptr for another name.
+// name: one of redis_known_bad.cc's list (bad-del-release, ...). nullptr for another name.
+// seams: the client's, for a variant that runs work of its own beside its caller.
 std::unique_ptr<LockAdapter> make_known_bad_redis_adapter(const std::string& name,
-                                                          RedisConnection& connection);
+                                                          RedisConnection& connection,
+                                                          ClientSeams seams);
 
 }  // namespace lockstep

@@ -150,23 +150,81 @@ RedisResult SimRedisConnection::finish(SimRedisRequest& request, int64_t waited_
                      .message = fmt::format("no reply from {} within {}us", endpoint(), waited_us)};
 }
 
+// Leaves readers_ however command() ends.
+class SimRedisConnection::ReaderEntry {
+ public:
+  ReaderEntry(std::vector<Reader*>& readers, Reader& reader) : readers_(readers), reader_(reader) {
+    LOCKSTEP_SIM_CHECK(readers_.size() < kReadersMax, "too many callers waiting on one connection");
+    readers_.push_back(&reader_);
+  }
+  ~ReaderEntry() { std::erase(readers_, &reader_); }
+  ReaderEntry(const ReaderEntry&) = delete;
+  ReaderEntry& operator=(const ReaderEntry&) = delete;
+
+ private:
+  std::vector<Reader*>& readers_;
+  Reader& reader_;
+};
+
+void SimRedisConnection::on_command_reply(SimRedisRequest& request) {
+  if (request.ended_by_reset()) {  // the RST reaches the caller that sent it
+    for (Reader* reader : readers_) {
+      if (reader->request_id == request.id && !reader->reply) world_.wake(reader->waiter);
+    }
+    return;
+  }
+  // The reply is the next bytes on the stream: whoever is reading takes them. One caller at a
+  // time (the adapter contract) is one reader, who sent it; callers that do not take turns race
+  // for it, as threads blocked in recv() on one socket do.
+  std::vector<Reader*> waiting;
+  for (Reader* reader : readers_) {
+    if (!reader->reply) waiting.push_back(reader);
+  }
+  if (waiting.empty()) {
+    world_.trace_line_by([&] {
+      return fmt::format("redis c{} #{} reply read by nobody (its caller read another's): {}",
+                         client_, request.id, describe(request.reply));
+    });
+    return;
+  }
+  Reader* reader =
+      waiting.size() == 1 ? waiting.front() : waiting[world_.prng().below(waiting.size())];
+  if (reader->request_id != request.id) {
+    world_.trace_linef("redis c{} #{} reply read by the caller of #{}", client_, request.id,
+                       reader->request_id);
+  }
+  reader->reply = std::move(request.reply);
+  world_.wake(reader->waiter);
+}
+
 RedisResult SimRedisConnection::command(const std::vector<std::string>& argv) {
-  const Waiter waiter = world_.prepare_park();
-  World& world = world_;
-  std::shared_ptr<SimRedisRequest> request = send(argv, [&world, waiter] { world.wake(waiter); });
+  Reader reader{.waiter = world_.prepare_park()};
+  const ReaderEntry entry(readers_, reader);
+  std::shared_ptr<SimRedisRequest> request = send(argv, {});
+  reader.request_id = request->id;
+  // Set before this fiber yields: a refusal or a reply is delivered by a later event.
+  request->on_reply = [this, raw = request.get()] { on_command_reply(*raw); };
   const TimeUs timeout_us =
       world_.node_clock(client_node_).true_duration_for(options_.command_timeout_us);
   const TimeUs deadline_us =
       timeout_us >= kTimeNever - world_.now_us() ? kTimeNever : world_.now_us() + timeout_us;
-  const ParkResult woke = world_.park(waiter, deadline_us);
-  if (woke == ParkResult::woken && (request->answered || request->ended_by_reset()))
-    return finish(*request, options_.command_timeout_us);
+  const ParkResult woke = world_.park(reader.waiter, deadline_us);
+  if (woke == ParkResult::woken && reader.reply) {
+    world_.trace_line_by([&] {
+      return fmt::format("redis c{} #{} <- {}", client_, request->id, describe(*reader.reply));
+    });
+    return RedisResult{.status = IoStatus::ok, .reply = std::move(*reader.reply)};
+  }
+  if (woke == ParkResult::woken && request->ended_by_reset()) {
+    request->abandoned = true;
+    return reset_result(*request);
+  }
   // A reply can have been buffered while this fiber's resumption waited out a pause of its node:
   // if it came after the deadline, it is still a timeout.
   request->abandoned = true;
   world_.trace_linef("redis c{} #{} timeout after {}us{}", client_, request->id,
                      options_.command_timeout_us,
-                     request->answered ? " (reply came after the deadline: discarded)" : "");
+                     reader.reply ? " (reply came after the deadline: discarded)" : "");
   return RedisResult{.status = IoStatus::timeout,
                      .message = fmt::format("no reply from {} within {}us", endpoint(),
                                             options_.command_timeout_us)};

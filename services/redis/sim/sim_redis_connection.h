@@ -14,12 +14,19 @@
 // command it ends is connection_lost, one refused before it was sent connection_error.
 // A duplicated request (Network duplicate faults) is executed once, as TCP would deliver it once.
 //
+// The connection is one byte stream: a reply goes to whichever command() is reading when it
+// arrives. Callers that take turns (the adapter contract: one call at a time, a Locker's CallGate)
+// each read their own reply. Callers that do not (two fibers of the node, as two threads sharing
+// a hiredis context) race for it: with several waiting, the world's PRNG picks the reader, so a
+// caller may take another's reply and its own then goes to the next reader, or to nobody.
+//
 // One trace line per command, per reply and per timeout. Invariants: command() is called only
-// from a fiber of client_node, one command at a time; a reply is returned to the command that
-// sent it and to no other.
+// from a fiber of client_node; at most kReadersMax callers wait at once; a reply is read by at
+// most one caller, and by its own sender whenever that sender is the only one waiting.
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +73,18 @@ class SimRedisConnection final : public RedisConnection {
   RedisNode& target() const { return *target_; }
 
  private:
+  // A caller waiting in command(): what it sent, and the reply it read (its own or another's).
+  struct Reader {
+    Waiter waiter;
+    uint64_t request_id = 0;
+    std::optional<RedisReply> reply;
+  };
+  class ReaderEntry;
+  static constexpr size_t kReadersMax = 64;  // fibers of one node sharing the connection
+
+  // A reply (or the RST of a reset) for a command() request reached the client.
+  void on_command_reply(SimRedisRequest& request);
+
   World& world_;
   NodeId client_node_;
   RedisNode* target_;
@@ -73,6 +92,7 @@ class SimRedisConnection final : public RedisConnection {
   SimRedisConnectionOptions options_;
   uint64_t next_request_ = 0;
   ConnectionResets resets_;
+  std::vector<Reader*> readers_;  // waiting in command(), in arrival order
 };
 
 // A compact, bounded rendering of argv for traces: "EVALSHA 1a2b3c4d.. 1 lock:a tok".

@@ -2,6 +2,7 @@
 // and failover, the keyspace observer, and the client connection over the simulated network.
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "services/redis/sim/redis_node.h"
 #include "services/redis/sim/sim_redis_connection.h"
 #include "services/redis/tests/sim_redis_support.h"
+#include "sim/sim_background.h"
 #include "sim/world.h"
 
 using namespace lockstep::sim;
@@ -381,6 +383,66 @@ TEST_CASE("connection: a round trip over the simulated network", "[sim][redis][c
   CHECK(w.trace().contains("redis c1 #1 -> r0: SET lock me NX PX 1000"));
   CHECK(w.trace().contains("redis c1 #1 <- OK"));
   CHECK(w.trace().contains("msg 1->0 send SET lock"));
+}
+
+// Two fibers of one node waiting on one connection at once, as two threads sharing a hiredis
+// context: the replies are the stream's next bytes, and either caller may read either. Over
+// seeds, some runs swap them (each caller gets the other's reply) and some do not.
+TEST_CASE("connection: callers that do not take turns may read each other's replies",
+          "[sim][redis][connection]") {
+  int swapped = 0;
+  int own = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    World w(fixed_latency(500, seed));
+    RedisNode r(w, {.name = "r0"});
+    const NodeId c = w.add_node("client");
+    SimRedisConnection conn(w, c, r, 1);
+    std::optional<RedisReply> got_by_get;
+    std::optional<RedisReply> got_by_incr;
+    w.spawn(c, "get", [&] { got_by_get = conn.command({"GET", "missing"}).reply; });
+    w.spawn(c, "incr", [&] { got_by_incr = conn.command({"INCR", "n"}).reply; });
+    w.run();
+    REQUIRE(got_by_get.has_value());
+    REQUIRE(got_by_incr.has_value());
+    if (*got_by_get == num(1)) {
+      CHECK(*got_by_incr == nil());  // each read the other's: nothing is lost or read twice
+      CHECK(w.trace().contains("redis c1 #1 reply read by the caller of #2"));
+      ++swapped;
+    } else {
+      CHECK(*got_by_get == nil());
+      CHECK(*got_by_incr == num(1));
+      ++own;
+    }
+  }
+  CHECK(swapped > 0);
+  CHECK(own > 0);
+}
+
+// The same two fibers taking turns through a gate each read their own reply, whatever the seed.
+TEST_CASE("connection: callers that take turns each read their own reply",
+          "[sim][redis][connection]") {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    World w(fixed_latency(500, seed));
+    RedisNode r(w, {.name = "r0"});
+    const NodeId c = w.add_node("client");
+    SimRedisConnection conn(w, c, r, 1);
+    SimBackground background(w, c);
+    const std::shared_ptr<lockstep::CallGate> gate = background.make_gate();
+    std::optional<RedisReply> got_by_get;
+    std::optional<RedisReply> got_by_incr;
+    w.spawn(c, "get", [&] {
+      const lockstep::GatePass pass(gate.get());
+      got_by_get = conn.command({"GET", "missing"}).reply;
+    });
+    w.spawn(c, "incr", [&] {
+      const lockstep::GatePass pass(gate.get());
+      got_by_incr = conn.command({"INCR", "n"}).reply;
+    });
+    w.run();
+    CHECK(got_by_get == std::optional(nil()));
+    CHECK(got_by_incr == std::optional(num(1)));
+    CHECK_FALSE(w.trace().contains("read by the caller of"));
+  }
 }
 
 TEST_CASE("connection: a paused server means a timeout, and its late reply is discarded",
