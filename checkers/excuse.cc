@@ -513,6 +513,7 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
     case FaultKind::latency:
     case FaultKind::loss:
     case FaultKind::partition:
+    case FaultKind::stall:
     case FaultKind::reset: return sized(kUnbounded, std::string(to_string(fault.fault)));
     case FaultKind::session_end:  // unbounded: a session's locks end with it, whole
       return Explanation{"the server ended the session that held the lock"};
@@ -582,6 +583,7 @@ bool inside_envelope(const History& history, const HistoryEvent& fault) {
     case FaultKind::latency:
     case FaultKind::loss:
     case FaultKind::partition:
+    case FaultKind::stall:
     case FaultKind::reset: return v.network;
     // No lock keeps a session the server ended: only fencing can refuse its holder's writes.
     case FaultKind::session_end: return false;

@@ -27,7 +27,7 @@ constexpr FaultKind kSweepFaultKinds[] = {
     FaultKind::clock_jump, FaultKind::server_drift,   FaultKind::server_clock_jump,
     FaultKind::failover,   FaultKind::latency,        FaultKind::loss,
     FaultKind::partition,  FaultKind::server_restart, FaultKind::server_pause,
-    FaultKind::reset,
+    FaultKind::reset,      FaultKind::stall,
 };
 
 // Headroom in the liveness bound for one round trip that times out (command timeouts are 100 ms).
@@ -240,7 +240,8 @@ static bool producible(const SwarmCapabilities& caps, FaultKind kind) {
     case FaultKind::server_pause: return caps.server_pause;
     case FaultKind::loss: return caps.network && caps.message_loss;
     case FaultKind::latency:
-    case FaultKind::partition: return caps.network;
+    case FaultKind::partition:
+    case FaultKind::stall: return caps.network;
     case FaultKind::reset: return caps.connection_resets;
     default: return true;
   }
@@ -360,6 +361,7 @@ SwarmFault draw_fault(Prng& rng, SwarmSpec& spec, const SwarmCapabilities& caps,
       f.duration_ms = rng.between(1, 2 * ttl);
       break;
     case FaultKind::partition:
+    case FaultKind::stall:
       f.amount = rng.between(0, 1);
       f.duration_ms = rng.between(1, 2 * ttl);
       break;
@@ -538,6 +540,7 @@ std::string describe_fault(const SwarmFault& f) {
     case FaultKind::latency: return out + fmt::format(" {}us for={}ms", f.amount, f.duration_ms);
     case FaultKind::loss: return out + fmt::format(" {}% for={}ms", f.amount, f.duration_ms);
     case FaultKind::partition:
+    case FaultKind::stall:
       return out + fmt::format(" c{} {} for={}ms", f.client, f.amount != 0 ? "two-way" : "one-way",
                                f.duration_ms);
     case FaultKind::reset: return out + fmt::format(" c{} for={}ms", f.client, f.duration_ms);
@@ -993,6 +996,18 @@ void schedule_fault(SwarmRun& run, const SwarmFault& f) {
           f.at_ms, on_client, what, [&backend, node, f] { backend.partition(node, f.amount != 0); },
           f.duration_ms);
       return world.at(end_ms * 1000, [&backend] { backend.heal(); });
+    case FaultKind::stall:
+      env.schedule_fault(
+          f.at_ms, on_client, what,
+          [&backend, r, node, f] {
+            // The backend's own partition, its cuts made holding: every service stalls alike.
+            sim::Network& network = r->sim().network();
+            network.set_cut_style(sim::CutStyle::hold);
+            backend.partition(node, f.amount != 0);
+            network.set_cut_style(sim::CutStyle::drop);
+          },
+          f.duration_ms);
+      return world.at(end_ms * 1000, [&backend] { backend.heal(); });
     case FaultKind::reset:
       return env.schedule_fault(
           f.at_ms, on_client, what,
@@ -1077,6 +1092,7 @@ int64_t fault_recovery_allowance_us(const SwarmSpec& spec, const Backend& backen
   for (const SwarmFault& f : spec.faults) {
     switch (f.kind) {
       case FaultKind::partition:
+      case FaultKind::stall:
       case FaultKind::loss:
       case FaultKind::reset: ++losing_faults; break;
       case FaultKind::failover:

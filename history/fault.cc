@@ -23,6 +23,7 @@ constexpr std::pair<FaultKind, std::string_view> kFaultNames[] = {
     {FaultKind::partition, "partition"},
     {FaultKind::session_end, "session-end"},
     {FaultKind::reset, "reset"},
+    {FaultKind::stall, "stall"},
     {FaultKind::other, "other"},
 };
 static_assert(std::size(kFaultNames) == kFaultKindsAll.size(), "every FaultKind has a name");

@@ -34,7 +34,7 @@ size_t index_of(Direction direction) { return direction == Direction::to_upstrea
 
 struct Faults {
   std::array<int64_t, 2> delay_ms{};
-  std::array<bool, 2> drop{};
+  std::array<bool, 2> hold{};
 };
 
 struct Chunk {
@@ -201,7 +201,8 @@ std::vector<pollfd> TcpProxy::Loop::poll_set() const {
       const size_t source = direction, destination = 1 - direction;
       if (!pipe.source_eof && pipe.queued_bytes < options_.buffer_bytes) events[source] |= POLLIN;
       const auto delay = std::chrono::milliseconds(faults_.delay_ms[direction]);
-      if (!pipe.queue.empty() && pipe.queue.front().read_at + delay <= now)
+      if (!pipe.queue.empty() && !faults_.hold[direction] &&
+          pipe.queue.front().read_at + delay <= now)
         events[destination] |= POLLOUT;
     }
     polled.push_back({.fd = connection->client.get(), .events = events[0], .revents = 0});
@@ -217,7 +218,7 @@ int TcpProxy::Loop::poll_timeout_ms() const {
   for (const auto& connection : connections_) {
     for (size_t direction = 0; direction < 2; ++direction) {
       const Pipe& pipe = connection->pipes[direction];
-      if (pipe.queue.empty() || faults_.drop[direction]) continue;
+      if (pipe.queue.empty() || faults_.hold[direction]) continue;
       const auto due =
           pipe.queue.front().read_at + std::chrono::milliseconds(faults_.delay_ms[direction]);
       if (due <= now) continue;
@@ -264,7 +265,7 @@ void TcpProxy::Loop::read_into(Connection& connection, size_t direction) {
   if (count == 0) pipe.source_eof = true;
   if (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
     connection.closed = true;
-  if (count <= 0 || faults_.drop[direction]) return;  // a blackhole reads and forgets
+  if (count <= 0) return;
   bytes.resize(static_cast<size_t>(count));
   pipe.queued_bytes += bytes.size();
   pipe.queue.push_back({.read_at = SteadyClock::now(), .bytes = std::move(bytes)});
@@ -272,11 +273,7 @@ void TcpProxy::Loop::read_into(Connection& connection, size_t direction) {
 
 void TcpProxy::Loop::flush(Connection& connection, size_t direction) {
   Pipe& pipe = connection.pipes[direction];
-  if (faults_.drop[direction]) {
-    pipe.queue.clear();
-    pipe.queued_bytes = 0;
-    return;
-  }
+  if (faults_.hold[direction]) return;  // kept for the heal
   const auto due_before =
       SteadyClock::now() - std::chrono::milliseconds(faults_.delay_ms[direction]);
   while (!pipe.queue.empty() && pipe.queue.front().read_at <= due_before) {
@@ -312,12 +309,12 @@ void TcpProxy::set_delay_ms(Direction direction, int64_t delay_ms) {
   loop_->control([&](Faults& faults) { faults.delay_ms[index_of(direction)] = delay_ms; }, false);
 }
 
-void TcpProxy::set_drop(Direction direction, bool drop) {
-  loop_->control([&](Faults& faults) { faults.drop[index_of(direction)] = drop; }, false);
+void TcpProxy::set_hold(Direction direction, bool hold) {
+  loop_->control([&](Faults& faults) { faults.hold[index_of(direction)] = hold; }, false);
 }
 
 void TcpProxy::partition() {
-  loop_->control([](Faults& faults) { faults.drop = {true, true}; }, false);
+  loop_->control([](Faults& faults) { faults.hold = {true, true}; }, false);
 }
 
 void TcpProxy::heal() {

@@ -5,9 +5,13 @@
 // 127.0.0.1:upstream_port, on one thread of its own (a poll loop). Faults, per direction:
 // - delay: bytes are forwarded delay_ms after they were read (order kept; lowering the delay
 //   releases what waited longer than the new delay at once);
-// - drop: a blackhole. Connections stay open, bytes read in that direction are discarded (lost,
-//   never delivered later). Dropping one direction is a one-way partition, both a two-way one.
-// reset_all() closes every open connection with a RST; heal() clears delay and drop.
+// - hold: an outage that TCP rides out. Connections stay open; bytes read in that direction wait
+//   and are forwarded, in order, when the direction heals (at buffer_bytes the proxy stops
+//   reading, and the sender's kernel buffers fill as behind a dead path). Nothing in the middle
+//   of a live stream is lost, as TCP never loses it: a request whose caller gave up and closed its
+//   connection still reaches the server after the heal, as the caller's kernel would send it.
+//   Holding one direction is a one-way partition, both a two-way one.
+// reset_all() closes every open connection with a RST; heal() clears delay and hold.
 //
 // Invariants:
 // - Only loopback: it listens on and connects to 127.0.0.1, nothing else.
@@ -42,9 +46,9 @@ class TcpProxy {
   std::string endpoint() const;  // "127.0.0.1:PORT"
 
   void set_delay_ms(Direction direction, int64_t delay_ms);
-  void set_drop(Direction direction, bool drop);
-  void partition();  // drop both directions
-  void heal();       // no delay, no drop
+  void set_hold(Direction direction, bool hold);
+  void partition();  // hold both directions
+  void heal();       // no delay, no hold: what was held goes out
   void reset_all();  // RST every open connection; new ones are accepted as usual
   size_t connection_count() const;
 

@@ -37,6 +37,7 @@ void Network::send(NodeId from, NodeId to, std::string_view label, std::function
   ++stats_.sent;
   const std::string text = labels_read() ? std::string(label) : std::string();
   if (!world_.alive(from)) return trace_drop(from, to, text, "sender down");
+  if (holds(from, to)) return hold(in_flight(from, to, text, std::move(on_deliver), delivery));
   if (!link_up(from, to)) return trace_drop(from, to, text, "cut");
   if (draw(options_.loss)) return trace_drop(from, to, text, "lost");
   if (draw(options_.duplicate)) {
@@ -48,34 +49,83 @@ void Network::send(NodeId from, NodeId to, std::string_view label, std::function
   send_copy(from, to, text, "send", std::move(on_deliver), delivery);
 }
 
+std::shared_ptr<Network::InFlight> Network::in_flight(NodeId from, NodeId to,
+                                                      const std::string& label,
+                                                      std::function<void()> on_deliver,
+                                                      Delivery delivery) {
+  return std::make_shared<InFlight>(InFlight{.network = this,
+                                             .from = from,
+                                             .to = to,
+                                             .incarnation = world_.incarnation(to),
+                                             .label = label,
+                                             .on_deliver = std::move(on_deliver),
+                                             .delivery = delivery,
+                                             .sequence = ++next_sequence_});
+}
+
 void Network::send_copy(NodeId from, NodeId to, const std::string& label, std::string_view kind,
                         std::function<void()> on_deliver, Delivery delivery) {
+  schedule(in_flight(from, to, label, std::move(on_deliver), delivery), kind);
+}
+
+void Network::schedule(const std::shared_ptr<InFlight>& message, std::string_view kind,
+                       TimeUs held_us) {
+  const NodeId from = message->from;
+  const NodeId to = message->to;
   const TimeUs now_us = world_.now_us();
-  const TimeUs latency_us =
-      world_.prng().between(options_.latency_us_min, options_.latency_us_max) +
-      node_delay_us(from) + node_delay_us(to);
-  TimeUs arrival_us = now_us + latency_us;
+  TimeUs arrival_us = now_us +
+                      world_.prng().between(options_.latency_us_min, options_.latency_us_max) +
+                      node_delay_us(from) + node_delay_us(to);
   if (options_.fifo_links) {
-    // Same-time arrivals keep send order: the scheduler breaks ties by sequence.
     TimeUs& last_us = last_arrival_slot(from, to);
     arrival_us = std::max(arrival_us, last_us);
     last_us = arrival_us;
   }
-  world_.trace_linef("msg {}->{} {} {} +{}us", from, to, kind, label, arrival_us - now_us);
-  auto message = std::make_shared<InFlight>(InFlight{.network = this,
-                                                     .from = from,
-                                                     .to = to,
-                                                     .incarnation = world_.incarnation(to),
-                                                     .label = label,
-                                                     .on_deliver = std::move(on_deliver),
-                                                     .delivery = delivery});
+  // Same-time arrivals keep send order: the scheduler breaks ties by sequence.
+  if (held_us < 0) {  // the format is hashed with the line: one per shape
+    world_.trace_linef("msg {}->{} {} {} +{}us", from, to, kind, message->label,
+                       arrival_us - now_us);
+  } else {
+    world_.trace_linef("msg {}->{} {} {} +{}us (held {}us)", from, to, kind, message->label,
+                       arrival_us - now_us, held_us);
+  }
   world_.scheduler().at(arrival_us, [message] { message->network->arrive(message); });
+}
+
+void Network::hold(std::shared_ptr<InFlight> message) {
+  if (held_.size() >= kHeldMessagesMax) {
+    return trace_drop(message->from, message->to, message->label, "hold full");
+  }
+  world_.trace_linef("msg {}->{} held {}", message->from, message->to, message->label);
+  held_.push_back({.message = std::move(message), .since_us = world_.now_us()});
+}
+
+void Network::release_healed() {
+  std::stable_sort(held_.begin(), held_.end(), [](const Held& x, const Held& y) {
+    return x.message->sequence < y.message->sequence;
+  });
+  std::deque<Held> still;
+  // Bounded by what was held before this call: a release schedules, it does not hold again.
+  for (Held& h : held_) {
+    if (!link_up(h.message->from, h.message->to)) {
+      still.push_back(std::move(h));
+      continue;
+    }
+    schedule(h.message, "release", world_.now_us() - h.since_us);
+  }
+  held_ = std::move(still);
+}
+
+bool Network::holds(NodeId from, NodeId to) const {
+  const auto it = cut_.find({from, to});
+  return it != cut_.end() && it->second == CutStyle::hold;
 }
 
 // At the destination's door: the link is checked now; the node's state (crashed, restarted,
 // paused) is World::deliver_at's business.
 void Network::arrive(const std::shared_ptr<InFlight>& message) {
   const InFlight& m = *message;
+  if (holds(m.from, m.to)) return hold(message);
   if (!link_up(m.from, m.to)) return trace_drop(m.from, m.to, m.label, "cut");
   world_.deliver_at(
       m.to, m.incarnation, world_.now_us(),
@@ -125,24 +175,34 @@ void Network::trace_drop(NodeId from, NodeId to, std::string_view label, std::st
 }
 
 void Network::partition(NodeId from, NodeId to) {
-  cut_.insert({from, to});
-  world_.trace_linef("net cut {}->{}", from, to);
+  cut_[{from, to}] = cut_style_;
+  if (cut_style_ == CutStyle::hold) {  // a literal format per line shape: the hash reads it
+    world_.trace_linef("net stall {}->{}", from, to);
+  } else {
+    world_.trace_linef("net cut {}->{}", from, to);
+  }
 }
 
 void Network::partition_both(NodeId a, NodeId b) {
-  cut_.insert({a, b});
-  cut_.insert({b, a});
-  world_.trace_linef("net cut {}<->{}", a, b);
+  cut_[{a, b}] = cut_style_;
+  cut_[{b, a}] = cut_style_;
+  if (cut_style_ == CutStyle::hold) {
+    world_.trace_linef("net stall {}<->{}", a, b);
+  } else {
+    world_.trace_linef("net cut {}<->{}", a, b);
+  }
 }
 
 void Network::heal(NodeId from, NodeId to) {
   cut_.erase({from, to});
   world_.trace_linef("net heal {}->{}", from, to);
+  if (!held_.empty()) release_healed();
 }
 
 void Network::heal_all() {
   cut_.clear();
   world_.trace_line("net heal all");
+  if (!held_.empty()) release_healed();
 }
 
 bool Network::link_up(NodeId from, NodeId to) const { return !cut_.contains({from, to}); }

@@ -6,13 +6,22 @@
 // With fifo_links (the default, as TCP), messages on one directed link arrive in the order sent.
 // A slow node (set_node_delay) adds its delay to every message it sends or receives, on top of the
 // drawn latency and without a draw of its own: a distant or loaded host for the whole run.
-// Partitions are directed: partition(a, b) drops what a sends to b; partition_both cuts both ways.
-// A message is dropped if its link is cut when it is sent or when it would arrive, or if the
-// destination crashed (or restarted: a new incarnation) meanwhile. Every send, delivery and drop is
-// one trace line.
+// Partitions are directed: partition(a, b) cuts what a sends to b; partition_both cuts both ways.
+// A cut drops (CutStyle::drop: a route gone, a firewall that drops) or holds (CutStyle::hold, the
+// `stall` fault: TCP retransmitting through an outage): a message sent on a holding cut, or
+// reaching one, waits, and the heal releases what waited in the order it was sent, each with a
+// fresh latency, so a request sent during the outage reaches its server late, after its caller
+// may have given up (a kernel's send buffer outlives the caller's timeout and its process). Real
+// TCP gives up after tcp_retries2 (about 15 minutes); the stalls drawn are far shorter, so nothing
+// held is given up. A message is dropped if its link is cut to drop when it is sent or when it
+// would arrive, if the holding queue is full (kHeldMessagesMax), or if the destination crashed
+// (or restarted: a new incarnation) meanwhile. Every send, hold, delivery and drop is one trace
+// line.
 #include <concepts>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -47,6 +56,9 @@ struct NetworkOptions {
 //   wakes a parked fiber (whose resumption the pause still defers): a reply that arrived before
 //   a client's timeout is there when the client resumes, as recv() would return it.
 enum class Delivery { process, buffer };
+
+// What the cuts made from now on do to a message (set_cut_style).
+enum class CutStyle { drop, hold };
 
 struct NetworkStats {
   uint64_t sent = 0;
@@ -95,11 +107,18 @@ class Network {
     return labels_read() ? std::string(make_label()) : std::string();
   }
 
+  // How the cuts made from now on treat messages (drop by default); a cut keeps its style until
+  // it heals. A fault that holds sets hold, cuts, and sets drop again.
+  void set_cut_style(CutStyle style) { cut_style_ = style; }
   void partition(NodeId from, NodeId to);
   void partition_both(NodeId a, NodeId b);
+  // Heals the cut(s) and releases what they held, in the order it was sent.
   void heal(NodeId from, NodeId to);
   void heal_all();
   bool link_up(NodeId from, NodeId to) const;
+  size_t held_messages() const { return held_.size(); }
+
+  static constexpr size_t kHeldMessagesMax = 100'000;
 
   const NetworkStats& stats() const { return stats_; }
 
@@ -117,9 +136,22 @@ class Network {
     std::string label;
     std::function<void()> on_deliver;
     Delivery delivery = Delivery::process;
+    uint64_t sequence = 0;  // in send order: held messages are released in it
   };
+  std::shared_ptr<InFlight> in_flight(NodeId from, NodeId to, const std::string& label,
+                                      std::function<void()> on_deliver, Delivery delivery);
   void send_copy(NodeId from, NodeId to, const std::string& label, std::string_view kind,
                  std::function<void()> on_deliver, Delivery delivery);
+  // Puts a message in flight: arrives after a drawn latency (FIFO per link). held_us: how long a
+  // released message was held (-1: it was not).
+  void schedule(const std::shared_ptr<InFlight>& message, std::string_view kind,
+                TimeUs held_us = -1);
+  // A message on a holding cut waits for the heal (or is dropped when the queue is full).
+  void hold(std::shared_ptr<InFlight> message);
+  // Releases the held messages on links no longer cut, in the order they were sent (one held in
+  // flight went before those sent during the stall, as a TCP stream's bytes do).
+  void release_healed();
+  bool holds(NodeId from, NodeId to) const;
   bool labels_read() const;
   void arrive(const std::shared_ptr<InFlight>& message);
   TimeUs& last_arrival_slot(NodeId from, NodeId to);
@@ -128,7 +160,14 @@ class Network {
   World& world_;
   NetworkOptions options_;
   NetworkStats stats_;
-  std::set<std::pair<NodeId, NodeId>> cut_;
+  std::map<std::pair<NodeId, NodeId>, CutStyle> cut_;
+  CutStyle cut_style_ = CutStyle::drop;
+  struct Held {
+    std::shared_ptr<InFlight> message;
+    TimeUs since_us = 0;
+  };
+  std::deque<Held> held_;  // bounded by kHeldMessagesMax
+  uint64_t next_sequence_ = 0;
   // The last arrival time scheduled on each directed link, [from][to] (rows grow as nodes send):
   // looked up for every message.
   std::vector<std::vector<TimeUs>> last_arrival_us_;

@@ -46,6 +46,10 @@ enum class FaultKind {
   // of it at once (connection_lost); an idle connection fails its next request before sending it
   // (connection_error). After session_end, for the same reason.
   reset,
+  // A client's links to the servers stall (amount: 1 two-way, 0 one-way): what is sent meanwhile
+  // is held, as TCP retransmits through an outage, and delivered late when they heal, after its
+  // caller may have timed out and given up. After reset, for the same reason.
+  stall,
 };
 std::string_view to_string(FaultKind kind);
 std::optional<FaultKind> fault_kind_from_string(std::string_view name);
@@ -65,6 +69,7 @@ inline constexpr std::array kFaultKindsAll = {FaultKind::pause,
                                               FaultKind::partition,
                                               FaultKind::session_end,
                                               FaultKind::reset,
+                                              FaultKind::stall,
                                               FaultKind::other};
 static_assert(kFaultKindsAll.back() == FaultKind::other, "every FaultKind is listed, last last");
 
@@ -99,7 +104,7 @@ struct FaultEnvelope {
   bool clients_compare_wall_deadlines = false;
   // Its servers expire leases by a clock that does not jump (no Redis or Mongo server does).
   bool server_wall_clock = false;
-  // Latency, loss, partitions and connection resets between clients and servers.
+  // Latency, loss, partitions, stalls and connection resets between clients and servers.
   bool network = true;
   // A failover keeps every acknowledged grant and counter (a majority write concern).
   bool failover = false;

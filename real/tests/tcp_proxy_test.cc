@@ -1,8 +1,9 @@
 // TcpProxy between a hiredis connection and a real redis-server: it passes traffic through
-// unchanged, and its faults (delay, one-way and two-way drop, reset) have the effect a client sees
+// unchanged, and its faults (delay, one-way and two-way hold, reset) have the effect a client sees
 // on a real network, until heal() restores normal service.
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -72,31 +73,55 @@ TEST_CASE("delay adds latency per direction and heal removes it", "[real][proxy]
   CHECK(ping_ms(patient) < 200);
 }
 
-TEST_CASE("drop to the server: the command times out and never reaches the server",
+TEST_CASE("hold to the server: the command times out, and runs late when the link heals",
           "[real][proxy]") {
   testing::require_redis_server();
   ProxiedServer world;
   must(world.via_proxy, {"PING"});
-  world.proxy.set_drop(Direction::to_upstream, true);
-  CHECK(world.via_proxy.command({"SET", "k", "lost"}).status == IoStatus::timeout);
-  CHECK(must(world.direct, {"GET", "k"}) == RedisReply::nil());
+  world.proxy.set_hold(Direction::to_upstream, true);
+  CHECK(world.via_proxy.command({"RPUSH", "q", "late"}).status == IoStatus::timeout);
+  CHECK(must(world.direct, {"LLEN", "q"}) == RedisReply::integer_of(0));  // held in the proxy
 
+  // The caller gave up (and closed its connection), but the bytes it wrote are still on their
+  // way, as TCP would retransmit them: the heal delivers them. BLPOP waits for them on the server.
   world.proxy.heal();
-  CHECK(must(world.via_proxy, {"SET", "k", "after"}) == RedisReply::status_of("OK"));
-  CHECK(must(world.direct, {"GET", "k"}) == RedisReply::string_of("after"));
+  CHECK(must(world.direct, {"BLPOP", "q", "10"}) ==
+        RedisReply::array_of({RedisReply::string_of("q"), RedisReply::string_of("late")}));
+  CHECK(must(world.via_proxy, {"PING"}) == RedisReply::status_of("PONG"));
 }
 
-TEST_CASE("drop to the client: the command runs but its reply is lost", "[real][proxy]") {
+TEST_CASE("hold to the client: the command runs but its reply does not come", "[real][proxy]") {
   testing::require_redis_server();
   ProxiedServer world;
   must(world.via_proxy, {"PING"});
-  world.proxy.set_drop(Direction::to_client, true);
+  world.proxy.set_hold(Direction::to_client, true);
   CHECK(world.via_proxy.command({"SET", "k", "applied"}).status == IoStatus::timeout);
   CHECK(must(world.direct, {"GET", "k"}) ==
         RedisReply::string_of("applied"));  // the lock-client trap
 
   world.proxy.heal();
   CHECK(must(world.via_proxy, {"GET", "k"}) == RedisReply::string_of("applied"));
+}
+
+// A stream stays whole across a hold: a client that waits out the outage on its connection reads
+// its reply after the heal, and the next reply is the next command's (a proxy that threw away
+// held bytes would leave it reading one reply for another, or none).
+TEST_CASE("hold: a patient client reads its held reply after the heal, and the stream stays whole",
+          "[real][proxy]") {
+  testing::require_redis_server();
+  ProxiedServer world;
+  HiredisConnection patient({.port = world.proxy.port(), .command_timeout_ms = 10'000});
+  must(patient, {"PING"});
+  world.proxy.set_hold(Direction::to_client, true);
+  RedisReply held_reply;
+  std::thread waiting([&] { held_reply = must(patient, {"RPUSH", "seen", "x"}); });
+  // The server ran the RPUSH (BLPOP returns as it does); its reply is held in the proxy.
+  CHECK(must(world.direct, {"BLPOP", "seen", "10"}) ==
+        RedisReply::array_of({RedisReply::string_of("seen"), RedisReply::string_of("x")}));
+  world.proxy.heal();
+  waiting.join();
+  CHECK(held_reply == RedisReply::integer_of(1));
+  CHECK(must(patient, {"INCR", "n"}) == RedisReply::integer_of(1));
 }
 
 TEST_CASE("a two-way partition times out new and open connections until heal", "[real][proxy]") {

@@ -178,6 +178,60 @@ TEST_CASE("network: a link cut while a message is in flight drops it", "[sim][ne
   CHECK(w.trace().contains("500 msg 0->1 drop cut-in-flight (cut)"));
 }
 
+// A stall holds what it would have dropped, in flight or sent during it, and the heal delivers
+// it late and in order, as TCP retransmits through an outage; a drop cut beside it still drops.
+TEST_CASE("network: a stalled link holds messages and the heal delivers them late, in order",
+          "[sim][network]") {
+  World w({.network = {.latency_us_min = 500, .latency_us_max = 500}});
+  const NodeId a = w.add_node("a");
+  const NodeId b = w.add_node("b");
+  const NodeId c = w.add_node("c");
+  std::vector<std::pair<std::string, TimeUs>> got;
+  auto note = [&](std::string what) { return [&, what] { got.emplace_back(what, w.now_us()); }; };
+  w.network().send(a, b, "in-flight", note("in-flight"));
+  w.scheduler().at(100, [&] {
+    w.network().set_cut_style(CutStyle::hold);
+    w.network().partition_both(a, b);
+    w.network().set_cut_style(CutStyle::drop);
+    w.network().partition(a, c);  // a cut made after the stall drops, as before
+  });
+  w.scheduler().at(200, [&] {
+    w.network().send(a, b, "sent-during", note("sent-during"));
+    w.network().send(b, a, "reply-during", note("reply-during"));
+    w.network().send(a, c, "dropped", note("dropped"));
+    CHECK(w.network().held_messages() == 2);
+  });
+  w.scheduler().at(10'000, [&] { w.network().heal_all(); });
+  w.run();
+  CHECK(got == std::vector<std::pair<std::string, TimeUs>>{
+                   {"in-flight", 10'500}, {"sent-during", 10'500}, {"reply-during", 10'500}});
+  CHECK(w.network().held_messages() == 0);
+  CHECK(w.trace().contains("100 net stall 0<->1"));
+  CHECK(w.trace().contains("500 msg 0->1 held in-flight"));
+  CHECK(w.trace().contains("10000 msg 0->1 release sent-during +500us (held 9800us)"));
+  CHECK(w.trace().contains("200 msg 0->2 drop dropped (cut)"));
+}
+
+// A held message still finds its destination as it is when released: a restarted server does
+// not take the bytes of a connection its previous incarnation had.
+TEST_CASE("network: a held message to a node restarted meanwhile is dropped", "[sim][network]") {
+  World w({.network = {.latency_us_min = 500, .latency_us_max = 500}});
+  const NodeId a = w.add_node("a");
+  const NodeId b = w.add_node("b");
+  bool delivered = false;
+  w.network().set_cut_style(CutStyle::hold);
+  w.network().partition(a, b);
+  w.network().send(a, b, "old", [&] { delivered = true; });
+  w.scheduler().at(1'000, [&] {
+    w.crash(b);
+    w.restart(b);
+  });
+  w.scheduler().at(2'000, [&] { w.network().heal(a, b); });
+  w.run();
+  CHECK_FALSE(delivered);
+  CHECK(w.trace().contains("drop old (restarted)"));
+}
+
 TEST_CASE("network: messages to a crashed, restarted or paused node", "[sim][network]") {
   World w({.network = {.latency_us_min = 100, .latency_us_max = 100}});
   const NodeId client = w.add_node("client");

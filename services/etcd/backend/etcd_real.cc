@@ -74,8 +74,8 @@ class EtcdRealBackend final : public Backend {
   void partition_server(int client_node, int server, bool two_way) override {
     real::TcpProxy& proxy =
         *links_.at(client_node).proxies.at(static_cast<size_t>(checked(server)));
-    proxy.set_drop(real::Direction::to_client, true);
-    if (two_way) proxy.set_drop(real::Direction::to_upstream, true);
+    proxy.set_hold(real::Direction::to_client, true);
+    if (two_way) proxy.set_hold(real::Direction::to_upstream, true);
   }
   void heal() override {
     for (auto& [node, link] : links_) {

@@ -326,8 +326,8 @@ class ExtBackend final : public Backend {
     if (!use_proxies_)
       throw WorldUnsupported("partitions need the per-server proxies of a partition scenario");
     real::TcpProxy& proxy = *proxies_.at(client_node).at(static_cast<size_t>(server));
-    proxy.set_drop(real::Direction::to_client, true);
-    if (two_way) proxy.set_drop(real::Direction::to_upstream, true);
+    proxy.set_hold(real::Direction::to_client, true);
+    if (two_way) proxy.set_hold(real::Direction::to_upstream, true);
   }
   void heal() override {
     for (auto& [node, proxies] : proxies_) {

@@ -111,8 +111,8 @@ class MongoRealBackend final : public Backend {
 
   void partition(int client_node, bool two_way) override {
     real::TcpProxy& proxy = proxy_for(client_node);
-    proxy.set_drop(real::Direction::to_client, true);
-    if (two_way) proxy.set_drop(real::Direction::to_upstream, true);
+    proxy.set_hold(real::Direction::to_client, true);
+    if (two_way) proxy.set_hold(real::Direction::to_upstream, true);
   }
   void heal() override {
     for (auto& [node, link] : links_) {

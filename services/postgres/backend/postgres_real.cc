@@ -76,8 +76,8 @@ class PostgresRealBackend final : public Backend {
 
   void partition(int client_node, bool two_way) override {
     real::TcpProxy& proxy = *link(client_node).proxy;
-    proxy.set_drop(real::Direction::to_client, true);
-    if (two_way) proxy.set_drop(real::Direction::to_upstream, true);
+    proxy.set_hold(real::Direction::to_client, true);
+    if (two_way) proxy.set_hold(real::Direction::to_upstream, true);
   }
   void partition_server(int client_node, int server, bool two_way) override {
     check_server(server);

@@ -100,8 +100,8 @@ class RedisRealBackend final : public Backend {
 
   void partition(int client_node, bool two_way) override {
     real::TcpProxy& proxy = *links_.at(client_node).proxy;
-    proxy.set_drop(real::Direction::to_client, true);
-    if (two_way) proxy.set_drop(real::Direction::to_upstream, true);
+    proxy.set_hold(real::Direction::to_client, true);
+    if (two_way) proxy.set_hold(real::Direction::to_upstream, true);
   }
 
   void heal() override {
@@ -109,8 +109,9 @@ class RedisRealBackend final : public Backend {
   }
 
  private:
-  // The replica replicates through a proxy; once synced, the proxy drops what the primary sends
-  // it, so writes from then on never reach it, as with a replica lagging behind. (Stopping the
+  // The replica replicates through a proxy; once synced, the proxy holds what the primary sends
+  // it (and is never healed), so writes from then on never reach it, as with a replica lagging
+  // behind. (Stopping the
   // replica with SIGSTOP would not do: its kernel buffers the stream and it applies it on resume.)
   void start_lagging_replica(BackendEnv& env) {
     replica_ = std::make_unique<real::RedisServerProcess>(real::RedisServerOptions{});
@@ -128,7 +129,7 @@ class RedisRealBackend final : public Backend {
       if (std::chrono::steady_clock::now() > deadline)
         throw std::runtime_error("the replica did not sync in 5 s");
     }
-    replication_proxy_->set_drop(real::Direction::to_client, true);
+    replication_proxy_->set_hold(real::Direction::to_client, true);
     env.world.trace_linef("server redis-1 pid {} at {} (replica, lagging: replication cut)",
                           replica_->pid(), replica_->endpoint());
   }

@@ -75,8 +75,8 @@ class RedlockRealBackend final : public Backend {
     if (!use_proxies_)
       throw WorldUnsupported("partitions need the per-node proxies of a partition scenario");
     real::TcpProxy& proxy = *links_.at(client_node).proxies.at(static_cast<size_t>(server));
-    proxy.set_drop(real::Direction::to_client, true);
-    if (two_way) proxy.set_drop(real::Direction::to_upstream, true);
+    proxy.set_hold(real::Direction::to_client, true);
+    if (two_way) proxy.set_hold(real::Direction::to_upstream, true);
   }
   void heal() override {
     for (auto& [node, link] : links_) {
