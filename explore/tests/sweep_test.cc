@@ -158,14 +158,27 @@ TEST_CASE("a sweep seed is judged by its violations' excuses, never globally",
 // applied, found by error_not_applied when it came: a Redlock release that a quorum may have
 // carried out, unanswered; an etcd acquire that gave up while the revoke of its queued key went
 // unanswered; an etcd extend whose keepalive took effect before a check of its key timed out.
+// Seeds 11795 and 18390 of etcd: a put applied late (its acquire had given up, unanswered)
+// was judged as the client's next acquire's, which had failed with an error; the lease facts
+// now take the owner from the key's value.
 TEST_CASE("seeds where an error once hid an applied write now hold", "[sweep][error_not_applied]") {
+  // The first three were drawn before `stall` joined the sweep's kinds: pinned to those kinds, a
+  // seed draws the schedule it was found with.
+  std::vector<FaultKind> before_stall = sweep_fault_kinds();
+  std::erase(before_stall, FaultKind::stall);
   const struct {
     const char* adapter;
     uint64_t seed;
-  } kSeeds[] = {{"redlock", 50}, {"etcd", 625}, {"etcd", 1078}};
-  for (const auto& [adapter, seed] : kSeeds) {
+    bool before_stall;
+  } kSeeds[] = {{"redlock", 50, true},
+                {"etcd", 625, true},
+                {"etcd", 1078, true},
+                {"etcd", 11795, false},
+                {"etcd", 18390, false}};
+  for (const auto& [adapter, seed, pinned] : kSeeds) {
     INFO(adapter << " seed " << seed);
-    const SweepConfig config{.adapter = adapter};
+    SweepConfig config{.adapter = adapter};
+    if (pinned) config.faults = before_stall;
     const SeedOutcome outcome = run_sweep_seed(config, swarm_capabilities(adapter), seed);
     CHECK_FALSE(outcome.violates());
   }

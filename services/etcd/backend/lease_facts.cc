@@ -26,6 +26,13 @@ std::string EtcdLeaseFacts::value_of(int client, const std::string& resource) co
   return value == acquiring_.end() ? std::string() : value->second;
 }
 
+std::string EtcdLeaseFacts::value_of_put(int client, const std::string& resource,
+                                         const std::string& key_value) const {
+  const auto values = acquired_.find({client, resource});
+  if (values != acquired_.end() && values->second.contains(key_value)) return key_value;
+  return value_of(client, resource);
+}
+
 void EtcdLeaseFacts::record(EventKind kind, int client, const std::string& resource,
                             const Owner& owner, int64_t ttl_us, uint64_t token,
                             std::string detail) {
@@ -74,7 +81,7 @@ void EtcdLeaseFacts::on_applied(int client, const std::string& path, const EtcdJ
     // The lease now names its lock: it is the value its client acquires that lock with.
     const auto owner = owners_.find(e.kv.lease);
     if (owner != owners_.end() && owner->second.value.empty())
-      owner->second.value = value_of(owner->second.client, resource);
+      owner->second.value = value_of_put(owner->second.client, resource, e.kv.value);
   }
   for (const auto& [resource, held] : before) {
     auto& queue = queues_[resource];

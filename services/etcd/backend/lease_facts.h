@@ -5,9 +5,12 @@
 // adapter's key prefix + the lock's key), so the facts follow that, whichever adapter made the
 // keys:
 // - grant: a key becomes the first under its prefix (created there, or its predecessors gone),
-//   for its owner (the client that granted the key's lease, and the unique value that client was
-//   acquiring on that lock when the key was put: a client may acquire several locks at once, and
-//   a lease names no lock until a key under a lock's prefix is put with it); it promises what is left of the lease's TTL from its last refresh, in true
+//   for its owner (the client that granted the key's lease, and the unique value of that client's
+//   acquire: the key's own value when it is one the client acquired that lock with, as the
+//   recipe's are, since a put applied late, after its acquire gave up, belongs to that acquire
+//   and not to the client's next; else the value the client was acquiring on that lock when the
+//   key was put, for keys that carry none (the Lock RPC's). A client may acquire several locks
+//   at once, and a lease names no lock until a key under a lock's prefix is put with it); it promises what is left of the lease's TTL from its last refresh, in true
 //   time as the leader meant it; its token is the key's create revision;
 // - extend: the lease of a holding key is refreshed (a keepalive, by its client; a new leader's
 //   promotion, by nobody);
@@ -20,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -38,6 +42,7 @@ class EtcdLeaseFacts final : public sim::etcd::EtcdObserver {
   // under that lock's prefix next is that value's).
   void acquiring(int client, const std::string& resource, const std::string& value) {
     acquiring_[{client, resource}] = value;
+    acquired_[{client, resource}].insert(value);
   }
 
   void on_applied(int client, const std::string& path, const EtcdJson& request,
@@ -66,10 +71,15 @@ class EtcdLeaseFacts final : public sim::etcd::EtcdObserver {
   std::string key_prefix_;
   // The value a client is acquiring a lock with: its lease is that value's.
   std::string value_of(int client, const std::string& resource) const;
+  // The owner value of a key put by `client` under `resource`'s prefix (see the header).
+  std::string value_of_put(int client, const std::string& resource,
+                           const std::string& key_value) const;
 
   std::map<std::pair<int, std::string>, std::string> acquiring_;  // (client, resource) -> value
-  std::map<int64_t, Owner> owners_;                               // lease -> owner
-  std::map<std::string, std::map<int64_t, Entry>> queues_;        // resource -> create rev -> key
+  // Every value each client acquired each lock with: bounded by the run's acquires.
+  std::map<std::pair<int, std::string>, std::set<std::string>> acquired_;
+  std::map<int64_t, Owner> owners_;                         // lease -> owner
+  std::map<std::string, std::map<int64_t, Entry>> queues_;  // resource -> create rev -> key
 };
 
 }  // namespace lockstep
