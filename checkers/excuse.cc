@@ -390,6 +390,9 @@ std::optional<bool> clock_ended_a_lease_early(const History& history, const Hist
       continue;
     }
     if (e.kind != EventKind::grant && e.kind != EventKind::extend) continue;
+    // A grant that promised nothing (ttl 0: etcd's Lock RPC answering with a key already gone)
+    // is no lease beside the other's: nothing it needed to explain.
+    if (e.kind == EventKind::grant && e.ttl_us == 0) continue;
     if (e.kind == EventKind::grant) {
       granted[mine] = true;
       const auto other = live[1 - mine].find(where);
