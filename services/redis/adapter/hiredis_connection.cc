@@ -5,12 +5,14 @@
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
 
+#include <array>
 #include <cerrno>
 #include <csignal>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "base/check.h"
 
@@ -169,24 +171,36 @@ RedisResult HiredisConnection::command(const std::vector<std::string>& argv) {
   LOCKSTEP_CHECK(!argv.empty(), "a command has a name");
   // A restarted server closed this idle connection: reconnect before sending rather than report
   // the stale socket as a backend error. Never a resend: the command has not been written yet.
-  if (context_ != nullptr && peer_closed(context_->fd)) disconnect();
+  if (context_ != nullptr && std::chrono::steady_clock::now() - last_reply_at_ >= kIdleCheckAfter &&
+      peer_closed(context_->fd)) {
+    disconnect();
+  }
   if (context_ == nullptr) {
     RedisResult connected_result = connect();
     if (!connected_result.ok()) return connected_result;
   }
-  std::vector<const char*> args;
-  std::vector<size_t> lengths;
-  args.reserve(argv.size());
-  lengths.reserve(argv.size());
-  for (const auto& arg : argv) {
-    args.push_back(arg.data());
-    lengths.push_back(arg.size());
+  // On the stack for the commands a lock sends (a script call has at most seven arguments).
+  constexpr size_t kArgsInline = 8;
+  std::array<const char*, kArgsInline> args_inline{};
+  std::array<size_t, kArgsInline> lengths_inline{};
+  std::vector<const char*> args_heap;
+  std::vector<size_t> lengths_heap;
+  const char** args = args_inline.data();
+  size_t* lengths = lengths_inline.data();
+  if (argv.size() > kArgsInline) {
+    args_heap.resize(argv.size());
+    lengths_heap.resize(argv.size());
+    args = args_heap.data();
+    lengths = lengths_heap.data();
+  }
+  for (size_t i = 0; i < argv.size(); ++i) {
+    args[i] = argv[i].data();
+    lengths[i] = argv[i].size();
   }
   // Appended, written, then read as three steps (redisCommandArgv does all three and its error
   // does not say which failed): only a failure after the whole command was written may have left
   // it applied (IoStatus::connection_lost or timeout); one while writing is connection_error.
-  if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()), args.data(),
-                             lengths.data()) != REDIS_OK) {
+  if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()), args, lengths) != REDIS_OK) {
     return failed(argv.front(), IoStatus::connection_error, errno, "formatting");
   }
   if (const std::optional<int> write_errno = write_pending()) {
@@ -201,6 +215,7 @@ RedisResult HiredisConnection::command(const std::vector<std::string>& argv) {
         timed_out(*context_, saved_errno) ? IoStatus::timeout : IoStatus::connection_lost;
     return failed(argv.front(), status, saved_errno, "reading the reply");
   }
+  last_reply_at_ = std::chrono::steady_clock::now();
   const std::unique_ptr<redisReply, void (*)(void*)> reply(static_cast<redisReply*>(raw),
                                                            freeReplyObject);
   return {.reply = convert_hiredis_reply(*reply)};

@@ -138,6 +138,19 @@ TEST_CASE("a server restarted on the same port answers the first command on an i
   CHECK(must(connection, {"EXISTS", "k"}).type == RedisReply::Type::integer);
 }
 
+// A lock's commands fit the connection's argument buffer on the stack; a longer one takes the
+// heap path, whole.
+TEST_CASE("a command with more arguments than the inline buffer is sent whole", "[hiredis][real]") {
+  testing::require_redis_server();
+  RedisServerProcess server;
+  HiredisConnection connection({.port = server.port()});
+  std::vector<std::string> argv = {"RPUSH", "list"};
+  for (int i = 0; i < 12; ++i) argv.push_back(std::string(1, '\0') + std::to_string(i));
+  CHECK(must(connection, argv) == RedisReply::integer_of(12));
+  CHECK(must(connection, {"LINDEX", "list", "11"}) ==
+        RedisReply::string_of(std::string(1, '\0') + "11"));
+}
+
 TEST_CASE("nothing listening is a connection_error that names the endpoint", "[hiredis][real]") {
   const int port = real::free_loopback_port();
   HiredisConnection connection({.port = port, .connect_timeout_ms = 200});
