@@ -51,10 +51,13 @@ Scenario shared_client_scenario() {
       .worlds = {WorldKind::sim},
       .expected =
           [](const AdapterTraits& lock, const Options&, bool fencing_on) {
-            // Replies read by the wrong caller: an acquire that was refused reads another call's
-            // success, and its holder works beside the key's real one.
+            // Replies read by the wrong caller: an acquire takes another call's integer for its
+            // token, and one that was refused reads another call's success, so its holder works
+            // beside the key's real one.
             if (lock.calls_take_turns) return Expectation{};
-            return overlap_expectation(lock, fencing_on);
+            Expectation e = overlap_expectation(lock, fencing_on);
+            if (lock.tokens != TokenKind::none) e.insert(Invariant::fencing);
+            return e;
           },
       .build =
           [](ScenarioEnv& env) {
