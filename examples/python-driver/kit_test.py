@@ -4,6 +4,7 @@
 A lock that sleeps before it talks to Redis: its timer is the exchange's next_timer_ns, two
 requests wait on their own timers and run in timer order, a reply reaches the request that sent
 the command, a reset connection fails the waiting request, an unknown handle is bad_request,
+a reply that never comes times out after 5 s of simulated time and closes its connection,
 reset unwinds a parked request and answers a bare idle, and the same lines give the same output
 (the seeded randomness included). No server needed: the test plays the harness and Redis.
 """
@@ -99,7 +100,8 @@ def script(path):
     check(out[0] == {"connect": 1, "server": 0}, "the first command connects: %r" % out)
     check(len(sends) == 2 and b"k1" in sends[0] and b"k5" in sends[1],
           "timers fire in due order: %r" % sends)
-    check(out[-1]["next_timer_ns"] is None, "no timer left")
+    check(out[-1]["next_timer_ns"] == now(3 + 5000)["mono_ns"],
+          "the next timer is the first command's reply timeout: %r" % out[-1])
 
     out = d.exchange("recv", 7, conn=1, data=b64(b"+OK\r\n$-1\r\n"))
     replies = {line["id"]: line for line in out if "id" in line}
@@ -109,6 +111,8 @@ def script(path):
           replies[2]["t1_ns"] == now(7)["mono_ns"], "t0/t1 are the request's and reply's times")
     check(replies.get(1, {}).get("status") == "contended", "a's nil reply is contended")
 
+    check(out[-1]["next_timer_ns"] is None, "answered: no reply timeout left: %r" % out[-1])
+
     out = d.exchange("release", 8, id=3, handle="nope")
     check(out[0].get("status") == "bad_request", "an unknown handle is bad_request: %r" % out)
     out = d.exchange("release", 9, id=4, handle="b")
@@ -117,8 +121,20 @@ def script(path):
     check(out[0].get("id") == 4 and out[0]["status"] == "error" and
           out[0]["err"]["name"] == "ConnectionError", "a reset connection fails the request")
 
-    d.exchange("acquire", 11, id=5, handle="c", key="k50", ttl_ms=1000)  # parked on its timer
-    out = d.exchange("reset", 12)
+    # A reply that never comes: the request waits 5 s of simulated time, then the connection is
+    # closed and the request fails; the next command connects afresh.
+    d.exchange("release", 11, id=6, handle="b")
+    out = d.exchange("tick", 11 + 5000)
+    check({"close": 2} in out, "the timed-out connection is closed: %r" % out)
+    timed_out = [line for line in out if line.get("id") == 6]
+    check(timed_out and timed_out[0]["status"] == "error" and
+          timed_out[0]["err"]["name"] == "TimeoutError", "a reply that never comes times out")
+    out = d.exchange("release", 5012, id=7, handle="b")
+    check(out[0] == {"connect": 3, "server": 0}, "the next command reconnects: %r" % out)
+    d.exchange("recv", 5013, conn=3, data=b64(b":1\r\n"))
+
+    d.exchange("acquire", 5014, id=5, handle="c", key="k50", ttl_ms=1000)  # parked on its timer
+    out = d.exchange("reset", 5015)
     check(out == [{"idle": True, "next_timer_ns": None}], "reset answers a bare idle: %r" % out)
     out = d.exchange("init", 0, seed="42")
     check(out[0].get("ready") is True, "init after reset is ready again")

@@ -19,7 +19,8 @@ The lock's author writes ordinary blocking code against an `io` object and calls
     kit.serve(MyLock, name="my-lock", version="my-lock 1.0")
 
 `io` gives the code what it may use: `io.redis.call(*args)` (one command, its reply; an error
-reply raises RedisError, a lost connection ConnectionError), `io.now_ns()` / `io.wall_ms()`,
+reply raises RedisError, a lost connection ConnectionError, no reply within COMMAND_TIMEOUT_S
+(5 s) TimeoutError, both OSErrors), `io.now_ns()` / `io.wall_ms()`,
 `io.sleep_ms(ms)`, and `io.random` (a random.Random). An exception other than these ends the one
 request as `error` with its name and message; a lock object the harness never gave is `bad_request`.
 
@@ -169,6 +170,12 @@ LOCK_OPS = ("acquire", "release", "extend", "is_locked")
 # ---------------------------------------------------------------------------------------------
 # Version 1: real time, a real socket, one request at a time.
 
+# How long a command waits for its reply, in both versions: past it the connection is dropped and
+# the call raises (a TimeoutError: an OSError), and the next call reconnects. Without it a reply
+# that never comes (a server that died with the reply unsent) would hang the request for good.
+COMMAND_TIMEOUT_S = 5
+
+
 class _RealRedis:
     def __init__(self, host, port):
         self.addr = (host, port)
@@ -177,7 +184,7 @@ class _RealRedis:
 
     def call(self, *args):
         if self.sock is None:
-            self.sock = socket.create_connection(self.addr, timeout=5)
+            self.sock = socket.create_connection(self.addr, timeout=COMMAND_TIMEOUT_S)
         try:
             self.sock.sendall(encode_command(*args))
             while True:
@@ -327,10 +334,13 @@ class _Scheduler:
 class _SimRedis:
     """A RESP connection as `connect`/`send` lines and `recv` bytes. Redis answers in order, so
     the requests waiting for replies are a queue; a reset connection fails them, and the next
-    call reconnects (connection ids are never reused)."""
+    call reconnects (connection ids are never reused). A reply that does not come within
+    COMMAND_TIMEOUT_S of simulated time closes the connection (a `close` line) and fails every
+    request waiting on it, as the real version's socket timeout does."""
 
-    def __init__(self, sched):
+    def __init__(self, sched, timers):
         self.sched = sched
+        self.timers = timers
         self.conn = 0
         self.next_conn = 1
         self.inbox = b""
@@ -341,8 +351,23 @@ class _SimRedis:
             self.conn, self.next_conn = self.next_conn, self.next_conn + 1
             _write({"connect": self.conn, "server": 0})
         _write({"send": self.conn, "data": base64.b64encode(encode_command(*args)).decode()})
-        self.waiting.append(self.sched.current)
-        return self.sched.wait()
+        task = self.sched.current
+        self.waiting.append(task)
+        conn = self.conn
+        timeout = self.timers.add(COMMAND_TIMEOUT_S * 1000, lambda: self._timed_out(conn, task))
+        try:
+            return self.sched.wait()
+        finally:
+            timeout.cancel()
+
+    def _timed_out(self, conn, task):
+        if conn != self.conn or task not in self.waiting:
+            return  # answered, or its connection already gone
+        _write({"close": conn})
+        while self.waiting:
+            self.sched.wake(self.waiting.popleft(),
+                            TimeoutError("no reply within %d s" % COMMAND_TIMEOUT_S))
+        self.conn, self.inbox = 0, b""
 
     def received(self, conn, data):
         if conn != self.conn:
@@ -364,14 +389,22 @@ class _SimRedis:
         self.conn, self.inbox = 0, b""
 
 
+class _Timer:
+    def __init__(self, fire):
+        self.fire = fire
+
+    def cancel(self):
+        self.fire = None
+
+
 class _SimIO:
     def __init__(self, sched, seed, now):
         self.sched = sched
-        self.redis = _SimRedis(sched)
+        self.redis = _SimRedis(sched, self)
         self.random = random.Random(seed)
         self.mono_ns = int(now["mono_ns"])
         self.wall = int(now["wall_ms"])
-        self.timers = []  # (due_ns, seq, task): a heap
+        self.timers = []  # (due_ns, seq, _Timer): a heap; a cancelled one fires nothing
         self.timer_seq = 0
 
     def now_ns(self):
@@ -380,25 +413,39 @@ class _SimIO:
     def wall_ms(self):
         return self.wall
 
-    def sleep_ms(self, ms):
+    def add(self, ms, fire):
+        """A timer: fire() runs ms of simulated time from now, unless cancelled first."""
         self.timer_seq += 1
-        due = self.mono_ns + int(ms * 1_000_000)
-        heapq.heappush(self.timers, (due, self.timer_seq, self.sched.current))
+        timer = _Timer(fire)
+        heapq.heappush(self.timers, (self.mono_ns + int(ms * 1_000_000), self.timer_seq, timer))
+        return timer
+
+    def sleep_ms(self, ms):
+        task = self.sched.current
+        self.add(ms, lambda: self.sched.wake(task, None))
         self.sched.wait()
+
+    def _drop_cancelled(self):
+        while self.timers and self.timers[0][2].fire is None:
+            heapq.heappop(self.timers)
 
     def advance(self, now):
         """Fires the timers due up to now's monotonic time in order, each at its own time."""
         target = int(now["mono_ns"])
+        self._drop_cancelled()
         while self.timers and self.timers[0][0] <= target:
-            due, _, task = heapq.heappop(self.timers)
+            due, _, timer = heapq.heappop(self.timers)
             self.wall += (max(due, self.mono_ns) - self.mono_ns) // 1_000_000
             self.mono_ns = max(due, self.mono_ns)
-            self.sched.wake(task, None)
+            fire, timer.fire = timer.fire, None
+            fire()
             self.sched.run_until_idle()
+            self._drop_cancelled()
         self.mono_ns = max(target, self.mono_ns)
         self.wall = int(now["wall_ms"])
 
     def next_timer_ns(self):
+        self._drop_cancelled()
         return str(self.timers[0][0]) if self.timers else None
 
 
