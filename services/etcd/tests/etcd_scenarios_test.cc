@@ -35,10 +35,19 @@ bool violates(const RunReport& r, Invariant invariant) {
   return r.violated().count(invariant) != 0;
 }
 
+// The sweep's kinds as they were when the seeds below were found, before `stall` joined them: a
+// new kind changes every seed's draws, and a seed kept for a bug must draw the schedule it showed.
+std::vector<FaultKind> kinds_before_stall() {
+  std::vector<FaultKind> kinds = sweep_fault_kinds();
+  std::erase(kinds, FaultKind::stall);
+  return kinds;
+}
+
 // One seed of `sweep --adapter ADAPTER`, drawing only `faults` when given (as --faults does).
 SeedOutcome sweep_seed(const std::string& adapter, uint64_t seed,
                        std::vector<FaultKind> faults = {}) {
   SweepConfig config{.adapter = adapter, .first_seed = seed, .seeds = 1};
+  config.faults = kinds_before_stall();
   if (!faults.empty()) {
     config.faults = std::move(faults);
     config.faults_named = true;
@@ -122,6 +131,7 @@ TEST_CASE("sim: a client acquiring two locks at once gets each lock's lease fact
   for (const auto& [adapter, seed] :
        {std::pair<std::string, uint64_t>{"etcd", 105}, {"etcd-lock", 7}}) {
     SweepConfig config{.adapter = adapter, .first_seed = seed, .seeds = 1};
+    config.faults = kinds_before_stall();
     const SeedOutcome outcome = run_sweep_seed(config, swarm_capabilities(adapter), seed);
     INFO(adapter << " seed " << seed << "\n" << to_text(outcome.report));
     CHECK_FALSE(outcome.violates());
@@ -162,7 +172,9 @@ TEST_CASE("sim: keepalives slower than their interval do not starve the Lock RPC
 TEST_CASE("sim: a queued lease cut short by a fast leader clock before its grant is excused",
           "[etcd][scenarios]") {
   SweepConfig config{.adapter = "etcd", .first_seed = 1468, .seeds = 1};
-  // The seed was found before sweeps struck a replica set's leader: drawn without those kinds.
+  // The seed was found before sweeps struck a replica set's leader, and before `stall`: drawn
+  // without those kinds.
+  config.faults = kinds_before_stall();
   SwarmCapabilities caps = swarm_capabilities("etcd");
   caps.failover = caps.server_restart = caps.server_pause = false;
   const SeedOutcome outcome = run_sweep_seed(config, caps, 1468);
