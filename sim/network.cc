@@ -37,8 +37,11 @@ void Network::send(NodeId from, NodeId to, std::string_view label, std::function
   ++stats_.sent;
   const std::string text = labels_read() ? std::string(label) : std::string();
   if (!world_.alive(from)) return trace_drop(from, to, text, "sender down");
-  if (holds(from, to)) return hold(in_flight(from, to, text, std::move(on_deliver), delivery));
-  if (!link_up(from, to)) return trace_drop(from, to, text, "cut");
+  if (const CutStyle* cut = cut_of(from, to)) {
+    if (*cut == CutStyle::hold)
+      return hold(in_flight(from, to, text, std::move(on_deliver), delivery));
+    return trace_drop(from, to, text, "cut");
+  }
   if (draw(options_.loss)) return trace_drop(from, to, text, "lost");
   if (draw(options_.duplicate)) {
     ++stats_.duplicated;
@@ -116,17 +119,19 @@ void Network::release_healed() {
   held_ = std::move(still);
 }
 
-bool Network::holds(NodeId from, NodeId to) const {
+const CutStyle* Network::cut_of(NodeId from, NodeId to) const {
   const auto it = cut_.find({from, to});
-  return it != cut_.end() && it->second == CutStyle::hold;
+  return it == cut_.end() ? nullptr : &it->second;
 }
 
 // At the destination's door: the link is checked now; the node's state (crashed, restarted,
 // paused) is World::deliver_at's business.
 void Network::arrive(const std::shared_ptr<InFlight>& message) {
   const InFlight& m = *message;
-  if (holds(m.from, m.to)) return hold(message);
-  if (!link_up(m.from, m.to)) return trace_drop(m.from, m.to, m.label, "cut");
+  if (const CutStyle* cut = cut_of(m.from, m.to)) {
+    if (*cut == CutStyle::hold) return hold(message);
+    return trace_drop(m.from, m.to, m.label, "cut");
+  }
   world_.deliver_at(
       m.to, m.incarnation, world_.now_us(),
       [message] {

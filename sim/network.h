@@ -151,7 +151,9 @@ class Network {
   // Releases the held messages on links no longer cut, in the order they were sent (one held in
   // flight went before those sent during the stall, as a TCP stream's bytes do).
   void release_healed();
-  bool holds(NodeId from, NodeId to) const;
+  // The style of the cut on a directed link, or null while the link is up: one lookup per
+  // message, which every send and arrival makes.
+  const CutStyle* cut_of(NodeId from, NodeId to) const;
   bool labels_read() const;
   void arrive(const std::shared_ptr<InFlight>& message);
   TimeUs& last_arrival_slot(NodeId from, NodeId to);

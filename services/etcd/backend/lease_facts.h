@@ -10,8 +10,9 @@
 //   recipe's are, since a put applied late, after its acquire gave up, belongs to that acquire
 //   and not to the client's next; else the value the client was acquiring on that lock when the
 //   key was put, for keys that carry none (the Lock RPC's). A client may acquire several locks
-//   at once, and a lease names no lock until a key under a lock's prefix is put with it); it promises what is left of the lease's TTL from its last refresh, in true
-//   time as the leader meant it; its token is the key's create revision;
+//   at once, and a lease names no lock until a key under a lock's prefix is put with it); it
+//   promises what is left of the lease's TTL from its last refresh, in true time as the leader
+//   meant it; its token is the key's create revision;
 // - extend: the lease of a holding key is refreshed (a keepalive, by its client; a new leader's
 //   promotion, by nobody);
 // - revoke: a holding key is deleted by a client's request (a delete, a lease revoke, an Unlock),

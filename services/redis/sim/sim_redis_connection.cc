@@ -1,5 +1,6 @@
 #include "services/redis/sim/sim_redis_connection.h"
 
+#include <algorithm>
 #include <memory>
 
 #include <fmt/format.h>
@@ -176,19 +177,25 @@ void SimRedisConnection::on_command_reply(SimRedisRequest& request) {
   // The reply is the next bytes on the stream: whoever is reading takes them. One caller at a
   // time (the adapter contract) is one reader, who sent it; callers that do not take turns race
   // for it, as threads blocked in recv() on one socket do.
-  std::vector<Reader*> waiting;
-  for (Reader* reader : readers_) {
-    if (!reader->reply) waiting.push_back(reader);
-  }
-  if (waiting.empty()) {
+  // Counted, then picked by rank: no allocation per reply, and no draw for a lone reader.
+  const auto waits = [](const Reader* r) { return !r->reply; };
+  const auto waiting = static_cast<size_t>(std::count_if(readers_.begin(), readers_.end(), waits));
+  if (waiting == 0) {
     world_.trace_line_by([&] {
       return fmt::format("redis c{} #{} reply read by nobody (its caller read another's): {}",
                          client_, request.id, describe(request.reply));
     });
     return;
   }
-  Reader* reader =
-      waiting.size() == 1 ? waiting.front() : waiting[world_.prng().below(waiting.size())];
+  size_t rank = waiting == 1 ? 0 : world_.prng().below(waiting);
+  Reader* reader = nullptr;
+  for (Reader* r : readers_) {
+    if (waits(r) && rank-- == 0) {
+      reader = r;
+      break;
+    }
+  }
+  LOCKSTEP_SIM_CHECK(reader != nullptr, "the picked reader is one of those waiting");
   if (reader->request_id != request.id) {
     world_.trace_linef("redis c{} #{} reply read by the caller of #{}", client_, request.id,
                        reader->request_id);
