@@ -1,6 +1,7 @@
 #include "sim/network.h"
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -71,8 +72,7 @@ void Network::send_copy(NodeId from, NodeId to, const std::string& label, std::s
   schedule(in_flight(from, to, label, std::move(on_deliver), delivery), kind);
 }
 
-void Network::schedule(const std::shared_ptr<InFlight>& message, std::string_view kind,
-                       TimeUs held_us) {
+void Network::schedule(const std::shared_ptr<InFlight>& message, std::string_view kind) {
   const NodeId from = message->from;
   const NodeId to = message->to;
   const TimeUs now_us = world_.now_us();
@@ -85,13 +85,7 @@ void Network::schedule(const std::shared_ptr<InFlight>& message, std::string_vie
     last_us = arrival_us;
   }
   // Same-time arrivals keep send order: the scheduler breaks ties by sequence.
-  if (held_us < 0) {  // the format is hashed with the line: one per shape
-    world_.trace_linef("msg {}->{} {} {} +{}us", from, to, kind, message->label,
-                       arrival_us - now_us);
-  } else {
-    world_.trace_linef("msg {}->{} {} {} +{}us (held {}us)", from, to, kind, message->label,
-                       arrival_us - now_us, held_us);
-  }
+  world_.trace_linef("msg {}->{} {} {} +{}us", from, to, kind, message->label, arrival_us - now_us);
   world_.scheduler().at(arrival_us, [message] { message->network->arrive(message); });
 }
 
@@ -103,20 +97,58 @@ void Network::hold(std::shared_ptr<InFlight> message) {
   held_.push_back({.message = std::move(message), .since_us = world_.now_us()});
 }
 
+TimeUs Network::retransmission_wait_us(TimeUs held_us) {
+  LOCKSTEP_SIM_CHECK(held_us >= 0, "held for 0 us or more");
+  TimeUs rto_us = kRtoMinUs;
+  TimeUs next_us = kRtoMinUs;   // the first retransmission, from when it was held
+  while (next_us <= held_us) {  // bounded: at least kRtoMinUs more per round
+    rto_us = std::min(rto_us * 2, kRtoMaxUs);
+    next_us += rto_us;
+  }
+  return next_us - held_us;
+}
+
 void Network::release_healed() {
   std::stable_sort(held_.begin(), held_.end(), [](const Held& x, const Held& y) {
     return x.message->sequence < y.message->sequence;
   });
+  const TimeUs now_us = world_.now_us();
   std::deque<Held> still;
+  // Per released link: when its oldest held message is retransmitted, and the last arrival
+  // scheduled among those released on it (ordered map: walked by key only).
+  std::map<std::pair<NodeId, NodeId>, std::pair<TimeUs, TimeUs>> released;
   // Bounded by what was held before this call: a release schedules, it does not hold again.
   for (Held& h : held_) {
-    if (!link_up(h.message->from, h.message->to)) {
+    const NodeId from = h.message->from;
+    const NodeId to = h.message->to;
+    if (!link_up(from, to)) {
       still.push_back(std::move(h));
       continue;
     }
-    schedule(h.message, "release", world_.now_us() - h.since_us);
+    const TimeUs held_us = now_us - h.since_us;
+    // Send order: the first held on a link is its oldest, whose schedule the link follows.
+    const auto at =
+        released
+            .try_emplace({from, to},
+                         std::make_pair(now_us + retransmission_wait_us(held_us), TimeUs{0}))
+            .first;
+    schedule_release(h.message, at->second.first, held_us, at->second.second);
   }
   held_ = std::move(still);
+}
+
+void Network::schedule_release(const std::shared_ptr<InFlight>& message, TimeUs release_at_us,
+                               TimeUs held_us, TimeUs& released_last_us) {
+  const TimeUs now_us = world_.now_us();
+  TimeUs arrival_us = release_at_us +
+                      world_.prng().between(options_.latency_us_min, options_.latency_us_max) +
+                      node_delay_us(message->from) + node_delay_us(message->to);
+  if (options_.fifo_links) arrival_us = std::max(arrival_us, released_last_us);
+  released_last_us = arrival_us;
+  world_.trace_linef("msg {}->{} release {} +{}us (held {}us, resent after {}us)", message->from,
+                     message->to, message->label, arrival_us - now_us, held_us,
+                     release_at_us - now_us);
+  world_.scheduler().at(arrival_us, [message] { message->network->arrive(message); });
 }
 
 const CutStyle* Network::cut_of(NodeId from, NodeId to) const {

@@ -9,11 +9,17 @@
 // Partitions are directed: partition(a, b) cuts what a sends to b; partition_both cuts both ways.
 // A cut drops (CutStyle::drop: a route gone, a firewall that drops) or holds (CutStyle::hold, the
 // `stall` fault: TCP retransmitting through an outage): a message sent on a holding cut, or
-// reaching one, waits, and the heal releases what waited in the order it was sent, each with a
-// fresh latency, so a request sent during the outage reaches its server late, after its caller
-// may have given up (a kernel's send buffer outlives the caller's timeout and its process). Real
-// TCP gives up after tcp_retries2 (about 15 minutes); the stalls drawn are far shorter, so nothing
-// held is given up. A message is dropped if its link is cut to drop when it is sent or when it
+// reaching one, waits, and the heal releases what waited in the order it was sent, so a request
+// sent during the outage reaches its server late, after its caller may have given up (a kernel's
+// send buffer outlives the caller's timeout and its process). A held message goes out at its
+// connection's next retransmission after the heal, not at the heal: TCP retransmits at 200 ms
+// after the first send, doubling (0.2, 0.6, 1.4, 3.0 s ... from when it was held, at most 120 s
+// apart), so what waited on a link is released at the first such instant after the heal (the
+// oldest message's schedule), in send order, each with a fresh latency. Messages sent after the
+// heal are not queued behind them: they stand for a new connection (a client that gave up on the
+// old one reconnects at once), so a reconnect's request can overtake bytes still waiting on the
+// old connection. Real TCP gives up after tcp_retries2 (about 15 minutes); the stalls drawn are
+// far shorter, so nothing held is given up. A message is dropped if its link is cut to drop when it is sent or when it
 // would arrive, if the holding queue is full (kHeldMessagesMax), or if the destination crashed
 // (or restarted: a new incarnation) meanwhile. Every send, hold, delivery and drop is one trace
 // line.
@@ -119,6 +125,12 @@ class Network {
   size_t held_messages() const { return held_.size(); }
 
   static constexpr size_t kHeldMessagesMax = 100'000;
+  // How long after a heal a message held for held_us is sent again: the time to the next instant
+  // of TCP's retransmission schedule (200 ms, doubling, at most kRtoMaxUs apart) counted from
+  // when it was held. Pure: no draw.
+  static TimeUs retransmission_wait_us(TimeUs held_us);
+  static constexpr TimeUs kRtoMinUs = 200'000;
+  static constexpr TimeUs kRtoMaxUs = 120'000'000;
 
   const NetworkStats& stats() const { return stats_; }
 
@@ -142,15 +154,18 @@ class Network {
                                       std::function<void()> on_deliver, Delivery delivery);
   void send_copy(NodeId from, NodeId to, const std::string& label, std::string_view kind,
                  std::function<void()> on_deliver, Delivery delivery);
-  // Puts a message in flight: arrives after a drawn latency (FIFO per link). held_us: how long a
-  // released message was held (-1: it was not).
-  void schedule(const std::shared_ptr<InFlight>& message, std::string_view kind,
-                TimeUs held_us = -1);
+  // Puts a message in flight: arrives after a drawn latency (FIFO per link).
+  void schedule(const std::shared_ptr<InFlight>& message, std::string_view kind);
   // A message on a holding cut waits for the heal (or is dropped when the queue is full).
   void hold(std::shared_ptr<InFlight> message);
   // Releases the held messages on links no longer cut, in the order they were sent (one held in
-  // flight went before those sent during the stall, as a TCP stream's bytes do).
+  // flight went before those sent during the stall, as a TCP stream's bytes do), at each link's
+  // next retransmission instant (retransmission_wait_us).
   void release_healed();
+  // Put in flight at release_at_us: after the others released on its link (FIFO among them), but
+  // not before what is sent on the link later, which may overtake it.
+  void schedule_release(const std::shared_ptr<InFlight>& message, TimeUs release_at_us,
+                        TimeUs held_us, TimeUs& released_last_us);
   // The style of the cut on a directed link, or null while the link is up: one lookup per
   // message, which every send and arrival makes.
   const CutStyle* cut_of(NodeId from, NodeId to) const;

@@ -179,7 +179,9 @@ TEST_CASE("network: a link cut while a message is in flight drops it", "[sim][ne
 }
 
 // A stall holds what it would have dropped, in flight or sent during it, and the heal delivers
-// it late and in order, as TCP retransmits through an outage; a drop cut beside it still drops.
+// it late and in order, as TCP retransmits through an outage: at the link's next retransmission
+// instant (200 ms after it was held, for an outage shorter than that); a drop cut beside it still
+// drops.
 TEST_CASE("network: a stalled link holds messages and the heal delivers them late, in order",
           "[sim][network]") {
   World w({.network = {.latency_us_min = 500, .latency_us_max = 500}});
@@ -203,13 +205,51 @@ TEST_CASE("network: a stalled link holds messages and the heal delivers them lat
   });
   w.scheduler().at(10'000, [&] { w.network().heal_all(); });
   w.run();
+  // a->b follows its oldest message's schedule (held at 500: resent at 200'500), b->a its own
+  // (held at 200: resent at 200'200); each then takes its 500 us.
   CHECK(got == std::vector<std::pair<std::string, TimeUs>>{
-                   {"in-flight", 10'500}, {"sent-during", 10'500}, {"reply-during", 10'500}});
+                   {"reply-during", 200'700}, {"in-flight", 201'000}, {"sent-during", 201'000}});
   CHECK(w.network().held_messages() == 0);
   CHECK(w.trace().contains("100 net stall 0<->1"));
   CHECK(w.trace().contains("500 msg 0->1 held in-flight"));
-  CHECK(w.trace().contains("10000 msg 0->1 release sent-during +500us (held 9800us)"));
+  CHECK(w.trace().contains(
+      "10000 msg 0->1 release sent-during +191000us (held 9800us, resent after 190500us)"));
   CHECK(w.trace().contains("200 msg 0->2 drop dropped (cut)"));
+}
+
+TEST_CASE("network: a held message waits for TCP's next retransmission after the heal",
+          "[sim][network]") {
+  using R = Network;
+  CHECK(R::retransmission_wait_us(0) == 200'000);
+  CHECK(R::retransmission_wait_us(199'999) == 1);
+  CHECK(R::retransmission_wait_us(200'000) == 400'000);      // the next try, 400 ms later, at 0.6 s
+  CHECK(R::retransmission_wait_us(2'000'000) == 1'000'000);  // tries at 1.4 s and 3.0 s
+  const TimeUs hour_us = 3'600'000'000;
+  CHECK(R::retransmission_wait_us(hour_us) > 0);
+  CHECK(R::retransmission_wait_us(hour_us) <= R::kRtoMaxUs);  // tries at most 120 s apart
+}
+
+// A client that gave up on a stalled connection reconnects when the path comes back: what it
+// sends then is not queued behind the old connection's bytes, which wait for their next
+// retransmission, so a new request can reach the server before an old one (a stale release
+// after a new grant).
+TEST_CASE("network: after a stall, a new send overtakes what the old connection still holds",
+          "[sim][network]") {
+  World w({.network = {.latency_us_min = 500, .latency_us_max = 500}});
+  const NodeId a = w.add_node("a");
+  const NodeId b = w.add_node("b");
+  std::vector<std::string> got;
+  w.network().set_cut_style(CutStyle::hold);
+  w.network().partition(a, b);
+  w.network().set_cut_style(CutStyle::drop);
+  w.network().send(a, b, "old", [&] { got.push_back("old"); });
+  w.scheduler().at(1'000'000, [&] { w.network().heal(a, b); });
+  w.scheduler().at(1'001'000,
+                   [&] { w.network().send(a, b, "new", [&] { got.push_back("new"); }); });
+  w.run();
+  CHECK(got == std::vector<std::string>{"new", "old"});  // old is resent at 1.4 s
+  CHECK(
+      w.trace().contains("msg 0->1 release old +400500us (held 1000000us, resent after 400000us)"));
 }
 
 // A held message still finds its destination as it is when released: a restarted server does
