@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
+#include <cstdio>
 #include <mutex>
 #include <string_view>
 
@@ -179,6 +181,28 @@ Lock::Lock(LockerOptions options, std::string key, int64_t ttl_ms) : options_(st
   // Drawn only after validation, so a rejected lock does not consume randomness.
   spec_ =
       LockSpec{.key = std::move(key), .value = options_.random->hex_token(16), .ttl_ms = ttl_ms};
+  first_value_ = spec_.value;
+}
+
+void Lock::next_attempt_value() {
+  // The first attempt writes the drawn value; each later one (a retry, or an acquire again after a
+  // release) the same with its last 8 hex digits advanced by the attempt's serial: unique among
+  // this Lock's attempts, as unlikely as the drawn value to be another Lock's, and no draw.
+  // A Random seam whose tokens are not hex gets the serial as a suffix instead.
+  const uint32_t serial = attempt_serial_++;
+  if (serial == 0) return;
+  constexpr size_t kTailDigits = 8;
+  uint32_t tail = 0;
+  const size_t head = first_value_.size() > kTailDigits ? first_value_.size() - kTailDigits : 0;
+  const char* const end = first_value_.data() + first_value_.size();
+  const auto [parsed_to, error] = std::from_chars(first_value_.data() + head, end, tail, 16);
+  if (head == 0 || error != std::errc() || parsed_to != end) {
+    spec_.value = first_value_ + "." + std::to_string(serial);
+    return;
+  }
+  char digits[kTailDigits + 1];
+  std::snprintf(digits, sizeof(digits), "%08x", static_cast<unsigned>(tail + serial));
+  spec_.value = first_value_.substr(0, head) + digits;
 }
 
 Lock& Lock::acquire() {
@@ -206,6 +230,7 @@ std::optional<RetryError> Lock::try_acquire() {
   std::string last_detail;  // the adapter's word on the last refusal
   for (int attempt = 0; attempt < attempts_max; ++attempt) {
     attempts_ = attempt + 1;
+    next_attempt_value();
     const int64_t attempt_started_us = clock.monotonic_us();
     LeaseCall call = call_for_lease([&] { return options_.adapter->create_lock(spec_); },
                                     attempt_started_us, spec_.ttl_ms);

@@ -14,8 +14,12 @@
 //   while (!lock.lost()) do_a_step();  // lost(): the lock-lost signal, never later than validity
 //   lock.release();                    // stops the extensions first
 //
-// Invariants: a Lock has one unique value for its whole life (drawn from the Random seam at
-// creation); acquire() reports success only when the adapter confirmed the grant; only contention
+// Invariants: every acquire attempt of a Lock writes a value of its own (the first is drawn from
+// the Random seam at creation, the next ones derived from it without a draw), and the attempt that
+// won names the lock until it is released: a request of an earlier attempt or hold that arrives
+// late (a Redlock clean-up, a release, on a connection the client gave up on and a reconnect
+// overtook) can never take a later grant for its own. acquire() reports success only when the
+// adapter confirmed the grant; only contention
 // is retried; the key, TTL and retry settings are validated when the Lock is made, so a bad
 // argument fails before anything is sent. lost() never says "held" once the validity the lock last
 // knew has ended by the holder's monotonic clock.
@@ -153,6 +157,7 @@ class Lock {
 
   const std::string& key() const { return spec_.key; }
   int64_t ttl_ms() const { return spec_.ttl_ms; }
+  // The value of the latest acquire attempt: the held lock's while held.
   const std::string& unique_value() const { return spec_.value; }
   const RetrySettings& retry_settings() const { return options_.retry; }
   // The fencing token of the last successful acquire; empty before it, and always empty when the
@@ -208,8 +213,13 @@ class Lock {
     });
   }
 
+  // The value the next acquire attempt writes (unique_value() until then).
+  void next_attempt_value();
+
   LockerOptions options_;
   LockSpec spec_;
+  std::string first_value_;      // drawn at creation: attempt 0's value
+  uint32_t attempt_serial_ = 0;  // attempts made over the Lock's life
   std::optional<uint64_t> fencing_token_;
   int attempts_ = 0;
   int64_t acquired_at_us_ = 0;

@@ -184,6 +184,20 @@ TEST_CASE("seeds where an error once hid an applied write now hold", "[sweep][er
   }
 }
 
+// Redlock seed 7 of `--faults stall`: an attempt refused by the majority cleans up the nodes it got;
+// the clean-up, held by the stall on a connection the client then gave up on, went out at its next
+// retransmission, after the reconnected client's next attempt had won those nodes with the same
+// value, and deleted that grant: the client worked on without a quorum (validity_within_lease).
+// Each attempt now writes a value of its own (Lock::unique_value).
+TEST_CASE("a late clean-up of a refused Redlock attempt never deletes a later attempt's grant",
+          "[sweep][stall]") {
+  SweepConfig config{.adapter = "redlock", .faults = {FaultKind::stall}, .faults_named = true};
+  const SeedOutcome outcome = run_sweep_seed(config, swarm_capabilities("redlock"), 7);
+  INFO(to_text(outcome.report));
+  CHECK(outcome.spec.has_fault(FaultKind::stall));
+  CHECK_FALSE(outcome.violates());
+}
+
 TEST_CASE("careful clients catch a Redlock that ignores the time spent acquiring",
           "[sweep][careful][shrink]") {
   register_known_bad_adapters();

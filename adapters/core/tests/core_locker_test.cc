@@ -1,5 +1,6 @@
 // Locker and Lock: the API contracts, over the memory adapter and scripted fakes, on a manual
 // clock that advances only when someone sleeps on it (no real sleeps here).
+#include <algorithm>
 #include <atomic>
 #include <optional>
 #include <stdexcept>
@@ -44,8 +45,14 @@ class ScriptedAdapter final : public LockAdapter {
   explicit ScriptedAdapter(Clock& clock) : clock_(clock) {}
   std::string_view name() const override { return "scripted"; }
   FencingSupport fencing() const override { return fencing_support; }
-  AdapterResult create_lock(const LockSpec&) override {
+  AdapterResult create_lock(const LockSpec& spec) override {
     create_starts_us.push_back(clock_.now_us());
+    create_values.push_back(spec.value);
+    if (!grant_from_attempt.empty()) {
+      create_result = create_values.size() >= grant_from_attempt.front()
+                          ? AdapterResult{}
+                          : AdapterResult{.status = AdapterStatus::contended};
+    }
     if (create_duration_us > 0) clock_.sleep_for_us(create_duration_us);
     if (during_create) during_create();
     return create_result;
@@ -79,6 +86,8 @@ class ScriptedAdapter final : public LockAdapter {
   int64_t create_duration_us = 0;
   int64_t extend_duration_us = 0;
   std::vector<int64_t> create_starts_us;
+  std::vector<std::string> create_values;
+  std::vector<size_t> grant_from_attempt;  // when set: contended before that (1-based) create
   int release_calls = 0;
 
  private:
@@ -189,6 +198,35 @@ TEST_CASE("each Lock has its own 32-hex-digit unique value", "[locker]") {
   CHECK(a.unique_value() != b.unique_value());
   CHECK(a.key() == "k");
   CHECK(a.ttl_ms() == 1000);
+}
+
+// A Redlock attempt refused by its majority cleans up what it got; on a connection the client gave
+// up on, that clean-up can arrive after a reconnect's next attempt won the nodes. Were the value
+// the same, it would delete the new grant (a stall found it: sweep --adapter redlock --faults
+// stall, seed 7).
+TEST_CASE("every acquire attempt writes a value of its own, the winner's names the lock",
+          "[locker]") {
+  Fixture f;
+  f.scripted.grant_from_attempt = {3};
+  Lock lock = f.scripted_locker({.retry_delay_ms = 10, .retry_times = 5}).lock("k", 1000);
+  const std::string drawn = lock.unique_value();
+  lock.acquire();
+  REQUIRE(f.scripted.create_values.size() == 3);
+  CHECK(f.scripted.create_values[0] == drawn);  // the first attempt writes the drawn value
+  CHECK(f.scripted.create_values[1] != f.scripted.create_values[0]);
+  CHECK(f.scripted.create_values[2] != f.scripted.create_values[1]);
+  CHECK(f.scripted.create_values[2] != f.scripted.create_values[0]);
+  CHECK(lock.unique_value() == f.scripted.create_values[2]);  // the winner's
+  for (const std::string& value : f.scripted.create_values) {
+    CHECK(value.size() == 32);
+    CHECK(value.substr(0, 24) == drawn.substr(0, 24));
+  }
+  lock.release();
+  f.scripted.grant_from_attempt = {4};
+  lock.acquire();  // again: a value none of the earlier attempts wrote
+  REQUIRE(f.scripted.create_values.size() == 4);
+  CHECK(std::count(f.scripted.create_values.begin(), f.scripted.create_values.end(),
+                   f.scripted.create_values[3]) == 1);
 }
 
 TEST_CASE("a contended acquire without retries fails after one attempt", "[locker]") {
