@@ -14,6 +14,7 @@ void hear_reset(SimCall& call) {
 
 uint64_t ConnectionResets::reset(TimeUs for_us) {
   LOCKSTEP_SIM_CHECK(for_us >= 0, "a reset lasts 0 us or more");
+  opened_.clear();
   resetting_until_us_ = std::max(resetting_until_us_, world_.now_us() + for_us);
   const std::shared_ptr<SimCall> call = in_flight_.lock();
   if (!call || call->answered || call->abandoned || call->ended_by_reset()) {
@@ -32,6 +33,21 @@ bool ConnectionResets::refuse(std::shared_ptr<SimCall> call) {
   world_.scheduler().at(world_.now_us(), [call] {
     if (call->on_reply && !call->abandoned) call->on_reply();
   });
+  return true;
+}
+
+uint64_t ConnectionResets::opened_to(NodeId server) {
+  const auto [at, opened] = opened_.try_emplace(server, world_.incarnation(server));
+  (void)opened;
+  return at->second;
+}
+
+bool ConnectionResets::half_open(std::shared_ptr<SimCall> call, NodeId server, NodeId client) {
+  // Only the connection this call was on: one opened since, to the new incarnation, stays.
+  const auto it = opened_.find(server);
+  if (it != opened_.end() && it->second == call->server_incarnation) opened_.erase(it);
+  world_.trace_linef("node {} restarted since #{}'s connection opened: RST", server, call->id);
+  send_rst(std::move(call), server, client);
   return true;
 }
 

@@ -83,7 +83,7 @@ std::shared_ptr<SimMongoConnection::Request> SimMongoConnection::send(
   request->id = ++next_request_;
   request->member = member;
   request->on_reply = std::move(on_reply);
-  if (resets_.refuse_or_track(request)) {  // the reset is found on the write: nothing goes out
+  if (resets_.refuse_or_track(request, replica_set_.node(member))) {  // found reset: not sent
     world_.trace_linef("mongo c{} #{} not sent: the connection was reset", client_, request->id);
     return request;
   }
@@ -247,8 +247,9 @@ MongoResult SimMongoConnection::run_command(const std::string& database, MongoDo
     return MongoResult{.status = IoStatus::ok, .reply = std::move(request->reply)};
   }
   // A reply can have been buffered while this fiber's resumption waited out a pause of its node:
-  // if it came after the deadline, it is still a timeout.
+  // if it came after the deadline, it is still a timeout. The driver gives the connection up.
   request->abandoned = true;
+  resets_.reopen_all();
   selected_ = -1;
   world_.trace_linef("mongo c{} #{} timeout after {}us{}", client_, request->id,
                      options_.command_timeout_us,

@@ -66,11 +66,11 @@ std::shared_ptr<SimRedisRequest> SimRedisConnection::send(const std::vector<std:
   auto request = std::make_shared<SimRedisRequest>();
   request->id = ++next_request_;
   request->on_reply = std::move(on_reply);
-  if (resets_.refuse_or_track(request)) {  // the reset is found on the write: nothing goes out
+  RedisNode* server = target_;
+  if (resets_.refuse_or_track(request, server->node())) {  // found reset on the write: not sent
     world_.trace_linef("redis c{} #{} not sent: the connection was reset", client_, request->id);
     return request;
   }
-  RedisNode* server = target_;
   world_.trace_line_by([&] {
     return fmt::format("redis c{} #{} -> {}: {}", client_, request->id, server->name(),
                        summarize_command(argv));
@@ -227,8 +227,9 @@ RedisResult SimRedisConnection::command(const std::vector<std::string>& argv) {
     return reset_result(*request);
   }
   // A reply can have been buffered while this fiber's resumption waited out a pause of its node:
-  // if it came after the deadline, it is still a timeout.
+  // if it came after the deadline, it is still a timeout. The client gives up on the connection.
   request->abandoned = true;
+  resets_.reopen_all();
   world_.trace_linef("redis c{} #{} timeout after {}us{}", client_, request->id,
                      options_.command_timeout_us,
                      reader.reply ? " (reply came after the deadline: discarded)" : "");

@@ -550,6 +550,34 @@ TEST_CASE("connection: a reset while idle fails the next command before it is se
   CHECK(w.unfinished_fibers() == 0);
 }
 
+// A connection belongs to the server incarnation it was opened to: one that restarted has
+// forgotten it, and answers the next command with an RST instead of running it (half-open). The
+// client cannot tell that from a reset after the command ran: connection_lost. Then it reconnects.
+TEST_CASE("connection: a server restarted since the connection opened answers with an RST",
+          "[sim][redis][connection][reset]") {
+  World w(fixed_latency(500));
+  RedisNode r(w, {.name = "r0"});
+  const NodeId c = w.add_node("client");
+  SimRedisConnection conn(w, c, r, 1, {.command_timeout_us = 100'000});
+  at(w, 5'000, [&] {
+    w.crash(r.node());
+    w.restart(r.node());
+  });
+  w.spawn(c, "c1", [&] {
+    REQUIRE(conn.command({"SET", "k", "v"}).ok());  // opens the connection
+    w.sleep_for_us(10'000);
+    const RedisResult half_open = conn.command({"INCR", "n"});
+    CHECK(half_open.status == IoStatus::connection_lost);
+    CHECK(w.now_us() == 12'000);  // sent at 11 ms: the RST came back a round trip later
+    const RedisResult again = conn.command({"INCR", "n"});  // a new connection
+    REQUIRE(again.ok());
+    CHECK(again.reply == num(1));  // the first INCR never ran
+  });
+  w.run();
+  CHECK(w.trace().contains("restarted since #2's connection opened: RST"));
+  CHECK(w.unfinished_fibers() == 0);
+}
+
 TEST_CASE("connection: the timeout is measured on the client's drifting clock",
           "[sim][redis][connection]") {
   World w(fixed_latency(500));
