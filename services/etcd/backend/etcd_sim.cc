@@ -76,6 +76,12 @@ class EtcdSimBackend final : public Backend {
     return *adapters_.back();
   }
 
+  void reset_connections(int client_node, int64_t for_us) override {
+    for (auto& connection : connections_) {
+      if (connection->client_node() == client_node) connection->reset(for_us);
+    }
+  }
+
   int server_count() const override { return cluster_->members(); }
   // The Lock RPC's call waits in the server's queue for up to lock_wait_ms (etcd-lock): a queue on
   // a member that died answers never, and the call waits that long.

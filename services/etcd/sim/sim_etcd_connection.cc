@@ -1,5 +1,6 @@
 #include "services/etcd/sim/sim_etcd_connection.h"
 
+#include <algorithm>
 #include <deque>
 #include <map>
 
@@ -24,23 +25,24 @@ std::string compact(const EtcdJson& body) {
   return text.size() <= kTraceReplyBytes ? text : text.substr(0, kTraceReplyBytes) + "..";
 }
 
-// One request in flight, shared by the waiting fiber and the network messages.
-struct Request {
-  uint64_t id = 0;
-  bool executed = false;
-  bool answered = false;
-  bool abandoned = false;
+// One request in flight, shared by the waiting fiber and the network messages; its transport
+// state (answered, abandoned, reset) is the SimCall's.
+struct Request : SimCall {
   int http_status = 0;
   EtcdJson reply;
   Waiter waiter;
 };
 
+}  // namespace
+
 // A stream's state, shared with the member's pushes.
 struct StreamState {
   uint64_t id = 0;
+  int member = 0;
   bool opened = false;  // the member got the open (a duplicate is ignored)
   bool closed = false;
-  bool broken = false;  // retransmission gave up: the client sees connection_error
+  bool broken = false;  // retransmission gave up, or a reset: the client sees an error
+  bool reset = false;   // broken by a reset after its open was sent: connection_lost
   std::deque<std::pair<int, EtcdJson>> inbox;
   Waiter waiter;
   bool waiting = false;
@@ -51,6 +53,8 @@ struct StreamState {
   uint64_t taken = 0;
   std::map<uint64_t, std::pair<int, EtcdJson>> ahead;
 };
+
+namespace {
 
 void wake_reader(World& world, StreamState& st) {
   if (st.waiting) world.wake(st.waiter);
@@ -106,7 +110,8 @@ void open_reliably(World& world, EtcdCluster& cluster, NodeId client_node, int m
   world.network().send(
       client_node, server_node, [&] { return "etcd open " + path; },
       [&world, &cluster, member, server_node, client_node, client, path, body, state] {
-        if (std::exchange(state->opened, true) || state->closed) return;
+        // An open still on the wire when its connection was reset is lost with it.
+        if (std::exchange(state->opened, true) || state->closed || state->broken) return;
         cluster.open_stream(
             member, client, state->id, path, body,
             [&world, server_node, client_node, state](int status, EtcdJson message) {
@@ -166,8 +171,9 @@ class SimEtcdStream final : public EtcdStream {
       state_->waiting = false;
     }
     if (state_->inbox.empty() && state_->broken) {
+      // A reset after the open was sent: the call may have run (a Lock granted, its answer lost).
       return {
-          .status = IoStatus::connection_error,
+          .status = state_->reset ? IoStatus::connection_lost : IoStatus::connection_error,
           .message = fmt::format("the stream to sim:{} was reset", cluster_.member_name(member_))};
     }
     if (state_->inbox.empty()) {
@@ -202,7 +208,8 @@ SimEtcdConnection::SimEtcdConnection(World& world, NodeId client_node, EtcdClust
       client_node_(client_node),
       cluster_(cluster),
       client_(client),
-      options_(std::move(options)) {
+      options_(std::move(options)),
+      resets_(world) {
   LOCKSTEP_SIM_CHECK(options_.request_timeout_us > 0, "request_timeout_us must be positive");
   if (options_.members.empty()) {
     for (int i = 0; i < cluster_.members(); ++i) options_.members.push_back(i);
@@ -225,6 +232,14 @@ EtcdResult SimEtcdConnection::call(std::string_view path_view, const EtcdJson& b
   auto request = std::make_shared<Request>();
   request->id = ++next_request_;
   request->waiter = world_.prepare_park();
+  request->on_reply = [&world = world_, raw = request.get()] { world.wake(raw->waiter); };
+  if (resets_.refuse_or_track(request, cluster_.node(member))) {  // found reset: not sent
+    request->abandoned = true;
+    world_.trace_linef("etcd c{} #{} not sent: the connection was reset", client_, request->id);
+    return {.status = IoStatus::connection_error,
+            .message =
+                fmt::format("connection to sim:{} reset: not sent", cluster_.member_name(member))};
+  }
   world_.trace_line_by([&] {
     return fmt::format("etcd c{} #{} -> {}: {} {}", client_, request->id,
                        cluster_.member_name(member), path, compact(body));
@@ -236,7 +251,12 @@ EtcdResult SimEtcdConnection::call(std::string_view path_view, const EtcdJson& b
   const int client = client_;
   world_.network().send(
       client_node, server_node, [&] { return "etcd " + path; },
-      [&world, &cluster, member, server_node, client_node, client, path, body, request] {
+      [&world, &cluster, member, server_node, client_node, client, path, body, request,
+       resets = &resets_] {
+        if (resets->drops_request(request, server_node, client_node)) {
+          world.trace_linef("etcd c{} #{} lost with its reset connection", client, request->id);
+          return;
+        }
         if (std::exchange(request->executed, true)) return;  // a duplicate: TCP delivers once
         cluster.handle(
             member, client, path, body,
@@ -244,10 +264,18 @@ EtcdResult SimEtcdConnection::call(std::string_view path_view, const EtcdJson& b
               world.network().send(
                   server_node, client_node, [&] { return "reply etcd " + path; },
                   [&world, client, request, status, reply = std::move(reply)]() mutable {
-                    if (request->answered || request->abandoned) {
+                    if (ConnectionResets::drops_reply(*request)) {
                       world.trace_line_by([&] {
-                        return fmt::format("etcd c{} #{} late reply discarded: {}", client,
-                                           request->id, compact(reply));
+                        return fmt::format("etcd c{} #{} reply lost with its reset connection: {}",
+                                           client, request->id, compact(reply));
+                      });
+                      return;
+                    }
+                    if (request->answered || request->abandoned || request->reset) {
+                      world.trace_line_by([&] {
+                        return fmt::format(
+                            "etcd c{} #{} {} reply discarded: {}", client, request->id,
+                            request->reset ? "reset connection's" : "late", compact(reply));
                       });
                       return;
                     }
@@ -272,6 +300,13 @@ EtcdResult SimEtcdConnection::call(std::string_view path_view, const EtcdJson& b
             .body = std::move(request->reply)};
   }
   request->abandoned = true;
+  if (request->ended_by_reset()) {
+    world_.trace_linef("etcd c{} #{} connection lost", client_, request->id);
+    return {.status = request->reset_status(),
+            .message = fmt::format("connection to sim:{} reset after the request was sent",
+                                   cluster_.member_name(member))};
+  }
+  resets_.reopen_all();  // clientv3 gives the connection up and moves on
   current_ = (current_ + 1) % options_.members.size();
   world_.trace_linef("etcd c{} #{} timeout after {}us", client_, request->id,
                      options_.request_timeout_us);
@@ -288,13 +323,57 @@ std::unique_ptr<EtcdStream> SimEtcdConnection::open(std::string_view path_view,
   const int member = this->member();
   auto state = std::make_shared<StreamState>();
   state->id = (static_cast<uint64_t>(client_ + 1) << 32) | ++next_request_;
+  state->member = member;
+  if (world_.now_us() < resetting_until_us_) {  // found reset on the write: nothing goes out
+    state->broken = true;
+    world_.trace_linef("etcd c{} stream #{} not sent: the connection was reset", client_,
+                       state->id);
+    return std::make_unique<SimEtcdStream>(world_, client_node_, cluster_, member, client_,
+                                           std::move(state));
+  }
   world_.trace_line_by([&] {
     return fmt::format("etcd c{} stream #{} -> {}: {} {}", client_, state->id,
                        cluster_.member_name(member), path, compact(body));
   });
+  std::erase_if(streams_, [](const std::weak_ptr<StreamState>& stream) {
+    const std::shared_ptr<StreamState> live = stream.lock();
+    return !live || live->closed || live->broken;
+  });
+  LOCKSTEP_SIM_CHECK(streams_.size() < kStreamsMax, "too many open streams on one connection");
+  streams_.push_back(state);
   open_reliably(world_, cluster_, client_node_, member, client_, path, body, state, 0);
   return std::make_unique<SimEtcdStream>(world_, client_node_, cluster_, member, client_,
                                          std::move(state));
+}
+
+void SimEtcdConnection::reset(TimeUs for_us) {
+  const uint64_t ended = resets_.reset(for_us);
+  resetting_until_us_ = std::max(resetting_until_us_, world_.now_us() + for_us);
+  size_t broken = 0;
+  for (const std::weak_ptr<StreamState>& stream : streams_) {
+    const std::shared_ptr<StreamState> live = stream.lock();
+    if (!live || live->closed || live->broken) continue;
+    break_stream(*live);
+    ++broken;
+  }
+  streams_.clear();
+  world_.trace_linef("etcd c{} connection to {} reset{}{}{}", client_,
+                     cluster_.member_name(member()),
+                     ended != 0 ? fmt::format(" with #{} in flight", ended) : "",
+                     broken != 0 ? fmt::format(", {} stream(s) broken", broken) : "",
+                     for_us > 0 ? fmt::format(", and again for {}us", for_us) : "");
+}
+
+void SimEtcdConnection::break_stream(StreamState& stream) {
+  stream.broken = true;
+  stream.reset = true;
+  wake_reader(world_, stream);
+  // The RST reaches the member's end too: it ends the call (a Lock RPC deletes its queued key).
+  EtcdCluster& cluster = cluster_;
+  const int member = stream.member;
+  const uint64_t id = stream.id;
+  world_.network().send(client_node_, cluster_.node(member), "etcd stream RST",
+                        [&cluster, member, id] { cluster.cancel_stream(member, id); });
 }
 
 }  // namespace lockstep::sim::etcd

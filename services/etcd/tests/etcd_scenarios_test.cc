@@ -43,6 +43,14 @@ std::vector<FaultKind> kinds_before_stall() {
   return kinds;
 }
 
+// What an etcd backend could strike before its connections could be reset: the seeds below were
+// found then, and draw their schedules only so.
+SwarmCapabilities caps_before_resets(const std::string& adapter) {
+  SwarmCapabilities caps = swarm_capabilities(adapter);
+  caps.connection_resets = false;
+  return caps;
+}
+
 // One seed of `sweep --adapter ADAPTER`, drawing only `faults` when given (as --faults does).
 SeedOutcome sweep_seed(const std::string& adapter, uint64_t seed,
                        std::vector<FaultKind> faults = {}) {
@@ -52,7 +60,7 @@ SeedOutcome sweep_seed(const std::string& adapter, uint64_t seed,
     config.faults = std::move(faults);
     config.faults_named = true;
   }
-  return run_sweep_seed(config, swarm_capabilities(adapter), seed);
+  return run_sweep_seed(config, caps_before_resets(adapter), seed);
 }
 
 // A swarm spec kept as a fixture (tests/fixtures/NAME.json), run as the sweep runs `seed` with
@@ -175,7 +183,7 @@ TEST_CASE("sim: a queued lease cut short by a fast leader clock before its grant
   // The seed was found before sweeps struck a replica set's leader, and before `stall`: drawn
   // without those kinds.
   config.faults = kinds_before_stall();
-  SwarmCapabilities caps = swarm_capabilities("etcd");
+  SwarmCapabilities caps = caps_before_resets("etcd");
   caps.failover = caps.server_restart = caps.server_pause = false;
   const SeedOutcome outcome = run_sweep_seed(config, caps, 1468);
   INFO(to_text(outcome.report));

@@ -254,6 +254,117 @@ TEST_CASE("a cancelled Lock RPC leaves the queue", "[etcd][sim][lock]") {
   f.world.run();
 }
 
+TEST_CASE("a reset ends the call in flight as lost, or refuses the next one unsent",
+          "[etcd][sim][reset]") {
+  Fixture f(1);
+  const NodeId node = f.client("c0");
+  f.world.network().set_fixed_latency(1'000);  // a put is on the wire from 0 to 1 ms
+  bool done = false;
+  f.world.spawn(node, "c0", [&] {
+    SimEtcdConnection c = f.connect(node, 0);
+    f.world.scheduler().after(500, [&] { c.reset(); });
+    const EtcdResult lost = c.call("/v3/kv/put", {{"key", b("k")}, {"value", b("v")}});
+    CHECK(lost.status == IoStatus::connection_lost);  // sent whole: it may have run
+    CHECK(f.world.now_us() == 500);                   // the RST came at once
+    c.reset();                                        // with nothing in flight
+    const EtcdResult refused = c.call("/v3/kv/put", {{"key", b("k")}, {"value", b("w")}});
+    CHECK(refused.status == IoStatus::connection_error);  // found on the write: never sent
+    const EtcdResult read = c.call("/v3/kv/range", {{"key", b("k")}});
+    REQUIRE(read.ok());  // then it works again
+    CHECK_FALSE(
+        read.body.contains("kvs"));  // the first put was lost on the wire, the second unsent
+    done = true;
+  });
+  f.world.run();
+  CHECK(done);
+}
+
+TEST_CASE("a member restarted since the connection opened answers the next call with an RST",
+          "[etcd][sim][reset]") {
+  Fixture f(1);
+  const NodeId node = f.client("c0");
+  bool done = false;
+  f.world.spawn(node, "c0", [&] {
+    SimEtcdConnection c = f.connect(node, 0);
+    REQUIRE(c.call("/v3/kv/put", {{"key", b("k")}, {"value", b("v")}}).ok());
+    f.cluster.crash(0);
+    f.cluster.restart(0);
+    f.world.sleep_for_us(3'000'000);  // it leads again
+    const EtcdResult half_open = c.call("/v3/kv/put", {{"key", b("k")}, {"value", b("w")}});
+    CHECK(half_open.status == IoStatus::connection_lost);  // written whole: for all it knows, ran
+    const EtcdResult read = c.call("/v3/kv/range", {{"key", b("k")}});  // a new connection
+    REQUIRE(read.ok());
+    CHECK(read.body["kvs"][0]["value"] == b("v"));  // the second put never ran
+    done = true;
+  });
+  f.world.run();
+  CHECK(done);
+}
+
+TEST_CASE("a reset window dooms every call sent in it: lost on the way or its reply lost",
+          "[etcd][sim][reset]") {
+  Fixture f(1, 3);
+  const NodeId node = f.client("c0");
+  int lost = 0;
+  int ok = 0;
+  f.world.spawn(node, "c0", [&] {
+    SimEtcdConnection c = f.connect(node, 0);
+    c.reset(1'000'000);
+    for (int i = 0; i < 20; ++i) {
+      const EtcdResult r = c.call("/v3/kv/put", {{"key", b(fmt::format("k{}", i))}});
+      if (r.status == IoStatus::connection_lost) ++lost;
+      CHECK(r.status != IoStatus::ok);
+    }
+    f.world.sleep_for_us(1'000'000);
+    const EtcdResult after = c.call("/v3/kv/put", {{"key", b("after")}});
+    if (after.ok()) ++ok;
+  });
+  f.world.run();
+  CHECK(lost == 19);  // the first was refused unsent (the reset found on the write)
+  CHECK(ok == 1);
+  // Of the doomed puts some ran (their replies lost) and some never reached the server.
+  const int64_t ran = static_cast<int64_t>(f.cluster.store(0).revision()) - 2;  // 'after' too
+  CHECK(ran > 0);
+  CHECK(ran < 19);
+}
+
+TEST_CASE("a reset breaks an open Lock RPC: the client hears it, the member drops its key",
+          "[etcd][sim][reset][lock]") {
+  Fixture f(1);
+  const NodeId a_node = f.client("a");
+  const NodeId b_node = f.client("b");
+  f.world.spawn(a_node, "a", [&] {
+    SimEtcdConnection c = f.connect(a_node, 0);
+    const std::string lease = c.call("/v3/lease/grant", {{"TTL", 10}}).body["ID"];
+    std::unique_ptr<EtcdStream> lock =
+        c.open("/v3/lock/lock", {{"name", b("L")}, {"lease", lease}});
+    REQUIRE(lock->next(1'000'000).ok());
+    f.world.sleep_for_us(2'000'000);
+  });
+  f.world.spawn(b_node, "b", [&] {
+    f.world.sleep_for_us(100'000);
+    SimEtcdConnection c = f.connect(b_node, 1);
+    const std::string lease = c.call("/v3/lease/grant", {{"TTL", 10}}).body["ID"];
+    std::unique_ptr<EtcdStream> lock =
+        c.open("/v3/lock/lock", {{"name", b("L")}, {"lease", lease}});
+    CHECK(lock->next(300'000).status == IoStatus::timeout);  // queued behind A
+    c.reset();
+    const EtcdResult broken = lock->next(1'000'000);
+    CHECK(broken.status == IoStatus::connection_lost);  // its open was sent: it may have run
+    CHECK(f.world.now_us() < 500'000);                  // at once, not after the wait
+    f.world.sleep_for_us(100'000);
+    const EtcdJson range = {{"key", b("L/")}, {"range_end", b("L0")}};
+    CHECK(c.call("/v3/kv/range", range).status == IoStatus::connection_error);  // found reset
+    const EtcdResult keys = c.call("/v3/kv/range", range);
+    CHECK(int_field(keys.body, "count") == 1);  // A's alone: B's queued key went with the call
+    c.reset(1'000'000);
+    std::unique_ptr<EtcdStream> unsent =
+        c.open("/v3/lock/lock", {{"name", b("L")}, {"lease", lease}});
+    CHECK(unsent->next(1'000'000).status == IoStatus::connection_error);
+  });
+  f.world.run();
+}
+
 TEST_CASE("the same seed gives the same trace", "[etcd][sim]") {
   const auto run = [](uint64_t seed) {
     Fixture f(3, seed);
