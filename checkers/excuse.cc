@@ -50,9 +50,11 @@ bool can_break(const HistoryMeta& meta, const HistoryEvent& fault, Invariant inv
     case Invariant::valid_on_return:
     case Invariant::validity_within_lease:
       // A clock that measures wrongly or a server that loses or shortens leases can end a lease
-      // the holder could not know had ended; a pause cannot (the lock checks after it).
+      // the holder could not know had ended; a pause cannot (the lock checks after it). A reset
+      // ends a session, and a session lock's lease with it, before its holder next speaks.
       return loses_state || client_clock || fault.fault == FaultKind::server_drift ||
-             fault.fault == FaultKind::server_clock_jump || fault.fault == FaultKind::session_end;
+             fault.fault == FaultKind::server_clock_jump || fault.fault == FaultKind::session_end ||
+             fault.fault == FaultKind::reset;
     case Invariant::no_lost_update:
       if (protected_by_fencing(meta)) return loses_state;
       return can_break(meta, fault, Invariant::mutual_exclusion);
@@ -586,8 +588,8 @@ bool inside_envelope(const History& history, const HistoryEvent& fault) {
     case FaultKind::latency:
     case FaultKind::loss:
     case FaultKind::partition:
-    case FaultKind::stall:
-    case FaultKind::reset: return v.network;
+    case FaultKind::stall: return v.network;
+    case FaultKind::reset: return v.network && v.connection_resets;
     // No lock keeps a session the server ended: only fencing can refuse its holder's writes.
     case FaultKind::session_end: return false;
     case FaultKind::other: return true;  // not a fault of the world: excuses nothing

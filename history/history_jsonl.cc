@@ -69,6 +69,7 @@ json envelope_json(const FaultEnvelope& v) {
             {"server_pause", v.server_pause}};
   // Only where it is so: a history of any other lock reads as it did before the field existed.
   if (v.clients_compare_wall_deadlines) j["clients_compare_wall_deadlines"] = true;
+  if (!v.connection_resets) j["connection_resets"] = false;
   return j;
 }
 
@@ -139,8 +140,8 @@ class LineReader {
 
 FaultEnvelope read_envelope(const LineReader& r) {
   r.only({"client_slow_ppm_max", "server_fast_ppm_max", "client_wall_clock", "server_wall_clock",
-          "network", "failover", "server_restart", "server_pause",
-          "clients_compare_wall_deadlines"});
+          "network", "failover", "server_restart", "server_pause", "clients_compare_wall_deadlines",
+          "connection_resets"});
   FaultEnvelope v;
   v.client_slow_ppm_max = r.integer("client_slow_ppm_max", 0, 0);
   v.server_fast_ppm_max = r.integer("server_fast_ppm_max", 0, 0);
@@ -151,6 +152,7 @@ FaultEnvelope read_envelope(const LineReader& r) {
   v.server_restart = r.choice("server_restart", kRestartRulesAll, RestartRule::never);
   v.server_pause = r.flag("server_pause");
   v.clients_compare_wall_deadlines = r.flag("clients_compare_wall_deadlines");
+  v.connection_resets = r.find("connection_resets") == nullptr || r.flag("connection_resets");
   return v;
 }
 

@@ -724,6 +724,35 @@ TEST_CASE("a history whose clients read each other's wall deadlines says so when
   CHECK(read_history_jsonl(file).meta.envelope.clients_compare_wall_deadlines);
 }
 
+TEST_CASE("a reset is outside a session lock's envelope: it excuses the lease the reset ended",
+          "[excuse]") {
+  const auto after_reset = [](bool resets_inside, Invariant invariant) {
+    Overlap o;
+    o.history.meta.envelope.connection_resets = resets_inside;
+    o.fault(FaultKind::reset, 500, 500, 0, 0);
+    return o.measured(1000, invariant);
+  };
+  CHECK(after_reset(false, Invariant::validity_within_lease).excused());
+  CHECK(after_reset(false, Invariant::mutual_exclusion).excused());
+  CHECK_FALSE(after_reset(true, Invariant::validity_within_lease).excused());
+  CHECK_FALSE(after_reset(true, Invariant::mutual_exclusion).excused());
+}
+
+TEST_CASE("a history whose lock does not survive resets says so when read back, absent it does",
+          "[excuse][jsonl]") {
+  Overlap session;
+  session.history.meta.envelope.connection_resets = false;
+  std::stringstream file;
+  write_history_jsonl(session.history, file);
+  CHECK(file.str().find("\"connection_resets\":false") != std::string::npos);
+  CHECK_FALSE(read_history_jsonl(file).meta.envelope.connection_resets);
+  Overlap lease;
+  std::stringstream other;
+  write_history_jsonl(lease.history, other);
+  CHECK(other.str().find("connection_resets") == std::string::npos);
+  CHECK(read_history_jsonl(other).meta.envelope.connection_resets);
+}
+
 TEST_CASE("excused violations early in a run cannot hide a later unexcused one", "[excuse]") {
   History h;
   h.meta.clients = 2;

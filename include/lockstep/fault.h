@@ -106,6 +106,9 @@ struct FaultEnvelope {
   bool server_wall_clock = false;
   // Latency, loss, partitions, stalls and connection resets between clients and servers.
   bool network = true;
+  // Of the network faults, connection resets too. Not for a session lock: a reset ends the session
+  // and its locks at once, where a cut-off one lasts until keepalive notices.
+  bool connection_resets = true;
   // A failover keeps every acknowledged grant and counter (a majority write concern).
   bool failover = false;
   RestartRule server_restart = RestartRule::never;

@@ -146,8 +146,12 @@ PgResult LibpqConnection::execute(const std::string& sql, int64_t wait_us_min) {
                     fmt::format("{}: no reply within {}ms", endpoint(), wait_ms));
       }
       if (PQconsumeInput(conn_) == 0) {
+        // Written whole, then the connection failed. Without a word from the server (a reset, an
+        // EOF) the statement may have run; after its FATAL (57P01: terminated) the session ended
+        // instead, and what it held with it.
         const std::string why = trimmed(PQerrorMessage(conn_));
-        PgResult lost = fail(IoStatus::connection_error, why);
+        PgResult lost = fail(
+            out.sqlstate.empty() ? IoStatus::connection_lost : IoStatus::connection_error, why);
         lost.sqlstate = out.sqlstate;
         lost.error = out.error;
         lost.notices = notices_;

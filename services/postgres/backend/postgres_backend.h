@@ -54,19 +54,23 @@ std::unique_ptr<Backend> make_postgres_real_backend(BackendEnv& env, AdvisoryMod
 
 // A PostgreSQL advisory lock: a session lock without expiry on one server, whose streaming replica
 // can be promoted. Its envelope: network faults (its validity stops a cut-off holder before the
-// server's keepalive can end its session) and server pauses; no failover (advisory locks are not
-// replicated), no restart (they are volatile); a server clock that jumps ends nothing.
-inline constexpr AdapterTraits kPostgresTraits{.servers = ServerLayout::one_server,
-                                               .sim_faults = {.network = true,
-                                                              .server_clock = true,
-                                                              .server_clock_jump = true,
-                                                              .failover = true,
-                                                              .server_restart = true,
-                                                              .server_pause = true},
-                                               .envelope = {.server_wall_clock = true},
-                                               .tokens = TokenKind::none,
-                                               .server_expiry = ExpiryClock::none,
-                                               .concurrent_calls = false};
+// server's keepalive can end its session) and server pauses; no connection resets (a reset ends
+// the session and its locks at once, and the holder hears of it only at its next statement), no
+// failover (advisory locks are not replicated), no restart (they are volatile); a server clock
+// that jumps ends nothing.
+inline constexpr AdapterTraits kPostgresTraits{
+    .servers = ServerLayout::one_server,
+    .sim_faults = {.network = true,
+                   .server_clock = true,
+                   .server_clock_jump = true,
+                   .failover = true,
+                   .server_restart = true,
+                   .server_pause = true,
+                   .connection_resets = true},
+    .envelope = {.server_wall_clock = true, .connection_resets = false},
+    .tokens = TokenKind::none,
+    .server_expiry = ExpiryClock::none,
+    .concurrent_calls = false};
 
 // The declared traits as the options configure them: tokens from a sequence are monotonic.
 AdapterTraits refine_postgres_traits(AdapterTraits declared, const Options& options);

@@ -195,6 +195,12 @@ class PostgresSimBackend final : public Backend, public sim::PgLockObserver {
     if (two_way) world_.network().partition(host, target);
   }
   void heal() override { world_.network().heal_all(); }
+  // The client's own connections (a pooled session belongs to the pooler: untouched).
+  void reset_connections(int client_node, int64_t for_us) override {
+    const size_t reset = host_of(client_node).reset_all(for_us);
+    world_.trace_linef("pg node {}: {} connection(s) reset{}", client_node, reset,
+                       for_us > 0 ? fmt::format(", new ones refused for {}us", for_us) : "");
+  }
   void set_fixed_latency(int64_t latency_us) override {
     world_.network().set_fixed_latency(latency_us);
   }

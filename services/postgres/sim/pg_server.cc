@@ -127,9 +127,7 @@ void PgServer::query(uint64_t conn, const std::string& sql, const PgTag& tag, Re
           return;
         }
         PgEngine::Outcome timed_out = engine_.wait_timed_out(waiting->pid);
-        Reply answer = std::move(*waiting->pending);
-        waiting->pending.reset();
-        answer(std::move(timed_out.result));
+        answer_pending(conn, *waiting, std::move(timed_out.result));
         after_engine(&timed_out);
       });
     }
@@ -163,10 +161,15 @@ void PgServer::send_woken() {
     if (at == conn_of_pid_.end()) continue;
     Conn* c = live(at->second);
     if (c == nullptr || !c->pending) continue;
-    Reply answer = std::move(*c->pending);
-    c->pending.reset();
-    answer(std::move(woken.result));
+    answer_pending(at->second, *c, std::move(woken.result));
   }
+}
+
+void PgServer::answer_pending(uint64_t conn, Conn& c, PgResult result) {
+  Reply answer = std::move(*c.pending);
+  c.pending.reset();
+  if (c.gone_cause.empty()) return answer(std::move(result));
+  end_conn(conn, c, c.gone_requester, c.gone_cause + ", noticed as its statement answered");
 }
 
 // Sessions another session's pg_terminate_backend ended: their clients learn it from FATAL 57P01,
@@ -190,7 +193,7 @@ void PgServer::reconcile_ended() {
       c.pending.reset();
       c.end_sqlstate.clear();
       c.end_error.clear();
-      answer(std::move(fatal));
+      if (c.gone_cause.empty()) answer(std::move(fatal));  // a gone client reads nothing
     } else {
       std::shared_ptr<PgPeer> peer = c.peer;
       world_.network().send(
@@ -242,10 +245,18 @@ void PgServer::end_conn(uint64_t conn, Conn& c, int requester, const std::string
   after_engine(nullptr);
 }
 
+void PgServer::peer_gone(uint64_t conn, Conn& c, int requester, const std::string& cause) {
+  if (!c.pending) return end_conn(conn, c, requester, cause);
+  if (!c.gone_cause.empty()) return;
+  c.gone_cause = cause;
+  c.gone_requester = requester;
+  world_.trace_linef("pg {} session {}: {}; its statement waits on, unaware", name(), c.pid, cause);
+}
+
 void PgServer::client_closed(uint64_t conn) {
   Conn* c = live(conn);
   if (c == nullptr) return;
-  end_conn(conn, *c, c->peer->client(), "the client closed the connection");
+  peer_gone(conn, *c, c->peer->client(), "the client closed the connection");
 }
 
 bool PgServer::terminate(int64_t pid) {
@@ -308,7 +319,7 @@ void PgServer::probe_timeout(uint64_t conn, uint64_t gen) {
                               world_.node_clock(node_).true_duration_for(c->user_timeout_us)
                         : c->unanswered >= c->count;
   if (dead) {
-    end_conn(conn, *c, -1, fmt::format("keepalive: {} probes unanswered", c->unanswered));
+    peer_gone(conn, *c, -1, fmt::format("keepalive: {} probes unanswered", c->unanswered));
     return;
   }
   send_probe(conn, *c);
@@ -319,7 +330,7 @@ void PgServer::on_probe_answer(uint64_t conn, uint64_t gen, bool open) {
   Conn* c = live(conn);
   if (c == nullptr) return;
   if (!open) {
-    end_conn(conn, *c, -1, "the client's host reset the connection");
+    peer_gone(conn, *c, -1, "the client's host reset the connection");
     return;
   }
   c->last_heard_us = world_.now_us();

@@ -104,7 +104,11 @@ class PgServer {
     std::string end_sqlstate;  // "57P01" when terminated, reported once
     std::string end_error;
     std::optional<Reply> pending;  // a statement waiting for a lock
-    uint64_t wait_id = 0;          // which wait a lock_timeout timer is for
+    // Its client is gone (a FIN, an RST, keepalive gave up) while a statement waited: a backend
+    // blocked on a lock reads nothing, so it notices only as it sends the statement's result.
+    std::string gone_cause;
+    int gone_requester = -1;  // whose close it was (-1: the server's keepalive)
+    uint64_t wait_id = 0;     // which wait a lock_timeout timer is for
     // keepalive
     int64_t idle_us = 0;
     int64_t interval_us = 0;
@@ -123,6 +127,11 @@ class PgServer {
   void replicate();
   void schedule_wal_writer(const PgWal& wal);
   void end_conn(uint64_t conn, Conn& c, int requester, const std::string& cause);
+  // The client's side of conn is gone: the session ends now, or, with a statement waiting, when
+  // that statement answers (PostgreSQL without client_connection_check_interval).
+  void peer_gone(uint64_t conn, Conn& c, int requester, const std::string& cause);
+  // Answers conn's waiting statement, or ends the session when its client is gone.
+  void answer_pending(uint64_t conn, Conn& c, PgResult result);
   void schedule_keepalive(uint64_t conn, Conn& c, int64_t local_delay_us);
   void keepalive_check(uint64_t conn, uint64_t gen);
   void send_probe(uint64_t conn, Conn& c);

@@ -54,15 +54,35 @@ uint64_t SimPgHost::new_connection() {
 void SimPgHost::close_socket(PgServer& server, uint64_t conn) {
   open_.erase(conn);
   closing_.erase(conn);
+  owners_.erase(conn);
   send_fin(&server, conn, std::make_shared<bool>(false), 0);
 }
 
 void SimPgHost::close_all() {
   const std::map<uint64_t, PgServer*> sockets = std::move(open_);
   open_.clear();
+  owners_.clear();
   for (const auto& [conn, server] : sockets) {
     if (server != nullptr) send_fin(server, conn, std::make_shared<bool>(false), 0);
   }
+}
+
+void SimPgHost::set_owner(uint64_t conn, SimPgConnection* owner) {
+  if (!open_.contains(conn)) return;
+  if (owner == nullptr) {
+    owners_.erase(conn);
+  } else {
+    owners_[conn] = owner;
+  }
+}
+
+size_t SimPgHost::reset_all(TimeUs for_us) {
+  LOCKSTEP_SIM_CHECK(for_us >= 0, "a reset lasts 0 us or more");
+  resetting_until_us_ = std::max(resetting_until_us_, world_.now_us() + for_us);
+  // A copy: each reset forgets its socket. Sockets without an owner (none today) stay open.
+  const std::map<uint64_t, SimPgConnection*> owners = owners_;
+  for (const auto& [conn, owner] : owners) owner->reset_by_host();
+  return owners.size();
 }
 
 void SimPgHost::send_fin(PgServer* server, uint64_t conn, std::shared_ptr<bool> acked,
@@ -90,6 +110,26 @@ SimPgConnection::SimPgConnection(std::shared_ptr<SimPgHost> host, PgSettings set
     : host_(std::move(host)), settings_(std::move(settings)), options_(options) {
   LOCKSTEP_SIM_CHECK(options_.command_timeout_us > 0 && options_.connect_timeout_us > 0,
                      "positive timeouts");
+}
+
+void SimPgConnection::reset_by_host() {
+  if (conn_ == 0 || server_ == nullptr) return;
+  World& world = host_->world();
+  PgServer* server = server_;
+  const uint64_t conn = conn_;
+  const std::shared_ptr<Request> waiting = in_flight_.lock();
+  const bool ends_call = waiting && !waiting->answered && !waiting->abandoned;
+  world.trace_linef("pg c{} connection to {} reset{}", host_->client(), server->name(),
+                    ends_call ? fmt::format(" with #{} in flight", waiting->id) : "");
+  // The RST reaches the server's end too, which ends the session (lost on a cut path: keepalive
+  // ends it later, as the host's kernel no longer knows the socket).
+  world.network().send(host_->node(), server->node(), "pg RST",
+                       [server, conn] { server->client_closed(conn); });
+  forget();
+  if (ends_call) {
+    waiting->reset = true;
+    world.wake(waiting->waiter);
+  }
 }
 
 SimPgConnection::~SimPgConnection() {
@@ -123,8 +163,9 @@ PgServer::Reply SimPgConnection::reply_to(std::shared_ptr<Request> request, Wait
     world->network().send(
         server.node(), host, "pg result",
         [world, client, request, waiter, result = std::move(result)]() mutable {
-          if (request->answered || request->abandoned) {
-            world->trace_linef("pg c{} #{} late result discarded", client, request->id);
+          if (request->answered || request->abandoned || request->reset) {
+            world->trace_linef("pg c{} #{} {} result discarded", client, request->id,
+                               request->reset ? "reset connection's" : "late");
             return;
           }
           request->answered = true;
@@ -158,6 +199,11 @@ PgResult SimPgConnection::open() {
       "open() runs on a fiber of the client's node");
   PgServer* server = host_->target();
   const int client = host_->client();
+  if (host_->resetting()) {
+    world.trace_linef("pg c{} open {}: reset", client, server->name());
+    return PgResult{.status = IoStatus::connection_error,
+                    .message = fmt::format("connection to {} reset", endpoint())};
+  }
   if (!world.alive(server->node()) && link_up(*server)) {
     world.trace_linef("pg c{} open {}: refused (server down)", client, server->name());
     return PgResult{.status = IoStatus::connection_error,
@@ -166,8 +212,11 @@ PgResult SimPgConnection::open() {
   conn_ = host_->new_connection();
   server_ = server;
   host_->socket_opened(conn_, *server);
+  host_->set_owner(conn_, this);
   auto request = std::make_shared<Request>(Request{.id = ++next_request_});
   const Waiter waiter = world.prepare_park();
+  request->waiter = waiter;
+  in_flight_ = request;
   world.trace_linef("pg c{} #{} -> {}: startup", client, request->id, server->name());
   const uint64_t conn = conn_;
   std::shared_ptr<PgPeer> peer = host_;
@@ -177,6 +226,10 @@ PgResult SimPgConnection::open() {
                          server->startup(conn, peer, settings, reply);
                        });
   if (!wait(*request, waiter, options_.connect_timeout_us)) {
+    if (request->reset) {
+      return PgResult{.status = IoStatus::connection_error,
+                      .message = fmt::format("connection to {} reset during startup", endpoint())};
+    }
     world.trace_linef("pg c{} #{} no session within {}us", client, request->id,
                       options_.connect_timeout_us);
     close();  // the server may still start one: the FIN ends it
@@ -220,14 +273,18 @@ PgResult SimPgConnection::execute(const std::string& sql, int64_t wait_us_min) {
   const bool same_server =
       world.alive(server->node()) && world.incarnation(server->node()) == incarnation_;
   if (!same_server && link_up(*server)) {
+    // As libpq meets it: the statement goes into the kernel's buffer whole, and the read finds the
+    // reset, so for all the client knows it may have run.
     world.trace_linef("pg c{} -> {}: connection reset (the server went down)", client,
                       server->name());
     forget();
-    return PgResult{.status = IoStatus::connection_error,
+    return PgResult{.status = IoStatus::connection_lost,
                     .message = "server closed the connection unexpectedly"};
   }
   auto request = std::make_shared<Request>(Request{.id = ++next_request_});
   const Waiter waiter = world.prepare_park();
+  request->waiter = waiter;
+  in_flight_ = request;
   world.trace_line_by([&] {
     return fmt::format("pg c{} #{} -> {}: {}", client, request->id, server->name(), sql);
   });
@@ -235,11 +292,20 @@ PgResult SimPgConnection::execute(const std::string& sql, int64_t wait_us_min) {
   PgServer::Reply reply = reply_to(request, waiter, *server);
   world.network().send(
       host_->node(), server->node(), [&] { return "pg " + sql.substr(0, sql.find('(')); },
-      [server, conn, sql, tag = host_->tag(), reply = std::move(reply)] {
+      [&world, client, request, server, conn, sql, tag = host_->tag(), reply = std::move(reply)] {
+        if (request->reset) {  // still on the wire when its connection was reset: lost with it
+          world.trace_linef("pg c{} #{} lost with its reset connection", client, request->id);
+          return;
+        }
         server->query(conn, sql, tag, reply);
       });
   const int64_t wait_us = std::max(options_.command_timeout_us, wait_us_min);
   if (!wait(*request, waiter, wait_us)) {
+    if (request->reset) {  // sent whole: it may have run
+      return PgResult{.status = IoStatus::connection_lost,
+                      .message = fmt::format("connection to {} reset after the statement was sent",
+                                             endpoint())};
+    }
     world.trace_linef("pg c{} #{} timeout after {}us: the session is closed", client, request->id,
                       wait_us);
     close();

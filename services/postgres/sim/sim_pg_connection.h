@@ -13,7 +13,13 @@
 // session's pid; execute() sends one statement and parks the calling fiber until its result
 // arrives or its wait passes, command_timeout_us or the caller's longer wait_us_min (then the connection is closed, FIN sent, and the late
 // result goes to nobody). A server that died or restarted since the session opened resets the
-// connection at once when the link is up (connection_error), and is a timeout when it is not.
+// connection at once when the link is up (connection_lost: the statement was written, as libpq
+// writes it, before the reset was read), and is a timeout when it is not.
+// reset_all(for_us) is the `reset` fault on the client's host: every open connection is reset at
+// once, a statement (or startup) still waiting ends as connection_lost (one on the wire is lost
+// with it), the server's end hears the RST over the network and ends the session (its advisory
+// locks with it; if the RST is lost, keepalive ends it later), and for for_us more every new
+// connection is refused (connection_error). No draw: a run without a reset runs as before.
 // The tag the host carries (the lock operation the client is in) goes with every statement, so
 // the server's lease facts name their owner. Destroying an open connection sends nothing (the run
 // is over): adapters close() what they are done with.
@@ -39,6 +45,8 @@ struct SimPgClientOptions {
   // sent (the known-bad shared session). Otherwise only the host's client node calls it.
   bool any_caller = false;
 };
+
+class SimPgConnection;
 
 class SimPgHost final : public PgPeer, public std::enable_shared_from_this<SimPgHost> {
  public:
@@ -66,11 +74,17 @@ class SimPgHost final : public PgPeer, public std::enable_shared_from_this<SimPg
   void socket_closed(uint64_t conn) {
     open_.erase(conn);
     closing_.erase(conn);
+    owners_.erase(conn);
   }
   // Closes the socket of conn: its FIN to server, retransmitted until acknowledged.
   void close_socket(PgServer& server, uint64_t conn);
   // The process died: its kernel closes every socket it had.
   void close_all();
+  // The `reset` fault (see above). Returns how many connections it reset.
+  size_t reset_all(TimeUs for_us);
+  bool resetting() const { return world_.now_us() < resetting_until_us_; }
+  // The connection that owns an open socket, told of a reset (null: none, e.g. a startup's).
+  void set_owner(uint64_t conn, SimPgConnection* owner);
 
  private:
   void send_fin(PgServer* server, uint64_t conn, std::shared_ptr<bool> acked, int attempt);
@@ -83,8 +97,10 @@ class SimPgHost final : public PgPeer, public std::enable_shared_from_this<SimPg
   NodeId node_;
   PgTag tag_;
   uint64_t next_connection_ = 0;
-  std::map<uint64_t, PgServer*> open_;    // open sockets and their server
-  std::map<uint64_t, PgResult> closing_;  // what servers said as they closed sockets
+  std::map<uint64_t, PgServer*> open_;           // open sockets and their server
+  std::map<uint64_t, PgResult> closing_;         // what servers said as they closed sockets
+  std::map<uint64_t, SimPgConnection*> owners_;  // of open sockets: walked in conn order
+  TimeUs resetting_until_us_ = 0;
 };
 
 class SimPgConnection final : public PgConnection {
@@ -101,13 +117,17 @@ class SimPgConnection final : public PgConnection {
   PgResult execute(const std::string& sql, int64_t wait_us_min) override;
   void close() override;
   std::string endpoint() const override;
+  // Its socket was reset (SimPgHost::reset_all): the RST to the server, the waiting call woken.
+  void reset_by_host();
 
  private:
   struct Request {
     uint64_t id = 0;
     bool answered = false;
     bool abandoned = false;
+    bool reset = false;  // its connection was reset before the result came
     PgResult result;
+    Waiter waiter;
   };
   // Parks until the request is answered or timeout_us of the client's clock pass.
   bool wait(Request& request, Waiter waiter, int64_t timeout_us);
@@ -124,6 +144,7 @@ class SimPgConnection final : public PgConnection {
   uint64_t conn_ = 0;
   int64_t pid_ = 0;
   uint64_t next_request_ = 0;
+  std::weak_ptr<Request> in_flight_;  // the startup or statement waiting, if any
 };
 
 class SimPgConnector final : public PgConnector {

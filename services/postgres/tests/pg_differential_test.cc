@@ -189,7 +189,7 @@ class SimSide final : public Side {
       return why;
     }
     if (incarnations_.at(slot) != world_.incarnation(server_.node())) {
-      return PgResult{.status = IoStatus::connection_error, .message = "reset"};
+      return PgResult{.status = IoStatus::connection_lost, .message = "reset"};
     }
     return wait_for([&](sim::PgServer::Reply reply) {
       server_.query(conns_.at(slot), sql, {}, std::move(reply));

@@ -8,12 +8,14 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <thread>
 
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include "real/server_files.h"
+#include "real/tcp_proxy.h"
 #include "services/postgres/adapter/libpq_connection.h"
 #include "services/postgres/tests/pg_test_support.h"
 
@@ -94,6 +96,37 @@ TEST_CASE("a terminated session is a connection error with 57P01 for its client"
   CHECK(victim.open().ok());  // a new session, explicitly
 }
 
+TEST_CASE("a reset after the statement was written is connection_lost, and the session ends",
+          "[postgres][real]") {
+  testing::require_postgres();
+  real::PgServerProcess server;
+  real::TcpProxy proxy({.upstream_port = server.port()});
+  LibpqConnection holder = session_on(server);
+  LibpqConnection waiter(LibpqOptions{.port = proxy.port(), .command_timeout_ms = 10'000});
+  REQUIRE(holder.open().ok());
+  REQUIRE(waiter.open().ok());
+  must(holder, "SELECT pg_advisory_lock(3)");
+  std::future<PgResult> waited =
+      std::async(std::launch::async, [&] { return waiter.execute("SELECT pg_advisory_lock(3)"); });
+  const auto waiting = [&] {
+    return holder
+        .execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+        .scalar();
+  };
+  REQUIRE(eventually([&] { return waiting() == "1"; }, 5000));  // written whole, and queued
+  proxy.reset_all();
+  const PgResult lost = waited.get();
+  INFO(describe(lost));
+  CHECK(lost.status == IoStatus::connection_lost);  // for all it knows, it ran
+  CHECK(!waiter.is_open());
+  // A backend blocked on a lock reads nothing: it waits on, unaware, takes the lock when the
+  // holder lets go, and ends only as it fails to send that result.
+  CHECK(waiting() == "1");
+  must(holder, "SELECT pg_advisory_unlock(3)");
+  CHECK(eventually([&] { return must(holder, "SELECT pg_try_advisory_lock(3)").scalar() == "t"; },
+                   5000));
+}
+
 TEST_CASE("a statement that outlives the command timeout closes the session", "[postgres][real]") {
   testing::require_postgres();
   real::PgServerProcess server;
@@ -128,7 +161,8 @@ TEST_CASE("a crash ends every session and restart recovers sequences ahead", "[p
   server.crash();
   CHECK(!server.running());
   for (pid_t pid : backends) CHECK(process_dead(pid));
-  CHECK(a.execute("SELECT 1").status == IoStatus::connection_error);
+  // Written to a socket whose server died, then the end read: for all a knows, it ran.
+  CHECK(a.execute("SELECT 1").status == IoStatus::connection_lost);
   server.restart();
   LibpqConnection b = session_on(server);
   REQUIRE(b.open().ok());

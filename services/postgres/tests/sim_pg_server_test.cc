@@ -109,6 +109,96 @@ TEST_CASE("sim: a partitioned client's session ends at its keepalive, a paused o
   CHECK(freed_us <= cut_granted_us + 3'200'000);
 }
 
+TEST_CASE("sim: a reset ends the session and its locks at once, the holder hears at its next word",
+          "[postgres][sim][reset]") {
+  Setup s;
+  auto a = s.client("a", 0);
+  auto b = s.client("b", 1);
+  std::unique_ptr<SimPgConnection> ca = s.connection(a);
+  std::unique_ptr<SimPgConnection> cb = s.connection(b);
+  PgResult a_next;
+  PgResult a_reopen;
+  std::optional<std::string> b_got;
+  s.world.spawn(a.node, "a", [&] {
+    REQUIRE(ca->open().ok());
+    CHECK(value(*ca, "SELECT pg_try_advisory_lock(1)") == "t");
+    s.world.sleep_for_us(200'000);  // reset at 100 ms, while A works on
+    a_next = ca->execute("SELECT 1");
+    a_reopen = ca->open();  // inside the window: refused
+  });
+  s.world.spawn(b.node, "b", [&] {
+    REQUIRE(cb->open().ok());
+    s.world.sleep_for_us(150'000);
+    b_got = value(*cb, "SELECT pg_try_advisory_lock(1)");  // A's session ended at the RST
+    cb->close();
+  });
+  s.world.scheduler().at(100'000, [&] { CHECK(a.host->reset_all(1'000'000) == 1); });
+  s.world.run();
+  CHECK(b_got == "t");
+  CHECK_FALSE(ca->is_open());
+  CHECK(a_next.status == IoStatus::connection_error);  // nothing was sent: no session
+  CHECK(a_reopen.status == IoStatus::connection_error);
+}
+
+// As the real server does (pg_server_test.cc): a backend blocked on a lock reads nothing, so it
+// notices its client's RST (or FIN, or keepalive's verdict) only as it sends the result.
+TEST_CASE("sim: a backend blocked on a lock notices its client gone only as it answers",
+          "[postgres][sim][reset]") {
+  Setup s;
+  auto holder = s.client("holder", 0);
+  auto waiter = s.client("waiter", 1);
+  std::unique_ptr<SimPgConnection> ch = s.connection(holder);
+  std::unique_ptr<SimPgConnection> cw = s.connection(waiter, kFastKeepalive, 10'000'000);
+  PgResult waited;
+  int64_t waiter_pid = 0;
+  s.world.spawn(waiter.node, "waiter", [&] {
+    s.world.sleep_for_us(10'000);
+    REQUIRE(cw->open().ok());
+    waiter_pid = cw->session_pid();
+    waited = cw->execute("SELECT pg_advisory_lock(1)");
+  });
+  std::optional<std::string> after_unlock;
+  s.world.spawn(holder.node, "holder", [&] {
+    REQUIRE(ch->open().ok());
+    value(*ch, "SELECT pg_advisory_lock(1)");
+    s.world.sleep_for_us(200'000);                     // the waiter is reset at 100 ms
+    CHECK(s.server.engine().has_session(waiter_pid));  // still waiting, unaware
+    value(*ch, "SELECT pg_advisory_unlock(1)");
+    s.world.sleep_for_us(10'000);
+    after_unlock = value(*ch, "SELECT pg_try_advisory_lock(1)");
+    ch->close();
+  });
+  s.world.scheduler().at(100'000, [&] { waiter.host->reset_all(0); });
+  s.world.run();
+  CHECK(waited.status == IoStatus::connection_lost);
+  CHECK_FALSE(s.server.engine().has_session(waiter_pid));  // ended as it took the lock
+  CHECK(after_unlock == "t");
+  CHECK(s.world.trace().contains("its statement waits on, unaware"));
+  CHECK(s.world.trace().contains("noticed as its statement answered"));
+}
+
+TEST_CASE("sim: a reset with a statement on the wire loses it, and its caller hears at once",
+          "[postgres][sim][reset]") {
+  Setup s;
+  s.world.network().set_fixed_latency(1'000);
+  auto a = s.client("a", 0);
+  std::unique_ptr<SimPgConnection> ca = s.connection(a);
+  PgResult lock;
+  TimeUs heard_us = 0;
+  s.world.spawn(a.node, "a", [&] {
+    REQUIRE(ca->open().ok());
+    s.world.scheduler().after(500, [&] { a.host->reset_all(0); });
+    lock = ca->execute("SELECT pg_try_advisory_lock(1)");
+    heard_us = s.world.now_us();
+    REQUIRE(ca->open().ok());  // the window was 0: a new session at once
+    CHECK(value(*ca, "SELECT pg_try_advisory_lock(1)") == "t");  // the lost statement never ran
+    ca->close();
+  });
+  s.world.run();
+  CHECK(lock.status == IoStatus::connection_lost);  // sent whole: for all A knows, it ran
+  CHECK(heard_us == 2'500);                         // open took 2 ms; the reset came 0.5 ms later
+}
+
 TEST_CASE("sim: a crashed client's kernel closes its socket, and an exited one's is reset",
           "[postgres][sim]") {
   Setup s;
@@ -171,7 +261,7 @@ TEST_CASE("sim: a server crash resets sessions, and sequences come back from the
     CHECK(value(*ca, "SELECT CASE WHEN pg_try_advisory_lock(1) THEN nextval('f') END") == "1");
     s.world.sleep_for_us(100'000);
     const PgResult reset = ca->execute("SELECT 1");
-    CHECK(reset.status == IoStatus::connection_error);
+    CHECK(reset.status == IoStatus::connection_lost);        // written, then the reset read
     CHECK(ca->open().status == IoStatus::connection_error);  // refused: the server is down
     s.world.sleep_for_us(100'000);
     REQUIRE(ca->open().ok());
@@ -225,7 +315,7 @@ TEST_CASE("sim: a promoted replica has what was replicated and no advisory lock"
     CHECK(value(*ca, "SELECT nextval('f')") == "2");
     CHECK(value(*ca, "SELECT nextval('f')") == "3");
     s.world.sleep_for_us(100'000);
-    CHECK(ca->execute("SELECT 1").status == IoStatus::connection_error);
+    CHECK(ca->execute("SELECT 1").status == IoStatus::connection_lost);
     REQUIRE(ca->open().ok());  // to the new primary
     CHECK(value(*ca, "SELECT pg_try_advisory_lock(1)") == "t");
     CHECK(value(*ca, "SELECT nextval('f')") == "34");
