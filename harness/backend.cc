@@ -40,4 +40,9 @@ void Backend::reset_connections(int, int64_t) {
   throw WorldUnsupported("this adapter's connections cannot be reset here");
 }
 
+void require_instant_reset(int64_t for_us) {
+  if (for_us > 0)
+    throw WorldUnsupported("a real proxy resets connections at an instant: a window is sim-only");
+}
+
 }  // namespace lockstep

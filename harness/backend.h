@@ -27,4 +27,8 @@ struct BackendEnv {
   ExpiryClock server_expiry = ExpiryClock::wall;
 };
 
+// A real backend resets a client's connections through its TCP proxies, at an instant: a window of
+// resets (for_us > 0) is the simulator's (WorldUnsupported).
+void require_instant_reset(int64_t for_us);
+
 }  // namespace lockstep

@@ -504,6 +504,10 @@ constexpr StatedPremise kPremises[] = {
      [](const History& h, const Options&) {
        return fault_while_inside(h, 0, FaultKind::session_end) && entered(h, 1);
      }},
+    {"connection-reset", "A's connections are reset while A holds, and B gets the key",
+     [](const History& h, const Options&) {
+       return fault_while_inside(h, 0, FaultKind::reset) && entered(h, 1);
+     }},
 };
 
 // Gives each scenario its premise; a scenario without one is a catalogue bug.
@@ -549,7 +553,8 @@ std::vector<Scenario> build_catalogue() {
                         split_vote_scenario(),
                         node_pause_scenario(),
                         client_clock_ahead_scenario(),
-                        session_killed_scenario()});
+                        session_killed_scenario(),
+                        connection_reset_scenario()});
 }
 
 }  // namespace

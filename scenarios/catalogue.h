@@ -83,5 +83,7 @@ Scenario lease_expires_while_queued_scenario();
 Scenario client_clock_ahead_scenario();
 // A session lock's session ended under a working holder: scenarios/session_scenarios.cc.
 Scenario session_killed_scenario();
+// A holder's connections reset under it: scenarios/connection_reset_scenario.cc.
+Scenario connection_reset_scenario();
 
 }  // namespace lockstep

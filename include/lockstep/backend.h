@@ -68,7 +68,8 @@ class Backend {
   virtual void end_session(int client_node);
   // The connections of the client on client_node to the servers are reset (an RST): a request in
   // flight ends as connection_lost, applied or not; an idle connection fails its next request
-  // before sending it (connection_error); for for_us more, every request sent is reset too.
+  // before sending it (connection_error); for for_us more, every request sent is reset too. The
+  // real world resets at an instant: the client's TCP proxies close both ends with an RST.
   virtual void reset_connections(int client_node, int64_t for_us);
 };
 

@@ -376,7 +376,9 @@ class HttpEtcdStream final : public EtcdStream {
     const Deadline deadline =
         Clock::now() + std::chrono::microseconds(std::max<int64_t>(0, timeout_us));
     EtcdResult message = wire_->read_message(deadline);
-    if (message.status == IoStatus::connection_error) {
+    if (!message.ok() && message.status != IoStatus::timeout) {
+      // The call went out whole: a stream that fails now may have run (a Lock granted).
+      message.status = IoStatus::connection_lost;
       failed_ = message;
       wire_.reset();
     }
@@ -425,7 +427,12 @@ EtcdResult HttpEtcdConnection::call(std::string_view path, const EtcdJson& body)
     return sent;
   }
   EtcdResult reply = wire_->read_reply(deadline);
-  if (!reply.ok()) fail_over();
+  if (!reply.ok()) {
+    fail_over();
+    // Written whole, then the connection failed (a reset, an EOF, a reply cut short): it may
+    // have run, as io_status.h says of connection_lost.
+    if (reply.status == IoStatus::connection_error) reply.status = IoStatus::connection_lost;
+  }
   return reply;
 }
 

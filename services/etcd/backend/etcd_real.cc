@@ -82,6 +82,10 @@ class EtcdRealBackend final : public Backend {
       for (auto& proxy : link.proxies) proxy->heal();
     }
   }
+  void reset_connections(int client_node, int64_t for_us) override {
+    require_instant_reset(for_us);
+    for (auto& proxy : links_.at(client_node).proxies) proxy->reset_all();
+  }
   void crash_server(int server) override { cluster_->crash(checked(server)); }
   // On the keeper: a member dies with the thread that started it.
   void restart_server(int server) override {

@@ -4,10 +4,12 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include "real/loopback.h"
 #include "real/silent_port.h"
+#include "real/tcp_proxy.h"
 #include "services/etcd/adapter/http_connection.h"
 #include "services/etcd/client/etcd_json.h"
 #include "services/etcd/real/etcd_cluster.h"
@@ -98,6 +100,30 @@ TEST_CASE("transport failures are IoStatus values, and the next member takes ove
     REQUIRE(connection.call("/v3/kv/range", key_body("k")).ok());
     cluster.restart(0);
     CHECK(connection.call("/v3/kv/range", key_body("k")).ok());
+  }
+  SECTION("a reset after the request was written is connection_lost: it may have run") {
+    real::EtcdCluster cluster;
+    real::TcpProxy proxy({.upstream_port = cluster.client_port(0)});
+    HttpEtcdConnection connection({.ports = {proxy.port()}, .request_timeout_ms = 10'000});
+    HttpEtcdConnection direct({.ports = {cluster.client_port(0)}});
+    REQUIRE(connection.call("/v3/kv/range", key_body("k")).ok());
+    proxy.set_hold(real::Direction::to_client, true);  // the put goes through, its reply waits
+    std::future<EtcdResult> put = std::async(std::launch::async, [&] {
+      return connection.call("/v3/kv/put", {{"key", base64_encode("k")}, {"value", "eA=="}});
+    });
+    // The put reaches the server (each read is a round trip: bounded by time, not a sleep).
+    const auto give_up_at = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    bool applied = false;
+    while (!applied && std::chrono::steady_clock::now() < give_up_at) {
+      applied = etcd::int_field(direct.call("/v3/kv/range", key_body("k")).body, "count") == 1;
+    }
+    REQUIRE(applied);
+    proxy.reset_all();
+    const EtcdResult lost = put.get();
+    CHECK(lost.status == IoStatus::connection_lost);
+    INFO(lost.message);
+    proxy.heal();
+    CHECK(connection.call("/v3/kv/range", key_body("k")).ok());  // a new socket
   }
   SECTION("a stopped member times out a call and ends nothing else") {
     real::EtcdCluster cluster;

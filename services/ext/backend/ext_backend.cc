@@ -334,6 +334,12 @@ class ExtBackend final : public Backend {
       for (auto& proxy : proxies) proxy->heal();
     }
   }
+  void reset_connections(int client_node, int64_t for_us) override {
+    require_instant_reset(for_us);
+    if (!use_proxies_)
+      throw WorldUnsupported("resets need the per-server proxies of a partition scenario");
+    for (auto& proxy : proxies_.at(client_node)) proxy->reset_all();
+  }
   void crash_server(int server) override { at(server).crash(); }
   void restart_server(int server) override {
     keeper_.run([this, server] { at(server).restart(); });

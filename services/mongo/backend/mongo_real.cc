@@ -119,6 +119,10 @@ class MongoRealBackend final : public Backend {
       if (link.proxy) link.proxy->heal();
     }
   }
+  void reset_connections(int client_node, int64_t for_us) override {
+    require_instant_reset(for_us);
+    proxy_for(client_node).reset_all();
+  }
   void partition_server(int client_node, int server, bool two_way) override {
     started_server(server);
     partition(client_node, two_way);

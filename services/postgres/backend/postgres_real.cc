@@ -86,6 +86,13 @@ class PostgresRealBackend final : public Backend {
   void heal() override {
     for (auto& [node, l] : links_) l.proxy->heal();
   }
+  // The proxy closes both ends with an RST: the server ends the client's sessions, and their
+  // locks, as the RST reaches it (recorded as it is sent, as a termination is).
+  void reset_connections(int client_node, int64_t for_us) override {
+    require_instant_reset(for_us);
+    leases_.revoke_all_of(link(client_node).client, "connection reset");
+    link(client_node).proxy->reset_all();
+  }
 
   void crash_server(int server) override {
     check_server(server);

@@ -107,6 +107,10 @@ class RedisRealBackend final : public Backend {
   void heal() override {
     for (auto& [node, link] : links_) link.proxy->heal();
   }
+  void reset_connections(int client_node, int64_t for_us) override {
+    require_instant_reset(for_us);
+    links_.at(client_node).proxy->reset_all();
+  }
 
  private:
   // The replica replicates through a proxy; once synced, the proxy holds what the primary sends

@@ -83,6 +83,12 @@ class RedlockRealBackend final : public Backend {
       for (auto& proxy : link.proxies) proxy->heal();
     }
   }
+  void reset_connections(int client_node, int64_t for_us) override {
+    require_instant_reset(for_us);
+    if (!use_proxies_)
+      throw WorldUnsupported("resets need the per-node proxies of a partition scenario");
+    for (auto& proxy : links_.at(client_node).proxies) proxy->reset_all();
+  }
 
   void crash_server(int server) override { at(server).crash(); }
   void restart_server(int server) override {
@@ -120,7 +126,8 @@ std::unique_ptr<Backend> make_redlock_real_backend(BackendEnv& env,
 }
 
 bool cuts_clients_off(const Options& options) {
-  for (const char* name : {"partition_at_ms", "jump_ms", "restart_delay_ms", "heal_at_ms"}) {
+  for (const char* name :
+       {"partition_at_ms", "jump_ms", "restart_delay_ms", "heal_at_ms", "reset_at_ms"}) {
     if (options.has(name)) return true;
   }
   return false;

@@ -1,0 +1,70 @@
+// connection-reset: A's connections are reset while it holds the lock and works (a NAT or load
+// balancer that forgot the flow, a firewall, a server-side kill all send RSTs). A lease with its
+// own expiry outlives its holder's connection: the client reconnects, and B waits for A's release
+// or the TTL. A session lock does not: the server ends the session, and its locks with it, when
+// the RST reaches it, while A learns only at its next statement (outside a session lock's
+// envelope). The simulator resets the client's connections in its seams; the real world through
+// the client's TCP proxy, which closes both ends with a RST.
+#include <fmt/format.h>
+
+#include "scenarios/catalogue.h"
+
+namespace lockstep {
+
+Scenario connection_reset_scenario() {
+  return {
+      .name = "connection-reset",
+      .description =
+          "A holds and works (600 of its TTL 1000); at 200 A's connections are reset; B asks "
+          "from 250 on. A lease with its own expiry is untouched (B waits); a session lock loses "
+          "its session and B gets in while A works on, unaware",
+      .options = {int_option("ttl_ms", 1000, "lock TTL", 1),
+                  int_option("hold_ms", 600, "A's work inside the lock"),
+                  int_option("reset_at_ms", 200, "when A's connections are reset"),
+                  int_option("b_hold_ms", 100, "B's work inside the lock"), retry_delay_option(20),
+                  retry_times_option(50)},
+      .fits =
+          [](const AdapterTraits& lock) {
+            return is_networked_lease(lock) && lock.sim_faults.connection_resets;
+          },
+      .fits_text = "a lease lock across a network whose connections can be reset",
+      .expected =
+          [](const AdapterTraits& lock, const Options& options, bool fencing_on) {
+            const bool resets_end_it = lasts_with_session(lock) && !lock.envelope.connection_resets;
+            if (!resets_end_it) return Expectation{};
+            if (options.get_int("reset_at_ms") >= options.get_int("hold_ms")) return Expectation{};
+            // As session-killed: the validity A was told outlives the lease the reset ended.
+            Expectation e = overlap_expectation(lock, fencing_on);
+            e.insert(Invariant::validity_within_lease);
+            return e;
+          },
+      .build =
+          [](ScenarioEnv& env) {
+            const int64_t ttl_ms = env.option("ttl_ms");
+            const int64_t hold_ms = env.option("hold_ms");
+            const int64_t reset_at_ms = env.option("reset_at_ms");
+            const int64_t b_hold_ms = env.option("b_hold_ms");
+            Client& a = env.add_client("a");
+            env.start(
+                a, 0,
+                [ttl_ms, hold_ms](Client& c) {
+                  std::optional<Lock> lock = c.acquire("resource", ttl_ms);
+                  if (!lock) return;
+                  c.increment(*lock, hold_ms);  // reads, works, writes: unaware of the reset
+                  c.release(*lock);
+                },
+                200);
+            env.schedule_fault(reset_at_ms, {.kind = FaultKind::reset, .client = a.id()},
+                               "a's connections are reset",
+                               [&env, &a] { env.backend().reset_connections(a.node(), 0); });
+            env.start(
+                env.add_client("b"), reset_at_ms + 50,
+                [&env, ttl_ms, b_hold_ms](Client& c) {
+                  take_work_release(c, env, ttl_ms, b_hold_ms);
+                },
+                200);
+          },
+  };
+}
+
+}  // namespace lockstep
