@@ -12,6 +12,10 @@ void hear_reset(SimCall& call) {
   if (call.on_reply) call.on_reply();  // wakes the caller, as the RST does
 }
 
+SimCall::Doom draw_doom(World& world) {
+  return world.prng().chance(1, 2) ? SimCall::Doom::lost_on_the_way : SimCall::Doom::reply_lost;
+}
+
 uint64_t ConnectionResets::reset(TimeUs for_us) {
   LOCKSTEP_SIM_CHECK(for_us >= 0, "a reset lasts 0 us or more");
   opened_.clear();
@@ -51,10 +55,7 @@ bool ConnectionResets::half_open(std::shared_ptr<SimCall> call, NodeId server, N
   return true;
 }
 
-void ConnectionResets::doom(SimCall& call) {
-  call.doom =
-      world_.prng().chance(1, 2) ? SimCall::Doom::lost_on_the_way : SimCall::Doom::reply_lost;
-}
+void ConnectionResets::doom(SimCall& call) { call.doom = draw_doom(world_); }
 
 void ConnectionResets::send_rst(std::shared_ptr<SimCall> call, NodeId server, NodeId client) const {
   world_.network().send(

@@ -53,6 +53,11 @@ struct SimCall {
 // The caller of `call` learns its connection was reset (once; not after it stopped waiting).
 void hear_reset(SimCall& call);
 
+// The fate of a request sent while its connection keeps being reset: a draw of the world's PRNG,
+// lost on the way or run with its reply lost, even odds. Shared by every seam that dooms what it
+// sends in a reset window (ConnectionResets, a co-simulated driver's byte stream).
+SimCall::Doom draw_doom(World& world);
+
 class ConnectionResets {
  public:
   explicit ConnectionResets(World& world) : world_(world) {}

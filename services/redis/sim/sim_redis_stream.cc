@@ -1,11 +1,13 @@
 #include "services/redis/sim/sim_redis_stream.h"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
 
 #include "services/redis/sim/resp.h"
 #include "services/redis/sim/sim_redis_connection.h"
+#include "sim/connection_resets.h"
 
 namespace lockstep::sim {
 
@@ -58,6 +60,7 @@ struct SimRedisStream::State {
   uint64_t received_by_client = 0;
   bool broken = false;
   bool closed = false;
+  TimeUs reset_writes_until_us = 0;  // a reset window: pieces written before then are doomed
   // Retransmission events of the pieces not yet taken, by piece number (ordered maps: nothing
   // here walks them by hash). Bounded by the pieces in flight.
   std::map<uint64_t, EventId> retransmit_to_server;
@@ -80,18 +83,31 @@ struct SimRedisStream::State {
         target->node(), client_node, [&] { return fmt::format("stream {} reset", name); },
         [self] { self->reset_client(); });
   }
+  // A doomed piece's RST, sent again while the client has not heard it (it was lost): the client's
+  // retransmission of its piece, or of its next one, would draw another. Bounded as a piece's tries.
+  static void send_reset_until_heard(const std::shared_ptr<State>& self, int attempt) {
+    State& s = *self;
+    s.send_reset(self);
+    s.world.scheduler().after(kRtoUs << attempt, [self, attempt] {
+      State& st = *self;
+      if (st.closed || attempt + 1 >= kRetriesMax || !st.world.alive(st.client_node)) return;
+      st.world.trace_linef("stream {} sends its reset again (try {})", st.name, attempt + 2);
+      send_reset_until_heard(self, attempt + 1);
+    });
+  }
 
   // One piece towards the node, and its retransmission (TCP's RTO, doubling) until the node took
   // it, the stream broke, or kRetriesMax tries went unanswered (then it resets, as TCP gives up).
+  // A piece written in a reset window carries its doom (SimCall::Doom::none otherwise).
   static void to_server(const std::shared_ptr<State>& self, uint64_t seq,
-                        std::shared_ptr<const std::string> bytes, int attempt) {
+                        std::shared_ptr<const std::string> bytes, int attempt, SimCall::Doom doom) {
     State& s = *self;
     s.world.network().send(
         s.client_node, s.target->node(),
         [&] { return fmt::format("stream {} {}B", s.name, bytes->size()); },
-        [self, seq, bytes] { self->server_receives(self, seq, *bytes); });
+        [self, seq, bytes, doom] { self->server_receives(self, seq, *bytes, doom); });
     s.retransmit_to_server[seq] = s.world.scheduler().after(kRtoUs << attempt, [self, seq, bytes,
-                                                                                attempt] {
+                                                                                attempt, doom] {
       State& st = *self;
       st.retransmit_to_server.erase(seq);
       if (st.broken || st.closed || st.received_by_server >= seq) return;
@@ -100,23 +116,33 @@ struct SimRedisStream::State {
         return st.reset_client();
       }
       st.world.trace_linef("stream {} retransmits piece {} (try {})", st.name, seq, attempt + 2);
-      to_server(self, seq, bytes, attempt + 1);
+      to_server(self, seq, bytes, attempt + 1, doom);
     });
   }
 
-  void server_receives(const std::shared_ptr<State>& self, uint64_t seq, const std::string& bytes) {
+  void server_receives(const std::shared_ptr<State>& self, uint64_t seq, const std::string& bytes,
+                       SimCall::Doom doom) {
     if (broken) return;
     if (world.incarnation(target->node()) != server_incarnation) {
       fail("the server restarted: it refuses the connection");
       return send_reset(self);
     }
     if (seq != received_by_server + 1) return;  // a copy, or ahead of a lost piece: resent later
+    if (doom == SimCall::Doom::lost_on_the_way) {
+      fail(fmt::format("piece {} written during a reset, lost on the way: an RST back", seq));
+      return send_reset_until_heard(self, 0);
+    }
     received_by_server = seq;
     if (auto it = retransmit_to_server.find(seq); it != retransmit_to_server.end()) {
       world.scheduler().cancel(it->second);  // taken: no retransmission (an ACK, in effect)
       retransmit_to_server.erase(it);
     }
     std::string replies = serve(bytes);
+    if (doom == SimCall::Doom::reply_lost) {
+      fail(fmt::format("piece {} written during a reset ran, its {}B of replies lost: an RST back",
+                       seq, replies.size()));
+      return send_reset_until_heard(self, 0);
+    }
     if (!replies.empty()) {
       to_client(self, ++sent_to_client, std::make_shared<const std::string>(std::move(replies)), 0);
     }
@@ -216,6 +242,22 @@ void SimRedisStream::set_target(RedisNode& target) {
 
 const RedisNode& SimRedisStream::target() const { return *state_->target; }
 
+void SimRedisStream::reset() {
+  State& s = *state_;
+  if (s.broken || s.closed) return;
+  s.broken = true;  // what is on the wire either way is dropped on arrival
+  s.world.trace_linef("stream {} to {} reset: {} pieces and {} reply pieces in flight lost", s.name,
+                      s.target->name(), s.sent_to_server - s.received_by_server,
+                      s.sent_to_client - s.received_by_client);
+  // The client's kernel has the RST now; its reader hears it as soon as the client runs.
+  s.world.deliver_at(s.client_node, s.world.incarnation(s.client_node), s.world.now_us(),
+                     [self = state_] { self->reset_client(); });
+}
+
+void SimRedisStream::reset_writes_until(TimeUs until_us) {
+  state_->reset_writes_until_us = std::max(state_->reset_writes_until_us, until_us);
+}
+
 void SimRedisStream::close() {
   if (std::exchange(state_->closed, true)) return;
   state_->world.trace_linef("stream {} to {} closed by the client", state_->name,
@@ -231,8 +273,10 @@ std::string SimRedisStream::write_now(const std::string& bytes) {
 void SimRedisStream::write(std::string bytes) {
   State& s = *state_;
   if (s.broken || s.closed) return;
+  const SimCall::Doom doom =
+      s.world.now_us() < s.reset_writes_until_us ? draw_doom(s.world) : SimCall::Doom::none;
   State::to_server(state_, ++s.sent_to_server,
-                   std::make_shared<const std::string>(std::move(bytes)), 0);
+                   std::make_shared<const std::string>(std::move(bytes)), 0, doom);
 }
 
 }  // namespace lockstep::sim

@@ -20,6 +20,18 @@
 // socket reset: at once when the client gave up, else by a reset message from the node over the
 // network. A protocol error is answered with Redis's "-ERR Protocol error" and breaks it too.
 //
+// The `reset` fault (sim/connection_resets.h's model, over a byte stream): reset() breaks the
+// stream at once. The pieces the client wrote that the node has not taken are lost on the wire;
+// those it took ran, and the replies the client has not taken are lost. The client hears it by
+// on_reset on its node at once (deferred while it is paused), in flight or idle alike: a socket's
+// reader hears an RST as it comes, and a write before then goes nowhere. For the fault's window
+// (reset_writes_until, given to every stream of the client, those opened during it too), every
+// piece written is doomed, a draw of the world's PRNG: lost on the way (the node sends an RST back
+// instead of taking it) or run with its replies lost (an RST instead of them); the client hears
+// the RST when it reaches it, and the node answers again a try it did not hear (as TCP answers
+// each retransmitted segment of a reset connection). Nothing here draws a number unless a piece
+// is written in a window, so a run without a reset draws and traces as before.
+//
 // Invariants: write() and on_bytes run on the client's node; replies go back in the order the
 // commands arrived; nothing here reads the wall clock. The stream's state is shared with its
 // messages in flight, so it may be destroyed with messages still queued.
@@ -50,6 +62,11 @@ class SimRedisStream {
   std::string write_now(const std::string& bytes);
   // The client closed it: nothing more travels on it.
   void close();
+  // The `reset` fault, now: broken, what is in flight lost, the client told (one trace line).
+  // Nothing for a stream already broken or closed.
+  void reset();
+  // A reset window: each piece written before until_us is doomed (see above).
+  void reset_writes_until(TimeUs until_us);
   bool broken() const;
   // A failover: the stream reaches `target` from now on, as the clients' connections of a Redis
   // backend follow a promoted replica (SimRedisConnection::set_target). Pieces in flight to the old

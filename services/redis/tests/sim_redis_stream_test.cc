@@ -1,0 +1,175 @@
+// A co-simulated driver's TCP stream to a simulated Redis node (services/redis/sim/sim_redis_stream.h)
+// under the `reset` fault: sim/connection_resets.h's model over a byte stream.
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "services/redis/sim/redis_node.h"
+#include "services/redis/sim/sim_redis_stream.h"
+#include "services/redis/tests/sim_redis_support.h"
+#include "sim/world.h"
+
+using namespace lockstep::sim;
+using lockstep::sim::testing::str;
+
+namespace {
+
+WorldOptions stream_world(TimeUs latency_us, uint64_t seed = 1) {
+  return {.seed = seed, .network = {.latency_us_min = latency_us, .latency_us_max = latency_us}};
+}
+
+void run_at(World& w, TimeUs t_us, std::function<void()> fn) {
+  w.scheduler().at(t_us, std::move(fn));
+}
+
+const std::string kIncrN = "*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n";
+
+// One client connection and what reached its client: bytes, and when it heard a reset.
+struct StreamClient {
+  std::string bytes;
+  std::optional<TimeUs> reset_at_us;
+  std::unique_ptr<SimRedisStream> stream;
+
+  StreamClient(World& w, NodeId node, RedisNode& target, const std::string& name) {
+    stream = std::make_unique<SimRedisStream>(
+        w, node, target, 1, name, [this](std::string b) { bytes += b; },
+        [this, &w] {
+          CHECK_FALSE(reset_at_us.has_value());  // once
+          reset_at_us = w.now_us();
+        });
+  }
+};
+
+}  // namespace
+
+TEST_CASE("stream: a reset loses the piece on the wire, or the replies of the one that ran",
+          "[sim][redis][stream][reset]") {
+  World w(stream_world(500));
+  RedisNode r(w, {.name = "r0"});
+  const NodeId c = w.add_node("client");
+  StreamClient on_the_wire(w, c, r, "c1:1");
+  StreamClient replied(w, c, r, "c1:2");
+  // The first INCR is on its way at 200 us: lost with the connection. The second ran at 1'500 us
+  // and its reply is on its way at 1'700 us: the node kept the write, the client gets no reply.
+  run_at(w, 0, [&] { on_the_wire.stream->write(kIncrN); });
+  run_at(w, 200, [&] { on_the_wire.stream->reset(); });
+  run_at(w, 1'000, [&] { replied.stream->write(kIncrN); });
+  run_at(w, 1'700, [&] { replied.stream->reset(); });
+  w.run();
+  CHECK(on_the_wire.reset_at_us == std::optional<TimeUs>(200));  // at once, not by a timeout
+  CHECK(on_the_wire.bytes.empty());
+  CHECK(replied.reset_at_us == std::optional<TimeUs>(1'700));
+  CHECK(replied.bytes.empty());
+  CHECK(on_the_wire.stream->broken());
+  CHECK(r.execute({"GET", "n"}, 9) == str("1"));  // the first never ran, the second did
+  CHECK(w.trace().contains("stream c1:1 to r0 reset: 1 pieces and 0 reply pieces in flight lost"));
+  CHECK(w.trace().contains("stream c1:2 to r0 reset: 0 pieces and 1 reply pieces in flight lost"));
+  CHECK(w.trace().contains("stream c1:1 to r0 reset at the client"));
+}
+
+TEST_CASE(
+    "stream: a reset while idle is heard at once, after a pause of the client, and a write "
+    "before then goes nowhere",
+    "[sim][redis][stream][reset]") {
+  World w(stream_world(500));
+  RedisNode r(w, {.name = "r0"});
+  const NodeId c = w.add_node("client");
+  StreamClient idle(w, c, r, "c1:1");
+  StreamClient paused(w, c, r, "c1:2");
+  run_at(w, 0, [&] { idle.stream->write(kIncrN); });  // answered at 1'000 us
+  run_at(w, 5'000, [&] {
+    idle.stream->reset();
+    idle.stream->write(kIncrN);  // the socket is reset: nothing goes out
+  });
+  run_at(w, 10'000, [&] { w.pause(c, 3'000); });
+  run_at(w, 11'000, [&] { paused.stream->reset(); });
+  w.run();
+  CHECK(idle.reset_at_us == std::optional<TimeUs>(5'000));
+  CHECK(idle.bytes == ":1\r\n");                               // the one reply before the reset
+  CHECK(paused.reset_at_us == std::optional<TimeUs>(13'000));  // heard when the client runs again
+  CHECK(r.execute({"GET", "n"}, 9) == str("1"));
+  CHECK(w.trace().contains("stream c1:1 to r0 reset: 0 pieces and 0 reply pieces in flight lost"));
+  // A reset of a stream already broken is nothing more.
+  const size_t lines = w.trace().size();
+  idle.stream->reset();
+  CHECK(w.trace().size() == lines);
+}
+
+TEST_CASE("stream: in a reset window each piece is lost on the way or runs with its reply lost",
+          "[sim][redis][stream][reset]") {
+  World w(stream_world(500));
+  RedisNode r(w, {.name = "r0"});
+  const NodeId c = w.add_node("client");
+  constexpr int kStreams = 20;
+  std::vector<std::unique_ptr<StreamClient>> clients;
+  for (int i = 0; i < kStreams; ++i) {
+    clients.push_back(std::make_unique<StreamClient>(w, c, r, "c1:" + std::to_string(i + 1)));
+    clients.back()->stream->reset_writes_until(50'000);  // as a reconnect during the window
+    run_at(w, 1'000 * i, [&w, client = clients.back().get()] { client->stream->write(kIncrN); });
+  }
+  StreamClient after(w, c, r, "c1:after");
+  after.stream->reset_writes_until(50'000);
+  run_at(w, 50'000, [&] { after.stream->write(kIncrN); });  // the window is over: works again
+  w.run();
+  for (int i = 0; i < kStreams; ++i) {
+    INFO("stream " << i + 1);
+    // The RST (instead of the piece, or of its reply) is back when the reply would have been.
+    CHECK(clients[static_cast<size_t>(i)]->reset_at_us == std::optional<TimeUs>(1'000 * i + 1'000));
+    CHECK(clients[static_cast<size_t>(i)]->bytes.empty());
+  }
+  CHECK_FALSE(after.reset_at_us.has_value());
+  REQUIRE_FALSE(after.bytes.empty());
+  // Some ran (their replies lost), some never arrived: both fates were drawn.
+  const int64_t ran = std::stoll(after.bytes.substr(1)) - 1;
+  CHECK(ran > 0);
+  CHECK(ran < kStreams);
+  CHECK(w.trace().contains("written during a reset, lost on the way: an RST back"));
+  CHECK(w.trace().contains("written during a reset ran, its 4B of replies lost: an RST back"));
+}
+
+TEST_CASE("stream: a doomed piece's RST that is lost is sent again",
+          "[sim][redis][stream][reset]") {
+  World w(stream_world(500));
+  RedisNode r(w, {.name = "r0"});
+  const NodeId c = w.add_node("client");
+  StreamClient doomed(w, c, r, "c1:1");
+  doomed.stream->reset_writes_until(10'000);
+  run_at(w, 0, [&] { doomed.stream->write(kIncrN); });
+  // The RST leaves the node at 500 us: cut off until 300 ms.
+  run_at(w, 400, [&] { w.network().partition(r.node(), c); });
+  run_at(w, 300'000, [&] { w.network().heal_all(); });
+  w.run();
+  REQUIRE(doomed.reset_at_us.has_value());
+  CHECK(*doomed.reset_at_us > 300'000);
+  CHECK(w.trace().contains("stream c1:1 sends its reset again (try 2)"));
+}
+
+TEST_CASE("stream: a run without a reset draws nothing more", "[sim][redis][stream][reset]") {
+  // The same exchange in three worlds of one seed; the second has idle resets and a window that
+  // was over before anything was written in it, the third a piece written in a window.
+  auto run = [](int variant) {
+    World w(stream_world(500, 7));
+    RedisNode r(w, {.name = "r0"});
+    const NodeId c = w.add_node("client");
+    StreamClient used(w, c, r, "c1:1");
+    StreamClient other(w, c, r, "c1:2");
+    if (variant >= 1) used.stream->reset_writes_until(variant == 2 ? 10'000 : 500);
+    run_at(w, 1'000, [&] { used.stream->write(kIncrN); });
+    if (variant >= 1) run_at(w, 3'000, [&] { other.stream->reset(); });
+    w.run();
+    return std::make_pair(w.prng().next_u64(), used.bytes);
+  };
+  const auto [plain, plain_bytes] = run(0);
+  const auto [idle_resets, idle_bytes] = run(1);
+  const auto [doomed, doomed_bytes] = run(2);
+  CHECK(plain_bytes == ":1\r\n");
+  CHECK(idle_bytes == plain_bytes);
+  CHECK(idle_resets == plain);  // no draw
+  CHECK(doomed_bytes.empty());
+  CHECK(doomed != plain);  // the doom was drawn
+}
