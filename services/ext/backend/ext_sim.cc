@@ -82,6 +82,10 @@ class CoSimClient {
       if (&stream->target() == &from) stream->set_target(to);
     }
   }
+  // The `reset` fault: every connection of its process is reset now (the driver hears of each at
+  // once), and for for_us more every piece written on one, those it opens to reconnect too, is
+  // doomed (sim_redis_stream.h).
+  void reset_connections(int64_t for_us);
 
  private:
   bool shared() const { return client_ == kShared; }
@@ -110,6 +114,7 @@ class CoSimClient {
   bool starting_ = true;
   std::deque<std::pair<int, std::string>> start_replies_;  // handshake replies not yet delivered
   std::map<int, std::unique_ptr<sim::SimRedisStream>> streams_;  // by the driver's connection id
+  TimeUs resetting_until_us_ = 0;  // a reset window: connections opened before then are doomed
   int64_t next_id_ = 1;
   std::map<int64_t, std::optional<ext::Response>> requests_;  // outstanding, with their answers
   std::map<int64_t, sim::Waiter> waiters_;  // the fibers parked for them, by request
@@ -227,6 +232,10 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
       clients_.push_back(std::make_unique<CoSimClient>(*this, client, node));
       driver = clients_.back().get();
     }
+    std::vector<CoSimClient*>& on_node = drivers_by_node_[node];
+    if (std::find(on_node.begin(), on_node.end(), driver) == on_node.end()) {
+      on_node.push_back(driver);
+    }
     adapters_.push_back(
         std::make_unique<CoSimAdapter>(library_.adapter, *driver, client, fencing_));
     return *adapters_.back();
@@ -261,6 +270,15 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
     }
     failed_primary_ = std::exchange(servers_.front(), std::move(replica_));
     return lost;
+  }
+  // The connections of the driver serving the client on client_node are reset. A pooled driver's
+  // connections are those of every client it serves (threads of one process share them): they
+  // are all reset. An in-memory library has no connection (its traits never ask for this).
+  void reset_connections(int client_node, int64_t for_us) override {
+    no_network_for_in_memory();
+    auto it = drivers_by_node_.find(client_node);
+    if (it == drivers_by_node_.end()) return;
+    for (CoSimClient* driver : it->second) driver->reset_connections(for_us);
   }
   void partition(int client_node, bool two_way) override {
     for (int i = 0; i < server_count(); ++i) partition_server(client_node, i, two_way);
@@ -394,7 +412,10 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
   std::unique_ptr<sim::RedisNode> failed_primary_;  // the primary a failover left behind, crashed
   std::map<int, sim::NodeId> crashed_;              // server -> the node its last crash took down
   std::optional<sim::NodeId> store_node_;  // an in-memory library's shared driver runs here
-  bool pooled_ = false;                    // clients share kSimDriversMax drivers
+  // client node -> the drivers serving its clients, in the order the clients came (no lookup by
+  // address order: reset_connections walks it)
+  std::map<int, std::vector<CoSimClient*>> drivers_by_node_;
+  bool pooled_ = false;  // clients share kSimDriversMax drivers
   // After servers_: they go first. The adapters before the drivers they use.
   std::vector<std::unique_ptr<CoSimClient>> clients_;  // a client's own
   // Shared by the clients: an in-memory library's one, or up to kSimDriversMax when pooled_.
@@ -526,11 +547,13 @@ void CoSimClient::dispatch(ext::SimExchange result) {
                                    connect->conn, connect->server, kStreamsMax))));
       }
       const int conn = connect->conn;
-      streams_.emplace(
-          conn, std::make_unique<sim::SimRedisStream>(
-                    world_, node_, *target, client_, stream_label_ + ":" + std::to_string(conn),
-                    [this, conn](std::string bytes) { on_bytes(conn, bytes); },
-                    [this, conn] { on_reset(conn); }));
+      auto stream = std::make_unique<sim::SimRedisStream>(
+          world_, node_, *target, client_, stream_label_ + ":" + std::to_string(conn),
+          [this, conn](std::string bytes) { on_bytes(conn, bytes); },
+          [this, conn] { on_reset(conn); });
+      // A reconnect during a reset window is reset too.
+      if (world_.now_us() < resetting_until_us_) stream->reset_writes_until(resetting_until_us_);
+      streams_.emplace(conn, std::move(stream));
     } else if (auto* send = std::get_if<ext::SimSend>(&line)) {
       auto it = streams_.find(send->conn);
       if (it == streams_.end()) {
@@ -582,6 +605,13 @@ void CoSimClient::dispatch(ext::SimExchange result) {
     }
   }
   schedule_timer(result.next_timer_ns);
+}
+
+void CoSimClient::reset_connections(int64_t for_us) {
+  resetting_until_us_ = std::max(resetting_until_us_, world_.now_us() + for_us);
+  world_.trace_linef("driver {}: its connections reset{}", who_,
+                     for_us > 0 ? fmt::format(", and again for {}us", for_us) : "");
+  for (auto& [conn, stream] : streams_) stream->reset();
 }
 
 void CoSimClient::on_bytes(int conn, const std::string& bytes) {

@@ -53,20 +53,25 @@ struct ExtSimLibrary {
 std::unique_ptr<Backend> make_ext_sim_backend(BackendEnv& env, const ExtSimLibrary& library);
 
 // What the simulated backend can do (the ext adapters' sim_faults): one Redis, with a replica to
-// fail over to (replicas=1), or a Redlock library's independent nodes (no replicas).
+// fail over to (replicas=1), or a Redlock library's independent nodes (no replicas). Both reset a
+// client's connections (the `reset` fault): its driver's streams, those of a driver that several
+// clients share included (services/redis/sim/sim_redis_stream.h).
 inline constexpr FaultCapabilities kExtSimFaults{.network = true,
                                                  .server_clock = true,
                                                  .server_clock_jump = true,
                                                  .failover = true,
                                                  .server_restart = true,
-                                                 .server_pause = true};
+                                                 .server_pause = true,
+                                                 .connection_resets = true};
 inline constexpr FaultCapabilities kExtSimNodesFaults{.network = true,
                                                       .server_clock = true,
                                                       .server_clock_jump = true,
                                                       .failover = false,
                                                       .server_restart = true,
-                                                      .server_pause = true};
-// An in-memory library's: its shared driver's node has a clock, and nothing else to break.
+                                                      .server_pause = true,
+                                                      .connection_resets = true};
+// An in-memory library's: its shared driver's node has a clock, and nothing else to break (no
+// connection to reset either).
 inline constexpr FaultCapabilities kExtSimSharedFaults{.server_clock = true,
                                                        .server_clock_jump = true};
 

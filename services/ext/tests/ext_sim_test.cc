@@ -2,6 +2,7 @@
 // real Node driver whose time, network and randomness are the simulator's. Each run must be a
 // function of (scenario, seed, build) like any other: the same seed gives the same trace hash.
 // Skipped (exit 77) without node 20 or services/ext/node/node_modules outside CI; a failure in CI.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -301,6 +302,70 @@ TEST_CASE("ext sim: a driver kept warm gives every run the trace of a fresh one"
     // Fewer drivers started than clients ran: the rest were reused.
     CHECK(ext::SimDriverPool::started_count() - started_before < clients / 2);
   }
+}
+
+}  // namespace
+}  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+// The `reset` fault reaches the co-simulated Redis libraries: their driver's streams are reset
+// (services/redis/sim/sim_redis_stream.h), ioredis hears it and reconnects, and the run goes on.
+// Before, their backend could not reset a connection, so no sweep drew the fault. An in-memory
+// library has no connection to reset.
+TEST_CASE("ext sim: a reset strikes a Redis library's connections, and its driver reconnects",
+          "[ext][sim][reset]") {
+  require_node();
+  for (const char* adapter : kCoSimulated) {
+    const SwarmCapabilities caps = swarm_capabilities(adapter);
+    INFO(adapter);
+    CHECK(caps.connection_resets);
+    const std::vector<FaultKind> kinds = strikable_fault_kinds(caps);
+    CHECK(std::find(kinds.begin(), kinds.end(), FaultKind::reset) != kinds.end());
+  }
+  CHECK_FALSE(swarm_capabilities("ext:locco-memory").connection_resets);
+
+  int reset_heard = 0;
+  int doomed = 0;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    const SwarmCapabilities caps = swarm_capabilities("ext:locco-redis");
+    const SwarmSpec spec = draw_swarm_spec(caps, seed, {.faults = {FaultKind::reset}});
+    REQUIRE(spec.has_fault(FaultKind::reset));
+    const SeedOutcome outcome = run_swarm_spec("ext:locco-redis", spec, seed, /*fencing_on=*/true,
+                                               /*keep_trace=*/true);
+    INFO("seed " << seed << "\n" << to_text(outcome.report));
+    CHECK(outcome.report.end == RunEnd::complete);
+    CHECK(outcome.report.stats.acquisitions > 0);
+    for (const std::string& line : outcome.report.trace) {
+      reset_heard += line.find("reset at the client") != std::string::npos ? 1 : 0;
+      doomed += line.find("written during a reset") != std::string::npos ? 1 : 0;
+    }
+  }
+  CHECK(reset_heard > 0);
+  CHECK(doomed > 0);  // a reconnect during a window was reset too
+}
+
+// `lockstep sweep --adapter ext:node-redlock --faults reset`: before, a usage error (the backend
+// could not strike it); now the sweep draws resets, inside the adapter's envelope.
+TEST_CASE("ext sim: a sweep with --faults reset draws resets", "[ext][sim][reset]") {
+  require_node();
+  SweepConfig config{.adapter = "ext:node-redlock",
+                     .seeds = 4,
+                     .faults = {FaultKind::reset},
+                     .faults_named = true,
+                     .keep_going = true,
+                     .shrink_max = 0,
+                     .report_dir = ""};
+  const SweepResult result = run_sweep(config);
+  INFO(to_text(result));
+  CHECK(result.seeds_run == 4);
+  CHECK(result.named_faults_drawn);
+  int resets = 0;
+  for (const auto& [where, kinds] : result.faults) {
+    if (auto it = kinds.find("reset"); it != kinds.end()) resets += it->second;
+  }
+  CHECK(resets > 0);
 }
 
 }  // namespace
