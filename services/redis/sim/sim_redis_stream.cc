@@ -244,11 +244,18 @@ const RedisNode& SimRedisStream::target() const { return *state_->target; }
 
 void SimRedisStream::reset() {
   State& s = *state_;
-  if (s.broken || s.closed) return;
-  s.broken = true;  // what is on the wire either way is dropped on arrival
-  s.world.trace_linef("stream {} to {} reset: {} pieces and {} reply pieces in flight lost", s.name,
-                      s.target->name(), s.sent_to_server - s.received_by_server,
-                      s.sent_to_client - s.received_by_client);
+  if (s.closed) return;  // the client heard of a break already, or closed it
+  if (s.broken) {
+    // Broken before, and the client not told yet (the node's RST is on its way, or was lost):
+    // this RST reaches it now.
+    s.world.trace_linef("stream {} to {} reset: broken already, the client not told", s.name,
+                        s.target->name());
+  } else {
+    s.broken = true;  // what is on the wire either way is dropped on arrival
+    s.world.trace_linef("stream {} to {} reset: {} pieces and {} reply pieces in flight lost",
+                        s.name, s.target->name(), s.sent_to_server - s.received_by_server,
+                        s.sent_to_client - s.received_by_client);
+  }
   // The client's kernel has the RST now; its reader hears it as soon as the client runs.
   s.world.deliver_at(s.client_node, s.world.incarnation(s.client_node), s.world.now_us(),
                      [self = state_] { self->reset_client(); });

@@ -63,7 +63,8 @@ class SimRedisStream {
   // The client closed it: nothing more travels on it.
   void close();
   // The `reset` fault, now: broken, what is in flight lost, the client told (one trace line).
-  // Nothing for a stream already broken or closed.
+  // A stream broken before whose client was not told yet (a refusal's RST lost) is told now;
+  // nothing for one the client closed or heard of.
   void reset();
   // A reset window: each piece written before until_us is doomed (see above).
   void reset_writes_until(TimeUs until_us);
