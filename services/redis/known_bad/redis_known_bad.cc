@@ -67,7 +67,7 @@ const std::vector<KnownBad> kKnownBadRedis = {
     {"bad-ungated-watchdog",
      "fencing",
      // a renewal and a concurrent client's acquire must wait on the connection at once, and the
-     // acquire read the renewal's 1 as a grant with token 1 (5.6% of seeds 1..1000; the named
+     // acquire read the renewal's 1 as a grant with token 1 (5.7% of seeds 1..1000; the named
      // scenario shared-client catches it in every seed of 1..30).
      0.04,
      "known-bad: renews its own leases on a background task over the caller's connection, "
