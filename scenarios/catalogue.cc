@@ -588,6 +588,29 @@ void take_work_release(Client& c, const ScenarioEnv& env, int64_t ttl_ms, int64_
   c.release(*lock);
 }
 
+void build_holder_struck(ScenarioEnv& env, int64_t struck_at_ms, FaultKind kind, std::string what,
+                         std::function<void(ScenarioEnv&, Client&)> strike) {
+  const int64_t ttl_ms = env.option("ttl_ms");
+  const int64_t hold_ms = env.option("hold_ms");
+  const int64_t b_hold_ms = env.option("b_hold_ms");
+  Client& a = env.add_client("a");
+  env.start(
+      a, 0,
+      [ttl_ms, hold_ms](Client& c) {
+        std::optional<Lock> lock = c.acquire("resource", ttl_ms);
+        if (!lock) return;
+        c.increment(*lock, hold_ms);  // reads, works, writes: unaware of what struck it
+        c.release(*lock);
+      },
+      kStartJitterUs);
+  env.schedule_fault(struck_at_ms, {.kind = kind, .client = a.id()}, std::move(what),
+                     [&env, &a, strike = std::move(strike)] { strike(env, a); });
+  env.start(
+      env.add_client("b"), struck_at_ms + 50,
+      [&env, ttl_ms, b_hold_ms](Client& c) { take_work_release(c, env, ttl_ms, b_hold_ms); },
+      kStartJitterUs);
+}
+
 Expectation overlap_expectation(const AdapterTraits& lock, bool fencing_on) {
   Expectation e{Invariant::mutual_exclusion};
   if (!fencing_on || lock.tokens != TokenKind::monotonic) e.insert(Invariant::no_lost_update);

@@ -40,29 +40,9 @@ Scenario connection_reset_scenario() {
           },
       .build =
           [](ScenarioEnv& env) {
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t hold_ms = env.option("hold_ms");
-            const int64_t reset_at_ms = env.option("reset_at_ms");
-            const int64_t b_hold_ms = env.option("b_hold_ms");
-            Client& a = env.add_client("a");
-            env.start(
-                a, 0,
-                [ttl_ms, hold_ms](Client& c) {
-                  std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-                  if (!lock) return;
-                  c.increment(*lock, hold_ms);  // reads, works, writes: unaware of the reset
-                  c.release(*lock);
-                },
-                200);
-            env.schedule_fault(reset_at_ms, {.kind = FaultKind::reset, .client = a.id()},
-                               "a's connections are reset",
-                               [&env, &a] { env.backend().reset_connections(a.node(), 0); });
-            env.start(
-                env.add_client("b"), reset_at_ms + 50,
-                [&env, ttl_ms, b_hold_ms](Client& c) {
-                  take_work_release(c, env, ttl_ms, b_hold_ms);
-                },
-                200);
+            build_holder_struck(
+                env, env.option("reset_at_ms"), FaultKind::reset, "a's connections are reset",
+                [](ScenarioEnv& e, Client& a) { e.backend().reset_connections(a.node(), 0); });
           },
   };
 }

@@ -31,31 +31,13 @@ Scenario session_killed_scenario() {
             e.insert(Invariant::validity_within_lease);
             return e;
           },
+      // A's release fails: the session and its lock are gone.
       .build =
           [](ScenarioEnv& env) {
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t hold_ms = env.option("hold_ms");
-            const int64_t kill_at_ms = env.option("kill_at_ms");
-            const int64_t b_hold_ms = env.option("b_hold_ms");
-            Client& a = env.add_client("a");
-            env.start(
-                a, 0,
-                [ttl_ms, hold_ms](Client& c) {
-                  std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-                  if (!lock) return;
-                  c.increment(*lock, hold_ms);  // reads, works, writes: unaware of the end
-                  c.release(*lock);             // fails: the session and its lock are gone
-                },
-                200);
-            env.schedule_fault(kill_at_ms, {.kind = FaultKind::session_end, .client = a.id()},
-                               "the server ends a's session (pg_terminate_backend)",
-                               [&env, &a] { env.backend().end_session(a.node()); });
-            env.start(
-                env.add_client("b"), kill_at_ms + 50,
-                [&env, ttl_ms, b_hold_ms](Client& c) {
-                  take_work_release(c, env, ttl_ms, b_hold_ms);
-                },
-                200);
+            build_holder_struck(
+                env, env.option("kill_at_ms"), FaultKind::session_end,
+                "the server ends a's session (pg_terminate_backend)",
+                [](ScenarioEnv& e, Client& a) { e.backend().end_session(a.node()); });
           },
   };
 }
