@@ -91,6 +91,8 @@ class ConnectionResets {
   }
   // The caller gave up on a call (a timeout): clients close such a connection and open another.
   void reopen_all() { opened_.clear(); }
+  // Inside a reset window: what the seam opens now (a stream) is reset too.
+  bool resetting() const { return world_.now_us() < resetting_until_us_; }
   // At the client, as the reply arrives: true when the reply is lost with its connection.
   static bool drops_reply(SimCall& call);
 

@@ -76,9 +76,7 @@ void Network::schedule(const std::shared_ptr<InFlight>& message, std::string_vie
   const NodeId from = message->from;
   const NodeId to = message->to;
   const TimeUs now_us = world_.now_us();
-  TimeUs arrival_us = now_us +
-                      world_.prng().between(options_.latency_us_min, options_.latency_us_max) +
-                      node_delay_us(from) + node_delay_us(to);
+  TimeUs arrival_us = now_us + latency_us(from, to);
   if (options_.fifo_links) {
     TimeUs& last_us = last_arrival_slot(from, to);
     arrival_us = std::max(arrival_us, last_us);
@@ -140,9 +138,7 @@ void Network::release_healed() {
 void Network::schedule_release(const std::shared_ptr<InFlight>& message, TimeUs release_at_us,
                                TimeUs held_us, TimeUs& released_last_us) {
   const TimeUs now_us = world_.now_us();
-  TimeUs arrival_us = release_at_us +
-                      world_.prng().between(options_.latency_us_min, options_.latency_us_max) +
-                      node_delay_us(message->from) + node_delay_us(message->to);
+  TimeUs arrival_us = release_at_us + latency_us(message->from, message->to);
   if (options_.fifo_links) arrival_us = std::max(arrival_us, released_last_us);
   released_last_us = arrival_us;
   world_.trace_linef("msg {}->{} release {} +{}us (held {}us, resent after {}us)", message->from,
@@ -188,6 +184,11 @@ void Network::set_node_delay(NodeId node, TimeUs delay_us) {
   if (node_delay_us_.size() <= index) node_delay_us_.resize(index + 1, 0);
   node_delay_us_[index] = delay_us;
   world_.trace_linef("net node {} delay +{}us", node, delay_us);
+}
+
+TimeUs Network::latency_us(NodeId from, NodeId to) {
+  return world_.prng().between(options_.latency_us_min, options_.latency_us_max) +
+         node_delay_us(from) + node_delay_us(to);
 }
 
 TimeUs Network::node_delay_us(NodeId node) const {

@@ -154,6 +154,8 @@ class Network {
                                       std::function<void()> on_deliver, Delivery delivery);
   void send_copy(NodeId from, NodeId to, const std::string& label, std::string_view kind,
                  std::function<void()> on_deliver, Delivery delivery);
+  // A message's time on the wire from `from` to `to`: one draw, plus both nodes' delays.
+  TimeUs latency_us(NodeId from, NodeId to);
   // Puts a message in flight: arrives after a drawn latency (FIFO per link).
   void schedule(const std::shared_ptr<InFlight>& message, std::string_view kind);
   // A message on a holding cut waits for the heal (or is dropped when the queue is full).

@@ -324,7 +324,7 @@ std::unique_ptr<EtcdStream> SimEtcdConnection::open(std::string_view path_view,
   auto state = std::make_shared<StreamState>();
   state->id = (static_cast<uint64_t>(client_ + 1) << 32) | ++next_request_;
   state->member = member;
-  if (world_.now_us() < resetting_until_us_) {  // found reset on the write: nothing goes out
+  if (resets_.resetting()) {  // found reset on the write: nothing goes out
     state->broken = true;
     world_.trace_linef("etcd c{} stream #{} not sent: the connection was reset", client_,
                        state->id);
@@ -348,7 +348,6 @@ std::unique_ptr<EtcdStream> SimEtcdConnection::open(std::string_view path_view,
 
 void SimEtcdConnection::reset(TimeUs for_us) {
   const uint64_t ended = resets_.reset(for_us);
-  resetting_until_us_ = std::max(resetting_until_us_, world_.now_us() + for_us);
   size_t broken = 0;
   for (const std::weak_ptr<StreamState>& stream : streams_) {
     const std::shared_ptr<StreamState> live = stream.lock();

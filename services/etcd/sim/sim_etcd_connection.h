@@ -72,7 +72,6 @@ class SimEtcdConnection final : public EtcdConnection {
   size_t current_ = 0;
   uint64_t next_request_ = 0;
   ConnectionResets resets_;
-  TimeUs resetting_until_us_ = 0;                    // streams opened before then are broken
   std::vector<std::weak_ptr<StreamState>> streams_;  // those opened, pruned as they close
 };
 

@@ -54,35 +54,24 @@ uint64_t SimPgHost::new_connection() {
 void SimPgHost::close_socket(PgServer& server, uint64_t conn) {
   open_.erase(conn);
   closing_.erase(conn);
-  owners_.erase(conn);
   send_fin(&server, conn, std::make_shared<bool>(false), 0);
 }
 
 void SimPgHost::close_all() {
-  const std::map<uint64_t, PgServer*> sockets = std::move(open_);
+  const std::map<uint64_t, OpenSocket> sockets = std::move(open_);
   open_.clear();
-  owners_.clear();
-  for (const auto& [conn, server] : sockets) {
-    if (server != nullptr) send_fin(server, conn, std::make_shared<bool>(false), 0);
-  }
-}
-
-void SimPgHost::set_owner(uint64_t conn, SimPgConnection* owner) {
-  if (!open_.contains(conn)) return;
-  if (owner == nullptr) {
-    owners_.erase(conn);
-  } else {
-    owners_[conn] = owner;
+  for (const auto& [conn, socket] : sockets) {
+    send_fin(socket.server, conn, std::make_shared<bool>(false), 0);
   }
 }
 
 size_t SimPgHost::reset_all(TimeUs for_us) {
   LOCKSTEP_SIM_CHECK(for_us >= 0, "a reset lasts 0 us or more");
   resetting_until_us_ = std::max(resetting_until_us_, world_.now_us() + for_us);
-  // A copy: each reset forgets its socket. Sockets without an owner (none today) stay open.
-  const std::map<uint64_t, SimPgConnection*> owners = owners_;
-  for (const auto& [conn, owner] : owners) owner->reset_by_host();
-  return owners.size();
+  // A copy: each reset forgets its socket.
+  const std::map<uint64_t, OpenSocket> sockets = open_;
+  for (const auto& [conn, socket] : sockets) socket.owner->reset_by_host();
+  return sockets.size();
 }
 
 void SimPgHost::send_fin(PgServer* server, uint64_t conn, std::shared_ptr<bool> acked,
@@ -211,8 +200,7 @@ PgResult SimPgConnection::open() {
   }
   conn_ = host_->new_connection();
   server_ = server;
-  host_->socket_opened(conn_, *server);
-  host_->set_owner(conn_, this);
+  host_->socket_opened(conn_, *server, *this);
   auto request = std::make_shared<Request>(Request{.id = ++next_request_});
   const Waiter waiter = world.prepare_park();
   request->waiter = waiter;

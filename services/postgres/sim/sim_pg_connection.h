@@ -70,11 +70,13 @@ class SimPgHost final : public PgPeer, public std::enable_shared_from_this<SimPg
   PgTag& tag() { return tag_; }
 
   uint64_t new_connection();
-  void socket_opened(uint64_t conn, PgServer& server) { open_[conn] = &server; }
+  // owner: the connection told of a reset (reset_all).
+  void socket_opened(uint64_t conn, PgServer& server, SimPgConnection& owner) {
+    open_[conn] = {.server = &server, .owner = &owner};
+  }
   void socket_closed(uint64_t conn) {
     open_.erase(conn);
     closing_.erase(conn);
-    owners_.erase(conn);
   }
   // Closes the socket of conn: its FIN to server, retransmitted until acknowledged.
   void close_socket(PgServer& server, uint64_t conn);
@@ -83,8 +85,6 @@ class SimPgHost final : public PgPeer, public std::enable_shared_from_this<SimPg
   // The `reset` fault (see above). Returns how many connections it reset.
   size_t reset_all(TimeUs for_us);
   bool resetting() const { return world_.now_us() < resetting_until_us_; }
-  // The connection that owns an open socket, told of a reset (null: none, e.g. a startup's).
-  void set_owner(uint64_t conn, SimPgConnection* owner);
 
  private:
   void send_fin(PgServer* server, uint64_t conn, std::shared_ptr<bool> acked, int attempt);
@@ -97,9 +97,12 @@ class SimPgHost final : public PgPeer, public std::enable_shared_from_this<SimPg
   NodeId node_;
   PgTag tag_;
   uint64_t next_connection_ = 0;
-  std::map<uint64_t, PgServer*> open_;           // open sockets and their server
-  std::map<uint64_t, PgResult> closing_;         // what servers said as they closed sockets
-  std::map<uint64_t, SimPgConnection*> owners_;  // of open sockets: walked in conn order
+  struct OpenSocket {
+    PgServer* server = nullptr;
+    SimPgConnection* owner = nullptr;
+  };
+  std::map<uint64_t, OpenSocket> open_;   // open sockets: walked in conn order
+  std::map<uint64_t, PgResult> closing_;  // what servers said as they closed sockets
   TimeUs resetting_until_us_ = 0;
 };
 
