@@ -136,11 +136,20 @@ TimeUs acquire_start_us(const History& history, int client, const std::string& k
   return start;
 }
 
-// When the holder began measuring its claim: the invocation of the acquire that led to it (a lock
-// counts its validity from before it asked), else the claim itself.
+// When the holder's claim began to be measured: the invocation of the acquire that led to it (a
+// lock counts its validity from before it asked), or the start of the term of the lease its grant
+// rides where that was earlier (an etcd key from an acquire that gave up, whose lease was refreshed
+// while the key waited, and that won after the client asked again), else the claim itself.
 TimeUs holder_claim_start_us(const History& history, const Violation& v) {
   if (v.holder < 0 || v.claim_since_us <= 0) return v.claim_since_us;
-  return acquire_start_us(history, v.holder, v.key, v.claim_since_us);
+  TimeUs start_us = acquire_start_us(history, v.holder, v.key, v.claim_since_us);
+  for (size_t index : v.events) {
+    if (index >= history.size()) continue;
+    const HistoryEvent& e = history[index];
+    if (e.kind == EventKind::grant && e.client == v.holder && e.lease_since_us > 0)
+      start_us = std::min(start_us, e.lease_since_us);
+  }
+  return start_us;
 }
 
 // What a clock running excess_ppm off loses (or gains) from from_us to until_us (0 if empty).
@@ -361,7 +370,8 @@ std::optional<bool> clock_ended_a_lease_early(const History& history, const Hist
   const bool independent_servers = history.meta.quorum > 1;
   // Each client's live lease by server ("" for the whole service): since when it ran, and its end.
   // A grant's lease may have been timed from before it was recorded (an etcd lease is granted
-  // before its key wins), but not from before its client asked for it; an extend's from itself.
+  // before its key wins): from when the grant says its term began, else from when its client
+  // asked for it; an extend's from itself.
   struct LiveLease {
     TimeUs since_us = 0;
     TimeUs end_us = 0;
@@ -407,9 +417,10 @@ std::optional<bool> clock_ended_a_lease_early(const History& history, const Hist
         contributed = contributed || server_clock_gain_us(fault, e.server, from_us, e.time_us) > 0;
       }
     }
-    const TimeUs since_us = e.kind == EventKind::grant
-                                ? acquire_start_us(history, clients[mine], v.key, e.time_us)
-                                : e.time_us;
+    const TimeUs since_us = e.kind != EventKind::grant ? e.time_us
+                            : e.lease_since_us > 0
+                                ? e.lease_since_us
+                                : acquire_start_us(history, clients[mine], v.key, e.time_us);
     live[mine][where] = LiveLease{since_us, e.time_us + e.ttl_us};
   }
   if (!granted[0] || !granted[1]) return std::nullopt;

@@ -29,7 +29,8 @@ class EventLine final : public sim::TraceLine {
                                 static_cast<uint64_t>(e_.end_us),
                                 static_cast<uint64_t>(e_.amount),
                                 static_cast<uint64_t>(e_.local_now_us),
-                                static_cast<uint64_t>(e_.local_valid_until_us)};
+                                static_cast<uint64_t>(e_.local_valid_until_us),
+                                static_cast<uint64_t>(e_.lease_since_us)};
     const std::string* texts[] = {&e_.key, &e_.server, &e_.value, &e_.detail};
     uint64_t present = 0;
     for (size_t i = 0; i < std::size(numbers); ++i) present |= uint64_t{numbers[i] != 0} << i;

@@ -138,6 +138,7 @@ void describe_lease(Line& out, const HistoryEvent& e) {
   put(out, " value=");
   put_short_value(out, e.value);
   if (e.kind != EventKind::revoke) put(out, " ttl={}us", e.ttl_us);
+  if (e.lease_since_us != 0) put(out, " lease_since={}us", e.lease_since_us);
   put_token(out, e);
   if (e.kind != EventKind::grant) put_client(out, "by=", e.client);
 }

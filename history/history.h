@@ -76,10 +76,14 @@ struct HistoryEvent {
   uint64_t token = 0;
   bool shared = false;  // cs_enter/cs_exit: a shared (reader) hold
   bool kills_client =
-      false;            // fault: it killed `client` (whose pending operation then never completes)
-  std::string server;   // grant/extend/revoke: which server
-  std::string value;    // grant/extend/revoke: the lease owner's unique value
-  int64_t ttl_us = 0;   // grant/extend: promised lease length in true time
+      false;           // fault: it killed `client` (whose pending operation then never completes)
+  std::string server;  // grant/extend/revoke: which server
+  std::string value;   // grant/extend/revoke: the lease owner's unique value
+  int64_t ttl_us = 0;  // grant/extend: promised lease length in true time
+  // grant: when the lease it rides began its term in true time, where that was before the grant
+  // (an etcd key's lease, granted or refreshed while the key waited its turn); 0: at the grant.
+  // A server clock that ran fast from then on shortened what the grant promised.
+  TimeUs lease_since_us = 0;
   int64_t counter = 0;  // access: the value read or written; final_value: the final count
   // fault: when it ends (== time_us for instant faults); complete of a successful acquire or
   // extend: the true time at which the validity the lock reported ends by the client's own clock

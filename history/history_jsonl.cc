@@ -44,6 +44,7 @@ json event_json(const HistoryEvent& e) {
   if (!e.server.empty()) j["server"] = e.server;
   if (!e.value.empty()) j["value"] = e.value;
   if (e.ttl_us != 0) j["ttl_us"] = e.ttl_us;
+  if (e.lease_since_us != 0) j["lease_since_us"] = e.lease_since_us;
   if (e.counter != 0) j["counter"] = e.counter;
   if (e.end_us != 0) j["end_us"] = e.end_us;
   if (!e.detail.empty()) j["detail"] = e.detail;
@@ -182,9 +183,10 @@ HistoryMeta read_meta(size_t line, const LineReader& r) {
 }
 
 HistoryEvent read_event(const LineReader& r) {
-  r.only({"time_us", "kind", "client", "key", "op", "outcome", "token", "shared", "kills_client",
-          "server", "value", "ttl_us", "counter", "end_us", "detail", "fault", "amount",
-          "local_now_us", "local_valid_until_us"});
+  r.only({"time_us", "kind",   "client",         "key",          "op",
+          "outcome", "token",  "shared",         "kills_client", "server",
+          "value",   "ttl_us", "lease_since_us", "counter",      "end_us",
+          "detail",  "fault",  "amount",         "local_now_us", "local_valid_until_us"});
   if (r.find("time_us") == nullptr) r.fail("time_us", "is missing");
   if (r.find("kind") == nullptr) r.fail("kind", "is missing");
   HistoryEvent e;
@@ -203,6 +205,7 @@ HistoryEvent read_event(const LineReader& r) {
   e.server = r.text("server");
   e.value = r.text("value");
   e.ttl_us = r.integer("ttl_us", 0, 0);
+  e.lease_since_us = r.integer("lease_since_us", 0, 0, e.time_us);  // never after the grant
   e.counter = r.integer("counter", INT64_MIN, 0);
   e.end_us = r.integer("end_us", 0, 0);
   e.detail = r.text("detail");

@@ -907,4 +907,79 @@ TEST_CASE("an overlap inside an excused double grant of the same two clients is 
   }
 }
 
+TEST_CASE("a server clock that ran fast since a queued lease's last refresh shortened its grant",
+          "[excuse]") {
+  // c0's first acquire (value v0) gives up at 1500 but its etcd key stays queued, its lease last
+  // refreshed at `lease_since_us`; c0 asks again (v1) at 150 ms. v0's key wins at 250 ms with 100 ms
+  // of its lease left as the leader meant it, and v1's at 330 ms: 20 ms beside v0's lease. The
+  // leader's clock ran 25% fast from 0 to 200 ms, and shortened v0's lease by a quarter of the
+  // time it ran from its refresh: 37.5 ms from 50 ms, enough; 2.5 ms from 190 ms, not enough.
+  // Measured from c0's last acquire (150 ms), as when the grant says nothing of its lease,
+  // 12.5 ms: not enough either.
+  const auto judged = [](TimeUs lease_since_us) {
+    History h;
+    h.meta.clients = 1;
+    h.meta.envelope.server_fast_ppm_max = 0;
+    const auto acquire = [&h](TimeUs at_us, Outcome outcome, TimeUs done_us, std::string value) {
+      h.add({.time_us = at_us,
+             .kind = EventKind::invoke,
+             .client = 0,
+             .key = "k",
+             .op = Op::acquire});
+      h.add({.time_us = done_us,
+             .kind = EventKind::complete,
+             .client = 0,
+             .key = "k",
+             .op = Op::acquire,
+             .outcome = outcome,
+             .value = std::move(value)});
+    };
+    h.add({.time_us = 0,
+           .kind = EventKind::fault,
+           .end_us = 200'000,
+           .fault = FaultKind::server_drift,
+           .amount = 250'000,
+           .detail = "server-drift"});
+    acquire(10'000, Outcome::error, 150'000, "");
+    h.add({.time_us = 150'000,
+           .kind = EventKind::invoke,
+           .client = 0,
+           .key = "k",
+           .op = Op::acquire});
+    h.add({.time_us = 250'000,
+           .kind = EventKind::grant,
+           .client = 0,
+           .key = "k",
+           .server = "etcd",
+           .value = "v0",
+           .ttl_us = 100'000,
+           .lease_since_us = lease_since_us});
+    h.add({.time_us = 330'000,
+           .kind = EventKind::grant,
+           .client = 0,
+           .key = "k",
+           .server = "etcd",
+           .value = "v1",
+           .ttl_us = 500'000});
+    h.add({.time_us = 331'000,
+           .kind = EventKind::complete,
+           .client = 0,
+           .key = "k",
+           .op = Op::acquire,
+           .outcome = Outcome::ok,
+           .value = "v1"});
+    std::vector<Violation> found;
+    for (Violation& v : check_and_excuse(h)) {
+      if (v.invariant == Invariant::lease_exclusion) found.push_back(std::move(v));
+    }
+    REQUIRE(found.size() == 1);
+    INFO(found.front().detail << " / " << found.front().excuse);
+    CHECK(found.front().excess_us == 20'000);
+    return found.front().excused();
+  };
+  CHECK(judged(50'000));
+  CHECK_FALSE(judged(190'000));
+  CHECK_FALSE(judged(0));
+}
+
 }  // namespace lockstep

@@ -38,7 +38,8 @@ History overlapping() {
          .token = 2,
          .server = "s",
          .value = "b",
-         .ttl_us = 50});
+         .ttl_us = 50,
+         .lease_since_us = 15});
   h.add(at(21, EventKind::cs_enter, 1));
   h.add({.time_us = 25,
          .kind = EventKind::access,
@@ -133,6 +134,8 @@ TEST_CASE("bad history lines are refused with the line and the field", "[history
   CHECK(error_of(R"({"meta": {"quorum": 0}})") == "line 1: \"quorum\" must be at least 1");
   CHECK(error_of(meta + R"({"time_us": 1, "kind": "cs_enter", "shared": "yes"})") ==
         "line 2: \"shared\" must be true or false");
+  CHECK(error_of(meta + R"({"time_us": 5, "kind": "grant", "lease_since_us": 9})") ==
+        "line 2: \"lease_since_us\" must be at most 5");
 }
 
 // Issue 34: numbers outside an identity's range were cut to fit (client 2^32 became client 0, so

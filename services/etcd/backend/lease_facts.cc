@@ -44,6 +44,8 @@ void EtcdLeaseFacts::record(EventKind kind, int client, const std::string& resou
                  .value = owner.value,
                  .ttl_us = std::max<int64_t>(0, ttl_us),
                  .detail = std::move(detail)};
+  if (kind == EventKind::grant && ttl_us > 0 && owner.promised_since_us < now_us_())
+    e.lease_since_us = owner.promised_since_us;
   if (token != 0) {
     e.has_token = true;
     e.token = token;
@@ -58,7 +60,10 @@ void EtcdLeaseFacts::on_applied(int client, const std::string& path, const EtcdJ
     Owner& owner = owners_[applied.granted_lease];
     owner.client = client;
     const int64_t ttl_s = etcd::int_field(applied.body, "TTL").value_or(0);
-    owner.promised_until_us = std::max(owner.promised_until_us, now + ttl_s * 1'000'000);
+    if (now + ttl_s * 1'000'000 > owner.promised_until_us) {
+      owner.promised_since_us = now;
+      owner.promised_until_us = now + ttl_s * 1'000'000;
+    }
   }
   // Who holds each resource the write touched, before and after it.
   std::map<std::string, std::pair<int64_t, Entry>> before;  // resource -> (create rev, entry)
@@ -113,7 +118,10 @@ void EtcdLeaseFacts::on_lease_refreshed(int64_t lease, int64_t ttl_us, int clien
   if (owner == owners_.end()) return;
   // A deposed leader's renewal is recorded as what it told its holder, but it does not move the
   // lease the cluster times: a grant that comes later is promised what the true leader keeps.
-  if (!superseded) owner->second.promised_until_us = now_us_() + ttl_us;
+  if (!superseded) {
+    owner->second.promised_since_us = now_us_();
+    owner->second.promised_until_us = owner->second.promised_since_us + ttl_us;
+  }
   for (const auto& [resource, queue] : queues_) {
     if (!queue.empty() && queue.begin()->second.lease == lease) {
       record(EventKind::extend, client, resource, owner->second, ttl_us, 0,

@@ -12,7 +12,8 @@
 //   key was put, for keys that carry none (the Lock RPC's). A client may acquire several locks
 //   at once, and a lease names no lock until a key under a lock's prefix is put with it); it
 //   promises what is left of the lease's TTL from its last refresh, in true time as the leader
-//   meant it; its token is the key's create revision;
+//   meant it, and says when that refresh was (lease_since_us: a leader's clock that ran fast from
+//   then on shortened the promise); its token is the key's create revision;
 // - extend: the lease of a holding key is refreshed (a keepalive, by its client; a new leader's
 //   promotion, by nobody);
 // - revoke: a holding key is deleted by a client's request (a delete, a lease revoke, an Unlock),
@@ -56,7 +57,8 @@ class EtcdLeaseFacts final : public sim::etcd::EtcdObserver {
   struct Owner {
     int client = -1;
     std::string value;
-    TimeUs promised_until_us = 0;  // its lease's last refresh + TTL, true time
+    TimeUs promised_since_us = 0;  // its lease's last refresh (or grant), true time
+    TimeUs promised_until_us = 0;  // that + the lease's TTL
   };
   struct Entry {
     std::string key;
