@@ -615,13 +615,66 @@ namespace {
 // double grant, whichever of them entered first (a late reply can let the earlier lease's holder
 // in second): excused when the double grant is, by the same fault. A client inside beyond its own
 // lease is validity_within_lease's to judge, which this excuses nothing of.
-void excuse_overlaps_of_double_grants(std::vector<Violation>& violations) {
+// Whether the lease `value` on `key` was promised on at least a quorum of servers at `at_us`, by
+// its lease facts up to then: a grant or an extend promises its ttl_us from itself, a client's
+// revoke ends it there (a server's own timer ends nothing it promised).
+bool lease_promised_at(const History& history, const std::string& key, const std::string& value,
+                       TimeUs at_us) {
+  std::map<std::string, TimeUs> end_us_by_server;
+  for (const HistoryEvent& e : history.events()) {
+    if (e.time_us > at_us) break;
+    if (e.key != key || e.value != value) continue;
+    if (e.kind == EventKind::revoke && e.client >= 0) end_us_by_server.erase(e.server);
+    if (e.kind == EventKind::grant || e.kind == EventKind::extend)
+      end_us_by_server[e.server] = e.time_us + e.ttl_us;
+  }
+  const auto promised = std::count_if(end_us_by_server.begin(), end_us_by_server.end(),
+                                      [at_us](const auto& lease) { return lease.second > at_us; });
+  return promised >= std::max(history.meta.quorum, 1);
+}
+
+// The grant of `holder`'s record where the taker of an excused double grant overwrote it: the last
+// grant on the key before the taker's was the holder's (a client that took over a live lease wrote
+// its value over whoever's was in the key, while the lease checker names the earliest holder still
+// promised). nullptr: the taker overwrote someone else's record.
+const HistoryEvent* overwritten_grant(const History& history, const Violation& takeover,
+                                      int holder) {
+  if (takeover.invariant != Invariant::lease_exclusion || holder < 0) return nullptr;
+  const HistoryEvent* last = nullptr;
+  for (const HistoryEvent& e : history.events()) {
+    if (e.time_us >= takeover.time_us) break;
+    if (e.kind == EventKind::grant && e.key == takeover.key) last = &e;
+  }
+  return last != nullptr && last->client == holder ? last : nullptr;
+}
+
+// Whether an overlap `v` lies inside the excused double grant `grant`: between the two leases it
+// names, from its clash for as long as the checker measured it or both stayed promised (an extend
+// after the clash moved a lease's end past what the clash measured); or between its taker's lease
+// and the record the taker overwrote, while both stayed promised.
+bool inside_double_grant(const History& history, const Violation& grant, const Violation& v) {
+  if (v.time_us < grant.time_us) return false;
+  const auto [holder, entrant] = lease_values(history, grant);
+  if (grant.clients == v.clients) {
+    if (v.time_us <= grant.time_us + grant.excess_us) return true;
+    return holder && entrant && lease_promised_at(history, grant.key, *holder, v.time_us) &&
+           lease_promised_at(history, grant.key, *entrant, v.time_us);
+  }
+  if (v.clients.size() != 2 || !entrant) return false;
+  const auto taker = std::find(v.clients.begin(), v.clients.end(), grant.entrant);
+  if (taker == v.clients.end()) return false;
+  const int other = v.clients[taker == v.clients.begin() ? 1 : 0];
+  const HistoryEvent* erased = overwritten_grant(history, grant, other);
+  return erased != nullptr && lease_promised_at(history, grant.key, *entrant, v.time_us) &&
+         lease_promised_at(history, grant.key, erased->value, v.time_us);
+}
+
+void excuse_overlaps_of_double_grants(const History& history, std::vector<Violation>& violations) {
   for (Violation& v : violations) {
     if (v.excused() || v.invariant != Invariant::mutual_exclusion) continue;
     for (const Violation& grant : violations) {
       if (grant.invariant != Invariant::lease_exclusion || !grant.excused()) continue;
-      if (grant.key != v.key || grant.clients != v.clients) continue;
-      if (v.time_us < grant.time_us || v.time_us > grant.time_us + grant.excess_us) continue;
+      if (grant.key != v.key || !inside_double_grant(history, grant, v)) continue;
       v.excused_by = grant.excused_by;
       v.excuse =
           fmt::format("follows from the double grant at {}us: {}", grant.time_us, grant.excuse);
@@ -633,17 +686,24 @@ void excuse_overlaps_of_double_grants(std::vector<Violation>& violations) {
 // Where clients read each other's wall deadlines, the holder's record is the value in the key: a
 // taker that came in early (excused by its clock) overwrote it, and once the taker released, the
 // key was free while the holder's deadline still ran. A later entrant inside that same claim of
-// the same holder entered on the excused taker's erasure, so it is excused by the same fault.
-void excuse_entries_after_excused_takeovers(const HistoryMeta& meta,
+// the same holder entered on the excused taker's erasure, so it is excused by the same fault: the
+// takeover is the holder's own (same claim), or one whose taker wrote over the record this claim
+// of the holder's was granted.
+void excuse_entries_after_excused_takeovers(const History& history,
                                             std::vector<Violation>& violations) {
-  if (!meta.envelope.clients_compare_wall_deadlines) return;
+  if (!history.meta.envelope.clients_compare_wall_deadlines) return;
   for (Violation& v : violations) {
     if (v.excused() || v.holder < 0) continue;
     for (const Violation& takeover : violations) {
-      if (!takeover.excused() || takeover.invariant != v.invariant) continue;
-      if (takeover.key != v.key || takeover.holder != v.holder) continue;
-      if (takeover.claim_since_us != v.claim_since_us || takeover.time_us > v.time_us) continue;
+      if (!takeover.excused() || takeover.key != v.key || takeover.time_us > v.time_us) continue;
       if (takeover.entrant == v.entrant) continue;  // the taker itself: judged on its own
+      const bool same_claim = takeover.invariant == v.invariant && takeover.holder == v.holder &&
+                              takeover.claim_since_us == v.claim_since_us;
+      // The record erased must be that of the acquire that led to this claim.
+      const HistoryEvent* erased = overwritten_grant(history, takeover, v.holder);
+      const bool erased_claim =
+          erased != nullptr && erased->time_us >= holder_claim_start_us(history, v);
+      if (!same_claim && !erased_claim) continue;
       v.excused_by = takeover.excused_by;
       v.excuse = fmt::format("follows from the excused takeover of c{}'s lease at {}us: {}",
                              v.holder, takeover.time_us, takeover.excuse);
@@ -713,8 +773,8 @@ void excuse_violations(const History& history, std::vector<Violation>& violation
     for (const auto& [fault, why] : parts) text += fmt::format("; {}", excuse_text(*fault, v, why));
     v.excuse = std::move(text);
   }
-  excuse_entries_after_excused_takeovers(history.meta, violations);
-  excuse_overlaps_of_double_grants(violations);
+  excuse_entries_after_excused_takeovers(history, violations);
+  excuse_overlaps_of_double_grants(history, violations);
 }
 
 std::vector<Violation> check_and_excuse(const History& history) {
