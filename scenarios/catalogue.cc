@@ -442,6 +442,11 @@ constexpr StatedPremise kPremises[] = {
      [](const History& h, const Options&) {
        return fault_while_inside(h, 0, FaultKind::partition) && entered(h, 1);
      }},
+    {"unanswered-renewal",
+     "A's extensions go unanswered (it is cut off) while it holds and works on",
+     [](const History& h, const Options&) {
+       return fault_while_inside(h, 0, FaultKind::partition) && entered(h, 1);
+     }},
     {"shared-client",
      "while A held `held`, the servers renewed its lease and A's second fiber was granted "
      "`other`",
@@ -542,6 +547,7 @@ std::vector<Scenario> build_catalogue() {
                         partition_scenario(),
                         pause_in_release_scenario(),
                         lost_extension_scenario(),
+                        unanswered_renewal_scenario(),
                         lost_reply_scenario(),
                         shared_client_scenario(),
                         retry_storm_scenario(),

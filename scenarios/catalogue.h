@@ -79,9 +79,10 @@ Scenario split_vote_scenario();
 Scenario node_pause_scenario();  // scenarios/node_pause_scenario.cc
 // Client faults and contention: their own files.
 Scenario pause_in_release_scenario();
-Scenario lost_extension_scenario();  // scenarios/lost_extension_scenario.cc
-Scenario lost_reply_scenario();      // scenarios/lost_reply_scenario.cc
-Scenario shared_client_scenario();   // scenarios/shared_client_scenario.cc
+Scenario lost_extension_scenario();      // scenarios/lost_extension_scenario.cc
+Scenario unanswered_renewal_scenario();  // scenarios/lost_extension_scenario.cc
+Scenario lost_reply_scenario();          // scenarios/lost_reply_scenario.cc
+Scenario shared_client_scenario();       // scenarios/shared_client_scenario.cc
 Scenario retry_storm_scenario();
 // An acquire waiting its turn in a queue past its lease: scenarios/queued_lease_scenario.cc.
 Scenario lease_expires_while_queued_scenario();

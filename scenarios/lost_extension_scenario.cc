@@ -3,6 +3,14 @@
 // holder must learn of the loss (Lock::lost) no later than its validity ends, however long the
 // failing extension takes to time out: node-redlock's using() and redis-semaphore's onLockLost
 // signalled only when the extension failed, after the next owner was already inside.
+//
+// unanswered-renewal: the same cut, with renewals often enough that the doomed one times out
+// while the validity still runs. A renewal whose reply never came may not have landed: the holder
+// must go on by the validity its last answered renewal gave, not count the unanswered one (a
+// client's own watchdog, LockAdapter::renews_itself, that does is my-whole-client-hopeful).
+#include <string>
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "scenarios/catalogue.h"
@@ -13,18 +21,15 @@ namespace {
 
 constexpr int64_t kStepMs = 5;  // the holder asks lost() before each write, this often
 
-}  // namespace
-
-Scenario lost_extension_scenario() {
+// A auto-extends every `every_ms` and works on; just after its first extension it is cut off; B
+// asks from just before A's validity ends.
+Scenario cut_off_renewer(std::string name, std::string description, int64_t every_ms_default) {
   return {
-      .name = "lost-extension",
-      .description =
-          "A auto-extends (TTL 300, every 250) and works on in 5 ms steps; just after its first "
-          "extension it is cut off, so the next one times out after the validity ended; B takes "
-          "the lock once the lease ends: A must stop at its validity's end, not at the timeout",
+      .name = std::move(name),
+      .description = std::move(description),
       .options = {int_option("ttl_ms", 300, "lock TTL", 20, kHalfLeaseMaxMs),
-                  int_option("every_ms", 250, "A's extension interval (below the TTL)", 1,
-                             kHalfLeaseMaxMs),
+                  int_option("every_ms", every_ms_default, "A's extension interval (below the TTL)",
+                             1, kHalfLeaseMaxMs),
                   int_option("work_ms", 2000, "A's work, if nothing stops it"),
                   int_option("partition_ms", 3000, "how long A is cut off"),
                   int_option("hold_ms", 200, "B's work inside the lock")},
@@ -56,8 +61,8 @@ Scenario lost_extension_scenario() {
             const int64_t partition_ms = env.option("partition_ms");
             const int64_t hold_ms = env.option("hold_ms");
             if (every_ms >= ttl_ms) {
-              throw WorldUnsupported(fmt::format(
-                  "lost-extension: every_ms ({}) must be below ttl_ms ({})", every_ms, ttl_ms));
+              throw WorldUnsupported(
+                  fmt::format("every_ms ({}) must be below ttl_ms ({})", every_ms, ttl_ms));
             }
             env.require_sim("a holder whose extensions run on a fiber its pauses and cuts reach");
             Client& a = env.add_client("a");
@@ -87,6 +92,27 @@ Scenario lost_extension_scenario() {
                       });
           },
   };
+}
+
+}  // namespace
+
+Scenario lost_extension_scenario() {
+  return cut_off_renewer(
+      "lost-extension",
+      "A auto-extends (TTL 300, every 250) and works on in 5 ms steps; just after its first "
+      "extension it is cut off, so the next one times out after the validity ended; B takes "
+      "the lock once the lease ends: A must stop at its validity's end, not at the timeout",
+      250);
+}
+
+Scenario unanswered_renewal_scenario() {
+  return cut_off_renewer(
+      "unanswered-renewal",
+      "A auto-extends (TTL 300, every 100) and works on in 5 ms steps; just after its first "
+      "extension it is cut off, so the next one goes unanswered while the validity still runs; B "
+      "takes the lock once the lease ends: A must go by its last answered extension, not count "
+      "the unanswered one",
+      100);
 }
 
 }  // namespace lockstep

@@ -1,8 +1,10 @@
 // A user's whole Redis lock client (examples/own-adapter/my_whole_client.cc), registered the way a
 // user registers it (tests/user_keyed_main.cc): its acquire is its own retry loop and its validity
 // its own arithmetic (LockAdapter::retries_itself), so lockstep's Locker calls it once per acquire
-// and the sweep judges the client's loop, not the Locker's. The correct client passes the sweep;
-// the one that takes a timed-out SET for lost is caught on the validity it computes.
+// and the sweep judges the client's loop, not the Locker's; it renews its locks on a watchdog of
+// its own (LockAdapter::renews_itself). The correct client passes the sweep; the one that takes a
+// timed-out SET for lost is caught on the validity it computes, and the one whose watchdog counts
+// an unanswered renewal as applied by the scenario made for it.
 
 #include <filesystem>
 #include <fstream>
@@ -49,6 +51,27 @@ TEST_CASE("a whole client's acquire is one call: the Locker does not retry it",
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(text.find("attempts=1") != std::string::npos);
   CHECK(text.find("attempts=2") == std::string::npos);
+}
+
+TEST_CASE("a whole client's own renewal watchdog is what auto-extension runs, and is judged",
+          "[user-whole-client]") {
+  // The client renews its locks itself (LockAdapter::renews_itself): the Locker hands it the
+  // auto-extension, and the holder goes by the validity the client reports. A watchdog that keeps
+  // the last answered renewal's validity stops in time; one that counts an unanswered renewal as
+  // applied works on past a lease nobody renewed while B holds it.
+  const testing::TempDir dir("whole-client-renewal");
+  const CommandResult correct = run_lockstep(
+      "run unanswered-renewal --adapter my-whole-client --json --report " + dir.path.string());
+  INFO(correct.out << correct.err);
+  CHECK(correct.exit_code == 0);
+  std::ifstream trace(dir.path / "unanswered-renewal.my-whole-client.seed1.fencing-on.trace");
+  const std::string text((std::istreambuf_iterator<char>(trace)), std::istreambuf_iterator<char>());
+  CHECK(text.find("(renew resource) spawn") != std::string::npos);  // the client's own watchdog
+  const CommandResult hopeful =
+      run_lockstep("run unanswered-renewal --adapter my-whole-client-hopeful --json");
+  INFO(hopeful.out << hopeful.err);
+  CHECK(hopeful.exit_code == 1);
+  CHECK(hopeful.out.find("\"invariant\": \"mutual_exclusion\"") != std::string::npos);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <mutex>
 #include <string_view>
+#include <utility>
 
 #include "adapters/core/errors.h"
 #include "base/check.h"
@@ -131,12 +132,16 @@ RetryError give_up(const std::string& key, int attempts, const std::string& why,
 
 // What a Lock and its extending task share. valid_until_us and lost are written by the task and
 // read by the holder (another thread, for real), so they are atomics; the reason under a mutex.
+// Or, for a client that renews its locks itself (LockAdapter::renews_itself), that client and the
+// lock it renews: it keeps the validity and the loss, and stop() ends its renewals.
 struct AutoExtension {
   std::atomic<int64_t> valid_until_us{0};
   std::atomic<bool> lost{false};
   std::mutex mutex;
   std::string lost_reason;  // guarded by mutex
   std::unique_ptr<BackgroundTask> task;
+  LockAdapter* renewing_client = nullptr;  // set while a client's own renewals run
+  LockSpec renewing_spec;
 
   void mark_lost(std::string why) {
     {
@@ -146,6 +151,10 @@ struct AutoExtension {
     lost.store(true);
   }
   void stop() {
+    if (renewing_client != nullptr) {
+      LockAdapter* client = std::exchange(renewing_client, nullptr);
+      client->stop_renewing(renewing_spec);
+    }
     if (!task) return;
     task->request_stop();
     task->join();
@@ -352,6 +361,8 @@ std::optional<LockExtendError> Lock::try_extend(int64_t ttl_ms) {
 
 int64_t Lock::valid_until_us() const {
   if (!acquired_) return 0;
+  if (auto_ && auto_->renewing_client != nullptr)
+    return auto_->renewing_client->renewal_state(spec_).valid_until_us;
   if (auto_) return auto_->valid_until_us.load();
   return std::min(validity_cap_us_, lease_valid_until_us_);
 }
@@ -369,16 +380,12 @@ void Lock::auto_extend(AutoExtendOptions options) {
     throw ValidationError("auto_extend", "needs a held lock: call it after acquire()");
   }
   if (auto_) throw ValidationError("auto_extend", "the lock is auto-extending already");
+  if (options_.adapter->renews_itself()) return renew_by_client(options);
   if (options_.background == nullptr) {
     throw ValidationError("background", "auto_extend() needs LockerOptions::background");
   }
   const int64_t ttl_ms = spec_.ttl_ms;
-  const int64_t every_ms =
-      options.every_ms == 0 ? std::max<int64_t>(ttl_ms / 3, 1) : options.every_ms;
-  if (every_ms <= 0 || every_ms >= ttl_ms) {
-    throw ValidationError("every_ms", "must be in (0, " + std::to_string(ttl_ms) +
-                                          ") ms (the TTL), got " + std::to_string(every_ms));
-  }
+  const int64_t every_ms = renewal_every_ms(options);
   auto state = std::make_shared<AutoExtension>();
   state->valid_until_us.store(valid_until_us());
   // The task holds raw pointers: the adapter and clock outlive every Lock over them, and the state
@@ -413,12 +420,39 @@ void Lock::auto_extend(AutoExtendOptions options) {
   auto_ = std::move(state);
 }
 
+int64_t Lock::renewal_every_ms(AutoExtendOptions options) const {
+  const int64_t ttl_ms = spec_.ttl_ms;
+  const int64_t every_ms =
+      options.every_ms == 0 ? std::max<int64_t>(ttl_ms / 3, 1) : options.every_ms;
+  if (every_ms <= 0 || every_ms >= ttl_ms) {
+    throw ValidationError("every_ms", "must be in (0, " + std::to_string(ttl_ms) +
+                                          ") ms (the TTL), got " + std::to_string(every_ms));
+  }
+  return every_ms;
+}
+
+void Lock::renew_by_client(AutoExtendOptions options) {
+  const int64_t every_ms = renewal_every_ms(options);
+  // Outside the gate, as the Locker's own auto-extension starts: a call of another lock of this
+  // client (a whole client's acquire loop) may hold it far longer than this holder's validity.
+  const AdapterResult started = options_.adapter->start_renewing(spec_, every_ms);
+  if (!started.ok()) throw_backend_error(*options_.adapter, "auto-extend", spec_, started);
+  auto state = std::make_shared<AutoExtension>();
+  state->renewing_client = options_.adapter;
+  state->renewing_spec = spec_;
+  auto_ = std::move(state);
+}
+
 bool Lock::lost() { return !lost_reason().empty(); }
 
 std::string Lock::lost_reason() {
   if (!acquired_) return "not acquired";
   if (released_) return "released";
   if (!refused_reason_.empty()) return refused_reason_;
+  if (auto_ && auto_->renewing_client != nullptr) {
+    std::string why = auto_->renewing_client->renewal_state(spec_).lost_reason;
+    if (!why.empty()) return why;
+  }
   if (auto_ && auto_->lost.load()) {
     std::lock_guard lock(auto_->mutex);
     return auto_->lost_reason;

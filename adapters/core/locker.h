@@ -135,7 +135,8 @@ class Lock {
 
   // Opt-in auto-extension: from now until release() (or the last copy of this Lock is gone), a
   // background task (LockerOptions::background) extends the lock for its TTL every
-  // options.every_ms. The first extension that fails, or whose reply comes after its TTL, stops
+  // options.every_ms. An adapter that renews its locks itself (LockAdapter::renews_itself, a whole
+  // client's own watchdog) is asked to instead, and its word is valid_until_us() and lost(). The first extension that fails, or whose reply comes after its TTL, stops
   // the task and marks the lock lost. While it runs, the task owns the adapter: call only lost(),
   // valid_until_us() and release() (extend() and is_locked() throw ValidationError). Throws
   // ValidationError before acquire(), without a background, for every_ms outside (0, TTL), or
@@ -215,6 +216,10 @@ class Lock {
 
   // The value the next acquire attempt writes (unique_value() until then).
   void next_attempt_value();
+  // auto_extend's interval (options.every_ms, or a third of the TTL), validated.
+  int64_t renewal_every_ms(AutoExtendOptions options) const;
+  // auto_extend for an adapter that renews its locks itself (LockAdapter::renews_itself).
+  void renew_by_client(AutoExtendOptions options);
 
   LockerOptions options_;
   LockSpec spec_;

@@ -1,5 +1,6 @@
 #include "my_whole_client.h"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 
@@ -47,7 +48,7 @@ std::optional<bool> MyWholeClient::holds_own_value(const lockstep::LockSpec& spe
 }
 
 AdapterResult MyWholeClient::create_lock(const lockstep::LockSpec& spec) {
-  acquired_valid_until_us_.erase(spec.value);
+  forget_validity(spec.value);
   const int64_t give_up_us = clock_.monotonic_us() + 2 * spec.ttl_ms * 1000;
   // When the first SET whose reply never came was sent: if it took the lock, its lease began no
   // earlier.
@@ -60,13 +61,13 @@ AdapterResult MyWholeClient::create_lock(const lockstep::LockSpec& spec) {
       case Attempt::granted: lease_from_us = sent_us; break;
       case Attempt::unknown:
         // The bug: a SET without a reply is taken for one that never happened.
-        if (timeouts_ == Timeouts::may_have_applied && !unknown_sent_us) unknown_sent_us = sent_us;
+        if (bug_ != Bug::timed_out_set_lost && !unknown_sent_us) unknown_sent_us = sent_us;
         break;
       case Attempt::refused: {
         // Held: perhaps by us, from a SET whose reply never came.
         const std::optional<bool> ours = holds_own_value(spec, error);
         if (ours.value_or(false)) {
-          if (timeouts_ == Timeouts::lost) {
+          if (bug_ == Bug::timed_out_set_lost) {
             lease_from_us = sent_us;  // the bug: as if this attempt had taken it
           } else if (unknown_sent_us) {
             lease_from_us = unknown_sent_us;
@@ -80,6 +81,7 @@ AdapterResult MyWholeClient::create_lock(const lockstep::LockSpec& spec) {
     if (lease_from_us) {
       const int64_t valid_until_us = *lease_from_us + spec.ttl_ms * 1000;
       if (clock_.monotonic_us() < valid_until_us) {
+        std::lock_guard lock(state_mutex_);
         acquired_valid_until_us_[spec.value] = valid_until_us;
         return {};
       }
@@ -102,12 +104,13 @@ AdapterResult MyWholeClient::create_lock(const lockstep::LockSpec& spec) {
 }
 
 AdapterResult MyWholeClient::release_lock(const lockstep::LockSpec& spec) {
-  acquired_valid_until_us_.erase(spec.value);
+  forget_validity(spec.value);
+  take_renewal(spec.value).reset();  // its watchdog first: a renewal after the release is refused
   return owner_checked(send({"EVAL", kReleaseScript, "1", spec.key, spec.value}));
 }
 
 AdapterResult MyWholeClient::extend_lock(const lockstep::LockSpec& spec, int64_t ttl_ms) {
-  acquired_valid_until_us_.erase(spec.value);
+  forget_validity(spec.value);
   return owner_checked(
       send({"EVAL", kExtendScript, "1", spec.key, spec.value, std::to_string(ttl_ms)}));
 }
@@ -121,38 +124,142 @@ AdapterResult MyWholeClient::is_valid_lock(const lockstep::LockSpec& spec) {
 
 int64_t MyWholeClient::validity_end_us(const lockstep::LockSpec& spec, int64_t requested_at_us,
                                        int64_t ttl_ms) const {
+  std::lock_guard lock(state_mutex_);
   const auto it = acquired_valid_until_us_.find(spec.value);
   if (it != acquired_valid_until_us_.end()) return it->second;
   return requested_at_us + ttl_ms * 1000;  // an extend: the TTL from when it was sent
 }
 
+MyWholeClient::~MyWholeClient() {
+  // Each watchdog ends before the connection it renews over may go.
+  for (auto& [value, renewal] : renewals_) renewal->task.reset();
+}
+
+std::string_view MyWholeClient::name() const {
+  switch (bug_) {
+    case Bug::none: return "my-whole-client";
+    case Bug::timed_out_set_lost: return "my-whole-client-buggy";
+    case Bug::unanswered_renewal_taken: return "my-whole-client-hopeful";
+  }
+  return "my-whole-client";
+}
+
+lockstep::AdapterResult MyWholeClient::start_renewing(const lockstep::LockSpec& spec,
+                                                      int64_t every_ms) {
+  std::lock_guard lock(state_mutex_);
+  if (renewals_.count(spec.value) != 0) {
+    return {.status = AdapterStatus::backend_error, .message = "renewals start once per lock"};
+  }
+  auto renewal = std::make_unique<Renewal>();
+  // The validity its acquire computed; after an extend (whose send time the Locker keeps), none
+  // until the first renewal is answered.
+  const auto acquired = acquired_valid_until_us_.find(spec.value);
+  renewal->state.valid_until_us =
+      acquired != acquired_valid_until_us_.end() ? acquired->second : clock_.monotonic_us();
+  Renewal* shared = renewal.get();
+  renewal->task = background_.start("renew " + spec.key,
+                                    [this, shared, spec, every_ms](lockstep::StopWaiter& stop) {
+                                      renew(*shared, spec, every_ms, stop);
+                                    });
+  renewals_[spec.value] = std::move(renewal);
+  return {};
+}
+
+void MyWholeClient::renew(Renewal& renewal, const lockstep::LockSpec& spec, int64_t every_ms,
+                          lockstep::StopWaiter& stop) {
+  constexpr int kRenewalsMax = 1'000'000;  // at the shortest interval, hours of holding
+  for (int round = 0; round < kRenewalsMax; ++round) {
+    if (!stop.wait_for_us(every_ms * 1000)) return;
+    const int64_t sent_us = clock_.monotonic_us();
+    const AdapterResult result = owner_checked(
+        send({"EVAL", kExtendScript, "1", spec.key, spec.value, std::to_string(spec.ttl_ms)}));
+    if (stop.stop_requested()) return;  // released meanwhile: the answer is nobody's
+    std::lock_guard lock(renewal.mutex);
+    int64_t& valid_until_us = renewal.state.valid_until_us;
+    switch (result.status) {
+      case AdapterStatus::ok:
+        valid_until_us = std::max(valid_until_us, sent_us + spec.ttl_ms * 1000);
+        break;
+      case AdapterStatus::outcome_unknown:
+        // Not known to have landed: the last answered renewal's validity stands (one that lands
+        // late only lengthens the lease). The bug takes it as landed.
+        if (bug_ == Bug::unanswered_renewal_taken)
+          valid_until_us = std::max(valid_until_us, sent_us + spec.ttl_ms * 1000);
+        break;
+      case AdapterStatus::backend_error: break;  // nothing applied: next round
+      default: renewal.state.lost_reason = "a renewal was refused: the lock is gone"; return;
+    }
+  }
+  std::lock_guard lock(renewal.mutex);
+  renewal.state.lost_reason = "the watchdog made its last renewal";
+}
+
+lockstep::RenewalState MyWholeClient::renewal_state(const lockstep::LockSpec& spec) const {
+  std::lock_guard state_lock(state_mutex_);
+  const auto renewal = renewals_.find(spec.value);
+  if (renewal == renewals_.end()) return {.lost_reason = "not renewed by this client"};
+  std::lock_guard renewal_lock(renewal->second->mutex);
+  return renewal->second->state;
+}
+
+void MyWholeClient::stop_renewing(const lockstep::LockSpec& spec) {
+  // The task's destructor stops it and waits out a renewal in flight.
+  take_renewal(spec.value).reset();
+}
+
+void MyWholeClient::forget_validity(const std::string& value) {
+  std::lock_guard lock(state_mutex_);
+  acquired_valid_until_us_.erase(value);
+}
+
+std::unique_ptr<MyWholeClient::Renewal> MyWholeClient::take_renewal(const std::string& value) {
+  std::lock_guard lock(state_mutex_);
+  const auto it = renewals_.find(value);
+  if (it == renewals_.end()) return nullptr;
+  std::unique_ptr<Renewal> renewal = std::move(it->second);
+  renewals_.erase(it);
+  return renewal;
+}
+
 namespace {
 
-lockstep::AdapterEntry whole_client(std::string name, MyWholeClient::Timeouts timeouts,
+lockstep::AdapterEntry whole_client(std::string name, MyWholeClient::Bug bug,
                                     std::string description) {
   // A lease lock on one Redis, no fencing token, owner-checked release and extend.
   return my_redis::redis_lock_entry(
       std::move(name), std::move(description), {.tokens = lockstep::TokenKind::none},
-      [timeouts](lockstep::RedisConnection& c,
-                 lockstep::ClientSeams seams) -> std::unique_ptr<lockstep::LockAdapter> {
-        return std::make_unique<MyWholeClient>(c, seams.clock, seams.random, timeouts);
+      [bug](lockstep::RedisConnection& c,
+            lockstep::ClientSeams seams) -> std::unique_ptr<lockstep::LockAdapter> {
+        return std::make_unique<MyWholeClient>(c, seams.clock, seams.random, seams.background, bug);
       });
+}
+
+// A calibration variant: `calibrate` must find it breaking `breaks`.
+lockstep::AdapterEntry buggy(lockstep::AdapterEntry entry, std::string breaks) {
+  entry.known_bad = true;
+  entry.breaks = std::move(breaks);
+  entry.sibling = "my-whole-client";
+  return entry;
 }
 
 }  // namespace
 
 void register_my_whole_clients() {
   lockstep::register_adapter(
-      whole_client("my-whole-client", MyWholeClient::Timeouts::may_have_applied,
-                   "my whole Redis lock client (its own retries and validity)"));
-  lockstep::AdapterEntry buggy = whole_client(
-      "my-whole-client-buggy", MyWholeClient::Timeouts::lost,
-      "whole client that takes a timed-out SET for lost (validity counted from a later attempt)");
-  // A calibration variant: `calibrate` must find it breaking this.
-  buggy.known_bad = true;
-  buggy.breaks = "validity_within_lease";
-  buggy.sibling = "my-whole-client";
-  lockstep::register_adapter(std::move(buggy));
+      whole_client("my-whole-client", MyWholeClient::Bug::none,
+                   "my whole Redis lock client (its own retries, validity and renewals)"));
+  lockstep::register_adapter(
+      buggy(whole_client("my-whole-client-buggy", MyWholeClient::Bug::timed_out_set_lost,
+                         "whole client that takes a timed-out SET for lost (validity counted from "
+                         "a later attempt)"),
+            "validity_within_lease"));
+  // Not a calibration variant: a sweep meets its bug in few seeds (an auto-extending holder cut
+  // off while another client waits), and its counterexamples stay long (the holder's work). The
+  // named scenario made for it catches it every time: `run unanswered-renewal`.
+  lockstep::register_adapter(
+      whole_client("my-whole-client-hopeful", MyWholeClient::Bug::unanswered_renewal_taken,
+                   "buggy: a whole client whose watchdog counts an unanswered renewal as applied "
+                   "(caught by unanswered-renewal)"));
 }
 
 }  // namespace my_whole_client

@@ -49,6 +49,17 @@ struct LockSpec {
   int64_t ttl_ms = 0;
 };
 
+// What a whole client that renews its locks itself says of one it renews (LockAdapter::
+// renewal_state).
+struct RenewalState {
+  // Until when the lock is valid by the client's own count, on the caller's monotonic clock
+  // (Clock::monotonic_us). A careful holder works only before then.
+  int64_t valid_until_us = 0;
+  // Why the client gave the lock up (a renewal refused, its watchdog stopped): "" while it holds
+  // it.
+  std::string lost_reason{};
+};
+
 class LockAdapter {
  public:
   virtual ~LockAdapter() = default;
@@ -87,6 +98,28 @@ class LockAdapter {
     (void)spec;
     return requested_at_us + ttl_ms * 1000;
   }
+
+  // Optional, for a whole client that renews its locks itself (a watchdog of its own, started on
+  // ClientSeams::background): Lock::auto_extend then asks start_renewing(spec, every_ms) instead
+  // of running the Locker's extensions, reads the client's own word through renewal_state while
+  // it renews (never waiting for a renewal in flight), and calls stop_renewing before the release
+  // and when the last copy of the Lock is gone. These three are called outside the Locker's gate,
+  // beside the calls of the client's other locks and its watchdog: they must not use the
+  // connection, and the client guards the state they share (never across a blocking call). stop_renewing returns once the
+  // watchdog's renewals of that lock are over; the watchdog must take turns with its caller on a
+  // connection they share (Background::make_gate). What the renewals do is judged like any
+  // extend, from the servers' lease facts.
+  virtual bool renews_itself() const { return false; }
+  virtual AdapterResult start_renewing(const LockSpec& spec, int64_t every_ms) {
+    (void)spec;
+    (void)every_ms;
+    return {.status = AdapterStatus::backend_error, .message = "this client does not renew"};
+  }
+  virtual RenewalState renewal_state(const LockSpec& spec) const {
+    (void)spec;
+    return {.lost_reason = "this client does not renew"};
+  }
+  virtual void stop_renewing(const LockSpec& spec) { (void)spec; }
 };
 
 }  // namespace lockstep

@@ -59,6 +59,7 @@ class ScriptedAdapter final : public LockAdapter {
   }
   AdapterResult release_lock(const LockSpec&) override {
     ++release_calls;
+    calls.push_back("release");
     if (release_throws) release_throws();
     return release_result;
   }
@@ -68,6 +69,15 @@ class ScriptedAdapter final : public LockAdapter {
   }
   AdapterResult is_valid_lock(const LockSpec&) override { return valid_result; }
   bool retries_itself() const override { return own_retries; }
+  bool renews_itself() const override { return own_renewals; }
+  AdapterResult start_renewing(const LockSpec& spec, int64_t every_ms) override {
+    calls.push_back("start_renewing " + spec.key + " every " + std::to_string(every_ms));
+    return start_renewing_result;
+  }
+  RenewalState renewal_state(const LockSpec&) const override { return renewal; }
+  void stop_renewing(const LockSpec& spec) override {
+    calls.push_back("stop_renewing " + spec.key);
+  }
   int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us,
                           int64_t ttl_ms) const override {
     if (own_validity_end_us != 0) return own_validity_end_us;
@@ -77,6 +87,10 @@ class ScriptedAdapter final : public LockAdapter {
   FencingSupport fencing_support = FencingSupport::monotonic;
   bool own_retries = false;         // a whole client: its own retry loop
   int64_t own_validity_end_us = 0;  // the validity such a client computes (0: the default)
+  bool own_renewals = false;        // a whole client with a watchdog of its own
+  AdapterResult start_renewing_result{};
+  RenewalState renewal;            // what that client says of the lock it renews
+  std::vector<std::string> calls;  // renewal and release calls, in order
   AdapterResult create_result{.status = AdapterStatus::contended};
   AdapterResult release_result{.status = AdapterStatus::ok};
   AdapterResult extend_result{.status = AdapterStatus::ok};
@@ -1040,6 +1054,53 @@ TEST_CASE("a failed extension marks the lock lost at once, with the adapter's re
   CHECK(lock.lost());
   CHECK_THAT(lock.lost_reason(), Catch::Contains("outcome_unknown: extend on x: timeout"));
   CHECK(f.clock.monotonic_us() - lock.acquired_at_us() == 100'000);  // stopped at the first
+}
+
+TEST_CASE("a client that renews its locks itself gets the auto-extension, and its word stands",
+          "[locker][auto][whole-client]") {
+  AutoFixture f;
+  f.scripted.own_renewals = true;
+  f.scripted.create_result = {};
+  // Its own background: the Locker needs none of its own to hand the renewals over.
+  Locker locker({.adapter = &f.scripted, .clock = &f.clock, .random = &f.random});
+  Lock lock = locker.lock("k", 300);
+  lock.acquire();
+  const int entries_before = f.background.gate_entries;
+  lock.auto_extend({.every_ms = 100});
+  CHECK(f.scripted.calls == std::vector<std::string>{"start_renewing k every 100"});
+  CHECK(f.background.last == nullptr);  // no extending task of the Locker's
+  CHECK(f.background.gate_entries == entries_before);
+  f.scripted.renewal.valid_until_us = f.clock.monotonic_us() + 5'000'000;
+  f.clock.advance_ms(1000);  // past the acquire's 300 ms: the client's renewals say it holds
+  CHECK_FALSE(lock.lost());
+  CHECK(lock.valid_until_us() == f.scripted.renewal.valid_until_us);
+  CHECK_THROWS_AS(lock.extend(300), ValidationError);
+  CHECK_THROWS_AS(lock.is_locked(), ValidationError);
+  f.scripted.renewal.lost_reason = "a renewal was refused";
+  CHECK(lock.lost_reason() == "a renewal was refused");
+  CHECK(lock.release());
+  // The watchdog stops before the release is sent, and once only.
+  CHECK(f.scripted.calls ==
+        std::vector<std::string>{"start_renewing k every 100", "stop_renewing k", "release"});
+  SECTION("a client that cannot start its renewals is a BackendError, and renews nothing") {
+    Lock other = locker.lock("k2", 300);
+    other.acquire();
+    f.scripted.start_renewing_result = failure("no watchdog");
+    CHECK_THROWS_AS(other.auto_extend(), BackendError);
+    f.scripted.renewal.lost_reason.clear();
+    f.scripted.calls.clear();
+    CHECK(other.release());
+    CHECK(f.scripted.calls == std::vector<std::string>{"release"});
+  }
+  SECTION("the last copy of a renewed Lock gone stops its renewals") {
+    {
+      Lock other = locker.lock("k3", 300);
+      other.acquire();
+      other.auto_extend();
+      f.scripted.calls.clear();
+    }
+    CHECK(f.scripted.calls == std::vector<std::string>{"stop_renewing k3"});
+  }
 }
 
 TEST_CASE("auto_extend refuses what it cannot do", "[locker][auto]") {
