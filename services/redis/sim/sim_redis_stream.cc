@@ -83,7 +83,8 @@ struct SimRedisStream::State {
         target->node(), client_node, [&] { return fmt::format("stream {} reset", name); },
         [self] { self->reset_client(); });
   }
-  // A doomed piece's RST, sent again while the client has not heard it (it was lost): the client's
+  // An RST for a piece the node refused (doomed, or to a restarted node that forgot the
+  // connection), sent again while the client has not heard it (it was lost): the client's
   // retransmission of its piece, or of its next one, would draw another. Bounded as a piece's tries.
   static void send_reset_until_heard(const std::shared_ptr<State>& self, int attempt) {
     State& s = *self;
@@ -125,7 +126,7 @@ struct SimRedisStream::State {
     if (broken) return;
     if (world.incarnation(target->node()) != server_incarnation) {
       fail("the server restarted: it refuses the connection");
-      return send_reset(self);
+      return send_reset_until_heard(self, 0);
     }
     if (seq != received_by_server + 1) return;  // a copy, or ahead of a lost piece: resent later
     if (doom == SimCall::Doom::lost_on_the_way) {

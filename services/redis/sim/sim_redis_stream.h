@@ -15,7 +15,8 @@
 // retransmission timeout (200 ms, doubling), and a piece that arrives ahead of a lost one is
 // dropped to come again, so a healed partition delivers what was written during it, late. After
 // 8 unanswered tries the stream is broken. A node that restarted since the connection opened
-// refuses the next piece and breaks it (a crashed node just stays silent). A broken stream carries
+// refuses the next piece and breaks it (a crashed node just stays silent); its RST, if lost, is
+// sent again as the client's retransmissions would draw another. A broken stream carries
 // nothing more in either direction (one trace line) and the client is told by on_reset, as a
 // socket reset: at once when the client gave up, else by a reset message from the node over the
 // network. A protocol error is answered with Redis's "-ERR Protocol error" and breaks it too.

@@ -126,6 +126,27 @@ TEST_CASE("stream: a reset tells the client of a break whose RST was lost",
   CHECK(w.trace().contains("stream c1:1 to r0 reset: broken already, the client not told"));
 }
 
+// The same refusal, its RST lost to a partition that heals at 300 ms: the client's retransmitted
+// piece would meet another RST, so the client hears of the break once the path is back (before,
+// it waited on the stream for good: an ext driver without a command timeout hung).
+TEST_CASE("stream: a restarted node's refusal whose RST was lost is heard once the path heals",
+          "[sim][redis][stream][reset]") {
+  World w(stream_world(500));
+  RedisNode r(w, {.name = "r0"});
+  const NodeId c = w.add_node("client");
+  StreamClient refused(w, c, r, "c1:1");
+  run_at(w, 0, [&] { w.crash(r.node()); });
+  run_at(w, 100, [&] { w.restart(r.node()); });
+  run_at(w, 200, [&] { w.network().partition(r.node(), c); });
+  run_at(w, 1'000, [&] { refused.stream->write(kIncrN); });  // refused at 1'500, its RST dropped
+  run_at(w, 300'000, [&] { w.network().heal_all(); });
+  w.run();
+  CHECK(refused.stream->broken());
+  REQUIRE(refused.reset_at_us.has_value());
+  CHECK(*refused.reset_at_us > 300'000);
+  CHECK(w.trace().contains("stream c1:1 sends its reset again (try 2)"));
+}
+
 TEST_CASE("stream: in a reset window each piece is lost on the way or runs with its reply lost",
           "[sim][redis][stream][reset]") {
   World w(stream_world(500));
