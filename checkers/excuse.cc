@@ -610,11 +610,6 @@ bool inside_envelope(const History& history, const HistoryEvent& fault) {
 
 namespace {
 
-// Two clients inside together while the servers held live leases for both (a lease_exclusion
-// between the same two on the key, the overlap beginning inside its window) follows from that
-// double grant, whichever of them entered first (a late reply can let the earlier lease's holder
-// in second): excused when the double grant is, by the same fault. A client inside beyond its own
-// lease is validity_within_lease's to judge, which this excuses nothing of.
 // Whether the lease `value` on `key` was promised on at least a quorum of servers at `at_us`, by
 // its lease facts up to then: a grant or an extend promises its ttl_us from itself, a client's
 // revoke ends it there (a server's own timer ends nothing it promised).
@@ -669,6 +664,12 @@ bool inside_double_grant(const History& history, const Violation& grant, const V
          lease_promised_at(history, grant.key, erased->value, v.time_us);
 }
 
+// Two clients inside together while the servers held live leases for both (a lease_exclusion
+// between the same two on the key, or between a taker and the record it overwrote, the overlap
+// beginning inside its window: inside_double_grant) follows from that double grant, whichever of
+// them entered first (a late reply can let the earlier lease's holder in second): excused when
+// the double grant is, by the same fault. A client inside beyond its own lease is
+// validity_within_lease's to judge, which this excuses nothing of.
 void excuse_overlaps_of_double_grants(const History& history, std::vector<Violation>& violations) {
   for (Violation& v : violations) {
     if (v.excused() || v.invariant != Invariant::mutual_exclusion) continue;

@@ -21,6 +21,8 @@
 #   sweep --adapter my-rw / my-fifo --seeds 2000               exit 0
 #   sweep --adapter my-whole-client-buggy --seeds 1000         exit 1 (validity_within_lease)
 #   sweep --adapter my-whole-client --seeds 2000               exit 0
+#   run unanswered-renewal --adapter my-whole-client / -hopeful exit 0 / 1 (mutual_exclusion: its
+#                                            watchdog counts an unanswered renewal as applied)
 #   sweep --adapter my-fenced-buggy --seeds 300                exit 1 (fencing)
 #   sweep --adapter my-fenced --seeds 2000                     exit 0
 # It prints how long each stage took and the binary's size. Temp dirs are removed on exit, failing
@@ -95,6 +97,10 @@ expect_exit 0 "$bin" sweep --adapter my-fifo --seeds 2000 --report "$tmp/reports
 expect_exit 1 "$bin" sweep --adapter my-whole-client-buggy --seeds 1000 --report "$tmp/reports"
 grep -q "validity_within_lease" "$tmp/out" || fail "sweep did not catch my-whole-client-buggy: $(cat "$tmp/out")"
 expect_exit 0 "$bin" sweep --adapter my-whole-client --seeds 2000 --report "$tmp/reports"
+# ... and its own renewal watchdog, run in place of the Locker's auto-extension.
+expect_exit 0 "$bin" run unanswered-renewal --adapter my-whole-client
+expect_exit 1 "$bin" run unanswered-renewal --adapter my-whole-client-hopeful --json
+grep -q '"invariant": "mutual_exclusion"' "$tmp/out" || fail "unanswered-renewal did not catch my-whole-client-hopeful: $(cat "$tmp/out")"
 
 # Fencing tokens from a counter named its own way, judged in the order the server granted leases.
 expect_exit 1 "$bin" sweep --adapter my-fenced-buggy --seeds 300 --report "$tmp/reports"
