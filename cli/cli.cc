@@ -29,6 +29,7 @@
 #include "explore/calibrate.h"
 #include "explore/matrix.h"
 #include "explore/matrix_report.h"
+#include "explore/named_shrink.h"
 #include "explore/replay.h"
 #include "explore/shard_input.h"
 #include "explore/sweep.h"
@@ -60,6 +61,8 @@ struct RunFlags {
   std::string junit;
   bool json = false;
   bool expect = false;  // exit by the catalogue's expectation (expectation_exit_code)
+  bool shrink =
+      false;  // a run that broke an invariant: its options shrunk (explore/named_shrink.h)
 };
 
 struct MatrixFlags {
@@ -258,7 +261,24 @@ int cmd_run(const RunFlags& flags) {
                    .sets = flags.sets};
   check_output_dir("--report", flags.report_dir);
   check_output_file("--junit", flags.junit);
-  const RunReport report = run_scenario(config);
+  if (flags.shrink && config.world != WorldKind::sim) {
+    throw UsageError(
+        "--shrink: runs in the simulator only (--world sim): a real run is not a "
+        "function of its seed, so a smaller one proves nothing");
+  }
+  RunReport report = run_scenario(config);
+  if (flags.shrink && report.end != RunEnd::complete) {
+    fmt::print(stderr, "shrink: nothing to shrink: the run ended {}, not judged in full\n",
+               report.end);
+  } else if (flags.shrink && report.violations.empty()) {
+    fmt::print(stderr, "shrink: nothing to shrink: the run broke no invariant\n");
+  } else if (flags.shrink) {
+    NamedShrinkResult shrunk = shrink_named_run(config, report);
+    fmt::print(stderr, "shrink: {} runs; {}\n", shrunk.runs,
+               shrunk.changes.empty() ? "no smaller value still breaks it"
+                                      : fmt::format("{}", fmt::join(shrunk.changes, ", ")));
+    report = std::move(shrunk.report);
+  }
   write_junit_checked(flags.junit, "lockstep run", {junit_case(report, flags.expect)});
   return print_run(report, flags.json, flags.report_dir, flags.expect);
 }
@@ -668,6 +688,9 @@ int run_cli(int argc, char** argv) {
   run_cmd->add_option("--junit", run.junit, "write a JUnit XML file (one testcase) for CI");
   run_cmd->add_flag("--json", run.json, "print JSON");
   run_cmd->add_flag("--expect", run.expect, kExpectHelp);
+  run_cmd->add_flag("--shrink", run.shrink,
+                    "when the run breaks an invariant: search the scenario's numbers (TTL, pause, "
+                    "cut...) down to the smallest that still break it, and report that run");
 
   MatrixFlags matrix;
   CLI::App* matrix_cmd =

@@ -140,6 +140,38 @@ TEST_CASE("replay of a report reproduces its trace hash", "[cli]") {
   std::filesystem::remove_all(dir);
 }
 
+// A named scenario is code, not a generated workload: what `run --shrink` shrinks are its numbers
+// (explore/named_shrink.h), and the smaller run replays like any.
+TEST_CASE("run --shrink finds smaller numbers that still break the invariant, and they replay",
+          "[cli][shrink]") {
+  const lockstep::testing::TempDir dir("cli-shrink");
+  const CommandResult shrunk =
+      cli("run lost-extension --adapter bad-late-loss-signal --shrink --json --report " +
+          dir.path.string());
+  INFO(shrunk.out << shrunk.err);
+  CHECK(shrunk.exit_code == 1);
+  CHECK(shrunk.err.find("shrink: ") != std::string::npos);
+  CHECK(shrunk.err.find("ttl_ms 300 -> ") != std::string::npos);  // the TTL moved down
+  const nlohmann::json report = nlohmann::json::parse(shrunk.out);
+  CHECK(report["violations"][0]["invariant"] == "mutual_exclusion");  // what the original broke
+  CHECK(std::stoll(report["options"]["ttl_ms"].get<std::string>()) < 300);
+  CHECK(report["overrides"].dump().find("ttl_ms") != std::string::npos);
+  CHECK(report["replay"].get<std::string>().find("--set ttl_ms=") != std::string::npos);
+  const auto file = dir.path / "lost-extension.bad-late-loss-signal.seed1.fencing-on.json";
+  REQUIRE(std::filesystem::exists(file));
+  const CommandResult replay = cli("replay " + file.string());
+  CHECK(replay.exit_code == 0);
+  CHECK(replay.err.find("reproduced: trace_hash") != std::string::npos);
+  // A run that broke nothing has nothing to shrink: said so, and judged as without --shrink.
+  const CommandResult safe = cli("run lost-extension --adapter redis --shrink");
+  CHECK(safe.exit_code == 0);
+  CHECK(safe.err.find("nothing to shrink") != std::string::npos);
+  // A real run is not a function of its seed.
+  const CommandResult real = cli("run partition --adapter redis --world real --shrink");
+  CHECK(real.exit_code == 2);
+  CHECK(real.err.find("--shrink: runs in the simulator only") != std::string::npos);
+}
+
 TEST_CASE("replay refuses what is not a report, with one line naming what is wrong", "[cli]") {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("lockstep-cli-bad-report-" + std::to_string(::getpid()));
