@@ -61,8 +61,9 @@ class Trials {
 NamedShrinkResult shrink_named_run(const RunConfig& config, const RunReport& original,
                                    int runs_max) {
   if (config.world != WorldKind::sim) {
-    throw UsageError("--shrink: runs in the simulator only (a real run is not a function of its "
-                     "seed, so a smaller one proves nothing)");
+    throw UsageError(
+        "--shrink: runs in the simulator only (a real run is not a function of its "
+        "seed, so a smaller one proves nothing)");
   }
   if (original.end != RunEnd::complete || original.violations.empty()) {
     throw UsageError("--shrink: the run broke no invariant, so there is nothing to shrink");

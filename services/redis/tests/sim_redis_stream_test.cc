@@ -45,6 +45,15 @@ struct StreamClient {
   }
 };
 
+// The node crashes and restarts before the client's first piece (at 1 ms), and the path between
+// them is cut from 200 us: the node refuses the piece at 1.5 ms, and its RST is dropped.
+void refuse_behind_a_cut(World& w, RedisNode& r, NodeId c, StreamClient& refused) {
+  run_at(w, 0, [&w, &r] { w.crash(r.node()); });
+  run_at(w, 100, [&w, &r] { w.restart(r.node()); });
+  run_at(w, 200, [&w, &r, c] { w.network().partition(r.node(), c); });
+  run_at(w, 1'000, [&refused] { refused.stream->write(kIncrN); });
+}
+
 }  // namespace
 
 TEST_CASE("stream: a reset loses the piece on the wire, or the replies of the one that ran",
@@ -101,8 +110,9 @@ TEST_CASE(
 }
 
 // A node restarted since the connection opened refuses its next piece; the RST it sends back is
-// lost (a partition drops it), so the client never learns its connection is gone and waits on it
-// for good. A reset fault then tells it at once: its socket gets an RST whatever the node knows.
+// lost (a partition drops it, and its resends, for as long as the path stays cut), so the client
+// does not learn its connection is gone. A reset fault then tells it at once: its socket gets an
+// RST whatever the node knows.
 // (The reset skipped a stream already broken: sweep seed 914 of ext:redis-semaphore-redlock hung
 // a release past ext_deadline_ms on such a connection with a reset struck in between.)
 TEST_CASE("stream: a reset tells the client of a break whose RST was lost",
@@ -111,10 +121,7 @@ TEST_CASE("stream: a reset tells the client of a break whose RST was lost",
   RedisNode r(w, {.name = "r0"});
   const NodeId c = w.add_node("client");
   StreamClient refused(w, c, r, "c1:1");
-  run_at(w, 0, [&] { w.crash(r.node()); });
-  run_at(w, 100, [&] { w.restart(r.node()); });
-  run_at(w, 200, [&] { w.network().partition(r.node(), c); });
-  run_at(w, 1'000, [&] { refused.stream->write(kIncrN); });  // refused at 1'500, its RST dropped
+  refuse_behind_a_cut(w, r, c, refused);
   run_at(w, 900'000, [&] {
     CHECK_FALSE(refused.reset_at_us.has_value());
     refused.stream->reset();
@@ -135,10 +142,7 @@ TEST_CASE("stream: a restarted node's refusal whose RST was lost is heard once t
   RedisNode r(w, {.name = "r0"});
   const NodeId c = w.add_node("client");
   StreamClient refused(w, c, r, "c1:1");
-  run_at(w, 0, [&] { w.crash(r.node()); });
-  run_at(w, 100, [&] { w.restart(r.node()); });
-  run_at(w, 200, [&] { w.network().partition(r.node(), c); });
-  run_at(w, 1'000, [&] { refused.stream->write(kIncrN); });  // refused at 1'500, its RST dropped
+  refuse_behind_a_cut(w, r, c, refused);
   run_at(w, 300'000, [&] { w.network().heal_all(); });
   w.run();
   CHECK(refused.stream->broken());
