@@ -178,6 +178,8 @@ SwarmSpec draw_swarm_spec(const SwarmCapabilities& caps, uint64_t seed,
 // Every drawn parameter, one "NAME=VALUE" per line (printed as `param` lines in the trace).
 std::vector<std::string> describe_params(const SwarmSpec& spec);
 std::string describe(const SwarmSpec& spec);
+// One fault as the trace and the `param` lines name it ("pause at=12ms c1 for=300ms").
+std::string describe_fault(const SwarmFault& fault);
 
 nlohmann::json to_json(const SwarmSpec& spec);
 // Throws std::invalid_argument when j is not a valid spec.
