@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -695,16 +696,19 @@ void excuse_entries_after_excused_takeovers(const History& history,
   if (!history.meta.envelope.clients_compare_wall_deadlines) return;
   for (Violation& v : violations) {
     if (v.excused() || v.holder < 0) continue;
+    std::optional<TimeUs> claim_start_us;  // found once per violation, when a takeover needs it
     for (const Violation& takeover : violations) {
       if (!takeover.excused() || takeover.key != v.key || takeover.time_us > v.time_us) continue;
       if (takeover.entrant == v.entrant) continue;  // the taker itself: judged on its own
       const bool same_claim = takeover.invariant == v.invariant && takeover.holder == v.holder &&
                               takeover.claim_since_us == v.claim_since_us;
-      // The record erased must be that of the acquire that led to this claim.
-      const HistoryEvent* erased = overwritten_grant(history, takeover, v.holder);
-      const bool erased_claim =
-          erased != nullptr && erased->time_us >= holder_claim_start_us(history, v);
-      if (!same_claim && !erased_claim) continue;
+      if (!same_claim) {
+        // The record erased must be that of the acquire that led to this claim.
+        const HistoryEvent* erased = overwritten_grant(history, takeover, v.holder);
+        if (erased == nullptr) continue;
+        if (!claim_start_us) claim_start_us = holder_claim_start_us(history, v);
+        if (erased->time_us < *claim_start_us) continue;
+      }
       v.excused_by = takeover.excused_by;
       v.excuse = fmt::format("follows from the excused takeover of c{}'s lease at {}us: {}",
                              v.holder, takeover.time_us, takeover.excuse);

@@ -261,17 +261,11 @@ int cmd_run(const RunFlags& flags) {
                    .sets = flags.sets};
   check_output_dir("--report", flags.report_dir);
   check_output_file("--junit", flags.junit);
-  if (flags.shrink && config.world != WorldKind::sim) {
-    throw UsageError(
-        "--shrink: runs in the simulator only (--world sim): a real run is not a "
-        "function of its seed, so a smaller one proves nothing");
-  }
+  if (flags.shrink) check_shrinkable_world(config);
   RunReport report = run_scenario(config);
-  if (flags.shrink && report.end != RunEnd::complete) {
-    fmt::print(stderr, "shrink: nothing to shrink: the run ended {}, not judged in full\n",
-               report.end);
-  } else if (flags.shrink && report.violations.empty()) {
-    fmt::print(stderr, "shrink: nothing to shrink: the run broke no invariant\n");
+  const std::string unshrinkable = flags.shrink ? nothing_to_shrink(report) : std::string();
+  if (!unshrinkable.empty()) {
+    fmt::print(stderr, "shrink: nothing to shrink: {}\n", unshrinkable);
   } else if (flags.shrink) {
     NamedShrinkResult shrunk = shrink_named_run(config, report);
     fmt::print(stderr, "shrink: {} runs; {}\n", shrunk.runs,

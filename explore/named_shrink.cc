@@ -58,16 +58,25 @@ class Trials {
 
 }  // namespace
 
-NamedShrinkResult shrink_named_run(const RunConfig& config, const RunReport& original,
-                                   int runs_max) {
+void check_shrinkable_world(const RunConfig& config) {
   if (config.world != WorldKind::sim) {
     throw UsageError(
-        "--shrink: runs in the simulator only (a real run is not a function of its "
-        "seed, so a smaller one proves nothing)");
+        "--shrink: runs in the simulator only (--world sim): a real run is not a "
+        "function of its seed, so a smaller one proves nothing");
   }
-  if (original.end != RunEnd::complete || original.violations.empty()) {
-    throw UsageError("--shrink: the run broke no invariant, so there is nothing to shrink");
-  }
+}
+
+std::string nothing_to_shrink(const RunReport& report) {
+  if (report.end != RunEnd::complete)
+    return fmt::format("the run ended {}, not judged in full", report.end);
+  if (report.violations.empty()) return "the run broke no invariant";
+  return {};
+}
+
+NamedShrinkResult shrink_named_run(const RunConfig& config, const RunReport& original,
+                                   int runs_max) {
+  check_shrinkable_world(config);
+  LOCKSTEP_CHECK(nothing_to_shrink(original).empty(), "a run with something to shrink");
   const Scenario* scenario = find_scenario(config.scenario);
   LOCKSTEP_CHECK(scenario != nullptr, "a run that ran names a catalogue scenario");
   const Invariant target = original.violations.front().violation.invariant;

@@ -28,8 +28,12 @@ struct NamedShrinkResult {
   int runs = 0;                      // runs tried
 };
 
-// original: a run of config that broke an invariant. Throws UsageError for a run that broke none,
-// or one outside the simulator.
+// Throws UsageError for a run outside the simulator: asked before the run, so none is wasted.
+void check_shrinkable_world(const RunConfig& config);
+// Why a run has nothing to shrink ("": it completed and broke an invariant).
+std::string nothing_to_shrink(const RunReport& report);
+
+// original: a run of config in the simulator with something to shrink (the two checks above).
 NamedShrinkResult shrink_named_run(const RunConfig& config, const RunReport& original,
                                    int runs_max = 300);
 

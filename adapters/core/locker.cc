@@ -449,16 +449,19 @@ std::string Lock::lost_reason() {
   if (!acquired_) return "not acquired";
   if (released_) return "released";
   if (!refused_reason_.empty()) return refused_reason_;
+  int64_t until_us = 0;
   if (auto_ && auto_->renewing_client != nullptr) {
-    std::string why = auto_->renewing_client->renewal_state(spec_).lost_reason;
-    if (!why.empty()) return why;
-  }
-  if (auto_ && auto_->lost.load()) {
+    // One read of the client's word: its loss and the validity it goes by.
+    RenewalState state = auto_->renewing_client->renewal_state(spec_);
+    if (!state.lost_reason.empty()) return std::move(state.lost_reason);
+    until_us = state.valid_until_us;
+  } else if (auto_ && auto_->lost.load()) {
     std::lock_guard lock(auto_->mutex);
     return auto_->lost_reason;
+  } else {
+    until_us = valid_until_us();
   }
   const int64_t now_us = options_.clock->monotonic_us();
-  const int64_t until_us = valid_until_us();
   if (now_us >= until_us) {
     return "the validity ended " + std::to_string(now_us - until_us) +
            " us ago by this holder's clock";
