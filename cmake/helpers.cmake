@@ -60,3 +60,47 @@ function(lockstep_bench_sources name)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})  # bench/*.h
   set_property(GLOBAL APPEND PROPERTY LOCKSTEP_BENCH_OBJECTS ${name})
 endfunction()
+
+# lockstep_export_libraries(LIB...): installs a folder's libraries with the others
+# (cmake/install.cmake's export set, lockstepTargets), each as lockstep::NAME (lockstep_etcd_backend
+# -> lockstep::etcd_backend), and adds them to what the package builds. A service exports its own
+# from its folder, so adding one touches no list outside it.
+function(lockstep_export_libraries)
+  include(GNUInstallDirs)
+  foreach(library IN LISTS ARGN)
+    string(REGEX REPLACE "^lockstep_" "" export_name "${library}")
+    set_target_properties(${library} PROPERTIES EXPORT_NAME ${export_name})
+    add_library(lockstep::${export_name} ALIAS ${library})
+  endforeach()
+  set_property(GLOBAL APPEND PROPERTY LOCKSTEP_PACKAGE_TARGETS ${ARGN})
+  install(TARGETS ${ARGN}
+    EXPORT lockstepTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endfunction()
+
+# lockstep_package_relations([CONFIG_DEPENDENCIES FILE] [DEPENDS PKG...] [RECOMMENDS PKG...]
+#                            [SUGGESTS PKG...]): what a folder adds to the installed package. FILE
+# is CMake the package's lockstepConfig.cmake runs before importing the libraries, to find a
+# dependency they link (find_dependency, pkg-config targets; it sets lockstep_FOUND to FALSE with
+# lockstep_NOT_FOUND_MESSAGE when one is missing). The Debian relations are package names
+# (cmake/package.cmake): DEPENDS what a build against the static libraries needs, RECOMMENDS and
+# SUGGESTS the servers and tools of the real world.
+function(lockstep_package_relations)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "CONFIG_DEPENDENCIES" "DEPENDS;RECOMMENDS;SUGGESTS")
+  if(arg_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "lockstep_package_relations: unknown arguments ${arg_UNPARSED_ARGUMENTS}")
+  endif()
+  if(arg_CONFIG_DEPENDENCIES)
+    get_filename_component(folder "${CMAKE_CURRENT_SOURCE_DIR}" NAME)
+    install(FILES ${arg_CONFIG_DEPENDENCIES}
+      DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/lockstep/dependencies
+      RENAME ${folder}.cmake)
+  endif()
+  foreach(relation DEPENDS RECOMMENDS SUGGESTS)
+    if(arg_${relation})
+      set_property(GLOBAL APPEND PROPERTY LOCKSTEP_DEB_${relation} ${arg_${relation}})
+    endif()
+  endforeach()
+endfunction()

@@ -18,41 +18,22 @@ target_link_libraries(lockstep_all INTERFACE
 set_target_properties(lockstep_all PROPERTIES EXPORT_NAME lockstep)
 add_library(lockstep::lockstep ALIAS lockstep_all)
 
-# Every library, in stage order. lockstep_warnings is exported only because static libraries
-# carry their private links; it adds no compile options to a user's code (link-only).
-set(lockstep_exported_libraries
+# Every library outside services/, in stage order (each service exports its own from its folder,
+# lockstep_export_libraries in cmake/helpers.cmake). lockstep_warnings is exported only because
+# static libraries carry their private links; it adds no compile options to a user's code
+# (link-only).
+lockstep_export_libraries(
   lockstep_warnings
   lockstep_base
   lockstep_core
   lockstep_sim
   lockstep_real
   lockstep_history lockstep_checkers lockstep_harness
-  lockstep_memory lockstep_memory_backend lockstep_memory_known_bad
-  lockstep_redis_client lockstep_redis lockstep_sim_redis lockstep_real_redis lockstep_redis_backend
-  lockstep_redis_known_bad
-  lockstep_redlock_client lockstep_redlock lockstep_sim_redlock lockstep_redlock_backend
-  lockstep_redlock_known_bad
-  lockstep_mongo_client lockstep_mongo lockstep_sim_mongo lockstep_real_mongo lockstep_mongo_backend
-  lockstep_mongo_known_bad
-  lockstep_keyed lockstep_keyed_backend lockstep_keyed_known_bad
-  lockstep_ext lockstep_ext_dir_installed lockstep_ext_backend
   lockstep_services lockstep_known_bad
   lockstep_catalogue lockstep_run lockstep_report lockstep_explore
   lockstep_cli)
-foreach(library IN LISTS lockstep_exported_libraries)
-  string(REGEX REPLACE "^lockstep_" "" export_name "${library}")
-  set_target_properties(${library} PROPERTIES EXPORT_NAME ${export_name})
-  add_library(lockstep::${export_name} ALIAS ${library})
-endforeach()
-
-# What the package holds that is built (lockstep_package, CMakeLists.txt). lockstep_all is an
-# interface: nothing to build.
-set_property(GLOBAL APPEND PROPERTY LOCKSTEP_PACKAGE_TARGETS ${lockstep_exported_libraries})
-install(TARGETS ${lockstep_exported_libraries} lockstep_all
-  EXPORT lockstepTargets
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# lockstep_all is an interface: nothing to build, so not among what the package builds.
+install(TARGETS lockstep_all EXPORT lockstepTargets)
 install(EXPORT lockstepTargets
   NAMESPACE lockstep::
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/lockstep)
@@ -62,13 +43,6 @@ install(EXPORT lockstepTargets
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/lockstep
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.h")
-
-# The Node drivers of the ext: adapters, without node_modules: an installed lockstep finds them
-# only through LOCKSTEP_EXT_NODE_DIR (services/ext/driver/node_drivers.h), after `npm ci` in that directory.
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/services/ext/node/
-  DESTINATION ${CMAKE_INSTALL_DATADIR}/lockstep/ext/node
-  PATTERN "node_modules" EXCLUDE
-  PATTERN ".gitignore" EXCLUDE)
 
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/lockstepConfig.cmake.in
   ${PROJECT_BINARY_DIR}/lockstepConfig.cmake

@@ -4,10 +4,10 @@
 # only installs, it compiles nothing.
 #
 # Depends: the runtime libraries the `lockstep` command loads, as dpkg-shlibdeps finds them
-# (libhiredis0.14, libmongoc-1.0-0, liblua5.1-0, libboost-context1.74.0, libfmt9, libpq5,
-# libtcmalloc-minimal4, ...), and what find_package(lockstep) and a link against the static
-# libraries need (lockstepConfig.cmake.in): their -dev packages and pkg-config. The servers of
-# the real world are Recommends: lockstep says what is missing when a run needs one.
+# (libboost-context1.74.0, libfmt9, libtcmalloc-minimal4, each service's client libraries, ...),
+# and what find_package(lockstep) and a link against the static libraries need
+# (lockstepConfig.cmake.in): their -dev packages and pkg-config. The servers of the real world are
+# Recommends or Suggests: lockstep says what is missing when a run needs one.
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME lockstep)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
@@ -21,8 +21,14 @@ set(CPACK_STRIP_FILES ON)  # the command, and the static libraries' debug info (
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # lockstep_VERSION_ARCH.deb
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS
-  "pkg-config, libhiredis-dev, liblua5.1-0-dev, libboost-context-dev, libmongoc-dev, libbson-dev, libpq-dev, libfmt-dev, nlohmann-json3-dev, libcli11-dev")
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "cmake, g++, python3, redis-server, libfaketime")
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "nodejs (>= 20), postgresql-15, etcd-server")
+# Each lock service adds its own (lockstep_package_relations in its folder, cmake/helpers.cmake).
+get_property(service_depends GLOBAL PROPERTY LOCKSTEP_DEB_DEPENDS)
+get_property(service_recommends GLOBAL PROPERTY LOCKSTEP_DEB_RECOMMENDS)
+get_property(service_suggests GLOBAL PROPERTY LOCKSTEP_DEB_SUGGESTS)
+set(deb_depends pkg-config libboost-context-dev libfmt-dev nlohmann-json3-dev libcli11-dev
+  ${service_depends})
+set(deb_recommends cmake g++ python3 ${service_recommends})
+list(JOIN deb_depends ", " CPACK_DEBIAN_PACKAGE_DEPENDS)
+list(JOIN deb_recommends ", " CPACK_DEBIAN_PACKAGE_RECOMMENDS)
+list(JOIN service_suggests ", " CPACK_DEBIAN_PACKAGE_SUGGESTS)
 include(CPack)

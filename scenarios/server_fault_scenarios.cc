@@ -10,9 +10,10 @@ namespace lockstep {
 
 namespace {
 
-// Redlock's drift allowance: its default drift_factor (0.001 of the TTL) and drift_constant_ms (5),
+// What a ttl_minus_elapsed_and_drift validity takes off for drift, as Redlock defines it: its
+// default drift_factor (0.001 of the TTL) and drift_constant_ms (5),
 // and a millisecond of rounding.
-int64_t redlock_drift_ms(int64_t ttl_ms) { return ttl_ms / 1000 + 6; }
+int64_t validity_drift_ms(int64_t ttl_ms) { return ttl_ms / 1000 + 6; }
 
 // Validity rules that take the time spent acquiring off the TTL (once, or wrongly twice).
 bool subtracts_elapsed(const AdapterTraits& lock) {
@@ -24,7 +25,7 @@ bool subtracts_elapsed(const AdapterTraits& lock) {
 // past: only when the time spent is subtracted twice, and it exceeds what is left.
 bool returns_expired(const AdapterTraits& lock, int64_t ttl_ms, int64_t elapsed_ms) {
   return lock.validity == ValidityRule::ttl_minus_elapsed_twice &&
-         ttl_ms - redlock_drift_ms(ttl_ms) - elapsed_ms < elapsed_ms;
+         ttl_ms - validity_drift_ms(ttl_ms) - elapsed_ms < elapsed_ms;
 }
 
 // A lock that ignores the time spent acquiring reports a validity that outlasts the servers'
@@ -43,7 +44,7 @@ Expectation slow_acquire_expected(const AdapterTraits& lock, const Options& opti
   const int64_t ttl_ms = options.get_int("ttl_ms");
   const int64_t pause_ms = options.get_int("pause_ms");
   const int64_t a_hold_ms = options.get_int("a_hold_ms");
-  const int64_t drift_ms = subtracts_elapsed(lock) ? redlock_drift_ms(ttl_ms) : 0;
+  const int64_t drift_ms = subtracts_elapsed(lock) ? validity_drift_ms(ttl_ms) : 0;
   const bool accepts = pause_ms + drift_ms < ttl_ms;
   Expectation e;
   if (accepts && returns_expired(lock, ttl_ms, pause_ms)) e.insert(Invariant::valid_on_return);
@@ -138,14 +139,14 @@ Scenario slow_grant_scenario() {
           [](const AdapterTraits& lock, const Options& options, bool fencing_on) {
             const int64_t ttl_ms = options.get_int("ttl_ms");
             const int64_t pause_ms = options.get_int("pause_ms");
-            const int64_t drift_ms = subtracts_elapsed(lock) ? redlock_drift_ms(ttl_ms) : 0;
+            const int64_t drift_ms = subtracts_elapsed(lock) ? validity_drift_ms(ttl_ms) : 0;
             Expectation e;
             if (pause_ms + drift_ms >= ttl_ms) return e;  // refused: nothing to judge but B
             if (returns_expired(lock, ttl_ms, pause_ms)) e.insert(Invariant::valid_on_return);
             // Ignoring the time spent, A believes in its lease until pause + ttl - drift, and
             // works into B's (from ttl + 100); with no token to refuse A's late write.
             const int64_t believed_end_ms = lock.validity == ValidityRule::ttl_ignoring_elapsed
-                                                ? pause_ms + ttl_ms - redlock_drift_ms(ttl_ms)
+                                                ? pause_ms + ttl_ms - validity_drift_ms(ttl_ms)
                                                 : 0;
             const int64_t a_works_until_ms =
                 std::min(believed_end_ms, pause_ms + options.get_int("a_hold_ms"));

@@ -5,22 +5,24 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "services/etcd/backend/etcd_service.h"
-#include "services/ext/backend/ext_service.h"
-#include "services/keyed/backend/keyed_service.h"
-#include "services/memory/backend/memory_service.h"
-#include "services/mongo/backend/mongo_service.h"
-#include "services/postgres/backend/postgres_service.h"
-#include "services/redis/backend/redis_service.h"
-#include "services/redlock/backend/redlock_service.h"
 #include "services/service.h"
 
 namespace lockstep {
 
+// Each service's one function (services/NAME/backend/NAME_service.h), declared from the list.
+#define LOCKSTEP_SERVICE(name) Service name##_service();
+#define LOCKSTEP_SERVICE_WITH_KNOWN_BAD(name) LOCKSTEP_SERVICE(name)
+#include "services/services.inc"
+#undef LOCKSTEP_SERVICE
+#undef LOCKSTEP_SERVICE_WITH_KNOWN_BAD
+
 const std::vector<Service>& services() {
   static const std::vector<Service> all = {
-      memory_service(), redis_service(), redlock_service(),  mongo_service(),
-      keyed_service(),  ext_service(),   postgres_service(), etcd_service(),
+#define LOCKSTEP_SERVICE(name) name##_service(),
+#define LOCKSTEP_SERVICE_WITH_KNOWN_BAD(name) LOCKSTEP_SERVICE(name)
+#include "services/services.inc"
+#undef LOCKSTEP_SERVICE
+#undef LOCKSTEP_SERVICE_WITH_KNOWN_BAD
   };
   return all;
 }
@@ -51,6 +53,14 @@ std::vector<AdapterEntry>& registry() {
 }  // namespace
 
 const std::vector<AdapterEntry>& adapters() { return registry(); }
+
+const AdapterEntry& production_adapter(const std::string& name) {
+  const AdapterEntry* entry = find_adapter(name);
+  if (entry == nullptr) {
+    throw std::logic_error(fmt::format("no production adapter {} to copy", name));
+  }
+  return *entry;
+}
 
 const AdapterEntry* find_adapter(const std::string& name) {
   for (const AdapterEntry& entry : registry()) {

@@ -1,9 +1,10 @@
 #pragma once
 // A lock service as the registry sees it: its production adapters and the few process-wide hooks
 // it needs. Each service folder defines one function returning its Service
-// (services/NAME/backend/NAME_service.h); services/registry.cc lists them, one line each, and that
-// list is the only place outside a service's folder that names it.
+// (services/NAME/backend/NAME_service.h); services/services.inc lists the services, one line each,
+// and that list is the only place outside a service's folder that names it.
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "harness/backend.h"
@@ -32,5 +33,8 @@ struct Service {
 const std::vector<Service>& services();
 // Runs every service's at_start hook, once per process.
 void prepare_services();
+// The registered production adapter `name`, which a service's known-bad variants copy. Throws
+// std::logic_error when there is none (a known-bad list naming a sibling that is not registered).
+const AdapterEntry& production_adapter(const std::string& name);
 
 }  // namespace lockstep

@@ -4,6 +4,7 @@
 #include "services/etcd/adapter/etcd_adapter.h"
 #include "services/etcd/adapter/etcd_lock_adapter.h"
 #include "services/etcd/backend/etcd_backend.h"
+#include "services/service.h"
 
 namespace lockstep {
 
@@ -31,7 +32,9 @@ std::unique_ptr<Backend> no_lease_check_backend(BackendEnv& env) {
 
 }  // namespace
 
-std::vector<AdapterEntry> etcd_known_bad(const AdapterEntry& recipe, const AdapterEntry& lock_rpc) {
+std::vector<AdapterEntry> etcd_known_bad() {
+  const AdapterEntry& recipe = production_adapter("etcd");
+  const AdapterEntry& lock_rpc = production_adapter("etcd-lock");
   std::vector<AdapterEntry> out = {
       known_bad_entry(
           {"bad-etcd-smallest-key",

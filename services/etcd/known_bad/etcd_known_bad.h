@@ -7,7 +7,7 @@
 
 namespace lockstep {
 
-// recipe: the "etcd" entry; lock_rpc: the "etcd-lock" entry.
-std::vector<AdapterEntry> etcd_known_bad(const AdapterEntry& recipe, const AdapterEntry& lock_rpc);
+// Copies of the "etcd" (recipe) and "etcd-lock" (Lock RPC) entries, each with one thing wrong.
+std::vector<AdapterEntry> etcd_known_bad();
 
 }  // namespace lockstep

@@ -5,10 +5,13 @@
 #include "services/keyed/known_bad/bad_fifo_clear_admits.h"
 #include "services/keyed/known_bad/bad_rw_lost_wakeup.h"
 #include "services/keyed/known_bad/bad_rw_reader_preference.h"
+#include "services/service.h"
 
 namespace lockstep {
 
-std::vector<AdapterEntry> keyed_known_bad(const AdapterEntry& keyed_rw, const AdapterEntry& fifo) {
+std::vector<AdapterEntry> keyed_known_bad() {
+  const AdapterEntry& keyed_rw = production_adapter("keyed-rw");
+  const AdapterEntry& fifo = production_adapter("fifo");
   return {
       known_bad_entry({"bad-rw-reader-preference", "writer_preference",
                        // a reader must arrive while readers hold and a writer is queued.

@@ -6,6 +6,6 @@
 
 namespace lockstep {
 
-std::vector<AdapterEntry> keyed_known_bad(const AdapterEntry& keyed_rw, const AdapterEntry& fifo);
+std::vector<AdapterEntry> keyed_known_bad();
 
 }  // namespace lockstep

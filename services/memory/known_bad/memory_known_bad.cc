@@ -3,10 +3,12 @@
 #include "harness/known_bad.h"
 #include "services/memory/backend/memory_backend.h"
 #include "services/memory/known_bad/known_bad_memory.h"
+#include "services/service.h"
 
 namespace lockstep {
 
-std::vector<AdapterEntry> memory_known_bad(const AdapterEntry& memory) {
+std::vector<AdapterEntry> memory_known_bad() {
+  const AdapterEntry& memory = production_adapter("memory");
   // Where the one bug shows, and where the correct sibling's safety must still show.
   const std::vector<std::string> lease_scenarios = {
       "sequential",          "concurrent-race", "crash-holder", "stolen-lock",

@@ -6,6 +6,6 @@
 
 namespace lockstep {
 
-std::vector<AdapterEntry> memory_known_bad(const AdapterEntry& memory);
+std::vector<AdapterEntry> memory_known_bad();
 
 }  // namespace lockstep

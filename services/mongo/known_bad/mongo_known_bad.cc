@@ -3,10 +3,12 @@
 #include "harness/known_bad.h"
 #include "services/mongo/backend/mongo_backend.h"
 #include "services/mongo/known_bad/known_bad_mongo.h"
+#include "services/service.h"
 
 namespace lockstep {
 
-std::vector<AdapterEntry> mongo_known_bad(const AdapterEntry& mongo) {
+std::vector<AdapterEntry> mongo_known_bad() {
+  const AdapterEntry& mongo = production_adapter("mongo");
   return {known_bad_entry(
       {"bad-mongo-no-unique",
        "mutual_exclusion",

@@ -6,6 +6,6 @@
 
 namespace lockstep {
 
-std::vector<AdapterEntry> mongo_known_bad(const AdapterEntry& mongo);
+std::vector<AdapterEntry> mongo_known_bad();
 
 }  // namespace lockstep

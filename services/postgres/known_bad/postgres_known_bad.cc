@@ -2,6 +2,7 @@
 
 #include "harness/known_bad.h"
 #include "services/postgres/backend/postgres_backend.h"
+#include "services/service.h"
 
 namespace lockstep {
 
@@ -25,7 +26,8 @@ const std::vector<KnownBad> kKnownBadPostgres = {
 
 }  // namespace
 
-std::vector<AdapterEntry> postgres_known_bad(const AdapterEntry& postgres_session) {
+std::vector<AdapterEntry> postgres_known_bad() {
+  const AdapterEntry& postgres_session = production_adapter("postgres-session");
   std::vector<AdapterEntry> entries;
   for (const KnownBad& bad : kKnownBadPostgres) {
     entries.push_back(known_bad_entry(bad, postgres_session, [](BackendEnv& env) {

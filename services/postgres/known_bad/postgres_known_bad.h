@@ -14,6 +14,6 @@
 
 namespace lockstep {
 
-std::vector<AdapterEntry> postgres_known_bad(const AdapterEntry& postgres_session);
+std::vector<AdapterEntry> postgres_known_bad();
 
 }  // namespace lockstep

@@ -3,6 +3,7 @@
 #include "harness/known_bad.h"
 #include "lockstep/redis.h"
 #include "services/redis/known_bad/known_bad_redis.h"
+#include "services/service.h"
 
 namespace lockstep {
 
@@ -78,7 +79,8 @@ const std::vector<KnownBad> kKnownBadRedis = {
 
 }  // namespace
 
-std::vector<AdapterEntry> redis_known_bad(const AdapterEntry& redis) {
+std::vector<AdapterEntry> redis_known_bad() {
+  const AdapterEntry& redis = production_adapter("redis");
   std::vector<AdapterEntry> entries;
   for (const KnownBad& bad : kKnownBadRedis) {
     entries.push_back(known_bad_entry(bad, redis, [name = bad.name](BackendEnv& env) {

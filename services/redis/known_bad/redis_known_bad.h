@@ -6,6 +6,6 @@
 
 namespace lockstep {
 
-std::vector<AdapterEntry> redis_known_bad(const AdapterEntry& redis);
+std::vector<AdapterEntry> redis_known_bad();
 
 }  // namespace lockstep

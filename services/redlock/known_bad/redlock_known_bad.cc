@@ -3,6 +3,7 @@
 #include "harness/known_bad.h"
 #include "services/redlock/backend/redlock_backend.h"
 #include "services/redlock/known_bad/known_bad_redlock.h"
+#include "services/service.h"
 
 namespace lockstep {
 
@@ -35,7 +36,8 @@ const std::vector<KnownBad> kKnownBadRedlock = {
 
 }  // namespace
 
-std::vector<AdapterEntry> redlock_known_bad(const AdapterEntry& redlock) {
+std::vector<AdapterEntry> redlock_known_bad() {
+  const AdapterEntry& redlock = production_adapter("redlock");
   std::vector<AdapterEntry> entries;
   for (const KnownBad& bad : kKnownBadRedlock) {
     entries.push_back(known_bad_entry(bad, redlock, [name = bad.name](BackendEnv& env) {

@@ -6,6 +6,6 @@
 
 namespace lockstep {
 
-std::vector<AdapterEntry> redlock_known_bad(const AdapterEntry& redlock);
+std::vector<AdapterEntry> redlock_known_bad();
 
 }  // namespace lockstep
