@@ -4,7 +4,11 @@
 //
 // mutual_exclusion  Per key, a client is inside from its cs_enter to its cs_exit (or the end of the
 //                   run). Two clients inside at once, unless both are shared, is a violation,
-//                   reported at the later entry.
+//                   reported at the later entry. Stays that only touch are not: the one inside
+//                   had been told its validity ends no later than the instant the other
+//                   entered, and left at that instant with no access of the key after the entry
+//                   (which of two clients' events at one instant comes first is the
+//                   simulator's order, and its claim had ended).
 // lease_exclusion   A grant promises owner `value` a lease on key for ttl_us of true time from the
 //                   grant; extend moves its end to ttl_us after the extend; a revoke ends it. A
 //                   server that loses state (crash, failover) or whose clock runs fast still owes

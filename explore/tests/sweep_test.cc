@@ -218,6 +218,21 @@ TEST_CASE("a queued etcd key's lease shortened by a fast leader before it won is
   }
 }
 
+// memory seed 46929: c1's retry was granted the key at the very instant c0's validity (and its
+// lease, had the server's clock not run fast) ended; c0's exit ran after that grant within the
+// same instant, touching nothing. The two stays touch, they do not overlap (mutual_exclusion).
+TEST_CASE("a grant at the instant the last holder's validity ends is not an overlap",
+          "[sweep][mutual_exclusion]") {
+  const SeedOutcome outcome =
+      run_sweep_seed({.adapter = "memory"}, swarm_capabilities("memory"), 46929);
+  INFO(to_text(outcome.report));
+  CHECK(outcome.exercised());
+  for (const ReportedViolation& rv : outcome.report.violations) {
+    CHECK(rv.violation.invariant != Invariant::mutual_exclusion);
+  }
+  CHECK_FALSE(outcome.violates());
+}
+
 TEST_CASE("careful clients catch a Redlock that ignores the time spent acquiring",
           "[sweep][careful][shrink]") {
   register_known_bad_adapters();
