@@ -60,6 +60,8 @@
 //                   held (not expired by their promised ttl_us, not revoked; later extends count)
 //                   until V, or until the client stopped relying on it (its cs_exit, its release,
 //                   its next successful acquire or extend of the key), whichever is earlier.
+//                   A background renewal (a `renewal` event: an auto-extension) is such a
+//                   claim too, backed by the leases of the claim it renews (the acquire's).
 //                   Judged even when no one else enters; not where leases were derived from the
 //                   clients (meta.leases_from_clients); not for a call whose quorum of leases was
 //                   already gone when it returned (that is valid_on_return).

@@ -76,11 +76,16 @@ struct Claim {
   std::vector<std::pair<uint32_t, uint32_t>> leases;  // (value_id, server_id), distinct
 };
 
+std::string_view what_reported(const HistoryEvent& e) {
+  if (e.kind == EventKind::renewal) return "renewal";
+  return e.op == Op::acquire ? "acquire" : "extend";
+}
+
 class ValidityWithinLeasePass final : public CheckerPass {
  public:
   ValidityWithinLeasePass(const History& history, size_t max)
       : CheckerPass({EventKind::invoke, EventKind::grant, EventKind::extend, EventKind::revoke,
-                     EventKind::complete, EventKind::cs_exit}),
+                     EventKind::complete, EventKind::cs_exit, EventKind::renewal}),
         history_(history),
         quorum_(std::max(history.meta.quorum, 1)),
         max_(max) {
@@ -98,6 +103,7 @@ class ValidityWithinLeasePass final : public CheckerPass {
       stop_relying(e.client, e.key_id, e.time_us);
       return;
     }
+    if (e.kind == EventKind::renewal) return renewed(e);
     if (e.kind != EventKind::complete || e.outcome != Outcome::ok || e.end_us == 0 ||
         links_.linked().empty())
       return;
@@ -126,6 +132,23 @@ class ValidityWithinLeasePass final : public CheckerPass {
   }
 
  private:
+  // A background renewal of the lock the client relies on: a new claim on the same leases (a
+  // renewal extends the lock it renews, whose facts its acquire linked), relied on until its
+  // validity ends or the client stops. Nothing to judge without a claim open there (no lease
+  // linked to the acquire, or the client has left).
+  void renewed(const HistoryEvent& e) {
+    const auto it = relied_.find({e.client, e.key_id});
+    if (it == relied_.end() || e.end_us == 0) return;
+    Claim claim{.complete = e.index,
+                .valid_until_us = e.end_us,
+                .relied_until_us = e.end_us,
+                .invoked_us = claims_[it->second].invoked_us,
+                .leases = claims_[it->second].leases};
+    stop_relying(e.client, e.key_id, e.time_us);
+    claims_.push_back(std::move(claim));
+    relied_[{e.client, e.key_id}] = claims_.size() - 1;
+  }
+
   // The client's open claim on key, if any, is relied on no later than t.
   void stop_relying(int client, uint32_t key_id, TimeUs t) {
     const auto it = relied_.find({client, key_id});
@@ -163,8 +186,8 @@ class ValidityWithinLeasePass final : public CheckerPass {
         {shown, e.index},
         fmt::format("{}'s {} of key {} at {}us reported it valid until {}us and relied on it "
                     "until {}us, but {} ended at {}us, {}us earlier",
-                    client_name(e.client), e.op == Op::acquire ? "acquire" : "extend", e.key,
-                    e.time_us, claim.valid_until_us, claim.relied_until_us,
+                    client_name(e.client), what_reported(e), e.key, e.time_us, claim.valid_until_us,
+                    claim.relied_until_us,
                     quorum_ > 1 ? fmt::format("a quorum ({}) of its servers' leases", quorum_)
                                 : std::string("the server's lease behind it"),
                     held_until_us, claim.relied_until_us - held_until_us)));

@@ -173,7 +173,20 @@ bool Client::increment(const Lock& lock, int64_t work_ms) {
 }
 
 void Client::auto_extend(Lock& lock, int64_t every_ms) {
-  lock.auto_extend({.every_ms = every_ms});
+  // Each validity a renewal gives goes into the history, as an extend's completion would, so
+  // validity_within_lease judges it against the servers' leases. From the renewing task (another
+  // thread, for real): it reads only the node's clock and records.
+  auto on_renewed = [this, key = lock.key(), value = lock.unique_value()](int64_t valid_until_us) {
+    setup_.recorder->record(
+        {.kind = EventKind::renewal,
+         .client = setup_.id,
+         .key = key,
+         .value = value,
+         .end_us = setup_.world->true_time_at_monotonic(setup_.node, valid_until_us),
+         .local_now_us = clock().monotonic_us(),
+         .local_valid_until_us = valid_until_us});
+  };
+  lock.auto_extend({.every_ms = every_ms, .on_renewed = std::move(on_renewed)});
   setup_.world->trace_linef("{} auto-extends {} every {}ms", setup_.name, lock.key(),
                             every_ms == 0 ? lock.ttl_ms() / 3 : every_ms);
 }

@@ -52,6 +52,7 @@ std::string_view to_string(EventKind kind) {
     case EventKind::key_state: return "key_state";
     case EventKind::stuck: return "stuck";
     case EventKind::token: return "token";
+    case EventKind::renewal: return "renewal";
   }
   return "?";
 }
@@ -178,6 +179,10 @@ void describe_body(Line& out, const HistoryEvent& e) {
       put(out, "server={} token key={}", e.server, e.key);
       put_client(out, "to=", e.client);
       return put_token(out, e);
+    case EventKind::renewal:
+      put(out, "c{} renewed key={}", e.client, e.key);
+      if (e.end_us != 0) put(out, " valid_until={}us", e.end_us);
+      return;
   }
   put(out, "?");
 }

@@ -39,6 +39,11 @@ enum class EventKind {
   // a server issued fencing `token` on key to `client` by a step of its own, apart from the grant
   // (Mongo's counter document): tokens are judged in the order the server issued them
   token,
+  // `client`'s lock `value` on key was renewed in the background (an auto-extension, or a client
+  // that renews its locks itself): valid until end_us of true time from now, by the client's own
+  // clock (local_now_us, local_valid_until_us as a successful extend's completion). A renewal has
+  // no invocation: it is not a call of the client's program.
+  renewal,
 };
 std::string_view to_string(EventKind kind);
 // Every value of each enum, in declaration order: kept beside the enum so a new value is listed
@@ -47,8 +52,8 @@ inline constexpr std::array kEventKindsAll = {
     EventKind::invoke, EventKind::complete, EventKind::cs_enter,    EventKind::cs_exit,
     EventKind::access, EventKind::grant,    EventKind::extend,      EventKind::revoke,
     EventKind::fault,  EventKind::heal,     EventKind::final_value, EventKind::key_state,
-    EventKind::stuck,  EventKind::token};
-static_assert(kEventKindsAll.back() == EventKind::token, "every EventKind is listed, last last");
+    EventKind::stuck,  EventKind::token,    EventKind::renewal};
+static_assert(kEventKindsAll.back() == EventKind::renewal, "every EventKind is listed, last last");
 
 enum class Op { none, acquire, release, extend, is_locked, read, write };
 std::string_view to_string(Op op);

@@ -82,6 +82,11 @@ class RuleWalk {
         }
         break;
       case EventKind::final_value: finals_.insert(e.key); break;
+      case EventKind::renewal:
+        if (e.client < 0 || acquired_.count(on_key) == 0) {
+          return fmt::format("c{} renews key {} before it ever acquired it", e.client, e.key);
+        }
+        break;
       default: break;
     }
     return std::nullopt;

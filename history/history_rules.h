@@ -8,7 +8,8 @@
 //   ids       every client is in [0, meta.clients) (in [0, kHistoryClientsMax) when the meta
 //             names no count); quorum is at most the servers there are
 //   calls     a completion follows an invocation of the same client and op still pending; a
-//             release or extend is invoked by a client that acquired that key before
+//             release or extend is invoked, and a renewal made, by a client that acquired that
+//             key before
 //   sections  a client enters a key it is not inside (cs_enter), and leaves one it is inside
 //             (cs_exit)
 //   faults    a fault's window does not end before it starts (end_us 0: an instant); an amount in

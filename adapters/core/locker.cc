@@ -142,6 +142,10 @@ struct AutoExtension {
   std::unique_ptr<BackgroundTask> task;
   LockAdapter* renewing_client = nullptr;  // set while a client's own renewals run
   LockSpec renewing_spec;
+  // A renewing client's: who is told of a later validity, and the latest it was told of (or the
+  // grant's). Read and written by the holder's polls only.
+  std::function<void(int64_t)> on_renewed;
+  int64_t renewed_until_us = 0;
 
   void mark_lost(std::string why) {
     {
@@ -397,7 +401,8 @@ void Lock::auto_extend(AutoExtendOptions options) {
   const LockSpec spec = spec_;
   state->task = options_.background->start(
       "auto-extend " + spec.key,
-      [shared, adapter, clock, gate = options_.gate, spec, every_ms, ttl_ms](StopWaiter& stop) {
+      [shared, adapter, clock, gate = options_.gate, spec, every_ms, ttl_ms,
+       on_renewed = std::move(options.on_renewed)](StopWaiter& stop) {
         for (int64_t renewal = 0; renewal < kAutoExtendRenewalsMax; ++renewal) {
           if (!stop.wait_for_us(every_ms * 1000)) return;
           GatePass pass(gate.get());  // the owner's other locks share the adapter
@@ -406,7 +411,9 @@ void Lock::auto_extend(AutoExtendOptions options) {
           const bool late = clock->monotonic_us() - sent_at_us >= ttl_ms * 1000;
           if (stop.stop_requested()) return;  // released meanwhile: the result is nobody's
           if (result.ok() && !late) {
-            shared->valid_until_us.store(adapter->validity_end_us(spec, sent_at_us, ttl_ms));
+            const int64_t valid_until_us = adapter->validity_end_us(spec, sent_at_us, ttl_ms);
+            shared->valid_until_us.store(valid_until_us);
+            if (on_renewed) on_renewed(valid_until_us);
             continue;
           }
           shared->mark_lost(result.ok()
@@ -440,6 +447,8 @@ void Lock::renew_by_client(AutoExtendOptions options) {
   auto state = std::make_shared<AutoExtension>();
   state->renewing_client = options_.adapter;
   state->renewing_spec = spec_;
+  state->on_renewed = std::move(options.on_renewed);
+  state->renewed_until_us = valid_until_us();
   auto_ = std::move(state);
 }
 
@@ -455,6 +464,10 @@ std::string Lock::lost_reason() {
     RenewalState state = auto_->renewing_client->renewal_state(spec_);
     if (!state.lost_reason.empty()) return std::move(state.lost_reason);
     until_us = state.valid_until_us;
+    if (until_us > auto_->renewed_until_us) {
+      auto_->renewed_until_us = until_us;
+      if (auto_->on_renewed) auto_->on_renewed(until_us);
+    }
   } else if (auto_ && auto_->lost.load()) {
     std::lock_guard lock(auto_->mutex);
     return auto_->lost_reason;

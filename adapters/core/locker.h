@@ -36,6 +36,7 @@
 // MemoryAdapter. SystemRandom and SystemClock are stateless and may be shared too.
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,6 +78,11 @@ struct AutoExtendOptions {
   // How often to extend, on the holder's monotonic clock; 0: a third of the lock's TTL. Each
   // extension asks for the lock's TTL again.
   int64_t every_ms = 0;
+  // Told each validity a renewal gave (the holder's monotonic clock, us): after each successful
+  // extension of the Locker's, from its background task (another thread, for real), or, for a
+  // client that renews its locks itself, when the holder's poll (lost()) first sees a later
+  // validity. It must not call the Lock. May be empty.
+  std::function<void(int64_t valid_until_us)> on_renewed;
 };
 
 // Bounds the extensions of one auto_extend(): at the shortest interval, hours of holding.

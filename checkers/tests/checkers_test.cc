@@ -699,6 +699,73 @@ TEST_CASE("validity_within_lease: a reported validity ends no later than the lea
   }
 }
 
+// A background renewal (an auto-extension) reports a validity too: it is judged against the
+// leases of the lock it renews, which its acquire linked.
+TEST_CASE("validity_within_lease: a renewal's validity ends no later than the renewed lease",
+          "[checkers]") {
+  // c0's acquire: granted at 100 for 1000 us (until 1100), returned at 150, valid until 1100; the
+  // server extends the lease at 900 for 1000 us more (until 1900), and the renewal returns at 950.
+  const auto run = [](TimeUs renewed_until_us, const std::function<void(Builder&)>& before) {
+    Builder h;
+    h.invoke(0, 0, "k");
+    h.grant(100, "redis", "lock:k", "A", 0, 1000);
+    HistoryEvent done{.time_us = 150,
+                      .kind = EventKind::complete,
+                      .client = 0,
+                      .key = "k",
+                      .op = Op::acquire,
+                      .outcome = Outcome::ok,
+                      .value = "A",
+                      .end_us = 1100};
+    h.history.add(std::move(done));
+    h.enter(150, 0, "k");
+    h.extend(900, "redis", "lock:k", "A", 0, 1000);
+    if (before) before(h);
+    h.history.add(HistoryEvent{.time_us = 950,
+                               .kind = EventKind::renewal,
+                               .client = 0,
+                               .key = "k",
+                               .value = "A",
+                               .end_us = renewed_until_us});
+    return check_validity_within_lease(h.history);
+  };
+  SECTION("a renewal's validity inside the extended lease passes") { CHECK(run(1900, {}).empty()); }
+  SECTION("a renewal's validity past the extended lease is flagged, by how much") {
+    const auto found = run(2100, {});
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].time_us == 1900);
+    CHECK(found[0].excess_us == 200);
+    CHECK_THAT(found[0].detail, Catch::Contains("c0's renewal of key k at 950us"));
+  }
+  SECTION("a renewal the server never applied is flagged where the acquire's lease ended") {
+    Builder h;
+    h.invoke(0, 0, "k");
+    h.grant(100, "redis", "lock:k", "A", 0, 1000);
+    h.history.add(HistoryEvent{.time_us = 150,
+                               .kind = EventKind::complete,
+                               .client = 0,
+                               .key = "k",
+                               .op = Op::acquire,
+                               .outcome = Outcome::ok,
+                               .value = "A",
+                               .end_us = 1100});
+    h.enter(150, 0, "k");
+    h.history.add(HistoryEvent{.time_us = 950,
+                               .kind = EventKind::renewal,
+                               .client = 0,
+                               .key = "k",
+                               .value = "A",
+                               .end_us = 1900});
+    const auto found = check_validity_within_lease(h.history);
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].time_us == 1100);
+    CHECK(found[0].excess_us == 800);
+  }
+  SECTION("a renewal after the client left relies on nothing") {
+    CHECK(run(2100, [](Builder& h) { h.exit(920, 0, "k"); }).empty());
+  }
+}
+
 TEST_CASE("validity_within_lease: a quorum of the servers' leases must last", "[checkers]") {
   Builder h;
   h.history.meta.quorum = 2;

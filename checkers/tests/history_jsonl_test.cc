@@ -109,6 +109,36 @@ TEST_CASE("a history written as JSON Lines reads back whole and judges the same"
   }
 }
 
+TEST_CASE("a renewal reads back with its validity", "[history-jsonl]") {
+  History h;
+  h.meta = {.clients = 1, .end_us = 100};
+  h.add({.time_us = 1, .kind = EventKind::invoke, .client = 0, .key = "k", .op = Op::acquire});
+  h.add({.time_us = 2,
+         .kind = EventKind::complete,
+         .client = 0,
+         .key = "k",
+         .op = Op::acquire,
+         .outcome = Outcome::ok,
+         .value = "a",
+         .end_us = 40});
+  h.add({.time_us = 30,
+         .kind = EventKind::renewal,
+         .client = 0,
+         .key = "k",
+         .value = "a",
+         .end_us = 70,
+         .local_now_us = 3'600'000'030,
+         .local_valid_until_us = 3'600'000'070});
+  const History copy = round_trip(h);
+  REQUIRE(copy.size() == 3);
+  const HistoryEvent& renewal = copy[2];
+  CHECK(renewal.kind == EventKind::renewal);
+  CHECK(renewal.value == "a");
+  CHECK(renewal.end_us == 70);
+  CHECK(renewal.local_valid_until_us == 3'600'000'070);
+  CHECK(describe(renewal) == "c0 renewed key=k valid_until=70us");
+}
+
 TEST_CASE("bad history lines are refused with the line and the field", "[history-jsonl]") {
   const std::string meta = R"({"meta": {"clients": 1}})"
                            "\n";
@@ -119,7 +149,7 @@ TEST_CASE("bad history lines are refused with the line and the field", "[history
   CHECK(error_of(meta + R"({"time_us": 1})") == "line 2: \"kind\" is missing");
   CHECK(error_of(meta + R"({"time_us": 1, "kind": "grab"})") ==
         "line 2: \"kind\" is \"grab\"; valid: invoke, complete, cs_enter, cs_exit, access, grant, "
-        "extend, revoke, fault, heal, final_value, key_state, stuck, token");
+        "extend, revoke, fault, heal, final_value, key_state, stuck, token, renewal");
   CHECK(error_of(meta + R"({"time_us": 1.5, "kind": "invoke"})") ==
         "line 2: \"time_us\" must be an integer");
   CHECK(error_of(meta + R"({"time_us": 1, "kind": "invoke", "colour": "red"})") ==
@@ -174,6 +204,9 @@ TEST_CASE("histories that break the schema's rules are refused with the line and
         "line 2: c0 invokes release of key k before it ever acquired it");
   CHECK(error_of(meta + R"({"time_us": 1, "kind": "cs_exit", "client": 0, "key": "k"})") ==
         "line 2: c0 leaves key k without having entered it");
+  CHECK(error_of(meta +
+                 R"({"time_us": 1, "kind": "renewal", "client": 0, "key": "k", "end_us": 9})") ==
+        "line 2: c0 renews key k before it ever acquired it");
   CHECK(error_of(meta + R"({"time_us": 1, "kind": "cs_enter", "client": 0, "key": "k"})"
                         "\n"
                         R"({"time_us": 2, "kind": "cs_enter", "client": 0, "key": "k"})") ==
