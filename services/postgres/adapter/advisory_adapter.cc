@@ -293,7 +293,17 @@ AdapterResult AdvisoryAdapter::give_back_late(Session& session, const LockSpec& 
           ? std::string("ROLLBACK")
           : fmt::format("SELECT pg_advisory_unlock({})", lock_key(spec.key));
   const PgResult given_back = run(session, statement);
-  if (given_back.status != IoStatus::ok) return failed(session, given_back, "acquire", true);
+  if (given_back.status != IoStatus::ok) {
+    // The grant was applied whatever became of the give-back: a connection that failed before
+    // the statement was sent (reset while this client was paused with the grant in its buffer)
+    // leaves the session, and the lock, to the server until it notices.
+    lose(session);
+    return result_of(AdapterStatus::outcome_unknown,
+                     fmt::format("a grant that came after its validity could not be given back "
+                                 "({}): the session is closed, and the server lets go of the lock "
+                                 "when it notices",
+                                 describe(given_back)));
+  }
   if (!given_back.sqlstate.empty()) {
     lose(session);
     return result_of(AdapterStatus::outcome_unknown,
