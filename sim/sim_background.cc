@@ -23,10 +23,7 @@ class SharedTask final : public StopWaiter {
     if (duration_us <= 0) return true;
     const Waiter waiter = world_.prepare_park();
     sleeping_ = waiter;
-    const TimeUs true_us = world_.node_clock(node_).true_duration_for(duration_us);
-    const TimeUs deadline_us =
-        true_us >= kTimeNever - world_.now_us() ? kTimeNever : world_.now_us() + true_us;
-    world_.park(waiter, deadline_us);
+    world_.park_for_local(waiter, duration_us);
     sleeping_.reset();
     return !stop_requested_;
   }

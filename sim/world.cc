@@ -70,8 +70,10 @@ struct World::FiberSlot {
   bool woken_while_armed = false;  // wake() between prepare_park() and park()
   bool killed = false;
   EventId deadline_event = kNoEvent;
-  // A sleep in progress: local time still to measure from sleep_from_us (see retime_sleepers).
+  // A sleep in progress, or a park with a deadline on the node's clock (timed_locally): local time
+  // still to measure from sleep_from_us (see retime_sleepers).
   bool sleeping = false;
+  bool timed_locally = false;
   int64_t sleep_left_local_us = 0;
   TimeUs sleep_from_us = 0;
 };
@@ -224,6 +226,27 @@ void World::sleep_for_us(int64_t local_duration_us) {
   park(waiter, true_us >= kTimeNever - now_us() ? kTimeNever : now_us() + true_us);
 }
 
+ParkResult World::park_for_local(Waiter waiter, int64_t local_timeout_us) {
+  if (local_timeout_us >= kTimeNever - monotonic_us(current_slot().node)) {
+    return park(waiter, kTimeNever);
+  }
+  return park_until_local(waiter, monotonic_us(current_slot().node) + local_timeout_us);
+}
+
+ParkResult World::park_until_local(Waiter waiter, int64_t local_deadline_us) {
+  FiberSlot& s = current_slot();
+  if (local_deadline_us == kTimeNever) return park(waiter, kTimeNever);
+  Node& node = node_ref(s.node);
+  const int64_t left_local_us = std::max<int64_t>(0, local_deadline_us - monotonic_us(s.node));
+  // Timed as a sleep (retime_sleepers re-times it when the node's drift changes); park() and
+  // suspend() clear the mark however the park ends.
+  s.timed_locally = true;
+  s.sleep_left_local_us = left_local_us;
+  s.sleep_from_us = now_us();
+  const TimeUs true_us = node.clock.true_duration_for(left_local_us);
+  return park(waiter, true_us >= kTimeNever - now_us() ? kTimeNever : now_us() + true_us);
+}
+
 Waiter World::prepare_park() {
   FiberSlot& s = current_slot();
   throw_if_killed(s);
@@ -244,6 +267,7 @@ ParkResult World::park(Waiter waiter, TimeUs deadline_us) {
   if (s.woken_while_armed || deadline_us <= now_us()) {
     s.state = FiberSlot::State::running;
     s.sleeping = false;
+    s.timed_locally = false;
     return s.woken_while_armed ? ParkResult::woken : ParkResult::deadline;
   }
   if (deadline_us != kTimeNever) {
@@ -259,6 +283,7 @@ void World::suspend(FiberSlot& slot) {
   slot.fiber->suspend();
   slot.state = FiberSlot::State::running;
   slot.sleeping = false;
+  slot.timed_locally = false;
   scheduler_.cancel(std::exchange(slot.deadline_event, kNoEvent));
   throw_if_killed(slot);
 }
@@ -517,7 +542,7 @@ void World::retime_sleepers(NodeId node_id, int64_t drift_ppm) {
   Node& node = node_ref(node_id);
   std::vector<FiberSlot*> sleepers;
   for (const auto& slot : fibers_) {
-    if (slot->node != node_id || !slot->sleeping) continue;
+    if (slot->node != node_id || !(slot->sleeping || slot->timed_locally)) continue;
     if (slot->state != FiberSlot::State::parked) continue;  // already due: nothing to re-time
     const int64_t measured_us = node.clock.local_duration(now_us() - slot->sleep_from_us);
     slot->sleep_left_local_us = std::max<int64_t>(0, slot->sleep_left_local_us - measured_us);

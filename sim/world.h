@@ -134,6 +134,13 @@ class World {
   Waiter prepare_park();
   // In a fiber: suspend until wake(waiter) or the true-time deadline. Throws ProcessKilled.
   ParkResult park(Waiter waiter, TimeUs deadline_us = kTimeNever);
+  // In a fiber: suspend until wake(waiter), or until this fiber's node's monotonic clock reaches
+  // local_deadline_us (kTimeNever: no deadline). A timeout a client measures on its own
+  // oscillator: a drift change while parked re-times what is left, as a sleep's, so it ends when
+  // that oscillator says, whatever its rate did meanwhile.
+  ParkResult park_until_local(Waiter waiter, int64_t local_deadline_us);
+  // The same, local_timeout_us of this node's monotonic clock from now.
+  ParkResult park_for_local(Waiter waiter, int64_t local_timeout_us);
   // From anywhere: resume the parked fiber (deferred while its node is paused). Stale waiters
   // (already woken, timed out, or of a finished fiber) are ignored.
   void wake(Waiter waiter);

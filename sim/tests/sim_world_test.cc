@@ -107,6 +107,32 @@ TEST_CASE("world: a drift change during a sleep re-times the rest of it", "[sim]
   CHECK(w.trace().contains("500 node 0 clock drift +250000ppm"));
 }
 
+TEST_CASE("world: a park's local timeout follows a drift change, as a sleep does", "[sim][world]") {
+  // A client's command timeout is measured on its own oscillator: the node's clock runs 25% fast
+  // from t=500, so the 500 local us left take 400 true us. A deadline fixed in true time at the
+  // park would have ended it at 1000, before the client's own clock said so.
+  World w({});
+  const NodeId n = w.add_node("n");
+  std::optional<ParkResult> timed_out, woken;
+  TimeUs timed_out_at = -1, woken_at = -1;
+  Waiter second;
+  w.spawn(n, "parker", [&] {
+    timed_out = w.park_for_local(w.prepare_park(), 1'000);
+    timed_out_at = w.now_us();
+    second = w.prepare_park();
+    woken = w.park_until_local(second, w.monotonic_us(n) + 5'000);
+    woken_at = w.now_us();
+  });
+  w.scheduler().at(500, [&] { w.set_drift(n, 250'000); });
+  w.scheduler().at(2'000, [&] { w.wake(second); });
+  w.run();
+  CHECK(timed_out == ParkResult::deadline);
+  CHECK(timed_out_at == 900);
+  CHECK(w.trace().contains("900 fiber 0 (parker) timeout"));
+  CHECK(woken == ParkResult::woken);  // a wake still ends it first
+  CHECK(woken_at == 2'000);
+}
+
 TEST_CASE("world: park returns woken when woken, deadline when not", "[sim][world]") {
   World w({});
   const NodeId n = w.add_node("n");

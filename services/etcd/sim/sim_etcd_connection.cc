@@ -161,13 +161,9 @@ class SimEtcdStream final : public EtcdStream {
     LOCKSTEP_SIM_CHECK(world_.in_fiber() && world_.current_node() == client_node_,
                        "next() runs on a fiber of the client's node");
     if (state_->inbox.empty() && !state_->broken) {
-      const TimeUs span =
-          world_.node_clock(client_node_).true_duration_for(std::max<int64_t>(0, timeout_us));
-      const TimeUs deadline =
-          span >= kTimeNever - world_.now_us() ? kTimeNever : world_.now_us() + span;
       state_->waiter = world_.prepare_park();
       state_->waiting = true;
-      world_.park(state_->waiter, deadline);
+      world_.park_for_local(state_->waiter, std::max<int64_t>(0, timeout_us));
       state_->waiting = false;
     }
     if (state_->inbox.empty() && state_->broken) {
@@ -218,11 +214,6 @@ SimEtcdConnection::SimEtcdConnection(World& world, NodeId client_node, EtcdClust
 }
 
 std::string SimEtcdConnection::endpoint() const { return "sim:" + cluster_.member_name(member()); }
-
-TimeUs SimEtcdConnection::deadline_after(int64_t local_us) const {
-  const TimeUs span = world_.node_clock(client_node_).true_duration_for(local_us);
-  return span >= kTimeNever - world_.now_us() ? kTimeNever : world_.now_us() + span;
-}
 
 EtcdResult SimEtcdConnection::call(std::string_view path_view, const EtcdJson& body) {
   LOCKSTEP_SIM_CHECK(world_.in_fiber() && world_.current_node() == client_node_,
@@ -287,7 +278,7 @@ EtcdResult SimEtcdConnection::call(std::string_view path_view, const EtcdJson& b
                   Delivery::buffer);
             });
       });
-  world_.park(request->waiter, deadline_after(options_.request_timeout_us));
+  world_.park_for_local(request->waiter, options_.request_timeout_us);
   if (request->answered) {
     world_.trace_line_by([&] {
       return fmt::format(

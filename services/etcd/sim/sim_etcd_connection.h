@@ -60,7 +60,6 @@ class SimEtcdConnection final : public EtcdConnection {
   static constexpr size_t kStreamsMax = 1'000;  // open streams tracked per connection
 
  private:
-  TimeUs deadline_after(int64_t local_us) const;
   // Breaks a stream the reset ended: its reader wakes, its member cancels it.
   void break_stream(StreamState& stream);
 

@@ -69,9 +69,10 @@ SimMongoConnection::SimMongoConnection(World& world, NodeId client_node,
 
 std::string SimMongoConnection::endpoint() const { return "sim:" + replica_set_.name(); }
 
-TimeUs SimMongoConnection::deadline_after(int64_t local_us) const {
-  const TimeUs span = world_.node_clock(client_node_).true_duration_for(local_us);
-  return span >= kTimeNever - world_.now_us() ? kTimeNever : world_.now_us() + span;
+int64_t SimMongoConnection::local_now_us() const { return world_.monotonic_us(client_node_); }
+
+int64_t SimMongoConnection::deadline_after(int64_t local_us) const {
+  return local_us >= kTimeNever - local_now_us() ? kTimeNever : local_now_us() + local_us;
 }
 
 std::shared_ptr<SimMongoConnection::Request> SimMongoConnection::send(
@@ -151,9 +152,9 @@ void SimMongoConnection::reset(TimeUs for_us) {
                      for_us > 0 ? fmt::format(", and again for {}us", for_us) : "");
 }
 
-bool SimMongoConnection::select(TimeUs deadline_us) {
+bool SimMongoConnection::select(int64_t deadline_us) {
   for (int attempt = 0;; ++attempt) {
-    if (attempt > 0 && world_.now_us() >= deadline_us) return false;
+    if (attempt > 0 && local_now_us() >= deadline_us) return false;
     const std::vector<int> candidates = replica_set_.claiming_primary();
     if (!candidates.empty()) {
       auto waiter = std::make_shared<Waiter>();
@@ -163,15 +164,15 @@ bool SimMongoConnection::select(TimeUs deadline_us) {
         probes.push_back(send(member, "admin", MongoDocument{{"hello", 1}},
                               [&world, waiter] { world.wake(*waiter); }));
       }
-      const TimeUs probe_deadline =
+      const int64_t probe_deadline =
           std::min(deadline_us, deadline_after(options_.command_timeout_us));
       while (true) {
         const bool all = std::all_of(probes.begin(), probes.end(), [](const auto& p) {
           return p->answered || p->ended_by_reset();
         });
-        if (all || world_.now_us() >= probe_deadline) break;
+        if (all || local_now_us() >= probe_deadline) break;
         *waiter = world_.prepare_park();
-        if (world_.park(*waiter, probe_deadline) == ParkResult::deadline) break;
+        if (world_.park_until_local(*waiter, probe_deadline) == ParkResult::deadline) break;
       }
       int best = -1;
       int64_t best_term = -1;
@@ -199,9 +200,8 @@ bool SimMongoConnection::select(TimeUs deadline_us) {
         return true;
       }
     }
-    if (world_.now_us() >= deadline_us) return false;
-    const int64_t remaining_local =
-        world_.node_clock(client_node_).local_duration(deadline_us - world_.now_us());
+    if (local_now_us() >= deadline_us) return false;
+    const int64_t remaining_local = deadline_us - local_now_us();
     world_.trace_linef("mongo c{} server selection: no primary yet", client_);
     world_.sleep_for_us(std::max<int64_t>(1, std::min(kReselectWaitUs, remaining_local)));
   }
@@ -209,7 +209,7 @@ bool SimMongoConnection::select(TimeUs deadline_us) {
 
 MongoResult SimMongoConnection::run_command(const std::string& database, MongoDocument command) {
   if (selected_ < 0) {
-    const TimeUs selection_deadline = deadline_after(options_.server_selection_timeout_us);
+    const int64_t selection_deadline = deadline_after(options_.server_selection_timeout_us);
     if (!select(selection_deadline)) {
       world_.trace_linef("mongo c{} server selection timeout after {}us: no primary", client_,
                          options_.server_selection_timeout_us);
@@ -224,8 +224,7 @@ MongoResult SimMongoConnection::run_command(const std::string& database, MongoDo
   World& world = world_;
   std::shared_ptr<Request> request =
       send(member, database, std::move(command), [&world, waiter] { world.wake(waiter); });
-  const TimeUs deadline_us = deadline_after(options_.command_timeout_us);
-  const ParkResult woke = world_.park(waiter, deadline_us);
+  const ParkResult woke = world_.park_for_local(waiter, options_.command_timeout_us);
   if (woke == ParkResult::woken && request->ended_by_reset()) {
     request->abandoned = true;
     selected_ = -1;  // the driver reconnects, and selects again

@@ -64,9 +64,11 @@ class SimMongoConnection final : public MongoConnection {
   // The command becomes the message in flight (a duplicate delivery copies it).
   std::shared_ptr<Request> send(int member, const std::string& database, MongoDocument command,
                                 std::function<void()> on_reply);
-  // Selects a primary, or returns false once deadline_us (true time) has passed.
-  bool select(TimeUs deadline_us);
-  TimeUs deadline_after(int64_t local_us) const;
+  // Selects a primary, or returns false once the client's monotonic clock has reached
+  // deadline_us (so a drift change meanwhile moves it, as it moves a real driver's).
+  bool select(int64_t deadline_us);
+  int64_t local_now_us() const;  // the client's monotonic clock
+  int64_t deadline_after(int64_t local_us) const;
 
   World& world_;
   NodeId client_node_;

@@ -167,12 +167,7 @@ PgServer::Reply SimPgConnection::reply_to(std::shared_ptr<Request> request, Wait
 
 bool SimPgConnection::wait(Request& request, Waiter waiter, int64_t timeout_us) {
   World& world = host_->world();
-  const TimeUs timeout_true_us =
-      world.node_clock(world.current_node()).true_duration_for(timeout_us);
-  const TimeUs deadline_us = timeout_true_us >= kTimeNever - world.now_us()
-                                 ? kTimeNever
-                                 : world.now_us() + timeout_true_us;
-  const ParkResult woke = world.park(waiter, deadline_us);
+  const ParkResult woke = world.park_for_local(waiter, timeout_us);
   if (woke == ParkResult::woken && request.answered) return true;
   // A result buffered while a pause of the client deferred its wake-up, after the deadline, is
   // still a timeout.

@@ -211,11 +211,7 @@ RedisResult SimRedisConnection::command(const std::vector<std::string>& argv) {
   reader.request_id = request->id;
   // Set before this fiber yields: a refusal or a reply is delivered by a later event.
   request->on_reply = [this, raw = request.get()] { on_command_reply(*raw); };
-  const TimeUs timeout_us =
-      world_.node_clock(client_node_).true_duration_for(options_.command_timeout_us);
-  const TimeUs deadline_us =
-      timeout_us >= kTimeNever - world_.now_us() ? kTimeNever : world_.now_us() + timeout_us;
-  const ParkResult woke = world_.park(reader.waiter, deadline_us);
+  const ParkResult woke = world_.park_for_local(reader.waiter, options_.command_timeout_us);
   if (woke == ParkResult::woken && reader.reply) {
     world_.trace_line_by([&] {
       return fmt::format("redis c{} #{} <- {}", client_, request->id, describe(*reader.reply));

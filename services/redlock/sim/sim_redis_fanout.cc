@@ -33,11 +33,7 @@ std::vector<RedisResult> SimRedisFanout::command_all(
     });
   }
   if (*outstanding > 0) {
-    const NodeId client = connections_.front()->client_node();
-    const TimeUs true_us = world_.node_clock(client).true_duration_for(timeout_us);
-    const TimeUs deadline_us =
-        true_us >= kTimeNever - world_.now_us() ? kTimeNever : world_.now_us() + true_us;
-    world_.park(waiter, deadline_us);
+    world_.park_for_local(waiter, timeout_us);
   }
   std::vector<RedisResult> results;
   results.reserve(argvs.size());
