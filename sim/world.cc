@@ -90,6 +90,7 @@ World::~World() {
   // then drop pending events, whose callbacks may hold references into it.
   unwind_unfinished();
   scheduler_.clear();
+  local_timers_.clear();
 }
 
 void World::unwind_unfinished() {
@@ -405,6 +406,43 @@ void World::deliver_at(NodeId node, uint64_t incarnation, TimeUs t_us, std::func
   });
 }
 
+void World::deliver_at_local(NodeId node, uint64_t incarnation, int64_t local_deadline_us,
+                             std::function<void()> fn, std::function<void()> on_drop) {
+  node_ref(node);  // checks the id now, not when the timer fires
+  const uint64_t id = ++next_local_timer_;
+  local_timers_.emplace(id, LocalTimer{.node = node,
+                                       .incarnation = incarnation,
+                                       .local_deadline_us = local_deadline_us,
+                                       .fn = std::move(fn),
+                                       .on_drop = std::move(on_drop)});
+  LocalTimer& timer = local_timers_.at(id);
+  const int64_t left_us = std::max<int64_t>(0, local_deadline_us - monotonic_us(node));
+  const TimeUs true_us = node_ref(node).clock.true_duration_for(left_us);
+  timer.event = scheduler_.at(true_us >= kTimeNever - now_us() ? kTimeNever : now_us() + true_us,
+                              [this, id] { fire_local_timer(id); });
+}
+
+void World::fire_local_timer(uint64_t id) {
+  auto it = local_timers_.find(id);
+  if (it == local_timers_.end()) return;
+  LocalTimer timer = std::move(it->second);
+  local_timers_.erase(it);
+  deliver_now(timer.node, timer.incarnation, std::move(timer.fn), std::move(timer.on_drop), true);
+}
+
+// What is left of each of the node's timers is measured at its new rate from now.
+void World::retime_local_timers(NodeId node_id) {
+  Node& node = node_ref(node_id);
+  for (auto& [id, timer] : local_timers_) {
+    if (timer.node != node_id) continue;
+    scheduler_.cancel(timer.event);
+    const int64_t left_us = std::max<int64_t>(0, timer.local_deadline_us - monotonic_us(node_id));
+    const TimeUs true_us = node.clock.true_duration_for(left_us);
+    timer.event = scheduler_.at(true_us >= kTimeNever - now_us() ? kTimeNever : now_us() + true_us,
+                                [this, timer_id = id] { fire_local_timer(timer_id); });
+  }
+}
+
 void World::deliver_now(NodeId node, uint64_t incarnation, Action fn, Action on_drop,
                         bool defer_while_paused) {
   Node& n = node_ref(node);
@@ -533,7 +571,8 @@ void World::jump_clock(NodeId node, int64_t delta_us) {
 }
 
 void World::set_drift(NodeId node, int64_t drift_ppm) {
-  retime_sleepers(node, drift_ppm);
+  retime_sleepers(node, drift_ppm);  // sets the new rate
+  retime_local_timers(node);
   trace_linef("node {} clock drift {:+}ppm", node, drift_ppm);
 }
 

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -154,6 +155,12 @@ class World {
   // callbacks that only buffer data and wake a fiber (network Delivery::buffer).
   void deliver_at(NodeId node, uint64_t incarnation, TimeUs t_us, std::function<void()> fn,
                   std::function<void()> on_drop, bool defer_while_paused = true);
+  // A server's own timer (a keepalive's idle, a probe's interval): runs fn on node when its
+  // monotonic clock reads local_deadline_us, as deliver_at does at a true time (deferred while
+  // paused; on_drop, or a trace line, once the node crashed or restarted since `incarnation`). A
+  // drift change before then re-times it, as it does a sleep.
+  void deliver_at_local(NodeId node, uint64_t incarnation, int64_t local_deadline_us,
+                        std::function<void()> fn, std::function<void()> on_drop = nullptr);
 
   // --- faults (from now) ---
   void pause(NodeId node, TimeUs duration_us, std::string_view why = "");
@@ -200,6 +207,8 @@ class World {
   void defer(Node& node, Action action);
   void end_pause(NodeId node, uint64_t incarnation);
   void retime_sleepers(NodeId node, int64_t drift_ppm);
+  void retime_local_timers(NodeId node);
+  void fire_local_timer(uint64_t id);
 
   WorldOptions options_;
   Scheduler scheduler_;
@@ -208,6 +217,17 @@ class World {
   std::unique_ptr<Network> network_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<FiberSlot>> fibers_;
+  // deliver_at_local's timers not yet due, by id (ordered: re-timed in id order).
+  struct LocalTimer {
+    NodeId node = 0;
+    uint64_t incarnation = 0;
+    int64_t local_deadline_us = 0;
+    Action fn;
+    Action on_drop;
+    EventId event = kNoEvent;
+  };
+  std::map<uint64_t, LocalTimer> local_timers_;
+  uint64_t next_local_timer_ = 0;
   size_t unfinished_fibers_ = 0;
   FiberId current_fiber_ = -1;
   std::exception_ptr fiber_failure_;

@@ -251,6 +251,23 @@ TEST_CASE("a late grant that cannot be given back is an unknown outcome, not an 
   }
 }
 
+// postgres-session seeds 303157 and 370070: a holder's clock drift healed while it waited on a
+// renewal; the wait's timeout, fixed in true time at the drift it began with, fired before the
+// holder's own clock reached the validity it went by, and the adapter closed the session under
+// it. Seed 373046: the server's clock ran fast, then true, during a keepalive interval fixed in
+// true time at the fast rate: the session ended sooner than even the fast clock explains. Timers
+// on a node's clock now follow its drift changes.
+TEST_CASE("timeouts and keepalives follow drift changes on the clock that measures them",
+          "[sweep][sim]") {
+  for (const uint64_t seed : {303157, 370070, 373046}) {
+    INFO("postgres-session seed " << seed);
+    const SeedOutcome outcome = run_sweep_seed({.adapter = "postgres-session"},
+                                               swarm_capabilities("postgres-session"), seed);
+    INFO(to_text(outcome.report));
+    CHECK_FALSE(outcome.violates());
+  }
+}
+
 TEST_CASE("careful clients catch a Redlock that ignores the time spent acquiring",
           "[sweep][careful][shrink]") {
   register_known_bad_adapters();

@@ -133,6 +133,27 @@ TEST_CASE("world: a park's local timeout follows a drift change, as a sleep does
   CHECK(woken_at == 2'000);
 }
 
+TEST_CASE("world: a server's local timer follows a drift change, and dies with the node",
+          "[sim][world]") {
+  // A keepalive interval measured on the server's own clock: 500 local us at the true rate, then
+  // the clock runs 25% fast and the other 500 take 400 true us.
+  World w({});
+  const NodeId n = w.add_node("server");
+  TimeUs fired_at = -1;
+  w.deliver_at_local(n, w.incarnation(n), w.monotonic_us(n) + 1'000,
+                     [&] { fired_at = w.now_us(); });
+  w.scheduler().at(500, [&] { w.set_drift(n, 250'000); });
+  bool dropped = false;
+  w.scheduler().at(2'000, [&] {
+    w.deliver_at_local(
+        n, w.incarnation(n), w.monotonic_us(n) + 100, [] {}, [&] { dropped = true; });
+    w.crash(n);
+  });
+  w.run();
+  CHECK(fired_at == 900);
+  CHECK(dropped);
+}
+
 TEST_CASE("world: park returns woken when woken, deadline when not", "[sim][world]") {
   World w({});
   const NodeId n = w.add_node("n");

@@ -65,9 +65,11 @@ std::vector<int64_t> PgServer::pids_from(NodeId host) const {
 }
 
 void PgServer::at_local(int64_t local_delay_us, std::function<void()> fn) {
-  const TimeUs at_us = world_.now_us() + world_.node_clock(node_).true_duration_for(local_delay_us);
-  world_.deliver_at(node_, world_.incarnation(node_), at_us, std::move(fn), [] {});
+  world_.deliver_at_local(node_, world_.incarnation(node_), local_now_us() + local_delay_us,
+                          std::move(fn), [] {});
 }
+
+int64_t PgServer::local_now_us() const { return world_.monotonic_us(node_); }
 
 void PgServer::startup(uint64_t conn, std::shared_ptr<PgPeer> peer, const PgSettings& settings,
                        Reply reply) {
@@ -85,7 +87,7 @@ void PgServer::startup(uint64_t conn, std::shared_ptr<PgPeer> peer, const PgSett
       setting_or(settings, "tcp_keepalives_interval", kKeepaliveIntervalDefaultS) * 1'000'000;
   c.count = setting_or(settings, "tcp_keepalives_count", kKeepaliveCountDefault);
   c.user_timeout_us = setting_or(settings, "tcp_user_timeout", 0) * 1000;
-  c.last_heard_us = world_.now_us();
+  c.last_heard_us = local_now_us();
   Conn& stored = conns_.emplace(conn, std::move(c)).first->second;
   conn_of_pid_[pid] = conn;
   world_.trace_linef("pg {} session {} starts for c{}", name(), pid, stored.peer->client());
@@ -109,7 +111,7 @@ void PgServer::query(uint64_t conn, const std::string& sql, const PgTag& tag, Re
     reply(std::move(closed));
     return;
   }
-  c.last_heard_us = world_.now_us();
+  c.last_heard_us = local_now_us();
   if (c.probing) {  // the client's packets end a probe round too (Linux: probes_out = 0)
     c.unanswered = 0;
     schedule_keepalive(conn, c, c.idle_us);
@@ -279,12 +281,10 @@ void PgServer::schedule_keepalive(uint64_t conn, Conn& c, int64_t local_delay_us
 void PgServer::keepalive_check(uint64_t conn, uint64_t gen) {
   Conn* c = live(conn);
   if (c == nullptr || c->keepalive_gen != gen) return;
-  const TimeUs due_us = c->last_heard_us + world_.node_clock(node_).true_duration_for(c->idle_us);
-  if (world_.now_us() < due_us) {
-    // At due_us itself, in true time: a round trip through the local clock can round down to a
-    // time before it (or to now) under drift, and the check would run again and again at once.
+  const int64_t due_us = c->last_heard_us + c->idle_us;  // on the server's clock
+  if (local_now_us() < due_us) {
     const uint64_t next_gen = ++c->keepalive_gen;
-    world_.deliver_at(
+    world_.deliver_at_local(
         node_, world_.incarnation(node_), due_us,
         [this, conn, next_gen] { keepalive_check(conn, next_gen); }, [] {});
     return;
@@ -295,7 +295,7 @@ void PgServer::keepalive_check(uint64_t conn, uint64_t gen) {
 void PgServer::send_probe(uint64_t conn, Conn& c) {
   const uint64_t gen = ++c.keepalive_gen;
   c.probing = true;
-  if (c.unanswered == 0) c.unanswered_since_us = world_.now_us();
+  if (c.unanswered == 0) c.unanswered_since_us = local_now_us();
   std::shared_ptr<PgPeer> peer = c.peer;
   World& world = world_;
   const NodeId server = node_;
@@ -315,8 +315,7 @@ void PgServer::probe_timeout(uint64_t conn, uint64_t gen) {
   if (c == nullptr || c->keepalive_gen != gen) return;
   ++c->unanswered;
   const bool dead = c->user_timeout_us > 0
-                        ? world_.now_us() - c->unanswered_since_us >=
-                              world_.node_clock(node_).true_duration_for(c->user_timeout_us)
+                        ? local_now_us() - c->unanswered_since_us >= c->user_timeout_us
                         : c->unanswered >= c->count;
   if (dead) {
     peer_gone(conn, *c, -1, fmt::format("keepalive: {} probes unanswered", c->unanswered));
@@ -333,7 +332,7 @@ void PgServer::on_probe_answer(uint64_t conn, uint64_t gen, bool open) {
     peer_gone(conn, *c, -1, "the client's host reset the connection");
     return;
   }
-  c->last_heard_us = world_.now_us();
+  c->last_heard_us = local_now_us();
   c->unanswered = 0;
   schedule_keepalive(conn, *c, c->idle_us);
 }

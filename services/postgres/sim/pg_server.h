@@ -114,10 +114,10 @@ class PgServer {
     int64_t interval_us = 0;
     int64_t count = 0;
     int64_t user_timeout_us = 0;
-    TimeUs last_heard_us = 0;
+    int64_t last_heard_us = 0;  // the server's monotonic clock
     int64_t unanswered = 0;
     bool probing = false;  // a probe round is under way (any packet from the client ends it)
-    TimeUs unanswered_since_us = 0;
+    int64_t unanswered_since_us = 0;  // the server's monotonic clock
     uint64_t keepalive_gen = 0;
   };
 
@@ -137,7 +137,10 @@ class PgServer {
   void send_probe(uint64_t conn, Conn& c);
   void probe_timeout(uint64_t conn, uint64_t gen);
   void on_probe_answer(uint64_t conn, uint64_t gen, bool open);
+  // Runs fn when the server's monotonic clock has advanced by local_delay_us (drift changes
+  // re-time it: World::deliver_at_local).
   void at_local(int64_t local_delay_us, std::function<void()> fn);
+  int64_t local_now_us() const;  // the server's monotonic clock
   void on_crash();
   Conn* live(uint64_t conn);
 
