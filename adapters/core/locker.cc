@@ -335,13 +335,23 @@ std::optional<LockExtendError> Lock::try_extend(int64_t ttl_ms) {
   const LeaseCall call = call_for_lease(
       [&] { return options_.adapter->extend_lock(spec_, ttl_ms); }, sent_at_us, ttl_ms);
   const AdapterResult& result = call.result;
-  if (result.ok() && clock.monotonic_us() - sent_at_us >= ttl_ms * 1000) {
+  const int64_t returned_us = clock.monotonic_us();
+  if (result.ok() && returned_us - sent_at_us >= ttl_ms * 1000) {
     // The server set the lease to the new TTL when the extend arrived: it may end before the one
     // known before (a shorter TTL), and has by now.
     validity_cap_us_ = std::min(validity_cap_us_, call.valid_until_us);
     return LockExtendError("lock " + quoted(spec_.key) + ": the extend's reply came after its " +
                            std::to_string(ttl_ms) +
                            " ms had passed, so the lease may have ended; not reported as held");
+  }
+  if (result.ok() && returned_us >= call.valid_until_us) {
+    // Within the TTL asked, but past the validity the adapter can promise for it (a session
+    // lock's is cut to how soon the server may end a silent session): over before it returned.
+    validity_cap_us_ = std::min(validity_cap_us_, call.valid_until_us);
+    return LockExtendError("lock " + quoted(spec_.key) + ": the extend's reply came after the " +
+                           "validity it gave had ended (" +
+                           std::to_string(returned_us - call.valid_until_us) +
+                           " us ago); not reported as held");
   }
   if (result.ok()) {
     lease_valid_until_us_ = call.valid_until_us;
@@ -408,18 +418,22 @@ void Lock::auto_extend(AutoExtendOptions options) {
           GatePass pass(gate.get());  // the owner's other locks share the adapter
           const int64_t sent_at_us = clock->monotonic_us();
           const AdapterResult result = adapter->extend_lock(spec, ttl_ms);
-          const bool late = clock->monotonic_us() - sent_at_us >= ttl_ms * 1000;
+          const int64_t returned_us = clock->monotonic_us();
+          const int64_t valid_until_us = adapter->validity_end_us(spec, sent_at_us, ttl_ms);
+          // Late: after its TTL, or after the validity the adapter can promise for it.
+          const bool late =
+              returned_us - sent_at_us >= ttl_ms * 1000 || returned_us >= valid_until_us;
           if (stop.stop_requested()) return;  // released meanwhile: the result is nobody's
           if (result.ok() && !late) {
-            const int64_t valid_until_us = adapter->validity_end_us(spec, sent_at_us, ttl_ms);
             shared->valid_until_us.store(valid_until_us);
             if (on_renewed) on_renewed(valid_until_us);
             continue;
           }
-          shared->mark_lost(result.ok()
-                                ? "an extension's reply came after its TTL had passed"
-                                : "an extension failed: " + std::string(to_string(result.status)) +
-                                      (result.message.empty() ? "" : ": " + result.message));
+          shared->mark_lost(
+              result.ok()
+                  ? "an extension's reply came after its TTL, or the validity it gave, had passed"
+                  : "an extension failed: " + std::string(to_string(result.status)) +
+                        (result.message.empty() ? "" : ": " + result.message));
           return;
         }
         shared->mark_lost("kAutoExtendRenewalsMax extensions made");

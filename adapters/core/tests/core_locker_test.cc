@@ -749,6 +749,16 @@ TEST_CASE("try_extend gives the LockExtendError extend throws as a value, other 
   REQUIRE(late);
   CHECK_THAT(late->what(), Catch::Contains("came after its 1000 ms had passed"));
 
+  // Within the TTL asked, but after the validity the adapter can promise for it (a session lock
+  // cuts it to how soon the server may end a silent session; postgres-xact seed 186656): over
+  // before the extend returned, so not held.
+  f.scripted.extend_duration_us = 600'000;
+  f.scripted.own_validity_end_us = f.clock.monotonic_us() + 500'000;
+  const std::optional<LockExtendError> past = lock.try_extend(1000);
+  REQUIRE(past);
+  CHECK_THAT(past->what(), Catch::Contains("after the validity it gave had ended (100000 us ago)"));
+  f.scripted.own_validity_end_us = 0;
+
   f.scripted.extend_duration_us = 0;
   f.scripted.extend_result = failure("timeout");
   CHECK_THROWS_AS(lock.try_extend(1000), BackendError);
