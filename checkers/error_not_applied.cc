@@ -1,6 +1,7 @@
 #include "checkers/checkers.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -20,6 +21,8 @@ namespace lockstep {
 namespace {
 
 using namespace checker_support;
+
+constexpr TimeUs kNoEnd = std::numeric_limits<TimeUs>::max();  // a release: no lease end to measure
 
 // The server fact an operation's effect leaves: a grant for an acquire, and so on.
 EventKind effect_kind_of(Op op) {
@@ -95,33 +98,52 @@ class ErrorNotAppliedPass final : public CheckerPass {
     if (effects == effects_.end()) return std::nullopt;
     std::set<uint32_t> servers;
     std::vector<size_t> shown = {claim.invoked, claim.completed};
+    TimeUs left_until_us = kNoEnd;  // the earliest end of the leases left behind
+    TimeUs since_us = 0;            // the latest start of their terms
     for (size_t index : effects->second) {
       const HistoryEvent& effect = history_[index];
       if (index <= claim.invoked || index > claim.window_end) continue;
       if (effect.kind != effect_kind_of(done.op) || effect.key_id != done.key_id) continue;
-      const bool left_behind =
-          done.op == Op::release ||
-          live_at(effects->second, effect.server_id, std::max(effect.time_us, done.time_us));
-      if (!left_behind || !servers.insert(effect.server_id).second) continue;
+      const TimeUs at_us = std::max(effect.time_us, done.time_us);
+      const TimeUs end_us =
+          done.op == Op::release ? kNoEnd : lease_end_at(effects->second, effect.server_id, at_us);
+      if (end_us <= at_us || !servers.insert(effect.server_id).second) continue;
       shown.push_back(index);
+      left_until_us = std::min(left_until_us, end_us);
+      since_us = std::max(since_us, lease_since(effect));
       if (static_cast<int>(servers.size()) < history_.meta.quorum) continue;
-      return make_violation(Invariant::error_not_applied, std::max(effect.time_us, done.time_us),
-                            done.key, {done.client}, std::move(shown),
-                            describe(done, effect, servers.size()));
+      Violation v = make_violation(Invariant::error_not_applied, at_us, done.key, {done.client},
+                                   std::move(shown), describe(done, effect, servers.size()));
+      if (done.op != Op::release) {
+        // How long the lease outlived the call, by the servers' promise, and since when it ran:
+        // a server clock that ran fast may have ended it before the call returned (excuse.h).
+        v.holder = done.client;
+        v.claim_since_us = since_us;
+        v.excess_us = left_until_us - at_us;
+      }
+      return v;
     }
     return std::nullopt;
   }
 
-  // Whether server holds a lease for the value at t, by the facts recorded up to then.
-  bool live_at(const std::vector<size_t>& facts, uint32_t server, TimeUs t) const {
+  // When a grant's or extend's term began: a grant timed from before it was recorded says so
+  // (lease_since_us).
+  static TimeUs lease_since(const HistoryEvent& fact) {
+    return fact.kind == EventKind::grant && fact.lease_since_us > 0 ? fact.lease_since_us
+                                                                    : fact.time_us;
+  }
+
+  // When server's lease for the value ends, by the facts recorded up to t (at or before t: none
+  // live then).
+  TimeUs lease_end_at(const std::vector<size_t>& facts, uint32_t server, TimeUs t) const {
     TimeUs end_us = 0;
     for (size_t index : facts) {
       const HistoryEvent& fact = history_[index];
       if (fact.time_us > t) break;
       if (fact.server_id != server) continue;
-      end_us = fact.kind == EventKind::revoke ? fact.time_us : fact.time_us + fact.ttl_us;
+      end_us = fact.kind == EventKind::revoke ? fact.time_us : lease_since(fact) + fact.ttl_us;
     }
-    return end_us > t;
+    return end_us;
   }
 
   static std::string describe(const HistoryEvent& done, const HistoryEvent& effect,

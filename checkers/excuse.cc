@@ -59,6 +59,10 @@ bool can_break(const HistoryMeta& meta, const HistoryEvent& fault, Invariant inv
     case Invariant::no_lost_update:
       if (protected_by_fencing(meta)) return loses_state;
       return can_break(meta, fault, Invariant::mutual_exclusion);
+    case Invariant::error_not_applied:
+      // A lease left behind by its promise: a server clock that gained time may have ended it
+      // before the call returned (where the checker measured by how much: excess_us).
+      return fault.fault == FaultKind::server_drift || fault.fault == FaultKind::server_clock_jump;
     default: return false;  // ownership, liveness and the keyed-lock invariants: never excused
   }
 }
@@ -491,6 +495,7 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
     case FaultKind::server_drift: {
       const int64_t excess_ppm = fault.amount - envelope.server_fast_ppm_max;
       if (excess_ppm <= 0) return std::nullopt;
+      if (v.invariant == Invariant::error_not_applied && v.excess_us <= 0) return std::nullopt;
       if (clock_ended_a_lease_early(history, fault, v) == false) return std::nullopt;
       return sized(
           drift_explains_us(claim_start_us, fault, v, excess_ppm),
@@ -498,6 +503,7 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
     }
     case FaultKind::server_clock_jump: {
       if (fault.amount <= 0) return std::nullopt;  // a jump back only lengthens leases
+      if (v.invariant == Invariant::error_not_applied && v.excess_us <= 0) return std::nullopt;
       // It must strike while a lease it ended ran: a jump before the grant ends nothing. The
       // lease facts say which lease that was; without them, the first holder's.
       const std::optional<bool> ended = clock_ended_a_lease_early(history, fault, v);

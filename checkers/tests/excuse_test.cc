@@ -982,4 +982,65 @@ TEST_CASE("a server clock that ran fast since a queued lease's last refresh shor
   CHECK_FALSE(judged(0));
 }
 
+TEST_CASE(
+    "a fast server clock excuses a lease an erring acquire left behind only by what it gained",
+    "[excuse]") {
+  // etcd-lock seed 159053: c0's acquire errs at 300 ms (its lease check timed out, the revoke
+  // found no lease), while its key's lease, granted at 100 ms from a refresh at 80 ms for 250 ms,
+  // runs by its promise until 330 ms: 30 ms after the call. The leader's clock ran fast over the
+  // lease's term, and ended it before the call returned when it gained 30 ms or more.
+  const auto judged = [](int64_t drift_ppm, Op op) {
+    History h;
+    h.meta.clients = 1;
+    h.meta.errors_mean_not_applied = true;
+    h.meta.envelope.server_fast_ppm_max = 0;
+    h.add({.time_us = 0,
+           .kind = EventKind::fault,
+           .end_us = 250'000,
+           .fault = FaultKind::server_drift,
+           .amount = drift_ppm,
+           .detail = "server-drift"});
+    if (op == Op::release) {
+      h.add({.time_us = 10, .kind = EventKind::invoke, .client = 0, .key = "k", .op = Op::acquire});
+      h.add({.time_us = 20,
+             .kind = EventKind::complete,
+             .client = 0,
+             .key = "k",
+             .op = Op::acquire,
+             .outcome = Outcome::ok,
+             .value = "v0"});
+    }
+    h.add({.time_us = 50'000, .kind = EventKind::invoke, .client = 0, .key = "k", .op = op});
+    h.add({.time_us = 100'000,
+           .kind = op == Op::release ? EventKind::revoke : EventKind::grant,
+           .client = 0,
+           .key = "k",
+           .server = "etcd",
+           .value = "v0",
+           .ttl_us = op == Op::release ? 0 : 250'000,
+           .lease_since_us = op == Op::release ? 0 : 80'000});
+    h.add({.time_us = 300'000,
+           .kind = EventKind::complete,
+           .client = 0,
+           .key = "k",
+           .op = op,
+           .outcome = Outcome::error,
+           .value = "v0"});
+    std::vector<Violation> found;
+    for (Violation& v : check_and_excuse(h)) {
+      if (v.invariant == Invariant::error_not_applied) found.push_back(std::move(v));
+    }
+    REQUIRE(found.size() == 1);
+    return found[0];
+  };
+  // From the refresh at 80 ms to the drift's end at 250 ms: 170 ms, of which 20% is 34 ms.
+  const Violation gained_enough = judged(200'000, Op::acquire);
+  CHECK(gained_enough.excess_us == 30'000);
+  CHECK(gained_enough.excused());
+  // 10%: 17 ms of the 30.
+  CHECK_FALSE(judged(100'000, Op::acquire).excused());
+  // A failed release that removed the lease: no clock explains a removal.
+  CHECK_FALSE(judged(200'000, Op::release).excused());
+}
+
 }  // namespace lockstep

@@ -268,6 +268,33 @@ TEST_CASE("timeouts and keepalives follow drift changes on the clock that measur
   }
 }
 
+// postgres-xact seed 186656: a holder paused 4.3 s while its extend was on the wire; the reply came
+// within the TTL asked, but after the validity the adapter could promise for it (cut to the
+// session-loss bound), and the Locker reported it held. It refuses such an extend now.
+TEST_CASE("an extend whose validity ended before it returned is not reported held",
+          "[sweep][valid_on_return]") {
+  const SeedOutcome outcome =
+      run_sweep_seed({.adapter = "postgres-xact"}, swarm_capabilities("postgres-xact"), 186656);
+  INFO(to_text(outcome.report));
+  for (const ReportedViolation& rv : outcome.report.violations) {
+    CHECK(rv.violation.invariant != Invariant::valid_on_return);
+  }
+  CHECK_FALSE(outcome.violates());
+}
+
+// etcd-lock seed 159053: an acquire erred (its lease check timed out, its revoke found no lease)
+// while its key's lease ran, by the leader's promise, 57 ms past the call; the leader's clock had
+// run fast and ended it before. The server drift (outside the envelope) excuses it.
+TEST_CASE("a lease an erring acquire left behind, ended early by a fast leader, is excused",
+          "[sweep][excuse]") {
+  const SeedOutcome outcome =
+      run_sweep_seed({.adapter = "etcd-lock"}, swarm_capabilities("etcd-lock"), 159053);
+  INFO(to_text(outcome.report));
+  CHECK(outcome.spec.has_fault(FaultKind::server_drift));
+  CHECK_FALSE(outcome.excused_by.empty());
+  CHECK_FALSE(outcome.violates());
+}
+
 TEST_CASE("careful clients catch a Redlock that ignores the time spent acquiring",
           "[sweep][careful][shrink]") {
   register_known_bad_adapters();
