@@ -481,3 +481,29 @@ TEST_CASE("the scenarios whose premise is an extend apply only to locks with an 
 
 }  // namespace
 }  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+// An auto-extended holder's renewals report validities, judged like an extend's: each one is in
+// the history as a `renewal` of the lock's value, its validity in true time after the renewal.
+TEST_CASE("an auto-extending holder's renewals are in the history with their validity",
+          "[runner][renewal]") {
+  const RunReport report = run_scenario({.scenario = "lost-extension", .adapter = "redis"});
+  size_t renewals = 0;
+  for (const HistoryEvent& e : report.history.events()) {
+    if (e.kind != EventKind::renewal) continue;
+    ++renewals;
+    CHECK(e.client == 0);
+    CHECK_FALSE(e.value.empty());
+    CHECK(e.end_us > e.time_us);
+    CHECK(e.local_valid_until_us > e.local_now_us);
+  }
+  CHECK(renewals > 0);
+  for (const ReportedViolation& rv : report.violations) {
+    CHECK(rv.violation.invariant != Invariant::validity_within_lease);
+  }
+}
+
+}  // namespace
+}  // namespace lockstep
