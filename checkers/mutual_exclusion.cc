@@ -45,8 +45,8 @@ struct KeyHolders {
   std::vector<std::pair<int, Holder>> by_client;           // sorted by client
   std::vector<std::pair<size_t, int>> all_by_entry;        // enter index -> client, sorted by index
   std::vector<std::pair<size_t, int>> exclusive_by_entry;  // the same, non-shared holders only
-  // Per client, when the validity of its last successful acquire or extend of the key ends (true
-  // time; 0: none reported). Sorted by client; one entry per client that ever got the key.
+  // Per client, when the validity of its last successful acquire, extend or renewal of the key
+  // ends (true time; 0: none reported). Sorted by client; one entry per client that ever got the key.
   std::vector<std::pair<int, TimeUs>> validity_end_us;
 
   void set_validity_end(int client, TimeUs end_us) {
@@ -83,15 +83,17 @@ struct KeyHolders {
 class MutualExclusionSweep final : public CheckerPass {
  public:
   MutualExclusionSweep(const History& history, size_t max)
-      : CheckerPass({EventKind::cs_enter, EventKind::cs_exit, EventKind::complete}),
+      : CheckerPass(
+            {EventKind::cs_enter, EventKind::cs_exit, EventKind::complete, EventKind::renewal}),
         history_(history),
         max_(max) {}
 
   void see(const HistoryEvent& e) override {
     if (e.kind == EventKind::cs_enter) enter(e);
     if (e.kind == EventKind::cs_exit) exit(e);
-    const bool granted = e.kind == EventKind::complete && e.outcome == Outcome::ok &&
-                         (e.op == Op::acquire || e.op == Op::extend);
+    const bool granted = (e.kind == EventKind::complete && e.outcome == Outcome::ok &&
+                          (e.op == Op::acquire || e.op == Op::extend)) ||
+                         e.kind == EventKind::renewal;
     if (granted) keys_[e].set_validity_end(e.client, e.end_us);
   }
 

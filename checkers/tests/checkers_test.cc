@@ -268,6 +268,19 @@ TEST_CASE("mutual_exclusion", "[checkers]") {
     REQUIRE(found.size() == 1);
     require_violation(found[0], Invariant::mutual_exclusion, 100, {0, 1}, "k", {1, 2, 3});
   }
+  SECTION("a renewal that moved the holder's validity past the entry makes it an overlap") {
+    b.granted_until(0, 0, "k", 100);
+    b.enter(0, 0, "k");
+    b.history.add(HistoryEvent{.time_us = 50,
+                               .kind = EventKind::renewal,
+                               .client = 0,
+                               .key = "k",
+                               .value = "v0",
+                               .end_us = 150});
+    b.enter(100, 1, "k");
+    b.exit(100, 0, "k");
+    REQUIRE(check_mutual_exclusion(b.history).size() == 1);
+  }
   SECTION("an enter before an exit at the same time overlaps for a lock without expiry") {
     // A FIFO lock admitting the next waiter before the holder released: no validity reported.
     b.granted(0, 0, "k", "v0");
