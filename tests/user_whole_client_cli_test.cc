@@ -29,6 +29,16 @@ TEST_CASE("a whole client's own retry loop passes the sweep when it counts a tim
   CHECK(sweep.exit_code == 0);
 }
 
+// Seed 55405: a SET granted after the holder's pause was over by the client's count; its give-back
+// timed out in a stall and ran later, after the loop's next SET of the same value had taken the
+// key again, deleting it under its holder. A give-back without an answer now ends the loop.
+TEST_CASE("a whole client stops retrying once a give-back goes unanswered", "[user-whole-client]") {
+  const CommandResult sweep =
+      run_lockstep("sweep --adapter my-whole-client --first-seed 55405 --seeds 1");
+  INFO(sweep.out << sweep.err);
+  CHECK(sweep.exit_code == 0);
+}
+
 TEST_CASE("a whole client that takes a timed-out SET for lost is caught by sweep and replays",
           "[user-whole-client]") {
   testing::sweep_catches_and_replays("my-whole-client-buggy", "validity_within_lease",

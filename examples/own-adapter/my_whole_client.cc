@@ -90,8 +90,11 @@ AdapterResult MyWholeClient::create_lock(const lockstep::LockSpec& spec) {
       // finds our value must count from then, not from a SET of its own.
       const RedisResult given_back = send({"EVAL", kReleaseScript, "1", spec.key, spec.value});
       const bool gone = given_back.ok() && given_back.reply.type == RedisReply::Type::integer;
-      if (!gone && (!unknown_sent_us || *lease_from_us < *unknown_sent_us)) {
-        unknown_sent_us = lease_from_us;
+      if (!gone) {
+        // No answer: the give-back may still run, later, and it deletes whatever holds our value,
+        // so a later SET of ours (this acquire's value) would be deleted under its holder. Stop.
+        if (!unknown_sent_us || *lease_from_us < *unknown_sent_us) unknown_sent_us = lease_from_us;
+        break;
       }
     }
     const int64_t wait_ms = 20 + static_cast<int64_t>(random_.below(41));

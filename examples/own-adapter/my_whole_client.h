@@ -12,6 +12,9 @@
 // my-whole-client-buggy exists to catch: it treats a timed-out SET as lost, so when it later finds
 // its own value it counts the validity from that later attempt, past the lease the server holds
 // (validity_within_lease; mutual_exclusion when another client takes the key in between).
+// A grant that came after its validity was over by the client's count is given back (a
+// compare-and-delete of its value); a give-back without an answer may still run later and would
+// delete a later SET of the same value under its holder, so the loop stops there.
 //
 // A renewal whose reply never came may or may not have moved the lease: the correct watchdog keeps
 // the validity the last answered renewal gave (a renewal that lands late only lengthens the lease)
