@@ -251,18 +251,20 @@ TEST_CASE("mutual_exclusion", "[checkers]") {
   // validity ended by then, leaving at that instant without touching the key after the entry,
   // only touches the entrant's stay (memory, seed 46929: a lease granted anew as the last
   // holder's validity ended, that holder's exit run after the grant).
-  SECTION("an entry at the instant the holder's validity ended, the holder leaving then, touches") {
-    b.granted_until(0, 0, "k", 100);
+  // c0 holds k from 0, told its validity ends at valid_until_us; c1 enters at 100.
+  const auto entry_at_100 = [&b](TimeUs valid_until_us) {
+    b.granted_until(0, 0, "k", valid_until_us);
     b.enter(0, 0, "k");
     b.enter(100, 1, "k");
+  };
+  SECTION("an entry at the instant the holder's validity ended, the holder leaving then, touches") {
+    entry_at_100(100);
     b.access(100, 1, "k", Op::write, Outcome::ok, 2, 1);
     b.exit(100, 0, "k");
     CHECK(check_mutual_exclusion(b.history).empty());
   }
   SECTION("an enter before an exit at the same time overlaps while the holder's validity runs") {
-    b.granted_until(0, 0, "k", 101);
-    b.enter(0, 0, "k");
-    b.enter(100, 1, "k");
+    entry_at_100(101);
     b.exit(100, 0, "k");
     auto found = check_mutual_exclusion(b.history);
     REQUIRE(found.size() == 1);
@@ -292,9 +294,7 @@ TEST_CASE("mutual_exclusion", "[checkers]") {
     require_violation(found[0], Invariant::mutual_exclusion, 100, {0, 1}, "k", {1, 2, 3});
   }
   SECTION("a holder whose validity ended, accessing after the entry at that instant, overlaps") {
-    b.granted_until(0, 0, "k", 100);
-    b.enter(0, 0, "k");
-    b.enter(100, 1, "k");
+    entry_at_100(100);
     b.access(100, 0, "k", Op::write, Outcome::ok, 1, 1);
     b.exit(100, 0, "k");
     auto found = check_mutual_exclusion(b.history);
@@ -302,9 +302,7 @@ TEST_CASE("mutual_exclusion", "[checkers]") {
     require_violation(found[0], Invariant::mutual_exclusion, 100, {0, 1}, "k", {1, 2, 4});
   }
   SECTION("an entrant that leaves at the instant it entered, inside a hold, overlaps") {
-    b.granted_until(0, 0, "k", 100);
-    b.enter(0, 0, "k");
-    b.enter(100, 1, "k");
+    entry_at_100(100);
     b.exit(100, 1, "k");
     b.exit(200, 0, "k");
     auto found = check_mutual_exclusion(b.history);
@@ -660,22 +658,28 @@ TEST_CASE("fencing: without the servers' grants, only what the clients saw order
   }
 }
 
+// c0's acquire of k, invoked at 0: the server grants value A at 100 for 1000 us (until 1100), and
+// the acquire returns at 150 reporting a validity that ends at valid_until_us.
+Builder acquired_for_1000us(TimeUs valid_until_us) {
+  Builder h;
+  h.invoke(0, 0, "k");
+  h.grant(100, "redis", "lock:k", "A", 0, 1000);
+  h.history.add(HistoryEvent{.time_us = 150,
+                             .kind = EventKind::complete,
+                             .client = 0,
+                             .key = "k",
+                             .op = Op::acquire,
+                             .outcome = Outcome::ok,
+                             .value = "A",
+                             .end_us = valid_until_us});
+  return h;
+}
+
 TEST_CASE("validity_within_lease: a reported validity ends no later than the leases behind it",
           "[checkers]") {
   // c0's acquire: granted at 100 for 1000 us (until 1100), returned at 150.
   const auto run = [](TimeUs valid_until_us, const std::function<void(Builder&)>& after) {
-    Builder h;
-    h.invoke(0, 0, "k");
-    h.grant(100, "redis", "lock:k", "A", 0, 1000);
-    HistoryEvent done{.time_us = 150,
-                      .kind = EventKind::complete,
-                      .client = 0,
-                      .key = "k",
-                      .op = Op::acquire,
-                      .outcome = Outcome::ok,
-                      .value = "A",
-                      .end_us = valid_until_us};
-    h.history.add(std::move(done));
+    Builder h = acquired_for_1000us(valid_until_us);
     if (after) after(h);
     return check_validity_within_lease(h.history);
   };
@@ -719,18 +723,7 @@ TEST_CASE("validity_within_lease: a renewal's validity ends no later than the re
   // c0's acquire: granted at 100 for 1000 us (until 1100), returned at 150, valid until 1100; the
   // server extends the lease at 900 for 1000 us more (until 1900), and the renewal returns at 950.
   const auto run = [](TimeUs renewed_until_us, const std::function<void(Builder&)>& before) {
-    Builder h;
-    h.invoke(0, 0, "k");
-    h.grant(100, "redis", "lock:k", "A", 0, 1000);
-    HistoryEvent done{.time_us = 150,
-                      .kind = EventKind::complete,
-                      .client = 0,
-                      .key = "k",
-                      .op = Op::acquire,
-                      .outcome = Outcome::ok,
-                      .value = "A",
-                      .end_us = 1100};
-    h.history.add(std::move(done));
+    Builder h = acquired_for_1000us(1100);
     h.enter(150, 0, "k");
     h.extend(900, "redis", "lock:k", "A", 0, 1000);
     if (before) before(h);
@@ -751,17 +744,7 @@ TEST_CASE("validity_within_lease: a renewal's validity ends no later than the re
     CHECK_THAT(found[0].detail, Catch::Contains("c0's renewal of key k at 950us"));
   }
   SECTION("a renewal the server never applied is flagged where the acquire's lease ended") {
-    Builder h;
-    h.invoke(0, 0, "k");
-    h.grant(100, "redis", "lock:k", "A", 0, 1000);
-    h.history.add(HistoryEvent{.time_us = 150,
-                               .kind = EventKind::complete,
-                               .client = 0,
-                               .key = "k",
-                               .op = Op::acquire,
-                               .outcome = Outcome::ok,
-                               .value = "A",
-                               .end_us = 1100});
+    Builder h = acquired_for_1000us(1100);
     h.enter(150, 0, "k");
     h.history.add(HistoryEvent{.time_us = 950,
                                .kind = EventKind::renewal,
