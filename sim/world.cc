@@ -415,9 +415,13 @@ void World::deliver_at_local(NodeId node, uint64_t incarnation, int64_t local_de
                                        .local_deadline_us = local_deadline_us,
                                        .fn = std::move(fn),
                                        .on_drop = std::move(on_drop)});
-  LocalTimer& timer = local_timers_.at(id);
-  const int64_t left_us = std::max<int64_t>(0, local_deadline_us - monotonic_us(node));
-  const TimeUs true_us = node_ref(node).clock.true_duration_for(left_us);
+  schedule_local_timer(id, local_timers_.at(id));
+}
+
+// At the true time the timer's node's clock, at its rate now, reads the deadline.
+void World::schedule_local_timer(uint64_t id, LocalTimer& timer) {
+  const int64_t left_us = std::max<int64_t>(0, timer.local_deadline_us - monotonic_us(timer.node));
+  const TimeUs true_us = node_ref(timer.node).clock.true_duration_for(left_us);
   timer.event = scheduler_.at(true_us >= kTimeNever - now_us() ? kTimeNever : now_us() + true_us,
                               [this, id] { fire_local_timer(id); });
 }
@@ -432,14 +436,10 @@ void World::fire_local_timer(uint64_t id) {
 
 // What is left of each of the node's timers is measured at its new rate from now.
 void World::retime_local_timers(NodeId node_id) {
-  Node& node = node_ref(node_id);
   for (auto& [id, timer] : local_timers_) {
     if (timer.node != node_id) continue;
     scheduler_.cancel(timer.event);
-    const int64_t left_us = std::max<int64_t>(0, timer.local_deadline_us - monotonic_us(node_id));
-    const TimeUs true_us = node.clock.true_duration_for(left_us);
-    timer.event = scheduler_.at(true_us >= kTimeNever - now_us() ? kTimeNever : now_us() + true_us,
-                                [this, timer_id = id] { fire_local_timer(timer_id); });
+    schedule_local_timer(id, timer);
   }
 }
 

@@ -207,7 +207,9 @@ class World {
   void defer(Node& node, Action action);
   void end_pause(NodeId node, uint64_t incarnation);
   void retime_sleepers(NodeId node, int64_t drift_ppm);
+  struct LocalTimer;
   void retime_local_timers(NodeId node);
+  void schedule_local_timer(uint64_t id, LocalTimer& timer);
   void fire_local_timer(uint64_t id);
 
   WorldOptions options_;
