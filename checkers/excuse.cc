@@ -458,6 +458,9 @@ std::optional<Explanation> woken_server_renewal(const History& history, const Hi
 // claim_start_us: holder_claim_start_us of the violation, found once for all its faults.
 std::optional<Explanation> causal(const History& history, const HistoryEvent& fault,
                                   const Violation& v, TimeUs claim_start_us) {
+  // A lease left behind is measured (excess_us); a failed release that removed one is not, and no
+  // fault explains a removal.
+  if (v.invariant == Invariant::error_not_applied && v.excess_us <= 0) return std::nullopt;
   const FaultEnvelope& envelope = history.meta.envelope;
   const auto sized = [](TimeUs explains_us, std::string how) -> std::optional<Explanation> {
     return Explanation{std::move(how), explains_us};
@@ -495,7 +498,6 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
     case FaultKind::server_drift: {
       const int64_t excess_ppm = fault.amount - envelope.server_fast_ppm_max;
       if (excess_ppm <= 0) return std::nullopt;
-      if (v.invariant == Invariant::error_not_applied && v.excess_us <= 0) return std::nullopt;
       if (clock_ended_a_lease_early(history, fault, v) == false) return std::nullopt;
       return sized(
           drift_explains_us(claim_start_us, fault, v, excess_ppm),
@@ -503,7 +505,6 @@ std::optional<Explanation> causal(const History& history, const HistoryEvent& fa
     }
     case FaultKind::server_clock_jump: {
       if (fault.amount <= 0) return std::nullopt;  // a jump back only lengthens leases
-      if (v.invariant == Invariant::error_not_applied && v.excess_us <= 0) return std::nullopt;
       // It must strike while a lease it ended ran: a jump before the grant ends nothing. The
       // lease facts say which lease that was; without them, the first holder's.
       const std::optional<bool> ended = clock_ended_a_lease_early(history, fault, v);

@@ -336,22 +336,22 @@ std::optional<LockExtendError> Lock::try_extend(int64_t ttl_ms) {
       [&] { return options_.adapter->extend_lock(spec_, ttl_ms); }, sent_at_us, ttl_ms);
   const AdapterResult& result = call.result;
   const int64_t returned_us = clock.monotonic_us();
+  // Late: after the TTL asked (the server set the lease to it when the extend arrived, so it may
+  // end before the one known before, and has by now), or within it but past the validity the
+  // adapter can promise for it (a session lock's is cut to how soon the server may end a silent
+  // session): over before it returned, so not held. The lease is capped at that validity.
+  std::string late;
   if (result.ok() && returned_us - sent_at_us >= ttl_ms * 1000) {
-    // The server set the lease to the new TTL when the extend arrived: it may end before the one
-    // known before (a shorter TTL), and has by now.
-    validity_cap_us_ = std::min(validity_cap_us_, call.valid_until_us);
-    return LockExtendError("lock " + quoted(spec_.key) + ": the extend's reply came after its " +
-                           std::to_string(ttl_ms) +
-                           " ms had passed, so the lease may have ended; not reported as held");
+    late =
+        "came after its " + std::to_string(ttl_ms) + " ms had passed, so the lease may have ended";
+  } else if (result.ok() && returned_us >= call.valid_until_us) {
+    late = "came after the validity it gave had ended (" +
+           std::to_string(returned_us - call.valid_until_us) + " us ago)";
   }
-  if (result.ok() && returned_us >= call.valid_until_us) {
-    // Within the TTL asked, but past the validity the adapter can promise for it (a session
-    // lock's is cut to how soon the server may end a silent session): over before it returned.
+  if (!late.empty()) {
     validity_cap_us_ = std::min(validity_cap_us_, call.valid_until_us);
-    return LockExtendError("lock " + quoted(spec_.key) + ": the extend's reply came after the " +
-                           "validity it gave had ended (" +
-                           std::to_string(returned_us - call.valid_until_us) +
-                           " us ago); not reported as held");
+    return LockExtendError("lock " + quoted(spec_.key) + ": the extend's reply " + late +
+                           "; not reported as held");
   }
   if (result.ok()) {
     lease_valid_until_us_ = call.valid_until_us;
@@ -419,11 +419,12 @@ void Lock::auto_extend(AutoExtendOptions options) {
           const int64_t sent_at_us = clock->monotonic_us();
           const AdapterResult result = adapter->extend_lock(spec, ttl_ms);
           const int64_t returned_us = clock->monotonic_us();
-          const int64_t valid_until_us = adapter->validity_end_us(spec, sent_at_us, ttl_ms);
+          if (stop.stop_requested()) return;  // released meanwhile: the result is nobody's
+          const int64_t valid_until_us =
+              result.ok() ? adapter->validity_end_us(spec, sent_at_us, ttl_ms) : 0;
           // Late: after its TTL, or after the validity the adapter can promise for it.
           const bool late =
               returned_us - sent_at_us >= ttl_ms * 1000 || returned_us >= valid_until_us;
-          if (stop.stop_requested()) return;  // released meanwhile: the result is nobody's
           if (result.ok() && !late) {
             shared->valid_until_us.store(valid_until_us);
             if (on_renewed) on_renewed(valid_until_us);

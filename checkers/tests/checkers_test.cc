@@ -60,6 +60,14 @@ struct Builder {
     e.end_us = end_us;
     return history.add(e);
   }
+  // A background renewal of client's lock `value` on key, valid until end_us (true time).
+  size_t renewal(TimeUs t_us, int client, const std::string& key, const std::string& value,
+                 TimeUs end_us) {
+    HistoryEvent e = base(EventKind::renewal, t_us, client, key);
+    e.value = value;
+    e.end_us = end_us;
+    return history.add(e);
+  }
   size_t enter(TimeUs t_us, int client, const std::string& key, bool shared = false) {
     HistoryEvent e = base(EventKind::cs_enter, t_us, client, key);
     e.shared = shared;
@@ -273,12 +281,7 @@ TEST_CASE("mutual_exclusion", "[checkers]") {
   SECTION("a renewal that moved the holder's validity past the entry makes it an overlap") {
     b.granted_until(0, 0, "k", 100);
     b.enter(0, 0, "k");
-    b.history.add(HistoryEvent{.time_us = 50,
-                               .kind = EventKind::renewal,
-                               .client = 0,
-                               .key = "k",
-                               .value = "v0",
-                               .end_us = 150});
+    b.renewal(50, 0, "k", "v0", 150);
     b.enter(100, 1, "k");
     b.exit(100, 0, "k");
     REQUIRE(check_mutual_exclusion(b.history).size() == 1);
@@ -727,12 +730,7 @@ TEST_CASE("validity_within_lease: a renewal's validity ends no later than the re
     h.enter(150, 0, "k");
     h.extend(900, "redis", "lock:k", "A", 0, 1000);
     if (before) before(h);
-    h.history.add(HistoryEvent{.time_us = 950,
-                               .kind = EventKind::renewal,
-                               .client = 0,
-                               .key = "k",
-                               .value = "A",
-                               .end_us = renewed_until_us});
+    h.renewal(950, 0, "k", "A", renewed_until_us);
     return check_validity_within_lease(h.history);
   };
   SECTION("a renewal's validity inside the extended lease passes") { CHECK(run(1900, {}).empty()); }
@@ -746,12 +744,7 @@ TEST_CASE("validity_within_lease: a renewal's validity ends no later than the re
   SECTION("a renewal the server never applied is flagged where the acquire's lease ended") {
     Builder h = acquired_for_1000us(1100);
     h.enter(150, 0, "k");
-    h.history.add(HistoryEvent{.time_us = 950,
-                               .kind = EventKind::renewal,
-                               .client = 0,
-                               .key = "k",
-                               .value = "A",
-                               .end_us = 1900});
+    h.renewal(950, 0, "k", "A", 1900);
     const auto found = check_validity_within_lease(h.history);
     REQUIRE(found.size() == 1);
     CHECK(found[0].time_us == 1100);
