@@ -20,6 +20,7 @@
 #include "services/redis/backend/lease_events.h"
 #include "services/redis/sim/redis_node.h"
 #include "services/redis/sim/sim_redis_stream.h"
+#include "sim/byte_stream.h"
 #include "sim/world.h"
 
 namespace lockstep {
@@ -79,7 +80,10 @@ class CoSimClient {
   // A failover: its connections to `from` reach `to` from now on.
   void retarget(const sim::RedisNode& from, sim::RedisNode& to) {
     for (auto& [conn, stream] : streams_) {
-      if (&stream->target() == &from) stream->set_target(to);
+      if (stream.redis == nullptr || &stream.redis->target() != &from) continue;
+      std::unique_ptr<sim::RedisStreamFront> front = stream.redis->moved_to(to);
+      stream.redis = front.get();
+      stream.bytes->set_front(std::move(front));
     }
   }
   // The `reset` fault: every connection of its process is reset now (the driver hears of each at
@@ -113,7 +117,11 @@ class CoSimClient {
   std::optional<ext::Ready> ready_;
   bool starting_ = true;
   std::deque<std::pair<int, std::string>> start_replies_;  // handshake replies not yet delivered
-  std::map<int, std::unique_ptr<sim::SimRedisStream>> streams_;  // by the driver's connection id
+  struct Stream {
+    std::unique_ptr<sim::SimByteStream> bytes;
+    sim::RedisStreamFront* redis = nullptr;  // its front, on a stream to a Redis node
+  };
+  std::map<int, Stream> streams_;  // by the driver's connection id
   TimeUs resetting_until_us_ = 0;  // a reset window: connections opened before then are doomed
   int64_t next_id_ = 1;
   std::map<int64_t, std::optional<ext::Response>> requests_;  // outstanding, with their answers
@@ -547,12 +555,17 @@ void CoSimClient::dispatch(ext::SimExchange result) {
                                    connect->conn, connect->server, kStreamsMax))));
       }
       const int conn = connect->conn;
-      auto stream = std::make_unique<sim::SimRedisStream>(
-          world_, node_, *target, client_, stream_label_ + ":" + std::to_string(conn),
+      const std::string name = stream_label_ + ":" + std::to_string(conn);
+      auto front = std::make_unique<sim::RedisStreamFront>(world_, *target, client_, name);
+      Stream stream{.redis = front.get()};
+      stream.bytes = std::make_unique<sim::SimByteStream>(
+          world_, sim::ByteStreamOptions{.client_node = node_, .name = name}, std::move(front),
           [this, conn](std::string bytes) { on_bytes(conn, bytes); },
           [this, conn] { on_reset(conn); });
       // A reconnect during a reset window is reset too.
-      if (world_.now_us() < resetting_until_us_) stream->reset_writes_until(resetting_until_us_);
+      if (world_.now_us() < resetting_until_us_) {
+        stream.bytes->reset_writes_until(resetting_until_us_);
+      }
       streams_.emplace(conn, std::move(stream));
     } else if (auto* send = std::get_if<ext::SimSend>(&line)) {
       auto it = streams_.find(send->conn);
@@ -563,13 +576,13 @@ void CoSimClient::dispatch(ext::SimExchange result) {
                        fmt::format("wrote on connection {}, which it never opened", send->conn))));
       }
       if (starting_) {
-        std::string replies = it->second->write_now(send->bytes);
+        std::string replies = it->second.bytes->write_now(send->bytes);
         if (!replies.empty()) start_replies_.emplace_back(send->conn, std::move(replies));
       } else {
-        it->second->write(std::move(send->bytes));
+        it->second.bytes->write(std::move(send->bytes));
       }
     } else if (auto* close = std::get_if<ext::SimClose>(&line)) {
-      if (auto it = streams_.find(close->conn); it != streams_.end()) it->second->close();
+      if (auto it = streams_.find(close->conn); it != streams_.end()) it->second.bytes->close();
     } else if (auto* ready = std::get_if<ext::Ready>(&line)) {
       if (ready_) {
         return fail(fmt::format("driver {} {}", who_,
@@ -611,7 +624,7 @@ void CoSimClient::reset_connections(int64_t for_us) {
   resetting_until_us_ = std::max(resetting_until_us_, world_.now_us() + for_us);
   world_.trace_linef("driver {}: its connections reset{}", who_,
                      for_us > 0 ? fmt::format(", and again for {}us", for_us) : "");
-  for (auto& [conn, stream] : streams_) stream->reset();
+  for (auto& [conn, stream] : streams_) stream.bytes->reset();
 }
 
 void CoSimClient::on_bytes(int conn, const std::string& bytes) {

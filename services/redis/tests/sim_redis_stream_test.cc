@@ -1,5 +1,6 @@
-// A co-simulated driver's TCP stream to a simulated Redis node (services/redis/sim/sim_redis_stream.h)
-// under the `reset` fault: sim/connection_resets.h's model over a byte stream.
+// A co-simulated driver's TCP stream (sim/byte_stream.h) to a simulated Redis node's RESP front
+// (services/redis/sim/sim_redis_stream.h) under the `reset` fault: sim/connection_resets.h's model
+// over a byte stream.
 #include <catch2/catch.hpp>
 
 #include <functional>
@@ -33,11 +34,13 @@ const std::string kIncrN = "*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n";
 struct StreamClient {
   std::string bytes;
   std::optional<TimeUs> reset_at_us;
-  std::unique_ptr<SimRedisStream> stream;
+  std::unique_ptr<SimByteStream> stream;
 
   StreamClient(World& w, NodeId node, RedisNode& target, const std::string& name) {
-    stream = std::make_unique<SimRedisStream>(
-        w, node, target, 1, name, [this](std::string b) { bytes += b; },
+    stream = std::make_unique<SimByteStream>(
+        w, ByteStreamOptions{.client_node = node, .name = name},
+        std::make_unique<RedisStreamFront>(w, target, 1, name),
+        [this](std::string b) { bytes += b; },
         [this, &w] {
           CHECK_FALSE(reset_at_us.has_value());  // once
           reset_at_us = w.now_us();
