@@ -51,6 +51,7 @@ struct World::Node {
   std::deque<Action> deferred;  // what arrived during the pause, in arrival order
   std::vector<Action> crash_hooks;
   std::vector<Action> restart_hooks;
+  std::vector<Action> program_end_hooks;
 };
 
 // One fiber and its park state. generation counts parks: a Waiter or a scheduled resume names
@@ -358,6 +359,12 @@ void World::finish(FiberSlot& slot) {
   slot.fiber.reset();  // frees the stack now; the slot stays so old Waiters stay harmless
   scheduler_.cancel(std::exchange(slot.deadline_event, kNoEvent));
   --unfinished_fibers_;
+  Node& n = node_ref(slot.node);
+  if (n.program_end_hooks.empty()) return;
+  for (const auto& other : fibers_) {  // bounded by the fibers spawned
+    if (other->node == slot.node && other->state != FiberSlot::State::done) return;
+  }
+  run_hooks(n.program_end_hooks);
 }
 
 void World::record_failure(FiberSlot& slot, std::exception_ptr failure) {
@@ -558,6 +565,11 @@ void World::restart(NodeId node) {
 void World::on_crash(NodeId node, std::function<void()> hook) {
   LOCKSTEP_SIM_CHECK(hook != nullptr, "an on_crash hook needs a callback");
   node_ref(node).crash_hooks.push_back(std::move(hook));
+}
+
+void World::on_program_end(NodeId node, std::function<void()> hook) {
+  LOCKSTEP_SIM_CHECK(hook != nullptr, "an on_program_end hook needs a callback");
+  node_ref(node).program_end_hooks.push_back(std::move(hook));
 }
 
 void World::on_restart(NodeId node, std::function<void()> hook) {

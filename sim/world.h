@@ -168,6 +168,9 @@ class World {
   void restart(NodeId node);
   void on_crash(NodeId node, std::function<void()> hook);
   void on_restart(NodeId node, std::function<void()> hook);
+  // Runs hook each time the last fiber of node that had not finished finishes (its program
+  // ended, or a crash killed it): the process would exit, and its kernel close its sockets.
+  void on_program_end(NodeId node, std::function<void()> hook);
   void jump_clock(NodeId node, int64_t delta_us);
   void set_drift(NodeId node, int64_t drift_ppm);
 

@@ -11,6 +11,14 @@ using namespace lockstep::sim;
 
 namespace {
 
+std::string fmt_at(const std::string& what, TimeUs t_us) {
+  return what + " at " + std::to_string(t_us);
+}
+
+}  // namespace
+
+namespace {
+
 // Sets a flag when destroyed: shows that a fiber's stack was unwound.
 struct Guard {
   bool* destroyed;
@@ -48,6 +56,24 @@ TEST_CASE("world: a fiber runs from its start time and finishes", "[sim][world]"
   CHECK_FALSE(w.in_fiber());
   CHECK(w.trace().contains("0 fiber 0 (a) spawn on node 0 at 50us"));
   CHECK(w.trace().contains("150 fiber 0 (a) done"));
+}
+
+TEST_CASE("world: a node's program ends when its last fiber does, or when a crash kills it",
+          "[sim][world]") {
+  World w({});
+  const NodeId two = w.add_node("two fibers");
+  const NodeId killed = w.add_node("killed");
+  const NodeId other = w.add_node("no hook");
+  std::vector<std::string> ended;
+  w.on_program_end(two, [&] { ended.push_back(fmt_at("two", w.now_us())); });
+  w.on_program_end(killed, [&] { ended.push_back(fmt_at("killed", w.now_us())); });
+  w.spawn(two, "a", [&] { w.sleep_for_us(100); });
+  w.spawn(two, "b", [&] { w.sleep_for_us(300); });  // the program ends with the later one
+  w.spawn(killed, "c", [&] { w.sleep_for_us(1'000); });
+  w.spawn(other, "d", [&] { w.sleep_for_us(50); });
+  w.scheduler().at(200, [&] { w.crash(killed); });
+  CHECK(w.run().end == RunEnd::queue_empty);
+  CHECK(ended == std::vector<std::string>{"killed at 200", "two at 300"});
 }
 
 TEST_CASE("world: sleeps follow drift, rounded up", "[sim][world]") {
