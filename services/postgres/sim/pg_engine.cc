@@ -13,6 +13,16 @@ namespace lockstep::sim {
 
 namespace {
 
+// The key a lock function's arguments name (the parser let through one bigint or two integers).
+PgLockKey lock_key(const PgCall& c) {
+  if (c.args.size() == 2) {
+    return {.value = static_cast<int64_t>(static_cast<uint64_t>(c.args[0].number) << 32 |
+                                          static_cast<uint32_t>(c.args[1].number)),
+            .space = 2};
+  }
+  return {.value = c.args.at(0).number};
+}
+
 constexpr int64_t kSeqLogVals = 32;  // PostgreSQL's SEQ_LOG_VALS
 constexpr size_t kSessionsMax = 100'000;
 
@@ -99,7 +109,7 @@ bool PgEngine::in_block(int64_t pid) const {
   return it != sessions_.end() && it->second.in_block;
 }
 
-int64_t PgEngine::holder(int64_t key) const {
+int64_t PgEngine::holder(PgLockKey key) const {
   auto it = locks_.find(key);
   return it == locks_.end() || !it->second.hold ? 0 : it->second.hold->pid;
 }
@@ -236,7 +246,7 @@ PgEngine::Outcome PgEngine::select(int64_t pid, Session& session, const PgStatem
   std::optional<std::optional<std::string>> first;
   PgResult failure;
   if (waits(statement.first.function)) {
-    const int64_t key = statement.first.args.at(0).number;
+    const PgLockKey key = lock_key(statement.first);
     const bool xact = statement.first.function == PgFunction::advisory_xact_lock;
     if (!try_take(pid, session, key, xact, tag)) {
       session.wait = Wait{.key = key, .xact = xact, .statement = statement, .tag = tag};
@@ -297,24 +307,25 @@ std::optional<std::optional<std::string>> PgEngine::call(int64_t pid, Session& s
     case PgFunction::try_advisory_lock:
     case PgFunction::try_advisory_xact_lock: {
       const bool xact = c.function == PgFunction::try_advisory_xact_lock;
-      return std::optional<std::string>(try_take(pid, session, arg(0), xact, tag) ? "t" : "f");
+      return std::optional<std::string>(try_take(pid, session, lock_key(c), xact, tag) ? "t" : "f");
     }
     case PgFunction::advisory_unlock: {
-      auto it = locks_.find(arg(0));
+      const PgLockKey key = lock_key(c);
+      auto it = locks_.find(key);
       if (it == locks_.end() || !it->second.hold || it->second.hold->pid != pid ||
           it->second.hold->session_count == 0) {
         error.notices.push_back("WARNING: you don't own a lock of type ExclusiveLock");
         return std::optional<std::string>("f");
       }
-      release_one(pid, arg(0), false, tag.client, "unlock");
+      release_one(pid, key, false, tag.client, "unlock");
       return std::optional<std::string>("t");
     }
     case PgFunction::advisory_unlock_all: {
-      std::vector<int64_t> keys;
+      std::vector<PgLockKey> keys;
       for (const auto& [key, lock] : locks_) {
         if (lock.hold && lock.hold->pid == pid && lock.hold->session_count > 0) keys.push_back(key);
       }
-      for (int64_t key : keys) {
+      for (const PgLockKey& key : keys) {
         Lock& lock = locks_.at(key);
         lock.hold->session_count = 0;
         if (lock.hold->xact_count == 0) release_hold(lock, key, tag.client, "unlock all");
@@ -352,7 +363,7 @@ std::optional<std::optional<std::string>> PgEngine::call(int64_t pid, Session& s
   return std::nullopt;
 }
 
-bool PgEngine::try_take(int64_t pid, Session& session, int64_t key, bool xact, const PgTag& tag) {
+bool PgEngine::try_take(int64_t pid, Session& session, PgLockKey key, bool xact, const PgTag& tag) {
   Lock& lock = locks_[key];
   if (lock.hold && lock.hold->pid != pid) return false;
   if (!lock.hold) lock.hold = Hold{.pid = pid};
@@ -377,7 +388,7 @@ bool PgEngine::try_take(int64_t pid, Session& session, int64_t key, bool xact, c
   return true;
 }
 
-void PgEngine::release_one(int64_t pid, int64_t key, bool xact, int requester,
+void PgEngine::release_one(int64_t pid, PgLockKey key, bool xact, int requester,
                            const std::string& cause) {
   Lock& lock = locks_.at(key);
   LOCKSTEP_SIM_CHECK(lock.hold && lock.hold->pid == pid, "a release of a lock the session holds");
@@ -389,7 +400,7 @@ void PgEngine::release_one(int64_t pid, int64_t key, bool xact, int requester,
   }
 }
 
-void PgEngine::release_hold(Lock& lock, int64_t key, int requester, const std::string& cause) {
+void PgEngine::release_hold(Lock& lock, PgLockKey key, int requester, const std::string& cause) {
   const Hold hold = *lock.hold;
   lock.hold.reset();
   for (const PgTag& owner : hold.owners) {
@@ -404,7 +415,7 @@ void PgEngine::release_hold(Lock& lock, int64_t key, int requester, const std::s
 }
 
 // The lock on key is free: the first waiter takes it, and its statement finishes.
-void PgEngine::grant_next(int64_t key) {
+void PgEngine::grant_next(PgLockKey key) {
   auto it = locks_.find(key);
   if (it == locks_.end()) return;
   if (it->second.hold || it->second.waiters.empty()) {
@@ -509,11 +520,11 @@ void PgEngine::end_statement(int64_t pid, Session& session, bool failed, Outcome
 }
 
 PgWal PgEngine::end_block(int64_t pid, Session& session, bool commit, int requester) {
-  const std::vector<int64_t> keys = std::exchange(session.xact_keys, {});
+  const std::vector<PgLockKey> keys = std::exchange(session.xact_keys, {});
   PgWal wal = std::exchange(session.unflushed, {});
   session.in_block = false;
   session.failed = false;
-  for (int64_t key : keys) {
+  for (const PgLockKey& key : keys) {
     release_one(pid, key, true, requester, commit ? "commit" : "rollback");
   }
   if (commit) {
@@ -528,7 +539,7 @@ PgEngine::Outcome PgEngine::wait_timed_out(int64_t pid) {
   LOCKSTEP_SIM_CHECK(session.wait.has_value(), "a timeout of a wait");
   std::deque<int64_t>& waiters = locks_.at(session.wait->key).waiters;
   waiters.erase(std::find(waiters.begin(), waiters.end(), pid));
-  const int64_t key = session.wait->key;
+  const PgLockKey key = session.wait->key;
   session.wait.reset();
   grant_next(key);  // erases an entry left without holder or waiter
   Outcome out = error(session, "55P03", "canceling statement due to lock timeout");
@@ -543,17 +554,17 @@ PgWal PgEngine::end_session(int64_t pid, int requester, const std::string& cause
   if (session.wait) {
     std::deque<int64_t>& waiters = locks_.at(session.wait->key).waiters;
     waiters.erase(std::find(waiters.begin(), waiters.end(), pid));
-    const int64_t key = session.wait->key;
+    const PgLockKey key = session.wait->key;
     session.wait.reset();
     grant_next(key);
   }
   PgWal wal = std::move(session.unflushed);
-  std::vector<int64_t> held;
+  std::vector<PgLockKey> held;
   for (const auto& [key, lock] : locks_) {
     if (lock.hold && lock.hold->pid == pid) held.push_back(key);
   }
   sessions_.erase(it);
-  for (int64_t key : held) release_hold(locks_.at(key), key, requester, cause);
+  for (const PgLockKey& key : held) release_hold(locks_.at(key), key, requester, cause);
   return wal;
 }
 

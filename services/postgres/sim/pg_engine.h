@@ -47,11 +47,20 @@ struct PgTag {
   std::string key;
 };
 
+// An advisory lock's key: one bigint (space 1), or two integers (space 2, the first in the high 32
+// bits). PostgreSQL keeps the two forms apart (its lock tag's objsubid): pg_advisory_lock(1) and
+// pg_advisory_lock(0, 1) are different locks.
+struct PgLockKey {
+  int64_t value = 0;
+  int space = 1;
+  auto operator<=>(const PgLockKey&) const = default;
+};
+
 struct PgLockEvent {
   enum class Kind { granted, released };
   Kind kind = Kind::granted;
   int64_t pid = 0;
-  int64_t key = 0;
+  PgLockKey key;
   PgTag owner;         // the lock operation the session holds the key for
   int requester = -1;  // released: the client whose statement or close ended it; -1 the server
   std::string cause;   // released: "unlock", "commit", "session end (terminated)", ...
@@ -122,7 +131,8 @@ class PgEngine {
   // Whether pid's session is inside a transaction block.
   bool in_block(int64_t pid) const;
   // Who holds key now (0: nobody).
-  int64_t holder(int64_t key) const;
+  int64_t holder(PgLockKey key) const;
+  int64_t holder(int64_t key) const { return holder(PgLockKey{.value = key}); }
 
  private:
   struct Hold {
@@ -133,7 +143,7 @@ class PgEngine {
     std::vector<PgTag> owners;
   };
   struct Wait {
-    int64_t key = 0;
+    PgLockKey key;
     bool xact = false;
     PgStatement statement;
     PgTag tag;
@@ -144,8 +154,8 @@ class PgEngine {
     int64_t lock_timeout_ms = 0;
     std::map<std::string, std::string> settings;
     std::optional<Wait> wait;
-    std::vector<int64_t> xact_keys;  // keys held at transaction level, in order taken
-    PgWal unflushed;                 // sequence records of the open transaction
+    std::vector<PgLockKey> xact_keys;  // keys held at transaction level, in order taken
+    PgWal unflushed;                   // sequence records of the open transaction
   };
   struct Lock {
     std::optional<Hold> hold;
@@ -157,10 +167,10 @@ class PgEngine {
   // Evaluates a call that does not wait; nullopt and an error in `error` on failure.
   std::optional<std::optional<std::string>> call(int64_t pid, Session& session, const PgCall& c,
                                                  const PgTag& tag, PgResult& error);
-  bool try_take(int64_t pid, Session& session, int64_t key, bool xact, const PgTag& tag);
-  void release_one(int64_t pid, int64_t key, bool xact, int requester, const std::string& cause);
-  void release_hold(Lock& lock, int64_t key, int requester, const std::string& cause);
-  void grant_next(int64_t key);
+  bool try_take(int64_t pid, Session& session, PgLockKey key, bool xact, const PgTag& tag);
+  void release_one(int64_t pid, PgLockKey key, bool xact, int requester, const std::string& cause);
+  void release_hold(Lock& lock, PgLockKey key, int requester, const std::string& cause);
+  void grant_next(PgLockKey key);
   std::optional<std::string> nextval(Session& session, const std::string& name, PgResult& error);
   Outcome error(Session& session, std::string sqlstate, std::string message,
                 std::vector<std::string> notices = {});
@@ -171,7 +181,7 @@ class PgEngine {
 
   PgLockObserver* observer_;
   std::map<int64_t, Session> sessions_;
-  std::map<int64_t, Lock> locks_;
+  std::map<PgLockKey, Lock> locks_;
   std::map<std::string, PgSequence> sequences_;
   std::map<std::string, PgSequence> durable_;
   PgWal durable_log_;

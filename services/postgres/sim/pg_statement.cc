@@ -90,12 +90,12 @@ struct FunctionSpec {
 };
 
 constexpr std::array kFunctions = {
-    FunctionSpec{PgFunction::try_advisory_lock, "pg_try_advisory_lock", 1, 1, false},
-    FunctionSpec{PgFunction::advisory_lock, "pg_advisory_lock", 1, 1, false},
-    FunctionSpec{PgFunction::advisory_unlock, "pg_advisory_unlock", 1, 1, false},
+    FunctionSpec{PgFunction::try_advisory_lock, "pg_try_advisory_lock", 1, 2, false},
+    FunctionSpec{PgFunction::advisory_lock, "pg_advisory_lock", 1, 2, false},
+    FunctionSpec{PgFunction::advisory_unlock, "pg_advisory_unlock", 1, 2, false},
     FunctionSpec{PgFunction::advisory_unlock_all, "pg_advisory_unlock_all", 0, 0, false},
-    FunctionSpec{PgFunction::try_advisory_xact_lock, "pg_try_advisory_xact_lock", 1, 1, false},
-    FunctionSpec{PgFunction::advisory_xact_lock, "pg_advisory_xact_lock", 1, 1, false},
+    FunctionSpec{PgFunction::try_advisory_xact_lock, "pg_try_advisory_xact_lock", 1, 2, false},
+    FunctionSpec{PgFunction::advisory_xact_lock, "pg_advisory_xact_lock", 1, 2, false},
     FunctionSpec{PgFunction::backend_pid, "pg_backend_pid", 0, 0, false},
     FunctionSpec{PgFunction::terminate_backend, "pg_terminate_backend", 1, 2, false},
     FunctionSpec{PgFunction::nextval, "nextval", 1, 1, true},
@@ -184,6 +184,13 @@ class Parser {
       if (spec.name != name) continue;
       bool fits = args.size() >= spec.args_min && args.size() <= spec.args_max;
       for (const PgArg& arg : args) fits = fits && arg.is_string == spec.string_arg;
+      // A lock function's two-key form takes two integers (int4).
+      if (spec.args_max == 2 && spec.function != PgFunction::terminate_backend &&
+          args.size() == 2) {
+        for (const PgArg& arg : args) {
+          fits = fits && arg.number >= INT32_MIN && arg.number <= INT32_MAX;
+        }
+      }
       if (!fits) {
         return fail(PgParse{.sqlstate = "0A000",
                             .error = fmt::format("the simulated server has no {} of these "

@@ -14,7 +14,8 @@
 // pg_advisory_unlock_all, pg_try_advisory_xact_lock, pg_advisory_xact_lock, pg_backend_pid,
 // pg_terminate_backend, nextval. Keywords and function names are case-insensitive; a trailing
 // semicolon is allowed. Integers are decimal int64 (a leading minus allowed); strings are
-// single-quoted without escapes.
+// single-quoted without escapes. The lock functions take one bigint key or two integer (int4)
+// keys, a different lock (PgLockKey).
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -39,7 +39,9 @@ TEST_CASE("parse: the statement forms and refusals", "[postgres][sim]") {
   CHECK(parse_statement("SELECT 1/0").sqlstate == "42601");
   CHECK(parse_statement("SELECT now()").sqlstate == "0A000");
   CHECK(parse_statement("VACUUM").sqlstate == "0A000");
-  CHECK(parse_statement("SELECT pg_try_advisory_lock(1, 2)").sqlstate == "0A000");
+  CHECK(parse_statement("SELECT pg_try_advisory_lock(1, 2)").statement.has_value());
+  CHECK(parse_statement("SELECT pg_try_advisory_lock(4294967296, 2)").sqlstate == "0A000");
+  CHECK(parse_statement("SELECT pg_try_advisory_lock(1, 2, 3)").sqlstate == "0A000");
   CHECK(parse_statement("SELECT pg_try_advisory_lock(99999999999999999999)").sqlstate == "42601");
 }
 
@@ -146,4 +148,19 @@ TEST_CASE("sequences log 32 ahead and come back from the log after a crash", "[p
 }
 
 }  // namespace
+TEST_CASE("a two-integer key is a lock of its own, apart from the bigint ones", "[postgres][sim]") {
+  PgEngine engine;
+  engine.open_session(1, {});
+  engine.open_session(2, {});
+  CHECK(value(engine, 1, "SELECT pg_try_advisory_lock(0, 1)") == "t");
+  CHECK(value(engine, 2, "SELECT pg_try_advisory_lock(1)") == "t");  // another lock
+  CHECK(value(engine, 2, "SELECT pg_try_advisory_lock(0, 1)") == "f");
+  CHECK(value(engine, 2, "SELECT pg_advisory_unlock(0, 1)") == "f");  // not its own
+  CHECK(value(engine, 1, "SELECT pg_try_advisory_lock(-1, -2)") == "t");
+  CHECK(value(engine, 2, "SELECT pg_try_advisory_lock(-1, -2)") == "f");
+  CHECK(value(engine, 1, "SELECT pg_advisory_unlock(0, 1)") == "t");
+  CHECK(value(engine, 2, "SELECT pg_try_advisory_lock(0, 1)") == "t");
+  CHECK(engine.holder(1) == 2);
+}
+
 }  // namespace lockstep::sim
