@@ -12,10 +12,6 @@ namespace lockstep::sim {
 
 namespace {
 
-// Linux's defaults when a session leaves its keepalive settings at 0.
-constexpr int64_t kKeepaliveIdleDefaultS = 7200;
-constexpr int64_t kKeepaliveIntervalDefaultS = 75;
-constexpr int64_t kKeepaliveCountDefault = 9;
 // The WAL writer writes what an aborted transaction logged within wal_writer_delay (200 ms).
 constexpr int64_t kWalWriterDelayUs = 200'000;
 constexpr size_t kConnectionsMax = 1'000'000;
