@@ -57,17 +57,21 @@ void aim_at_call(SwarmRun& run, int64_t after_us, FaultTag tag, std::string what
 
 // A careful holder's work: sleeps duration_ms, but only until the lock's validity ends (by the
 // client's clock). False, and out of the critical section, when the validity ended first.
-bool careful_work(Client& c, Lock& lock, int64_t duration_ms) {
+bool careful_work_us(Client& c, Lock& lock, int64_t duration_us) {
   const int64_t left_us = c.validity_end_us(lock) - c.clock().monotonic_us();
-  if (left_us <= duration_ms * 1000) {
+  if (left_us <= duration_us) {
     // Validity covers [start, end): the holder is out in its last microsecond, before whoever
     // the end lets in (events at one instant run in no promised order).
     if (left_us > 1) c.clock().sleep_for_us(left_us - 1);
     c.leave(lock);
     return false;
   }
-  c.sleep_ms(duration_ms);
+  c.clock().sleep_for_us(duration_us);
   return true;
+}
+
+bool careful_work(Client& c, Lock& lock, int64_t duration_ms) {
+  return careful_work_us(c, lock, duration_ms * 1000);
 }
 
 // A careful holder's step: the same calls as lease_step's, its work done only while the lock is
@@ -75,7 +79,14 @@ bool careful_work(Client& c, Lock& lock, int64_t duration_ms) {
 // while an extend is in flight (it cannot know whether the call outlives the validity),
 // re-entering when the extend succeeded in time. Then it releases (outside the critical section)
 // unless the step walks away.
-void careful_lease_step(Client& c, Lock& lock, const SwarmStep& step, int64_t extend_ttl_ms) {
+//
+// A lock without expiry (a session lock, AdapterTraits::server_expiry none) has no lease to spend:
+// its validity is how long its session could last unheard (hours). Its holder works on for the
+// TTL it asked, from when the lock came or was extended, as a budget of its own (budget_end_us),
+// and leaves; for a lock whose validity ends sooner (lockstep's postgres adapters cut it to the
+// TTL from the request), the validity still ends the work first.
+void careful_lease_step(Client& c, Lock& lock, const SwarmStep& step, int64_t extend_ttl_ms,
+                        std::optional<int64_t> budget_end_us) {
   std::optional<int64_t> value;
   bool valid = careful_work(c, lock, 0);
   if (valid) value = c.read(lock);
@@ -86,13 +97,20 @@ void careful_lease_step(Client& c, Lock& lock, const SwarmStep& step, int64_t ex
     // it has lost, and the lock must refuse. It works on only if the extend gave it time.
     c.leave(lock);
     valid = c.extend(lock, extend_ttl_ms) && c.clock().monotonic_us() < c.validity_end_us(lock);
+    if (valid && budget_end_us) {
+      budget_end_us = std::max(*budget_end_us, c.clock().monotonic_us() + extend_ttl_ms * 1000);
+    }
     if (valid) c.reenter(lock);
   }
   valid = valid && careful_work(c, lock, 0);
   if (valid && value) c.write(lock, *value + 1);
   // A careful holder is a lease-bound worker: having done the step's work, it keeps working until
   // its validity ends, so whatever validity the adapter overstates, it spends inside.
-  if (valid) careful_work(c, lock, std::numeric_limits<int64_t>::max() / 1000);
+  if (valid && budget_end_us) {
+    careful_work_us(c, lock, std::max<int64_t>(0, *budget_end_us - c.clock().monotonic_us()));
+  } else if (valid) {
+    careful_work(c, lock, std::numeric_limits<int64_t>::max() / 1000);
+  }
   c.leave(lock);
 }
 
@@ -151,7 +169,10 @@ void lease_step(SwarmRun& run, Client& c, const SwarmStep& step) {
   if (step.auto_extend) {
     auto_extending_step(c, *lock, step, ttl_ms);
   } else if (run.spec.careful) {
-    careful_lease_step(c, *lock, step, extend_ttl_ms);
+    const bool expires = run.env->adapter().traits.server_expiry != ExpiryClock::none;
+    careful_lease_step(
+        c, *lock, step, extend_ttl_ms,
+        expires ? std::nullopt : std::optional<int64_t>(c.clock().monotonic_us() + ttl_ms * 1000));
   } else {
     std::optional<int64_t> value = c.read(*lock);
     if (step.pause_ms > 0) c.pause(step.pause_ms);
