@@ -24,6 +24,7 @@
 #include "services/ext/backend/ext_sim.h"
 #include "services/ext/driver/driver_process.h"
 #include "services/ext/driver/node_drivers.h"
+#include "services/postgres/backend/postgres_backend.h"
 #include "services/redis/real/redis_server.h"
 #include "services/redlock/backend/redlock_backend.h"
 
@@ -47,9 +48,10 @@ struct ExtLibrary {
   const char* adapter;
   const char* lib;  // services/ext/node/libs/LIB.js; "" for a user's driver (the `driver` option)
   const char* description;
-  bool over_nodes;      // Redlock: N independent redis-servers
-  bool in_memory;       // no server: the store is the driver's memory, shared by every client
-  bool extends = true;  // false: no extend call (redis-semaphore refreshes on its own timer)
+  bool over_nodes;        // Redlock: N independent redis-servers
+  bool in_memory;         // no server: the store is the driver's memory, shared by every client
+  bool extends = true;    // false: no extend call (redis-semaphore refreshes on its own timer)
+  bool postgres = false;  // over one PostgreSQL server (session advisory locks), simulated only
 };
 
 constexpr ExtLibrary kLibraries[] = {
@@ -78,6 +80,12 @@ constexpr ExtLibrary kLibraries[] = {
      "refreshed "
      "every 0.8 TTL; random identifier, no fencing token",
      true, false, false},
+    {"ext:advisory-lock", "advisory-lock",
+     "advisory-lock 2.0.0 (npm, Node driver) over PostgreSQL: a session advisory lock on a new "
+     "session (node-postgres Client) per lock, pg_try_advisory_lock to take it, "
+     "pg_advisory_unlock and the session closed to give it back; no expiry, no extend, release "
+     "does not report its result, no fencing token; simulated only",
+     false, false, false, true},
 };
 
 // A user's driver for a lock library in any language that speaks services/ext/PROTOCOL.md, over one
@@ -252,6 +260,7 @@ class ExtBackend final : public Backend {
     if (env.options.has("replicas") && env.options.get_int("replicas") > 0) {
       throw WorldUnsupported("the ext adapters' replica to fail over to is simulated only");
     }
+    LOCKSTEP_CHECK(!library.postgres, "advisory-lock runs in the simulator only");
     if (!library.in_memory) {
       const int64_t nodes = library.over_nodes ? env.options.get_int("nodes") : 1;
       const real::RedisServerOptions server_options{
@@ -415,6 +424,18 @@ class ExtBackend final : public Backend {
 // What each library claims to be (owner-checked release and extend, no fencing token), judged as
 // such: a library whose claims do not hold shows it as a violation. No simulated backend yet.
 AdapterTraits ext_traits(const ExtLibrary& library) {
+  if (library.postgres) {
+    // A session lock without expiry, as lockstep's postgres adapters are (kPostgresTraits): a
+    // paused or cut-off holder keeps it while its session lives; a reset, a failover (advisory
+    // locks are not replicated) or a restart ends it under the holder, outside the envelope. It
+    // reads no clock: a client clock's drift or jump is nothing to it.
+    return {.servers = ServerLayout::one_server,
+            .envelope = {.server_wall_clock = true, .connection_resets = false},
+            .tokens = TokenKind::none,
+            .extends = false,
+            .server_expiry = ExpiryClock::none,
+            .errors_mean_not_applied = false};
+  }
   const ServerLayout servers = library.over_nodes  ? ServerLayout::independent_nodes
                                : library.in_memory ? ServerLayout::in_process
                                                    : ServerLayout::one_server;
@@ -434,6 +455,17 @@ std::vector<Finding> sim_findings(const ExtLibrary& library) {
   const std::string lib = library.lib;
   std::vector<Finding> out;
   if (lib.empty() || library.in_memory) return out;  // a user's driver; not co-simulated
+  if (library.postgres) {
+    out.push_back({.scenario = "failover",
+                   .violated = {Invariant::mutual_exclusion, Invariant::no_lost_update,
+                                Invariant::validity_within_lease},
+                   .end = RunEnd::error,
+                   .summary = "after the expected violations (advisory locks are not "
+                              "replicated), the holder's unlock waits on its connection to the "
+                              "dead primary until TCP gives up: no statement or connection "
+                              "timeout"});
+    return out;
+  }
   out.push_back({.scenario = "slow-acquire",
                  .violated = {Invariant::valid_on_return},
                  .summary = "returns a lock whose TTL ran out while it was being acquired: no "
@@ -473,6 +505,15 @@ std::vector<OptionSpec> ext_options(const ExtLibrary& library) {
                                       .help = "longest wait for one driver reply",
                                       .min = 1,
                                       .max = 600'000}};
+  if (library.postgres) {
+    // A replica to fail over to, with the bounds of lockstep's postgres backend.
+    for (const OptionSpec& option : postgres_backend_options(AdvisoryMode::session_try)) {
+      if (option.name == "replicas" || option.name == "replication_delay_ms") {
+        options.push_back(option);
+      }
+    }
+    return options;
+  }
   if (!library.in_memory) {  // one or more redis-servers
     options.push_back({.name = "persistence",
                        .default_value = "none",
@@ -599,14 +640,24 @@ std::vector<AdapterEntry> ext_adapter_entries() {
     // are declared, so the default matrix charts them.
     AdapterEntry& entry = entries.back();
     entry.worlds = {WorldKind::sim, WorldKind::real};
+    if (library.postgres) {
+      // Simulated only: in the real world its leases would come from the clients
+      // (ClientSideLeases), which end a lease by its TTL at the latest and so would outlast a
+      // session lock that a crash, a reset or a termination ended sooner.
+      entry.worlds = {WorldKind::sim};
+      entry.make_real = nullptr;
+    }
     entry.traits.sim_faults = library.in_memory    ? kExtSimSharedFaults
                               : library.over_nodes ? kExtSimNodesFaults
                                                    : kExtSimFaults;
     entry.findings = sim_findings(library);
     entry.third_party = true;
     entry.make_sim = [&library](BackendEnv& env) {
-      return make_ext_sim_backend(
-          env, {library.adapter, library.lib, library.over_nodes, library.in_memory});
+      return make_ext_sim_backend(env, {.adapter = library.adapter,
+                                        .lib = library.lib,
+                                        .over_nodes = library.over_nodes,
+                                        .in_memory = library.in_memory,
+                                        .postgres = library.postgres});
     };
   }
   return entries;
@@ -614,7 +665,9 @@ std::vector<AdapterEntry> ext_adapter_entries() {
 
 std::vector<std::string> ext_family() {
   std::vector<std::string> names;
-  for (const ExtLibrary& library : kLibraries) names.emplace_back(library.adapter);
+  for (const ExtLibrary& library : kLibraries) {
+    if (!library.postgres) names.emplace_back(library.adapter);  // leases, judged alike
+  }
   return names;
 }
 

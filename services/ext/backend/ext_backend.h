@@ -1,6 +1,7 @@
 #pragma once
 // Lock libraries written in other languages as lockstep adapters (`ext:NAME`), driven as black
-// boxes through the ext process protocol (services/ext/PROTOCOL.md), in the real world only.
+// boxes through the ext process protocol (services/ext/PROTOCOL.md), in the real world (the
+// simulator's co-simulated drivers: ext_sim.h).
 //
 // How a library fits LockAdapter and Locker:
 // - One LockAdapter call is one library call: the driver configures the library to make a single
@@ -28,7 +29,8 @@
 //   without pause hooks (they pause nobody).
 // - Servers: one redis-server, or `nodes` of them for the Redlock libraries, started by the
 //   backend; per-client TCP proxies when the scenario cuts clients off from nodes; crash and
-//   restart by SIGKILL and restart, pause by SIGSTOP.
+//   restart by SIGKILL and restart, pause by SIGSTOP. advisory-lock (over PostgreSQL) is
+//   simulated only (ext_sim.h).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -54,7 +56,8 @@ std::string token_not_decimal(std::string_view token);
 
 // The registry entries of every ext adapter (registry.cc appends them).
 std::vector<AdapterEntry> ext_adapter_entries();
-// Every ext adapter, and those that run Redlock over N nodes.
+// Every ext adapter over Redis or in memory (leases with expiry; not advisory-lock's session
+// lock), and those that run Redlock over N nodes.
 std::vector<std::string> ext_family();
 std::vector<std::string> ext_redlock_family();
 

@@ -17,6 +17,10 @@
 #include "services/ext/driver/protocol_rules.h"
 #include "services/ext/driver/sim_driver.h"
 #include "services/ext/driver/sim_driver_pool.h"
+#include "services/postgres/adapter/advisory_adapter.h"
+#include "services/postgres/backend/pg_lease_event.h"
+#include "services/postgres/sim/pg_server.h"
+#include "services/postgres/sim/pg_wire_front.h"
 #include "services/redis/backend/lease_events.h"
 #include "services/redis/sim/redis_node.h"
 #include "services/redis/sim/sim_redis_stream.h"
@@ -75,7 +79,8 @@ class CoSimClient {
   // One request from client `client`'s fiber, answered (or throws SimDriverFailed).
   ext::Response call(int client, ext::Request request);
   // The library's own validity when it reported one (node-redlock), else the TTL's from when the
-  // library was called (a driver that takes one request at a time calls it after the ones before).
+  // library was called (a driver that takes one request at a time calls it after the ones before);
+  // a session lock's (PostgreSQL) the session's, which outlives any TTL.
   int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us, int64_t ttl_ms) const;
   // A failover: its connections to `from` reach `to` from now on.
   void retarget(const sim::RedisNode& from, sim::RedisNode& to) {
@@ -100,6 +105,17 @@ class CoSimClient {
   void exchange_in_callback(const std::string& fields);
   void dispatch(ext::SimExchange exchange);
   void on_bytes(int conn, const std::string& bytes);
+  // A connection the driver opens (the `connect` line), to a Redis node or a PostgreSQL server.
+  void open_stream(int conn, int server);
+  // Its connections to a server that keeps a session for each (PostgreSQL) are closed by its
+  // kernel: the process exited or died.
+  void close_session_streams();
+  // Whether its process would still run (its client's program, or any for a shared driver).
+  bool process_lives() const;
+  // The lock operation a PostgreSQL connection opened now belongs to: the request being handed
+  // to the driver when it is an acquire (advisory-lock opens a session per lock), else the
+  // client's one acquire in flight; none (an empty value: no lease facts) otherwise.
+  sim::PgTag connection_tag() const;
   void on_reset(int conn);
   void schedule_timer(std::optional<int64_t> next_timer_ns);
   void on_timer();
@@ -122,6 +138,8 @@ class CoSimClient {
     sim::RedisStreamFront* redis = nullptr;  // its front, on a stream to a Redis node
   };
   std::map<int, Stream> streams_;  // by the driver's connection id
+  // The request being handed to the driver (call(), for its exchange): client, and the request.
+  std::optional<std::pair<int, ext::Request>> handing_;
   TimeUs resetting_until_us_ = 0;  // a reset window: connections opened before then are doomed
   int64_t next_id_ = 1;
   std::map<int64_t, std::optional<ext::Response>> requests_;  // outstanding, with their answers
@@ -177,7 +195,9 @@ class CoSimAdapter final : public LockAdapter {
   FencingSupport fencing_;  // declared by the run; the driver's ready line agreed
 };
 
-class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
+class ExtSimBackend final : public Backend,
+                            public sim::KeyspaceObserver,
+                            public sim::PgLockObserver {
  public:
   ExtSimBackend(BackendEnv& env, ExtSimLibrary library)
       : env_(env),
@@ -203,6 +223,10 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
           "{}: {} clients share {} driver processes, as threads of one process each (leases "
           "derived from the clients)",
           library_.adapter, env.options.get_int("clients"), kSimDriversMax));
+    }
+    if (library_.postgres) {
+      add_postgres_servers(env.options);
+      return;
     }
     const int64_t nodes = library_.over_nodes ? env.options.get_int("nodes") : 1;
     const std::string persistence = env.options.get("persistence");
@@ -250,7 +274,10 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
   }
 
   // An in-memory library's one "server" is its shared driver's node.
-  int server_count() const override { return store_node_ ? 1 : static_cast<int>(servers_.size()); }
+  int server_count() const override {
+    if (store_node_) return 1;
+    return static_cast<int>(library_.postgres ? pg_servers_.size() : servers_.size());
+  }
   int64_t call_timeout_us() const override {
     return std::max<int64_t>(command_timeout_ms_, 0) * 1000;
   }
@@ -263,10 +290,12 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
     if (store_node_) world_.set_drift(*store_node_, drift_ppm);
     for (auto& server : servers_) world_.set_drift(server->node(), drift_ppm);
     if (replica_) world_.set_drift(replica_->node(), drift_ppm);
+    for (auto& server : pg_servers_) world_.set_drift(server->node(), drift_ppm);
   }
   // The primary dies and its replica is promoted; the drivers' connections follow it, and so does
   // every later connect to server 0, as the clients of lockstep's redis backend do. Once a run.
   int64_t failover() override {
+    if (library_.postgres) return postgres_failover();
     if (!replica_) throw WorldUnsupported("failover needs a replica: --set replicas=1");
     sim::RedisNode& old_primary = *servers_.front();
     const int64_t lost =
@@ -291,14 +320,27 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
   void partition(int client_node, bool two_way) override {
     for (int i = 0; i < server_count(); ++i) partition_server(client_node, i, two_way);
   }
+  // A client's kernel, where it has one of its own (PostgreSQL), is cut off with it.
   void partition_server(int client_node, int server, bool two_way) override {
-    const sim::NodeId node = at(server).node();
-    world_.network().partition(node, client_node);
-    if (two_way) world_.network().partition(client_node, node);
+    const sim::NodeId node = server_node(server);
+    for (const sim::NodeId client_side : client_nodes(client_node)) {
+      world_.network().partition(node, client_side);
+      if (two_way) world_.network().partition(client_side, node);
+    }
   }
   void heal() override {
     no_network_for_in_memory();
     world_.network().heal_all();
+  }
+  // pg_terminate_backend of every session of the client's connections (a PostgreSQL library).
+  void end_session(int client_node) override {
+    if (pg_current_ == nullptr) return Backend::end_session(client_node);
+    auto kernel = kernels_.find(client_node);
+    const std::vector<int64_t> pids =
+        kernel == kernels_.end() ? std::vector<int64_t>{} : pg_current_->pids_from(kernel->second);
+    world_.trace_linef("pg {}: terminating {} session(s) of node {}", pg_current_->name(),
+                       pids.size(), client_node);
+    for (const int64_t pid : pids) pg_current_->terminate(pid);
   }
   void set_fixed_latency(int64_t latency_us) override {
     no_network_for_in_memory();
@@ -307,25 +349,25 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
   // A restart brings back the node its server's crash took down, also when a failover has since
   // put the promoted replica in that server's place (the replica is alive: restarting it is wrong).
   void crash_server(int server) override {
-    const sim::NodeId node = at(server).node();
+    const sim::NodeId node = server_node(server);
     crashed_[server] = node;
     world_.crash(node);
   }
   void restart_server(int server) override {
     const auto crashed = crashed_.find(server);
-    const sim::NodeId node = crashed != crashed_.end() ? crashed->second : at(server).node();
+    const sim::NodeId node = crashed != crashed_.end() ? crashed->second : server_node(server);
     if (crashed != crashed_.end()) crashed_.erase(crashed);
     world_.restart(node);
   }
   void pause_server(int server, int64_t duration_us) override {
-    world_.pause(at(server).node(), duration_us, "server pause");
+    world_.pause(server_node(server), duration_us, "server pause");
   }
   void jump_server_clock(int server, int64_t delta_us) override {
     if (store_node_) {
       LOCKSTEP_CHECK(server == 0, "an in-memory library has one server");
       return world_.jump_clock(*store_node_, delta_us);
     }
-    world_.jump_clock(at(server).node(), delta_us);
+    world_.jump_clock(server_node(server), delta_us);
   }
 
   // A set with a TTL by a client with an acquire in flight is that acquire's grant: its value
@@ -343,7 +385,40 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
     if (event) env_.recorder.record(std::move(*event));
   }
 
+  // A PostgreSQL server's lease facts, named after the lock operation whose connection took the
+  // key (services/postgres/backend/pg_lease_event.h).
+  void on_lock_event(const sim::PgLockEvent& e) override {
+    if (pooled_) return;  // leases derived from the clients (records_leases)
+    if (std::optional<HistoryEvent> lease = postgres_lease_event(e)) {
+      env_.recorder.record(std::move(*lease));
+    }
+  }
+
   // What the clients need of their backend.
+  bool postgres() const { return library_.postgres; }
+  // The server new PostgreSQL connections reach (the primary), or nullptr for a Redis library.
+  sim::PgServer* postgres_server() const { return pg_current_; }
+  bool has_server(int index) const {
+    if (library_.postgres) return index == 0;  // `sim:0`: the primary, whichever it is
+    return index >= 0 && index < static_cast<int>(servers_.size());
+  }
+  uint64_t next_postgres_connection() { return ++pg_connections_; }
+  // The node of the kernel of the process on client_node (made on first ask, before the run):
+  // it takes a PostgreSQL server's packets while the process is paused, and answers its
+  // keepalive probes.
+  sim::NodeId kernel_node(sim::NodeId client_node) {
+    auto it = kernels_.find(client_node);
+    if (it != kernels_.end()) return it->second;
+    const sim::NodeId kernel = world_.add_node(world_.node_name(client_node) + "-host");
+    kernels_.emplace(client_node, kernel);
+    return kernel;
+  }
+  // The key and handle of the client's acquire in flight, when it has exactly one.
+  std::optional<std::pair<std::string, std::string>> one_acquire_in_flight(int client) const {
+    auto it = acquiring_.find(client);
+    if (it == acquiring_.end() || it->second.size() != 1) return std::nullopt;
+    return *it->second.begin();
+  }
   sim::World& world() { return world_; }
   const ExtSimLibrary& sim_library() const { return library_; }
   const std::string& node_program() const { return node_program_; }
@@ -368,6 +443,44 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
   }
 
  private:
+  // One PostgreSQL server (postgres-0), with a streaming replica to fail over to when replicas=1
+  // (postgres-1), as lockstep's postgres backend has.
+  void add_postgres_servers(const Options& options) {
+    pg_servers_.push_back(std::make_unique<sim::PgServer>(
+        world_, sim::PgServerOptions{.name = "postgres-0", .observer = this}));
+    if (options.get_int("replicas") > 0) {
+      pg_servers_.push_back(std::make_unique<sim::PgServer>(
+          world_,
+          sim::PgServerOptions{
+              .name = "postgres-1", .first_pid = 100'000, .observer = this, .replica = true}));
+      pg_servers_.front()->add_replica(*pg_servers_.back(),
+                                       options.get_int("replication_delay_ms"));
+    }
+    pg_current_ = pg_servers_.front().get();
+  }
+  // The primary dies and the replica is promoted: advisory locks are session state, never
+  // replicated, so it holds none of them (-1: what was lost is not counted). Sessions do not
+  // move: their connections to the dead primary break; new ones reach the promoted replica.
+  int64_t postgres_failover() {
+    if (pg_servers_.size() < 2)
+      throw WorldUnsupported("failover needs a replica: --set replicas=1");
+    world_.crash(pg_servers_[0]->node());
+    pg_servers_[1]->promote();
+    pg_current_ = pg_servers_[1].get();
+    return -1;
+  }
+  sim::NodeId server_node(int server) {
+    no_network_for_in_memory();
+    LOCKSTEP_CHECK(server >= 0 && server < server_count(), "a server of this backend");
+    if (library_.postgres) return pg_servers_[static_cast<size_t>(server)]->node();
+    return servers_[static_cast<size_t>(server)]->node();
+  }
+  // The client's node and its kernel's, where it has one.
+  std::vector<sim::NodeId> client_nodes(sim::NodeId client_node) const {
+    std::vector<sim::NodeId> nodes = {client_node};
+    if (auto it = kernels_.find(client_node); it != kernels_.end()) nodes.push_back(it->second);
+    return nodes;
+  }
   // An in-memory library has no network and no Redis node, and its traits let no scenario ask
   // for their faults (kExtSimSharedFaults): WorldUnsupported should one do so anyway.
   void no_network_for_in_memory() const {
@@ -398,12 +511,6 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
     }
     return tied ? nullptr : best;
   }
-  sim::RedisNode& at(int server) {
-    no_network_for_in_memory();
-    LOCKSTEP_CHECK(server >= 0 && server < server_count(), "a server of this backend");
-    return *servers_[static_cast<size_t>(server)];
-  }
-
   BackendEnv& env_;
   sim::World& world_;
   ExtSimLibrary library_;
@@ -419,7 +526,12 @@ class ExtSimBackend final : public Backend, public sim::KeyspaceObserver {
   std::unique_ptr<sim::RedisNode> replica_;         // servers_[0]'s, until a failover promotes it
   std::unique_ptr<sim::RedisNode> failed_primary_;  // the primary a failover left behind, crashed
   std::map<int, sim::NodeId> crashed_;              // server -> the node its last crash took down
-  std::optional<sim::NodeId> store_node_;  // an in-memory library's shared driver runs here
+  // A PostgreSQL library's servers (postgres-0, and its replica), and the primary now.
+  std::vector<std::unique_ptr<sim::PgServer>> pg_servers_;
+  sim::PgServer* pg_current_ = nullptr;
+  uint64_t pg_connections_ = 0;
+  std::map<sim::NodeId, sim::NodeId> kernels_;  // client node -> its kernel's node
+  std::optional<sim::NodeId> store_node_;       // an in-memory library's shared driver runs here
   // client node -> the drivers serving its clients, in the order the clients came (no lookup by
   // address order: reset_connections walks it)
   std::map<int, std::vector<CoSimClient*>> drivers_by_node_;
@@ -445,6 +557,7 @@ CoSimClient::CoSimClient(ExtSimBackend& backend, int client, sim::NodeId node,
   for (int i = 0; i < backend.redis_node_count(); ++i) {
     endpoints += fmt::format("{}sim:{}", i == 0 ? "" : ",", i);
   }
+  if (backend.postgres()) backend.kernel_node(node_);  // its kernel's node, before the run
   const std::vector<std::string>& command = backend.sim_library().command;
   std::string program = backend.node_program();
   std::vector<std::string> args;
@@ -455,8 +568,13 @@ CoSimClient::CoSimClient(ExtSimBackend& backend, int client, sim::NodeId node,
     args.assign(command.begin() + 1, command.end());
     args.push_back("--sim");
   }
-  args.push_back("--redis");
-  args.push_back(endpoints);
+  if (backend.postgres()) {
+    args.push_back("--postgres");
+    args.push_back("sim:0");  // the primary, whichever server that is
+  } else {
+    args.push_back("--redis");
+    args.push_back(endpoints);
+  }
   if (backend.command_timeout_ms() > 0) {
     args.push_back("--command-timeout-ms");
     args.push_back(std::to_string(backend.command_timeout_ms()));
@@ -489,7 +607,12 @@ CoSimClient::CoSimClient(ExtSimBackend& backend, int client, sim::NodeId node,
   world_.trace_line(fmt::format("driver {}: {} protocol {} (co-simulated)", who_, ready_->version,
                                 ready_->protocol));
   if (shared()) return;  // its node never crashes: it is no client's
+  // Its process exits with its client's program, or dies with it: its kernel closes its sockets,
+  // a FIN to a server that keeps a session for one (a PostgreSQL library: Node would not exit
+  // while a connection is open, but a program that ended holds nothing more).
+  world_.on_program_end(node_, [this] { close_session_streams(); });
   world_.on_crash(node_, [this] {
+    close_session_streams();
     if (failed_.empty()) {
       failed_ = fmt::format("driver {} was killed with its client", who_);
       failed_broke_ = false;
@@ -545,8 +668,8 @@ void CoSimClient::exchange_in_callback(const std::string& fields) {
 void CoSimClient::dispatch(ext::SimExchange result) {
   for (ext::SimLine& line : result.lines) {
     if (auto* connect = std::get_if<ext::SimConnect>(&line)) {
-      sim::RedisNode* target = backend_.server(connect->server);
-      if (target == nullptr || streams_.contains(connect->conn) || streams_.size() >= kStreamsMax) {
+      if (!backend_.has_server(connect->server) || streams_.contains(connect->conn) ||
+          streams_.size() >= kStreamsMax) {
         return fail(fmt::format(
             "driver {} {}", who_,
             ext::broke(ext::kRuleConnections,
@@ -554,19 +677,7 @@ void CoSimClient::dispatch(ext::SimExchange result) {
                                    "connection id in use, or more than {} connections",
                                    connect->conn, connect->server, kStreamsMax))));
       }
-      const int conn = connect->conn;
-      const std::string name = stream_label_ + ":" + std::to_string(conn);
-      auto front = std::make_unique<sim::RedisStreamFront>(world_, *target, client_, name);
-      Stream stream{.redis = front.get()};
-      stream.bytes = std::make_unique<sim::SimByteStream>(
-          world_, sim::ByteStreamOptions{.client_node = node_, .name = name}, std::move(front),
-          [this, conn](std::string bytes) { on_bytes(conn, bytes); },
-          [this, conn] { on_reset(conn); });
-      // A reconnect during a reset window is reset too.
-      if (world_.now_us() < resetting_until_us_) {
-        stream.bytes->reset_writes_until(resetting_until_us_);
-      }
-      streams_.emplace(conn, std::move(stream));
+      open_stream(connect->conn, connect->server);
     } else if (auto* send = std::get_if<ext::SimSend>(&line)) {
       auto it = streams_.find(send->conn);
       if (it == streams_.end()) {
@@ -625,6 +736,69 @@ void CoSimClient::reset_connections(int64_t for_us) {
   world_.trace_linef("driver {}: its connections reset{}", who_,
                      for_us > 0 ? fmt::format(", and again for {}us", for_us) : "");
   for (auto& [conn, stream] : streams_) stream.bytes->reset();
+}
+
+void CoSimClient::close_session_streams() {
+  for (auto& [conn, stream] : streams_) {
+    if (stream.bytes->front().hears_client_end()) stream.bytes->close();
+  }
+}
+
+void CoSimClient::open_stream(int conn, int server) {
+  const std::string name = stream_label_ + ":" + std::to_string(conn);
+  auto on_bytes = [this, conn](std::string bytes) { this->on_bytes(conn, bytes); };
+  auto on_reset = [this, conn] { this->on_reset(conn); };
+  Stream stream;
+  if (sim::PgServer* pg = backend_.postgres_server()) {
+    const sim::NodeId kernel = backend_.kernel_node(node_);
+    auto front = std::make_unique<sim::PgWireFront>(
+        world_, *pg,
+        sim::PgWireFrontOptions{.conn = backend_.next_postgres_connection(),
+                                .kernel_node = kernel,
+                                .client = shared() ? -1 : client_,
+                                .tag = connection_tag(),
+                                .stream_name = name,
+                                .process_lives = [this] { return process_lives(); }});
+    stream.bytes = std::make_unique<sim::SimByteStream>(
+        world_, sim::ByteStreamOptions{.client_node = node_, .kernel_node = kernel, .name = name},
+        std::move(front), std::move(on_bytes), std::move(on_reset));
+    // A server whose process is down on a reachable host refuses the connection at once.
+    if (!world_.alive(pg->node()) && world_.network().link_up(kernel, pg->node())) {
+      world_.trace_linef("stream {} to {} refused: the server is down", name, pg->name());
+      stream.bytes->reset();
+    }
+  } else {
+    sim::RedisNode& target = *backend_.server(server);
+    auto front = std::make_unique<sim::RedisStreamFront>(world_, target, client_, name);
+    stream.redis = front.get();
+    stream.bytes = std::make_unique<sim::SimByteStream>(
+        world_, sim::ByteStreamOptions{.client_node = node_, .name = name}, std::move(front),
+        std::move(on_bytes), std::move(on_reset));
+  }
+  // A reconnect during a reset window is reset too.
+  if (world_.now_us() < resetting_until_us_) {
+    stream.bytes->reset_writes_until(resetting_until_us_);
+  }
+  streams_.emplace(conn, std::move(stream));
+}
+
+bool CoSimClient::process_lives() const {
+  const std::vector<sim::NodeId> busy = world_.unfinished_fiber_nodes();
+  if (shared()) return !busy.empty();
+  return world_.alive(node_) && std::find(busy.begin(), busy.end(), node_) != busy.end();
+}
+
+sim::PgTag CoSimClient::connection_tag() const {
+  if (handing_ && handing_->second.op == ext::Op::acquire) {
+    return {
+        .client = handing_->first, .value = handing_->second.handle, .key = handing_->second.key};
+  }
+  if (!shared()) {
+    if (const auto acquire = backend_.one_acquire_in_flight(client_)) {
+      return {.client = client_, .value = acquire->second, .key = acquire->first};
+    }
+  }
+  return {.client = client_};
 }
 
 void CoSimClient::on_bytes(int conn, const std::string& bytes) {
@@ -697,7 +871,14 @@ ext::Response CoSimClient::call(int client, ext::Request request) {
   requests_.emplace(id, std::nullopt);
   if (request.op == ext::Op::acquire) backend_.begin_acquire(client, request.key, request.handle);
   const TimeUs sent_us = world_.now_us();
-  exchange(ext::encode(request));
+  handing_.emplace(client, request);
+  try {
+    exchange(ext::encode(request));
+  } catch (...) {
+    handing_.reset();
+    throw;
+  }
+  handing_.reset();
   if (!requests_.at(id)) {
     const sim::Waiter waiter = world_.prepare_park();
     waiters_.emplace(id, waiter);
@@ -800,6 +981,14 @@ int64_t CoSimClient::validity_end_us(const LockSpec& spec, int64_t requested_at_
   const int64_t from_us = called == library_called_us_.end()
                               ? requested_at_us
                               : std::max(requested_at_us, called->second);
+  if (backend_.postgres()) {
+    // A session lock has no TTL (the library ignores it): it lasts while its session does, which
+    // a server ends, for a client it cannot hear, no sooner than its keepalive (the defaults:
+    // the library sets none) allows, counted from the call.
+    return from_us + advisory_session_loss_bound_us(sim::kKeepaliveIdleDefaultS,
+                                                    sim::kKeepaliveIntervalDefaultS,
+                                                    sim::kKeepaliveCountDefault, 0);
+  }
   return from_us + ttl_ms * 1000;
 }
 

@@ -2,8 +2,9 @@
 // The ext adapters in the simulator (`ext:NAME --world sim`): each client's driver process is
 // co-simulated (services/ext/PROTOCOL.md, version 2). The driver is a real process, but it owns no time,
 // no sockets and no randomness: the backend hands it the client's simulated clocks, carries its
-// Redis client's bytes over the simulated network to simulated Redis nodes
-// (services/redis/sim/sim_redis_stream.h), and seeds it from the run's seed and the client. Every line it
+// client library's bytes over the simulated network (sim/byte_stream.h) to simulated Redis nodes'
+// RESP fronts (services/redis/sim/sim_redis_stream.h) or a simulated PostgreSQL server's wire front
+// (services/postgres/sim/pg_wire_front.h), and seeds it from the run's seed and the client. Every line it
 // writes depends only on the lines it was sent, so the run stays a function of
 // (scenario, seed, build).
 //
@@ -30,6 +31,16 @@
 // response); so that a lease and the acquire that got it name the same value, the backend names a
 // grant after the handle of the acquire its client has in flight, and later events on that value
 // the same way.
+//
+// Over PostgreSQL (advisory-lock): one simulated server, with a streaming replica to fail over to
+// when replicas=1 (new connections reach the primary; sessions do not move). Each client's kernel
+// is a node of its own ("NAME-host"): it takes the server's bytes while the process is paused and
+// answers keepalive probes; a partition cuts it off with the client. When the client's program
+// ends or its process dies, its kernel closes its connections (a FIN: the sessions end). The
+// server reports its lease facts itself (services/postgres/backend/pg_lease_event.h), each named
+// after the acquire whose connection took the key: advisory-lock opens a session per lock inside
+// the acquire's call, so a connection belongs to the acquire it was opened for. A session lock has
+// no TTL: its validity is the session's (validity_end_us).
 #include <memory>
 #include <string>
 #include <string_view>
@@ -44,6 +55,9 @@ struct ExtSimLibrary {
   std::string lib;          // services/ext/node/libs/LIB.js
   bool over_nodes = false;  // Redlock: `nodes` independent simulated Redis nodes
   bool in_memory = false;   // no server: one driver shared by every client holds the store
+  // Over PostgreSQL: one simulated server (a replica to fail over to with replicas=1), reached by
+  // the driver's node-postgres over services/postgres/sim/pg_wire_front.h; `--postgres sim:0`.
+  bool postgres = false;
   // A user's driver (`--adapter ext --set driver=...`): its program and arguments, to which
   // `--sim --redis sim:0` is appended. Empty: lockstep's Node driver for `lib`.
   std::vector<std::string> command;

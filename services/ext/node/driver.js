@@ -4,6 +4,7 @@
 //
 //   node driver.js --lib NAME --redis HOST:PORT[,HOST:PORT...] [--clients N] [--command-timeout-ms MS]
 //   node driver.js --sim --lib NAME --redis sim:0[,sim:1...] [--command-timeout-ms MS]
+//   node driver.js [--sim] --lib advisory-lock --postgres HOST:PORT|sim:0
 //
 // --sim: version 2, co-simulated (sim.js): the harness owns time, the network and randomness;
 // `sim:I` names the harness's server I.
@@ -20,10 +21,11 @@
 "use strict";
 
 const readline = require("node:readline");
-const { commands_sent_so_far } = require("./libs/common.js");
+const { commands_sent_so_far, endpoints_of } = require("./libs/common.js");
 
 const PROTOCOL = 1;
-const LIBS = ["locco-redis", "locco-memory", "node-redlock", "redis-semaphore", "redis-semaphore-redlock"];
+const LIBS = ["locco-redis", "locco-memory", "node-redlock", "redis-semaphore", "redis-semaphore-redlock",
+              "advisory-lock"];
 const MAX_LINE_BYTES = 64 * 1024;
 
 function now_ns() {
@@ -40,18 +42,14 @@ function error_of(e) {
 }
 
 function parse_args(argv) {
-  const args = { lib: "", redis: [], clients: 1, command_timeout_ms: 0, sim: false };
+  const args = { lib: "", redis: [], postgres: [], clients: 1, command_timeout_ms: 0, sim: false };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[i + 1];
     if (flag === "--lib") { args.lib = value; i++; }
-    else if (flag === "--redis") {
-      args.redis = value.split(",").filter(Boolean).map((endpoint) => {
-        const at = endpoint.lastIndexOf(":");
-        return { host: endpoint.slice(0, at), port: Number(endpoint.slice(at + 1)) };
-      });
-      i++;
-    } else if (flag === "--clients") { args.clients = Number(value); i++; }
+    else if (flag === "--redis") { args.redis = endpoints_of(value); i++; }
+    else if (flag === "--postgres") { args.postgres = endpoints_of(value); i++; }
+    else if (flag === "--clients") { args.clients = Number(value); i++; }
     else if (flag === "--command-timeout-ms") { args.command_timeout_ms = Number(value); i++; }
     else if (flag === "--sim") { args.sim = true; }
     else throw new Error(`unknown flag ${flag}`);
@@ -149,15 +147,15 @@ async function main() {
     const { use_connectors } = require("./libs/common.js");
     return sim_main(args, {
       error_of, serve_request,
-      create_lib: ({ connector_for, now_ns: sim_now_ns, write: sim_write }) => {
-        use_connectors(connector_for);
+      create_lib: ({ connector_for, pg_stream, now_ns: sim_now_ns, write: sim_write }) => {
+        use_connectors(connector_for, pg_stream);
         const emit = (event) => sim_write(Object.assign({ t_ns: sim_now_ns() }, event));
-        return require(`./libs/${args.lib}.js`).create({ redis: args.redis, emit, command_timeout_ms: args.command_timeout_ms });
+        return require(`./libs/${args.lib}.js`).create({ redis: args.redis, postgres: args.postgres, emit, command_timeout_ms: args.command_timeout_ms });
       },
     });
   }
   const emit = (event) => write(Object.assign({ t_ns: now_ns() }, event));
-  const lib = await require(`./libs/${args.lib}.js`).create({ redis: args.redis, emit, command_timeout_ms: args.command_timeout_ms });
+  const lib = await require(`./libs/${args.lib}.js`).create({ redis: args.redis, postgres: args.postgres, emit, command_timeout_ms: args.command_timeout_ms });
   write({ ready: true, name: lib.name, version: lib.version, protocol: PROTOCOL,
           capabilities: lib.capabilities, now_ns: now_ns() });
 

@@ -4,8 +4,9 @@
 // - time: @sinonjs/fake-timers replaces Date, performance.now, process.hrtime and the timer
 //   functions; each harness line carries the client's simulated clocks, which the fake clock is
 //   moved to (monotonic first, firing due timers, then the wall clock);
-// - network: every ioredis client is built with SimConnector, whose stream writes the library's
-//   bytes as `send` lines and is fed by `recv` lines: no real socket is ever opened;
+// - network: every ioredis client is built with SimConnector, and every node-postgres Client with
+//   a pg_stream, whose stream writes the library's bytes as `send` lines and is fed by `recv`
+//   lines: no real socket is ever opened;
 // - randomness: Math.random and node:crypto's random sources draw from a PRNG seeded by the harness.
 // After each harness line the driver runs until idle and says when its next timer is due. So
 // everything it writes is a function of what it was sent: the run stays a function of the seed.
@@ -181,7 +182,7 @@ class SimStream extends Duplex {
     callback(err);
   }
   say_close() {
-    if (this.close_said) return;
+    if (this.close_said || this.conn === 0) return;  // 0: never connected
     this.close_said = true;
     this.write_line({ close: this.conn });
   }
@@ -216,6 +217,31 @@ class SimNet {
       }
       disconnect() { if (this.stream) this.stream.end(); }
     };
+  }
+  // A node-postgres stream (its Client's `stream` option): its connection opens when pg calls
+  // connect(port, host) on it, to server `port` of the endpoint `sim:PORT`.
+  pg_stream() {
+    const net = this;
+    const stream = new SimStream(0, net.write);
+    stream.connect = (port, host) => {
+      const server = Number(port);
+      if (host !== "sim" || !Number.isInteger(server)) {
+        process.nextTick(() => stream.destroy(new Error(`not a simulated server: ${host}:${port}`)));
+        return stream;
+      }
+      if (net.next_conn > CONNECTIONS_MAX) {
+        process.nextTick(() => stream.destroy(new Error(`more than ${CONNECTIONS_MAX} connections`)));
+        return stream;
+      }
+      const conn = net.next_conn++;
+      stream.conn = conn;
+      net.write({ connect: conn, server });
+      net.streams.set(conn, stream);
+      stream.on("close", () => net.streams.delete(conn));
+      process.nextTick(() => stream.emit("connect"));  // connected at once, as a socket's event
+      return stream;
+    };
+    return stream;
   }
   recv(conn, data) {
     const stream = this.streams.get(conn);
@@ -257,6 +283,7 @@ async function sim_main(args, { error_of, serve_request, create_lib }) {
   };
   // Real I/O a library starts would finish at a real time, outside any exchange: do it first.
   // ioredis reads its package.json (fs, the thread pool) on every connect, once cached no more.
+  // node-postgres loads its native binding lazily only when asked (pg.native): never here.
   await require("ioredis/built/utils").getPackageMeta();
   let net = new SimNet(write);
   let sim_clock = null;
@@ -288,7 +315,8 @@ async function sim_main(args, { error_of, serve_request, create_lib }) {
       seed_randomness(String(msg.seed));
       const run_net = net;  // this run's: a reset gives the next run a net of its own
       const run_clock = sim_clock;
-      create_lib({ connector_for: (server) => run_net.connector_for(server), now_ns: () => run_clock.now_ns(), write })
+      create_lib({ connector_for: (server) => run_net.connector_for(server), pg_stream: () => run_net.pg_stream(),
+                   now_ns: () => run_clock.now_ns(), write })
         .then((created) => {
           lib = created;
           write({ ready: true, name: lib.name, version: lib.version, protocol: PROTOCOL,

@@ -7,6 +7,7 @@
 
 #include "base/check.h"
 #include "services/postgres/adapter/advisory_adapter.h"
+#include "services/postgres/backend/pg_lease_event.h"
 #include "services/postgres/backend/postgres_backend.h"
 #include "services/postgres/sim/pg_server.h"
 #include "services/postgres/sim/sim_pg_connection.h"
@@ -15,12 +16,6 @@
 namespace lockstep {
 
 namespace {
-
-// A session lock is promised until it is revoked: no expiry. The history's lease is given the
-// simulator's time bound (a run never lasts longer), so it ends only by its revoke.
-constexpr int64_t kSessionLeaseUs = sim::SchedulerOptions{}.time_max_us;
-// The replication group the lease facts name, whichever server is primary.
-constexpr const char* kGroup = "postgres";
 
 // The adapter as the backend hands it out: every call first tells the client's host which lock
 // operation it is in, so the server's lease facts name their owner (the statement's tag).
@@ -213,19 +208,9 @@ class PostgresSimBackend final : public Backend, public sim::PgLockObserver {
   }
 
   void on_lock_event(const sim::PgLockEvent& e) override {
-    if (e.owner.value.empty()) return;  // not a client's lock operation
-    const bool granted = e.kind == sim::PgLockEvent::Kind::granted;
-    recorder_.record(HistoryEvent{.kind = granted ? EventKind::grant : EventKind::revoke,
-                                  .client = granted ? e.owner.client : e.requester,
-                                  .key = e.owner.key,
-                                  .has_token = granted && e.token.has_value(),
-                                  .token = granted ? e.token.value_or(0) : 0,
-                                  .server = kGroup,
-                                  .value = e.owner.value,
-                                  .ttl_us = granted ? kSessionLeaseUs : 0,
-                                  .detail = granted
-                                                ? fmt::format("session {}", e.pid)
-                                                : fmt::format("session {}: {}", e.pid, e.cause)});
+    if (std::optional<HistoryEvent> lease = postgres_lease_event(e)) {
+      recorder_.record(std::move(*lease));
+    }
   }
 
  private:
@@ -258,6 +243,21 @@ class PostgresSimBackend final : public Backend, public sim::PgLockObserver {
 };
 
 }  // namespace
+
+std::optional<HistoryEvent> postgres_lease_event(const sim::PgLockEvent& e) {
+  if (e.owner.value.empty()) return std::nullopt;  // not a client's lock operation
+  const bool granted = e.kind == sim::PgLockEvent::Kind::granted;
+  return HistoryEvent{.kind = granted ? EventKind::grant : EventKind::revoke,
+                      .client = granted ? e.owner.client : e.requester,
+                      .key = e.owner.key,
+                      .has_token = granted && e.token.has_value(),
+                      .token = granted ? e.token.value_or(0) : 0,
+                      .server = kPostgresLeaseGroup,
+                      .value = e.owner.value,
+                      .ttl_us = granted ? kSessionLeaseUs : 0,
+                      .detail = granted ? fmt::format("session {}", e.pid)
+                                        : fmt::format("session {}: {}", e.pid, e.cause)};
+}
 
 std::unique_ptr<Backend> make_postgres_sim_backend(BackendEnv& env, PostgresAdapterFactory factory,
                                                    PostgresSimOptions sim_options) {

@@ -26,9 +26,36 @@ function error_of(e) {
 }
 
 // Co-simulated drivers (sim.js): connector_for(I) is the ioredis Connector class of the harness's
-// server I, which the endpoint `sim:I` names. Unset: real sockets.
+// server I, which the endpoint `sim:I` names; pg_stream() a node-postgres stream that connects to
+// `sim:I`. Unset: real sockets.
 let connector_for = null;
-function use_connectors(factory) { connector_for = factory; }
+let pg_stream = null;
+function use_connectors(factory, pg_stream_factory = null) {
+  connector_for = factory;
+  pg_stream = pg_stream_factory;
+}
+
+// node-postgres's Client as the libraries get it (require("pg").Client, replaced once, on the
+// first call, since a library reads it when it makes a client): over the harness's streams when
+// co-simulated, and with an "error" listener, so that an error on an idle client (the server
+// ended its session) is seen by the library at its next call instead of being thrown at the
+// process, as connect() does for ioredis. Without one, node-postgres's documented behaviour is an
+// uncaught exception.
+let pg_hooked = false;
+function hook_pg_clients() {
+  if (pg_hooked) return;
+  pg_hooked = true;
+  const pg = require("pg");
+  const OriginalPgClient = pg.Client;
+  pg.Client = class LockstepPgClient extends OriginalPgClient {
+    constructor(config) {
+      const options = typeof config === "string" ? { connectionString: config } : Object.assign({}, config);
+      if (pg_stream) options.stream = () => pg_stream();
+      super(options);
+      this.on("error", () => {});
+    }
+  };
+}
 
 // ioredis clients with their defaults (no command timeout unless command_timeout_ms > 0), one per
 // endpoint, each connected (bounded wait).
@@ -88,4 +115,12 @@ function version_of(pkg) {
   return `${pkg} ${JSON.parse(fs.readFileSync(file, "utf8")).version.replace(/^v/, "")}`;
 }
 
-module.exports = { commands_sent_so_far, connect, use_connectors, error_of, Handles, RELEASED_ALREADY, RETIRED, UNKNOWN_HANDLE, version_of };
+// "host:port" endpoints as [{host, port}].
+function endpoints_of(list) {
+  return list.split(",").filter(Boolean).map((endpoint) => {
+    const at = endpoint.lastIndexOf(":");
+    return { host: endpoint.slice(0, at), port: Number(endpoint.slice(at + 1)) };
+  });
+}
+
+module.exports = { commands_sent_so_far, connect, endpoints_of, hook_pg_clients, use_connectors, error_of, Handles, RELEASED_ALREADY, RETIRED, UNKNOWN_HANDLE, version_of };
