@@ -34,6 +34,8 @@ svg text { font: 11px system-ui, sans-serif; fill: #333; }
 .hold.lease { fill: #4caf50; fill-opacity: .75; } .hold.lease.revoked { fill: #7cb342; }
 .hold.open { stroke-dasharray: 3 2; stroke: #555; }
 .lease-extend { stroke: #1b5e20; stroke-width: 2; }
+.renewal { stroke: #0d47a1; stroke-width: 2; }
+.renewal-validity { stroke: #0d47a1; stroke-width: 1; stroke-dasharray: 2 2; }
 .op line { stroke: #999; stroke-width: 2; }
 .op circle { stroke: #fff; stroke-width: 1; }
 .outcome-ok { fill: #2e7d32; } .outcome-fail, .outcome-contended { fill: #ef6c00; }
@@ -72,7 +74,7 @@ const tip = (n, lines) => svg("title", {}, n, lines.filter(l => l).join("\n"));
 
 // Spans and marks from the history, in its (true-time) order.
 function buildModel(d) {
-  const m = {holds: [], leases: [], ops: [], accesses: [], faults: [], end: d.meta.end_us};
+  const m = {holds: [], leases: [], ops: [], accesses: [], faults: [], renewals: [], end: d.meta.end_us};
   for (const e of d.events) m.end = Math.max(m.end, e.time_us);
   const openHold = new Map(), openOp = new Map(), openLease = new Map(), ownerOf = new Map();
   for (const e of d.events) {
@@ -95,6 +97,8 @@ function buildModel(d) {
       m.accesses.push(e);
     } else if (e.kind === "fault") {
       m.faults.push(e);
+    } else if (e.kind === "renewal") {  // a background extension: no invocation, no op to draw
+      m.renewals.push(e);
     } else if (e.kind === "grant") {
       ownerOf.set(e.value, c);
       const l = {client: c, server: e.server, key: e.key, start: t, end: t + e.ttl_us, extends: [], events: [e.index], text: [e.text]};
@@ -125,6 +129,7 @@ function buildLanes(d, m) {
   const addRow = (c, r) => { const l = lane(c); if (!l.rows.includes(r)) l.rows.push(r); };
   for (let c = 0; c < d.meta.clients; ++c) lane(c);
   for (const h of m.holds) addRow(h.client, "hold|" + h.key);
+  for (const r of m.renewals) addRow(r.client, "hold|" + r.key);
   for (const l of m.leases) addRow(l.client, "lease|" + l.key + "|" + l.server);
   for (const a of m.accesses) addRow(a.client ?? -1, "resource");
   for (const o of m.ops) lane(o.client);
@@ -246,6 +251,19 @@ function renderLeases(ctx, leases) {
   }
 }
 
+// A renewal: a tick on the holder's row where it came, and the validity it gave, dashed.
+function renderRenewals(ctx, renewals) {
+  const {g, m, x} = ctx;
+  for (const r of renewals) {
+    const y = ctx.rowY("hold|" + r.key), until = Math.min(r.end_us || r.time_us, m.end);
+    const n = svg("g", {class: "renewal-mark", "data-client": r.client, "data-time-us": r.time_us,
+      "data-end-us": r.end_us || 0}, g);
+    svg("line", {class: "renewal", x1: x(r.time_us), x2: x(r.time_us), y1: y + 1, y2: y + ROW - 1}, n);
+    if (until > r.time_us) svg("line", {class: "renewal-validity", x1: x(r.time_us), x2: x(until), y1: y + 2, y2: y + 2}, n);
+    tip(ctx.mark(n, [r.index]), [r.text, r.end_us ? "valid until " + ms(r.end_us) : ""]);
+  }
+}
+
 function renderOps(ctx, ops) {
   const {g, x} = ctx, y = ctx.rowY("ops") + ROW / 2;
   for (const o of ops) {
@@ -278,6 +296,7 @@ function renderLane(g, lane, m, x, y0, involved) {
     mark: (n, events) => { if (events.some(i => involved.has(i))) n.classList.add("involved"); return n; }};
   renderFaults(ctx);
   renderHolds(ctx, mine(m.holds));
+  renderRenewals(ctx, mine(m.renewals));
   renderLeases(ctx, mine(m.leases));
   renderOps(ctx, mine(m.ops));
   renderAccesses(ctx, mine(m.accesses));
@@ -327,6 +346,7 @@ render(data, model, lanes, 1);
 constexpr std::string_view kLegend = R"html(<div class="legend">
 <span><i style="background:#3f6fb5"></i>client believes it holds the lock (cs_enter..cs_exit)</span>
 <span><i style="background:#4caf50"></i>server's lease (grant..revoke or promised end; | extend)</span>
+<span><b style="color:#0d47a1">|- -</b> renewal in the background, and the validity it gave</span>
 <span><i style="background:#ffb300;opacity:.5"></i>fault</span>
 <span>&#9679; operation outcome: <b style="color:#2e7d32">ok</b> <b style="color:#ef6c00">fail/contended</b>
  <b style="color:#c62828">error</b>; hollow red: stuck (parked at the end, nothing to wake it)</span>
@@ -351,7 +371,7 @@ nlohmann::json event_json(const HistoryEvent& e) {
   if (!e.value.empty()) j["value"] = e.value;
   if (e.kind == EventKind::grant || e.kind == EventKind::extend) j["ttl_us"] = e.ttl_us;
   if (e.kind == EventKind::access || e.kind == EventKind::final_value) j["counter"] = e.counter;
-  if (e.kind == EventKind::fault) j["end_us"] = e.end_us;
+  if (e.kind == EventKind::fault || e.kind == EventKind::renewal) j["end_us"] = e.end_us;
   if (!e.detail.empty()) j["detail"] = e.detail;
   return j;
 }

@@ -213,6 +213,23 @@ TEST_CASE("the timeline carries stuck clients and draws their operation as stuck
   CHECK(page.find("nothing will ever wake it") != std::string::npos);
 }
 
+TEST_CASE("the timeline carries renewals and draws each with the validity it gave",
+          "[report][html][renewal]") {
+  const lockstep::RunReport report =
+      lockstep::run_scenario(lockstep::RunConfig{.scenario = "lost-extension", .adapter = "redis"});
+  const lockstep::HistoryEvent* renewal = nullptr;
+  for (const lockstep::HistoryEvent& e : report.history.events()) {
+    if (e.kind == lockstep::EventKind::renewal && renewal == nullptr) renewal = &e;
+  }
+  REQUIRE(renewal != nullptr);
+  const std::string page = lockstep::timeline_html(report);
+  CHECK(page.find("\"end_us\":" + std::to_string(renewal->end_us) +
+                  ",\"index\":" + std::to_string(renewal->index)) != std::string::npos);
+  CHECK(page.find("e.kind === \"renewal\"") != std::string::npos);  // the script draws it
+  CHECK(page.find(".renewal-validity") != std::string::npos);
+  CHECK(page.find("renewal in the background") != std::string::npos);  // the legend says so
+}
+
 TEST_CASE("embedded text cannot break out of the page", "[report][html]") {
   CHECK(lockstep::html_escape("<a href=\"x\">'&'</a>") ==
         "&lt;a href=&quot;x&quot;&gt;&apos;&amp;&apos;&lt;/a&gt;");
