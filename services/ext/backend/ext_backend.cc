@@ -24,7 +24,11 @@
 #include "services/ext/backend/ext_sim.h"
 #include "services/ext/driver/driver_process.h"
 #include "services/ext/driver/node_drivers.h"
+#include "services/postgres/adapter/advisory_adapter.h"
+#include "services/postgres/adapter/libpq_connection.h"
 #include "services/postgres/backend/postgres_backend.h"
+#include "services/postgres/backend/real_leases.h"
+#include "services/postgres/real/pg_server.h"
 #include "services/redis/real/redis_server.h"
 #include "services/redlock/backend/redlock_backend.h"
 
@@ -51,7 +55,7 @@ struct ExtLibrary {
   bool over_nodes;        // Redlock: N independent redis-servers
   bool in_memory;         // no server: the store is the driver's memory, shared by every client
   bool extends = true;    // false: no extend call (redis-semaphore refreshes on its own timer)
-  bool postgres = false;  // over one PostgreSQL server (session advisory locks), simulated only
+  bool postgres = false;  // over one PostgreSQL server (session advisory locks)
 };
 
 constexpr ExtLibrary kLibraries[] = {
@@ -84,7 +88,7 @@ constexpr ExtLibrary kLibraries[] = {
      "advisory-lock 2.0.0 (npm, Node driver) over PostgreSQL: a session advisory lock on a new "
      "session (node-postgres Client) per lock, pg_try_advisory_lock to take it, "
      "pg_advisory_unlock and the session closed to give it back; no expiry, no extend, release "
-     "does not report its result, no fencing token; simulated only",
+     "does not report its result, no fencing token",
      false, false, false, true},
 };
 
@@ -243,6 +247,40 @@ class ExtAdapter final : public LockAdapter {
   std::function<void(std::string)> trace_;
 };
 
+// A session lock's client as the real backend hands it out: its grants and releases reported to
+// the backend's lease record (RealPgLeases: a real server reports nothing, and leases derived
+// from the clients' TTL would outlast a session that a crash or a reset ended).
+class SessionLeaseAdapter final : public LockAdapter {
+ public:
+  SessionLeaseAdapter(std::unique_ptr<LockAdapter> inner, RealPgLeases& leases, int client)
+      : inner_(std::move(inner)), leases_(leases), client_(client) {}
+
+  std::string_view name() const override { return inner_->name(); }
+  FencingSupport fencing() const override { return inner_->fencing(); }
+  AdapterResult create_lock(const LockSpec& spec) override {
+    AdapterResult result = inner_->create_lock(spec);
+    if (result.status == AdapterStatus::ok) leases_.granted(client_, spec, 0, false);
+    return result;
+  }
+  AdapterResult release_lock(const LockSpec& spec) override {
+    leases_.revoked(client_, spec, client_, "unlock");  // over once the unlock is served
+    return inner_->release_lock(spec);
+  }
+  AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override {
+    return inner_->extend_lock(spec, ttl_ms);
+  }
+  AdapterResult is_valid_lock(const LockSpec& spec) override { return inner_->is_valid_lock(spec); }
+  // No TTL: the session's, as in the simulator.
+  int64_t validity_end_us(const LockSpec&, int64_t requested_at_us, int64_t) const override {
+    return requested_at_us + session_lock_validity_us();
+  }
+
+ private:
+  std::unique_ptr<LockAdapter> inner_;
+  RealPgLeases& leases_;
+  int client_;
+};
+
 class ExtBackend final : public Backend {
  public:
   ExtBackend(BackendEnv& env, const ExtLibrary& library)
@@ -255,13 +293,14 @@ class ExtBackend final : public Backend {
         command_timeout_ms_(env.options.has("ext_command_timeout_ms")
                                 ? env.options.get_int("ext_command_timeout_ms")
                                 : 0),
-        use_proxies_(cuts_clients_off(env.options)),
+        use_proxies_(library.postgres || cuts_clients_off(env.options)),
         fencing_(declared_fencing(env.options)) {
     if (env.options.has("replicas") && env.options.get_int("replicas") > 0) {
       throw WorldUnsupported("the ext adapters' replica to fail over to is simulated only");
     }
-    LOCKSTEP_CHECK(!library.postgres, "advisory-lock runs in the simulator only");
-    if (!library.in_memory) {
+    if (library.postgres) {
+      start_postgres();
+    } else if (!library.in_memory) {
       const int64_t nodes = library.over_nodes ? env.options.get_int("nodes") : 1;
       const real::RedisServerOptions server_options{
           .persistence = real::persistence_from_name(env.options.get("persistence")),
@@ -287,10 +326,10 @@ class ExtBackend final : public Backend {
                                                        fencing_, trace));
       return *adapters_.back();
     }
+    client_of_node_[node] = client;
     std::vector<int> ports;
     std::vector<std::unique_ptr<real::TcpProxy>>& proxies = proxies_[node];
-    for (auto& server : servers_) {
-      int port = server->port();
+    for (int port : server_ports()) {
       if (use_proxies_) {
         proxies.push_back(
             std::make_unique<real::TcpProxy>(real::TcpProxyOptions{.upstream_port = port}));
@@ -303,18 +342,23 @@ class ExtBackend final : public Backend {
         shared_.push_back(start_driver(fmt::format("pool {}", shared_.size()), ports));
       }
       ext::DriverProcess& driver = *shared_[static_cast<size_t>(client) % shared_.size()];
-      adapters_.push_back(
-          std::make_unique<ExtAdapter>(library_.adapter, driver, client, fencing_, trace));
-      return *adapters_.back();
+      return keep(std::make_unique<ExtAdapter>(library_.adapter, driver, client, fencing_, trace),
+                  client);
     }
-    own_.push_back(start_driver(fmt::format("client {}", client), ports));
+    own_.push_back(start_driver(fmt::format("client {}", client), ports, session_name(client)));
     ext::DriverProcess* driver = own_.back().get();
+    // A killed driver's kernel closes its sockets: the server ends its sessions and their locks.
     env_.world.attach_client_process(node, {.stop = [driver] { driver->stop(); },
                                             .resume = [driver] { driver->resume(); },
-                                            .kill = [driver] { driver->kill(); }});
-    adapters_.push_back(
-        std::make_unique<ExtAdapter>(library_.adapter, *driver, -1, fencing_, trace));
-    return *adapters_.back();
+                                            .kill =
+                                                [this, driver, client] {
+                                                  driver->kill();
+                                                  if (pg_leases_)
+                                                    pg_leases_->revoke_all_of(client,
+                                                                              "client died");
+                                                }});
+    return keep(std::make_unique<ExtAdapter>(library_.adapter, *driver, -1, fencing_, trace),
+                client);
   }
 
   int server_count() const override { return std::max<int>(1, static_cast<int>(servers_.size())); }
@@ -325,10 +369,12 @@ class ExtBackend final : public Backend {
     return fmt::format("{} {} (protocol {})", driver->ready().name, driver->ready().version,
                        driver->ready().protocol);
   }
-  bool records_leases() const override { return false; }
+  // A PostgreSQL library's leases are the backend's record of its sessions; a Redis library's
+  // are derived from its clients (the servers report none).
+  bool records_leases() const override { return pg_leases_ != nullptr; }
 
   void partition(int client_node, bool two_way) override {
-    for (int i = 0; i < static_cast<int>(servers_.size()); ++i)
+    for (int i = 0; i < static_cast<int>(server_ports().size()); ++i)
       partition_server(client_node, i, two_way);
   }
   void partition_server(int client_node, int server, bool two_way) override {
@@ -347,30 +393,93 @@ class ExtBackend final : public Backend {
     require_instant_reset(for_us);
     if (!use_proxies_)
       throw WorldUnsupported("resets need the per-server proxies of a partition scenario");
+    // The proxy's RST ends the client's sessions at the server (recorded as it is sent).
+    if (pg_leases_) pg_leases_->revoke_all_of(client_of(client_node), "connection reset");
     for (auto& proxy : proxies_.at(client_node)) proxy->reset_all();
   }
-  void crash_server(int server) override { at(server).crash(); }
+  void crash_server(int server) override {
+    if (!pg_) return at(server).crash();
+    pg_->crash();
+    pg_leases_->revoke_all("server crash");
+  }
   void restart_server(int server) override {
-    keeper_.run([this, server] { at(server).restart(); });
+    keeper_.run([this, server] {
+      if (!pg_) return at(server).restart();
+      pg_->restart();
+    });
+    if (pg_) pg_admin_ = std::make_unique<LibpqConnection>(LibpqOptions{.port = pg_->port()});
   }
   void pause_server(int server, int64_t duration_us) override {
-    at(server).pause();
+    if (pg_) {
+      pg_->pause();
+    } else {
+      at(server).pause();
+    }
     std::this_thread::sleep_for(std::chrono::microseconds(duration_us));
-    at(server).resume();
+    if (pg_) {
+      pg_->resume();
+    } else {
+      at(server).resume();
+    }
+  }
+  // pg_terminate_backend of the client's sessions, which its driver names after it
+  // (application_name); recorded as the termination starts, as lockstep's postgres backend does.
+  void end_session(int client_node) override {
+    if (!pg_) return Backend::end_session(client_node);
+    if (!pg_admin_->is_open() && !pg_admin_->open().ok()) {
+      throw std::runtime_error("no administrator session to end a client's session with");
+    }
+    const int client = client_of(client_node);
+    pg_leases_->revoke_all_of(client, "session terminated");
+    const PgResult ended = pg_admin_->execute(
+        fmt::format("SELECT pid, pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE "
+                    "application_name = '{}'",
+                    session_name(client)));
+    env_.world.trace_linef("server postgres: terminating the sessions of {} -> {}",
+                           session_name(client), describe(ended));
   }
   void jump_server_clock(int server, int64_t delta_us) override {
+    if (pg_) throw WorldUnsupported("the real PostgreSQL server's clock does not jump here");
     const int64_t seconds = (delta_us + (delta_us >= 0 ? 999'999 : -999'999)) / 1'000'000;
     at(server).jump_clock_s(seconds);
   }
 
  private:
+  // A private PostgreSQL cluster (services/postgres/real/pg_server.h), started on the keeper
+  // (the server dies with the thread that started it), and an administrator's session.
+  void start_postgres() {
+    real::PgServerProcess::bin_dir();  // ServerUnavailable, saying what to install
+    keeper_.run([this] { pg_ = std::make_unique<real::PgServerProcess>(); });
+    env_.world.trace_linef("server postgres pid {} at {}", pg_->pid(), pg_->endpoint());
+    pg_admin_ = std::make_unique<LibpqConnection>(LibpqOptions{.port = pg_->port()});
+    pg_leases_ = std::make_unique<RealPgLeases>(env_.recorder);
+  }
+  // What a client's driver names its PostgreSQL sessions (application_name): "" for a Redis one.
+  std::string session_name(int client) const {
+    return pg_ ? fmt::format("lockstep-c{}", client) : std::string();
+  }
+  int client_of(int client_node) const {
+    auto it = client_of_node_.find(client_node);
+    if (it == client_of_node_.end()) throw WorldUnsupported("no client on that node");
+    return it->second;
+  }
+  // The adapter a client uses, its session leases recorded for a PostgreSQL library.
+  LockAdapter& keep(std::unique_ptr<LockAdapter> adapter, int client) {
+    if (pg_leases_) {
+      adapter = std::make_unique<SessionLeaseAdapter>(std::move(adapter), *pg_leases_, client);
+    }
+    adapters_.push_back(std::move(adapter));
+    return *adapters_.back();
+  }
+
   std::unique_ptr<ext::DriverProcess> start_driver(const std::string& who,
-                                                   const std::vector<int>& ports) {
+                                                   const std::vector<int>& ports,
+                                                   const std::string& session_name = "") {
     const std::string name = fmt::format("{} ({})", library_.adapter, who);
     try {
       auto driver = std::make_unique<ext::DriverProcess>(ext::DriverOptions{
           .program = user_command_.empty() ? node_ : user_command_.front(),
-          .args = driver_args(ports),
+          .args = driver_args(ports, session_name),
           .name = name,
           .request_deadline_ms = deadline_ms_,
           .on_event = [this, name](const ext::Event& e) {
@@ -388,7 +497,14 @@ class ExtBackend final : public Backend {
     }
   }
 
-  std::vector<std::string> driver_args(const std::vector<int>& ports) const {
+  std::vector<std::string> driver_args(const std::vector<int>& ports,
+                                       const std::string& session_name) const {
+    if (user_command_.empty() && library_.postgres) {
+      std::vector<std::string> args = ext::node_driver_args(library_.lib, {}, command_timeout_ms_);
+      args.insert(args.end(), {"--postgres", fmt::format("127.0.0.1:{}", ports.at(0))});
+      if (!session_name.empty()) args.insert(args.end(), {"--application-name", session_name});
+      return args;
+    }
     if (user_command_.empty())
       return ext::node_driver_args(library_.lib, ports, command_timeout_ms_);
     std::vector<std::string> args(user_command_.begin() + 1, user_command_.end());
@@ -401,6 +517,13 @@ class ExtBackend final : public Backend {
   }
 
   real::RedisServerProcess& at(int server) { return *servers_.at(static_cast<size_t>(server)); }
+  // The port of each server the drivers reach (before a client's proxies).
+  std::vector<int> server_ports() const {
+    if (pg_) return {pg_->port()};
+    std::vector<int> ports;
+    for (const auto& server : servers_) ports.push_back(server->port());
+    return ports;
+  }
 
   BackendEnv& env_;
   const ExtLibrary& library_;
@@ -413,16 +536,22 @@ class ExtBackend final : public Backend {
   bool pooled_ = false;
   real::KeeperThread keeper_;  // before servers_: outlives the processes it restarted
   std::vector<std::unique_ptr<real::RedisServerProcess>> servers_;
+  // A PostgreSQL library's server, its administrator's session and the record of its sessions'
+  // locks (before the drivers and adapters, which report to it).
+  std::unique_ptr<real::PgServerProcess> pg_;
+  std::unique_ptr<LibpqConnection> pg_admin_;
+  std::unique_ptr<RealPgLeases> pg_leases_;
+  std::map<int, int> client_of_node_;
   std::map<int, std::vector<std::unique_ptr<real::TcpProxy>>>
       proxies_;  // by client node, one per server
   // Drivers after servers: they go first, while their servers still answer their shutdown.
   std::vector<std::unique_ptr<ext::DriverProcess>> shared_;
   std::vector<std::unique_ptr<ext::DriverProcess>> own_;
-  std::vector<std::unique_ptr<ExtAdapter>> adapters_;
+  std::vector<std::unique_ptr<LockAdapter>> adapters_;
 };
 
 // What each library claims to be (owner-checked release and extend, no fencing token), judged as
-// such: a library whose claims do not hold shows it as a violation. No simulated backend yet.
+// such: a library whose claims do not hold shows it as a violation.
 AdapterTraits ext_traits(const ExtLibrary& library) {
   if (library.postgres) {
     // A session lock without expiry, as lockstep's postgres adapters are (kPostgresTraits): a
@@ -558,6 +687,11 @@ std::vector<OptionSpec> ext_options(const ExtLibrary& library) {
 
 }  // namespace
 
+int64_t session_lock_validity_us() {
+  return advisory_session_loss_bound_us(kKeepaliveIdleDefaultS, kKeepaliveIntervalDefaultS,
+                                        kKeepaliveCountDefault, 0);
+}
+
 FencingSupport declared_fencing(const Options& options) {
   return options.has("tokens") && options.get("tokens") == "monotonic" ? FencingSupport::monotonic
                                                                        : FencingSupport::none;
@@ -640,13 +774,6 @@ std::vector<AdapterEntry> ext_adapter_entries() {
     // are declared, so the default matrix charts them.
     AdapterEntry& entry = entries.back();
     entry.worlds = {WorldKind::sim, WorldKind::real};
-    if (library.postgres) {
-      // Simulated only: in the real world its leases would come from the clients
-      // (ClientSideLeases), which end a lease by its TTL at the latest and so would outlast a
-      // session lock that a crash, a reset or a termination ended sooner.
-      entry.worlds = {WorldKind::sim};
-      entry.make_real = nullptr;
-    }
     entry.traits.sim_faults = library.in_memory    ? kExtSimSharedFaults
                               : library.over_nodes ? kExtSimNodesFaults
                                                    : kExtSimFaults;

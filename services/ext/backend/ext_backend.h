@@ -18,8 +18,8 @@
 //   data known before it starts, as every lock's traits are; its `ready` line must say the same
 //   (`random` counts as none) or it broke the protocol's `tokens` rule. Monotonic tokens go to the
 //   judge with each acquire. None of the npm libraries issues fencing tokens.
-// - Leases: the servers are real and report nothing (records_leases false): the runner derives
-//   them from the clients (client_side_leases.h), which never overstates a violation.
+// - Leases: the Redis servers are real and report nothing (records_leases false): the runner
+//   derives them from the clients (client_side_leases.h), which never overstates a violation.
 // - Pause and crash: each client gets its own driver process, attached to the client's node, so a
 //   client's pause SIGSTOPs its driver for the pause (timers, refreshes, sockets: everything stops)
 //   and its crash SIGKILLs it. ext:locco-memory keeps its locks in the driver's memory, so all its
@@ -29,8 +29,13 @@
 //   without pause hooks (they pause nobody).
 // - Servers: one redis-server, or `nodes` of them for the Redlock libraries, started by the
 //   backend; per-client TCP proxies when the scenario cuts clients off from nodes; crash and
-//   restart by SIGKILL and restart, pause by SIGSTOP. advisory-lock (over PostgreSQL) is
-//   simulated only (ext_sim.h).
+//   restart by SIGKILL and restart, pause by SIGSTOP.
+// - advisory-lock: a private PostgreSQL cluster (services/postgres/real/pg_server.h), a proxy per
+//   client always (partitions, resets), each client's sessions named after it (application_name)
+//   so that end_session can terminate them. A session lock ends with its session, often long
+//   before any TTL, so its leases are the backend's record (RealPgLeases: a grant when an acquire
+//   returns held, a revoke when the unlock is sent or the backend ends the sessions: the client's
+//   death, a reset, a termination, a server crash), never derived from the clients' TTL.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -53,6 +58,11 @@ std::string token_promise_broken(FencingSupport declared, const ext::Ready& read
 // rule a token that is not one breaks.
 std::optional<uint64_t> decimal_token(std::string_view token);
 std::string token_not_decimal(std::string_view token);
+
+// How long a session lock can be counted on from its call, when its library sets no keepalive
+// (advisory-lock): the shortest time in which a server with Linux's keepalive defaults ends the
+// session of a client it cannot hear (advisory_session_loss_bound_us). It has no TTL.
+int64_t session_lock_validity_us();
 
 // The registry entries of every ext adapter (registry.cc appends them).
 std::vector<AdapterEntry> ext_adapter_entries();

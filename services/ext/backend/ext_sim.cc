@@ -17,7 +17,6 @@
 #include "services/ext/driver/protocol_rules.h"
 #include "services/ext/driver/sim_driver.h"
 #include "services/ext/driver/sim_driver_pool.h"
-#include "services/postgres/adapter/advisory_adapter.h"
 #include "services/postgres/backend/pg_lease_event.h"
 #include "services/postgres/sim/pg_server.h"
 #include "services/postgres/sim/pg_wire_front.h"
@@ -981,14 +980,7 @@ int64_t CoSimClient::validity_end_us(const LockSpec& spec, int64_t requested_at_
   const int64_t from_us = called == library_called_us_.end()
                               ? requested_at_us
                               : std::max(requested_at_us, called->second);
-  if (backend_.postgres()) {
-    // A session lock has no TTL (the library ignores it): it lasts while its session does, which
-    // a server ends, for a client it cannot hear, no sooner than its keepalive (the defaults:
-    // the library sets none) allows, counted from the call.
-    return from_us + advisory_session_loss_bound_us(sim::kKeepaliveIdleDefaultS,
-                                                    sim::kKeepaliveIntervalDefaultS,
-                                                    sim::kKeepaliveCountDefault, 0);
-  }
+  if (backend_.postgres()) return from_us + session_lock_validity_us();  // no TTL: the session's
   return from_us + ttl_ms * 1000;
 }
 

@@ -4,15 +4,15 @@
 //
 //   node driver.js --lib NAME --redis HOST:PORT[,HOST:PORT...] [--clients N] [--command-timeout-ms MS]
 //   node driver.js --sim --lib NAME --redis sim:0[,sim:1...] [--command-timeout-ms MS]
-//   node driver.js [--sim] --lib advisory-lock --postgres HOST:PORT|sim:0
+//   node driver.js [--sim] --lib advisory-lock --postgres HOST:PORT|sim:0 [--application-name NAME]
 //
 // --sim: version 2, co-simulated (sim.js): the harness owns time, the network and randomness;
 // `sim:I` names the harness's server I.
 //
 // Requests run concurrently (a shared driver serves several clients at once); each gets exactly one
 // response line. A library module (libs/NAME.js) exports
-//   create({redis: [{host, port}], emit, command_timeout_ms}) -> Promise<{name, version, capabilities, acquire, release,
-//                                                     extend, is_locked, close}>
+//   create({redis: [{host, port}], postgres: [{host, port}], application_name, emit, command_timeout_ms})
+//     -> Promise<{name, version, capabilities, acquire, release, extend, is_locked, close}>
 // whose operations resolve to {status, token?, err?} and never throw for lock outcomes.
 //
 // Two ops never reach the library's own protocol surface: `ping` (a pure round trip, for the
@@ -42,13 +42,15 @@ function error_of(e) {
 }
 
 function parse_args(argv) {
-  const args = { lib: "", redis: [], postgres: [], clients: 1, command_timeout_ms: 0, sim: false };
+  const args = { lib: "", redis: [], postgres: [], application_name: "", clients: 1, command_timeout_ms: 0,
+                 sim: false };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[i + 1];
     if (flag === "--lib") { args.lib = value; i++; }
     else if (flag === "--redis") { args.redis = endpoints_of(value); i++; }
     else if (flag === "--postgres") { args.postgres = endpoints_of(value); i++; }
+    else if (flag === "--application-name") { args.application_name = value; i++; }
     else if (flag === "--clients") { args.clients = Number(value); i++; }
     else if (flag === "--command-timeout-ms") { args.command_timeout_ms = Number(value); i++; }
     else if (flag === "--sim") { args.sim = true; }
@@ -140,6 +142,14 @@ async function serve_request(lib, req) {
 
 function handle_of(req) { return `${req.client ?? 0}/${req.handle}`; }
 
+// The library module of --lib, made with the endpoints and settings the flags gave.
+function create_lib(args, emit) {
+  return require(`./libs/${args.lib}.js`).create({
+    redis: args.redis, postgres: args.postgres, application_name: args.application_name, emit,
+    command_timeout_ms: args.command_timeout_ms,
+  });
+}
+
 async function main() {
   const args = parse_args(process.argv.slice(2));
   if (args.sim) {
@@ -150,12 +160,12 @@ async function main() {
       create_lib: ({ connector_for, pg_stream, now_ns: sim_now_ns, write: sim_write }) => {
         use_connectors(connector_for, pg_stream);
         const emit = (event) => sim_write(Object.assign({ t_ns: sim_now_ns() }, event));
-        return require(`./libs/${args.lib}.js`).create({ redis: args.redis, postgres: args.postgres, emit, command_timeout_ms: args.command_timeout_ms });
+        return create_lib(args, emit);
       },
     });
   }
   const emit = (event) => write(Object.assign({ t_ns: now_ns() }, event));
-  const lib = await require(`./libs/${args.lib}.js`).create({ redis: args.redis, postgres: args.postgres, emit, command_timeout_ms: args.command_timeout_ms });
+  const lib = await create_lib(args, emit);
   write({ ready: true, name: lib.name, version: lib.version, protocol: PROTOCOL,
           capabilities: lib.capabilities, now_ns: now_ns() });
 

@@ -1,7 +1,8 @@
 // Lock libraries in other languages through the runner (ext_backend.h), in the real world: every
-// ext adapter on sequential and stolen-lock, a crash that must take the driver down with it, and
-// Redlock's stopped minority node. Skipped (exit 77) without redis-server, node 20 or
-// services/ext/node/node_modules outside CI; a failure in CI.
+// lease library on sequential and stolen-lock, a crash that must take the driver down with it,
+// Redlock's stopped minority node, and advisory-lock's session lock against PostgreSQL. Skipped
+// (exit 77) without redis-server, PostgreSQL 15, node 20 or services/ext/node/node_modules outside
+// CI; a failure in CI.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -10,6 +11,7 @@
 #include "run/runner.h"
 #include "services/ext/backend/ext_backend.h"
 #include "services/ext/driver/node_drivers.h"
+#include "services/postgres/tests/pg_test_support.h"
 #include "tests/real_support.h"
 
 namespace lockstep {
@@ -111,6 +113,33 @@ TEST_CASE("ext: the Redlock libraries on 5 real nodes, one of them stopped",
     CHECK(r.end == RunEnd::complete);
     CHECK_FALSE(violates(r, Invariant::mutual_exclusion));
     CHECK_FALSE(violates(r, Invariant::ownership));
+  }
+}
+
+// advisory-lock against a private PostgreSQL 15: a session lock outlives a paused holder (no TTL
+// to run out), dies with a crashed one's driver, and a terminated session or a reset connection
+// ends it under its holder, as its traits say. The backend's record of its sessions is the
+// leases: a lease derived from the clients' TTL would outlast a session a crash ended
+// (crash-holder reported lease_exclusion so).
+TEST_CASE("ext: advisory-lock against a real PostgreSQL, judged by its sessions",
+          "[ext][real][runner][postgres]") {
+  require_ext();
+  testing::require_postgres();
+  for (const char* scenario : {"sequential", "gc-pause", "crash-holder"}) {
+    const RunReport r = run_ext(scenario, "ext:advisory-lock");
+    INFO(scenario << "\n" << to_text(r));
+    CHECK(r.end == RunEnd::complete);
+    CHECK(r.violations.empty());
+    CHECK(r.matches_expectation());
+    check_drivers_gone(r);
+  }
+  for (const char* scenario : {"session-killed", "connection-reset"}) {
+    const RunReport r = run_ext(scenario, "ext:advisory-lock");
+    INFO(scenario << "\n" << to_text(r));
+    CHECK(r.end == RunEnd::complete);
+    CHECK(violates(r, Invariant::mutual_exclusion));
+    CHECK_FALSE(violates(r, Invariant::lease_exclusion));  // the server ended the first session
+    CHECK(r.matches_expectation());
   }
 }
 

@@ -50,6 +50,12 @@ struct PgResult {
 // "t", "(null)", "ERROR 55P03 ...", "timeout: ...": for traces and tests.
 std::string describe(const PgResult& result);
 
+// Linux's keepalive, which a session that sets none of tcp_keepalives_idle, _interval, _count
+// keeps (seconds, probes).
+inline constexpr int64_t kKeepaliveIdleDefaultS = 7200;
+inline constexpr int64_t kKeepaliveIntervalDefaultS = 75;
+inline constexpr int64_t kKeepaliveCountDefault = 9;
+
 // Session settings sent when a session starts (libpq's `options='-c NAME=VALUE'`), so they hold
 // from its first statement: lock_timeout, tcp_keepalives_idle/interval/count, tcp_user_timeout.
 using PgSettings = std::vector<std::pair<std::string, std::string>>;

@@ -41,11 +41,6 @@
 
 namespace lockstep::sim {
 
-// Linux's keepalive, which a session that sets none of tcp_keepalives_* keeps.
-inline constexpr int64_t kKeepaliveIdleDefaultS = 7200;
-inline constexpr int64_t kKeepaliveIntervalDefaultS = 75;
-inline constexpr int64_t kKeepaliveCountDefault = 9;
-
 // A client host's kernel, as a server sees it through a connection.
 class PgPeer {
  public:

@@ -9,13 +9,16 @@
 
 const { error_of, Handles, hook_pg_clients, RETIRED, UNKNOWN_HANDLE, version_of } = require("./common.js");
 
-async function create({ postgres }) {
+// application_name: what its sessions are called at the server (the harness terminates a client's
+// sessions by it).
+async function create({ postgres, application_name }) {
   if (postgres.length !== 1) throw new Error("advisory-lock needs --postgres HOST:PORT");
   hook_pg_clients();
   const mutex = require("advisory-lock").default;
   const { host, port } = postgres[0];
-  // The superuser lockstep's private cluster has (trust authentication on loopback).
-  const mutex_of = mutex(`postgres://lockstep@${host}:${port}/postgres`);
+  // The superuser of lockstep's private cluster (trust authentication on loopback).
+  const name = application_name ? `?application_name=${encodeURIComponent(application_name)}` : "";
+  const mutex_of = mutex(`postgres://lockstep@${host}:${port}/postgres${name}`);
   const handles = new Handles();
   return {
     name: "advisory-lock",
