@@ -281,9 +281,10 @@ class ExtSimBackend final : public Backend,
     return std::max<int64_t>(command_timeout_ms_, 0) * 1000;
   }
   int quorum() const override { return static_cast<int>(servers_.size() / 2 + 1); }
-  // An in-memory store cannot be watched (no keyspace), and a shared driver's connections carry
-  // several clients' commands (a grant cannot be told whose): the clients' own records judge it.
-  bool records_leases() const override { return !store_node_ && !pooled_; }
+  // An in-memory store cannot be watched (no keyspace), and a shared Redis driver's connections
+  // carry several clients' commands (a grant cannot be told whose): the clients' own records judge
+  // it. A PostgreSQL library's connection belongs to the acquire it was opened in, pooled or not.
+  bool records_leases() const override { return !store_node_ && (!pooled_ || library_.postgres); }
 
   void set_server_drift(int64_t drift_ppm) override {
     if (store_node_) world_.set_drift(*store_node_, drift_ppm);
@@ -387,7 +388,6 @@ class ExtSimBackend final : public Backend,
   // A PostgreSQL server's lease facts, named after the lock operation whose connection took the
   // key (services/postgres/backend/pg_lease_event.h).
   void on_lock_event(const sim::PgLockEvent& e) override {
-    if (pooled_) return;  // leases derived from the clients (records_leases)
     if (std::optional<HistoryEvent> lease = postgres_lease_event(e)) {
       env_.recorder.record(std::move(*lease));
     }
