@@ -247,40 +247,6 @@ class ExtAdapter final : public LockAdapter {
   std::function<void(std::string)> trace_;
 };
 
-// A session lock's client as the real backend hands it out: its grants and releases reported to
-// the backend's lease record (RealPgLeases: a real server reports nothing, and leases derived
-// from the clients' TTL would outlast a session that a crash or a reset ended).
-class SessionLeaseAdapter final : public LockAdapter {
- public:
-  SessionLeaseAdapter(std::unique_ptr<LockAdapter> inner, RealPgLeases& leases, int client)
-      : inner_(std::move(inner)), leases_(leases), client_(client) {}
-
-  std::string_view name() const override { return inner_->name(); }
-  FencingSupport fencing() const override { return inner_->fencing(); }
-  AdapterResult create_lock(const LockSpec& spec) override {
-    AdapterResult result = inner_->create_lock(spec);
-    if (result.status == AdapterStatus::ok) leases_.granted(client_, spec, 0, false);
-    return result;
-  }
-  AdapterResult release_lock(const LockSpec& spec) override {
-    leases_.revoked(client_, spec, client_, "unlock");  // over once the unlock is served
-    return inner_->release_lock(spec);
-  }
-  AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override {
-    return inner_->extend_lock(spec, ttl_ms);
-  }
-  AdapterResult is_valid_lock(const LockSpec& spec) override { return inner_->is_valid_lock(spec); }
-  // No TTL: the session's, as in the simulator.
-  int64_t validity_end_us(const LockSpec&, int64_t requested_at_us, int64_t) const override {
-    return requested_at_us + session_lock_validity_us();
-  }
-
- private:
-  std::unique_ptr<LockAdapter> inner_;
-  RealPgLeases& leases_;
-  int client_;
-};
-
 class ExtBackend final : public Backend {
  public:
   ExtBackend(BackendEnv& env, const ExtLibrary& library)
@@ -466,7 +432,8 @@ class ExtBackend final : public Backend {
   // The adapter a client uses, its session leases recorded for a PostgreSQL library.
   LockAdapter& keep(std::unique_ptr<LockAdapter> adapter, int client) {
     if (pg_leases_) {
-      adapter = std::make_unique<SessionLeaseAdapter>(std::move(adapter), *pg_leases_, client);
+      adapter = library_recording_adapter(std::move(adapter), *pg_leases_, client,
+                                          session_lock_validity_us());
     }
     adapters_.push_back(std::move(adapter));
     return *adapters_.back();

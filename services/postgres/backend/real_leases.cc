@@ -12,10 +12,19 @@ namespace {
 constexpr int64_t kRealSessionLeaseUs = 24LL * 3600 * 1'000'000;
 constexpr const char* kLeaseGroup = "postgres";
 
+// An adapter whose grants and sent releases go to `leases`. lockstep's own (advisory set) also says
+// which locks it still believes held, so a session it found lost ends their leases; a library's
+// (a co-simulated or driven one) says nothing of the kind, and its locks have no TTL: their
+// validity is validity_us from the call (0: the adapter's own).
 class RecordingAdapter final : public LockAdapter {
  public:
-  RecordingAdapter(std::unique_ptr<AdvisoryAdapter> inner, RealPgLeases& leases, int client)
-      : inner_(std::move(inner)), leases_(leases), client_(client) {}
+  RecordingAdapter(std::unique_ptr<LockAdapter> inner, const AdvisoryAdapter* advisory,
+                   RealPgLeases& leases, int client, int64_t validity_us)
+      : inner_(std::move(inner)),
+        advisory_(advisory),
+        leases_(leases),
+        client_(client),
+        validity_us_(validity_us) {}
 
   std::string_view name() const override { return inner_->name(); }
   FencingSupport fencing() const override { return inner_->fencing(); }
@@ -25,35 +34,44 @@ class RecordingAdapter final : public LockAdapter {
       leases_.granted(client_, spec, result.fencing_token,
                       inner_->fencing() == FencingSupport::monotonic);
     }
-    leases_.reconcile(client_, *inner_);
+    reconcile();
     return result;
   }
   AdapterResult release_lock(const LockSpec& spec) override {
     // Over by the time the server serves the unlock, at the latest.
-    if (inner_->believes_held(spec)) leases_.revoked(client_, spec, client_, "unlock");
+    if (advisory_ == nullptr || advisory_->believes_held(spec)) {
+      leases_.revoked(client_, spec, client_, "unlock");
+    }
     AdapterResult result = inner_->release_lock(spec);
-    leases_.reconcile(client_, *inner_);
+    reconcile();
     return result;
   }
   AdapterResult extend_lock(const LockSpec& spec, int64_t ttl_ms) override {
     AdapterResult result = inner_->extend_lock(spec, ttl_ms);
-    leases_.reconcile(client_, *inner_);
+    reconcile();
     return result;
   }
   AdapterResult is_valid_lock(const LockSpec& spec) override {
     AdapterResult result = inner_->is_valid_lock(spec);
-    leases_.reconcile(client_, *inner_);
+    reconcile();
     return result;
   }
   int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us,
                           int64_t ttl_ms) const override {
+    if (validity_us_ > 0) return requested_at_us + validity_us_;
     return inner_->validity_end_us(spec, requested_at_us, ttl_ms);
   }
 
  private:
-  std::unique_ptr<AdvisoryAdapter> inner_;
+  void reconcile() {
+    if (advisory_ != nullptr) leases_.reconcile(client_, *advisory_);
+  }
+
+  std::unique_ptr<LockAdapter> inner_;
+  const AdvisoryAdapter* advisory_;  // inner_ itself, when it is lockstep's
   RealPgLeases& leases_;
   int client_;
+  int64_t validity_us_;
 };
 
 }  // namespace
@@ -117,7 +135,14 @@ void RealPgLeases::reconcile(int client, const AdvisoryAdapter& adapter) {
 
 std::unique_ptr<LockAdapter> recording_adapter(std::unique_ptr<AdvisoryAdapter> inner,
                                                RealPgLeases& leases, int client) {
-  return std::make_unique<RecordingAdapter>(std::move(inner), leases, client);
+  const AdvisoryAdapter* advisory = inner.get();
+  return std::make_unique<RecordingAdapter>(std::move(inner), advisory, leases, client, 0);
+}
+
+std::unique_ptr<LockAdapter> library_recording_adapter(std::unique_ptr<LockAdapter> inner,
+                                                       RealPgLeases& leases, int client,
+                                                       int64_t validity_us) {
+  return std::make_unique<RecordingAdapter>(std::move(inner), nullptr, leases, client, validity_us);
 }
 
 }  // namespace lockstep

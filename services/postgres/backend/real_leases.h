@@ -48,5 +48,11 @@ class RealPgLeases {
 // The adapter a real client uses, reporting its grants and releases to `leases`.
 std::unique_ptr<LockAdapter> recording_adapter(std::unique_ptr<AdvisoryAdapter> inner,
                                                RealPgLeases& leases, int client);
+// The same for a session lock library's adapter (an npm one's driver): it reports no lost
+// session, so its leases end as it releases and as the backend ends its sessions; it has no TTL,
+// so its validity is validity_us from the call.
+std::unique_ptr<LockAdapter> library_recording_adapter(std::unique_ptr<LockAdapter> inner,
+                                                       RealPgLeases& leases, int client,
+                                                       int64_t validity_us);
 
 }  // namespace lockstep
