@@ -51,12 +51,14 @@ struct Builder {
     set_token(e, token);
     return history.add(e);
   }
-  // A successful acquire whose lock reported its validity ending at end_us (true time).
-  size_t granted_until(TimeUs t_us, int client, const std::string& key, TimeUs end_us) {
+  // A successful acquire whose lock `value` ("": "v" and the client) reported its validity ending
+  // at end_us (true time).
+  size_t granted_until(TimeUs t_us, int client, const std::string& key, TimeUs end_us,
+                       const std::string& value = "") {
     HistoryEvent e = base(EventKind::complete, t_us, client, key);
     e.op = Op::acquire;
     e.outcome = Outcome::ok;
-    e.value = "v" + std::to_string(client);
+    e.value = value.empty() ? "v" + std::to_string(client) : value;
     e.end_us = end_us;
     return history.add(e);
   }
@@ -667,14 +669,7 @@ Builder acquired_for_1000us(TimeUs valid_until_us) {
   Builder h;
   h.invoke(0, 0, "k");
   h.grant(100, "redis", "lock:k", "A", 0, 1000);
-  h.history.add(HistoryEvent{.time_us = 150,
-                             .kind = EventKind::complete,
-                             .client = 0,
-                             .key = "k",
-                             .op = Op::acquire,
-                             .outcome = Outcome::ok,
-                             .value = "A",
-                             .end_us = valid_until_us});
+  h.granted_until(150, 0, "k", valid_until_us, "A");
   return h;
 }
 
@@ -763,15 +758,7 @@ TEST_CASE("validity_within_lease: a quorum of the servers' leases must last", "[
   h.grant(100, "n0", "k", "A", 0, 1000);
   h.grant(100, "n1", "k", "A", 0, 500);  // a node whose lease ends early
   h.grant(100, "n2", "k", "A", 0, 1000);
-  HistoryEvent done{.time_us = 150,
-                    .kind = EventKind::complete,
-                    .client = 0,
-                    .key = "k",
-                    .op = Op::acquire,
-                    .outcome = Outcome::ok,
-                    .value = "A",
-                    .end_us = 1050};
-  h.history.add(HistoryEvent(done));
+  h.granted_until(150, 0, "k", 1050, "A");
   CHECK(check_validity_within_lease(h.history).empty());  // n0 and n2 last
   h.revoke(700, "n2", "k", "A", -1);  // n2 lost it on its own (an eviction, a restart)
   const auto found = check_validity_within_lease(h.history);

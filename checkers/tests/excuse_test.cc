@@ -907,6 +907,19 @@ TEST_CASE("an overlap inside an excused double grant of the same two clients is 
   }
 }
 
+namespace {
+
+// The violations of one invariant the checkers find in h, each judged against its faults.
+std::vector<Violation> judged_violations(const History& h, Invariant invariant) {
+  std::vector<Violation> found;
+  for (Violation& v : check_and_excuse(h)) {
+    if (v.invariant == invariant) found.push_back(std::move(v));
+  }
+  return found;
+}
+
+}  // namespace
+
 TEST_CASE("a server clock that ran fast since a queued lease's last refresh shortened its grant",
           "[excuse]") {
   // c0's first acquire (value v0) gives up at 1500 but its etcd key stays queued, its lease last
@@ -968,10 +981,7 @@ TEST_CASE("a server clock that ran fast since a queued lease's last refresh shor
            .op = Op::acquire,
            .outcome = Outcome::ok,
            .value = "v1"});
-    std::vector<Violation> found;
-    for (Violation& v : check_and_excuse(h)) {
-      if (v.invariant == Invariant::lease_exclusion) found.push_back(std::move(v));
-    }
+    std::vector<Violation> found = judged_violations(h, Invariant::lease_exclusion);
     REQUIRE(found.size() == 1);
     INFO(found.front().detail << " / " << found.front().excuse);
     CHECK(found.front().excess_us == 20'000);
@@ -1026,10 +1036,7 @@ TEST_CASE(
            .op = op,
            .outcome = Outcome::error,
            .value = "v0"});
-    std::vector<Violation> found;
-    for (Violation& v : check_and_excuse(h)) {
-      if (v.invariant == Invariant::error_not_applied) found.push_back(std::move(v));
-    }
+    std::vector<Violation> found = judged_violations(h, Invariant::error_not_applied);
     REQUIRE(found.size() == 1);
     return found[0];
   };

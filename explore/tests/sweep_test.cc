@@ -51,6 +51,19 @@ SeedOutcome first_violation(const SweepConfig& config) {
   return {};
 }
 
+// A pinned seed of an adapter, with every fault kind its backend can strike.
+SeedOutcome pinned_seed(const std::string& adapter, uint64_t seed) {
+  return run_sweep_seed({.adapter = adapter}, swarm_capabilities(adapter), seed);
+}
+
+// Whether the run reported a violation of `invariant`, excused or not.
+bool reports(const SeedOutcome& outcome, Invariant invariant) {
+  const std::vector<ReportedViolation>& found = outcome.report.violations;
+  return std::any_of(found.begin(), found.end(), [invariant](const ReportedViolation& rv) {
+    return rv.violation.invariant == invariant;
+  });
+}
+
 }  // namespace
 
 TEST_CASE("the same seed draws the same spec and gives the same trace hash", "[sweep]") {
@@ -209,8 +222,7 @@ TEST_CASE("a queued etcd key's lease shortened by a fast leader before it won is
           "[sweep][excuse]") {
   for (const uint64_t seed : {7798, 13366}) {
     INFO("etcd seed " << seed);
-    const SeedOutcome outcome =
-        run_sweep_seed({.adapter = "etcd"}, swarm_capabilities("etcd"), seed);
+    const SeedOutcome outcome = pinned_seed("etcd", seed);
     INFO(to_text(outcome.report));
     CHECK(outcome.spec.has_fault(FaultKind::server_drift));
     CHECK_FALSE(outcome.excused_by.empty());
@@ -223,13 +235,10 @@ TEST_CASE("a queued etcd key's lease shortened by a fast leader before it won is
 // same instant, touching nothing. The two stays touch, they do not overlap (mutual_exclusion).
 TEST_CASE("a grant at the instant the last holder's validity ends is not an overlap",
           "[sweep][mutual_exclusion]") {
-  const SeedOutcome outcome =
-      run_sweep_seed({.adapter = "memory"}, swarm_capabilities("memory"), 46929);
+  const SeedOutcome outcome = pinned_seed("memory", 46929);
   INFO(to_text(outcome.report));
   CHECK(outcome.exercised());
-  for (const ReportedViolation& rv : outcome.report.violations) {
-    CHECK(rv.violation.invariant != Invariant::mutual_exclusion);
-  }
+  CHECK_FALSE(reports(outcome, Invariant::mutual_exclusion));
   CHECK_FALSE(outcome.violates());
 }
 
@@ -241,12 +250,9 @@ TEST_CASE("a late grant that cannot be given back is an unknown outcome, not an 
           "[sweep][error_not_applied]") {
   for (const uint64_t seed : {136628, 146279, 241763}) {
     INFO("postgres-session seed " << seed);
-    const SeedOutcome outcome = run_sweep_seed({.adapter = "postgres-session"},
-                                               swarm_capabilities("postgres-session"), seed);
+    const SeedOutcome outcome = pinned_seed("postgres-session", seed);
     INFO(to_text(outcome.report));
-    for (const ReportedViolation& rv : outcome.report.violations) {
-      CHECK(rv.violation.invariant != Invariant::error_not_applied);
-    }
+    CHECK_FALSE(reports(outcome, Invariant::error_not_applied));
     CHECK_FALSE(outcome.violates());
   }
 }
@@ -261,8 +267,7 @@ TEST_CASE("timeouts and keepalives follow drift changes on the clock that measur
           "[sweep][sim]") {
   for (const uint64_t seed : {303157, 370070, 373046}) {
     INFO("postgres-session seed " << seed);
-    const SeedOutcome outcome = run_sweep_seed({.adapter = "postgres-session"},
-                                               swarm_capabilities("postgres-session"), seed);
+    const SeedOutcome outcome = pinned_seed("postgres-session", seed);
     INFO(to_text(outcome.report));
     CHECK_FALSE(outcome.violates());
   }
@@ -273,12 +278,9 @@ TEST_CASE("timeouts and keepalives follow drift changes on the clock that measur
 // session-loss bound), and the Locker reported it held. It refuses such an extend now.
 TEST_CASE("an extend whose validity ended before it returned is not reported held",
           "[sweep][valid_on_return]") {
-  const SeedOutcome outcome =
-      run_sweep_seed({.adapter = "postgres-xact"}, swarm_capabilities("postgres-xact"), 186656);
+  const SeedOutcome outcome = pinned_seed("postgres-xact", 186656);
   INFO(to_text(outcome.report));
-  for (const ReportedViolation& rv : outcome.report.violations) {
-    CHECK(rv.violation.invariant != Invariant::valid_on_return);
-  }
+  CHECK_FALSE(reports(outcome, Invariant::valid_on_return));
   CHECK_FALSE(outcome.violates());
 }
 
@@ -287,8 +289,7 @@ TEST_CASE("an extend whose validity ended before it returned is not reported hel
 // run fast and ended it before. The server drift (outside the envelope) excuses it.
 TEST_CASE("a lease an erring acquire left behind, ended early by a fast leader, is excused",
           "[sweep][excuse]") {
-  const SeedOutcome outcome =
-      run_sweep_seed({.adapter = "etcd-lock"}, swarm_capabilities("etcd-lock"), 159053);
+  const SeedOutcome outcome = pinned_seed("etcd-lock", 159053);
   INFO(to_text(outcome.report));
   CHECK(outcome.spec.has_fault(FaultKind::server_drift));
   CHECK_FALSE(outcome.excused_by.empty());

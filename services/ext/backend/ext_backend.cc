@@ -466,14 +466,12 @@ class ExtBackend final : public Backend {
 
   std::vector<std::string> driver_args(const std::vector<int>& ports,
                                        const std::string& session_name) const {
-    if (user_command_.empty() && library_.postgres) {
-      std::vector<std::string> args = ext::node_driver_args(library_.lib, {}, command_timeout_ms_);
-      args.insert(args.end(), {"--postgres", fmt::format("127.0.0.1:{}", ports.at(0))});
+    if (user_command_.empty()) {
+      std::vector<std::string> args = ext::node_driver_args(
+          library_.lib, ports, command_timeout_ms_, library_.postgres ? "--postgres" : "--redis");
       if (!session_name.empty()) args.insert(args.end(), {"--application-name", session_name});
       return args;
     }
-    if (user_command_.empty())
-      return ext::node_driver_args(library_.lib, ports, command_timeout_ms_);
     std::vector<std::string> args(user_command_.begin() + 1, user_command_.end());
     std::string endpoints;
     for (const int port : ports)

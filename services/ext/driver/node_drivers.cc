@@ -75,15 +75,15 @@ std::string require_node_drivers() {
   return *node;
 }
 
-std::vector<std::string> node_driver_args(const std::string& lib,
-                                          const std::vector<int>& redis_ports,
-                                          int64_t command_timeout_ms) {
+std::vector<std::string> node_driver_args(const std::string& lib, const std::vector<int>& ports,
+                                          int64_t command_timeout_ms,
+                                          std::string_view endpoints_flag) {
   std::vector<std::string> args = {node_driver_dir() + "/driver.js", "--lib", lib};
-  if (!redis_ports.empty()) {
+  if (!ports.empty()) {
     std::string endpoints;
-    for (int port : redis_ports)
+    for (int port : ports)
       endpoints += fmt::format("{}127.0.0.1:{}", endpoints.empty() ? "" : ",", port);
-    args.push_back("--redis");
+    args.emplace_back(endpoints_flag);
     args.push_back(endpoints);
   }
   if (command_timeout_ms > 0) {

@@ -2,6 +2,7 @@
 // Where lockstep's Node drivers (services/ext/node) are, and whether this machine can run them.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lockstep::ext {
@@ -17,9 +18,10 @@ std::string default_node_driver_dir();
 // node is missing or older than 20, or services/ext/node/node_modules lacks a pinned package.
 std::string require_node_drivers();
 // argv[1..] for `node driver.js --lib LIB [--redis HOST:PORT,...] [--command-timeout-ms MS]`
-// (0: the Redis client's default, no command timeout).
-std::vector<std::string> node_driver_args(const std::string& lib,
-                                          const std::vector<int>& redis_ports,
-                                          int64_t command_timeout_ms = 0);
+// (0: the Redis client's default, no command timeout); a PostgreSQL library's server goes in
+// endpoints_flag "--postgres".
+std::vector<std::string> node_driver_args(const std::string& lib, const std::vector<int>& ports,
+                                          int64_t command_timeout_ms = 0,
+                                          std::string_view endpoints_flag = "--redis");
 
 }  // namespace lockstep::ext
