@@ -61,6 +61,13 @@ struct ServerEnd::State {
     world.trace_linef("stream {} to {} reset at the client", name(), server_name());
     on_reset();
   }
+  // Broken by the protocol: the server answers (its error) and closes the connection, as Redis
+  // and gRPC servers do, so the client reads the answer and then hears the end.
+  void closes_if_broken(StreamFront::Served& served) {
+    if (served.broken.empty()) return;
+    world.trace_linef("stream {} to {}: protocol broken: {}", name(), server_name(), served.broken);
+    served.close = true;
+  }
   // At the server: it broke the stream; its reset travels back like any message.
   void send_reset(const std::shared_ptr<State>& self) {
     if (front->hears_client_end()) front->client_end(true);
@@ -133,8 +140,7 @@ struct ServerEnd::State {
     }
     if (fin) return front->client_end(false);
     StreamFront::Served served = front->serve(bytes);
-    // Broken by the protocol: its answer goes out, and the client drops it (the stream broke).
-    if (!served.broken.empty()) fail(served.broken);
+    closes_if_broken(served);
     if (doom == SimCall::Doom::reply_lost) {
       fail(fmt::format("piece {} written during a reset ran, its {}B of replies lost: an RST back",
                        seq, served.replies.size()));
@@ -314,7 +320,11 @@ std::string SimByteStream::write_now(const std::string& bytes) {
   ServerEnd::State& s = *state_;
   if (s.broken || s.closed) return {};
   StreamFront::Served served = s.front->serve(bytes);
-  if (!served.broken.empty()) s.fail(served.broken);
+  s.closes_if_broken(served);
+  if (served.close && !std::exchange(s.server_closed, true)) {  // its FIN after the answer
+    ServerEnd::State::to_client(state_, ++s.sent_to_client, std::make_shared<const std::string>(),
+                                0, /*fin=*/true);
+  }
   return std::move(served.replies);
 }
 

@@ -20,7 +20,8 @@
 // sent again as the client's retransmissions would draw another. A broken stream carries nothing
 // more in either direction (one trace line) and the client is told by on_reset, as a socket
 // reset: at once when the client gave up, else by a reset message from the server over the
-// network. A front that finds the protocol broken answers and breaks it too. A server that closes
+// network. A front that finds the protocol broken answers and closes it (a FIN after its answer,
+// as Redis and gRPC servers do). A server that closes
 // the stream (ServerEnd::close) sends its FIN after what it sent before: the client hears it by
 // on_reset once those bytes are delivered.
 //
@@ -83,7 +84,7 @@ class StreamFront {
   virtual std::string_view name() const = 0;  // "redis-0", "postgres-0": for traces
   struct Served {
     std::string replies;  // answered now, as one piece ("": nothing now)
-    std::string broken;   // the protocol broke (why): after the replies, the stream breaks
+    std::string broken;   // the protocol broke (why): after the replies, the server closes it
     bool close = false;   // the server closes the stream after the replies (ServerEnd::close)
   };
   // The client's next piece, in order, on node(). The front's ServerEnd is set by then.
@@ -117,7 +118,8 @@ class SimByteStream {
   // Sends bytes to the server now, over the network.
   void write(std::string bytes);
   // Serves bytes at the server at once, without the network, and returns what it answers now: for
-  // a client's connection handshake before the run starts (true time stands still meanwhile).
+  // a client's connection handshake before the run starts (true time stands still meanwhile). A
+  // server that closes the stream then sends its FIN over the network.
   std::string write_now(const std::string& bytes);
   // The client closed it: nothing more reaches the client (a FIN to a front that hears it).
   void close();

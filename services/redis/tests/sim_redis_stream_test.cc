@@ -227,3 +227,20 @@ TEST_CASE("stream: a run without a reset draws nothing more", "[sim][redis][stre
   CHECK(doomed_bytes.empty());
   CHECK(doomed != plain);  // the doom was drawn
 }
+
+// Bytes that are not RESP: the node answers its error and closes the connection, as Redis does
+// ("-ERR Protocol error..." and a close). The stream once dropped that answer and told the client
+// nothing, so a library that broke the protocol waited for ever.
+TEST_CASE("stream: a client that breaks the protocol reads the node's error, then the end",
+          "[sim][redis][stream]") {
+  World w(stream_world(500));
+  RedisNode r(w, {.name = "r0"});
+  const NodeId c = w.add_node("client");
+  StreamClient babbler(w, c, r, "c1:1");
+  run_at(w, 0, [&] { babbler.stream->write("*2\r\n$x\r\n"); });
+  w.run();
+  CHECK(babbler.bytes.rfind("-ERR ", 0) == 0);
+  CHECK(babbler.reset_at_us == std::optional<TimeUs>(1'000));  // its answer's piece, then the FIN
+  CHECK(w.trace().contains("stream c1:1 to r0: protocol broken: "));
+  CHECK(w.trace().contains("stream c1:1 to r0 closed by the server"));
+}
