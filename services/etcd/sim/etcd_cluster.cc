@@ -383,6 +383,11 @@ void EtcdCluster::tick(Member& m) {
         return;
       }
     }
+    // What a follower has not acknowledged is sent again from its match: an append may have been
+    // lost since the optimistic advance of next_index (send_append).
+    for (int to = 0; to < members(); ++to) {
+      if (to != m.id) m.next_index[to] = std::min(m.next_index[to], m.match_index[to] + 1);
+    }
     broadcast(m, true);
     return;
   }
@@ -524,6 +529,10 @@ void EtcdCluster::send_append(Member& leader, int to, bool entries) {
   const int64_t commit = leader.commit;
   const uint64_t round = leader.read_round;
   const size_t count = batch.size();
+  // Raft's replicate state: the next append carries only what this one does not (etcd/raft's
+  // optimistic update), so appends in flight together never repeat entries; a reject, or the
+  // next tick, sends again from what the follower acknowledged.
+  leader.next_index[to] = prev + 1 + static_cast<int64_t>(count);
   world_.network().send(
       leader.node, at(to).node,
       [&] {
@@ -1286,6 +1295,15 @@ void EtcdCluster::run_lock(int member, std::shared_ptr<LockCall> call) {
 }
 
 // ---- crash and restart ----
+
+void EtcdCluster::crash_leader() {
+  const int member = leader();
+  if (member < 0) {
+    world_.trace_line("failover: the cluster has no leader now (an election is under way)");
+    return;
+  }
+  crash(member);
+}
 
 void EtcdCluster::on_crash(Member& m) {
   wake_up();  // the others must notice: a quiet cluster would never elect a new leader

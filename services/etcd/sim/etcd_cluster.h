@@ -9,7 +9,9 @@
 //
 // Raft (etcd/raft as etcd 3.4 configures it: CheckQuorum on, PreVote off): the members tick every
 // heartbeat_ms of their own oscillator. The leader sends heartbeats (or the entries a follower
-// lacks) every tick; a follower or candidate that has heard from no leader for a randomized
+// has not acknowledged) every tick, and new entries as they come: an append carries only entries
+// no earlier append to that follower carried (etcd/raft's replicate state), a reject sends again
+// from where the follower's log matches; a follower or candidate that has heard from no leader for a randomized
 // election timeout (uniform in [election, 2 x election) ticks, from the world's PRNG) starts an
 // election: term + 1, votes from a majority, each voter granting one vote per term to a candidate
 // whose log is at least as up to date. A member that heard from a leader within the election
@@ -102,7 +104,10 @@ class EtcdCluster {
   const std::string& member_name(int member) const;
   // The live member that believes it leads with the highest term, -1 if none.
   int leader() const;
-  void crash(int member);    // World::crash on its node
+  void crash(int member);  // World::crash on its node
+  // A failover: the leader crashes, and the others elect another (none leads now, an election
+  // under way: nothing crashes, and the trace says so).
+  void crash_leader();
   void restart(int member);  // World::restart on its node
   bool alive(int member) const;
   EtcdRole role(int member) const;
