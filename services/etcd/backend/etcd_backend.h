@@ -73,7 +73,9 @@ inline constexpr AdapterTraits kEtcdTraits{
 
 // What lockstep has shown each etcd lock to do where its traits let a cell expect otherwise
 // (etcd_findings.cc).
-enum class EtcdLockKind { recipe, lock_rpc, smallest_key };
+// library: a lock of another's making on etcd's leases (ext:etcd3), which shares the leases'
+// granularity and has no extend.
+enum class EtcdLockKind { recipe, lock_rpc, smallest_key, library };
 std::vector<Finding> etcd_findings(EtcdLockKind kind);
 
 }  // namespace lockstep

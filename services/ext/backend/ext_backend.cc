@@ -21,6 +21,8 @@
 #include "real/keeper_thread.h"
 #include "real/server_errors.h"
 #include "real/tcp_proxy.h"
+#include "services/etcd/backend/etcd_backend.h"
+#include "services/etcd/real/etcd_cluster.h"
 #include "services/ext/backend/ext_sim.h"
 #include "services/ext/driver/driver_process.h"
 #include "services/ext/driver/node_drivers.h"
@@ -56,6 +58,7 @@ struct ExtLibrary {
   bool in_memory;         // no server: the store is the driver's memory, shared by every client
   bool extends = true;    // false: no extend call (redis-semaphore refreshes on its own timer)
   bool postgres = false;  // over one PostgreSQL server (session advisory locks)
+  bool etcd = false;      // over an etcd cluster (lease locks)
 };
 
 constexpr ExtLibrary kLibraries[] = {
@@ -90,6 +93,12 @@ constexpr ExtLibrary kLibraries[] = {
      "pg_advisory_unlock and the session closed to give it back; no expiry, no extend, release "
      "does not report its result, no fencing token",
      false, false, false, true},
+    {"ext:etcd3", "etcd3",
+     "etcd3 1.1.2 (npm, Node driver) Lock over etcd's gRPC API (@grpc/grpc-js): a lease of the TTL "
+     "in whole seconds, the key put if its create revision is 0, else refused (one attempt); the "
+     "lease kept alive every TTL/3 while held; release revokes the lease and does not report its "
+     "result; no extend, no fencing token",
+     false, false, false, false, true},
 };
 
 // A user's driver for a lock library in any language that speaks services/ext/PROTOCOL.md, over one
@@ -266,6 +275,8 @@ class ExtBackend final : public Backend {
     }
     if (library.postgres) {
       start_postgres();
+    } else if (library.etcd) {
+      start_etcd();
     } else if (!library.in_memory) {
       const int64_t nodes = library.over_nodes ? env.options.get_int("nodes") : 1;
       const real::RedisServerOptions server_options{
@@ -327,7 +338,10 @@ class ExtBackend final : public Backend {
                 client);
   }
 
-  int server_count() const override { return std::max<int>(1, static_cast<int>(servers_.size())); }
+  int server_count() const override {
+    if (etcd_) return etcd_->members();
+    return std::max<int>(1, static_cast<int>(servers_.size()));
+  }
   std::string library() const override {
     const ext::DriverProcess* driver =
         !own_.empty() ? own_.front().get() : (!shared_.empty() ? shared_.front().get() : nullptr);
@@ -363,26 +377,41 @@ class ExtBackend final : public Backend {
     if (pg_leases_) pg_leases_->revoke_all_of(client_of(client_node), "connection reset");
     for (auto& proxy : proxies_.at(client_node)) proxy->reset_all();
   }
+  // An etcd library's cluster: its leader dies and the others elect another (-1: a real cluster
+  // cannot tell what the next leader lacks; Raft loses no acknowledged write).
+  int64_t failover() override {
+    if (!etcd_) return Backend::failover();
+    const int leader = etcd_->leader();
+    if (leader < 0) throw std::runtime_error("failover: the etcd cluster has no leader to crash");
+    etcd_->crash(leader);
+    return -1;
+  }
   void crash_server(int server) override {
+    if (etcd_) return etcd_->crash(etcd_member(server));
     if (!pg_) return at(server).crash();
     pg_->crash();
     pg_leases_->revoke_all("server crash");
   }
   void restart_server(int server) override {
     keeper_.run([this, server] {
+      if (etcd_) return etcd_->restart(etcd_member(server));
       if (!pg_) return at(server).restart();
       pg_->restart();
     });
     if (pg_) pg_admin_ = std::make_unique<LibpqConnection>(LibpqOptions{.port = pg_->port()});
   }
   void pause_server(int server, int64_t duration_us) override {
-    if (pg_) {
+    if (etcd_) {
+      etcd_->pause(etcd_member(server));
+    } else if (pg_) {
       pg_->pause();
     } else {
       at(server).pause();
     }
     std::this_thread::sleep_for(std::chrono::microseconds(duration_us));
-    if (pg_) {
+    if (etcd_) {
+      etcd_->resume(etcd_member(server));
+    } else if (pg_) {
       pg_->resume();
     } else {
       at(server).resume();
@@ -406,6 +435,11 @@ class ExtBackend final : public Backend {
   }
   void jump_server_clock(int server, int64_t delta_us) override {
     if (pg_) throw WorldUnsupported("the real PostgreSQL server's clock does not jump here");
+    if (etcd_) {
+      throw WorldUnsupported(
+          "etcd's clock cannot be faulted in the real world: libfaketime does "
+          "not reach a Go program's clock");
+    }
     const int64_t seconds = (delta_us + (delta_us >= 0 ? 999'999 : -999'999)) / 1'000'000;
     at(server).jump_clock_s(seconds);
   }
@@ -419,6 +453,28 @@ class ExtBackend final : public Backend {
     env_.world.trace_linef("server postgres pid {} at {}", pg_->pid(), pg_->endpoint());
     pg_admin_ = std::make_unique<LibpqConnection>(LibpqOptions{.port = pg_->port()});
     pg_leases_ = std::make_unique<RealPgLeases>(env_.recorder);
+  }
+  // Debian's etcd on loopback as `members` members (services/etcd/real/etcd_cluster.h), started
+  // on the keeper (a member dies with the thread that started it). A real cluster reports no
+  // leases: they are derived from the clients.
+  void start_etcd() {
+    real::EtcdCluster::binary_path();  // ServerUnavailable, saying what to install
+    const real::EtcdClusterOptions options{
+        .members = static_cast<int>(env_.options.get_int("members")),
+        .heartbeat_ms = env_.options.get_int("heartbeat_ms"),
+        .election_timeout_ms = env_.options.get_int("election_timeout_ms")};
+    keeper_.run([this, options] { etcd_ = std::make_unique<real::EtcdCluster>(options); });
+    for (int m = 0; m < etcd_->members(); ++m) {
+      env_.world.trace_linef("server etcd-{} pid {} at 127.0.0.1:{}", m, etcd_->pid(m),
+                             etcd_->client_port(m));
+    }
+  }
+  int etcd_member(int server) const {
+    if (server < 0 || server >= etcd_->members()) {
+      throw WorldUnsupported(
+          fmt::format("no etcd member {} (the cluster has {})", server, etcd_->members()));
+    }
+    return server;
   }
   // What a client's driver names its PostgreSQL sessions (application_name): "" for a Redis one.
   std::string session_name(int client) const {
@@ -467,8 +523,11 @@ class ExtBackend final : public Backend {
   std::vector<std::string> driver_args(const std::vector<int>& ports,
                                        const std::string& session_name) const {
     if (user_command_.empty()) {
-      std::vector<std::string> args = ext::node_driver_args(
-          library_.lib, ports, command_timeout_ms_, library_.postgres ? "--postgres" : "--redis");
+      std::vector<std::string> args =
+          ext::node_driver_args(library_.lib, ports, command_timeout_ms_,
+                                library_.postgres ? "--postgres"
+                                : library_.etcd   ? "--etcd"
+                                                  : "--redis");
       if (!session_name.empty()) args.insert(args.end(), {"--application-name", session_name});
       return args;
     }
@@ -485,6 +544,7 @@ class ExtBackend final : public Backend {
   // The port of each server the drivers reach (before a client's proxies).
   std::vector<int> server_ports() const {
     if (pg_) return {pg_->port()};
+    if (etcd_) return etcd_->client_ports();
     std::vector<int> ports;
     for (const auto& server : servers_) ports.push_back(server->port());
     return ports;
@@ -506,6 +566,7 @@ class ExtBackend final : public Backend {
   std::unique_ptr<real::PgServerProcess> pg_;
   std::unique_ptr<LibpqConnection> pg_admin_;
   std::unique_ptr<RealPgLeases> pg_leases_;
+  std::unique_ptr<real::EtcdCluster> etcd_;  // an etcd library's cluster
   std::map<int, int> client_of_node_;
   std::map<int, std::vector<std::unique_ptr<real::TcpProxy>>>
       proxies_;  // by client node, one per server
@@ -530,6 +591,21 @@ AdapterTraits ext_traits(const ExtLibrary& library) {
             .server_expiry = ExpiryClock::none,
             .errors_mean_not_applied = false};
   }
+  if (library.etcd) {
+    // A lease lock on a Raft cluster, as lockstep's etcd locks are (kEtcdTraits: leases timed on
+    // the leader's monotonic clock, a leader change and a member's restart survived, a paused
+    // member outside), but one attempt per acquire (no queue), no token, no extend (its own
+    // keepalive instead), and errors that say nothing of what applied. It times its keepalive
+    // with Date.now() (a lease it has not renewed for two TTLs by the wall clock is given up): a
+    // client's wall-clock step reaches it.
+    AdapterTraits traits = kEtcdTraits;
+    traits.envelope.client_wall_clock = false;
+    traits.tokens = TokenKind::none;
+    traits.extends = false;
+    traits.queued_grant = QueuedGrant::none;
+    traits.errors_mean_not_applied = false;
+    return traits;
+  }
   const ServerLayout servers = library.over_nodes  ? ServerLayout::independent_nodes
                                : library.in_memory ? ServerLayout::in_process
                                                    : ServerLayout::one_server;
@@ -541,6 +617,33 @@ AdapterTraits ext_traits(const ExtLibrary& library) {
           .errors_mean_not_applied = false};
 }
 
+// etcd3's: etcd's leases are whole seconds, kept past their TTL (etcd_findings), and the library
+// returns a lock without looking at the time its acquire took. Its lease is kept alive from its
+// grant, so the servers still held it: the validity the harness counts from the call (the TTL;
+// the library reports none) is what ran out.
+std::vector<Finding> etcd3_sim_findings() {
+  std::vector<Finding> out = etcd_findings(EtcdLockKind::library);
+  const std::string unchecked =
+      "no validity check after the grant (its lease, kept alive from "
+      "the grant, was still live on the servers)";
+  out.push_back({.scenario = "slow-acquire",
+                 .violated = {Invariant::valid_on_return},
+                 .summary = "returns its lock 800 ms after the call, past the 500 ms TTL counted "
+                            "from it: " +
+                            unchecked});
+  out.push_back({.scenario = "failover",
+                 .violated = {Invariant::valid_on_return},
+                 .summary = "B's lease grant, forwarded to the leader that died, is answered "
+                            "\"request timed out\" after etcd's 6 s; the library retries on "
+                            "another member and returns a lock 6 s after the call: " +
+                            unchecked});
+  out.push_back({.scenario = "clock-drift",
+                 .violated = {},
+                 .summary = "its keepalive renews the lease every third of its TTL: a leader "
+                            "25% fast never lets it run out while A works"});
+  return out;
+}
+
 // What the simulator has shown each library to do where its traits expect otherwise: seed 1 of
 // the default matrix, fencing off and on alike (docs/npm-libraries.md, "Findings in the
 // simulator", has the replay lines). Declared here so `matrix` charts them as findings; a release
@@ -549,6 +652,7 @@ std::vector<Finding> sim_findings(const ExtLibrary& library) {
   const std::string lib = library.lib;
   std::vector<Finding> out;
   if (lib.empty() || library.in_memory) return out;  // a user's driver; not co-simulated
+  if (library.etcd) return etcd3_sim_findings();
   if (library.postgres) {
     out.push_back({.scenario = "failover",
                    .violated = {Invariant::mutual_exclusion, Invariant::no_lost_update,
@@ -599,6 +703,14 @@ std::vector<OptionSpec> ext_options(const ExtLibrary& library) {
                                       .help = "longest wait for one driver reply",
                                       .min = 1,
                                       .max = 600'000}};
+  if (library.etcd) {
+    // The cluster's shape and Raft timing, with the bounds of lockstep's etcd backend (its
+    // request_timeout_ms is its own C++ client's: etcd3 keeps its defaults).
+    for (const OptionSpec& option : etcd_backend_options()) {
+      if (option.name != "request_timeout_ms") options.push_back(option);
+    }
+    return options;
+  }
   if (library.postgres) {
     // A replica to fail over to, with the bounds of lockstep's postgres backend.
     for (const OptionSpec& option : postgres_backend_options(AdvisoryMode::session_try)) {
@@ -741,6 +853,7 @@ std::vector<AdapterEntry> ext_adapter_entries() {
     entry.worlds = {WorldKind::sim, WorldKind::real};
     entry.traits.sim_faults = library.in_memory    ? kExtSimSharedFaults
                               : library.over_nodes ? kExtSimNodesFaults
+                              : library.etcd       ? kEtcdTraits.sim_faults
                                                    : kExtSimFaults;
     entry.findings = sim_findings(library);
     entry.third_party = true;
@@ -749,7 +862,8 @@ std::vector<AdapterEntry> ext_adapter_entries() {
                                         .lib = library.lib,
                                         .over_nodes = library.over_nodes,
                                         .in_memory = library.in_memory,
-                                        .postgres = library.postgres});
+                                        .postgres = library.postgres,
+                                        .etcd = library.etcd});
     };
   }
   return entries;
@@ -758,7 +872,8 @@ std::vector<AdapterEntry> ext_adapter_entries() {
 std::vector<std::string> ext_family() {
   std::vector<std::string> names;
   for (const ExtLibrary& library : kLibraries) {
-    if (!library.postgres) names.emplace_back(library.adapter);  // leases, judged alike
+    // Leases with expiry on one Redis, N nodes or in memory, judged alike.
+    if (!library.postgres && !library.etcd) names.emplace_back(library.adapter);
   }
   return names;
 }

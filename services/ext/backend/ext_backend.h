@@ -36,6 +36,10 @@
 //   before any TTL, so its leases are the backend's record (RealPgLeases: a grant when an acquire
 //   returns held, a revoke when the unlock is sent or the backend ends the sessions: the client's
 //   death, a reset, a termination, a server crash), never derived from the clients' TTL.
+// - etcd3: Debian's etcd as `members` members on loopback (services/etcd/real/etcd_cluster.h),
+//   the driver given every member (`--etcd`), through per-client proxies when the scenario cuts
+//   clients off; failover crashes the leader. A real etcd reports no leases: they are derived
+//   from the clients, as for lockstep's own etcd locks.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -66,8 +70,8 @@ int64_t session_lock_validity_us();
 
 // The registry entries of every ext adapter (registry.cc appends them).
 std::vector<AdapterEntry> ext_adapter_entries();
-// Every ext adapter over Redis or in memory (leases with expiry; not advisory-lock's session
-// lock), and those that run Redlock over N nodes.
+// Every ext adapter over Redis or in memory (leases with expiry; not advisory-lock's session lock
+// nor etcd3's lease on an etcd cluster), and those that run Redlock over N nodes.
 std::vector<std::string> ext_family();
 std::vector<std::string> ext_redlock_family();
 

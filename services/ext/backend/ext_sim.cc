@@ -12,6 +12,9 @@
 
 #include "base/check.h"
 #include "real/server_errors.h"
+#include "services/etcd/backend/lease_facts.h"
+#include "services/etcd/sim/etcd_cluster.h"
+#include "services/etcd/sim/etcd_grpc_front.h"
 #include "services/ext/backend/ext_backend.h"
 #include "services/ext/driver/node_drivers.h"
 #include "services/ext/driver/protocol_rules.h"
@@ -227,6 +230,10 @@ class ExtSimBackend final : public Backend,
       add_postgres_servers(env.options);
       return;
     }
+    if (library_.etcd) {
+      add_etcd_cluster(env.options);
+      return;
+    }
     const int64_t nodes = library_.over_nodes ? env.options.get_int("nodes") : 1;
     const std::string persistence = env.options.get("persistence");
     const sim::Persistence kept = persistence == "always"     ? sim::Persistence::always
@@ -275,6 +282,7 @@ class ExtSimBackend final : public Backend,
   // An in-memory library's one "server" is its shared driver's node.
   int server_count() const override {
     if (store_node_) return 1;
+    if (etcd_) return etcd_->members();
     return static_cast<int>(library_.postgres ? pg_servers_.size() : servers_.size());
   }
   int64_t call_timeout_us() const override {
@@ -291,11 +299,13 @@ class ExtSimBackend final : public Backend,
     for (auto& server : servers_) world_.set_drift(server->node(), drift_ppm);
     if (replica_) world_.set_drift(replica_->node(), drift_ppm);
     for (auto& server : pg_servers_) world_.set_drift(server->node(), drift_ppm);
+    for (int m = 0; etcd_ && m < etcd_->members(); ++m) world_.set_drift(etcd_->node(m), drift_ppm);
   }
   // The primary dies and its replica is promoted; the drivers' connections follow it, and so does
   // every later connect to server 0, as the clients of lockstep's redis backend do. Once a run.
   int64_t failover() override {
     if (library_.postgres) return postgres_failover();
+    if (etcd_) return etcd_failover();
     if (!replica_) throw WorldUnsupported("failover needs a replica: --set replicas=1");
     sim::RedisNode& old_primary = *servers_.front();
     const int64_t lost =
@@ -349,11 +359,13 @@ class ExtSimBackend final : public Backend,
   // A restart brings back the node its server's crash took down, also when a failover has since
   // put the promoted replica in that server's place (the replica is alive: restarting it is wrong).
   void crash_server(int server) override {
+    if (etcd_) return etcd_->crash(etcd_member(server));
     const sim::NodeId node = server_node(server);
     crashed_[server] = node;
     world_.crash(node);
   }
   void restart_server(int server) override {
+    if (etcd_) return etcd_->restart(etcd_member(server));
     const auto crashed = crashed_.find(server);
     const sim::NodeId node = crashed != crashed_.end() ? crashed->second : server_node(server);
     if (crashed != crashed_.end()) crashed_.erase(crashed);
@@ -395,10 +407,17 @@ class ExtSimBackend final : public Backend,
 
   // What the clients need of their backend.
   bool postgres() const { return library_.postgres; }
+  // A simulated etcd cluster's (etcd3), or nullptr.
+  sim::etcd::EtcdCluster* etcd_cluster() const { return etcd_.get(); }
+  uint64_t next_etcd_connection() { return ++etcd_connections_; }
+  // Whether a client's process has a kernel node of its own (a server that keeps per-connection
+  // state hears its connections close when the process ends).
+  bool kernels() const { return library_.postgres || library_.etcd; }
   // The server new PostgreSQL connections reach (the primary), or nullptr for a Redis library.
   sim::PgServer* postgres_server() const { return pg_current_; }
   bool has_server(int index) const {
     if (library_.postgres) return index == 0;  // `sim:0`: the primary, whichever it is
+    if (etcd_) return index >= 0 && index < etcd_->members();
     return index >= 0 && index < static_cast<int>(servers_.size());
   }
   uint64_t next_postgres_connection() { return ++pg_connections_; }
@@ -432,6 +451,7 @@ class ExtSimBackend final : public Backend,
   // A client's acquire of `key` is in flight from begin_acquire to end_acquire (one client may
   // acquire several keys at once).
   void begin_acquire(int client, const std::string& key, std::string handle) {
+    if (etcd_facts_) etcd_facts_->acquiring(client, key, handle);
     acquiring_[client][key] = std::move(handle);
   }
   void end_acquire(int client, const std::string& key) {
@@ -468,9 +488,35 @@ class ExtSimBackend final : public Backend,
     pg_current_ = pg_servers_[1].get();
     return -1;
   }
+  // A simulated etcd cluster of `members` (1 or 3), as lockstep's etcd backend has, and its lease
+  // facts: a lock key is lockstep/KEY/..., as the etcd3 driver names it.
+  void add_etcd_cluster(const Options& options) {
+    etcd_facts_ = std::make_unique<EtcdLeaseFacts>(
+        env_.recorder, [this] { return world_.now_us(); }, "lockstep/");
+    etcd_ = std::make_unique<sim::etcd::EtcdCluster>(
+        world_,
+        sim::etcd::EtcdClusterOptions{.members = static_cast<int>(options.get_int("members")),
+                                      .heartbeat_ms = options.get_int("heartbeat_ms"),
+                                      .election_timeout_ms = options.get_int("election_timeout_ms"),
+                                      .observer = etcd_facts_.get()});
+  }
+  // The leader dies; the others elect a new one. Raft acknowledges a write only once a majority
+  // has it: 0 lost.
+  int64_t etcd_failover() {
+    etcd_->crash_leader();
+    return 0;
+  }
+  int etcd_member(int server) const {
+    if (server < 0 || server >= etcd_->members()) {
+      throw WorldUnsupported(
+          fmt::format("no etcd member {} (the cluster has {})", server, etcd_->members()));
+    }
+    return server;
+  }
   sim::NodeId server_node(int server) {
     no_network_for_in_memory();
     LOCKSTEP_CHECK(server >= 0 && server < server_count(), "a server of this backend");
+    if (etcd_) return etcd_->node(server);
     if (library_.postgres) return pg_servers_[static_cast<size_t>(server)]->node();
     return servers_[static_cast<size_t>(server)]->node();
   }
@@ -529,6 +575,10 @@ class ExtSimBackend final : public Backend,
   std::vector<std::unique_ptr<sim::PgServer>> pg_servers_;
   sim::PgServer* pg_current_ = nullptr;
   uint64_t pg_connections_ = 0;
+  // An etcd library's cluster, and its lease facts (before it: the cluster reports to them).
+  std::unique_ptr<EtcdLeaseFacts> etcd_facts_;
+  std::unique_ptr<sim::etcd::EtcdCluster> etcd_;
+  uint64_t etcd_connections_ = 0;
   std::map<sim::NodeId, sim::NodeId> kernels_;  // client node -> its kernel's node
   std::optional<sim::NodeId> store_node_;       // an in-memory library's shared driver runs here
   // client node -> the drivers serving its clients, in the order the clients came (no lookup by
@@ -556,7 +606,7 @@ CoSimClient::CoSimClient(ExtSimBackend& backend, int client, sim::NodeId node,
   for (int i = 0; i < backend.redis_node_count(); ++i) {
     endpoints += fmt::format("{}sim:{}", i == 0 ? "" : ",", i);
   }
-  if (backend.postgres()) backend.kernel_node(node_);  // its kernel's node, before the run
+  if (backend.kernels()) backend.kernel_node(node_);  // its kernel's node, before the run
   const std::vector<std::string>& command = backend.sim_library().command;
   std::string program = backend.node_program();
   std::vector<std::string> args;
@@ -570,6 +620,12 @@ CoSimClient::CoSimClient(ExtSimBackend& backend, int client, sim::NodeId node,
   if (backend.postgres()) {
     args.push_back("--postgres");
     args.push_back("sim:0");  // the primary, whichever server that is
+  } else if (const sim::etcd::EtcdCluster* etcd = backend.etcd_cluster()) {
+    std::string members;
+    for (int m = 0; m < etcd->members(); ++m)
+      members += fmt::format("{}sim:{}", m == 0 ? "" : ",", m);
+    args.push_back("--etcd");
+    args.push_back(members);
   } else {
     args.push_back("--redis");
     args.push_back(endpoints);
@@ -764,6 +820,23 @@ void CoSimClient::open_stream(int conn, int server) {
     // A server whose process is down on a reachable host refuses the connection at once.
     if (!world_.alive(pg->node()) && world_.network().link_up(kernel, pg->node())) {
       world_.trace_linef("stream {} to {} refused: the server is down", name, pg->name());
+      stream.bytes->reset();
+    }
+  } else if (sim::etcd::EtcdCluster* etcd = backend_.etcd_cluster()) {
+    const sim::NodeId kernel = backend_.kernel_node(node_);
+    auto front = std::make_unique<sim::etcd::EtcdGrpcFront>(
+        world_, *etcd,
+        sim::etcd::EtcdGrpcFrontOptions{.member = server,
+                                        .client = shared() ? -1 : client_,
+                                        .conn = backend_.next_etcd_connection(),
+                                        .stream_name = name});
+    stream.bytes = std::make_unique<sim::SimByteStream>(
+        world_, sim::ByteStreamOptions{.client_node = node_, .kernel_node = kernel, .name = name},
+        std::move(front), std::move(on_bytes), std::move(on_reset));
+    // A member whose process is down on a reachable host refuses the connection at once.
+    if (!etcd->alive(server) && world_.network().link_up(kernel, etcd->node(server))) {
+      world_.trace_linef("stream {} to {} refused: the member is down", name,
+                         etcd->member_name(server));
       stream.bytes->reset();
     }
   } else {

@@ -41,6 +41,13 @@
 // after the acquire whose connection took the key: advisory-lock opens a session per lock inside
 // the acquire's call, so a connection belongs to the acquire it was opened for. A session lock has
 // no TTL: its validity is the session's (validity_end_us).
+//
+// Over etcd (etcd3): a simulated cluster of `members`, as lockstep's etcd backend has, whose
+// members answer gRPC (services/etcd/sim/etcd_grpc_front.h). Each client's kernel is a node of its
+// own, as for PostgreSQL: when the client's program ends or its process dies, its kernel closes
+// its connections (a FIN: the member cancels its calls; its lease runs out). The cluster reports
+// its lease facts itself (services/etcd/backend/lease_facts.h), told which acquire each client has
+// in flight on each key: a key put under lockstep/KEY/ with a client's lease is that acquire's.
 #include <memory>
 #include <string>
 #include <string_view>
@@ -58,6 +65,10 @@ struct ExtSimLibrary {
   // Over PostgreSQL: one simulated server (a replica to fail over to with replicas=1), reached by
   // the driver's node-postgres over services/postgres/sim/pg_wire_front.h; `--postgres sim:0`.
   bool postgres = false;
+  // Over etcd (etcd3): a simulated cluster of `members` (services/etcd/sim/etcd_cluster.h), each
+  // member reached by the driver's @grpc/grpc-js over services/etcd/sim/etcd_grpc_front.h;
+  // `--etcd sim:0,sim:1,...`.
+  bool etcd = false;
   // A user's driver (`--adapter ext --set driver=...`): its program and arguments, to which
   // `--sim --redis sim:0` is appended. Empty: lockstep's Node driver for `lib`.
   std::vector<std::string> command;

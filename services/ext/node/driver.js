@@ -5,13 +5,15 @@
 //   node driver.js --lib NAME --redis HOST:PORT[,HOST:PORT...] [--clients N] [--command-timeout-ms MS]
 //   node driver.js --sim --lib NAME --redis sim:0[,sim:1...] [--command-timeout-ms MS]
 //   node driver.js [--sim] --lib advisory-lock --postgres HOST:PORT|sim:0 [--application-name NAME]
+//   node driver.js [--sim] --lib etcd3 --etcd HOST:PORT[,...]|sim:0[,sim:1...]
 //
 // --sim: version 2, co-simulated (sim.js): the harness owns time, the network and randomness;
 // `sim:I` names the harness's server I.
 //
 // Requests run concurrently (a shared driver serves several clients at once); each gets exactly one
 // response line. A library module (libs/NAME.js) exports
-//   create({redis: [{host, port}], postgres: [{host, port}], application_name, emit, command_timeout_ms})
+//   create({redis: [{host, port}], postgres: [{host, port}], etcd: [{host, port}], application_name, emit,
+//           command_timeout_ms})
 //     -> Promise<{name, version, capabilities, acquire, release, extend, is_locked, close}>
 // whose operations resolve to {status, token?, err?} and never throw for lock outcomes.
 //
@@ -25,7 +27,7 @@ const { commands_sent_so_far, endpoints_of } = require("./libs/common.js");
 
 const PROTOCOL = 1;
 const LIBS = ["locco-redis", "locco-memory", "node-redlock", "redis-semaphore", "redis-semaphore-redlock",
-              "advisory-lock"];
+              "advisory-lock", "etcd3"];
 const MAX_LINE_BYTES = 64 * 1024;
 
 function now_ns() {
@@ -42,14 +44,15 @@ function error_of(e) {
 }
 
 function parse_args(argv) {
-  const args = { lib: "", redis: [], postgres: [], application_name: "", clients: 1, command_timeout_ms: 0,
-                 sim: false };
+  const args = { lib: "", redis: [], postgres: [], etcd: [], application_name: "", clients: 1,
+                 command_timeout_ms: 0, sim: false };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[i + 1];
     if (flag === "--lib") { args.lib = value; i++; }
     else if (flag === "--redis") { args.redis = endpoints_of(value); i++; }
     else if (flag === "--postgres") { args.postgres = endpoints_of(value); i++; }
+    else if (flag === "--etcd") { args.etcd = endpoints_of(value); i++; }
     else if (flag === "--application-name") { args.application_name = value; i++; }
     else if (flag === "--clients") { args.clients = Number(value); i++; }
     else if (flag === "--command-timeout-ms") { args.command_timeout_ms = Number(value); i++; }
@@ -145,7 +148,7 @@ function handle_of(req) { return `${req.client ?? 0}/${req.handle}`; }
 // The library module of --lib, made with the endpoints and settings the flags gave.
 function create_lib(args, emit) {
   return require(`./libs/${args.lib}.js`).create({
-    redis: args.redis, postgres: args.postgres, application_name: args.application_name, emit,
+    redis: args.redis, postgres: args.postgres, etcd: args.etcd, application_name: args.application_name, emit,
     command_timeout_ms: args.command_timeout_ms,
   });
 }
@@ -157,8 +160,8 @@ async function main() {
     const { use_connectors } = require("./libs/common.js");
     return sim_main(args, {
       error_of, serve_request,
-      create_lib: ({ connector_for, pg_stream, now_ns: sim_now_ns, write: sim_write }) => {
-        use_connectors(connector_for, pg_stream);
+      create_lib: ({ connector_for, pg_stream, tcp_connect, now_ns: sim_now_ns, write: sim_write }) => {
+        use_connectors(connector_for, pg_stream, tcp_connect);
         const emit = (event) => sim_write(Object.assign({ t_ns: sim_now_ns() }, event));
         return create_lib(args, emit);
       },

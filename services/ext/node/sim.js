@@ -4,9 +4,9 @@
 // - time: @sinonjs/fake-timers replaces Date, performance.now, process.hrtime and the timer
 //   functions; each harness line carries the client's simulated clocks, which the fake clock is
 //   moved to (monotonic first, firing due timers, then the wall clock);
-// - network: every ioredis client is built with SimConnector, and every node-postgres Client with
-//   a pg_stream, whose stream writes the library's bytes as `send` lines and is fed by `recv`
-//   lines: no real socket is ever opened;
+// - network: every ioredis client is built with SimConnector, every node-postgres Client with a
+//   pg_stream, and @grpc/grpc-js's net.connect makes a tcp_connect stream: each writes the
+//   library's bytes as `send` lines and is fed by `recv` lines; no real socket is ever opened;
 // - randomness: Math.random and node:crypto's random sources draw from a PRNG seeded by the harness.
 // After each harness line the driver runs until idle and says when its next timer is due. So
 // everything it writes is a function of what it was sent: the run stays a function of the seed.
@@ -243,6 +243,13 @@ class SimNet {
     };
     return stream;
   }
+  // A TCP socket as net.connect makes it (what @grpc/grpc-js opens for etcd3), to server `server`:
+  // connected at once, on_connect called as net.connect's callback is.
+  tcp_connect(server, on_connect) {
+    const stream = this.pg_stream();
+    if (on_connect) stream.once("connect", on_connect);
+    return stream.connect(server, "sim");
+  }
   recv(conn, data) {
     const stream = this.streams.get(conn);
     if (stream) stream.push(Buffer.from(data, "base64"));
@@ -250,6 +257,23 @@ class SimNet {
   closed(conn) {
     const stream = this.streams.get(conn);
     if (stream) { stream.close_said = true; stream.destroy(); }
+  }
+}
+
+// --- modules with process-wide state ----------------------------------------------------------
+
+// Packages that keep state for the whole process, which a fresh process would not have: grpc-js's
+// global subchannel pool keeps the last run's connections (streams of a SimNet that is gone) and
+// hands them to the next run's channels, and bignumber.js draws a random number as it loads. A
+// reset forgets etcd3 and every package it brings, so the next run's require() loads them anew,
+// drawing as a fresh process would. (ioredis is kept: its cached package.json spares every run a
+// real file read; pg too: common.js replaced its Client once.)
+const PROCESS_STATE_PACKAGES = ["etcd3", "@grpc/grpc-js", "@grpc/proto-loader", "bignumber.js",
+                                "cockatiel", "protobufjs", "@protobufjs/", "long", "lodash.camelcase",
+                                "@js-sdsl/"].map((name) => `/node_modules/${name.replace(/\/$/, "")}/`);
+function forget_process_state_modules() {
+  for (const file of Object.keys(require.cache)) {
+    if (PROCESS_STATE_PACKAGES.some((dir) => file.includes(dir))) delete require.cache[file];
   }
 }
 
@@ -305,6 +329,7 @@ async function sim_main(args, { error_of, serve_request, create_lib }) {
       sim_clock.clock.reset();
       sim_clock = null;
       lib = null;
+      forget_process_state_modules();
       await settle(null);
       write_idle(null);
       return;
@@ -316,6 +341,7 @@ async function sim_main(args, { error_of, serve_request, create_lib }) {
       const run_net = net;  // this run's: a reset gives the next run a net of its own
       const run_clock = sim_clock;
       create_lib({ connector_for: (server) => run_net.connector_for(server), pg_stream: () => run_net.pg_stream(),
+                   tcp_connect: (server, on_connect) => run_net.tcp_connect(server, on_connect),
                    now_ns: () => run_clock.now_ns(), write })
         .then((created) => {
           lib = created;

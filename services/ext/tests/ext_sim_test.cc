@@ -15,19 +15,12 @@
 #include "run/runner.h"
 #include "services/ext/driver/node_drivers.h"
 #include "services/ext/driver/sim_driver_pool.h"
+#include "services/ext/tests/ext_test_support.h"
 #include "services/keep_warm.h"
 #include "tests/real_support.h"
 
 namespace lockstep {
 namespace {
-
-void require_node() {
-  try {
-    ext::require_node_drivers();
-  } catch (const real::ServerUnavailable& e) {
-    testing::skip_or_fail(e.what());
-  }
-}
 
 RunReport run_sim(const std::string& scenario, const std::string& adapter, uint64_t seed) {
   return run_scenario(
@@ -37,7 +30,7 @@ RunReport run_sim(const std::string& scenario, const std::string& adapter, uint6
 }  // namespace
 
 TEST_CASE("ext sim: locco-redis takes turns and races safely, in virtual time", "[ext][sim]") {
-  require_node();
+  testing::require_node_drivers();
   const RunReport sequential = run_sim("sequential", "ext:locco-redis", 1);
   INFO(to_text(sequential));
   CHECK(sequential.end == RunEnd::complete);
@@ -67,7 +60,7 @@ const char* const kCoSimulated[] = {"ext:locco-redis", "ext:node-redlock", "ext:
                                     "ext:redis-semaphore-redlock"};
 
 TEST_CASE("ext sim: the same seed gives the same trace hash twice", "[ext][sim][determinism]") {
-  require_node();
+  testing::require_node_drivers();
   for (const char* adapter : kCoSimulated) {
     for (const char* scenario : {"sequential", "concurrent-race"}) {
       const RunReport first = run_sim(scenario, adapter, 7);
@@ -87,7 +80,7 @@ TEST_CASE("ext sim: the same seed gives the same trace hash twice", "[ext][sim][
 
 TEST_CASE("ext sim: node-redlock returns a lock already over after a slow acquire",
           "[ext][sim][redlock]") {
-  require_node();
+  testing::require_node_drivers();
   // A is paused 800 ms with its acquire on the wire (TTL 500): node-redlock computes its validity
   // (start + TTL - drift) but never checks it before returning, so A is told it holds a lock whose
   // validity had ended: valid_on_return. lockstep's own redlock fails that acquire instead.
@@ -112,7 +105,7 @@ TEST_CASE("ext sim: node-redlock returns a lock already over after a slow acquir
 
 TEST_CASE("ext sim: a partition delays the library's bytes, it does not lose them",
           "[ext][sim][network]") {
-  require_node();
+  testing::require_node_drivers();
   // A's release is written while it is cut off: the stream retransmits it (TCP), so once the
   // partition heals the release lands, A's lock goes, and A gets the key again: no hang, no error.
   const RunReport r = run_sim("partition", "ext:locco-redis", 1);
@@ -133,7 +126,7 @@ TEST_CASE("ext sim: a partition delays the library's bytes, it does not lose the
 // failovers were co-simulated the scenario did not apply to the ext libraries.
 TEST_CASE("ext sim: a failover moves the library's connections to the promoted replica",
           "[ext][sim][failover]") {
-  require_node();
+  testing::require_node_drivers();
   for (const char* adapter : {"ext:locco-redis", "ext:redis-semaphore"}) {
     const RunReport r = run_sim("failover", adapter, 1);
     INFO(adapter << "\n" << to_text(r));
@@ -166,7 +159,7 @@ namespace {
 // line, "t1_ns is before t0_ns", before the driver timed them on the harness's monotonic time).
 TEST_CASE("ext sim: a backward wall-clock jump of the client leaves the driver's timing sane",
           "[ext][sim][clock]") {
-  require_node();
+  testing::require_node_drivers();
   const SwarmCapabilities caps = swarm_capabilities("ext:locco-redis");
   const SwarmSpec spec = draw_swarm_spec(caps, 2, {.faults = {FaultKind::clock_jump}});
   REQUIRE(spec.has_fault(FaultKind::clock_jump));
@@ -180,7 +173,7 @@ TEST_CASE("ext sim: a backward wall-clock jump of the client leaves the driver's
 // it failed a check in the simulator, an internal error of sweep seed 214).
 TEST_CASE("ext sim: a restart after a failover brings back the crashed node",
           "[ext][sim][failover]") {
-  require_node();
+  testing::require_node_drivers();
   const SwarmCapabilities caps = swarm_capabilities("ext:locco-redis");
   SwarmSpec spec = draw_swarm_spec(caps, 3, {.faults = {FaultKind::failover}});
   REQUIRE(spec.replication_delay_ms >= 0);
@@ -202,7 +195,7 @@ TEST_CASE("ext sim: a restart after a failover brings back the crashed node",
 // (valid_on_return, sweep seed 9).
 TEST_CASE("ext sim: locco-memory shares one driver and is judged by what its clients saw",
           "[ext][sim][memory]") {
-  require_node();
+  testing::require_node_drivers();
   const RunReport sequential = run_sim("sequential", "ext:locco-memory", 1);
   INFO(to_text(sequential));
   CHECK(sequential.end == RunEnd::complete);
@@ -241,7 +234,7 @@ TEST_CASE("ext sim: locco-memory shares one driver and is judged by what its cli
 // 200), as threads of one process each: every client still gets in, and the leases are the
 // clients'.
 TEST_CASE("ext sim: many clients share a few drivers", "[ext][sim][pool]") {
-  require_node();
+  testing::require_node_drivers();
   const RunReport r = run_scenario({.scenario = "retry-storm",
                                     .adapter = "ext:locco-redis",
                                     .world = WorldKind::sim,
@@ -263,7 +256,7 @@ TEST_CASE("ext sim: many clients share a few drivers", "[ext][sim][pool]") {
 // the same trace hash seed by seed, whatever ran in that driver before.
 TEST_CASE("ext sim: a driver kept warm gives every run the trace of a fresh one",
           "[ext][sim][determinism][pool]") {
-  require_node();
+  testing::require_node_drivers();
   for (const char* adapter : kCoSimulated) {
     const SwarmCapabilities caps = swarm_capabilities(adapter);
     // A sweep's seed, with its trace kept.
@@ -316,7 +309,7 @@ namespace {
 // library has no connection to reset.
 TEST_CASE("ext sim: a reset strikes a Redis library's connections, and its driver reconnects",
           "[ext][sim][reset]") {
-  require_node();
+  testing::require_node_drivers();
   for (const char* adapter : kCoSimulated) {
     const SwarmCapabilities caps = swarm_capabilities(adapter);
     INFO(adapter);
@@ -349,7 +342,7 @@ TEST_CASE("ext sim: a reset strikes a Redis library's connections, and its drive
 // `lockstep sweep --adapter ext:node-redlock --faults reset`: before, a usage error (the backend
 // could not strike it); now the sweep draws resets, inside the adapter's envelope.
 TEST_CASE("ext sim: a sweep with --faults reset draws resets", "[ext][sim][reset]") {
-  require_node();
+  testing::require_node_drivers();
   SweepConfig config{.adapter = "ext:node-redlock",
                      .seeds = 4,
                      .faults = {FaultKind::reset},
@@ -372,7 +365,7 @@ TEST_CASE("ext sim: a sweep with --faults reset draws resets", "[ext][sim][reset
 
 TEST_CASE("ext sim: advisory-lock speaks PostgreSQL's wire protocol to the simulated server",
           "[ext][sim][postgres]") {
-  require_node();
+  testing::require_node_drivers();
   const RunReport sequential = run_sim("sequential", "ext:advisory-lock", 1);
   INFO(to_text(sequential));
   CHECK(sequential.end == RunEnd::complete);
@@ -412,7 +405,7 @@ TEST_CASE("ext sim: advisory-lock speaks PostgreSQL's wire protocol to the simul
 // works for its TTL now, as a budget of its own (explore/swarm_run.cc).
 TEST_CASE("ext sim: a sweep's careful holder of a session lock leaves by its TTL",
           "[ext][sim][postgres]") {
-  require_node();
+  testing::require_node_drivers();
   for (const uint64_t seed : {5, 10}) {
     const SweepResult result = run_sweep({.adapter = "ext:advisory-lock",
                                           .first_seed = seed,

@@ -27,12 +27,14 @@ function error_of(e) {
 
 // Co-simulated drivers (sim.js): connector_for(I) is the ioredis Connector class of the harness's
 // server I, which the endpoint `sim:I` names; pg_stream() a node-postgres stream that connects to
-// `sim:I`. Unset: real sockets.
+// `sim:I`; tcp_connect(I, cb) a socket connected to server I. Unset: real sockets.
 let connector_for = null;
 let pg_stream = null;
-function use_connectors(factory, pg_stream_factory = null) {
+let tcp_connect = null;
+function use_connectors(factory, pg_stream_factory = null, tcp_connect_factory = null) {
   connector_for = factory;
   pg_stream = pg_stream_factory;
+  tcp_connect = tcp_connect_factory;
 }
 
 // node-postgres's Client as the libraries get it (require("pg").Client, replaced once, on the
@@ -55,6 +57,30 @@ function hook_pg_clients() {
       this.on("error", () => {});
     }
   };
+}
+
+// net.connect as @grpc/grpc-js calls it (etcd3's transport: `net.connect({host, port}, cb)`, then
+// HTTP/2 over the socket), replaced once: when co-simulated, a connection to 127.0.0.1:PORT is a
+// harness stream to server PORT - 1 (etcd3 is given hosts 127.0.0.1:1, 127.0.0.1:2, ... for
+// `sim:0`, `sim:1`, ...: IP literals, so grpc-js resolves nothing), and any other connect fails;
+// otherwise net.connect is left as it is.
+let net_hooked = false;
+const SIM_GRPC_HOST = "127.0.0.1";
+function hook_grpc_net() {
+  if (net_hooked || !tcp_connect) return;
+  net_hooked = true;
+  const net = require("node:net");
+  net.connect = net.createConnection = function sim_connect(options, on_connect) {
+    const server = options && options.host === SIM_GRPC_HOST ? Number(options.port) - 1 : -1;
+    if (!Number.isInteger(server) || server < 0) {
+      throw new Error(`co-simulated: no real connection (${JSON.stringify(options)})`);
+    }
+    return tcp_connect(server, on_connect);
+  };
+}
+// The etcd3 host of an endpoint: `sim:I` when co-simulated (see hook_grpc_net), else host:port.
+function grpc_host({ host, port }) {
+  return host === "sim" ? `${SIM_GRPC_HOST}:${port + 1}` : `${host}:${port}`;
 }
 
 // ioredis clients with their defaults (no command timeout unless command_timeout_ms > 0), one per
@@ -123,4 +149,4 @@ function endpoints_of(list) {
   });
 }
 
-module.exports = { commands_sent_so_far, connect, endpoints_of, hook_pg_clients, use_connectors, error_of, Handles, RELEASED_ALREADY, RETIRED, UNKNOWN_HANDLE, version_of };
+module.exports = { commands_sent_so_far, connect, endpoints_of, grpc_host, hook_grpc_net, hook_pg_clients, use_connectors, error_of, Handles, RELEASED_ALREADY, RETIRED, UNKNOWN_HANDLE, version_of };
