@@ -7,7 +7,7 @@
 // harness's streams (common.js, hook_pg_clients).
 "use strict";
 
-const { error_of, Handles, hook_pg_clients, RETIRED, UNKNOWN_HANDLE, version_of } = require("./common.js");
+const { error_of, Handles, hook_pg_clients, release_unreported, version_of } = require("./common.js");
 
 // application_name: what its sessions are called at the server (the harness terminates a client's
 // sessions by it).
@@ -36,19 +36,8 @@ async function create({ postgres, application_name }) {
       handles.add(handle, unlock);
       return { status: "ok" };
     },
-    async release(handle) {
-      const unlock = handles.get(handle);
-      if (!unlock) return UNKNOWN_HANDLE;
-      // Released before: the library's unlock would run again, saying nothing.
-      if (unlock === RETIRED) return { status: "unknown" };
-      try {
-        await unlock();
-      } catch (e) {
-        return { status: "error", err: error_of(e) };
-      }
-      handles.retire(handle);
-      return { status: "unknown" };  // pg_advisory_unlock's answer is not returned
-    },
+    // pg_advisory_unlock's answer is not returned.
+    release: (handle) => release_unreported(handles, handle, (unlock) => unlock()),
     async close() {},
   };
 }

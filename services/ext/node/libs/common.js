@@ -135,6 +135,22 @@ const RELEASED_ALREADY = { status: "not_owner", err: { name: "LockReleased", mes
 
 const UNKNOWN_HANDLE = { status: "bad_request", err: { name: "BadRequest", message: "unknown handle" } };
 
+// A release by a library call that resolves whether or not it removed the lock: `unknown`, also for
+// a handle released before (the library would run its release again, saying nothing), after
+// `release_fn(lock)` with the handle's lock object; an error it throws is the release's error.
+async function release_unreported(handles, handle, release_fn) {
+  const lock = handles.get(handle);
+  if (!lock) return UNKNOWN_HANDLE;
+  if (lock === RETIRED) return { status: "unknown" };
+  try {
+    await release_fn(lock);
+  } catch (e) {
+    return { status: "error", err: error_of(e) };
+  }
+  handles.retire(handle);
+  return { status: "unknown" };
+}
+
 // "NAME VERSION" as installed (some packages do not export their package.json to require()).
 function version_of(pkg) {
   const file = path.join(__dirname, "..", "node_modules", pkg, "package.json");
@@ -149,4 +165,4 @@ function endpoints_of(list) {
   });
 }
 
-module.exports = { commands_sent_so_far, connect, endpoints_of, grpc_host, hook_grpc_net, hook_pg_clients, use_connectors, error_of, Handles, RELEASED_ALREADY, RETIRED, UNKNOWN_HANDLE, version_of };
+module.exports = { commands_sent_so_far, connect, endpoints_of, grpc_host, hook_grpc_net, hook_pg_clients, use_connectors, error_of, Handles, RELEASED_ALREADY, release_unreported, RETIRED, UNKNOWN_HANDLE, version_of };

@@ -12,7 +12,7 @@
 // simulated cluster's lease facts find a lock's holder (the first key created under it).
 "use strict";
 
-const { error_of, grpc_host, Handles, hook_grpc_net, RETIRED, UNKNOWN_HANDLE, version_of } = require("./common.js");
+const { error_of, grpc_host, Handles, hook_grpc_net, release_unreported, version_of } = require("./common.js");
 
 async function create({ etcd }) {
   if (etcd.length === 0) throw new Error("etcd3 needs --etcd HOST:PORT[,HOST:PORT...]");
@@ -36,19 +36,8 @@ async function create({ etcd }) {
       handles.add(handle, lock);
       return { status: "ok" };
     },
-    async release(handle) {
-      const lock = handles.get(handle);
-      if (!lock) return UNKNOWN_HANDLE;
-      // Released before: the library would revoke the lease again, saying nothing.
-      if (lock === RETIRED) return { status: "unknown" };
-      try {
-        await lock.release();
-      } catch (e) {
-        return { status: "error", err: error_of(e) };
-      }
-      handles.retire(handle);
-      return { status: "unknown" };  // a revoked lease that was gone already is not told apart
-    },
+    // A revoked lease that was gone already is not told apart.
+    release: (handle) => release_unreported(handles, handle, (lock) => lock.release()),
     async close() { client.close(); },
   };
 }

@@ -3,7 +3,7 @@
 "use strict";
 
 const semaphore = require("redis-semaphore");
-const { connect, error_of, Handles, RETIRED, UNKNOWN_HANDLE, version_of } = require("./common.js");
+const { connect, error_of, Handles, release_unreported, version_of } = require("./common.js");
 
 function make(name, new_mutex, close, emit) {
   const handles = new Handles();
@@ -27,19 +27,8 @@ function make(name, new_mutex, close, emit) {
       handles.add(handle, mutex);
       return { status: "ok", token: mutex.identifier };
     },
-    async release(handle) {
-      const mutex = handles.get(handle);
-      if (!mutex) return UNKNOWN_HANDLE;
-      // Released before: the library's release would resolve again, saying nothing.
-      if (mutex === RETIRED) return { status: "unknown" };
-      try {
-        await mutex.release();
-      } catch (e) {
-        return { status: "error", err: error_of(e) };
-      }
-      handles.retire(handle);
-      return { status: "unknown" };  // release() resolves whether or not it deleted the key
-    },
+    // release() resolves whether or not it deleted the key.
+    release: (handle) => release_unreported(handles, handle, (mutex) => mutex.release()),
     close,
   };
 }
