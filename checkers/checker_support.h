@@ -102,9 +102,10 @@ class PerKey {
 };
 
 // What makes two events one lease in a LeaseTable: the same key, server and value (each server's
-// lease apart), or the same key and value (an owner's leases on every server together, which a
-// client's completion, naming no server, finds).
-enum class LeaseScope { per_server, per_owner };
+// lease apart), the same key and value (an owner's leases on every server together, which a
+// client's completion, naming no server, finds), or the same value on any key (an owner's leases
+// whatever the lock calls its keys at the servers: a library's "mutex:KEY" for the caller's KEY).
+enum class LeaseScope { per_server, per_owner, per_value };
 
 // A lease's state found by the event's ids without hashing: the values of a history are dense from
 // 0 (History::add), so a vector by value_id heads a short chain of the keys (and servers) seen with
@@ -146,6 +147,7 @@ class LeaseTable {
     if (e.value_id >= heads_.size()) return kNoEntry;
     for (uint32_t i = heads_[e.value_id]; i != kNoEntry; i = entries_[i].next) {
       const Entry& entry = entries_[i];
+      if (kScope == LeaseScope::per_value) return i;
       if (entry.key_id != e.key_id) continue;
       if (kScope == LeaseScope::per_owner || entry.server_id == e.server_id) return i;
     }

@@ -49,8 +49,10 @@
 //                   leaves and at the end of the run.
 // valid_on_return   An acquire or extend never reports success for a lease whose validity has
 //                   already ended: (a) by the client's own monotonic clock, the validity end the
-//                   lock reported (local_valid_until_us) is after its reading as the call returned
-//                   (local_now_us); (b) by the servers: where they recorded leases for the
+//                   lock reported (local_valid_until_us, unless validity_assumed: a library that
+//                   reports none) is after its reading as the call returned (local_now_us);
+//                   (b) by the servers (under the completion's key, else under whatever key
+//                   the lock stored its value): where they recorded leases for the
 //                   returned lease's value, at least meta.quorum of them are live (granted or
 //                   extended, neither ended nor revoked) at the true time the call returned.
 // validity_within_lease The validity a lock reports to its caller ends no later than the leases

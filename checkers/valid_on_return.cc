@@ -38,13 +38,17 @@ struct OwnerLeases {
 
 // (key, value) -> its servers' leases. A completion names no server: it finds its owner's.
 using Owners = LeaseTable<OwnerLeases, LeaseScope::per_owner>;
+// value -> its servers' leases on any key: for a lock that stores its value under a key of its own
+// naming ("mutex:KEY"), which has no lease under the caller's key at all.
+using ValueOwners = LeaseTable<OwnerLeases, LeaseScope::per_value>;
 
 bool reports_a_lease(const HistoryEvent& e) {
   return e.kind == EventKind::complete && e.outcome == Outcome::ok &&
          (e.op == Op::acquire || e.op == Op::extend) && !e.value.empty();
 }
 
-void see_lease_event(Owners& owners, const HistoryEvent& e) {
+template <typename Table>
+void see_lease_event(Table& owners, const HistoryEvent& e) {
   OwnerLeases& owner = owners[e];
   owner.last_event = e.index;
   owner.set_end(e.server_id, e.kind == EventKind::revoke ? e.time_us : e.time_us + e.ttl_us);
@@ -70,11 +74,13 @@ class ValidOnReturnPass final : public CheckerPass {
   void judge(const HistoryEvent& e) {
     if (e.kind == EventKind::grant || e.kind == EventKind::extend || e.kind == EventKind::revoke) {
       see_lease_event(owners_, e);
+      see_lease_event(by_value_, e);
       return;
     }
     if (!reports_a_lease(e)) return;
     const std::string_view what = e.op == Op::acquire ? "acquire" : "extend";
-    if (e.local_valid_until_us != 0 && e.local_valid_until_us <= e.local_now_us) {
+    if (e.local_valid_until_us != 0 && !e.validity_assumed &&
+        e.local_valid_until_us <= e.local_now_us) {
       found_.push_back(make_violation(
           Invariant::valid_on_return, e.time_us, e.key, {e.client}, {e.index},
           fmt::format("{}'s {} of key {} returned at {}us reporting a lease valid until {}us ago "
@@ -84,6 +90,7 @@ class ValidOnReturnPass final : public CheckerPass {
       return;
     }
     const OwnerLeases* leases = owners_.find(e);
+    if (leases == nullptr) leases = by_value_.find(e);  // its value under a key of its own
     if (leases == nullptr) return;  // the servers recorded no lease for it: nothing to compare
     const int live = leases->live_at(e.time_us);
     if (live >= quorum_) return;
@@ -98,6 +105,7 @@ class ValidOnReturnPass final : public CheckerPass {
   int quorum_;
   size_t max_;
   Owners owners_;
+  ValueOwners by_value_;
   std::vector<Violation> found_;
 };
 

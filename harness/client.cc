@@ -65,6 +65,7 @@ void Client::record_granted(Op op, const Lock& lock, std::string detail) {
                      : 0,
        .local_now_us = clock().monotonic_us(),
        .local_valid_until_us = lock.valid_until_us(),
+       .validity_assumed = !lock.validity_reported(),
        .detail = std::move(detail)});
 }
 

@@ -102,6 +102,9 @@ struct HistoryEvent {
   // and the validity end the lock reported on it (0: not recorded); `value` is the lease's owner
   int64_t local_now_us = 0;
   int64_t local_valid_until_us = 0;
+  // That validity is only what the harness assumed (the TTL from the call) for a library that
+  // reports none (LockAdapter::reports_validity): valid_on_return does not hold the lock to it.
+  bool validity_assumed = false;
   std::string detail;  // free text for people
   size_t trace_line = static_cast<size_t>(-1);
   // Set by History::add: `key`, `server` and `value` as small numbers, the same for equal strings

@@ -55,6 +55,7 @@ json event_json(const HistoryEvent& e) {
   if (e.local_valid_until_us != 0) {
     j["local_now_us"] = e.local_now_us;
     j["local_valid_until_us"] = e.local_valid_until_us;
+    if (e.validity_assumed) j["validity_assumed"] = true;
   }
   return j;
 }
@@ -183,10 +184,11 @@ HistoryMeta read_meta(size_t line, const LineReader& r) {
 }
 
 HistoryEvent read_event(const LineReader& r) {
-  r.only({"time_us", "kind",   "client",         "key",          "op",
-          "outcome", "token",  "shared",         "kills_client", "server",
-          "value",   "ttl_us", "lease_since_us", "counter",      "end_us",
-          "detail",  "fault",  "amount",         "local_now_us", "local_valid_until_us"});
+  r.only({"time_us",         "kind",   "client",         "key",          "op",
+          "outcome",         "token",  "shared",         "kills_client", "server",
+          "value",           "ttl_us", "lease_since_us", "counter",      "end_us",
+          "detail",          "fault",  "amount",         "local_now_us", "local_valid_until_us",
+          "validity_assumed"});
   if (r.find("time_us") == nullptr) r.fail("time_us", "is missing");
   if (r.find("kind") == nullptr) r.fail("kind", "is missing");
   HistoryEvent e;
@@ -213,6 +215,7 @@ HistoryEvent read_event(const LineReader& r) {
   e.amount = r.integer("amount", INT64_MIN, 0);
   e.local_now_us = r.integer("local_now_us", INT64_MIN, 0);
   e.local_valid_until_us = r.integer("local_valid_until_us", INT64_MIN, 0);
+  e.validity_assumed = r.flag("validity_assumed");
   return e;
 }
 

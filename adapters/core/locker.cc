@@ -272,6 +272,7 @@ std::optional<RetryError> Lock::try_acquire() {
       released_ = false;
       acquired_at_us_ = attempt_started_us;
       lease_valid_until_us_ = call.valid_until_us;
+      validity_reported_ = call.validity_reported;
       validity_cap_us_ = kNoValidityCap;
       refused_reason_.clear();
       return std::nullopt;
@@ -355,6 +356,7 @@ std::optional<LockExtendError> Lock::try_extend(int64_t ttl_ms) {
   }
   if (result.ok()) {
     lease_valid_until_us_ = call.valid_until_us;
+    validity_reported_ = call.validity_reported;
     validity_cap_us_ = kNoValidityCap;  // the server's lease is this extend's, whatever came before
     return std::nullopt;
   }

@@ -179,6 +179,9 @@ class Lock {
   // the holder's monotonic time, as the adapter reports it (LockAdapter::validity_end_us): after
   // an extend, from when that extend was sent, for its TTL. 0 before the first acquire.
   int64_t valid_until_us() const;
+  // Whether the adapter reported that validity itself (LockAdapter::reports_validity), or a
+  // harness assumed it for a library that reports none.
+  bool validity_reported() const { return validity_reported_; }
   // Number of create attempts the last acquire() made.
   int attempts() const { return attempts_; }
 
@@ -210,12 +213,14 @@ class Lock {
   struct LeaseCall {
     AdapterResult result;
     int64_t valid_until_us = 0;
+    bool validity_reported = true;  // LockAdapter::reports_validity
   };
   template <class Fn>
   LeaseCall call_for_lease(Fn&& fn, int64_t sent_at_us, int64_t ttl_ms) {
     return gated([&] {
       LeaseCall call{.result = std::forward<Fn>(fn)()};
       call.valid_until_us = options_.adapter->validity_end_us(spec_, sent_at_us, ttl_ms);
+      call.validity_reported = options_.adapter->reports_validity(spec_);
       return call;
     });
   }
@@ -237,6 +242,7 @@ class Lock {
   // When the current lease (the grant, or the latest successful extend) ends by this holder's
   // clock, as the adapter reported it right after that call (under the gate).
   int64_t lease_valid_until_us_ = 0;
+  bool validity_reported_ = true;  // that validity is the lock's word (reports_validity)
   // An extend whose outcome is unknown or came late may have set the lease to its TTL, shorter
   // than the one known before: the validity is at most this (kNoValidityCap: no such extend).
   static constexpr int64_t kNoValidityCap = INT64_MAX;

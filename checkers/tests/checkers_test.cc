@@ -1376,6 +1376,48 @@ TEST_CASE("valid_on_return: by the client's own clock, and by the servers' lease
   CHECK(servers[0].detail.find("only 0 server(s)") != std::string::npos);
 }
 
+// A library that reports no validity (etcd3: its lease kept alive from the grant) is not held to
+// the TTL the harness counts from its call (validity_assumed): only the servers' leases judge it.
+// And a lock that stores its value under a key of its own naming ("mutex:k" for the caller's "k",
+// redis-semaphore) is judged by that lease: before, (b) found nothing under "k" and said nothing.
+TEST_CASE(
+    "valid_on_return: an assumed validity is not the lock's word; the lease under its own key is",
+    "[checkers][valid_on_return]") {
+  auto history = [](const char* lease_key, bool assumed, TimeUs returned_us) {
+    History h;
+    h.meta.clients = 1;
+    h.add({.time_us = 100,
+           .kind = EventKind::grant,
+           .client = 0,
+           .key = lease_key,
+           .server = "s",
+           .value = "v",
+           .ttl_us = 1'000});
+    h.add({.time_us = returned_us,
+           .kind = EventKind::complete,
+           .client = 0,
+           .key = "k",
+           .op = Op::acquire,
+           .outcome = Outcome::ok,
+           .value = "v",
+           .local_now_us = 5'000,
+           .local_valid_until_us = 4'000,  // the TTL from the call: over by 1 ms
+           .validity_assumed = assumed});
+    return h;
+  };
+  // The lease is live at 600: an assumed validity that ran out says nothing; a reported one does.
+  CHECK(check_valid_on_return(history("k", /*assumed=*/true, 600)).empty());
+  CHECK(check_valid_on_return(history("k", /*assumed=*/false, 600)).size() == 1);
+  CHECK(check_valid_on_return(history("mutex:k", /*assumed=*/true, 600)).empty());
+  // Returned at 1'200, after the lease ended at 1'100: the servers' word, under either key.
+  for (const char* lease_key : {"k", "mutex:k"}) {
+    INFO(lease_key);
+    const std::vector<Violation> late = check_valid_on_return(history(lease_key, true, 1'200));
+    REQUIRE(late.size() == 1);
+    CHECK(late[0].detail.find("only 0 server(s)") != std::string::npos);
+  }
+}
+
 TEST_CASE("valid_on_return: a value used on two keys is two owners",
           "[checkers][valid_on_return]") {
   // k1's lease with value v lives long; k2's lease with the same value is revoked at once. k2's

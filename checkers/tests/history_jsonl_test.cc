@@ -139,6 +139,32 @@ TEST_CASE("a renewal reads back with its validity", "[history-jsonl]") {
   CHECK(describe(renewal) == "c0 renewed key=k valid_until=70us");
 }
 
+// A validity the harness only assumed (a library that reports none) reads back as such, so a
+// judge run on the file holds the lock to what it said, as the run's own judge did.
+TEST_CASE("an assumed validity reads back as assumed", "[history-jsonl]") {
+  History h;
+  h.meta = {.clients = 1, .end_us = 100};
+  auto returned = [&h](TimeUs t_us, bool assumed) {
+    h.add({.time_us = t_us, .kind = EventKind::invoke, .client = 0, .key = "k", .op = Op::acquire});
+    h.add({.time_us = t_us,
+           .kind = EventKind::complete,
+           .client = 0,
+           .key = "k",
+           .op = Op::acquire,
+           .outcome = Outcome::ok,
+           .value = "a",
+           .local_now_us = 5'000,
+           .local_valid_until_us = 4'000,
+           .validity_assumed = assumed});
+  };
+  returned(2, true);
+  returned(3, false);
+  const History copy = round_trip(h);
+  REQUIRE(copy.size() == 4);
+  CHECK(copy[1].validity_assumed);
+  CHECK_FALSE(copy[3].validity_assumed);
+}
+
 TEST_CASE("bad history lines are refused with the line and the field", "[history-jsonl]") {
   const std::string meta = R"({"meta": {"clients": 1}})"
                            "\n";

@@ -98,6 +98,15 @@ class LockAdapter {
     (void)spec;
     return requested_at_us + ttl_ms * 1000;
   }
+  // Optional: whether validity_end_us for spec.value's current lease is the lock's own word (the
+  // default rule above is the one a lock's traits declare, ValidityRule::ttl), or only what a
+  // harness assumes for a library that reports no validity at all (a careful holder still works
+  // only before it). valid_on_return holds a lock to a validity it reported; one it never reported
+  // is judged by the servers' leases alone.
+  virtual bool reports_validity(const LockSpec& spec) const {
+    (void)spec;
+    return true;
+  }
 
   // Optional, for a whole client that renews its locks itself (a watchdog of its own, started on
   // ClientSeams::background): Lock::auto_extend then asks start_renewing(spec, every_ms) instead

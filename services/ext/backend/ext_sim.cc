@@ -84,6 +84,11 @@ class CoSimClient {
   // library was called (a driver that takes one request at a time calls it after the ones before);
   // a session lock's (PostgreSQL) the session's, which outlives any TTL.
   int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us, int64_t ttl_ms) const;
+  // Whether the library reported that validity (node-redlock's `expiration`, a driver's
+  // valid_until_ms): the others' is the harness's assumption.
+  bool reports_validity(const LockSpec& spec) const {
+    return validity_end_us_.contains(spec.value);
+  }
   // A failover: its connections to `from` reach `to` from now on.
   void retarget(const sim::RedisNode& from, sim::RedisNode& to) {
     for (auto& [conn, stream] : streams_) {
@@ -182,6 +187,9 @@ class CoSimAdapter final : public LockAdapter {
   int64_t validity_end_us(const LockSpec& spec, int64_t requested_at_us,
                           int64_t ttl_ms) const override {
     return driver_.validity_end_us(spec, requested_at_us, ttl_ms);
+  }
+  bool reports_validity(const LockSpec& spec) const override {
+    return driver_.reports_validity(spec);
   }
 
  private:

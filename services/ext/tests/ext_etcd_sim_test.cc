@@ -60,6 +60,22 @@ TEST_CASE("ext sim: etcd3 speaks gRPC over HTTP/2 to the simulated members", "[e
   CHECK(lines_with(r, "server=etcd revoke key=resource") == 2);
 }
 
+// A paused client's acquire comes back 800 ms after its call, past the 500 ms TTL counted from it;
+// etcd3 reports no validity, and its lease, kept alive from its grant, is live on the servers. The
+// TTL from the call is only the harness's assumption (validity_assumed): valid_on_return once held
+// the library to it and called this lock expired.
+TEST_CASE("ext sim: etcd3 is judged by its lease, not by a validity it never reported",
+          "[ext][sim][etcd]") {
+  testing::require_node_drivers();
+  const RunReport r = run_etcd3("slow-acquire");
+  INFO(to_text(r));
+  CHECK(r.end == RunEnd::complete);
+  CHECK(r.violations.empty());
+  CHECK(r.matches_expectation());
+  CHECK(lines_with(r, "c0 complete acquire ok key=resource valid_left=-") == 1);  // past the TTL
+  CHECK(lines_with(r, "server=etcd grant key=resource owner=c0") == 1);
+}
+
 TEST_CASE("ext sim: an etcd3 driver kept warm gives a run the trace of a fresh one",
           "[ext][sim][etcd][determinism][pool]") {
   testing::require_node_drivers();
