@@ -1381,7 +1381,8 @@ TEST_CASE("valid_on_return: by the client's own clock, and by the servers' lease
 // And a lock that stores its value under a key of its own naming ("mutex:k" for the caller's "k",
 // redis-semaphore) is judged by that lease: before, (b) found nothing under "k" and said nothing.
 TEST_CASE(
-    "valid_on_return: an assumed validity is not the lock's word; the lease under its own key is",
+    "valid_on_return: an assumed validity is not the lock's word, and its lease under its own key "
+    "is",
     "[checkers][valid_on_return]") {
   auto history = [](const char* lease_key, bool assumed, TimeUs returned_us) {
     History h;
