@@ -37,6 +37,10 @@ std::unique_ptr<Backend> make_etcd_sim_backend(BackendEnv& env, EtcdAdapterFacto
 // Throws real::ServerUnavailable when etcd is not installed.
 std::unique_ptr<Backend> make_etcd_real_backend(BackendEnv& env, EtcdAdapterFactory make_adapter);
 
+// `server` as a member of a cluster of `members`: WorldUnsupported (a scenario asked for a member
+// the cluster does not have) otherwise.
+int etcd_member(int server, int members);
+
 EtcdAdapterFactory etcd_recipe_adapter();
 EtcdAdapterFactory etcd_lock_adapter();
 

@@ -60,9 +60,7 @@ class EtcdRealBackend final : public Backend {
 
   // A real cluster cannot tell what the next leader lacks: -1 (Raft loses no acknowledged write).
   int64_t failover() override {
-    const int leader = cluster_->leader();
-    if (leader < 0) throw std::runtime_error("failover: the etcd cluster has no leader to crash");
-    cluster_->crash(leader);
+    cluster_->crash_leader();
     return -1;
   }
   void set_server_drift(int64_t) override { throw WorldUnsupported(kNoClockFaults); }
@@ -105,13 +103,7 @@ class EtcdRealBackend final : public Backend {
       "etcd's clock cannot be faulted in the real world: it is a Go program, whose clock reads go "
       "through the vDSO, not libc, so libfaketime does not reach it";
 
-  int checked(int server) const {
-    if (server < 0 || server >= cluster_->members()) {
-      throw WorldUnsupported(
-          fmt::format("no etcd member {} (the cluster has {})", server, cluster_->members()));
-    }
-    return server;
-  }
+  int checked(int server) const { return etcd_member(server, cluster_->members()); }
 
   ScenarioWorld& world_;
   const Options& options_;

@@ -1,5 +1,7 @@
 #include "services/etcd/backend/etcd_service.h"
 
+#include <fmt/format.h>
+
 #include "services/etcd/adapter/etcd_adapter.h"
 #include "services/etcd/adapter/etcd_lock_adapter.h"
 #include "services/etcd/backend/etcd_backend.h"
@@ -82,6 +84,13 @@ std::vector<OptionSpec> etcd_lock_options() {
        .min = 1,
        .max = 600'000},
   };
+}
+
+int etcd_member(int server, int members) {
+  if (server < 0 || server >= members) {
+    throw WorldUnsupported(fmt::format("no etcd member {} (the cluster has {})", server, members));
+  }
+  return server;
 }
 
 EtcdAdapterFactory etcd_recipe_adapter() {

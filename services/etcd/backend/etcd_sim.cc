@@ -128,13 +128,7 @@ class EtcdSimBackend final : public Backend {
   }
 
  private:
-  int checked(int server) const {
-    if (server < 0 || server >= cluster_->members()) {
-      throw WorldUnsupported(
-          fmt::format("no etcd member {} (the cluster has {})", server, cluster_->members()));
-    }
-    return server;
-  }
+  int checked(int server) const { return etcd_member(server, cluster_->members()); }
 
   sim::World& world_;
   const Options& options_;

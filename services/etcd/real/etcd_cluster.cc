@@ -211,6 +211,12 @@ void EtcdCluster::crash(int member) {
   if (m.process != nullptr) m.process->kill_and_reap();
 }
 
+void EtcdCluster::crash_leader() {
+  const int member = leader();
+  if (member < 0) throw std::runtime_error("failover: the etcd cluster has no leader to crash");
+  crash(member);
+}
+
 void EtcdCluster::restart(int member) {
   Member& m = *members_.at(member);
   LOCKSTEP_CHECK(!m.dir.empty(), "restart a member that was not stopped");

@@ -56,9 +56,11 @@ class EtcdCluster {
   // The member the others follow now (asked over the gateway), -1 when none answers with one.
   int leader() const;
 
-  void pause(int member);    // SIGSTOP; returns once the kernel reports it stopped
-  void resume(int member);   // SIGCONT; returns once it runs again
-  void crash(int member);    // SIGKILL and reap; its dir stays for restart()
+  void pause(int member);   // SIGSTOP; returns once the kernel reports it stopped
+  void resume(int member);  // SIGCONT; returns once it runs again
+  void crash(int member);   // SIGKILL and reap; its dir stays for restart()
+  // A failover: the member the others follow crashes. Throws std::runtime_error when none leads.
+  void crash_leader();
   void restart(int member);  // crash() if running, then start on the same ports and dir
   void stop();               // every member, graceful then forced; removes the dirs. Idempotent.
 

@@ -383,9 +383,7 @@ class ExtBackend final : public Backend {
   // cannot tell what the next leader lacks; Raft loses no acknowledged write).
   int64_t failover() override {
     if (!etcd_) return Backend::failover();
-    const int leader = etcd_->leader();
-    if (leader < 0) throw std::runtime_error("failover: the etcd cluster has no leader to crash");
-    etcd_->crash(leader);
+    etcd_->crash_leader();
     return -1;
   }
   void crash_server(int server) override {
@@ -471,13 +469,7 @@ class ExtBackend final : public Backend {
                              etcd_->client_port(m));
     }
   }
-  int etcd_member(int server) const {
-    if (server < 0 || server >= etcd_->members()) {
-      throw WorldUnsupported(
-          fmt::format("no etcd member {} (the cluster has {})", server, etcd_->members()));
-    }
-    return server;
-  }
+  int etcd_member(int server) const { return lockstep::etcd_member(server, etcd_->members()); }
   // What a client's driver names its PostgreSQL sessions (application_name): "" for a Redis one.
   std::string session_name(int client) const {
     return pg_ ? fmt::format("lockstep-c{}", client) : std::string();

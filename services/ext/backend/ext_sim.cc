@@ -12,6 +12,7 @@
 
 #include "base/check.h"
 #include "real/server_errors.h"
+#include "services/etcd/backend/etcd_backend.h"
 #include "services/etcd/backend/lease_facts.h"
 #include "services/etcd/sim/etcd_cluster.h"
 #include "services/etcd/sim/etcd_grpc_front.h"
@@ -514,13 +515,7 @@ class ExtSimBackend final : public Backend,
     etcd_->crash_leader();
     return 0;
   }
-  int etcd_member(int server) const {
-    if (server < 0 || server >= etcd_->members()) {
-      throw WorldUnsupported(
-          fmt::format("no etcd member {} (the cluster has {})", server, etcd_->members()));
-    }
-    return server;
-  }
+  int etcd_member(int server) const { return lockstep::etcd_member(server, etcd_->members()); }
   sim::NodeId server_node(int server) {
     no_network_for_in_memory();
     LOCKSTEP_CHECK(server >= 0 && server < server_count(), "a server of this backend");
@@ -809,51 +804,44 @@ void CoSimClient::close_session_streams() {
 
 void CoSimClient::open_stream(int conn, int server) {
   const std::string name = stream_label_ + ":" + std::to_string(conn);
-  auto on_bytes = [this, conn](std::string bytes) { this->on_bytes(conn, bytes); };
-  auto on_reset = [this, conn] { this->on_reset(conn); };
+  // A server that keeps a session per connection (PostgreSQL, etcd) is reached from the client's
+  // kernel, which closes the connection when the process ends; a Redis stream is the process's own.
+  const std::optional<sim::NodeId> kernel =
+      backend_.kernels() ? std::optional<sim::NodeId>(backend_.kernel_node(node_)) : std::nullopt;
   Stream stream;
+  std::unique_ptr<sim::StreamFront> front;
   if (sim::PgServer* pg = backend_.postgres_server()) {
-    const sim::NodeId kernel = backend_.kernel_node(node_);
-    auto front = std::make_unique<sim::PgWireFront>(
+    front = std::make_unique<sim::PgWireFront>(
         world_, *pg,
         sim::PgWireFrontOptions{.conn = backend_.next_postgres_connection(),
-                                .kernel_node = kernel,
+                                .kernel_node = *kernel,
                                 .client = shared() ? -1 : client_,
                                 .tag = connection_tag(),
                                 .stream_name = name,
                                 .process_lives = [this] { return process_lives(); }});
-    stream.bytes = std::make_unique<sim::SimByteStream>(
-        world_, sim::ByteStreamOptions{.client_node = node_, .kernel_node = kernel, .name = name},
-        std::move(front), std::move(on_bytes), std::move(on_reset));
-    // A server whose process is down on a reachable host refuses the connection at once.
-    if (!world_.alive(pg->node()) && world_.network().link_up(kernel, pg->node())) {
-      world_.trace_linef("stream {} to {} refused: the server is down", name, pg->name());
-      stream.bytes->reset();
-    }
   } else if (sim::etcd::EtcdCluster* etcd = backend_.etcd_cluster()) {
-    const sim::NodeId kernel = backend_.kernel_node(node_);
-    auto front = std::make_unique<sim::etcd::EtcdGrpcFront>(
+    front = std::make_unique<sim::etcd::EtcdGrpcFront>(
         world_, *etcd,
         sim::etcd::EtcdGrpcFrontOptions{.member = server,
                                         .client = shared() ? -1 : client_,
                                         .conn = backend_.next_etcd_connection(),
                                         .stream_name = name});
-    stream.bytes = std::make_unique<sim::SimByteStream>(
-        world_, sim::ByteStreamOptions{.client_node = node_, .kernel_node = kernel, .name = name},
-        std::move(front), std::move(on_bytes), std::move(on_reset));
-    // A member whose process is down on a reachable host refuses the connection at once.
-    if (!etcd->alive(server) && world_.network().link_up(kernel, etcd->node(server))) {
-      world_.trace_linef("stream {} to {} refused: the member is down", name,
-                         etcd->member_name(server));
-      stream.bytes->reset();
-    }
   } else {
-    sim::RedisNode& target = *backend_.server(server);
-    auto front = std::make_unique<sim::RedisStreamFront>(world_, target, client_, name);
-    stream.redis = front.get();
-    stream.bytes = std::make_unique<sim::SimByteStream>(
-        world_, sim::ByteStreamOptions{.client_node = node_, .name = name}, std::move(front),
-        std::move(on_bytes), std::move(on_reset));
+    auto redis =
+        std::make_unique<sim::RedisStreamFront>(world_, *backend_.server(server), client_, name);
+    stream.redis = redis.get();
+    front = std::move(redis);
+  }
+  const sim::NodeId server_node = front->node();
+  const std::string server_name(front->name());
+  stream.bytes = std::make_unique<sim::SimByteStream>(
+      world_, sim::ByteStreamOptions{.client_node = node_, .kernel_node = kernel, .name = name},
+      std::move(front), [this, conn](std::string bytes) { on_bytes(conn, bytes); },
+      [this, conn] { on_reset(conn); });
+  // A session server whose process is down on a reachable host refuses the connection at once.
+  if (kernel && !world_.alive(server_node) && world_.network().link_up(*kernel, server_node)) {
+    world_.trace_linef("stream {} to {} refused: the server is down", name, server_name);
+    stream.bytes->reset();
   }
   // A reconnect during a reset window is reset too.
   if (world_.now_us() < resetting_until_us_) {
