@@ -9,9 +9,9 @@
 #include "base/check.h"
 #include "explore/key_name.h"
 #include "explore/swarm.h"
+#include "harness/keyed_calls.h"
 #include "lockstep/registry.h"
 #include "run/runner.h"
-#include "services/keyed/backend/keyed_backend.h"
 #include "sim/world.h"
 
 namespace lockstep {
@@ -201,21 +201,19 @@ void lease_step(SwarmRun& run, Client& c, const SwarmStep& step) {
 }
 
 void keyed_step(SwarmRun& run, Client& c, const SwarmStep& step) {
-  KeyedSimBackend& backend = keyed_backend(run.env->backend());
+  KeyedCalls& keyed = keyed_calls(run.env->backend());
   if (run.spec.family == LockFamily::keyed_fifo) {
     if (step.clear) {
       run.env->world().trace_linef("{} calls fifo clear()", c.name());
-      backend.fifo()->clear();
+      keyed.fifo_clear();
       return;
     }
-    backend.steps().fifo_hold(c, key_name(step.key), step.hold_ms);
+    keyed.fifo_hold(c, key_name(step.key), step.hold_ms);
     return;
   }
-  keyed::RwHandle handle = backend.steps().rw_acquire(
-      c, key_name(step.key), step.shared ? keyed::RwMode::shared : keyed::RwMode::exclusive);
-  if (step.pause_ms > 0) c.pause(step.pause_ms);
-  c.sleep_ms(step.hold_ms);
-  backend.steps().rw_release(c, handle);
+  keyed.rw_hold(c, key_name(step.key),
+                step.shared ? keyed::RwMode::shared : keyed::RwMode::exclusive, step.hold_ms,
+                step.pause_ms);
 }
 
 // fiber: which of a concurrent client's two fibers this is (0 or 1), or -1 for every step.

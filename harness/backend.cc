@@ -1,6 +1,17 @@
 #include "harness/backend.h"
 
+#include <stdexcept>
+
+#include "harness/keyed_calls.h"
+
 namespace lockstep {
+
+KeyedCalls& keyed_calls(Backend& backend) {
+  KeyedCalls* keyed = backend.keyed();
+  if (keyed == nullptr)
+    throw std::logic_error("this scenario needs a keyed lock adapter (keyed-rw, fifo)");
+  return *keyed;
+}
 
 int64_t Backend::failover() {
   throw WorldUnsupported("this adapter has no replica to fail over to");

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "harness/spec_engine.h"
 
 namespace lockstep {
 
@@ -131,6 +132,11 @@ bool Scenario::runs_in(WorldKind world) const {
     if (candidate == world) return true;
   }
   return false;
+}
+
+void Scenario::build_in(ScenarioEnv& env) const {
+  if (spec) return run_spec(env, spec(env.options(), env.adapter(), env.world().kind()));
+  build(env);
 }
 
 bool Scenario::applies_to(const AdapterEntry& adapter) const {

@@ -16,18 +16,10 @@
 #include "harness/backend.h"
 #include "harness/client.h"
 #include "harness/resource.h"
+#include "harness/scenario_spec.h"
 #include "lockstep/options.h"
 
 namespace lockstep {
-
-// What a scheduled fault is, for the history: its kind, whom it strikes (-1 / "": every client /
-// every server) and its size in the kind's unit (include/lockstep/fault.h).
-struct FaultTag {
-  FaultKind kind = FaultKind::other;
-  int client = -1;
-  std::string server;
-  int64_t amount = 0;
-};
 
 // What build() works with.
 class ScenarioEnv {
@@ -109,6 +101,11 @@ struct Scenario {
   // What it is meant to break for an adapter with these traits (empty: safe).
   std::function<Expectation(const AdapterTraits& traits, const Options& options, bool fencing_on)>
       expected;
+  // Its timeline as data (harness/scenario_spec.h), from its options, the adapter under test and
+  // the world, run by the one engine (harness/spec_engine.h). A scenario without one builds by
+  // code (build).
+  std::function<ScenarioSpec(const Options& options, const AdapterEntry& adapter, WorldKind world)>
+      spec;
   std::function<void(ScenarioEnv& env)> build;
   // What must happen for a run to judge what the scenario is about ("A holds when the primary
   // dies"), in words, and as a test of the history alone. A run that completes without it is
@@ -121,6 +118,8 @@ struct Scenario {
   // It applies, and the adapter (a known-bad one) is charted in it (AdapterEntry::judged_in).
   bool judges_in_matrix(const AdapterEntry& adapter) const;
   bool runs_in(WorldKind world) const;
+  // Adds its clients and faults to env: by its spec where it has one, else by build.
+  void build_in(ScenarioEnv& env) const;
 };
 
 const std::vector<Scenario>& scenarios();

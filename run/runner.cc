@@ -224,7 +224,7 @@ class RunAssembly {
     meta.leases_from_clients = leases_ != nullptr;
     meta.envelope = effective_traits(adapter, report.options).envelope;
     try {
-      scenario.build(*env_);
+      scenario.build_in(*env_);
     } catch (const WorldUnsupported& e) {
       throw cannot_run(scenario, world, e);
     }

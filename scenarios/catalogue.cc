@@ -1,6 +1,6 @@
-// The named scenarios of docs/DESIGN.md. Each is a timeline in true milliseconds, with its numbers
-// taken from options so `--set` can move them, and the expectation per adapter that `matrix`
-// judges.
+// The named scenarios of docs/DESIGN.md. Each is a spec (harness/scenario_spec.h): a timeline in
+// true milliseconds, with its numbers taken from options so `--set` can move them, and the
+// expectation per adapter that `matrix` judges.
 #include <fmt/format.h>
 
 #include "base/check.h"
@@ -23,16 +23,16 @@ Scenario sequential() {
       .fits = is_lease,
       .fits_text = "a lease lock",
       .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
-      .build =
-          [](ScenarioEnv& env) {
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t hold_ms = env.option("hold_ms");
-            auto program = [&env, ttl_ms, hold_ms](Client& c) {
-              take_work_release(c, env, ttl_ms, hold_ms);
-            };
-            env.start(env.add_client("a"), 0, program, kStartJitterUs);
-            env.start(env.add_client("b"), 2 * hold_ms + 10, program, kStartJitterUs);
-            env.meta().liveness_bound_us = (hold_ms + 2 * env.option("retry_delay_ms")) * 1000;
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            const int64_t hold_ms = o.get_int("hold_ms");
+            const std::vector<SpecStep> steps =
+                take_work_release_steps(o.get_int("ttl_ms"), hold_ms, retry_from(o));
+            ScenarioSpec spec;
+            spec.start(spec.add_client("a"), 0, steps, kStartJitterUs);
+            spec.start(spec.add_client("b"), 2 * hold_ms + 10, steps, kStartJitterUs);
+            spec.liveness_bound_us = (hold_ms + 2 * o.get_int("retry_delay_ms")) * 1000;
+            return spec;
           },
   };
 }
@@ -61,42 +61,36 @@ Scenario concurrent_race() {
             if (lock.release == OwnerCheck::none) e.insert(Invariant::ownership);
             return e;
           },
-      .build =
-          [](ScenarioEnv& env) {
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t hold_ms = env.option("hold_ms");
-            auto program = [ttl_ms, hold_ms](Client& c) {
-              std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-              if (!lock) return;
-              c.increment(*lock, hold_ms);
-              c.release(*lock);
-            };
-            env.start(env.add_client("a"), 0, program, kStartJitterUs);
-            env.start(env.add_client("b"), 0, program, kStartJitterUs);
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            const std::vector<SpecStep> steps =
+                take_work_release_steps(o.get_int("ttl_ms"), o.get_int("hold_ms"), std::nullopt);
+            ScenarioSpec spec;
+            spec.start(spec.add_client("a"), 0, steps, kStartJitterUs);
+            spec.start(spec.add_client("b"), 0, steps, kStartJitterUs);
+            return spec;
           },
   };
 }
 
-// Kills A (the client just added) while its acquire is on the wire, at a fixed latency. A lock
-// that writes its key and gives it a TTL in two calls (as it declares) dies with its first write's
-// reply on the wire, between the two. Any other dies once a server has granted its lease, with the
-// grant's reply halfway back: whatever it sends first (a script load, a handshake), the dead holder
-// has a lease. One that never grants A's lease leaves the premise unmet.
-void kill_with_acquire_on_the_wire(ScenarioEnv& env, Client& a, int64_t latency_us) {
-  if (!effective_traits(env.adapter(), env.options()).expiry_with_grant) {
-    env.schedule_client_kill_us(3 * latency_us / 2, a, "crash a during its acquire",
-                                [&env, &a] { env.world().crash(a.node()); });
-    return;
+// Kills A while its acquire is on the wire, at a fixed latency. A lock that writes its key and
+// gives it a TTL in two calls (as it declares) dies with its first write's reply on the wire,
+// between the two. Any other dies once a server has granted its lease, with the grant's reply
+// halfway back: whatever it sends first (a script load, a handshake), the dead holder has a lease.
+// One that never grants A's lease leaves the premise unmet.
+SpecFault kill_with_acquire_on_the_wire(const AdapterEntry& adapter, const Options& options, int a,
+                                        int64_t latency_us) {
+  if (!effective_traits(adapter, options).expiry_with_grant) {
+    return {.action = SpecAction::kill_client,
+            .at_us = 3 * latency_us / 2,
+            .client = a,
+            .what = "crash a during its acquire"};
   }
-  const int a_index = static_cast<int>(env.clients().size()) - 1;
-  auto killing = std::make_shared<bool>(false);
-  env.watch_history([&env, &a, a_index, killing, latency_us](const HistoryEvent& e) {
-    if (*killing || e.kind != EventKind::grant || e.client != a_index) return;
-    *killing = true;
-    env.schedule_client_kill_us(e.time_us + latency_us / 2, a,
-                                "crash a with its grant's reply on the wire",
-                                [&env, &a] { env.world().crash(a.node()); });
-  });
+  return {.action = SpecAction::kill_client,
+          .at_us = latency_us / 2,
+          .after_grant_of = a,
+          .client = a,
+          .what = "crash a with its grant's reply on the wire"};
 }
 
 Scenario crash_holder() {
@@ -124,44 +118,31 @@ Scenario crash_holder() {
             }
             return Expectation{};
           },
-      .build =
-          [](ScenarioEnv& env) {
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t hold_ms = env.option("hold_ms");
-            Client& a = env.add_client("a");
-            if (env.options().get("crash_at") == "in-acquire") {
+      .spec =
+          [](const Options& o, const AdapterEntry& adapter, WorldKind) {
+            const int64_t ttl_ms = o.get_int("ttl_ms");
+            const int64_t hold_ms = o.get_int("hold_ms");
+            ScenarioSpec spec;
+            const int a = spec.add_client("a");
+            if (o.get("crash_at") == "in-acquire") {
               // Fixed latency makes "on the wire" a known instant: the request lands at 0.5 ms, its
               // reply would be back at 1 ms; A dies in between.
               constexpr int64_t kLatency_us = 500;
-              env.require_sim("killing a client while its request is on the wire");
-              env.backend().set_fixed_latency(kLatency_us);
-              env.start(a, 0, [ttl_ms, hold_ms](Client& c) {
-                std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-                if (!lock) return;
-                try {
-                  c.increment(*lock, hold_ms);
-                } catch (...) {  // killed from outside while inside: it is no longer inside
-                  c.leave(*lock);
-                  throw;
-                }
-              });
-              kill_with_acquire_on_the_wire(env, a, kLatency_us);
+              spec.needs_sim = "killing a client while its request is on the wire";
+              spec.fixed_latency_us = kLatency_us;
+              spec.start(a, 0, {acquire_step(ttl_ms), step(StepKind::increment, hold_ms)})
+                  .leave_when_killed = true;
+              spec.strike(kill_with_acquire_on_the_wire(adapter, o, a, kLatency_us));
             } else {
-              env.start(
+              spec.start(
                   a, 0,
-                  [ttl_ms, hold_ms](Client& c) {
-                    std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-                    if (!lock) return;
-                    c.increment(*lock, hold_ms);
-                    c.crash();
-                  },
+                  {acquire_step(ttl_ms), step(StepKind::increment, hold_ms), step(StepKind::crash)},
                   kStartJitterUs);
             }
-            env.start(
-                env.add_client("b"), 2 * hold_ms,
-                [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
-                kStartJitterUs);
-            env.meta().liveness_bound_us = (ttl_ms + 2 * env.option("retry_delay_ms")) * 1000;
+            spec.start(spec.add_client("b"), 2 * hold_ms,
+                       take_work_release_steps(ttl_ms, hold_ms, retry_from(o)), kStartJitterUs);
+            spec.liveness_bound_us = (ttl_ms + 2 * o.get_int("retry_delay_ms")) * 1000;
+            return spec;
           },
   };
 }
@@ -218,41 +199,24 @@ Scenario stolen_lock() {
             }
             return e;
           },
-      .build =
-          [](ScenarioEnv& env) {
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t pause_ms = env.option("pause_ms");
-            const int64_t hold_ms = env.option("hold_ms");
-            env.start(
-                env.add_client("a"), 0,
-                [ttl_ms, pause_ms](Client& c) {
-                  std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-                  if (!lock) return;
-                  c.pause(pause_ms);
-                  c.release(*lock);
-                  c.extend(*lock, ttl_ms);
-                },
-                kStartJitterUs);
-            env.start(
-                env.add_client("b"), ttl_ms + 100,
-                [&env, ttl_ms, hold_ms](Client& c) {
-                  std::optional<Lock> lock =
-                      c.acquire("resource", ttl_ms + hold_ms + kLeaseSlackMs, retry_from(env));
-                  if (!lock) return;
-                  c.increment(*lock, hold_ms);
-                  c.release(*lock);
-                },
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            const int64_t ttl_ms = o.get_int("ttl_ms");
+            const int64_t pause_ms = o.get_int("pause_ms");
+            const int64_t hold_ms = o.get_int("hold_ms");
+            ScenarioSpec spec;
+            spec.start(spec.add_client("a"), 0,
+                       {acquire_step(ttl_ms), step(StepKind::pause, pause_ms),
+                        step(StepKind::release), extend_step(ttl_ms)},
+                       kStartJitterUs);
+            spec.start(
+                spec.add_client("b"), ttl_ms + 100,
+                take_work_release_steps(ttl_ms + hold_ms + kLeaseSlackMs, hold_ms, retry_from(o)),
                 kStartJitterUs);
             // C arrives after A's release while B still works: it must find the key taken.
-            env.start(
-                env.add_client("c"), pause_ms + 100,
-                [ttl_ms](Client& c) {
-                  std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-                  if (!lock) return;
-                  c.increment(*lock, 0);
-                  c.release(*lock);
-                },
-                kStartJitterUs);
+            spec.start(spec.add_client("c"), pause_ms + 100,
+                       take_work_release_steps(ttl_ms, 0, std::nullopt), kStartJitterUs);
+            return spec;
           },
   };
 }
@@ -278,40 +242,27 @@ Scenario extend_after_expiry() {
             }
             return Expectation{};
           },
-      .build =
-          [](ScenarioEnv& env) {
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t hold_ms = env.option("hold_ms");
-            env.start(
-                env.add_client("a"), 0,
-                [ttl_ms, hold_ms](Client& c) {
-                  std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-                  if (!lock) return;
-                  // Works until its validity ends by its own clock, and knows it.
-                  c.clock().sleep_for_us(lock->acquired_at_us() + ttl_ms * 1000 -
-                                         c.clock().monotonic_us());
-                  c.leave(*lock);
-                  c.sleep_ms(2 * hold_ms + 100);
-                  c.extend(*lock, ttl_ms);
-                  c.is_locked(*lock);
-                },
-                kStartJitterUs);
-            env.start(
-                env.add_client("b"), ttl_ms + 10,
-                [&env, ttl_ms, hold_ms](Client& c) {
-                  std::optional<Lock> first = c.acquire("resource", ttl_ms, retry_from(env));
-                  if (!first) return;
-                  c.increment(*first, hold_ms);
-                  c.release(*first);
-                  c.sleep_ms(hold_ms + 200);  // past A's extend
-                  std::optional<Lock> again = c.acquire("resource", ttl_ms, retry_from(env));
-                  if (!again) return;
-                  c.increment(*again, hold_ms);
-                  c.release(*again);
-                },
-                kStartJitterUs);
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            const int64_t ttl_ms = o.get_int("ttl_ms");
+            const int64_t hold_ms = o.get_int("hold_ms");
+            ScenarioSpec spec;
+            // A works until its validity ends by its own clock, and knows it; later it extends.
+            spec.start(spec.add_client("a"), 0,
+                       {acquire_step(ttl_ms),
+                        {.kind = StepKind::sleep_out_validity, .ttl_ms = ttl_ms},
+                        step(StepKind::sleep, 2 * hold_ms + 100),
+                        extend_step(ttl_ms),
+                        step(StepKind::is_locked)},
+                       kStartJitterUs);
+            std::vector<SpecStep> b = take_work_release_steps(ttl_ms, hold_ms, retry_from(o));
+            b.push_back(step(StepKind::sleep, hold_ms + 200));  // past A's extend
+            for (const SpecStep& again : take_work_release_steps(ttl_ms, hold_ms, retry_from(o)))
+              b.push_back(again);
+            spec.start(spec.add_client("b"), ttl_ms + 10, b, kStartJitterUs);
             // B's second acquire must not wait: a resurrected lock would make it wait out a TTL.
-            env.meta().liveness_bound_us = (ttl_ms / 2) * 1000;
+            spec.liveness_bound_us = (ttl_ms / 2) * 1000;
+            return spec;
           },
   };
 }
@@ -339,26 +290,19 @@ Scenario gc_pause() {
             e.merge(overlap_expectation(lock, fencing_on));
             return e;
           },
-      .build =
-          [](ScenarioEnv& env) {
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t pause_ms = env.option("pause_ms");
-            const int64_t hold_ms = env.option("hold_ms");
-            env.start(
-                env.add_client("a"), 0,
-                [ttl_ms, pause_ms](Client& c) {
-                  std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-                  if (!lock) return;
-                  std::optional<int64_t> value = c.read(*lock);
-                  c.pause(pause_ms);
-                  if (value) c.write(*lock, *value + 1);
-                  c.release(*lock);
-                },
-                kStartJitterUs);
-            env.start(
-                env.add_client("b"), ttl_ms + 500,
-                [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
-                kStartJitterUs);
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            const int64_t ttl_ms = o.get_int("ttl_ms");
+            ScenarioSpec spec;
+            spec.start(spec.add_client("a"), 0,
+                       {acquire_step(ttl_ms), step(StepKind::read),
+                        step(StepKind::pause, o.get_int("pause_ms")), step(StepKind::write_next),
+                        step(StepKind::release)},
+                       kStartJitterUs);
+            spec.start(spec.add_client("b"), ttl_ms + 500,
+                       take_work_release_steps(ttl_ms, o.get_int("hold_ms"), retry_from(o)),
+                       kStartJitterUs);
+            return spec;
           },
   };
 }
@@ -582,39 +526,28 @@ OptionSpec retry_times_option(int64_t default_times, std::string help) {
   return int_option("retry_times", default_times, std::move(help), 0, kMaxRetryTimes);
 }
 
-RetrySettings retry_from(const ScenarioEnv& env) {
-  return {.retry_delay_ms = env.option("retry_delay_ms"),
-          .retry_times = static_cast<int>(env.option("retry_times"))};
+RetrySettings retry_from(const Options& options) {
+  return {.retry_delay_ms = options.get_int("retry_delay_ms"),
+          .retry_times = static_cast<int>(options.get_int("retry_times"))};
 }
 
-void take_work_release(Client& c, const ScenarioEnv& env, int64_t ttl_ms, int64_t hold_ms) {
-  std::optional<Lock> lock = c.acquire("resource", ttl_ms, retry_from(env));
-  if (!lock) return;
-  c.increment(*lock, hold_ms);
-  c.release(*lock);
-}
-
-void build_holder_struck(ScenarioEnv& env, int64_t struck_at_ms, FaultKind kind, std::string what,
-                         std::function<void(ScenarioEnv&, Client&)> strike) {
-  const int64_t ttl_ms = env.option("ttl_ms");
-  const int64_t hold_ms = env.option("hold_ms");
-  const int64_t b_hold_ms = env.option("b_hold_ms");
-  Client& a = env.add_client("a");
-  env.start(
-      a, 0,
-      [ttl_ms, hold_ms](Client& c) {
-        std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-        if (!lock) return;
-        c.increment(*lock, hold_ms);  // reads, works, writes: unaware of what struck it
-        c.release(*lock);
-      },
-      kStartJitterUs);
-  env.schedule_fault(struck_at_ms, {.kind = kind, .client = a.id()}, std::move(what),
-                     [&env, &a, strike = std::move(strike)] { strike(env, a); });
-  env.start(
-      env.add_client("b"), struck_at_ms + 50,
-      [&env, ttl_ms, b_hold_ms](Client& c) { take_work_release(c, env, ttl_ms, b_hold_ms); },
-      kStartJitterUs);
+ScenarioSpec holder_struck_spec(const Options& o, int64_t struck_at_ms, SpecAction strike,
+                                FaultKind kind, std::string what) {
+  const int64_t ttl_ms = o.get_int("ttl_ms");
+  ScenarioSpec spec;
+  const int a = spec.add_client("a");
+  // A reads, works, writes: unaware of what struck it.
+  spec.start(a, 0, take_work_release_steps(ttl_ms, o.get_int("hold_ms"), std::nullopt),
+             kStartJitterUs);
+  spec.strike({.action = strike,
+               .at_us = struck_at_ms * 1000,
+               .client = a,
+               .tag = {.kind = kind, .client = a},
+               .what = std::move(what)});
+  spec.start(spec.add_client("b"), struck_at_ms + 50,
+             take_work_release_steps(ttl_ms, o.get_int("b_hold_ms"), retry_from(o)),
+             kStartJitterUs);
+  return spec;
 }
 
 Expectation overlap_expectation(const AdapterTraits& lock, bool fencing_on) {

@@ -1,6 +1,8 @@
 #pragma once
 // Pieces of the scenario catalogue kept in their own files (one family of faults each), and the
-// predicates on adapter traits they apply by. scenarios() in catalogue.cc lists them all.
+// predicates on adapter traits they apply by. scenarios() in catalogue.cc lists them all. Each
+// scenario's timeline is a spec (harness/scenario_spec.h) made from its options: steps and faults
+// as data, which the one engine (harness/spec_engine.h) runs.
 #include <functional>
 #include <string>
 #include <vector>
@@ -29,15 +31,12 @@ inline constexpr int64_t kStartJitterUs = 200;
 inline constexpr int64_t kHalfLeaseMaxMs = kTtlMaxMs / 2;
 inline constexpr int64_t kWorkInLeaseMaxMs = kTtlMaxMs / 2 - kLeaseSlackMs;
 // The retry settings of the scenario's retry_delay_ms and retry_times options.
-RetrySettings retry_from(const ScenarioEnv& env);
-// The plain client step: acquire "resource" (retrying as the options say), increment the guarded
-// counter over hold_ms of work, release.
-void take_work_release(Client& c, const ScenarioEnv& env, int64_t ttl_ms, int64_t hold_ms);
-// A holds `resource` (options ttl_ms) and works hold_ms unaware; at struck_at_ms `strike(a)` hits
+RetrySettings retry_from(const Options& options);
+// A holds `resource` (options ttl_ms) and works hold_ms unaware; at struck_at_ms `strike` hits
 // it, recorded as a fault of `kind` (`what` in the trace); B asks from 50 ms later, retrying with
 // the scenario's settings, and works b_hold_ms once in (session-killed, connection-reset).
-void build_holder_struck(ScenarioEnv& env, int64_t struck_at_ms, FaultKind kind, std::string what,
-                         std::function<void(ScenarioEnv&, Client&)> strike);
+ScenarioSpec holder_struck_spec(const Options& options, int64_t struck_at_ms, SpecAction strike,
+                                FaultKind kind, std::string what);
 
 // The adapters scenarios apply to, by what they are (AdapterTraits), never by name.
 // A holder working on beside the next owner: mutual_exclusion, and a lost update unless fencing

@@ -37,18 +37,17 @@ Scenario client_clock_ahead_scenario() {
             if (!fencing_on) e.insert(Invariant::no_lost_update);
             return e;
           },
-      .build =
-          [](ScenarioEnv& env) {
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t hold_ms = env.option("hold_ms");
-            env.start(
-                env.add_client("a"), 0,
-                [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
-                200);
-            Client& b = env.add_client("b", env.option("clock_ahead_ms") * 1000);
-            env.start(
-                b, env.option("b_start_ms"),
-                [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); }, 200);
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            const int64_t ttl_ms = o.get_int("ttl_ms");
+            ScenarioSpec spec;
+            spec.start(spec.add_client("a"), 0,
+                       take_work_release_steps(ttl_ms, o.get_int("hold_ms"), retry_from(o)),
+                       kStartJitterUs);
+            const int b = spec.add_client("b", o.get_int("clock_ahead_ms") * 1000);
+            spec.start(b, o.get_int("b_start_ms"),
+                       take_work_release_steps(ttl_ms, 100, retry_from(o)), kStartJitterUs);
+            return spec;
           },
   };
 }

@@ -38,11 +38,10 @@ Scenario connection_reset_scenario() {
             e.insert(Invariant::validity_within_lease);
             return e;
           },
-      .build =
-          [](ScenarioEnv& env) {
-            build_holder_struck(
-                env, env.option("reset_at_ms"), FaultKind::reset, "a's connections are reset",
-                [](ScenarioEnv& e, Client& a) { e.backend().reset_connections(a.node(), 0); });
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            return holder_struck_spec(o, o.get_int("reset_at_ms"), SpecAction::reset_connections,
+                                      FaultKind::reset, "a's connections are reset");
           },
   };
 }

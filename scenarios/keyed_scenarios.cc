@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "scenarios/catalogue.h"
-#include "services/keyed/backend/keyed_backend.h"
 
 namespace lockstep {
 
@@ -39,28 +38,22 @@ Scenario writer_starvation_scenario() {
             }
             return expected;
           },
-      .build =
-          [](ScenarioEnv& env) {
-            KeyedSteps& steps = keyed_backend(env.backend()).steps();
-            const int64_t every_ms = env.option("reader_every_ms");
-            const int64_t hold_ms = env.option("hold_ms");
-            for (int64_t i = 0; i < env.option("readers"); ++i) {
-              env.start(
-                  env.add_client(fmt::format("reader{}", i)), i * every_ms,
-                  [&steps, hold_ms](Client& c) {
-                    steps.rw_hold(c, "resource", keyed::RwMode::shared, hold_ms);
-                  },
-                  kStartJitterUs);
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            const int64_t every_ms = o.get_int("reader_every_ms");
+            const int64_t hold_ms = o.get_int("hold_ms");
+            ScenarioSpec spec;
+            for (int64_t i = 0; i < o.get_int("readers"); ++i) {
+              spec.start(spec.add_client(fmt::format("reader{}", i)), i * every_ms,
+                         {{.kind = StepKind::rw_hold, .ms = hold_ms, .shared = true}},
+                         kStartJitterUs);
             }
-            env.start(
-                env.add_client("writer"), env.option("writer_at_ms"),
-                [&steps, hold_ms](Client& c) {
-                  steps.rw_hold(c, "resource", keyed::RwMode::exclusive, hold_ms);
-                },
-                kStartJitterUs);
+            spec.start(spec.add_client("writer"), o.get_int("writer_at_ms"),
+                       {{.kind = StepKind::rw_hold, .ms = hold_ms}}, kStartJitterUs);
             // The writer waits for at most the readers already inside; a reader for at most one
             // reader and the writer. A starved writer waits for every reader.
-            env.meta().liveness_bound_us = (2 * hold_ms + 1) * 1000;
+            spec.liveness_bound_us = (2 * hold_ms + 1) * 1000;
+            return spec;
           },
   };
 }
@@ -93,29 +86,30 @@ Scenario fifo_queue_scenario() {
             }
             return Expectation{Invariant::mutual_exclusion};
           },
-      .build =
-          [](ScenarioEnv& env) {
-            KeyedSimBackend& backend = keyed_backend(env.backend());
-            KeyedSteps& steps = backend.steps();
-            const int64_t hold_ms = env.option("hold_ms");
-            const int64_t max_wait_ms = env.option("max_wait_ms");
-            auto caller = [&steps, hold_ms](std::string key, std::optional<int64_t> wait_max) {
-              return [&steps, hold_ms, key = std::move(key), wait_max](Client& c) {
-                steps.fifo_hold(c, key, hold_ms, wait_max);
-              };
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            const int64_t hold_ms = o.get_int("hold_ms");
+            const int64_t clear_at_ms = o.get_int("clear_at_ms");
+            auto hold = [hold_ms](std::string key, std::optional<int64_t> max_wait_ms = {}) {
+              return std::vector<SpecStep>{{.kind = StepKind::fifo_hold,
+                                            .key = std::move(key),
+                                            .ms = hold_ms,
+                                            .max_wait_ms = max_wait_ms}};
             };
-            env.start(env.add_client("a"), 0, caller("order", {}), kStartJitterUs);
-            env.start(env.add_client("b"), 10, caller("order", {}), kStartJitterUs);
-            env.start(env.add_client("impatient"), 20, caller("order", max_wait_ms),
-                      kStartJitterUs);
-            env.start(env.add_client("d"), 30, caller("order", {}), kStartJitterUs);
-            env.start(env.add_client("other-key"), 40, caller("other", {}), kStartJitterUs);
-            env.start(env.add_client("cleared"), 2 * hold_ms + 50, caller("order", {}),
-                      kStartJitterUs);
-            env.start(env.add_client("after-clear"), env.option("clear_at_ms") + 10,
-                      caller("order", {}), kStartJitterUs);
-            env.schedule_fault(env.option("clear_at_ms"), {}, "fifo clear()",
-                               [&backend] { backend.fifo()->clear(); });
+            ScenarioSpec spec;
+            spec.start(spec.add_client("a"), 0, hold("order"), kStartJitterUs);
+            spec.start(spec.add_client("b"), 10, hold("order"), kStartJitterUs);
+            spec.start(spec.add_client("impatient"), 20, hold("order", o.get_int("max_wait_ms")),
+                       kStartJitterUs);
+            spec.start(spec.add_client("d"), 30, hold("order"), kStartJitterUs);
+            spec.start(spec.add_client("other-key"), 40, hold("other"), kStartJitterUs);
+            spec.start(spec.add_client("cleared"), 2 * hold_ms + 50, hold("order"), kStartJitterUs);
+            spec.start(spec.add_client("after-clear"), clear_at_ms + 10, hold("order"),
+                       kStartJitterUs);
+            spec.strike({.action = SpecAction::fifo_clear,
+                         .at_us = clear_at_ms * 1000,
+                         .what = "fifo clear()"});
+            return spec;
           },
   };
 }

@@ -1,6 +1,7 @@
 #pragma once
 // The scenarios of the in-process keyed locks (keyed_scenarios.cc); catalogue.cc lists them.
-// They are written in KeyedSteps (services/keyed/backend/keyed_backend.h) and apply only to keyed adapters.
+// They are written in the keyed steps of a scenario spec (harness/keyed_calls.h) and apply only to
+// keyed adapters.
 #include "harness/scenario.h"
 
 namespace lockstep {

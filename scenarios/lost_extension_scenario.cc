@@ -53,43 +53,38 @@ Scenario cut_off_renewer(std::string name, std::string description, int64_t ever
             e.merge(overlap_expectation(lock, fencing_on));
             return e;
           },
-      .build =
-          [](ScenarioEnv& env) {
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t every_ms = env.option("every_ms");
-            const int64_t work_ms = env.option("work_ms");
-            const int64_t partition_ms = env.option("partition_ms");
-            const int64_t hold_ms = env.option("hold_ms");
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            const int64_t ttl_ms = o.get_int("ttl_ms");
+            const int64_t every_ms = o.get_int("every_ms");
+            const int64_t partition_ms = o.get_int("partition_ms");
+            const int64_t hold_ms = o.get_int("hold_ms");
             if (every_ms >= ttl_ms) {
               throw WorldUnsupported(
                   fmt::format("every_ms ({}) must be below ttl_ms ({})", every_ms, ttl_ms));
             }
-            env.require_sim("a holder whose extensions run on a fiber its pauses and cuts reach");
-            Client& a = env.add_client("a");
-            env.start(a, 0, [ttl_ms, every_ms, work_ms](Client& c) {
-              std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-              if (!lock) return;
-              c.auto_extend(*lock, every_ms);
-              c.work_until_lost(*lock, work_ms, kStepMs);
-              c.release(*lock);  // fails while cut off: the lease is long gone
-            });
+            ScenarioSpec spec;
+            spec.needs_sim = "a holder whose extensions run on a fiber its pauses and cuts reach";
+            const int a = spec.add_client("a");
+            // Its release fails while cut off: the lease is long gone.
+            spec.start(a, 0,
+                       {acquire_step(ttl_ms),
+                        step(StepKind::auto_extend, every_ms),
+                        {.kind = StepKind::work_until_lost,
+                         .ms = o.get_int("work_ms"),
+                         .step_ms = kStepMs},
+                        step(StepKind::release)});
             // Cut off just after the first extension's round trip: the second one is doomed.
             const int64_t cut_at_ms = every_ms + every_ms / 10 + 5;
-            env.schedule_fault(
-                cut_at_ms, {.kind = FaultKind::partition, .client = a.id(), .amount = 1},
-                fmt::format("partition a <-> servers for {}ms", partition_ms),
-                [&env, &a] { env.backend().partition(a.node(), /*two_way=*/true); }, partition_ms);
-            env.schedule_fault(cut_at_ms + partition_ms, {}, "heal partition",
-                               [&env] { env.backend().heal(); });
+            spec.strike(
+                partition_fault(a, cut_at_ms, partition_ms, /*two_way=*/true,
+                                fmt::format("partition a <-> servers for {}ms", partition_ms)));
+            spec.strike(heal_fault(cut_at_ms + partition_ms, "heal partition"));
             // B asks from just before A's validity ends, retrying every 5 ms.
             const RetrySettings retry{.retry_delay_ms = 5, .retry_times = 400};
-            env.start(env.add_client("b"), every_ms + ttl_ms - 20,
-                      [ttl_ms, hold_ms, retry](Client& c) {
-                        std::optional<Lock> lock = c.acquire("resource", ttl_ms + hold_ms, retry);
-                        if (!lock) return;
-                        c.increment(*lock, hold_ms);
-                        c.release(*lock);
-                      });
+            spec.start(spec.add_client("b"), every_ms + ttl_ms - 20,
+                       take_work_release_steps(ttl_ms + hold_ms, hold_ms, retry));
+            return spec;
           },
   };
 }

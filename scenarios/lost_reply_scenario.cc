@@ -37,29 +37,28 @@ Scenario lost_reply_scenario() {
             if (!lock.unknown_outcomes_reported) e.insert(Invariant::error_not_applied);
             return e;
           },
-      .build =
-          [](ScenarioEnv& env) {
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t hold_ms = env.option("hold_ms");
-            const int64_t cut_at_ms = env.option("cut_at_ms");
-            const int64_t cut_ms = env.option("cut_ms");
-            env.require_sim("a one-way cut that lets A's release through and loses its reply");
-            Client& a = env.add_client("a");
-            env.start(a, 0, [ttl_ms, hold_ms](Client& c) {
-              // A first round, so that the release is no first use (a Redis server
-              // that lacks a script refuses before running anything).
-              if (std::optional<Lock> first = c.acquire("resource", ttl_ms)) c.release(*first);
-              std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-              if (!lock) return;
-              c.increment(*lock, hold_ms);
-              c.release(*lock);  // applied; its reply is lost
-            });
-            env.schedule_fault(
-                cut_at_ms, {.kind = FaultKind::partition, .client = a.id(), .amount = 0},
-                fmt::format("partition a <- servers for {}ms", cut_ms),
-                [&env, &a] { env.backend().partition(a.node(), /*two_way=*/false); }, cut_ms);
-            env.schedule_fault(cut_at_ms + cut_ms, {}, "heal partition",
-                               [&env] { env.backend().heal(); });
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            const int64_t ttl_ms = o.get_int("ttl_ms");
+            const int64_t cut_at_ms = o.get_int("cut_at_ms");
+            const int64_t cut_ms = o.get_int("cut_ms");
+            ScenarioSpec spec;
+            spec.needs_sim = "a one-way cut that lets A's release through and loses its reply";
+            const int a = spec.add_client("a");
+            // A first round, so that the release is no first use (a Redis server that lacks a
+            // script refuses before running anything). The second release is applied; its reply
+            // is lost.
+            SpecStep first = acquire_step(ttl_ms);
+            first.end_if_refused = false;
+            std::vector<SpecStep> steps = {first, step(StepKind::release)};
+            for (const SpecStep& s :
+                 take_work_release_steps(ttl_ms, o.get_int("hold_ms"), std::nullopt))
+              steps.push_back(s);
+            spec.start(a, 0, steps);
+            spec.strike(partition_fault(a, cut_at_ms, cut_ms, /*two_way=*/false,
+                                        fmt::format("partition a <- servers for {}ms", cut_ms)));
+            spec.strike(heal_fault(cut_at_ms + cut_ms, "heal partition"));
+            return spec;
           },
   };
 }

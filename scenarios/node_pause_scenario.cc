@@ -22,25 +22,26 @@ Scenario node_pause_scenario() {
       .fits = on_independent_nodes,
       .fits_text = "a lock over N independent nodes, a quorum of whose grants makes it (Redlock)",
       .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
-      .build =
-          [](ScenarioEnv& env) {
-            if (env.backend().server_count() != 5)
-              throw WorldUnsupported("node-pause is written for 5 nodes (--set nodes=5)");
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t hold_ms = env.option("hold_ms");
-            const int64_t pause_ms = env.option("pause_ms");
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            const int64_t hold_ms = o.get_int("hold_ms");
+            const int64_t pause_us = o.get_int("pause_ms") * 1000;
+            ScenarioSpec spec;
+            spec.servers_required = 5;
             // Recorded without a duration on purpose: a stopped minority excuses no waiting.
-            env.schedule_fault(
-                50,
-                {.kind = FaultKind::server_pause, .server = "redis-2", .amount = pause_ms * 1000},
-                fmt::format("node redis-2 stops for {}ms", pause_ms),
-                [&env, pause_ms] { env.backend().pause_server(2, pause_ms * 1000); });
-            auto program = [&env, ttl_ms, hold_ms](Client& c) {
-              take_work_release(c, env, ttl_ms, hold_ms);
-            };
-            env.start(env.add_client("a"), 100, program, kStartJitterUs);
-            env.start(env.add_client("b"), 100 + 2 * hold_ms + 10, program, kStartJitterUs);
-            env.meta().liveness_bound_us = (hold_ms + 2 * env.option("retry_delay_ms")) * 1000;
+            spec.strike(
+                {.action = SpecAction::pause_server,
+                 .at_us = 50'000,
+                 .server = 2,
+                 .amount = pause_us,
+                 .tag = {.kind = FaultKind::server_pause, .server = "redis-2", .amount = pause_us},
+                 .what = fmt::format("node redis-2 stops for {}ms", o.get_int("pause_ms"))});
+            const std::vector<SpecStep> steps =
+                take_work_release_steps(o.get_int("ttl_ms"), hold_ms, retry_from(o));
+            spec.start(spec.add_client("a"), 100, steps, kStartJitterUs);
+            spec.start(spec.add_client("b"), 100 + 2 * hold_ms + 10, steps, kStartJitterUs);
+            spec.liveness_bound_us = (hold_ms + 2 * o.get_int("retry_delay_ms")) * 1000;
+            return spec;
           },
   };
 }

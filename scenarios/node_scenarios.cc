@@ -13,28 +13,25 @@ namespace {
 
 // A takes the lock on nodes 0..2 only (cut off from 3 and 4); B, cut off from 0 and 1, can reach
 // 2, 3, 4. Node 2 is the shared one whose fault lets B in.
-void cut_a_and_b(ScenarioEnv& env, Client& a, Client& b) {
-  const int nodes = env.backend().server_count();
-  for (int i = 3; i < nodes; ++i) env.backend().partition_server(a.node(), i, /*two_way=*/true);
-  for (int i = 0; i < 2; ++i) env.backend().partition_server(b.node(), i, /*two_way=*/true);
+constexpr int kNodes = 5;  // every scenario here is written for five nodes (--set nodes=5)
+
+// A and B, with A reaching nodes 0-2 only and B nodes 2-4 only: node 2 is their only common one.
+ScenarioSpec a_and_b_cut() {
+  ScenarioSpec spec;
+  spec.servers_required = kNodes;
+  const int a = spec.add_client("a");
+  const int b = spec.add_client("b");
+  for (int i = 3; i < kNodes; ++i) spec.cut(a, i, /*two_way=*/true);
+  for (int i = 0; i < 2; ++i) spec.cut(b, i, /*two_way=*/true);
+  return spec;
 }
 
 // A acquires at 0 and works for hold_ms; B tries from b_start_ms, retrying.
-void a_holds_b_tries(ScenarioEnv& env, Client& a, Client& b, int64_t b_start_ms) {
-  const int64_t ttl_ms = env.option("ttl_ms");
-  const int64_t hold_ms = env.option("hold_ms");
-  env.start(
-      a, 0,
-      [ttl_ms, hold_ms](Client& c) {
-        std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-        if (!lock) return;
-        c.increment(*lock, hold_ms);
-        c.release(*lock);
-      },
-      kStartJitterUs);
-  env.start(
-      b, b_start_ms, [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); },
-      kStartJitterUs);
+void a_holds_b_tries(ScenarioSpec& spec, const Options& o, int64_t b_start_ms) {
+  const int64_t ttl_ms = o.get_int("ttl_ms");
+  spec.start(0, 0, take_work_release_steps(ttl_ms, o.get_int("hold_ms"), std::nullopt),
+             kStartJitterUs);
+  spec.start(1, b_start_ms, take_work_release_steps(ttl_ms, 100, retry_from(o)), kStartJitterUs);
 }
 
 }  // namespace
@@ -68,23 +65,21 @@ Scenario clock_jump_scenario() {
             e.insert(Invariant::no_lost_update);  // Redlock has no token to refuse A's late write
             return e;
           },
-      .build =
-          [](ScenarioEnv& env) {
-            if (env.backend().server_count() != 5)
-              throw WorldUnsupported("clock-jump is written for 5 nodes (--set nodes=5)");
-            const int64_t jump_at_ms = env.option("jump_at_ms");
-            const int64_t jump_ms = env.option("jump_ms");
-            Client& a = env.add_client("a");
-            Client& b = env.add_client("b");
-            cut_a_and_b(env, a, b);
-            env.schedule_fault(
-                jump_at_ms,
-                {.kind = FaultKind::server_clock_jump,
-                 .server = "redis-2",
-                 .amount = jump_ms * 1000},
-                fmt::format("node redis-2's clock jumps {}ms forward", jump_ms),
-                [&env, jump_ms] { env.backend().jump_server_clock(2, jump_ms * 1000); });
-            a_holds_b_tries(env, a, b, jump_at_ms + 100);
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            const int64_t jump_at_ms = o.get_int("jump_at_ms");
+            const int64_t jump_ms = o.get_int("jump_ms");
+            ScenarioSpec spec = a_and_b_cut();
+            spec.strike({.action = SpecAction::jump_server_clock,
+                         .at_us = jump_at_ms * 1000,
+                         .server = 2,
+                         .amount = jump_ms * 1000,
+                         .tag = {.kind = FaultKind::server_clock_jump,
+                                 .server = "redis-2",
+                                 .amount = jump_ms * 1000},
+                         .what = fmt::format("node redis-2's clock jumps {}ms forward", jump_ms)});
+            a_holds_b_tries(spec, o, jump_at_ms + 100);
+            return spec;
           },
   };
 }
@@ -119,24 +114,27 @@ Scenario crash_restart_scenario() {
             return Expectation{Invariant::mutual_exclusion, Invariant::lease_exclusion,
                                Invariant::no_lost_update};
           },
-      .build =
-          [](ScenarioEnv& env) {
-            if (env.backend().server_count() != 5)
-              throw WorldUnsupported("crash-restart is written for 5 nodes (--set nodes=5)");
-            const int64_t crash_at_ms = env.option("crash_at_ms");
-            const int64_t delay_ms = env.option("restart_delay_ms");
-            Client& a = env.add_client("a");
-            Client& b = env.add_client("b");
-            cut_a_and_b(env, a, b);
-            env.schedule_fault(
-                crash_at_ms, {.kind = FaultKind::server_crash, .server = "redis-2"},
-                fmt::format("node redis-2 crashes, restarts after {}ms", delay_ms),
-                [&env] { env.backend().crash_server(2); }, delay_ms);
-            env.schedule_fault(
-                crash_at_ms + delay_ms,
-                {.kind = FaultKind::server_restart, .server = "redis-2", .amount = delay_ms * 1000},
-                "node redis-2 restarts", [&env] { env.backend().restart_server(2); });
-            a_holds_b_tries(env, a, b, crash_at_ms + delay_ms + 50);
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            const int64_t crash_at_ms = o.get_int("crash_at_ms");
+            const int64_t delay_ms = o.get_int("restart_delay_ms");
+            ScenarioSpec spec = a_and_b_cut();
+            spec.strike(
+                {.action = SpecAction::crash_server,
+                 .at_us = crash_at_ms * 1000,
+                 .server = 2,
+                 .duration_us = delay_ms * 1000,
+                 .tag = {.kind = FaultKind::server_crash, .server = "redis-2"},
+                 .what = fmt::format("node redis-2 crashes, restarts after {}ms", delay_ms)});
+            spec.strike({.action = SpecAction::restart_server,
+                         .at_us = (crash_at_ms + delay_ms) * 1000,
+                         .server = 2,
+                         .tag = {.kind = FaultKind::server_restart,
+                                 .server = "redis-2",
+                                 .amount = delay_ms * 1000},
+                         .what = "node redis-2 restarts"});
+            a_holds_b_tries(spec, o, crash_at_ms + delay_ms + 50);
+            return spec;
           },
   };
 }
@@ -171,44 +169,37 @@ Scenario split_vote_scenario() {
             if (!lock.releases_partial_grants) return Expectation{Invariant::liveness};
             return Expectation{};
           },
-      .build =
-          [](ScenarioEnv& env) {
-            if (env.backend().server_count() != 5)
-              throw WorldUnsupported("split-vote is written for 5 nodes (--set nodes=5)");
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t hold_ms = env.option("hold_ms");
-            const int64_t heal_at_ms = env.option("heal_at_ms");
-            const RetrySettings retry{.retry_delay_ms = env.option("retry_delay_ms"),
-                                      .retry_times = static_cast<int>(env.option("retry_times")),
-                                      .retry_jitter_ms = env.option("retry_jitter_ms")};
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            const int64_t hold_ms = o.get_int("hold_ms");
+            const int64_t heal_at_ms = o.get_int("heal_at_ms");
+            const RetrySettings retry{.retry_delay_ms = o.get_int("retry_delay_ms"),
+                                      .retry_times = static_cast<int>(o.get_int("retry_times")),
+                                      .retry_jitter_ms = o.get_int("retry_jitter_ms")};
+            ScenarioSpec spec;
+            spec.servers_required = kNodes;
             const std::vector<std::vector<int>> reach = {{0, 1}, {2, 3}, {4}};
             for (size_t i = 0; i < reach.size(); ++i) {
-              Client& c = env.add_client(std::string(1, static_cast<char>('a' + i)));
-              for (int server = 0; server < 5; ++server) {
-                const bool reachable =
-                    std::find(reach[i].begin(), reach[i].end(), server) != reach[i].end();
-                if (!reachable) env.backend().partition_server(c.node(), server, /*two_way=*/true);
+              const int c = spec.add_client(std::string(1, static_cast<char>('a' + i)));
+              for (int server = 0; server < kNodes; ++server) {
+                if (std::find(reach[i].begin(), reach[i].end(), server) == reach[i].end())
+                  spec.cut(c, server, /*two_way=*/true);
               }
-              env.start(
-                  c, 0,
-                  [ttl_ms, hold_ms, retry](Client& client) {
-                    std::optional<Lock> lock = client.acquire("resource", ttl_ms, retry);
-                    if (!lock) return;
-                    client.increment(*lock, hold_ms);
-                    client.release(*lock);
-                  },
-                  kStartJitterUs);
+              spec.start(c, 0, take_work_release_steps(o.get_int("ttl_ms"), hold_ms, retry),
+                         kStartJitterUs);
             }
-            env.schedule_fault(
-                0, {.kind = FaultKind::partition},
-                "clients a, b, c each cut off from all but a minority of nodes", [] {}, heal_at_ms);
-            env.schedule_fault(heal_at_ms, {}, "heal every partition",
-                               [&env] { env.backend().heal(); });
+            // The cuts above are the partition: recorded from 0 until the heal.
+            spec.strike({.action = SpecAction::none,
+                         .duration_us = heal_at_ms * 1000,
+                         .tag = {.kind = FaultKind::partition},
+                         .what = "clients a, b, c each cut off from all but a minority of nodes"});
+            spec.strike(heal_fault(heal_at_ms, "heal every partition"));
             // After the heal, three holds one after the other, with retry gaps: far less than a
             // TTL.
             const int64_t round_ms =
-                hold_ms + env.option("retry_delay_ms") + env.option("retry_jitter_ms") + 60;
-            env.meta().liveness_bound_us = 4 * round_ms * 1000;
+                hold_ms + o.get_int("retry_delay_ms") + o.get_int("retry_jitter_ms") + 60;
+            spec.liveness_bound_us = 4 * round_ms * 1000;
+            return spec;
           },
   };
 }

@@ -37,21 +37,16 @@ Scenario lease_expires_while_queued_scenario() {
               e.insert(Invariant::valid_on_return);
             return e;
           },
-      .build =
-          [](ScenarioEnv& env) {
-            const int64_t a_ttl_ms = env.option("a_ttl_ms");
-            const int64_t a_hold_ms = env.option("a_hold_ms");
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t hold_ms = env.option("hold_ms");
-            env.start(env.add_client("a"), 0, [a_ttl_ms, a_hold_ms](Client& c) {
-              std::optional<Lock> lock = c.acquire("resource", a_ttl_ms);
-              if (!lock) return;
-              c.increment(*lock, a_hold_ms);
-              c.release(*lock);
-            });
-            env.start(
-                env.add_client("b"), env.option("b_start_ms"),
-                [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); });
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            ScenarioSpec spec;
+            spec.start(spec.add_client("a"), 0,
+                       take_work_release_steps(o.get_int("a_ttl_ms"), o.get_int("a_hold_ms"),
+                                               std::nullopt));
+            spec.start(
+                spec.add_client("b"), o.get_int("b_start_ms"),
+                take_work_release_steps(o.get_int("ttl_ms"), o.get_int("hold_ms"), retry_from(o)));
+            return spec;
           },
       .premise = "B asks for the key while A holds it",
       .premise_held =

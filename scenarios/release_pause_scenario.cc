@@ -39,48 +39,34 @@ Scenario pause_in_release_scenario() {
             if (!fencing_on) e.insert(Invariant::no_lost_update);
             return e;
           },
-      .build =
-          [](ScenarioEnv& env) {
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t pause_ms = env.option("pause_ms");
-            env.require_sim("pausing a client from outside between the calls of its release");
-            env.backend().set_fixed_latency(kFixedLatency_us);
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            const int64_t ttl_ms = o.get_int("ttl_ms");
+            const int64_t pause_ms = o.get_int("pause_ms");
+            ScenarioSpec spec;
+            spec.needs_sim = "pausing a client from outside between the calls of its release";
+            spec.fixed_latency_us = kFixedLatency_us;
             const int64_t release_at_ms = ttl_ms - ttl_ms / 5;
-            Client& a = env.add_client("a");
-            env.start(a, 0, [ttl_ms, release_at_ms](Client& c) {
-              // A starts at true time 0 with a true clock: its release begins exactly at
-              // release_at_ms.
-              const int64_t started_us = c.clock().monotonic_us();
-              std::optional<Lock> lock = c.acquire("resource", ttl_ms);
-              if (!lock) return;
-              c.increment(*lock, 0);
-              c.clock().sleep_for_us(started_us + release_at_ms * 1000 - c.clock().monotonic_us());
-              c.release(*lock);
-            });
+            // A starts at true time 0 with a true clock: its release begins exactly at
+            // release_at_ms.
+            const int a = spec.add_client("a");
+            spec.start(a, 0,
+                       {acquire_step(ttl_ms), step(StepKind::increment, 0),
+                        step(StepKind::sleep_until, release_at_ms), step(StepKind::release)});
             // A's release request reaches the server 0.5 ms after it is sent and its reply is back
             // 0.5 ms later: stop A while that first reply is on its way. (A one-script release is
             // already done by then, or retries the same atomic script after NOSCRIPT.)
-            const int64_t pause_at_us = release_at_ms * 1000 + 3 * kFixedLatency_us / 2;
-            env.schedule_fault_us(
-                pause_at_us,
-                {.kind = FaultKind::pause, .client = a.id(), .amount = pause_ms * 1000},
-                fmt::format("pause a for {}ms mid-release", pause_ms),
-                [&env, &a, pause_ms] { env.world().pause(a.node(), pause_ms * 1000); },
-                pause_ms * 1000);
-            auto retry = RetrySettings{.retry_delay_ms = 20, .retry_times = 100};
-            env.start(env.add_client("b"), ttl_ms + 10, [ttl_ms, pause_ms, retry](Client& c) {
-              std::optional<Lock> lock =
-                  c.acquire("resource", ttl_ms + pause_ms + kLeaseSlackMs, retry);
-              if (!lock) return;
-              c.increment(*lock, pause_ms + 100);  // still working when A's pause ends
-              c.release(*lock);
-            });
-            env.start(env.add_client("c"), release_at_ms + pause_ms + 50, [ttl_ms](Client& c) {
-              std::optional<Lock> lock = c.acquire("resource", ttl_ms);  // must find B's lock
-              if (!lock) return;
-              c.increment(*lock, 0);
-              c.release(*lock);
-            });
+            spec.strike(pause_client_fault(a, release_at_ms * 1000 + 3 * kFixedLatency_us / 2,
+                                           pause_ms * 1000,
+                                           fmt::format("pause a for {}ms mid-release", pause_ms)));
+            // B is still working when A's pause ends; C must find B's lock.
+            spec.start(
+                spec.add_client("b"), ttl_ms + 10,
+                take_work_release_steps(ttl_ms + pause_ms + kLeaseSlackMs, pause_ms + 100,
+                                        RetrySettings{.retry_delay_ms = 20, .retry_times = 100}));
+            spec.start(spec.add_client("c"), release_at_ms + pause_ms + 50,
+                       take_work_release_steps(ttl_ms, 0, std::nullopt));
+            return spec;
           },
   };
 }

@@ -42,29 +42,23 @@ Scenario retry_storm_scenario() {
             return lock.tokens == TokenKind::random ? Expectation{Invariant::fencing}
                                                     : Expectation{};
           },
-      .build =
-          [](ScenarioEnv& env) {
-            const int64_t clients = env.option("clients");
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t hold_ms = env.option("hold_ms");
-            const RetrySettings retry{.retry_delay_ms = env.option("retry_delay_ms"),
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            const int64_t clients = o.get_int("clients");
+            const int64_t ttl_ms = o.get_int("ttl_ms");
+            const int64_t hold_ms = o.get_int("hold_ms");
+            const RetrySettings retry{.retry_delay_ms = o.get_int("retry_delay_ms"),
                                       .retry_times = 100'000,
-                                      .retry_jitter_ms = env.option("retry_jitter_ms")};
-            for (int64_t i = 0; i < clients; ++i) {
-              env.start(
-                  env.add_client(fmt::format("s{}", i)), 0,
-                  [ttl_ms, hold_ms, retry](Client& c) {
-                    std::optional<Lock> lock = c.acquire("resource", ttl_ms, retry);
-                    if (!lock) return;
-                    c.increment(*lock, hold_ms);
-                    c.release(*lock);
-                  },
-                  1000);
-            }
+                                      .retry_jitter_ms = o.get_int("retry_jitter_ms")};
+            ScenarioSpec spec;
+            const std::vector<SpecStep> steps = take_work_release_steps(ttl_ms, hold_ms, retry);
+            for (int64_t i = 0; i < clients; ++i)
+              spec.start(spec.add_client(fmt::format("s{}", i)), 0, steps, 1000);
             // Everyone gets in: the last one waits for all the others' holds and round trips.
             const int64_t round_us =
-                (hold_ms + env.option("retry_delay_ms") + env.option("retry_jitter_ms")) * 1000;
-            env.meta().liveness_bound_us = 2 * clients * round_us + ttl_ms * 1000;
+                (hold_ms + o.get_int("retry_delay_ms") + o.get_int("retry_jitter_ms")) * 1000;
+            spec.liveness_bound_us = 2 * clients * round_us + ttl_ms * 1000;
+            return spec;
           },
   };
 }

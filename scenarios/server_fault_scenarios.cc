@@ -66,18 +66,24 @@ Expectation lost_lease(const AdapterTraits& lock, bool fencing_on) {
   return e;
 }
 
-// A's acquire request is on the wire 50 us after it starts (the network's minimum latency is
-// larger): stop A for pause_ms, so its grant comes back that late. B comes after A's lease would
-// have run out, and takes the key.
-void pause_acquire_then_b(ScenarioEnv& env, Client& a, int64_t a_start_us, int64_t pause_ms,
-                          int64_t ttl_ms, int64_t hold_ms) {
-  env.schedule_fault_us(
-      a_start_us + 50, {.kind = FaultKind::pause, .client = a.id(), .amount = pause_ms * 1000},
-      fmt::format("pause a for {}ms with its acquire in flight", pause_ms),
-      [&env, &a, pause_ms] { env.world().pause(a.node(), pause_ms * 1000); }, pause_ms * 1000);
-  env.start(
-      env.add_client("b"), ttl_ms + 100,
-      [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); }, 200);
+// A starts at 0 with its one attempt to acquire and then a_steps; its request is on the wire 50 us
+// later (the network's minimum latency is larger): stop A for pause_ms, so its grant comes back
+// that late. B comes after A's lease would have run out, and takes the key.
+ScenarioSpec pause_acquire_then_b(const Options& o, std::vector<SpecStep> a_steps) {
+  const int64_t ttl_ms = o.get_int("ttl_ms");
+  const int64_t pause_ms = o.get_int("pause_ms");
+  ScenarioSpec spec;
+  spec.needs_sim = "pausing a client from outside while its reply is on the wire";
+  const int a = spec.add_client("a");
+  a_steps.insert(a_steps.begin(),
+                 acquire_step(ttl_ms));  // one attempt: a late grant must not count
+  spec.start(a, 0, std::move(a_steps));
+  spec.strike(
+      pause_client_fault(a, 50, pause_ms * 1000,
+                         fmt::format("pause a for {}ms with its acquire in flight", pause_ms)));
+  spec.start(spec.add_client("b"), ttl_ms + 100,
+             take_work_release_steps(ttl_ms, o.get_int("hold_ms"), retry_from(o)), kStartJitterUs);
+  return spec;
 }
 
 }  // namespace
@@ -99,22 +105,10 @@ Scenario slow_acquire_scenario() {
       .fits_text = "a lease lock whose servers are across a network",
       .worlds = {WorldKind::sim},
       .expected = slow_acquire_expected,
-      .build =
-          [](ScenarioEnv& env) {
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t pause_ms = env.option("pause_ms");
-            const int64_t hold_ms = env.option("hold_ms");
-            env.require_sim("pausing a client from outside while its reply is on the wire");
-            Client& a = env.add_client("a");
-            const int64_t a_hold_ms = env.option("a_hold_ms");
-            const int64_t a_start_us = env.start(a, 0, [ttl_ms, a_hold_ms](Client& c) {
-              std::optional<Lock> lock =
-                  c.acquire("resource", ttl_ms);  // one attempt: the late grant must not count
-              if (!lock) return;
-              c.increment(*lock, a_hold_ms);
-              c.release(*lock);
-            });
-            pause_acquire_then_b(env, a, a_start_us, pause_ms, ttl_ms, hold_ms);
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            return pause_acquire_then_b(
+                o, {step(StepKind::increment, o.get_int("a_hold_ms")), step(StepKind::release)});
           },
   };
 }
@@ -157,27 +151,12 @@ Scenario slow_grant_scenario() {
             }
             return e;
           },
-      .build =
-          [](ScenarioEnv& env) {
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t pause_ms = env.option("pause_ms");
-            const int64_t hold_ms = env.option("hold_ms");
-            const int64_t a_hold_ms = env.option("a_hold_ms");
-            env.require_sim("pausing a client from outside while its reply is on the wire");
-            Client& a = env.add_client("a");
-            const int64_t a_start_us = env.start(a, 0, [ttl_ms, a_hold_ms](Client& c) {
-              std::optional<Lock> lock = c.acquire("resource", ttl_ms);  // one attempt
-              if (!lock) return;
-              // Careful: reads, works while the lock is valid, writes only if it still is.
-              const std::optional<int64_t> value = c.read(*lock);
-              const int64_t left_us = c.validity_end_us(*lock) - c.clock().monotonic_us();
-              if (left_us > 1) c.clock().sleep_for_us(std::min(a_hold_ms * 1000, left_us - 1));
-              if (value && c.clock().monotonic_us() < c.validity_end_us(*lock))
-                c.write(*lock, *value + 1);
-              c.leave(*lock);
-              c.release(*lock);
-            });
-            pause_acquire_then_b(env, a, a_start_us, pause_ms, ttl_ms, hold_ms);
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            // Careful: reads, works while the lock is valid, writes only if it still is.
+            return pause_acquire_then_b(o,
+                                        {step(StepKind::careful_increment, o.get_int("a_hold_ms")),
+                                         step(StepKind::release)});
           },
   };
 }
@@ -207,31 +186,29 @@ Scenario clock_drift_scenario() {
               return Expectation{};
             return lost_lease(lock, fencing_on);
           },
-      .build =
-          [](ScenarioEnv& env) {
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t hold_ms = env.option("hold_ms");
-            const int64_t drift_ppm = env.option("drift_ppm");
-            // Set now, so a backend that cannot make its servers drift refuses before anything
-            // runs; the fault at 0 records it in the history (setting the same drift again is a
-            // no-op).
-            env.backend().set_server_drift(drift_ppm);
-            // It never heals: recorded as lasting past both clients' work (A's hold, B's tries
-            // and hold), so it touches every lease of the run.
-            const int64_t drifting_ms = hold_ms + 3 * ttl_ms;
-            env.schedule_fault(
-                0, {.kind = FaultKind::server_drift, .amount = drift_ppm},
-                fmt::format("server clock drift {:+}ppm", drift_ppm),
-                [&env, drift_ppm] { env.backend().set_server_drift(drift_ppm); }, drifting_ms);
-            env.start(
-                env.add_client("a"), 1,
-                [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
-                200);
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            const int64_t ttl_ms = o.get_int("ttl_ms");
+            const int64_t hold_ms = o.get_int("hold_ms");
+            const int64_t drift_ppm = o.get_int("drift_ppm");
+            ScenarioSpec spec;
+            // Set before anything runs, so a backend that cannot make its servers drift refuses
+            // at once; the fault at 0 records it in the history (setting the same drift again is
+            // a no-op). It never heals: recorded as lasting past both clients' work (A's hold,
+            // B's tries and hold), so it touches every lease of the run.
+            spec.server_drift_ppm = drift_ppm;
+            spec.strike({.action = SpecAction::server_drift,
+                         .amount = drift_ppm,
+                         .duration_us = (hold_ms + 3 * ttl_ms) * 1000,
+                         .tag = {.kind = FaultKind::server_drift, .amount = drift_ppm},
+                         .what = fmt::format("server clock drift {:+}ppm", drift_ppm)});
+            spec.start(spec.add_client("a"), 1,
+                       take_work_release_steps(ttl_ms, hold_ms, retry_from(o)), kStartJitterUs);
             // B keeps trying from just before the server would expire A's lease.
             const int64_t server_ttl_ms = ttl_ms * 1'000'000 / (1'000'000 + drift_ppm);
-            env.start(
-                env.add_client("b"), std::max<int64_t>(2, server_ttl_ms - 50),
-                [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); }, 200);
+            spec.start(spec.add_client("b"), std::max<int64_t>(2, server_ttl_ms - 50),
+                       take_work_release_steps(ttl_ms, 100, retry_from(o)), kStartJitterUs);
+            return spec;
           },
   };
 }
@@ -262,27 +239,25 @@ Scenario server_clock_jump_scenario() {
               return Expectation{};
             return lost_lease(lock, fencing_on);
           },
-      .build =
-          [](ScenarioEnv& env) {
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t hold_ms = env.option("hold_ms");
-            const int64_t jump_at_ms = env.option("jump_at_ms");
-            const int64_t jump_ms = env.option("jump_ms");
-            env.start(
-                env.add_client("a"), 1,
-                [&env, ttl_ms, hold_ms](Client& c) { take_work_release(c, env, ttl_ms, hold_ms); },
-                200);
-            env.schedule_fault(jump_at_ms,
-                               {.kind = FaultKind::server_clock_jump, .amount = jump_ms * 1000},
-                               fmt::format("every server's wall clock jumps {}ms forward", jump_ms),
-                               [&env, jump_ms] {
-                                 for (int s = 0; s < env.backend().server_count(); ++s)
-                                   env.backend().jump_server_clock(s, jump_ms * 1000);
-                               });
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            const int64_t ttl_ms = o.get_int("ttl_ms");
+            const int64_t jump_at_ms = o.get_int("jump_at_ms");
+            const int64_t jump_us = o.get_int("jump_ms") * 1000;
+            ScenarioSpec spec;
+            spec.start(spec.add_client("a"), 1,
+                       take_work_release_steps(ttl_ms, o.get_int("hold_ms"), retry_from(o)),
+                       kStartJitterUs);
+            spec.strike({.action = SpecAction::jump_server_clocks,
+                         .at_us = jump_at_ms * 1000,
+                         .amount = jump_us,
+                         .tag = {.kind = FaultKind::server_clock_jump, .amount = jump_us},
+                         .what = fmt::format("every server's wall clock jumps {}ms forward",
+                                             o.get_int("jump_ms"))});
             // B keeps trying from just after the jump.
-            env.start(
-                env.add_client("b"), jump_at_ms + 10,
-                [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); }, 200);
+            spec.start(spec.add_client("b"), jump_at_ms + 10,
+                       take_work_release_steps(ttl_ms, 100, retry_from(o)), kStartJitterUs);
+            return spec;
           },
   };
 }
@@ -341,47 +316,29 @@ Scenario failover_scenario() {
             if (lock.tokens == TokenKind::monotonic) e.insert(Invariant::fencing);
             return e;
           },
-      .build =
-          [](ScenarioEnv& env) {
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t hold_ms = env.option("hold_ms");
-            const int64_t failover_at_ms = env.option("failover_at_ms");
-            Client& a = env.add_client("a");
-            Client& b = env.add_client("b");
-            const std::string what = "failover: the primary crashes, a replica takes over";
-            if (env.sim() == nullptr) {
-              // Real threads cannot be started once the run is under way: a fixed timeline, the
-              // failover at failover_at_ms of true time (a real Redis grants in well under it).
-              env.start(
-                  a, 0,
-                  [&env, ttl_ms, hold_ms](Client& c) {
-                    take_work_release(c, env, ttl_ms, hold_ms);
-                  },
-                  200);
-              env.schedule_failover_us(failover_at_ms * 1000, what);
-              env.start(
-                  b, failover_at_ms + 100,
-                  [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); }, 200);
-              return;
-            }
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind world) {
+            const int64_t ttl_ms = o.get_int("ttl_ms");
+            const int64_t failover_at_ms = o.get_int("failover_at_ms");
+            ScenarioSpec spec;
+            const int a = spec.add_client("a");
+            const int b = spec.add_client("b");
+            spec.start(a, 0, take_work_release_steps(ttl_ms, o.get_int("hold_ms"), retry_from(o)),
+                       kStartJitterUs);
             // The premise: A holds when the primary dies. In the simulator the failover is timed
             // from A's grant (a w:majority acquire alone takes three replication delays), and B
-            // comes after it.
-            env.start(
-                a, 0,
-                [&env, &b, ttl_ms, hold_ms, failover_at_ms, what](Client& c) {
-                  std::optional<Lock> lock = c.acquire("resource", ttl_ms, retry_from(env));
-                  if (!lock) return;
-                  const int64_t failover_us = env.world().now_us() + failover_at_ms * 1000;
-                  env.schedule_failover_us(failover_us, what);
-                  env.start(
-                      b, failover_us / 1000 + 100,
-                      [&env, ttl_ms](Client& other) { take_work_release(other, env, ttl_ms, 100); },
-                      200);
-                  c.increment(*lock, hold_ms);
-                  c.release(*lock);
-                },
-                200);
+            // comes after it. Real threads cannot be started once the run is under way: a fixed
+            // timeline there, the failover at failover_at_ms of true time (a real Redis grants in
+            // well under it).
+            const bool from_grant = world == WorldKind::sim;
+            spec.strike({.action = SpecAction::failover,
+                         .at_us = failover_at_ms * 1000,
+                         .what = "failover: the primary crashes, a replica takes over"});
+            if (from_grant) spec.anchor_last(a, 0);
+            spec.start(b, failover_at_ms + 100, take_work_release_steps(ttl_ms, 100, retry_from(o)),
+                       kStartJitterUs);
+            if (from_grant) spec.anchor_last(a, 0);
+            return spec;
           },
   };
 }
@@ -407,36 +364,31 @@ Scenario partition_scenario() {
       .fits = is_networked_lease,
       .fits_text = "a lease lock whose servers are across a network",
       .expected = [](const AdapterTraits&, const Options&, bool) { return Expectation{}; },
-      .build =
-          [](ScenarioEnv& env) {
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t hold_ms = env.option("hold_ms");
-            const int64_t at_ms = env.option("partition_at_ms");
-            const int64_t length_ms = env.option("partition_ms");
-            const bool two_way = env.options().get("direction") == "two-way";
-            Client& a = env.add_client("a");
-            env.start(
-                a, 0,
-                [&env, ttl_ms, hold_ms, at_ms, length_ms](Client& c) {
-                  const int64_t started_ms =
-                      c.clock().monotonic_us() / 1000;  // A's clock runs true here
-                  take_work_release(c, env, ttl_ms,
-                                    hold_ms);  // its release falls inside the partition
-                  c.sleep_ms(std::max<int64_t>(
-                      0, started_ms + at_ms + length_ms + 100 - c.clock().monotonic_us() / 1000));
-                  take_work_release(c, env, ttl_ms, 50);  // after the heal: must get in (liveness)
-                },
-                200);
-            env.schedule_fault(
-                at_ms, {.kind = FaultKind::partition, .client = a.id(), .amount = two_way ? 1 : 0},
-                fmt::format("partition a {} server for {}ms", two_way ? "<->" : "<-", length_ms),
-                [&env, &a, two_way] { env.backend().partition(a.node(), two_way); }, length_ms);
-            env.schedule_fault(at_ms + length_ms, {}, "heal partition",
-                               [&env] { env.backend().heal(); });
-            env.start(
-                env.add_client("b"), ttl_ms + 100,
-                [&env, ttl_ms](Client& c) { take_work_release(c, env, ttl_ms, 100); }, 200);
-            env.meta().liveness_bound_us = 4 * env.option("retry_delay_ms") * 1000 + ttl_ms * 1000;
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            const int64_t ttl_ms = o.get_int("ttl_ms");
+            const int64_t at_ms = o.get_int("partition_at_ms");
+            const int64_t length_ms = o.get_int("partition_ms");
+            const bool two_way = o.get("direction") == "two-way";
+            ScenarioSpec spec;
+            const int a = spec.add_client("a");
+            // A's release falls inside the partition; after the heal it must get in (liveness).
+            // A refused first acquire goes on to the second.
+            std::vector<SpecStep> steps =
+                take_work_release_steps(ttl_ms, o.get_int("hold_ms"), retry_from(o));
+            steps.front().end_if_refused = false;
+            steps.push_back(step(StepKind::sleep_until_whole_ms, at_ms + length_ms + 100));
+            for (const SpecStep& s : take_work_release_steps(ttl_ms, 50, retry_from(o)))
+              steps.push_back(s);
+            spec.start(a, 0, steps, kStartJitterUs);
+            spec.strike(partition_fault(
+                a, at_ms, length_ms, two_way,
+                fmt::format("partition a {} server for {}ms", two_way ? "<->" : "<-", length_ms)));
+            spec.strike(heal_fault(at_ms + length_ms, "heal partition"));
+            spec.start(spec.add_client("b"), ttl_ms + 100,
+                       take_work_release_steps(ttl_ms, 100, retry_from(o)), kStartJitterUs);
+            spec.liveness_bound_us = 4 * o.get_int("retry_delay_ms") * 1000 + ttl_ms * 1000;
+            return spec;
           },
   };
 }

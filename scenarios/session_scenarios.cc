@@ -32,12 +32,11 @@ Scenario session_killed_scenario() {
             return e;
           },
       // A's release fails: the session and its lock are gone.
-      .build =
-          [](ScenarioEnv& env) {
-            build_holder_struck(
-                env, env.option("kill_at_ms"), FaultKind::session_end,
-                "the server ends a's session (pg_terminate_backend)",
-                [](ScenarioEnv& e, Client& a) { e.backend().end_session(a.node()); });
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            return holder_struck_spec(o, o.get_int("kill_at_ms"), SpecAction::end_session,
+                                      FaultKind::session_end,
+                                      "the server ends a's session (pg_terminate_backend)");
           },
   };
 }

@@ -14,15 +14,13 @@ namespace {
 
 constexpr int64_t kWorkStepMs = 5;  // A's holder asks lost() before each write, this often
 
-// One of the second key's contenders: take it, work, give it back, `rounds` times.
-void take_turns_on_other(Client& c, int64_t rounds, int64_t ttl_ms, int64_t work_ms) {
-  const RetrySettings retry{.retry_delay_ms = 3, .retry_times = 30};
-  for (int64_t round = 0; round < rounds; ++round) {
-    std::optional<Lock> lock = c.acquire("other", ttl_ms, retry);
-    if (!lock) continue;
-    c.increment(*lock, work_ms);
-    c.release(*lock);
-  }
+// One turn of the second key's contenders: take it (or, refused, let the turn go), work, give it
+// back.
+std::vector<SpecStep> turn_on_other(int64_t ttl_ms, int64_t work_ms) {
+  SpecStep take =
+      acquire_step(ttl_ms, RetrySettings{.retry_delay_ms = 3, .retry_times = 30}, "other");
+  take.end_if_refused = false;
+  return {take, step(StepKind::increment, work_ms), step(StepKind::release)};
 }
 
 }  // namespace
@@ -59,30 +57,25 @@ Scenario shared_client_scenario() {
             if (lock.tokens != TokenKind::none) e.insert(Invariant::fencing);
             return e;
           },
-      .build =
-          [](ScenarioEnv& env) {
-            const int64_t ttl_ms = env.option("ttl_ms");
-            const int64_t holds = env.option("holds");
-            const int64_t work_ms = env.option("work_ms");
-            const int64_t rounds = env.option("rounds");
-            const int64_t hold_ms = env.option("hold_ms");
-            env.require_sim("a background renewal on a fiber of A's node beside A's other calls");
-            Client& a = env.add_client("a");
-            env.start(a, 0, [holds, ttl_ms, work_ms](Client& c) {
-              for (int64_t hold = 0; hold < holds; ++hold) {
-                std::optional<Lock> lock = c.acquire("held", ttl_ms);
-                if (!lock) return;
-                c.auto_extend(*lock, 0);
-                c.work_until_lost(*lock, work_ms, kWorkStepMs);
-                c.release(*lock);
-              }
-            });
-            env.start(a, 1, [rounds, ttl_ms, hold_ms](Client& c) {
-              take_turns_on_other(c, rounds, ttl_ms, hold_ms);
-            });
-            env.start(env.add_client("b"), 1, [rounds, ttl_ms, hold_ms](Client& c) {
-              take_turns_on_other(c, rounds, ttl_ms, hold_ms);
-            });
+      .spec =
+          [](const Options& o, const AdapterEntry&, WorldKind) {
+            const int64_t ttl_ms = o.get_int("ttl_ms");
+            const int rounds = static_cast<int>(o.get_int("rounds"));
+            const std::vector<SpecStep> turn = turn_on_other(ttl_ms, o.get_int("hold_ms"));
+            ScenarioSpec spec;
+            spec.needs_sim = "a background renewal on a fiber of A's node beside A's other calls";
+            const int a = spec.add_client("a");
+            spec.start(a, 0,
+                       {acquire_step(ttl_ms, std::nullopt, "held"),
+                        step(StepKind::auto_extend, 0),
+                        {.kind = StepKind::work_until_lost,
+                         .ms = o.get_int("work_ms"),
+                         .step_ms = kWorkStepMs},
+                        step(StepKind::release)},
+                       0, static_cast<int>(o.get_int("holds")));
+            spec.start(a, 1, turn, 0, rounds);
+            spec.start(spec.add_client("b"), 1, turn, 0, rounds);
+            return spec;
           },
   };
 }

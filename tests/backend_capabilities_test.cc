@@ -7,11 +7,11 @@
 
 #include <catch2/catch.hpp>
 
+#include "harness/keyed_calls.h"
 #include "lockstep/registry.h"
 #include "real/server_errors.h"
 #include "run/runner.h"
 #include "services/ext/driver/node_drivers.h"
-#include "services/keyed/backend/keyed_backend.h"
 #include "services/known_bad.h"
 
 namespace lockstep {
@@ -53,9 +53,8 @@ Scenario probe(Observed* seen) {
           .build =
               [seen](ScenarioEnv& env) {
                 Backend& backend = env.backend();
-                if (KeyedSimBackend* keyed = backend.keyed_sim()) {
-                  seen->family =
-                      keyed->rw() != nullptr ? LockFamily::keyed_rw : LockFamily::keyed_fifo;
+                if (KeyedCalls* keyed = backend.keyed()) {
+                  seen->family = keyed->family();
                   return;
                 }
                 seen->faults.network = works([&] { backend.heal(); });

@@ -14,7 +14,7 @@ namespace lockstep {
 
 struct BackendEnv;
 
-class KeyedSimBackend;  // services/keyed/backend/keyed_backend.h
+class KeyedCalls;  // harness/keyed_calls.h
 
 class Backend {
  public:
@@ -30,9 +30,9 @@ class Backend {
   // The lock library under test as it named itself ("name version"; ext drivers' ready line), for
   // the report; "" for lockstep's own adapters.
   virtual std::string library() const { return {}; }
-  // The in-process keyed lock this backend runs (the keyed scenarios' steps), or null: how a
-  // scenario reaches a keyed lock, by type, without a cast.
-  virtual KeyedSimBackend* keyed_sim() { return nullptr; }
+  // The calls of the in-process keyed lock this backend runs (harness/keyed_calls.h), or null: how
+  // a scenario reaches a keyed lock, by type, without a cast.
+  virtual KeyedCalls* keyed() { return nullptr; }
   // The longest one client call waits for a reply that never comes (its command timeout, plus a
   // connect timeout where a call may reconnect first), on the client's clock; 0 when calls do not
   // time out. A sweep's liveness bound allows it for each fault that can lose a request.

@@ -184,13 +184,6 @@ std::unique_ptr<Backend> make_fifo_sim_backend(BackendEnv& env, const FifoMachin
   return std::make_unique<KeyedSimBackend>(env, std::move(core), std::move(lock_name));
 }
 
-KeyedSimBackend& keyed_backend(Backend& backend) {
-  KeyedSimBackend* keyed = backend.keyed_sim();
-  if (keyed == nullptr)
-    throw std::logic_error("this scenario needs a keyed lock adapter (keyed-rw, fifo)");
-  return *keyed;
-}
-
 AdapterEntry keyed_rw_adapter(KeyedRwLockEntry lock) {
   check_made(lock.name, static_cast<bool>(lock.make_machine));
   AdapterTraits traits = kKeyedRwTraits;
@@ -269,8 +262,16 @@ void KeyedSteps::rw_release(Client& c, keyed::RwHandle& handle) {
   record(EventKind::complete, c, key, Op::release, Outcome::ok, shared);
 }
 
-void KeyedSteps::rw_hold(Client& c, const std::string& key, RwMode mode, int64_t hold_ms) {
+LockFamily KeyedSteps::family() const {
+  return backend_.rw() != nullptr ? LockFamily::keyed_rw : LockFamily::keyed_fifo;
+}
+
+void KeyedSteps::fifo_clear() { backend_.fifo()->clear(); }
+
+void KeyedSteps::rw_hold(Client& c, const std::string& key, RwMode mode, int64_t hold_ms,
+                         int64_t pause_ms) {
   keyed::RwHandle handle = rw_acquire(c, key, mode);
+  if (pause_ms > 0) c.pause(pause_ms);
   c.sleep_ms(hold_ms);
   rw_release(c, handle);
 }

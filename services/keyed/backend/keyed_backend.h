@@ -26,6 +26,7 @@
 
 #include "harness/backend.h"
 #include "harness/client.h"
+#include "harness/keyed_calls.h"
 #include "lockstep/keyed.h"
 #include "services/keyed/adapter/rw_core.h"
 #include "services/keyed/backend/keyed_sim.h"
@@ -34,11 +35,14 @@ namespace lockstep {
 
 class KeyedSimBackend;
 
-class KeyedSteps {
+class KeyedSteps final : public KeyedCalls {
  public:
   KeyedSteps(Recorder& recorder, KeyedSimBackend& backend)
       : recorder_(recorder), backend_(backend) {}
 
+  LockFamily family() const override;
+  void rw_hold(Client& c, const std::string& key, keyed::RwMode mode, int64_t hold_ms,
+               int64_t pause_ms = 0) override;
   // keyed-rw: blocks until granted; then the client is inside.
   keyed::RwHandle rw_acquire(Client& c, const std::string& key, keyed::RwMode mode);
   // keyed-rw: granted at once or nullopt (recorded as contended).
@@ -46,12 +50,9 @@ class KeyedSteps {
                                                 keyed::RwMode mode);
   // keyed-rw: leaves the critical section and unlocks.
   void rw_release(Client& c, keyed::RwHandle& handle);
-  // keyed-rw: acquire, work hold_ms, release.
-  void rw_hold(Client& c, const std::string& key, keyed::RwMode mode, int64_t hold_ms);
-
-  // fifo: with_lock(key, work hold_ms, {.max_wait_ms}). Whether fn ran.
   bool fifo_hold(Client& c, const std::string& key, int64_t hold_ms,
-                 std::optional<int64_t> max_wait_ms = {});
+                 std::optional<int64_t> max_wait_ms = {}) override;
+  void fifo_clear() override;
   // fifo: clear() turned away the waiter on `node`: its acquire ends now, in the history.
   void fifo_refused(int node, std::string_view key);
 
@@ -80,7 +81,7 @@ class KeyedSimBackend final : public Backend {
   LockAdapter& adapter_for(int client, int node) override;
   int server_count() const override { return 0; }        // the lock lives in the clients' process
   bool records_leases() const override { return true; }  // it grants no leases: none to derive
-  KeyedSimBackend* keyed_sim() override { return this; }
+  KeyedCalls* keyed() override { return &steps_; }
 
   SimKeyedRw* rw() { return rw_.get(); }
   SimFifoLock* fifo() { return fifo_.get(); }
@@ -109,9 +110,5 @@ std::unique_ptr<Backend> make_keyed_rw_sim_backend(
 std::unique_ptr<Backend> make_fifo_sim_backend(BackendEnv& env,
                                                const FifoMachineFactory& make_core = {},
                                                std::string lock_name = "fifo");
-
-// The backend of a run with a keyed adapter (Backend::keyed_sim); throws std::logic_error for any
-// other backend (a scenario that fits only keyed locks never runs with one).
-KeyedSimBackend& keyed_backend(Backend& backend);
 
 }  // namespace lockstep
