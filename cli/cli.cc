@@ -63,6 +63,7 @@ struct RunFlags {
   bool expect = false;  // exit by the catalogue's expectation (expectation_exit_code)
   bool shrink =
       false;  // a run that broke an invariant: its options shrunk (explore/named_shrink.h)
+  bool show_spec = false;  // print the scenario's spec instead of running it
 };
 
 struct MatrixFlags {
@@ -261,6 +262,10 @@ int cmd_run(const RunFlags& flags) {
                    .sets = flags.sets};
   check_output_dir("--report", flags.report_dir);
   check_output_file("--junit", flags.junit);
+  if (flags.show_spec) {
+    fmt::print("{}\n", to_json(scenario_spec(config)).dump(2));
+    return kExitOk;
+  }
   if (flags.shrink) check_shrinkable_world(config);
   RunReport report = run_scenario(config);
   const std::string unshrinkable = flags.shrink ? nothing_to_shrink(report) : std::string();
@@ -677,14 +682,24 @@ int run_cli(int argc, char** argv) {
   run_cmd->add_option("--seed", run.seed, "seed of the run")->transform(kSeed);
   add_fencing_option(*run_cmd, run.fencing, false);
   run_cmd->add_option("--set", run.sets, "KEY=VALUE: override a scenario or adapter option");
-  run_cmd->add_option("--report", run.report_dir,
-                      "write the JSON report, trace and HTML timeline here");
-  run_cmd->add_option("--junit", run.junit, "write a JUnit XML file (one testcase) for CI");
+  CLI::Option* report = run_cmd->add_option("--report", run.report_dir,
+                                            "write the JSON report, trace and HTML timeline here");
+  CLI::Option* junit =
+      run_cmd->add_option("--junit", run.junit, "write a JUnit XML file (one testcase) for CI");
   run_cmd->add_flag("--json", run.json, "print JSON");
-  run_cmd->add_flag("--expect", run.expect, kExpectHelp);
-  run_cmd->add_flag("--shrink", run.shrink,
-                    "when the run breaks an invariant: search the scenario's numbers (TTL, pause, "
-                    "cut...) down to the smallest that still break it, and report that run");
+  CLI::Option* expect = run_cmd->add_flag("--expect", run.expect, kExpectHelp);
+  CLI::Option* shrink = run_cmd->add_flag(
+      "--shrink", run.shrink,
+      "when the run breaks an invariant: search the scenario's numbers (TTL, pause, cut...) down "
+      "to the smallest that still break it, and report that run");
+  run_cmd
+      ->add_flag("--show-spec", run.show_spec,
+                 "print the scenario's spec as JSON (its clients' steps and its faults, as the "
+                 "engine takes them with these options) instead of running it")
+      ->excludes(report)
+      ->excludes(junit)
+      ->excludes(expect)
+      ->excludes(shrink);
 
   MatrixFlags matrix;
   CLI::App* matrix_cmd =

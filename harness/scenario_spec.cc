@@ -12,8 +12,8 @@ void require(bool holds, const std::string& what) {
   if (!holds) throw std::invalid_argument("scenario spec: " + what);
 }
 
-nlohmann::json retry_json(const RetrySettings& retry) {
-  nlohmann::json j = nlohmann::json::object();
+nlohmann::ordered_json retry_json(const RetrySettings& retry) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
   if (retry.retry_delay_ms) j["delay_ms"] = *retry.retry_delay_ms;
   if (retry.retry_times) j["times"] = *retry.retry_times;
   if (retry.total_time_ms) j["total_time_ms"] = *retry.total_time_ms;
@@ -21,8 +21,29 @@ nlohmann::json retry_json(const RetrySettings& retry) {
   return j;
 }
 
-nlohmann::json step_json(const SpecStep& s) {
-  nlohmann::json j{{"step", step_kind_name(s.kind)}};
+nlohmann::ordered_json hold_json(const HoldStep& h) {
+  nlohmann::ordered_json j{
+      {"key", h.key}, {"ttl_ms", h.ttl_ms}, {"hold_ms", h.hold_ms}, {"retry", retry_json(h.retry)}};
+  if (h.careful) j["careful"] = true;
+  if (h.pause_ms > 0) j["pause_ms"] = h.pause_ms;
+  if (h.extend) j["extend_ttl_ms"] = h.extend_ttl_ms;
+  if (h.late_ms >= 0) j["late_ms"] = h.late_ms;
+  if (!h.release) j["release"] = false;
+  if (h.auto_extend) j["auto_extend"] = true;
+  if (h.release_pause_after_us >= 0) {
+    j["release_pause_after_us"] = h.release_pause_after_us;
+    j["release_pause_ms"] = h.release_pause_ms;
+  }
+  if (h.acquire_crash_after_us >= 0) j["acquire_crash_after_us"] = h.acquire_crash_after_us;
+  if (h.acquire_pause_after_us >= 0) {
+    j["acquire_pause_after_us"] = h.acquire_pause_after_us;
+    j["acquire_pause_ms"] = h.acquire_pause_ms;
+  }
+  return j;
+}
+
+nlohmann::ordered_json step_json(const SpecStep& s) {
+  nlohmann::ordered_json j{{"step", step_kind_name(s.kind)}};
   switch (s.kind) {
     case StepKind::acquire:
       j["key"] = s.key;
@@ -40,6 +61,14 @@ nlohmann::json step_json(const SpecStep& s) {
       j["key"] = s.key;
       j["mode"] = s.shared ? "shared" : "exclusive";
       j["ms"] = s.ms;
+      if (s.pause_ms > 0) j["pause_ms"] = s.pause_ms;
+      break;
+    case StepKind::hold: j["hold"] = hold_json(s.hold); break;
+    case StepKind::stop_after: j["ms"] = s.ms; break;
+    case StepKind::take_each_key:
+      j["keys"] = s.keys;
+      j["ttl_ms"] = s.ttl_ms;
+      j["bound_us"] = s.bound_us;
       break;
     case StepKind::fifo_hold:
       j["key"] = s.key;
@@ -58,31 +87,35 @@ nlohmann::json step_json(const SpecStep& s) {
   return j;
 }
 
-nlohmann::json fault_json(const SpecFault& f) {
-  nlohmann::json j{{"action", spec_action_name(f.action)}, {"at_us", f.at_us}, {"what", f.what}};
+nlohmann::ordered_json fault_json(const SpecFault& f) {
+  nlohmann::ordered_json j{
+      {"action", spec_action_name(f.action)}, {"at_us", f.at_us}, {"what", f.what}};
   if (f.after_grant_of >= 0) j["after_grant_of"] = f.after_grant_of;
   if (f.client >= 0) j["client"] = f.client;
   if (f.server >= 0) j["server"] = f.server;
   if (f.amount != 0) j["amount"] = f.amount;
   if (f.duration_us != 0) j["duration_us"] = f.duration_us;
+  if (!f.recorded) j["recorded"] = false;
+  if (f.crash_pair >= 0) j["crash_pair"] = f.crash_pair;
+  for (const SpecFault& then : f.then) j["then"].push_back(fault_json(then));
   return j;
 }
 
-nlohmann::json entry_body_json(const SpecEntry& e) {
+nlohmann::ordered_json entry_body_json(const SpecEntry& e) {
   switch (e.kind) {
     case SpecEntry::Kind::add: {
-      nlohmann::json j{{"add", e.client.name}};
+      nlohmann::ordered_json j{{"add", e.client.name}};
       if (e.client.clock_offset_us != 0) j["clock_offset_us"] = e.client.clock_offset_us;
       if (e.client.drift_ppm != 0) j["drift_ppm"] = e.client.drift_ppm;
       return j;
     }
     case SpecEntry::Kind::start: {
-      nlohmann::json steps = nlohmann::json::array();
+      nlohmann::ordered_json steps = nlohmann::ordered_json::array();
       for (const SpecStep& s : e.program.steps) steps.push_back(step_json(s));
-      nlohmann::json j{{"start", e.program.client},
-                       {"at_ms", e.program.start_ms},
-                       {"jitter_us", e.program.jitter_us},
-                       {"steps", steps}};
+      nlohmann::ordered_json j{{"start", e.program.client},
+                               {"at_ms", e.program.start_ms},
+                               {"jitter_us", e.program.jitter_us},
+                               {"steps", steps}};
       if (e.program.repeat != 1) j["repeat"] = e.program.repeat;
       if (e.program.leave_when_killed) j["leave_when_killed"] = true;
       return j;
@@ -94,14 +127,17 @@ nlohmann::json entry_body_json(const SpecEntry& e) {
   return {};
 }
 
-nlohmann::json entry_json(const SpecEntry& e) {
-  nlohmann::json j = entry_body_json(e);
+nlohmann::ordered_json entry_json(const SpecEntry& e) {
+  nlohmann::ordered_json j = entry_body_json(e);
   if (e.after.client >= 0) j["after"] = {{"client", e.after.client}, {"step", e.after.step}};
   return j;
 }
 
 bool strikes_client(SpecAction action) {
   switch (action) {
+    case SpecAction::jump_client_clock:
+    case SpecAction::client_drift:
+    case SpecAction::stall_client:
     case SpecAction::pause_client:
     case SpecAction::kill_client:
     case SpecAction::partition_client:
@@ -116,9 +152,17 @@ bool strikes_server(SpecAction action) {
     case SpecAction::jump_server_clock:
     case SpecAction::pause_server:
     case SpecAction::crash_server:
-    case SpecAction::restart_server: return true;
+    case SpecAction::restart_server:
+    case SpecAction::slow_server: return true;
     default: return false;
   }
+}
+
+// The client and server a fault's action strikes are named, and the client is known.
+template <class Known>
+void require_actors(const SpecFault& f, const Known& known) {
+  if (f.client >= 0 || strikes_client(f.action)) known(f.client, "a fault");
+  if (strikes_server(f.action)) require(f.server >= 0, "a fault names its server");
 }
 
 }  // namespace
@@ -187,19 +231,20 @@ void ScenarioSpec::validate() const {
                 "a program starts at a time not negative");
         require(e.program.repeat >= 1 && e.program.repeat <= kRepeatMax,
                 fmt::format("a program repeats 1 to {} times", kRepeatMax));
-        require(
-            !e.program.steps.empty() && e.program.steps.size() <= static_cast<size_t>(kStepsMax),
-            fmt::format("a program has 1 to {} steps", kStepsMax));
+        require(e.program.steps.size() <= static_cast<size_t>(kStepsMax),
+                fmt::format("a program has at most {} steps", kStepsMax));
         for (const SpecStep& s : e.program.steps)
           require(s.ms >= 0 && s.ttl_ms >= 0 && s.step_ms >= 0, "a step's times are not negative");
         break;
       case SpecEntry::Kind::fault:
         require(e.fault.at_us >= 0 && e.fault.duration_us >= 0,
                 "a fault's time and duration are not negative");
-        if (e.fault.client >= 0 || strikes_client(e.fault.action)) known(e.fault.client, "a fault");
-        if (strikes_server(e.fault.action))
-          require(e.fault.server >= 0, "a fault names its server");
         if (e.fault.after_grant_of >= 0) known(e.fault.after_grant_of, "a fault's grant");
+        require_actors(e.fault, known);
+        for (const SpecFault& then : e.fault.then) {
+          require(then.then.empty(), "a fault's further actions have none of their own");
+          require_actors(then, known);
+        }
         break;
       case SpecEntry::Kind::cut:
         known(e.cut.client, "a cut");
@@ -270,6 +315,10 @@ std::string step_kind_name(StepKind kind) {
     case StepKind::work_until_lost: return "work-until-lost";
     case StepKind::rw_hold: return "rw-hold";
     case StepKind::fifo_hold: return "fifo-hold";
+    case StepKind::fifo_clear: return "fifo-clear";
+    case StepKind::hold: return "hold";
+    case StepKind::stop_after: return "stop-after";
+    case StepKind::take_each_key: return "take-each-key";
   }
   return "?";
 }
@@ -291,14 +340,21 @@ std::string spec_action_name(SpecAction action) {
     case SpecAction::reset_connections: return "reset-connections";
     case SpecAction::failover: return "failover";
     case SpecAction::fifo_clear: return "fifo-clear";
+    case SpecAction::slow_server: return "slow-server";
+    case SpecAction::jump_client_clock: return "jump-client-clock";
+    case SpecAction::client_drift: return "client-drift";
+    case SpecAction::network_latency: return "network-latency";
+    case SpecAction::network_loss: return "network-loss";
+    case SpecAction::network_restore: return "network-restore";
+    case SpecAction::stall_client: return "stall-client";
   }
   return "?";
 }
 
-nlohmann::json to_json(const ScenarioSpec& spec) {
-  nlohmann::json entries = nlohmann::json::array();
+nlohmann::ordered_json to_json(const ScenarioSpec& spec) {
+  nlohmann::ordered_json entries = nlohmann::ordered_json::array();
   for (const SpecEntry& e : spec.entries) entries.push_back(entry_json(e));
-  nlohmann::json j{{"timeline", entries}};
+  nlohmann::ordered_json j{{"timeline", entries}};
   if (spec.servers_required > 0) j["servers_required"] = spec.servers_required;
   if (spec.fixed_latency_us > 0) j["fixed_latency_us"] = spec.fixed_latency_us;
   if (spec.server_drift_ppm != 0) j["server_drift_ppm"] = spec.server_drift_ppm;

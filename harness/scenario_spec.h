@@ -30,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "adapters/core/retry.h"
+#include "harness/hold_step.h"
 #include "lockstep/fault.h"
 
 namespace lockstep {
@@ -64,8 +65,16 @@ enum class StepKind {
   auto_extend,      // starts the lock's auto-extension every ms (0: a third of its TTL)
   work_until_lost,  // works ms in steps of step_ms, asking lost() before each write
   // A keyed lock's calls (harness/keyed_calls.h), each on its own, outside the program's lock:
-  rw_hold,    // keyed-rw: key, shared or exclusive, held ms
-  fifo_hold,  // fifo: key, held ms, waiting at most max_wait_ms
+  rw_hold,     // keyed-rw: key, shared or exclusive, pause_ms stopped inside, held ms
+  fifo_hold,   // fifo: key, held ms, waiting at most max_wait_ms
+  fifo_clear,  // fifo: clear(), turning every waiter away
+  // A holder's whole turn on a key (harness/hold_step.h), outside the program's lock.
+  hold,
+  // Ends the program if the run's true time has reached ms: later steps never start.
+  stop_after,
+  // Takes each of `keys` once, in order, asking again until bound_us has passed since it began
+  // each (retrying every tenth of ttl_ms, at least 10 ms), holds it 1 ms and releases it.
+  take_each_key,
 };
 
 struct SpecStep {
@@ -77,7 +86,11 @@ struct SpecStep {
   std::optional<RetrySettings> retry{};  // acquire: none is one attempt
   bool end_if_refused = true;            // acquire
   bool shared = false;                   // rw_hold: a reader
+  int64_t pause_ms = 0;                  // rw_hold
   std::optional<int64_t> max_wait_ms{};  // fifo_hold
+  HoldStep hold{};                       // hold
+  std::vector<std::string> keys{};       // take_each_key
+  int64_t bound_us = 0;                  // take_each_key
 };
 
 // What the engine does when a fault strikes.
@@ -97,6 +110,14 @@ enum class SpecAction {
   reset_connections,  // client's connections reset
   failover,           // the primary dies and a replica takes over (recorded with what it lost)
   fifo_clear,         // a keyed fifo lock's clear(): every waiter is turned away
+  slow_server,        // every message to and from server takes amount us longer (0: no longer)
+  // The simulator's own (its network, its clocks):
+  jump_client_clock,  // client's wall clock jumps amount us
+  client_drift,       // client's clocks run amount ppm off
+  network_latency,    // every message takes amount us one way
+  network_loss,       // every message is lost with probability amount percent
+  network_restore,    // the network as it was when the run was built
+  stall_client,       // client's links hold what is sent (amount 1 two-way) until a heal
 };
 
 struct SpecFault {
@@ -112,6 +133,13 @@ struct SpecFault {
   // recorded for kill_client and failover, which record themselves.
   FaultTag tag{};
   std::string what;
+  // false: the action alone, nothing recorded (the end of a fault recorded with its duration).
+  bool recorded = true;
+  // >= 0: a crash_server and the restart_server of the same pair: the restart brings the server
+  // back only if no other crash of it came after its pair's crash.
+  int crash_pair = -1;
+  // Actions taken at the same instant, after this one's, as one (a heal of every fault).
+  std::vector<SpecFault> then{};
 };
 
 struct SpecClient {
@@ -200,6 +228,6 @@ SpecFault heal_fault(int64_t at_ms, std::string what);
 std::string step_kind_name(StepKind kind);
 std::string spec_action_name(SpecAction action);
 // The spec as the engine will take it (`lockstep scenarios NAME --spec`).
-nlohmann::json to_json(const ScenarioSpec& spec);
+nlohmann::ordered_json to_json(const ScenarioSpec& spec);
 
 }  // namespace lockstep

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -9,6 +10,7 @@
 
 #include "base/check.h"
 #include "harness/keyed_calls.h"
+#include "sim/world.h"
 
 namespace lockstep {
 
@@ -19,8 +21,14 @@ namespace {
 struct SpecRun {
   ScenarioEnv* env = nullptr;
   std::vector<Client*> clients;
-  std::vector<SpecEntry> anchored;  // in spec order
-  std::set<int> programs_started;   // the clients with a program
+  std::vector<SpecEntry> anchored;   // in spec order
+  std::set<int> programs_started;    // the clients with a program
+  sim::NetworkOptions base_network;  // the simulator's network as the run was built
+  // Per server, the crashes so far; per crash pair, the count its crash left (SpecFault).
+  std::map<int, int> crashes_by_server;
+  std::map<int, int> crash_seen_by_pair;
+
+  sim::World& sim() { return *env->sim(); }
 };
 
 // What one run of a program carries from step to step.
@@ -39,7 +47,11 @@ bool needs_lock(StepKind kind) {
     case StepKind::sleep_until_whole_ms:
     case StepKind::crash:
     case StepKind::rw_hold:
-    case StepKind::fifo_hold: return false;
+    case StepKind::fifo_hold:
+    case StepKind::fifo_clear:
+    case StepKind::hold:
+    case StepKind::stop_after:
+    case StepKind::take_each_key: return false;
     default: return true;
   }
 }
@@ -52,6 +64,29 @@ void careful_increment(Client& c, Lock& lock, int64_t work_ms) {
   if (left_us > 1) c.clock().sleep_for_us(std::min(work_ms * 1000, left_us - 1));
   if (value && c.clock().monotonic_us() < c.validity_end_us(lock)) c.write(lock, *value + 1);
   c.leave(lock);
+}
+
+// A fresh client after a sweep's heal: takes every key once, with retries that outlast the bound.
+void take_each_key(Client& c, ScenarioWorld& world, const SpecStep& step) {
+  constexpr int64_t kHold_ms = 1;  // its work inside the lock
+  const int64_t delay_ms = std::max<int64_t>(10, step.ttl_ms / 10);
+  const int64_t attempts = step.bound_us / 1000 / delay_ms + 2;
+  const RetrySettings retry{.retry_delay_ms = delay_ms,
+                            .retry_times = static_cast<int>(std::min<int64_t>(attempts, 100'000))};
+  for (const std::string& key : step.keys) {
+    // An acquire that fails (no primary while the set elects one, an outcome unknown) is asked
+    // again, as a caller that needs the key would, until the bound has passed since it began.
+    const TimeUs give_up_us = world.now_us() + step.bound_us;
+    std::optional<Lock> lock;
+    for (int64_t round = 0; round < attempts && !lock; ++round) {
+      lock = c.acquire(key, step.ttl_ms, retry);
+      if (lock || world.now_us() >= give_up_us) break;
+      c.sleep_ms(delay_ms);
+    }
+    if (!lock) continue;
+    c.increment(*lock, kHold_ms);
+    c.release(*lock);
+  }
 }
 
 // One step. False when the program ends here (a refused acquire that ends it).
@@ -96,21 +131,39 @@ bool run_step(SpecRun& run, Client& c, ProgramState& state, const SpecStep& step
     case StepKind::rw_hold:
       keyed_calls(run.env->backend())
           .rw_hold(c, step.key, step.shared ? keyed::RwMode::shared : keyed::RwMode::exclusive,
-                   step.ms);
+                   step.ms, step.pause_ms);
       return true;
     case StepKind::fifo_hold:
       keyed_calls(run.env->backend()).fifo_hold(c, step.key, step.ms, step.max_wait_ms);
       return true;
+    case StepKind::fifo_clear:
+      run.env->world().trace_linef("{} calls fifo clear()", c.name());
+      keyed_calls(run.env->backend()).fifo_clear();
+      return true;
+    case StepKind::hold: run_hold_step(*run.env, c, step.hold); return true;
+    case StepKind::stop_after: return run.env->world().now_us() < step.ms * 1000;
+    case StepKind::take_each_key: take_each_key(c, run.env->world(), step); return true;
   }
   LOCKSTEP_CHECK(false, "every step kind is run");
   return false;
 }
 
-// The fault's action, on the backend or the world.
-std::function<void()> fault_action(ScenarioEnv& env, Client* client, const SpecFault& f) {
+// The simulator's network as the run was built, with `change` made to it.
+std::function<void()> set_network(const std::shared_ptr<SpecRun>& run,
+                                  std::function<void(sim::NetworkOptions&)> change) {
+  return [run, change = std::move(change)] {
+    sim::NetworkOptions options = run->base_network;
+    change(options);
+    run->sim().network().set_options(options);
+  };
+}
+
+// One action of a fault, on the backend, the world or the simulator.
+std::function<void()> one_action(const std::shared_ptr<SpecRun>& run, const SpecFault& f) {
+  ScenarioEnv& env = *run->env;
   Backend& backend = env.backend();
   ScenarioWorld& world = env.world();
-  const int node = client != nullptr ? client->node() : -1;
+  const int node = f.client >= 0 ? run->clients[static_cast<size_t>(f.client)]->node() : -1;
   switch (f.action) {
     case SpecAction::none: return [] {};
     case SpecAction::pause_client: return [&world, node, f] { world.pause(node, f.amount); };
@@ -127,31 +180,77 @@ std::function<void()> fault_action(ScenarioEnv& env, Client* client, const SpecF
       return [&backend, f] { backend.jump_server_clock(f.server, f.amount); };
     case SpecAction::pause_server:
       return [&backend, f] { backend.pause_server(f.server, f.amount); };
-    case SpecAction::crash_server: return [&backend, f] { backend.crash_server(f.server); };
-    case SpecAction::restart_server: return [&backend, f] { backend.restart_server(f.server); };
+    case SpecAction::crash_server:
+      return [&backend, run, f] {
+        const int crashes = ++run->crashes_by_server[f.server];
+        if (f.crash_pair >= 0) run->crash_seen_by_pair[f.crash_pair] = crashes;
+        backend.crash_server(f.server);
+      };
+    case SpecAction::restart_server:
+      return [&backend, run, f] {
+        if (f.crash_pair >= 0 &&
+            run->crashes_by_server[f.server] != run->crash_seen_by_pair[f.crash_pair])
+          return;  // crashed again since: that crash's restart brings it back
+        backend.restart_server(f.server);
+      };
     case SpecAction::end_session: return [&backend, node] { backend.end_session(node); };
     case SpecAction::reset_connections:
       return [&backend, node, f] { backend.reset_connections(node, f.amount); };
     case SpecAction::failover: break;  // recorded by schedule_failover_us, which acts itself
     case SpecAction::fifo_clear: return [&backend] { keyed_calls(backend).fifo_clear(); };
+    case SpecAction::slow_server: return [&backend, f] { backend.slow_server(f.server, f.amount); };
+    case SpecAction::jump_client_clock:
+      return [run, node, f] { run->sim().jump_clock(node, f.amount); };
+    case SpecAction::client_drift: return [run, node, f] { run->sim().set_drift(node, f.amount); };
+    case SpecAction::network_latency:
+      return set_network(
+          run, [f](sim::NetworkOptions& o) { o.latency_us_min = o.latency_us_max = f.amount; });
+    case SpecAction::network_loss:
+      return set_network(run, [f](sim::NetworkOptions& o) {
+        o.loss = {static_cast<uint64_t>(f.amount), 100};
+      });
+    case SpecAction::network_restore: return set_network(run, [](sim::NetworkOptions&) {});
+    case SpecAction::stall_client:
+      return [&backend, run, node, f] {
+        // The backend's own partition, its cuts made holding: every service stalls alike.
+        sim::Network& network = run->sim().network();
+        network.set_cut_style(sim::CutStyle::hold);
+        backend.partition(node, f.amount != 0);
+        network.set_cut_style(sim::CutStyle::drop);
+      };
   }
+  LOCKSTEP_CHECK(false, "a failover is scheduled by itself");
   return {};
 }
 
-void schedule_at(ScenarioEnv& env, Client* client, const SpecFault& f, int64_t at_us) {
+// The fault's action and then its further ones, as one.
+std::function<void()> fault_action(const std::shared_ptr<SpecRun>& run, const SpecFault& f) {
+  if (f.then.empty()) return one_action(run, f);
+  std::vector<std::function<void()>> actions{one_action(run, f)};
+  for (const SpecFault& then : f.then) actions.push_back(one_action(run, then));
+  return [actions = std::move(actions)] {
+    for (const std::function<void()>& act : actions) act();
+  };
+}
+
+void schedule_at(const std::shared_ptr<SpecRun>& run, const SpecFault& f, int64_t at_us) {
+  ScenarioEnv& env = *run->env;
   if (f.action == SpecAction::failover) return env.schedule_failover_us(at_us, f.what);
-  if (f.action == SpecAction::kill_client)
-    return env.schedule_client_kill_us(at_us, *client, f.what, fault_action(env, client, f));
-  env.schedule_fault_us(at_us, f.tag, f.what, fault_action(env, client, f), f.duration_us);
+  if (f.action == SpecAction::kill_client) {
+    return env.schedule_client_kill_us(at_us, *run->clients[static_cast<size_t>(f.client)], f.what,
+                                       fault_action(run, f));
+  }
+  if (!f.recorded) return env.world().at(at_us, fault_action(run, f));
+  env.schedule_fault_us(at_us, f.tag, f.what, fault_action(run, f), f.duration_us);
 }
 
 // A fault timed from a client's first grant: scheduled when the history records it.
-void schedule_after_grant(ScenarioEnv& env, Client* client, const SpecFault& f) {
+void schedule_after_grant(const std::shared_ptr<SpecRun>& run, const SpecFault& f) {
   auto scheduled = std::make_shared<bool>(false);
-  env.watch_history([&env, client, f, scheduled](const HistoryEvent& e) {
+  run->env->watch_history([run, f, scheduled](const HistoryEvent& e) {
     if (*scheduled || e.kind != EventKind::grant || e.client != f.after_grant_of) return;
     *scheduled = true;
-    schedule_at(env, client, f, e.time_us + f.at_us);
+    schedule_at(run, f, e.time_us + f.at_us);
   });
 }
 
@@ -204,12 +303,9 @@ void take_entry(const std::shared_ptr<SpecRun>& run, const SpecEntry& e, int64_t
           e.program.jitter_us);
       return;
     }
-    case SpecEntry::Kind::fault: {
-      Client* client =
-          e.fault.client >= 0 ? run->clients[static_cast<size_t>(e.fault.client)] : nullptr;
-      if (e.fault.after_grant_of >= 0) return schedule_after_grant(env, client, e.fault);
-      return schedule_at(env, client, e.fault, from_us + e.fault.at_us);
-    }
+    case SpecEntry::Kind::fault:
+      if (e.fault.after_grant_of >= 0) return schedule_after_grant(run, e.fault);
+      return schedule_at(run, e.fault, from_us + e.fault.at_us);
     case SpecEntry::Kind::cut:
       env.backend().partition_server(run->clients[static_cast<size_t>(e.cut.client)]->node(),
                                      e.cut.server, e.cut.two_way);
@@ -217,10 +313,28 @@ void take_entry(const std::shared_ptr<SpecRun>& run, const SpecEntry& e, int64_t
   }
 }
 
+// The actions only the simulator can take (its network, its clocks).
+bool simulator_only(SpecAction action) {
+  switch (action) {
+    case SpecAction::jump_client_clock:
+    case SpecAction::client_drift:
+    case SpecAction::network_latency:
+    case SpecAction::network_loss:
+    case SpecAction::network_restore:
+    case SpecAction::stall_client: return true;
+    default: return false;
+  }
+}
+
 void check_world(ScenarioEnv& env, const ScenarioSpec& spec) {
   if (!spec.needs_sim.empty()) env.require_sim(spec.needs_sim);
   for (const SpecEntry& e : spec.entries) {
     if (e.after.client >= 0) env.require_sim("a client or fault waits for a step of another");
+    if (e.kind != SpecEntry::Kind::fault) continue;
+    if (simulator_only(e.fault.action)) env.require_sim(spec_action_name(e.fault.action));
+    for (const SpecFault& then : e.fault.then) {
+      if (simulator_only(then.action)) env.require_sim(spec_action_name(then.action));
+    }
   }
   if (spec.servers_required > 0 && env.backend().server_count() != spec.servers_required) {
     throw WorldUnsupported(fmt::format("the scenario is written for {} nodes (--set nodes={})",
@@ -238,6 +352,7 @@ void run_spec(ScenarioEnv& env, const ScenarioSpec& spec) {
   if (spec.server_drift_ppm != 0) env.backend().set_server_drift(spec.server_drift_ppm);
   auto run = std::make_shared<SpecRun>();
   run->env = &env;
+  if (env.sim() != nullptr) run->base_network = env.sim()->network().options();
   for (const SpecEntry& e : spec.entries) {
     if (e.after.client >= 0) run->anchored.push_back(e);
   }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/check.h"
 #include "checkers/excuse.h"
 #include "harness/client_side_leases.h"
 #include "harness/real_scenario_world.h"
@@ -165,6 +166,19 @@ Options resolve_options(const Scenario& scenario, const RunConfig& config) {
     throw UsageError(e.what());
   }
   return options;
+}
+
+ScenarioSpec scenario_spec(const RunConfig& config) {
+  const Scenario& scenario = scenario_or_throw(config.scenario);
+  const Options options = resolve_options(scenario, config);
+  LOCKSTEP_CHECK(static_cast<bool>(scenario.spec), "every catalogue scenario is a spec");
+  try {
+    ScenarioSpec spec = scenario.spec(options, adapter_or_throw(config.adapter), config.world);
+    spec.validate();
+    return spec;
+  } catch (const WorldUnsupported& e) {
+    throw UsageError(fmt::format("scenario \"{}\": {}", scenario.name, e.what()));
+  }
 }
 
 RunReport run_scenario(const RunConfig& config) {

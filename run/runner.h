@@ -104,6 +104,10 @@ std::string replay_file_command(const std::string& file);
 // Resolves and validates a config: the scenario's and adapter's options with the overrides.
 Options resolve_options(const RunConfig& config);
 Options resolve_options(const Scenario& scenario, const RunConfig& config);
+// The catalogue scenario's spec for this config (its timeline as data, harness/scenario_spec.h),
+// as the run would take it, without running it. UsageError for a config resolve_options refuses or
+// that the scenario cannot be built for (two options that must agree).
+ScenarioSpec scenario_spec(const RunConfig& config);
 RunReport run_scenario(const RunConfig& config);
 // Runs a scenario that is not in the catalogue (a generated workload); config.scenario is ignored.
 RunReport run_scenario(const Scenario& scenario, const RunConfig& config);

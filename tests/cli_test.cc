@@ -99,6 +99,29 @@ TEST_CASE("a safe run exits 0 and the text form shows the replay line only on vi
         std::string::npos);
 }
 
+TEST_CASE("run --show-spec prints the scenario's spec with its options, and runs nothing",
+          "[cli][spec]") {
+  const CommandResult r = cli("run gc-pause --adapter memory --set pause_ms=12345 --show-spec");
+  CHECK(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& timeline = j.at("timeline");
+  REQUIRE(timeline.size() == 4);  // add A, start A, add B, start B
+  CHECK(timeline.at(0).at("add") == "a");
+  const auto& a_steps = timeline.at(1).at("steps");
+  CHECK(a_steps.at(0).at("step") == "acquire");
+  CHECK(a_steps.at(2).at("step") == "pause");
+  CHECK(a_steps.at(2).at("ms") == 12345);
+  // What would make the run refuse makes the spec refuse alike: exit 2, one line.
+  for (const char* args : {"run lost-extension --adapter redis --set every_ms=400 --show-spec",
+                           "run gc-pause --adapter memory --show-spec --shrink"}) {
+    INFO(args);
+    const CommandResult refused = cli(args);
+    CHECK(refused.exit_code == 2);
+    CHECK(count_lines(refused.err) == 1);
+    CHECK(refused.out.empty());
+  }
+}
+
 TEST_CASE("bad usage exits 2 with one line naming what was wrong and the choices", "[cli]") {
   struct Case {
     const char* args;
