@@ -294,6 +294,11 @@ SpecFault heal_fault(int64_t at_ms, std::string what) {
   return {.action = SpecAction::heal, .at_us = at_ms * 1000, .what = std::move(what)};
 }
 
+std::vector<SpecStep> joined(std::vector<SpecStep> first, const std::vector<SpecStep>& then) {
+  first.insert(first.end(), then.begin(), then.end());
+  return first;
+}
+
 std::string step_kind_name(StepKind kind) {
   switch (kind) {
     case StepKind::acquire: return "acquire";

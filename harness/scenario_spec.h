@@ -215,6 +215,8 @@ SpecStep extend_step(int64_t ttl_ms);
 // work, release.
 std::vector<SpecStep> take_work_release_steps(int64_t ttl_ms, int64_t hold_ms,
                                               std::optional<RetrySettings> retry);
+// first's steps, then then's.
+std::vector<SpecStep> joined(std::vector<SpecStep> first, const std::vector<SpecStep>& then);
 
 // Faults, as a scenario writes them: recorded as what they are (their FaultTag).
 // Client `client` stops for pause_us of true time from at_us.

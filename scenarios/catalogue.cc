@@ -257,9 +257,9 @@ Scenario extend_after_expiry() {
                        kStartJitterUs);
             std::vector<SpecStep> b = take_work_release_steps(ttl_ms, hold_ms, retry_from(o));
             b.push_back(step(StepKind::sleep, hold_ms + 200));  // past A's extend
-            for (const SpecStep& again : take_work_release_steps(ttl_ms, hold_ms, retry_from(o)))
-              b.push_back(again);
-            spec.start(spec.add_client("b"), ttl_ms + 10, b, kStartJitterUs);
+            spec.start(spec.add_client("b"), ttl_ms + 10,
+                       joined(b, take_work_release_steps(ttl_ms, hold_ms, retry_from(o))),
+                       kStartJitterUs);
             // B's second acquire must not wait: a resurrected lock would make it wait out a TTL.
             spec.liveness_bound_us = (ttl_ms / 2) * 1000;
             return spec;

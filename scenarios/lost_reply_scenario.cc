@@ -50,11 +50,9 @@ Scenario lost_reply_scenario() {
             // is lost.
             SpecStep first = acquire_step(ttl_ms);
             first.end_if_refused = false;
-            std::vector<SpecStep> steps = {first, step(StepKind::release)};
-            for (const SpecStep& s :
-                 take_work_release_steps(ttl_ms, o.get_int("hold_ms"), std::nullopt))
-              steps.push_back(s);
-            spec.start(a, 0, steps);
+            spec.start(a, 0,
+                       joined({first, step(StepKind::release)},
+                              take_work_release_steps(ttl_ms, o.get_int("hold_ms"), std::nullopt)));
             spec.strike(partition_fault(a, cut_at_ms, cut_ms, /*two_way=*/false,
                                         fmt::format("partition a <- servers for {}ms", cut_ms)));
             spec.strike(heal_fault(cut_at_ms + cut_ms, "heal partition"));

@@ -378,9 +378,8 @@ Scenario partition_scenario() {
                 take_work_release_steps(ttl_ms, o.get_int("hold_ms"), retry_from(o));
             steps.front().end_if_refused = false;
             steps.push_back(step(StepKind::sleep_until_whole_ms, at_ms + length_ms + 100));
-            for (const SpecStep& s : take_work_release_steps(ttl_ms, 50, retry_from(o)))
-              steps.push_back(s);
-            spec.start(a, 0, steps, kStartJitterUs);
+            spec.start(a, 0, joined(steps, take_work_release_steps(ttl_ms, 50, retry_from(o))),
+                       kStartJitterUs);
             spec.strike(partition_fault(
                 a, at_ms, length_ms, two_way,
                 fmt::format("partition a {} server for {}ms", two_way ? "<->" : "<-", length_ms)));
