@@ -1,7 +1,6 @@
 #include "harness/spec_engine.h"
 
 #include <algorithm>
-#include <exception>
 #include <map>
 #include <memory>
 #include <set>
@@ -38,8 +37,21 @@ struct ProgramState {
   int64_t started_us = 0;        // the program's start, by its client's monotonic clock
 };
 
+// Whether the step works on the program's lock (skipped while it has none). Every kind is named:
+// a new one must say.
 bool needs_lock(StepKind kind) {
   switch (kind) {
+    case StepKind::read:
+    case StepKind::write_next:
+    case StepKind::increment:
+    case StepKind::careful_increment:
+    case StepKind::sleep_out_validity:
+    case StepKind::extend:
+    case StepKind::release:
+    case StepKind::leave:
+    case StepKind::is_locked:
+    case StepKind::auto_extend:
+    case StepKind::work_until_lost: return true;
     case StepKind::acquire:
     case StepKind::pause:
     case StepKind::sleep:
@@ -52,8 +64,9 @@ bool needs_lock(StepKind kind) {
     case StepKind::hold:
     case StepKind::stop_after:
     case StepKind::take_each_key: return false;
-    default: return true;
   }
+  LOCKSTEP_CHECK(false, "every step kind says whether it needs the lock");
+  return false;
 }
 
 // The careful holder of slow-grant: reads, works while the lock is valid, writes only if it still
