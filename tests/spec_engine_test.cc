@@ -146,7 +146,7 @@ TEST_CASE("a fault timed from a client's grant strikes that long after the serve
   CHECK(fault->time_us == grants[0].time_us + 700);
 }
 
-TEST_CASE("a fault's further actions strike with it; an unrecorded one leaves no event",
+TEST_CASE("a fault's further actions strike with it, and an unrecorded one leaves no event",
           "[spec][engine]") {
   for (const bool then_pause : {true, false}) {
     ScenarioSpec spec;
