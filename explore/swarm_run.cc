@@ -52,6 +52,7 @@ HoldStep hold_of(const SwarmSpec& spec, const SwarmStep& step) {
 }
 
 // One swarm step: its gap, then (only inside the safety phase) its turn on the key.
+constexpr size_t kSpecStepsPerSwarmStep = 3;
 void add_steps(const SwarmSpec& spec, const SwarmStep& step, std::vector<SpecStep>& out) {
   out.push_back({.kind = StepKind::sleep, .ms = step.gap_ms});
   out.push_back({.kind = StepKind::stop_after, .ms = spec.safety_ms});
@@ -78,6 +79,7 @@ void add_client(Compiling& c, const SwarmClient& plan, int index) {
   const int client = c.out.add_client(fmt::format("c{}", index), 0, plan.drift_ppm);
   for (int fiber : plan.concurrent ? std::vector<int>{0, 1} : std::vector<int>{-1}) {
     std::vector<SpecStep> steps;
+    steps.reserve(kSpecStepsPerSwarmStep * plan.steps.size());
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       if (fiber < 0 || static_cast<int>(i % 2) == fiber) add_steps(c.spec, plan.steps[i], steps);
     }
@@ -289,6 +291,10 @@ ScenarioSpec compile(const SwarmSpec& spec, ScenarioEnv& env, int64_t allowance_
       .network = spec.family == LockFamily::lease && env.adapter().traits.sim_faults.network};
   c.out.needs_sim = "swarm faults are injected by the simulator";
   c.out.fixed_latency_us = spec.fixed_latency_us;
+  // At most: a slow server's strike and end, a client's add and two starts, a fault's two
+  // entries, the heal, a heal client's add and start.
+  c.out.entries.reserve(2 * spec.server_delays_us.size() + 3 * spec.clients.size() +
+                        2 * spec.faults.size() + 1 + 2 * static_cast<size_t>(spec.heal_clients));
   add_slow_servers(c);
   for (size_t i = 0; i < spec.clients.size(); ++i)
     add_client(c, spec.clients[i], static_cast<int>(i));
@@ -299,8 +305,9 @@ ScenarioSpec compile(const SwarmSpec& spec, ScenarioEnv& env, int64_t allowance_
   return std::move(c.out);
 }
 
+// The world is checked by the engine (the compiled spec needs the simulator), and before that by
+// the runner (the swarm scenario runs in the simulator only).
 void build_swarm(const SwarmSpec& spec, ScenarioEnv& env) {
-  env.require_sim("swarm faults are injected by the simulator");
   if (env.world().trace_wants_text()) {  // a sweep's tallied seeds need no param lines
     for (const std::string& line : describe_params(spec)) env.world().trace_linef("param {}", line);
   }

@@ -8,8 +8,13 @@ namespace lockstep {
 
 namespace {
 
-void require(bool holds, const std::string& what) {
-  if (!holds) throw std::invalid_argument("scenario spec: " + what);
+// Formats its words only when the rule is broken: validate() runs before every run, a sweep's
+// seeds included, over every step.
+template <class... Args>
+void require(bool holds, fmt::format_string<Args...> what, Args&&... args) {
+  if (!holds) {
+    throw std::invalid_argument("scenario spec: " + fmt::format(what, std::forward<Args>(args)...));
+  }
 }
 
 nlohmann::ordered_json retry_json(const RetrySettings& retry) {
@@ -209,8 +214,8 @@ int ScenarioSpec::client_count() const {
 void ScenarioSpec::validate() const {
   int added = 0;
   auto known = [&added](int client, const char* what) {
-    require(client >= 0 && client < added,
-            fmt::format("{} names client {}, of {} added so far", what, client, added));
+    require(client >= 0 && client < added, "{} names client {}, of {} added so far", what, client,
+            added);
   };
   for (const SpecEntry& e : entries) {
     if (e.after.client >= 0) {
@@ -223,16 +228,16 @@ void ScenarioSpec::validate() const {
       case SpecEntry::Kind::add:
         require(!e.client.name.empty(), "a client has a name");
         ++added;
-        require(added <= kClientsMax, fmt::format("at most {} clients", kClientsMax));
+        require(added <= kClientsMax, "at most {} clients", kClientsMax);
         break;
       case SpecEntry::Kind::start:
         known(e.program.client, "a program");
         require(e.program.start_ms >= 0 && e.program.jitter_us >= 0,
                 "a program starts at a time not negative");
         require(e.program.repeat >= 1 && e.program.repeat <= kRepeatMax,
-                fmt::format("a program repeats 1 to {} times", kRepeatMax));
+                "a program repeats 1 to {} times", kRepeatMax);
         require(e.program.steps.size() <= static_cast<size_t>(kStepsMax),
-                fmt::format("a program has at most {} steps", kStepsMax));
+                "a program has at most {} steps", kStepsMax);
         for (const SpecStep& s : e.program.steps)
           require(s.ms >= 0 && s.ttl_ms >= 0 && s.step_ms >= 0, "a step's times are not negative");
         break;

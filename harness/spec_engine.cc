@@ -267,7 +267,7 @@ void schedule_after_grant(const std::shared_ptr<SpecRun>& run, const SpecFault& 
   });
 }
 
-void take_entry(const std::shared_ptr<SpecRun>& run, const SpecEntry& e, int64_t from_us);
+void take_entry(const std::shared_ptr<SpecRun>& run, SpecEntry e, int64_t from_us);
 
 void run_steps(const std::shared_ptr<SpecRun>& run, Client& c, ProgramState& state,
                const SpecProgram& program, bool first_program) {
@@ -296,8 +296,9 @@ void run_program(const std::shared_ptr<SpecRun>& run, Client& c, const SpecProgr
   }
 }
 
-// Takes an entry, its times counted from from_us (0 for the build, an anchor's moment after).
-void take_entry(const std::shared_ptr<SpecRun>& run, const SpecEntry& e, int64_t from_us) {
+// Takes an entry, its times counted from from_us (0 for the build, an anchor's moment after). A
+// program's steps move into its closure.
+void take_entry(const std::shared_ptr<SpecRun>& run, SpecEntry e, int64_t from_us) {
   ScenarioEnv& env = *run->env;
   switch (e.kind) {
     case SpecEntry::Kind::add:
@@ -307,13 +308,15 @@ void take_entry(const std::shared_ptr<SpecRun>& run, const SpecEntry& e, int64_t
     case SpecEntry::Kind::start: {
       // The client's first program is the one anchors wait on.
       const bool first_program = run->programs_started.insert(e.program.client).second;
+      Client& client = *run->clients[static_cast<size_t>(e.program.client)];
+      const int64_t start_ms = (from_us + e.program.start_ms * 1000) / 1000;
+      const int64_t jitter_us = e.program.jitter_us;
       env.start(
-          *run->clients[static_cast<size_t>(e.program.client)],
-          (from_us + e.program.start_ms * 1000) / 1000,
-          [run, program = e.program, first_program](Client& c) {
+          client, start_ms,
+          [run, program = std::move(e.program), first_program](Client& c) {
             run_program(run, c, program, first_program);
           },
-          e.program.jitter_us);
+          jitter_us);
       return;
     }
     case SpecEntry::Kind::fault:
@@ -357,7 +360,7 @@ void check_world(ScenarioEnv& env, const ScenarioSpec& spec) {
 
 }  // namespace
 
-void run_spec(ScenarioEnv& env, const ScenarioSpec& spec) {
+void run_spec(ScenarioEnv& env, ScenarioSpec spec) {
   spec.validate();
   check_world(env, spec);
   if (spec.fixed_latency_us > 0) env.backend().set_fixed_latency(spec.fixed_latency_us);
@@ -369,8 +372,8 @@ void run_spec(ScenarioEnv& env, const ScenarioSpec& spec) {
   for (const SpecEntry& e : spec.entries) {
     if (e.after.client >= 0) run->anchored.push_back(e);
   }
-  for (const SpecEntry& e : spec.entries) {
-    if (e.after.client < 0) take_entry(run, e, 0);
+  for (SpecEntry& e : spec.entries) {
+    if (e.after.client < 0) take_entry(run, std::move(e), 0);
   }
   if (spec.liveness_bound_us) env.meta().liveness_bound_us = *spec.liveness_bound_us;
 }

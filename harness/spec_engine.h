@@ -13,6 +13,6 @@ namespace lockstep {
 
 // Throws std::invalid_argument for an invalid spec (a catalogue bug), WorldUnsupported for a world
 // or backend the spec cannot run on.
-void run_spec(ScenarioEnv& env, const ScenarioSpec& spec);
+void run_spec(ScenarioEnv& env, ScenarioSpec spec);
 
 }  // namespace lockstep
